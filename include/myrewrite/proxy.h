@@ -1,0 +1,29 @@
+/*
+ * proxy.h - the process-wide runtime shared by the listener and workers.
+ *
+ * Built by main before any thread starts; read-only afterwards except for
+ * the atomics, which any thread may update.
+ */
+#ifndef MYREWRITE_PROXY_H
+#define MYREWRITE_PROXY_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "myrewrite/config.h"
+
+struct mr_worker;
+
+typedef struct mr_proxy {
+    const mr_config *cfg;
+    struct sockaddr_storage backend_addr; /* resolved once at start */
+    socklen_t backend_addr_len;
+    char backend_name[300];               /* for messages: "127.0.0.1:3306" */
+    struct mr_worker *workers;
+    unsigned nworkers;
+    _Atomic uint64_t next_conn_id;
+    _Atomic uint64_t connections;         /* open client connections */
+} mr_proxy;
+
+#endif

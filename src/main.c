@@ -1,0 +1,255 @@
+/*
+ * main.c - command line, start-up and shutdown of the myrewrite process.
+ *
+ * Main thread: parses options and the config file, resolves the backend,
+ * starts the log thread and the workers, then runs the accept loop until
+ * SIGTERM/SIGINT, when it drains the workers within shutdown_timeout.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "myrewrite/backend.h"
+#include "myrewrite/config.h"
+#include "myrewrite/listener.h"
+#include "myrewrite/log.h"
+#include "myrewrite/worker.h"
+
+static const char usage[] =
+    "Usage: myrewrite [options]\n"
+    "A MySQL/MariaDB protocol proxy that relays statements unchanged unless a rule rewrites them.\n"
+    "\n"
+    "  -c, --config FILE       read settings from an INI file ([myrewrite] section)\n"
+    "  -l, --listen HOST:PORT  TCP address for clients (default 127.0.0.1:6033)\n"
+    "  -s, --socket PATH       also accept clients on this unix socket\n"
+    "  -b, --backend ADDR      mysqld to relay to: HOST:PORT or /path/to/mysqld.sock\n"
+    "                          (default 127.0.0.1:3306)\n"
+    "  -r, --rules DIR         directory of *.rules files (default rules)\n"
+    "  -w, --workers N         worker threads, 0 = one per core (default 0)\n"
+    "      --log-level LEVEL   debug, info, warn or error (default info)\n"
+    "      --set KEY=VALUE     set any config key (see --config-reference)\n"
+    "      --check             validate the configuration, print file:line errors, exit\n"
+    "      --print-config      print the effective configuration and exit\n"
+    "      --config-reference  print every config key with its default and meaning\n"
+    "  -h, --help              this text\n"
+    "  -V, --version           print the version\n"
+    "\n"
+    "Command-line options override the config file. Signals: SIGTERM/SIGINT stop accepting,\n"
+    "let running statements finish (up to shutdown_timeout) and exit.\n";
+
+typedef struct options {
+    const char *config_path;
+    bool check, print_config;
+} options;
+
+enum { OPT_LOG_LEVEL = 256, OPT_CHECK, OPT_PRINT, OPT_REFERENCE, OPT_SET };
+
+static const struct option long_opts[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"listen", required_argument, NULL, 'l'},
+    {"socket", required_argument, NULL, 's'},
+    {"backend", required_argument, NULL, 'b'},
+    {"rules", required_argument, NULL, 'r'},
+    {"workers", required_argument, NULL, 'w'},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"set", required_argument, NULL, OPT_SET},
+    {"check", no_argument, NULL, OPT_CHECK},
+    {"print-config", no_argument, NULL, OPT_PRINT},
+    {"config-reference", no_argument, NULL, OPT_REFERENCE},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+static const char *key_for_option(int c)
+{
+    switch (c) {
+    case 'l': return "listen";
+    case 's': return "socket";
+    case 'b': return "backend";
+    case 'r': return "rules_dir";
+    case 'w': return "workers";
+    case OPT_LOG_LEVEL: return "log_level";
+    default: return NULL;
+    }
+}
+
+/* `--set key=value` */
+static bool set_pair(mr_config *c, const char *arg, mr_diag *d)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg) {
+        mr_diag_error(d, "--set", 0, "expected KEY=VALUE, got '%s'", arg);
+        return false;
+    }
+    char key[64];
+    snprintf(key, sizeof(key), "%.*s", (int)(eq - arg), arg);
+    return mr_config_set(c, key, eq + 1, "--set", 0, d);
+}
+
+/* First pass finds --config (the file is read before the other flags apply). */
+static int parse_args(int argc, char **argv, mr_config *c, options *o, mr_diag *d)
+{
+    int ch;
+    for (int pass = 0; pass < 2; pass++) {
+        optind = 1;
+        while ((ch = getopt_long(argc, argv, "c:l:s:b:r:w:hV", long_opts, NULL)) != -1) {
+            if (ch == '?')
+                return 2;
+            if (pass == 0) {
+                if (ch == 'h') { fputs(usage, stdout); return 0; }
+                if (ch == 'V') { printf("myrewrite %s\n", MYREWRITE_VERSION); return 0; }
+                if (ch == OPT_REFERENCE) { mr_config_reference(stdout); return 0; }
+                if (ch == 'c') o->config_path = optarg;
+                continue;
+            }
+            const char *key = key_for_option(ch);
+            if (key)
+                mr_config_set(c, key, optarg, "command line", 0, d);
+            else if (ch == OPT_SET)
+                set_pair(c, optarg, d);
+            else if (ch == OPT_CHECK)
+                o->check = true;
+            else if (ch == OPT_PRINT)
+                o->print_config = true;
+        }
+        if (pass == 0 && o->config_path)
+            mr_config_load(c, o->config_path, d);
+        if (optind < argc) {
+            mr_diag_error(d, "command line", 0, "unexpected argument '%s'", argv[optind]);
+            return 2;
+        }
+    }
+    return -1; /* go on */
+}
+
+static bool validate(mr_config *c, mr_proxy *p, mr_diag *d)
+{
+    mr_addr a;
+    char err[400];
+    if (!mr_addr_parse(c->listen, &a) || a.is_unix)
+        mr_diag_error(d, "listen", 0, "'%s' must be a TCP host:port (use socket = for unix)",
+                      c->listen);
+    if (c->relay_buffer < 16384)
+        mr_diag_error(d, "relay_buffer", 0, "must be at least 16K");
+    if (c->max_packet_size < 1024)
+        mr_diag_error(d, "max_packet_size", 0, "must be at least 1K");
+    if (!mr_backend_resolve(p, c->backend, err, sizeof(err)))
+        mr_diag_error(d, "backend", 0, "%s", err);
+    return d->errors == 0;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    mr_info(0, "received %s: draining connections", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    event_base_loopexit(arg, NULL);
+}
+
+/* Joins every worker, forcing the stragglers once the deadline passes. */
+static void stop_workers(mr_proxy *p)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += (time_t)(p->cfg->shutdown_timeout_ms / 1000);
+    deadline.tv_nsec += (long)(p->cfg->shutdown_timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    for (unsigned i = 0; i < p->nworkers; i++)
+        mr_worker_signal(&p->workers[i], MR_WORKER_MSG_DRAIN);
+    for (unsigned i = 0; i < p->nworkers; i++) {
+        if (pthread_timedjoin_np(p->workers[i].thread, NULL, &deadline) == ETIMEDOUT) {
+            mr_warn(0, "worker %u still busy after shutdown_timeout; closing its connections", i);
+            mr_worker_signal(&p->workers[i], MR_WORKER_MSG_STOP);
+        } else {
+            p->workers[i].thread = 0; /* already joined */
+        }
+    }
+}
+
+static int run(mr_config *c, mr_proxy *p)
+{
+    struct event_base *base = event_base_new();
+    unsigned n = c->workers ? (unsigned)c->workers : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    p->nworkers = n ? n : 1;
+    p->workers = calloc(p->nworkers, sizeof(*p->workers));
+    if (!base || !p->workers)
+        return 1;
+    for (unsigned i = 0; i < p->nworkers; i++) {
+        if (!mr_worker_start(&p->workers[i], p, i)) {
+            mr_error(0, "cannot start worker %u", i);
+            return 1;
+        }
+    }
+    mr_listener *l = mr_listener_start(base, p);
+    if (!l)
+        return 1;
+    struct event *sigterm = evsignal_new(base, SIGTERM, on_signal, base);
+    struct event *sigint = evsignal_new(base, SIGINT, on_signal, base);
+    event_add(sigterm, NULL);
+    event_add(sigint, NULL);
+    mr_info(0, "myrewrite %s listening on %s%s%s, backend %s, %u workers", MYREWRITE_VERSION,
+            c->listen, c->socket[0] ? " and " : "", c->socket, p->backend_name, p->nworkers);
+    event_base_dispatch(base);
+    mr_listener_stop(l);
+    stop_workers(p);
+    for (unsigned i = 0; i < p->nworkers; i++)
+        mr_worker_join(&p->workers[i]);
+    event_free(sigterm);
+    event_free(sigint);
+    event_base_free(base);
+    free(p->workers);
+    mr_info(0, "stopped");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static mr_config cfg;
+    static mr_proxy proxy;
+    options o = {0};
+    mr_diag d = {.out = stderr};
+
+    mr_config_defaults(&cfg);
+    int rc = parse_args(argc, argv, &cfg, &o, &d);
+    if (rc >= 0) {
+        if (rc == 2)
+            fputs("Try 'myrewrite --help'.\n", stderr);
+        mr_config_free(&cfg);
+        return rc;
+    }
+    proxy.cfg = &cfg;
+    validate(&cfg, &proxy, &d);
+    if (d.errors) {
+        fprintf(stderr, "myrewrite: %d configuration error%s\n", d.errors, d.errors > 1 ? "s" : "");
+        mr_config_free(&cfg);
+        return 1;
+    }
+    if (o.check || o.print_config) {
+        if (o.print_config)
+            mr_config_dump(&cfg, stdout);
+        else
+            printf("configuration OK\n");
+        mr_config_free(&cfg);
+        return 0;
+    }
+    mr_log_level level = MR_LOG_INFO;
+    mr_log_level_parse(cfg.log_level, &level);
+    mr_log_set_level(level);
+    signal(SIGPIPE, SIG_IGN);
+    mr_log_start();
+    rc = run(&cfg, &proxy);
+    mr_log_stop();
+    mr_config_free(&cfg);
+    return rc;
+}

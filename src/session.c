@@ -1,0 +1,719 @@
+/*
+ * session.c - the state machine of one client connection (see session.h).
+ *
+ * Runs on its worker's thread; owns both bufferevents, the tracker and the
+ * framing state of each direction. Bytes are relayed as they arrive: a
+ * packet's head is inspected (first MR_TRACK_PREFIX bytes) and the packet
+ * then streams through, so a 1 GB row never sits in memory. When the peer
+ * we write to falls behind by relay_buffer bytes, we stop reading from the
+ * other side until it catches up.
+ */
+#include "myrewrite/session.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "myrewrite/codec.h"
+#include "myrewrite/log.h"
+#include "myrewrite/tracker.h"
+#include "myrewrite/worker.h"
+
+typedef enum session_state {
+    SS_CONNECTING, /* backend connect in progress; the client waits */
+    SS_GREETING,   /* waiting for the backend's greeting */
+    SS_AUTH,       /* relaying the authentication exchange until OK or ERR */
+    SS_IDLE,       /* between commands: the client speaks next */
+    SS_RESPONSE,   /* relaying the backend's answer to the current command */
+    SS_INFILE,     /* relaying LOCAL INFILE contents from the client */
+    SS_CLOSING,    /* flushing a last packet to the client, then free */
+    SS_CLOSED,     /* both sockets gone; memory freed from the event loop */
+    SS_MAX
+} session_state;
+
+static const char *const state_names[SS_MAX] = {
+    "connecting", "greeting", "auth", "idle", "response", "infile", "closing", "closed",
+};
+
+/* A session that is closing or closed relays nothing more. Code that calls
+ * anything which may close the session checks this before going on. */
+#define ALIVE(s) ((s)->state < SS_CLOSING)
+
+/* Framing of one direction: where the current packet stands. */
+typedef struct framing {
+    uint64_t remaining;   /* bytes of the current packet not yet moved */
+    bool continuation;    /* the next packet continues a 16 MiB payload */
+    bool discard;         /* drop the current packet instead of relaying it */
+    bool ends_response;   /* the current packet completes the response */
+    bool blocked;         /* reading paused: the peer's output is full */
+    uint8_t last_seq;     /* sequence id of the last packet relayed */
+} framing;
+
+struct mr_session {
+    uint64_t id;
+    mr_worker *w;
+    struct mr_session *prev, *next;  /* worker's list */
+    struct bufferevent *client;      /* owned */
+    struct bufferevent *backend;     /* owned; NULL once closed */
+    session_state state;
+    mr_tracker tracker;
+    framing from_client, from_backend;
+    uint8_t command;                 /* the command being answered */
+    uint64_t command_bytes;          /* payload of the current client command so far */
+    uint32_t caps;                   /* negotiated capabilities */
+    uint32_t backend_thread_id;      /* the backend's connection id */
+    bool auth_seen_response;         /* the client's HandshakeResponse was checked */
+    mr_close_reason close_reason;
+};
+
+static void pump_client(mr_session *s);
+static void pump_backend(mr_session *s);
+static void session_free(mr_session *s);
+
+static const mr_config *cfg(const mr_session *s) { return s->w->proxy->cfg; }
+
+static void set_state(mr_session *s, session_state to)
+{
+    mr_debug(s->id, "state %s -> %s", state_names[s->state], state_names[to]);
+    s->state = to;
+}
+
+mr_session *mr_session_next(mr_session *s) { return s->next; }
+
+/* ---- closing ---- */
+
+/* Tells the backend we are leaving, so it does not count an aborted client.
+ * Only between commands, and only if nothing is queued ahead of it. */
+static void backend_quit(mr_session *s)
+{
+    static const uint8_t quit[5] = {1, 0, 0, 0, MR_COM_QUIT};
+    if (!s->backend || s->state != SS_IDLE)
+        return;
+    if (evbuffer_get_length(bufferevent_get_output(s->backend)) != 0)
+        return;
+    ssize_t n = send(bufferevent_getfd(s->backend), quit, sizeof(quit), MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)n; /* best effort: the socket closes right after either way */
+}
+
+static void close_backend(mr_session *s)
+{
+    if (!s->backend)
+        return;
+    backend_quit(s);
+    bufferevent_free(s->backend);
+    s->backend = NULL;
+}
+
+static void session_close(mr_session *s, mr_close_reason why, const char *detail)
+{
+    mr_log_level lvl = (why == MR_CLOSE_CLIENT_QUIT || why == MR_CLOSE_CLIENT_GONE ||
+                        why == MR_CLOSE_SHUTDOWN)
+                           ? MR_LOG_DEBUG
+                           : MR_LOG_INFO;
+    if (mr_log_enabled(lvl))
+        mr_log(lvl, s->id, "closed (%s) in state %s: %s", mr_close_reason_name(why),
+               state_names[s->state], detail);
+    mr_stat_add(&s->w->stats.closes[why], 1);
+    close_backend(s);
+    session_free(s);
+}
+
+/* Sends whatever is queued for the client (typically an ERR), then closes. */
+static void close_after_flush(mr_session *s, mr_close_reason why, const char *detail)
+{
+    if (!ALIVE(s))
+        return;
+    mr_info(s->id, "closing (%s): %s", mr_close_reason_name(why), detail);
+    mr_stat_add(&s->w->stats.closes[why], 1);
+    close_backend(s);
+    set_state(s, SS_CLOSING);
+    s->close_reason = why;
+    bufferevent_disable(s->client, EV_READ);
+    if (evbuffer_get_length(bufferevent_get_output(s->client)) == 0) {
+        session_free(s);
+        return;
+    }
+    /* the write callback frees the session once the ERR is out */
+    struct timeval tv = {5, 0}; /* a client that never reads its ERR */
+    bufferevent_set_timeouts(s->client, NULL, &tv);
+}
+
+/* Queues an ERR packet for the client with the given sequence id. */
+static void send_err(mr_session *s, uint8_t seq, uint16_t code, const char *sqlstate,
+                     const char *msg)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_err_build(&b, seq, code, sqlstate, msg);
+    if (!b.failed)
+        bufferevent_write(s->client, b.data, b.len);
+    mr_buf_free(&b);
+}
+
+/* ---- backpressure ---- */
+
+static bool output_full(struct bufferevent *to, const mr_session *s)
+{
+    return evbuffer_get_length(bufferevent_get_output(to)) >= cfg(s)->relay_buffer;
+}
+
+static void pause_reading(struct bufferevent *from, framing *f)
+{
+    if (!f->blocked) {
+        bufferevent_disable(from, EV_READ);
+        f->blocked = true;
+    }
+}
+
+static void resume_reading(struct bufferevent *from, framing *f)
+{
+    if (f->blocked) {
+        f->blocked = false;
+        bufferevent_enable(from, EV_READ);
+    }
+}
+
+/* ---- backend side ---- */
+
+static void response_done(mr_session *s)
+{
+    mr_stat_add(&s->w->stats.commands, 1);
+    set_state(s, SS_IDLE);
+    if (s->w->draining) {
+        session_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
+        return;
+    }
+    pump_client(s); /* a command may already be waiting */
+}
+
+static void auth_done(mr_session *s)
+{
+    if (s->tracker.ended_with_err) {
+        close_after_flush(s, MR_CLOSE_AUTH_FAILED, "backend refused authentication");
+        return;
+    }
+    bufferevent_set_timeouts(s->client, NULL, NULL);
+    mr_debug(s->id, "authenticated; backend thread id %u", s->backend_thread_id);
+    set_state(s, SS_IDLE);
+    if (s->w->draining) {
+        session_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
+        return;
+    }
+    pump_client(s);
+}
+
+static void greeting_unusable(mr_session *s, const char *why)
+{
+    send_err(s, 0, MR_CR_CONN_HOST_ERROR, "08S01",
+             "backend unavailable: its greeting is not MySQL protocol 10");
+    close_after_flush(s, MR_CLOSE_MALFORMED, why);
+}
+
+/* The greeting is read whole (it is small) so its capabilities can be masked
+ * before the client sees them. An ERR instead of a greeting (e.g. "Too many
+ * connections" from mysqld) is relayed as it is. */
+static void read_greeting(mr_session *s, struct evbuffer *in)
+{
+    uint8_t hdr[MR_PKT_HEADER];
+    mr_pkt_header h;
+    mr_greeting g;
+    if (evbuffer_copyout(in, hdr, sizeof(hdr)) < (ev_ssize_t)sizeof(hdr))
+        return;
+    mr_pkt_header_read(hdr, sizeof(hdr), &h);
+    if (h.len > 65536) {
+        greeting_unusable(s, "oversized greeting from backend");
+        return;
+    }
+    size_t total = MR_PKT_HEADER + (size_t)h.len;
+    if (evbuffer_get_length(in) < total)
+        return;
+    uint8_t *pkt = evbuffer_pullup(in, (ev_ssize_t)total);
+    uint8_t *payload = pkt + MR_PKT_HEADER;
+    if (h.len > 0 && payload[0] == 0xff) {
+        mr_err err;
+        if (mr_err_parse(payload, h.len, &err) == MR_OK)
+            mr_warn(s->id, "backend refused the connection: %u %.*s", err.code,
+                    (int)err.msg_len, err.msg);
+        evbuffer_remove_buffer(in, bufferevent_get_output(s->client), total);
+        close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "backend sent an error instead of a greeting");
+        return;
+    }
+    if (mr_greeting_parse(payload, h.len, &g) != MR_OK) {
+        greeting_unusable(s, "malformed greeting from backend");
+        return;
+    }
+    mr_greeting_mask(payload, &g);
+    s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
+    s->backend_thread_id = g.thread_id;
+    s->from_backend.last_seq = h.seq;
+    s->from_backend.remaining = total; /* pump_backend relays it */
+    bufferevent_set_timeouts(s->backend, NULL, NULL);
+    struct timeval tv = {(time_t)(cfg(s)->handshake_timeout_ms / 1000),
+                         (suseconds_t)(cfg(s)->handshake_timeout_ms % 1000) * 1000};
+    bufferevent_set_timeouts(s->client, &tv, NULL);
+    mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
+    set_state(s, SS_AUTH);
+}
+
+/* Classifies the head of a backend packet; false means stop pumping. */
+static bool backend_packet_start(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
+{
+    framing *f = &s->from_backend;
+    f->last_seq = seq;
+    f->remaining = MR_PKT_HEADER + (uint64_t)len;
+    bool continued = f->continuation;
+    f->continuation = (len == MR_PKT_MAX_PAYLOAD);
+    if (continued)
+        return true; /* a piece of a large payload: nothing to classify */
+    if (s->state != SS_RESPONSE && s->state != SS_AUTH) {
+        /* e.g. a server that announces its idle timeout before closing */
+        mr_debug(s->id, "unsolicited backend packet in state %s", state_names[s->state]);
+        return true;
+    }
+    size_t n = len < MR_TRACK_PREFIX ? len : MR_TRACK_PREFIX;
+    switch (mr_tracker_feed(&s->tracker, p, n, len)) {
+    case MR_TRACK_MORE: break;
+    case MR_TRACK_DONE: f->ends_response = true; break;
+    case MR_TRACK_CLIENT_NEXT: set_state(s, SS_INFILE); break;
+    case MR_TRACK_MALFORMED:
+        mr_warn(s->id, "backend packet does not fit the %s response (first byte 0x%02x, %u bytes)",
+                mr_command_name(s->command), n ? p[0] : 0, len);
+        close_after_flush(s, MR_CLOSE_MALFORMED, "malformed response from backend");
+        return false;
+    }
+    return true;
+}
+
+/* Called when the packet that ends the response has been fully relayed. */
+static void backend_response_complete(mr_session *s)
+{
+    s->from_backend.ends_response = false;
+    if (s->state == SS_AUTH)
+        auth_done(s);
+    else
+        response_done(s);
+}
+
+/* Relays complete and partial packets from the backend to the client in one
+ * batch (a single evbuffer move), inspecting each packet's head on the way. */
+static void pump_backend(mr_session *s)
+{
+    struct evbuffer *in = bufferevent_get_input(s->backend);
+    framing *f = &s->from_backend;
+    size_t avail = evbuffer_get_length(in), move = 0;
+    struct evbuffer_ptr pos;
+    uint8_t head[MR_PKT_HEADER + MR_TRACK_PREFIX];
+    bool complete = false;
+
+    evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
+    for (;;) {
+        if (f->remaining > 0) {
+            size_t take = avail - move < f->remaining ? avail - move : (size_t)f->remaining;
+            move += take;
+            f->remaining -= take;
+            if (f->remaining > 0 || (f->ends_response && !f->continuation)) {
+                complete = f->remaining == 0;
+                break;
+            }
+            if (move < avail)
+                evbuffer_ptr_set(in, &pos, take, EVBUFFER_PTR_ADD);
+            continue;
+        }
+        if (avail - move < MR_PKT_HEADER || move >= cfg(s)->relay_buffer)
+            break;
+        size_t got = avail - move < sizeof(head) ? avail - move : sizeof(head);
+        evbuffer_copyout_from(in, &pos, head, got);
+        mr_pkt_header h;
+        mr_pkt_header_read(head, got, &h);
+        if (got < MR_PKT_HEADER + (h.len < MR_TRACK_PREFIX ? h.len : MR_TRACK_PREFIX))
+            break;
+        mr_stat_add(&s->w->stats.bytes_from_backend, MR_PKT_HEADER + (uint64_t)h.len);
+        if (!backend_packet_start(s, head + MR_PKT_HEADER, h.len, h.seq))
+            return;
+    }
+    if (move > 0)
+        evbuffer_remove_buffer(in, bufferevent_get_output(s->client), move);
+    if (output_full(s->client, s))
+        pause_reading(s->backend, f);
+    if (complete)
+        backend_response_complete(s);
+    else if (move > 0 && evbuffer_get_length(in) > 0 && !f->blocked)
+        pump_backend(s); /* stopped at relay_buffer with more queued */
+}
+
+static void backend_read_cb(struct bufferevent *bev, void *arg)
+{
+    mr_session *s = arg;
+    (void)bev;
+    if (s->state == SS_GREETING) {
+        read_greeting(s, bufferevent_get_input(s->backend));
+        if (s->state != SS_AUTH)
+            return;
+    }
+    pump_backend(s);
+}
+
+static void backend_write_cb(struct bufferevent *bev, void *arg)
+{
+    mr_session *s = arg;
+    (void)bev;
+    if (s->from_client.blocked && !output_full(s->backend, s)) {
+        resume_reading(s->client, &s->from_client);
+        pump_client(s);
+    }
+}
+
+static void backend_failed(mr_session *s, const char *what)
+{
+    char msg[512];
+    if (s->state == SS_CONNECTING || s->state == SS_GREETING) {
+        snprintf(msg, sizeof(msg), "backend unavailable: %s %s", s->w->proxy->backend_name, what);
+        send_err(s, 0, MR_CR_CONN_HOST_ERROR, "08S01", msg);
+        mr_warn(s->id, "%s", msg);
+        close_after_flush(s, MR_CLOSE_BACKEND_DOWN, msg);
+        return;
+    }
+    bool mid_packet = s->from_backend.remaining > 0 || s->from_backend.continuation;
+    if (s->state == SS_IDLE || mid_packet) {
+        session_close(s, MR_CLOSE_BACKEND_LOST, what);
+        return;
+    }
+    snprintf(msg, sizeof(msg), "backend connection lost during %s: %s",
+             s->state == SS_AUTH ? "authentication" : mr_command_name(s->command), what);
+    send_err(s, (uint8_t)(s->from_backend.last_seq + 1), MR_CR_SERVER_LOST, "08S01", msg);
+    close_after_flush(s, MR_CLOSE_BACKEND_LOST, msg);
+}
+
+static void backend_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    mr_session *s = arg;
+    (void)bev;
+    if (what & BEV_EVENT_CONNECTED) {
+        int one = 1;
+        setsockopt(bufferevent_getfd(s->backend), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        set_state(s, SS_GREETING);
+        return;
+    }
+    /* Relay whatever arrived before the close (e.g. a final ERR). */
+    if (s->state != SS_GREETING && s->state != SS_CONNECTING)
+        pump_backend(s);
+    if (!ALIVE(s) || !s->backend)
+        return;
+    char what_s[160];
+    if (what & BEV_EVENT_TIMEOUT)
+        snprintf(what_s, sizeof(what_s), "timed out after %llu ms",
+                 (unsigned long long)cfg(s)->connect_timeout_ms);
+    else if (what & BEV_EVENT_ERROR)
+        snprintf(what_s, sizeof(what_s), "failed: %s",
+                 evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    else
+        snprintf(what_s, sizeof(what_s), "closed the connection");
+    backend_failed(s, what_s);
+}
+
+/* ---- client side ---- */
+
+/* Checks the client's HandshakeResponse (or SSLRequest) before relaying it. */
+static bool check_handshake_response(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
+{
+    mr_handshake_response hr;
+    s->auth_seen_response = true;
+    if (mr_handshake_response_parse(p, len, &hr) != MR_OK) {
+        send_err(s, (uint8_t)(seq + 1), MR_ER_MALFORMED_PACKET, "08S01",
+                 "malformed handshake response: myrewrite supports protocol 4.1 clients");
+        close_after_flush(s, MR_CLOSE_MALFORMED, "malformed handshake response");
+        return false;
+    }
+    if (hr.ssl_request || (hr.caps & (MR_CAP_COMPRESS | MR_CAP_ZSTD_COMPRESSION))) {
+        send_err(s, (uint8_t)(seq + 1), MR_ER_NOT_SUPPORTED, "08004",
+                 hr.ssl_request ? "myrewrite does not support TLS between client and proxy yet; "
+                                  "connect with TLS disabled (ssl-mode=DISABLED)"
+                                : "myrewrite does not support protocol compression; connect "
+                                  "without compression");
+        close_after_flush(s, MR_CLOSE_UNSUPPORTED, hr.ssl_request ? "client asked for TLS"
+                                                                   : "client asked for compression");
+        return false;
+    }
+    s->caps &= hr.caps;
+    mr_tracker_init(&s->tracker, (s->caps & MR_CAP_DEPRECATE_EOF) != 0);
+    mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
+    return true;
+}
+
+static void refuse_command(mr_session *s, uint8_t cmd)
+{
+    char msg[200];
+    snprintf(msg, sizeof(msg),
+             "%s is not supported through myrewrite (replication and obsolete commands must go "
+             "to mysqld directly)",
+             mr_command_name(cmd));
+    mr_stat_add(&s->w->stats.commands_refused, 1);
+    mr_info(s->id, "refused %s (0x%02x)", mr_command_name(cmd), cmd);
+    send_err(s, 1, MR_ER_UNKNOWN_COM, "08S01", msg);
+    s->from_client.discard = true;
+}
+
+/* The first packet of a command: decide how its response will look. */
+static bool command_start(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
+{
+    if (len == 0 || seq != 0) {
+        mr_warn(s->id, "malformed command packet: %s", len == 0 ? "empty payload"
+                                                               : "sequence id is not 0");
+        close_after_flush(s, MR_CLOSE_MALFORMED, "malformed command packet");
+        return false;
+    }
+    uint8_t cmd = p[0];
+    mr_expect expect = mr_expect_for_command(cmd);
+    s->command = cmd;
+    s->command_bytes = 0;
+    if (expect == MR_EXPECT_UNSUPPORTED) {
+        refuse_command(s, cmd);
+        return true;
+    }
+    if (cmd == MR_COM_QUIT) {
+        session_close(s, MR_CLOSE_CLIENT_QUIT, "COM_QUIT");
+        return false;
+    }
+    mr_tracker_begin(&s->tracker, expect);
+    if (expect != MR_EXPECT_NONE)
+        set_state(s, SS_RESPONSE);
+    return true;
+}
+
+/* A packet the client sends while the backend waits for it. */
+static bool client_data_packet(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq,
+                               bool continued)
+{
+    if (s->state == SS_AUTH && !s->auth_seen_response)
+        return check_handshake_response(s, p, len, seq);
+    if (s->state == SS_INFILE && len == 0 && !continued) {
+        mr_tracker_infile_done(&s->tracker); /* the empty packet ends the file */
+        set_state(s, SS_RESPONSE);
+    }
+    return true;
+}
+
+static bool client_may_send(const mr_session *s)
+{
+    switch (s->state) {
+    case SS_IDLE:
+    case SS_AUTH:
+    case SS_INFILE: return true;
+    case SS_RESPONSE: return s->tracker.expect == MR_EXPECT_AUTH; /* COM_CHANGE_USER */
+    default: return false;
+    }
+}
+
+/* Classifies the head of a client packet; false means stop pumping. */
+static bool client_packet_start(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
+{
+    framing *f = &s->from_client;
+    bool continued = f->continuation;
+    f->remaining = MR_PKT_HEADER + (uint64_t)len;
+    f->continuation = (len == MR_PKT_MAX_PAYLOAD);
+    f->last_seq = seq;
+    if (!continued)
+        f->discard = false;
+    s->command_bytes += len;
+    if (s->command_bytes > cfg(s)->max_packet_size) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "packet of more than %llu bytes exceeds max_packet_size",
+                 (unsigned long long)cfg(s)->max_packet_size);
+        send_err(s, (uint8_t)(seq + 1), MR_ER_NET_PACKET_TOO_LARGE, "08S01", msg);
+        close_after_flush(s, MR_CLOSE_TOO_LARGE, msg);
+        return false;
+    }
+    if (continued)
+        return true;
+    if (s->state == SS_IDLE)
+        return command_start(s, p, len, seq);
+    return client_data_packet(s, p, len, seq, continued);
+}
+
+static void pump_client(mr_session *s)
+{
+    struct evbuffer *in = bufferevent_get_input(s->client);
+    framing *f = &s->from_client;
+    uint8_t head[MR_PKT_HEADER + MR_TRACK_PREFIX];
+
+    while (ALIVE(s) && s->backend) {
+        size_t avail = evbuffer_get_length(in);
+        if (f->remaining > 0) {
+            if (avail == 0)
+                break;
+            size_t take = avail < f->remaining ? avail : (size_t)f->remaining;
+            if (f->discard)
+                evbuffer_drain(in, take);
+            else
+                evbuffer_remove_buffer(in, bufferevent_get_output(s->backend), take);
+            f->remaining -= take;
+            if (output_full(s->backend, s)) {
+                pause_reading(s->client, f);
+                break;
+            }
+            continue;
+        }
+        if (!f->continuation && !client_may_send(s))
+            break;
+        if (avail < MR_PKT_HEADER)
+            break;
+        size_t got = (size_t)evbuffer_copyout(in, head, sizeof(head));
+        mr_pkt_header h;
+        mr_pkt_header_read(head, got, &h);
+        size_t need = MR_PKT_HEADER + (h.len < MR_TRACK_PREFIX ? h.len : MR_TRACK_PREFIX);
+        if (got < need)
+            break;
+        mr_stat_add(&s->w->stats.bytes_from_clients, MR_PKT_HEADER + (uint64_t)h.len);
+        if (!client_packet_start(s, head + MR_PKT_HEADER, h.len, h.seq))
+            return;
+    }
+}
+
+static void client_read_cb(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    pump_client(arg);
+}
+
+static void client_write_cb(struct bufferevent *bev, void *arg)
+{
+    mr_session *s = arg;
+    (void)bev;
+    if (s->state == SS_CLOSING) {
+        if (evbuffer_get_length(bufferevent_get_output(s->client)) == 0)
+            session_free(s);
+        return;
+    }
+    if (s->from_backend.blocked && !output_full(s->client, s)) {
+        resume_reading(s->backend, &s->from_backend);
+        pump_backend(s);
+    }
+}
+
+static void client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    mr_session *s = arg;
+    (void)bev;
+    if (!ALIVE(s)) {
+        session_free(s); /* the client went away or never read its ERR */
+        return;
+    }
+    if (what & BEV_EVENT_TIMEOUT) {
+        send_err(s, (uint8_t)(s->from_client.last_seq + 1), MR_ER_HANDSHAKE, "08S01",
+                 "authentication did not finish within handshake_timeout");
+        close_after_flush(s, MR_CLOSE_TIMEOUT, "handshake timeout");
+        return;
+    }
+    session_close(s, MR_CLOSE_CLIENT_GONE,
+                  (what & BEV_EVENT_ERROR) ? evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR())
+                                           : "client closed the connection");
+}
+
+/* ---- life cycle ---- */
+
+static bool connect_backend(mr_session *s)
+{
+    mr_proxy *p = s->w->proxy;
+    s->backend = bufferevent_socket_new(s->w->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!s->backend)
+        return false;
+    bufferevent_setcb(s->backend, backend_read_cb, backend_write_cb, backend_event_cb, s);
+    bufferevent_setwatermark(s->backend, EV_WRITE, cfg(s)->relay_buffer / 2, 0);
+    struct timeval tv = {(time_t)(cfg(s)->connect_timeout_ms / 1000),
+                         (suseconds_t)(cfg(s)->connect_timeout_ms % 1000) * 1000};
+    bufferevent_set_timeouts(s->backend, &tv, &tv);
+    bufferevent_enable(s->backend, EV_READ | EV_WRITE);
+    if (bufferevent_socket_connect(s->backend, (struct sockaddr *)&p->backend_addr,
+                                   (int)p->backend_addr_len) != 0) {
+        /* immediate failure: the event callback is not called */
+        return false;
+    }
+    return true;
+}
+
+void mr_session_start(mr_worker *w, int fd)
+{
+    mr_session *s = calloc(1, sizeof(*s));
+    if (!s) {
+        close(fd);
+        atomic_fetch_sub(&w->proxy->connections, 1);
+        return;
+    }
+    s->w = w;
+    s->id = atomic_fetch_add(&w->proxy->next_conn_id, 1) + 1;
+    s->next = w->sessions;
+    if (w->sessions)
+        w->sessions->prev = s;
+    w->sessions = s;
+    w->nsessions++;
+    mr_stat_add(&w->stats.connections_accepted, 1);
+    mr_stat_add(&w->stats.connections_active, 1);
+    evutil_make_socket_nonblocking(fd);
+    s->client = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!s->client) {
+        close(fd);
+        session_free(s);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on unix sockets */
+    bufferevent_setcb(s->client, client_read_cb, client_write_cb, client_event_cb, s);
+    bufferevent_setwatermark(s->client, EV_WRITE, cfg(s)->relay_buffer / 2, 0);
+    bufferevent_setwatermark(s->client, EV_READ, 0, cfg(s)->relay_buffer);
+    bufferevent_enable(s->client, EV_READ | EV_WRITE);
+    mr_debug(s->id, "client connected on worker %u", w->id);
+    set_state(s, SS_CONNECTING);
+    if (!connect_backend(s))
+        backend_failed(s, "connect failed");
+}
+
+void mr_session_drain(mr_session *s, int force)
+{
+    if (force)
+        session_close(s, MR_CLOSE_SHUTDOWN, "proxy shutdown timeout reached");
+    else if (s->state == SS_IDLE || s->state == SS_CONNECTING || s->state == SS_GREETING)
+        session_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
+}
+
+static void free_later(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    free(arg);
+}
+
+/* Unlinks the session and closes both sockets now; the memory goes on the
+ * next loop turn, so callers up the stack can still test ALIVE(s). */
+static void session_free(mr_session *s)
+{
+    mr_worker *w = s->w;
+    if (s->state == SS_CLOSED)
+        return;
+    set_state(s, SS_CLOSED);
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        w->sessions = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    w->nsessions--;
+    mr_stat_add(&w->stats.connections_active, (uint64_t)-1);
+    atomic_fetch_sub(&w->proxy->connections, 1);
+    if (s->backend)
+        bufferevent_free(s->backend);
+    if (s->client)
+        bufferevent_free(s->client);
+    s->backend = s->client = NULL;
+    struct timeval now = {0, 0};
+    if (event_base_once(w->base, -1, EV_TIMEOUT, free_later, s, &now) != 0)
+        mr_error(s->id, "cannot schedule the session's release; leaking %zu bytes", sizeof(*s));
+    mr_worker_session_ended(w);
+}
