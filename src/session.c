@@ -1,7 +1,7 @@
 /*
  * session.c - the state machine of one client connection (see session.h).
  *
- * Runs on its worker's thread; owns both bufferevents, the tracker and the
+ * Runs on its worker's thread; owns both connections, the tracker and the
  * framing state of each direction. Bytes are relayed as they arrive: a
  * packet's head is inspected (first MR_TRACK_PREFIX bytes) and the packet
  * then streams through, so a 1 GB row never sits in memory. When the peer
@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "myrewrite/codec.h"
+#include "myrewrite/conn.h"
 #include "myrewrite/log.h"
 #include "myrewrite/tracker.h"
 #include "myrewrite/worker.h"
@@ -61,8 +61,8 @@ struct mr_session {
     uint64_t id;
     mr_worker *w;
     struct mr_session *prev, *next;  /* worker's list */
-    struct bufferevent *client;      /* owned */
-    struct bufferevent *backend;     /* owned; NULL once closed */
+    mr_conn *client;                 /* owned */
+    mr_conn *backend;                /* owned; NULL once closed */
     session_state state;
     mr_tracker tracker;
     framing from_client, from_backend;
@@ -97,9 +97,9 @@ static void backend_quit(mr_session *s)
     static const uint8_t quit[5] = {1, 0, 0, 0, MR_COM_QUIT};
     if (!s->backend || s->state != SS_IDLE)
         return;
-    if (evbuffer_get_length(bufferevent_get_output(s->backend)) != 0)
+    if (evbuffer_get_length(mr_conn_output(s->backend)) != 0)
         return;
-    ssize_t n = send(bufferevent_getfd(s->backend), quit, sizeof(quit), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = send(mr_conn_fd(s->backend), quit, sizeof(quit), MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)n; /* best effort: the socket closes right after either way */
 }
 
@@ -108,7 +108,7 @@ static void close_backend(mr_session *s)
     if (!s->backend)
         return;
     backend_quit(s);
-    bufferevent_free(s->backend);
+    mr_conn_free(s->backend);
     s->backend = NULL;
 }
 
@@ -136,14 +136,14 @@ static void close_after_flush(mr_session *s, mr_close_reason why, const char *de
     close_backend(s);
     set_state(s, SS_CLOSING);
     s->close_reason = why;
-    bufferevent_disable(s->client, EV_READ);
-    if (evbuffer_get_length(bufferevent_get_output(s->client)) == 0) {
+    mr_conn_read_enable(s->client, false);
+    if (evbuffer_get_length(mr_conn_output(s->client)) == 0) {
         session_free(s);
         return;
     }
     /* the write callback frees the session once the ERR is out */
     struct timeval tv = {5, 0}; /* a client that never reads its ERR */
-    bufferevent_set_timeouts(s->client, NULL, &tv);
+    mr_conn_set_write_timeout(s->client, &tv);
 }
 
 /* Queues an ERR packet for the client with the given sequence id. */
@@ -154,31 +154,41 @@ static void send_err(mr_session *s, uint8_t seq, uint16_t code, const char *sqls
     mr_buf_init(&b);
     mr_err_build(&b, seq, code, sqlstate, msg);
     if (!b.failed)
-        bufferevent_write(s->client, b.data, b.len);
+        mr_conn_write(s->client, b.data, b.len);
     mr_buf_free(&b);
 }
 
 /* ---- backpressure ---- */
 
-static bool output_full(struct bufferevent *to, const mr_session *s)
-{
-    return evbuffer_get_length(bufferevent_get_output(to)) >= cfg(s)->relay_buffer;
-}
+static size_t queued(struct evbuffer *b) { return evbuffer_get_length(b); }
 
-static void pause_reading(struct bufferevent *from, framing *f)
+static void set_reading(mr_conn *from, framing *f, bool want)
 {
-    if (!f->blocked) {
-        bufferevent_disable(from, EV_READ);
-        f->blocked = true;
+    if (want == f->blocked) {
+        f->blocked = !want;
+        mr_conn_read_enable(from, want);
     }
 }
 
-static void resume_reading(struct bufferevent *from, framing *f)
+/* Read from the client only while the backend keeps up and the client's
+ * unprocessed input (pipelined commands) stays under relay_buffer. */
+static void client_flow(mr_session *s)
 {
-    if (f->blocked) {
-        f->blocked = false;
-        bufferevent_enable(from, EV_READ);
-    }
+    if (!ALIVE(s) || !s->backend)
+        return;
+    size_t limit = cfg(s)->relay_buffer;
+    set_reading(s->client, &s->from_client,
+                queued(mr_conn_output(s->backend)) < limit &&
+                    queued(mr_conn_input(s->client)) < limit);
+}
+
+/* Read from the backend only while the client keeps up. */
+static void backend_flow(mr_session *s)
+{
+    if (!ALIVE(s) || !s->backend)
+        return;
+    set_reading(s->backend, &s->from_backend,
+                queued(mr_conn_output(s->client)) < cfg(s)->relay_buffer);
 }
 
 /* ---- backend side ---- */
@@ -200,7 +210,7 @@ static void auth_done(mr_session *s)
         close_after_flush(s, MR_CLOSE_AUTH_FAILED, "backend refused authentication");
         return;
     }
-    bufferevent_set_timeouts(s->client, NULL, NULL);
+    mr_conn_set_read_timeout(s->client, NULL);
     mr_debug(s->id, "authenticated; backend thread id %u", s->backend_thread_id);
     set_state(s, SS_IDLE);
     if (s->w->draining) {
@@ -242,7 +252,8 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
         if (mr_err_parse(payload, h.len, &err) == MR_OK)
             mr_warn(s->id, "backend refused the connection: %u %.*s", err.code,
                     (int)err.msg_len, err.msg);
-        evbuffer_remove_buffer(in, bufferevent_get_output(s->client), total);
+        evbuffer_remove_buffer(in, mr_conn_output(s->client), total);
+        mr_conn_flush(s->client);
         close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "backend sent an error instead of a greeting");
         return;
     }
@@ -255,10 +266,10 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
     s->backend_thread_id = g.thread_id;
     s->from_backend.last_seq = h.seq;
     s->from_backend.remaining = total; /* pump_backend relays it */
-    bufferevent_set_timeouts(s->backend, NULL, NULL);
+    mr_conn_set_read_timeout(s->backend, NULL);
     struct timeval tv = {(time_t)(cfg(s)->handshake_timeout_ms / 1000),
                          (suseconds_t)(cfg(s)->handshake_timeout_ms % 1000) * 1000};
-    bufferevent_set_timeouts(s->client, &tv, NULL);
+    mr_conn_set_read_timeout(s->client, &tv);
     mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
     set_state(s, SS_AUTH);
 }
@@ -306,7 +317,7 @@ static void backend_response_complete(mr_session *s)
  * batch (a single evbuffer move), inspecting each packet's head on the way. */
 static void pump_backend(mr_session *s)
 {
-    struct evbuffer *in = bufferevent_get_input(s->backend);
+    struct evbuffer *in = mr_conn_input(s->backend);
     framing *f = &s->from_backend;
     size_t avail = evbuffer_get_length(in), move = 0;
     struct evbuffer_ptr pos;
@@ -339,36 +350,35 @@ static void pump_backend(mr_session *s)
         if (!backend_packet_start(s, head + MR_PKT_HEADER, h.len, h.seq))
             return;
     }
-    if (move > 0)
-        evbuffer_remove_buffer(in, bufferevent_get_output(s->client), move);
-    if (output_full(s->client, s))
-        pause_reading(s->backend, f);
+    if (move > 0) {
+        evbuffer_remove_buffer(in, mr_conn_output(s->client), move);
+        mr_conn_flush(s->client);
+    }
+    backend_flow(s);
     if (complete)
         backend_response_complete(s);
     else if (move > 0 && evbuffer_get_length(in) > 0 && !f->blocked)
         pump_backend(s); /* stopped at relay_buffer with more queued */
 }
 
-static void backend_read_cb(struct bufferevent *bev, void *arg)
+static void backend_read_cb(mr_conn *c, void *arg)
 {
     mr_session *s = arg;
-    (void)bev;
+    (void)c;
     if (s->state == SS_GREETING) {
-        read_greeting(s, bufferevent_get_input(s->backend));
+        read_greeting(s, mr_conn_input(s->backend));
         if (s->state != SS_AUTH)
             return;
     }
     pump_backend(s);
 }
 
-static void backend_write_cb(struct bufferevent *bev, void *arg)
+static void backend_write_cb(mr_conn *c, void *arg)
 {
     mr_session *s = arg;
-    (void)bev;
-    if (s->from_client.blocked && !output_full(s->backend, s)) {
-        resume_reading(s->client, &s->from_client);
-        pump_client(s);
-    }
+    (void)c;
+    if (s->from_client.blocked)
+        pump_client(s); /* it resumes reading once the backlog is relayed */
 }
 
 static void backend_failed(mr_session *s, const char *what)
@@ -392,13 +402,17 @@ static void backend_failed(mr_session *s, const char *what)
     close_after_flush(s, MR_CLOSE_BACKEND_LOST, msg);
 }
 
-static void backend_event_cb(struct bufferevent *bev, short what, void *arg)
+static void backend_event_cb(mr_conn *c, int what, void *arg)
 {
     mr_session *s = arg;
-    (void)bev;
-    if (what & BEV_EVENT_CONNECTED) {
+    (void)c;
+    if (what & MR_CONN_CONNECTED) {
         int one = 1;
-        setsockopt(bufferevent_getfd(s->backend), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        setsockopt(mr_conn_fd(s->backend), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        struct timeval tv = {(time_t)(cfg(s)->connect_timeout_ms / 1000),
+                             (suseconds_t)(cfg(s)->connect_timeout_ms % 1000) * 1000};
+        mr_conn_set_read_timeout(s->backend, &tv); /* until the greeting is in */
+        mr_conn_read_enable(s->backend, true);
         set_state(s, SS_GREETING);
         return;
     }
@@ -408,12 +422,11 @@ static void backend_event_cb(struct bufferevent *bev, short what, void *arg)
     if (!ALIVE(s) || !s->backend)
         return;
     char what_s[160];
-    if (what & BEV_EVENT_TIMEOUT)
+    if (what & MR_CONN_TIMEOUT)
         snprintf(what_s, sizeof(what_s), "timed out after %llu ms",
                  (unsigned long long)cfg(s)->connect_timeout_ms);
-    else if (what & BEV_EVENT_ERROR)
-        snprintf(what_s, sizeof(what_s), "failed: %s",
-                 evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    else if (what & MR_CONN_ERROR)
+        snprintf(what_s, sizeof(what_s), "failed: %s", strerror(mr_conn_errno(s->backend)));
     else
         snprintf(what_s, sizeof(what_s), "closed the connection");
     backend_failed(s, what_s);
@@ -540,7 +553,7 @@ static bool client_packet_start(mr_session *s, const uint8_t *p, uint32_t len, u
 
 static void pump_client(mr_session *s)
 {
-    struct evbuffer *in = bufferevent_get_input(s->client);
+    struct evbuffer *in = mr_conn_input(s->client);
     framing *f = &s->from_client;
     uint8_t head[MR_PKT_HEADER + MR_TRACK_PREFIX];
 
@@ -550,15 +563,15 @@ static void pump_client(mr_session *s)
             if (avail == 0)
                 break;
             size_t take = avail < f->remaining ? avail : (size_t)f->remaining;
-            if (f->discard)
+            if (f->discard) {
                 evbuffer_drain(in, take);
-            else
-                evbuffer_remove_buffer(in, bufferevent_get_output(s->backend), take);
-            f->remaining -= take;
-            if (output_full(s->backend, s)) {
-                pause_reading(s->client, f);
-                break;
+            } else {
+                evbuffer_remove_buffer(in, mr_conn_output(s->backend), take);
+                mr_conn_flush(s->backend);
             }
+            f->remaining -= take;
+            if (queued(mr_conn_output(s->backend)) >= cfg(s)->relay_buffer)
+                break;
             continue;
         }
         if (!f->continuation && !client_may_send(s))
@@ -575,67 +588,63 @@ static void pump_client(mr_session *s)
         if (!client_packet_start(s, head + MR_PKT_HEADER, h.len, h.seq))
             return;
     }
+    client_flow(s);
 }
 
-static void client_read_cb(struct bufferevent *bev, void *arg)
+static void client_read_cb(mr_conn *c, void *arg)
 {
-    (void)bev;
+    (void)c;
     pump_client(arg);
 }
 
-static void client_write_cb(struct bufferevent *bev, void *arg)
+static void client_write_cb(mr_conn *c, void *arg)
 {
     mr_session *s = arg;
-    (void)bev;
+    (void)c;
     if (s->state == SS_CLOSING) {
-        if (evbuffer_get_length(bufferevent_get_output(s->client)) == 0)
+        if (evbuffer_get_length(mr_conn_output(s->client)) == 0)
             session_free(s);
         return;
     }
-    if (s->from_backend.blocked && !output_full(s->client, s)) {
-        resume_reading(s->backend, &s->from_backend);
-        pump_backend(s);
-    }
+    if (s->from_backend.blocked)
+        pump_backend(s); /* relays what is buffered, then resumes reading */
 }
 
-static void client_event_cb(struct bufferevent *bev, short what, void *arg)
+static void client_event_cb(mr_conn *c, int what, void *arg)
 {
     mr_session *s = arg;
-    (void)bev;
     if (!ALIVE(s)) {
         session_free(s); /* the client went away or never read its ERR */
         return;
     }
-    if (what & BEV_EVENT_TIMEOUT) {
+    if (what & MR_CONN_TIMEOUT) {
         send_err(s, (uint8_t)(s->from_client.last_seq + 1), MR_ER_HANDSHAKE, "08S01",
                  "authentication did not finish within handshake_timeout");
         close_after_flush(s, MR_CLOSE_TIMEOUT, "handshake timeout");
         return;
     }
     session_close(s, MR_CLOSE_CLIENT_GONE,
-                  (what & BEV_EVENT_ERROR) ? evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR())
-                                           : "client closed the connection");
+                  (what & MR_CONN_ERROR) ? strerror(mr_conn_errno(c))
+                                         : "client closed the connection");
 }
 
 /* ---- life cycle ---- */
 
+static const mr_conn_callbacks client_callbacks = {client_read_cb, client_write_cb,
+                                                    client_event_cb};
+static const mr_conn_callbacks backend_callbacks = {backend_read_cb, backend_write_cb,
+                                                     backend_event_cb};
+
 static bool connect_backend(mr_session *s)
 {
     mr_proxy *p = s->w->proxy;
-    s->backend = bufferevent_socket_new(s->w->base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (!s->backend)
-        return false;
-    bufferevent_setcb(s->backend, backend_read_cb, backend_write_cb, backend_event_cb, s);
-    bufferevent_setwatermark(s->backend, EV_WRITE, cfg(s)->relay_buffer / 2, 0);
     struct timeval tv = {(time_t)(cfg(s)->connect_timeout_ms / 1000),
                          (suseconds_t)(cfg(s)->connect_timeout_ms % 1000) * 1000};
-    bufferevent_set_timeouts(s->backend, &tv, &tv);
-    bufferevent_enable(s->backend, EV_READ | EV_WRITE);
-    if (bufferevent_socket_connect(s->backend, (struct sockaddr *)&p->backend_addr,
-                                   (int)p->backend_addr_len) != 0) {
-        /* immediate failure: the event callback is not called */
+    s->backend = mr_conn_connect(s->w->base, (struct sockaddr *)&p->backend_addr,
+                                 p->backend_addr_len, &tv, &backend_callbacks, s);
+    if (!s->backend)
         return false;
-    }
+    mr_conn_set_low_mark(s->backend, cfg(s)->relay_buffer / 2);
     return true;
 }
 
@@ -656,8 +665,7 @@ void mr_session_start(mr_worker *w, int fd)
     w->nsessions++;
     mr_stat_add(&w->stats.connections_accepted, 1);
     mr_stat_add(&w->stats.connections_active, 1);
-    evutil_make_socket_nonblocking(fd);
-    s->client = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    s->client = mr_conn_new(w->base, fd, &client_callbacks, s);
     if (!s->client) {
         close(fd);
         session_free(s);
@@ -665,10 +673,8 @@ void mr_session_start(mr_worker *w, int fd)
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on unix sockets */
-    bufferevent_setcb(s->client, client_read_cb, client_write_cb, client_event_cb, s);
-    bufferevent_setwatermark(s->client, EV_WRITE, cfg(s)->relay_buffer / 2, 0);
-    bufferevent_setwatermark(s->client, EV_READ, 0, cfg(s)->relay_buffer);
-    bufferevent_enable(s->client, EV_READ | EV_WRITE);
+    mr_conn_set_low_mark(s->client, cfg(s)->relay_buffer / 2);
+    mr_conn_read_enable(s->client, true);
     mr_debug(s->id, "client connected on worker %u", w->id);
     set_state(s, SS_CONNECTING);
     if (!connect_backend(s))
@@ -708,9 +714,9 @@ static void session_free(mr_session *s)
     mr_stat_add(&w->stats.connections_active, (uint64_t)-1);
     atomic_fetch_sub(&w->proxy->connections, 1);
     if (s->backend)
-        bufferevent_free(s->backend);
+        mr_conn_free(s->backend);
     if (s->client)
-        bufferevent_free(s->client);
+        mr_conn_free(s->client);
     s->backend = s->client = NULL;
     struct timeval now = {0, 0};
     if (event_base_once(w->base, -1, EV_TIMEOUT, free_later, s, &now) != 0)
