@@ -15,8 +15,8 @@ mr_rc mr_pkt_header_read(const uint8_t *p, size_t n, mr_pkt_header *h)
     return MR_OK;
 }
 
-/* Inside a payload a short read is malformed, not need-more: callers hand
- * the readers a complete payload or a prefix they know is long enough. */
+/* A short read is need-more: the caller decides whether more bytes can
+ * come (a prefix of a packet) or the payload is malformed (a whole one). */
 static mr_rc need(mr_reader *r, size_t k)
 {
     return r->n - r->pos >= k ? MR_OK : MR_NEED_MORE;

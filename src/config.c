@@ -79,9 +79,11 @@ static const key_def *find_key(const char *name)
 static bool parse_duration(const char *s, uint64_t *ms)
 {
     char *end;
+    if (!isdigit((unsigned char)*s) && *s != '.')
+        return false; /* no sign, space, "inf" or "nan" */
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || errno || v < 0)
+    if (end == s || errno || !(v >= 0))
         return false;
     double mult = 1000;
     if (strcmp(end, "ms") == 0)
@@ -89,6 +91,8 @@ static bool parse_duration(const char *s, uint64_t *ms)
     else if (strcmp(end, "m") == 0)
         mult = 60000;
     else if (*end && strcmp(end, "s") != 0)
+        return false;
+    if (v * mult > 1e15) /* ~30,000 years; keeps the conversion defined */
         return false;
     *ms = (uint64_t)(v * mult + 0.5);
     return true;
@@ -98,9 +102,11 @@ static bool parse_duration(const char *s, uint64_t *ms)
 static bool parse_size(const char *s, uint64_t *out)
 {
     char *end;
+    if (!isdigit((unsigned char)*s))
+        return false; /* strtoull would skip spaces and accept a sign */
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || errno || *s == '-')
+    if (end == s || errno)
         return false;
     int shift = 0;
     switch (toupper((unsigned char)*end)) {
@@ -121,9 +127,11 @@ static bool parse_size(const char *s, uint64_t *out)
 static bool parse_count(const char *s, uint64_t *out)
 {
     char *end;
+    if (!isdigit((unsigned char)*s))
+        return false; /* strtoull would skip spaces and accept a sign */
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || *end || errno || *s == '-')
+    if (end == s || *end || errno)
         return false;
     *out = v;
     return true;

@@ -128,11 +128,15 @@ static void write_handler(evutil_socket_t fd, short what, void *arg)
         fire(c, MR_CONN_TIMEOUT);
         return;
     }
+    if (c->failed) { /* a failure found outside the loop (connect, flush) */
+        fire(c, MR_CONN_ERROR);
+        return;
+    }
     if (c->connecting) {
         finish_connect(c);
         return;
     }
-    if (c->failed || !write_now(c)) {
+    if (!write_now(c)) {
         fire(c, MR_CONN_ERROR);
         return;
     }

@@ -102,7 +102,8 @@ static void on_line(parser *p, const char *s, const char *e, int line)
     if (s == e || *s == '#' || *s == ';')
         return; /* blank lines and comments do not end a continued value */
     if (indented && p->key_line) {
-        mr_buf_put_u8(&p->value, ' ');
+        if (p->value.len > 0) /* `key =` alone, value on the next lines */
+            mr_buf_put_u8(&p->value, ' ');
         mr_buf_put(&p->value, s, (size_t)(e - s));
         return;
     }

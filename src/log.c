@@ -141,7 +141,7 @@ void mr_log(mr_log_level level, uint64_t conn_id, const char *fmt, ...)
 {
     if (!mr_log_enabled(level))
         return;
-    char line[LINE_MAX_LEN - 32];
+    char line[LINE_MAX_LEN - 64]; /* room for the "lines dropped" note */
     size_t n = format_prefix(line, sizeof(line), level, conn_id);
     va_list ap;
     va_start(ap, fmt);

@@ -250,6 +250,21 @@ static mr_track_result feed_fields(mr_tracker *t, const uint8_t *p, size_t n, ui
     return MR_TRACK_MORE;
 }
 
+/* Any single packet ends the response; OK, ERR and EOF still update state. */
+static mr_track_result feed_one(mr_tracker *t, const uint8_t *p, size_t n, uint32_t len)
+{
+    mr_ok ok;
+    if (n > 0 && p[0] == 0xff)
+        return err_packet(t);
+    if (n > 0 && p[0] == 0x00 && mr_ok_parse(p, n, &ok) == MR_OK) {
+        t->last_ok = ok;
+        t->status = ok.status;
+    } else if (is_eof(t, p, n, len) && mr_eof_parse(p, n, &ok) == MR_OK) {
+        t->status = ok.status;
+    }
+    return done(t);
+}
+
 static mr_track_result feed_auth(mr_tracker *t, const uint8_t *p, size_t n)
 {
     if (n > 0 && p[0] == 0xff)
@@ -284,7 +299,7 @@ mr_track_result mr_tracker_feed(mr_tracker *t, const uint8_t *p, size_t n, uint3
     case MR_TS_FIELDS:
         return feed_fields(t, p, n, len);
     case MR_TS_ONE:
-        return done(t);
+        return feed_one(t, p, n, len);
     case MR_TS_AUTH:
         return feed_auth(t, p, n);
     default:

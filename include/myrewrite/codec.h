@@ -152,7 +152,7 @@ typedef struct mr_ok {
 } mr_ok;
 
 /* OK (0x00) or, with DEPRECATE_EOF, the 0xFE OK that ends a result set.
- * Reads only up to the warnings; a prefix of >= 21 bytes always suffices. */
+ * Reads only up to the warnings; a prefix of >= 23 bytes always suffices. */
 mr_rc mr_ok_parse(const uint8_t *p, size_t n, mr_ok *ok);
 /* EOF packet (0xFE, payload < 9 bytes): warnings and status. */
 mr_rc mr_eof_parse(const uint8_t *p, size_t n, mr_ok *eof);
