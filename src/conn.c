@@ -17,14 +17,13 @@ struct mr_conn {
     int fd;
     struct event *rev;    /* persistent read event; added while reading */
     struct event *wev;    /* persistent write event; added while output waits */
+    struct event *timer;  /* the deadline set by mr_conn_set_timeout() */
     struct evbuffer *in;  /* bytes read, not yet consumed */
     struct evbuffer *out; /* bytes to send */
     mr_conn_callbacks cb;
     void *arg;
     bool reading, write_pending, connecting, failed;
     int err;
-    bool has_rtv, has_wtv;
-    struct timeval rtv, wtv;
     size_t low;
 };
 
@@ -34,13 +33,17 @@ static void fire(mr_conn *c, int what)
         c->cb.event(c, what, c->arg); /* may free c */
 }
 
+static void timer_handler(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    fire(arg, MR_CONN_TIMEOUT);
+}
+
 static void read_handler(evutil_socket_t fd, short what, void *arg)
 {
     mr_conn *c = arg;
-    if (what & EV_TIMEOUT) {
-        fire(c, MR_CONN_TIMEOUT);
-        return;
-    }
+    (void)what;
     struct evbuffer_iovec vec[2];
     int nvec = evbuffer_reserve_space(c->in, READ_CHUNK, vec, 2);
     if (nvec <= 0) {
@@ -97,7 +100,7 @@ static bool write_now(mr_conn *c)
 static void watch_writes(mr_conn *c, bool on)
 {
     if (on && !c->write_pending)
-        event_add(c->wev, c->has_wtv ? &c->wtv : NULL);
+        event_add(c->wev, NULL);
     else if (!on && c->write_pending)
         event_del(c->wev);
     c->write_pending = on;
@@ -108,7 +111,7 @@ static void finish_connect(mr_conn *c)
     int err = 0;
     socklen_t len = sizeof(err);
     c->connecting = false;
-    c->has_wtv = false; /* that timeout was for the connect only */
+    watch_writes(c, false);
     if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
         err = errno;
     if (err) {
@@ -116,7 +119,6 @@ static void finish_connect(mr_conn *c)
         fire(c, MR_CONN_ERROR);
         return;
     }
-    watch_writes(c, false);
     fire(c, MR_CONN_CONNECTED);
 }
 
@@ -124,10 +126,7 @@ static void write_handler(evutil_socket_t fd, short what, void *arg)
 {
     mr_conn *c = arg;
     (void)fd;
-    if (what & EV_TIMEOUT) {
-        fire(c, MR_CONN_TIMEOUT);
-        return;
-    }
+    (void)what;
     if (c->failed) { /* a failure found outside the loop (connect, flush) */
         fire(c, MR_CONN_ERROR);
         return;
@@ -159,7 +158,8 @@ static mr_conn *conn_alloc(struct event_base *base, int fd, const mr_conn_callba
     c->out = evbuffer_new();
     c->rev = event_new(base, fd, EV_READ | EV_PERSIST, read_handler, c);
     c->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, write_handler, c);
-    if (!c->in || !c->out || !c->rev || !c->wev) {
+    c->timer = evtimer_new(base, timer_handler, c);
+    if (!c->in || !c->out || !c->rev || !c->wev || !c->timer) {
         c->fd = -1; /* the caller still owns fd */
         mr_conn_free(c);
         return NULL;
@@ -185,10 +185,7 @@ mr_conn *mr_conn_connect(struct event_base *base, const struct sockaddr *sa, soc
         return NULL;
     }
     c->connecting = true;
-    if (timeout) {
-        c->has_wtv = true;
-        c->wtv = *timeout;
-    }
+    mr_conn_set_timeout(c, timeout);
     if (connect(fd, sa, len) != 0 && errno != EINPROGRESS) {
         c->err = errno;
         c->failed = true;
@@ -208,6 +205,8 @@ void mr_conn_free(mr_conn *c)
         event_free(c->rev);
     if (c->wev)
         event_free(c->wev);
+    if (c->timer)
+        event_free(c->timer);
     if (c->in)
         evbuffer_free(c->in);
     if (c->out)
@@ -244,28 +243,18 @@ void mr_conn_write(mr_conn *c, const void *data, size_t len)
 void mr_conn_read_enable(mr_conn *c, bool on)
 {
     if (on && !c->reading)
-        event_add(c->rev, c->has_rtv ? &c->rtv : NULL);
+        event_add(c->rev, NULL);
     else if (!on && c->reading)
         event_del(c->rev);
     c->reading = on;
 }
 
-void mr_conn_set_read_timeout(mr_conn *c, const struct timeval *tv)
+void mr_conn_set_timeout(mr_conn *c, const struct timeval *tv)
 {
-    c->has_rtv = tv != NULL;
     if (tv)
-        c->rtv = *tv;
-    if (c->reading)
-        event_add(c->rev, tv); /* re-adding replaces the timeout */
-}
-
-void mr_conn_set_write_timeout(mr_conn *c, const struct timeval *tv)
-{
-    c->has_wtv = tv != NULL;
-    if (tv)
-        c->wtv = *tv;
-    if (c->write_pending)
-        event_add(c->wev, tv);
+        evtimer_add(c->timer, tv);
+    else
+        evtimer_del(c->timer);
 }
 
 void mr_conn_set_low_mark(mr_conn *c, size_t low) { c->low = low; }

@@ -54,7 +54,6 @@ typedef struct framing {
     bool discard;         /* drop the current packet instead of relaying it */
     bool ends_response;   /* the current packet completes the response */
     bool blocked;         /* reading paused: the peer's output is full */
-    uint8_t last_seq;     /* sequence id of the last packet relayed */
 } framing;
 
 struct mr_session {
@@ -66,6 +65,8 @@ struct mr_session {
     session_state state;
     mr_tracker tracker;
     framing from_client, from_backend;
+    uint8_t seq;                     /* sequence id last relayed, either way: an ERR
+                                        the proxy injects continues from it */
     uint8_t command;                 /* the command being answered */
     uint64_t command_bytes;          /* payload of the current client command so far */
     uint32_t caps;                   /* negotiated capabilities */
@@ -143,7 +144,7 @@ static void close_after_flush(mr_session *s, mr_close_reason why, const char *de
     }
     /* the write callback frees the session once the ERR is out */
     struct timeval tv = {5, 0}; /* a client that never reads its ERR */
-    mr_conn_set_write_timeout(s->client, &tv);
+    mr_conn_set_timeout(s->client, &tv);
 }
 
 /* Queues an ERR packet for the client with the given sequence id. */
@@ -210,7 +211,7 @@ static void auth_done(mr_session *s)
         close_after_flush(s, MR_CLOSE_AUTH_FAILED, "backend refused authentication");
         return;
     }
-    mr_conn_set_read_timeout(s->client, NULL);
+    mr_conn_set_timeout(s->client, NULL);
     mr_debug(s->id, "authenticated; backend thread id %u", s->backend_thread_id);
     set_state(s, SS_IDLE);
     if (s->w->draining) {
@@ -222,7 +223,7 @@ static void auth_done(mr_session *s)
 
 static void greeting_unusable(mr_session *s, const char *why)
 {
-    send_err(s, 0, MR_CR_CONN_HOST_ERROR, "08S01",
+    send_err(s, 0, MR_ER_BACKEND_UNAVAILABLE, "08S01",
              "backend unavailable: its greeting is not MySQL protocol 10");
     close_after_flush(s, MR_CLOSE_MALFORMED, why);
 }
@@ -264,12 +265,12 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
     mr_greeting_mask(payload, &g);
     s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
     s->backend_thread_id = g.thread_id;
-    s->from_backend.last_seq = h.seq;
+    s->seq = h.seq;
     s->from_backend.remaining = total; /* pump_backend relays it */
-    mr_conn_set_read_timeout(s->backend, NULL);
+    mr_conn_set_timeout(s->backend, NULL);
     struct timeval tv = {(time_t)(cfg(s)->handshake_timeout_ms / 1000),
                          (suseconds_t)(cfg(s)->handshake_timeout_ms % 1000) * 1000};
-    mr_conn_set_read_timeout(s->client, &tv);
+    mr_conn_set_timeout(s->client, &tv);
     mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
     set_state(s, SS_AUTH);
 }
@@ -278,7 +279,7 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
 static bool backend_packet_start(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
 {
     framing *f = &s->from_backend;
-    f->last_seq = seq;
+    s->seq = seq;
     f->remaining = MR_PKT_HEADER + (uint64_t)len;
     bool continued = f->continuation;
     f->continuation = (len == MR_PKT_MAX_PAYLOAD);
@@ -386,7 +387,7 @@ static void backend_failed(mr_session *s, const char *what)
     char msg[512];
     if (s->state == SS_CONNECTING || s->state == SS_GREETING) {
         snprintf(msg, sizeof(msg), "backend unavailable: %s %s", s->w->proxy->backend_name, what);
-        send_err(s, 0, MR_CR_CONN_HOST_ERROR, "08S01", msg);
+        send_err(s, 0, MR_ER_BACKEND_UNAVAILABLE, "08S01", msg);
         mr_warn(s->id, "%s", msg);
         close_after_flush(s, MR_CLOSE_BACKEND_DOWN, msg);
         return;
@@ -398,7 +399,7 @@ static void backend_failed(mr_session *s, const char *what)
     }
     snprintf(msg, sizeof(msg), "backend connection lost during %s: %s",
              s->state == SS_AUTH ? "authentication" : mr_command_name(s->command), what);
-    send_err(s, (uint8_t)(s->from_backend.last_seq + 1), MR_CR_SERVER_LOST, "08S01", msg);
+    send_err(s, (uint8_t)(s->seq + 1), MR_ER_BACKEND_LOST, "08S01", msg);
     close_after_flush(s, MR_CLOSE_BACKEND_LOST, msg);
 }
 
@@ -411,7 +412,7 @@ static void backend_event_cb(mr_conn *c, int what, void *arg)
         setsockopt(mr_conn_fd(s->backend), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         struct timeval tv = {(time_t)(cfg(s)->connect_timeout_ms / 1000),
                              (suseconds_t)(cfg(s)->connect_timeout_ms % 1000) * 1000};
-        mr_conn_set_read_timeout(s->backend, &tv); /* until the greeting is in */
+        mr_conn_set_timeout(s->backend, &tv); /* until the greeting is in */
         mr_conn_read_enable(s->backend, true);
         set_state(s, SS_GREETING);
         return;
@@ -422,8 +423,9 @@ static void backend_event_cb(mr_conn *c, int what, void *arg)
     if (!ALIVE(s) || !s->backend)
         return;
     char what_s[160];
-    if (what & MR_CONN_TIMEOUT)
-        snprintf(what_s, sizeof(what_s), "timed out after %llu ms",
+    if (what & MR_CONN_TIMEOUT) /* only connecting and the greeting are timed */
+        snprintf(what_s, sizeof(what_s), "did not %s within connect_timeout (%llu ms)",
+                 s->state == SS_CONNECTING ? "accept the connection" : "send its greeting",
                  (unsigned long long)cfg(s)->connect_timeout_ms);
     else if (what & MR_CONN_ERROR)
         snprintf(what_s, sizeof(what_s), "failed: %s", strerror(mr_conn_errno(s->backend)));
@@ -532,7 +534,7 @@ static bool client_packet_start(mr_session *s, const uint8_t *p, uint32_t len, u
     bool continued = f->continuation;
     f->remaining = MR_PKT_HEADER + (uint64_t)len;
     f->continuation = (len == MR_PKT_MAX_PAYLOAD);
-    f->last_seq = seq;
+    s->seq = seq;
     if (!continued)
         f->discard = false;
     s->command_bytes += len;
@@ -618,7 +620,7 @@ static void client_event_cb(mr_conn *c, int what, void *arg)
         return;
     }
     if (what & MR_CONN_TIMEOUT) {
-        send_err(s, (uint8_t)(s->from_client.last_seq + 1), MR_ER_HANDSHAKE, "08S01",
+        send_err(s, (uint8_t)(s->seq + 1), MR_ER_HANDSHAKE, "08S01",
                  "authentication did not finish within handshake_timeout");
         close_after_flush(s, MR_CLOSE_TIMEOUT, "handshake timeout");
         return;

@@ -113,8 +113,12 @@ enum mr_command {
 #define MR_ER_UNKNOWN_COM 1047
 #define MR_ER_MALFORMED_PACKET 1835
 #define MR_ER_HANDSHAKE 1043        /* bad handshake / handshake timeout */
-#define MR_CR_CONN_HOST_ERROR 2003  /* backend unavailable */
-#define MR_CR_SERVER_LOST 2013      /* backend lost during a statement */
+/* Codes 2000-2999 belong to client libraries: Connector/C rejects a server
+ * ERR carrying one as a malformed packet. The proxy's own failures use
+ * server codes with SQLSTATE 08S01, which drivers class as connection
+ * errors and retry. */
+#define MR_ER_BACKEND_UNAVAILABLE 1053 /* ER_SERVER_SHUTDOWN: the backend cannot be reached */
+#define MR_ER_BACKEND_LOST 1158        /* ER_NET_READ_ERROR: backend lost during a statement */
 #define MR_ER_NOT_SUPPORTED 1235
 
 /* ---- framing and primitive readers ---- */

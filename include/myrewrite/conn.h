@@ -55,9 +55,9 @@ void mr_conn_flush(mr_conn *c);
 void mr_conn_write(mr_conn *c, const void *data, size_t len);
 
 void mr_conn_read_enable(mr_conn *c, bool on);
-/* NULL clears it. The read timeout fires when nothing arrives for that long. */
-void mr_conn_set_read_timeout(mr_conn *c, const struct timeval *tv);
-void mr_conn_set_write_timeout(mr_conn *c, const struct timeval *tv);
+/* A deadline: MR_CONN_TIMEOUT fires once `tv` from now unless it is set
+ * again or cleared with NULL. */
+void mr_conn_set_timeout(mr_conn *c, const struct timeval *tv);
 /* `drained` is called when pending output falls to `low` bytes or fewer. */
 void mr_conn_set_low_mark(mr_conn *c, size_t low);
 
