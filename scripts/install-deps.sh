@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Install everything needed to build myrewrite and run its unit and
+# integration tests on Debian 12. Idempotent: when every package is already
+# installed it does not even refresh the apt lists, so re-runs take a second.
+set -euo pipefail
+
+packages=(
+    # toolchain and libraries the build links against
+    gcc libc6-dev make cmake pkg-config
+    libevent-dev libmariadb-dev libmariadb-dev-compat libpcre2-dev libcmocka-dev
+    # servers and clients the integration tests drive
+    mariadb-server mariadb-client python3 python3-pymysql sysbench
+    # test plumbing: TLS certificates, pgrep/ps, fuser, ss, timeout
+    openssl procps psmisc iproute2 coreutils
+    # container setup in docker/
+    docker-compose
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+
+if ((${#missing[@]} == 0)); then
+    echo "install-deps: all ${#packages[@]} packages already installed"
+    exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+
+sudo=()
+if ((EUID != 0)); then
+    command -v sudo >/dev/null || { echo "install-deps: need root or sudo" >&2; exit 1; }
+    sudo=(sudo)
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+# One retry: a mirror hiccup should not fail a whole CI run.
+"${sudo[@]}" apt-get update || { sleep 5; "${sudo[@]}" apt-get update; }
+"${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}" \
+    || { sleep 5; "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"; }
+
+# Installing mariadb-server may start the distribution's own service; the
+# tests start private instances on their own ports and do not need it.
+echo "install-deps: done"

@@ -1,0 +1,124 @@
+"""Small helpers shared by the Python integration tests.
+
+Settings come from the environment that tests/lib/env.sh exports, so a test
+run by tests/integration/run.sh talks to the same mariadbd and proxy as the
+shell tests. Each check prints "ok - ..." or "not ok - ..."; done() exits 1
+if any check failed.
+"""
+import hashlib
+import os
+import sys
+import time
+
+import pymysql
+
+HOST = os.environ.get("MR_HOST", "127.0.0.1")
+DIRECT_PORT = int(os.environ.get("MR_DIRECT_PORT", "23306"))
+PROXY_PORT = int(os.environ.get("MR_PROXY_PORT", "26033"))
+USER = os.environ.get("MR_USER", "app")
+PASSWORD = os.environ.get("MR_PASSWORD", "apppw")
+DB = os.environ.get("MR_DB", "test")
+TMP = os.environ.get(
+    "MR_TMP", os.path.join(os.path.dirname(__file__), "..", "..", ".tmp", "it"))
+DIRECT_ONLY = os.environ.get("MR_DIRECT_ONLY", "0") == "1"
+
+_failures = 0
+
+
+def connect(port=None, **kw):
+    """A pymysql connection; port defaults to the proxy."""
+    args = dict(host=HOST, port=port or PROXY_PORT, user=USER, password=PASSWORD,
+                database=DB, charset="utf8mb4", connect_timeout=10,
+                read_timeout=120, write_timeout=120)
+    args.update(kw)
+    return pymysql.connect(**args)
+
+
+def direct(**kw):
+    return connect(DIRECT_PORT, **kw)
+
+
+def proxy(**kw):
+    return connect(PROXY_PORT, **kw)
+
+
+def log(msg):
+    print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def ok(desc):
+    print("ok - " + desc, flush=True)
+
+
+def not_ok(desc, detail=None):
+    global _failures
+    _failures += 1
+    print("not ok - " + desc, flush=True)
+    if detail:
+        print("   " + str(detail)[:2000], flush=True)
+
+
+def check(cond, desc, detail=None):
+    if cond:
+        ok(desc)
+    else:
+        not_ok(desc, detail)
+    return bool(cond)
+
+
+def eq(desc, expected, actual):
+    if expected == actual:
+        ok(desc)
+        return True
+    not_ok(desc, "expected %r\n   actual   %r" % (_short(expected), _short(actual)))
+    return False
+
+
+def _short(v):
+    s = repr(v)
+    return s if len(s) < 600 else s[:600] + "...(%d chars)" % len(s)
+
+
+def sha1(data):
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha1(data).hexdigest()
+
+
+def done():
+    if _failures:
+        print("%d check(s) failed" % _failures, flush=True)
+        sys.exit(1)
+    print("all checks passed", flush=True)
+    sys.exit(0)
+
+
+def proxy_pid(name="main"):
+    """PID of a proxy started by mr_start_proxy, or None (direct mode)."""
+    if DIRECT_ONLY:
+        return None
+    pid = os.environ.get("MR_PROXY_PID") if name == "main" else None
+    if not pid:
+        try:
+            with open(os.path.join(TMP, name + ".pid")) as f:
+                pid = f.read().strip()
+        except OSError:
+            return None
+    return int(pid) if pid else None
+
+
+def mariadbd_pid(name="main"):
+    try:
+        with open(os.path.join(TMP, name, "mariadbd.pid")) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def rss_kib(pid):
+    """Resident set size of pid in KiB, from /proc/PID/status."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS for pid %d" % pid)
