@@ -242,6 +242,27 @@ void mr_greeting_mask(uint8_t *p, const mr_greeting *g)
                   4);
 }
 
+/* The auth response of HandshakeResponse41, in whichever of its three
+ * encodings the capabilities select. */
+static mr_rc skip_auth_response(mr_reader *r, uint32_t caps)
+{
+    if (caps & MR_CAP_PLUGIN_AUTH_LENENC) {
+        uint64_t len;
+        if (mr_read_lenenc(r, &len) != MR_OK)
+            return MR_MALFORMED;
+        return mr_read_skip(r, (size_t)len);
+    }
+    if (caps & MR_CAP_SECURE_CONNECTION) {
+        uint8_t len;
+        if (mr_read_u8(r, &len) != MR_OK)
+            return MR_MALFORMED;
+        return mr_read_skip(r, len);
+    }
+    const char *s;
+    size_t n;
+    return mr_read_cstr(r, &s, &n);
+}
+
 mr_rc mr_handshake_response_parse(const uint8_t *p, size_t n, mr_handshake_response *hr)
 {
     mr_reader r = {p, n, 0};
@@ -258,5 +279,49 @@ mr_rc mr_handshake_response_parse(const uint8_t *p, size_t n, mr_handshake_respo
     if (hr->caps & MR_CAP_LONG_PASSWORD)
         hr->mariadb_ext_caps = 0;
     hr->ssl_request = (n == 32 && (hr->caps & MR_CAP_SSL));
+    if (mr_read_cstr(&r, &hr->user, &hr->user_len) != MR_OK) {
+        hr->user = NULL; /* not in the bytes given */
+        return MR_OK;
+    }
+    const char *db;
+    size_t db_len;
+    if (skip_auth_response(&r, hr->caps) == MR_OK && (hr->caps & MR_CAP_CONNECT_WITH_DB) &&
+        mr_read_cstr(&r, &db, &db_len) == MR_OK) {
+        hr->db = db;
+        hr->db_len = db_len;
+    }
     return MR_OK;
+}
+
+mr_rc mr_change_user_parse(const uint8_t *p, size_t n, uint32_t caps, const char **user,
+                           size_t *user_len, const char **db, size_t *db_len)
+{
+    mr_reader r = {p, n, 0};
+    uint8_t cmd;
+    TRY(mr_read_u8(&r, &cmd));
+    TRY(mr_read_cstr(&r, user, user_len));
+    /* COM_CHANGE_USER carries a 1-byte auth length under SECURE_CONNECTION. */
+    TRY(skip_auth_response(&r, caps & ~(uint32_t)MR_CAP_PLUGIN_AUTH_LENENC));
+    TRY(mr_read_cstr(&r, db, db_len));
+    return MR_OK;
+}
+
+void mr_command_build(mr_buf *b, uint8_t command, const void *arg, size_t len)
+{
+    const uint8_t *a = arg;
+    size_t total = len + 1, off = 0; /* payload = command byte + argument */
+    uint8_t seq = 0;
+    for (;;) {
+        size_t chunk = total - off < MR_PKT_MAX_PAYLOAD ? total - off : MR_PKT_MAX_PAYLOAD;
+        put_header(b, (uint32_t)chunk, seq++);
+        size_t from = off;
+        if (off == 0) {
+            mr_buf_put_u8(b, command);
+            from = 1;
+        }
+        mr_buf_put(b, a + from - 1, off + chunk - from);
+        off += chunk;
+        if (chunk < MR_PKT_MAX_PAYLOAD)
+            return; /* a full-size piece is followed by another, maybe empty */
+    }
 }

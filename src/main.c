@@ -21,6 +21,7 @@
 #include "myrewrite/config.h"
 #include "myrewrite/listener.h"
 #include "myrewrite/log.h"
+#include "myrewrite/reload.h"
 #include "myrewrite/worker.h"
 
 static const char usage[] =
@@ -36,21 +37,26 @@ static const char usage[] =
     "  -w, --workers N         worker threads, 0 = one per core (default 0)\n"
     "      --log-level LEVEL   debug, info, warn or error (default info)\n"
     "      --set KEY=VALUE     set any config key (see --config-reference)\n"
-    "      --check             validate the configuration, print file:line errors, exit\n"
+    "      --check             validate the configuration and rules, print file:line\n"
+    "                          errors, exit non-zero on any\n"
+    "      --explain SQL       dry run: show the digest, the rules tried and the rewritten\n"
+    "                          statement, without a backend (uses --rules)\n"
     "      --print-config      print the effective configuration and exit\n"
     "      --config-reference  print every config key with its default and meaning\n"
     "  -h, --help              this text\n"
     "  -V, --version           print the version\n"
     "\n"
     "Command-line options override the config file. Signals: SIGTERM/SIGINT stop accepting,\n"
-    "let running statements finish (up to shutdown_timeout) and exit.\n";
+    "let running statements finish (up to shutdown_timeout) and exit; SIGHUP reloads the\n"
+    "rules (a set with errors is refused and the old one stays).\n";
 
 typedef struct options {
     const char *config_path;
+    const char *explain; /* SQL for the dry run */
     bool check, print_config;
 } options;
 
-enum { OPT_LOG_LEVEL = 256, OPT_CHECK, OPT_PRINT, OPT_REFERENCE, OPT_SET };
+enum { OPT_LOG_LEVEL = 256, OPT_CHECK, OPT_PRINT, OPT_REFERENCE, OPT_SET, OPT_EXPLAIN };
 
 static const struct option long_opts[] = {
     {"config", required_argument, NULL, 'c'},
@@ -62,6 +68,7 @@ static const struct option long_opts[] = {
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"set", required_argument, NULL, OPT_SET},
     {"check", no_argument, NULL, OPT_CHECK},
+    {"explain", required_argument, NULL, OPT_EXPLAIN},
     {"print-config", no_argument, NULL, OPT_PRINT},
     {"config-reference", no_argument, NULL, OPT_REFERENCE},
     {"help", no_argument, NULL, 'h'},
@@ -120,6 +127,8 @@ static int parse_args(int argc, char **argv, mr_config *c, options *o, mr_diag *
                 o->check = true;
             else if (ch == OPT_PRINT)
                 o->print_config = true;
+            else if (ch == OPT_EXPLAIN)
+                o->explain = optarg;
         }
         if (pass == 0 && o->config_path)
             mr_config_load(c, o->config_path, d);
@@ -147,6 +156,26 @@ static bool validate(mr_config *c, mr_proxy *p, mr_diag *d)
     return d->errors == 0;
 }
 
+/* `--explain`: the front end's verdict on one statement, no backend needed. */
+static int explain(mr_ruleset *rules, const char *sql, mr_diag *d)
+{
+    if (!rules || d->errors) {
+        fprintf(stderr, "myrewrite: the rules have errors (above); nothing explained\n");
+        return 1;
+    }
+    mr_stmt_ctx ctx = {0};
+    mr_rules_explain(rules, sql, strlen(sql), &ctx, stdout);
+    return 0;
+}
+
+static void on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    mr_info(0, "received SIGHUP: reloading rules");
+    mr_rules_reload(arg, NULL);
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
@@ -172,32 +201,40 @@ static void stop_workers(mr_proxy *p)
             mr_warn(0, "worker %u still busy after shutdown_timeout; closing its connections", i);
             mr_worker_signal(&p->workers[i], MR_WORKER_MSG_STOP);
         } else {
-            p->workers[i].thread = 0; /* already joined */
+            p->workers[i].joined = true;
         }
     }
 }
 
-static int run(mr_config *c, mr_proxy *p)
+static bool start_workers(mr_proxy *p, mr_ruleset *rules)
 {
-    struct event_base *base = event_base_new();
-    unsigned n = c->workers ? (unsigned)c->workers : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
-    p->nworkers = n ? n : 1;
+    mr_shared_rules *shared = mr_shared_rules_new(rules, p->nworkers);
     p->workers = calloc(p->nworkers, sizeof(*p->workers));
-    if (!base || !p->workers)
-        return 1;
+    if (!shared || !p->workers)
+        return false;
     for (unsigned i = 0; i < p->nworkers; i++) {
-        if (!mr_worker_start(&p->workers[i], p, i)) {
+        if (!mr_worker_start(&p->workers[i], p, i, shared)) {
             mr_error(0, "cannot start worker %u", i);
-            return 1;
+            return false;
         }
     }
+    return true;
+}
+
+static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
+{
+    struct event_base *base = event_base_new();
+    if (!base || !start_workers(p, rules))
+        return 1;
     mr_listener *l = mr_listener_start(base, p);
     if (!l)
         return 1;
     struct event *sigterm = evsignal_new(base, SIGTERM, on_signal, base);
     struct event *sigint = evsignal_new(base, SIGINT, on_signal, base);
+    struct event *sighup = evsignal_new(base, SIGHUP, on_sighup, p);
     event_add(sigterm, NULL);
     event_add(sigint, NULL);
+    event_add(sighup, NULL);
     mr_info(0, "myrewrite %s listening on %s%s%s, backend %s, %u workers", MYREWRITE_VERSION,
             c->listen, c->socket[0] ? " and " : "", c->socket, p->backend_name, p->nworkers);
     event_base_dispatch(base);
@@ -207,6 +244,7 @@ static int run(mr_config *c, mr_proxy *p)
         mr_worker_join(&p->workers[i]);
     event_free(sigterm);
     event_free(sigint);
+    event_free(sighup);
     event_base_free(base);
     free(p->workers);
     mr_info(0, "stopped");
@@ -229,8 +267,19 @@ int main(int argc, char **argv)
         return rc;
     }
     proxy.cfg = &cfg;
+    unsigned n = cfg.workers ? (unsigned)cfg.workers : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    proxy.nworkers = n ? n : 1;
+    if (o.explain) { /* needs the rules only, not a reachable backend */
+        mr_ruleset *rules = mr_rules_load_configured(&cfg, 1, &d);
+        rc = explain(rules, o.explain, &d);
+        mr_ruleset_free(rules);
+        mr_config_free(&cfg);
+        return rc;
+    }
     validate(&cfg, &proxy, &d);
+    mr_ruleset *rules = mr_rules_load_configured(&cfg, proxy.nworkers, &d);
     if (d.errors) {
+        mr_ruleset_free(rules);
         fprintf(stderr, "myrewrite: %d configuration error%s\n", d.errors, d.errors > 1 ? "s" : "");
         mr_config_free(&cfg);
         return 1;
@@ -239,7 +288,8 @@ int main(int argc, char **argv)
         if (o.print_config)
             mr_config_dump(&cfg, stdout);
         else
-            printf("configuration OK\n");
+            printf("configuration OK: %zu rules from %s\n", mr_ruleset_count(rules), cfg.rules_dir);
+        mr_ruleset_free(rules);
         mr_config_free(&cfg);
         return 0;
     }
@@ -248,7 +298,7 @@ int main(int argc, char **argv)
     mr_log_set_level(level);
     signal(SIGPIPE, SIG_IGN);
     mr_log_start();
-    rc = run(&cfg, &proxy);
+    rc = run(&cfg, &proxy, rules);
     mr_log_stop();
     mr_config_free(&cfg);
     return rc;

@@ -19,11 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "myrewrite/codec.h"
 #include "myrewrite/conn.h"
 #include "myrewrite/log.h"
+#include "myrewrite/rules.h"
+#include "myrewrite/sql_lexer.h"
 #include "myrewrite/tracker.h"
 #include "myrewrite/worker.h"
 
@@ -73,6 +76,13 @@ struct mr_session {
     uint32_t backend_thread_id;      /* the backend's connection id */
     bool auth_seen_response;         /* the client's HandshakeResponse was checked */
     mr_close_reason close_reason;
+    char user[96];                   /* authenticated user, for rule filters */
+    char schema[200];                /* default schema, for rule filters */
+    char pending_user[96];           /* COM_CHANGE_USER: applied on success */
+    char pending_schema[200];        /* COM_INIT_DB / USE: applied on success */
+    bool user_pending, schema_pending;
+    mr_digest_entry *digest;         /* stats entry of the statement in flight */
+    uint64_t command_start_ns;
 };
 
 static void pump_client(mr_session *s);
@@ -194,9 +204,31 @@ static void backend_flow(mr_session *s)
 
 /* ---- backend side ---- */
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A schema or user change takes effect only once the server accepted it. */
+static void apply_pending(mr_session *s, bool ok)
+{
+    if (ok && s->schema_pending)
+        memcpy(s->schema, s->pending_schema, sizeof(s->schema));
+    if (ok && s->user_pending)
+        memcpy(s->user, s->pending_user, sizeof(s->user));
+    s->schema_pending = s->user_pending = false;
+}
+
 static void response_done(mr_session *s)
 {
     mr_stat_add(&s->w->stats.commands, 1);
+    apply_pending(s, !s->tracker.ended_with_err);
+    if (s->digest) {
+        mr_digest_stats_record(s->digest, (now_ns() - s->command_start_ns) / 1000);
+        s->digest = NULL;
+    }
     set_state(s, SS_IDLE);
     if (s->w->draining) {
         session_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
@@ -212,6 +244,7 @@ static void auth_done(mr_session *s)
         return;
     }
     mr_conn_set_timeout(s->client, NULL);
+    apply_pending(s, true);
     mr_debug(s->id, "authenticated; backend thread id %u", s->backend_thread_id);
     set_state(s, SS_IDLE);
     if (s->w->draining) {
@@ -436,6 +469,16 @@ static void backend_event_cb(mr_conn *c, int what, void *arg)
 
 /* ---- client side ---- */
 
+/* Copies a user or schema name; names too long for the buffer are left unknown. */
+static void copy_name(char *dst, size_t cap, const char *src, size_t len, bool *set)
+{
+    if (!src || len >= cap)
+        return;
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+    *set = true;
+}
+
 /* Checks the client's HandshakeResponse (or SSLRequest) before relaying it. */
 static bool check_handshake_response(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
 {
@@ -458,6 +501,9 @@ static bool check_handshake_response(mr_session *s, const uint8_t *p, uint32_t l
         return false;
     }
     s->caps &= hr.caps;
+    copy_name(s->pending_user, sizeof(s->pending_user), hr.user, hr.user_len, &s->user_pending);
+    copy_name(s->pending_schema, sizeof(s->pending_schema), hr.db, hr.db_len,
+              &s->schema_pending);
     mr_tracker_init(&s->tracker, (s->caps & MR_CAP_DEPRECATE_EOF) != 0);
     mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
     return true;
@@ -476,8 +522,99 @@ static void refuse_command(mr_session *s, uint8_t cmd)
     s->from_client.discard = true;
 }
 
-/* The first packet of a command: decide how its response will look. */
-static bool command_start(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
+/* `USE db` changes the default schema the rules filter on. */
+static void note_use_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
+{
+    sql_lexer lx;
+    sql_token t;
+    sql_lexer_init(&lx, sql, len, lex_flags | SQL_LEX_SKIP_COMMENTS);
+    if (!sql_lexer_next(&lx, &t) || t.kind != SQL_TOK_WORD || t.id != SQL_KW_USE)
+        return;
+    if (!sql_lexer_next(&lx, &t) || (t.kind != SQL_TOK_WORD && t.kind != SQL_TOK_QIDENT))
+        return;
+    size_t off = t.off, n = t.len;
+    if (t.kind == SQL_TOK_QIDENT && n >= 2) { /* `name`: doubled backticks stay as they are */
+        off++;
+        n -= 2;
+    }
+    copy_name(s->pending_schema, sizeof(s->pending_schema), sql + off, n, &s->schema_pending);
+}
+
+/* Logs what the matched rules asked to log. */
+static void log_matches(mr_session *s, const mr_match_result *res, const char *sql, size_t len)
+{
+    for (unsigned i = 0; i < res->nmatched; i++) {
+        const mr_rule *r = res->matched[i];
+        if (r->log == MR_RULE_LOG_DIGEST)
+            mr_info(s->id, "rule %s%s: %s", r->name, r->log_only ? " (log only)" : "",
+                    res->digest);
+        else if (r->log == MR_RULE_LOG_FULL || r->log_only)
+            mr_info(s->id, "rule %s%s: %.*s -> %.*s", r->name, r->log_only ? " (log only)" : "",
+                    (int)(len > 2000 ? 2000 : len), sql,
+                    (int)(res->text.len > 2000 ? 2000 : res->text.len),
+                    res->action == MR_ACT_REWRITE ? (const char *)res->text.data : sql);
+    }
+}
+
+typedef enum stmt_verdict {
+    STMT_RELAY,    /* send it (as written or rewritten) and relay the answer */
+    STMT_ANSWERED, /* the proxy answered it (a block); nothing goes to the backend */
+    STMT_CLOSED,   /* the session had to close */
+} stmt_verdict;
+
+/* A whole COM_QUERY or COM_STMT_PREPARE: run the front end and act on it. */
+static stmt_verdict statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len)
+{
+    mr_worker *w = s->w;
+    mr_match_result *res = &w->match;
+    unsigned lex_flags =
+        (s->tracker.status & MR_STATUS_NO_BACKSLASH_ESCAPES) ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0;
+    mr_stmt_ctx ctx = {
+        .user = s->user[0] ? s->user : NULL,
+        .schema = s->schema[0] ? s->schema : NULL,
+        .prepared = cmd == MR_COM_STMT_PREPARE,
+        .lex_flags = lex_flags,
+        .shard = w->id,
+    };
+    mr_buf_reset(&res->text);
+    mr_rules_apply(w->rules->set, sql, len, &ctx, w->scratch, res);
+    s->digest = mr_digest_stats_get(&w->digests, res->digest_hash, res->digest ? res->digest : "");
+    if (res->nmatched)
+        log_matches(s, res, sql, len);
+    if (cmd == MR_COM_QUERY)
+        note_use_statement(s, sql, len, lex_flags);
+    if (res->action == MR_ACT_BLOCK) {
+        mr_stat_add(&s->digest->blocked, 1);
+        mr_stat_add(&w->stats.statements_blocked, 1);
+        send_err(s, 1, res->err_code, res->sqlstate, res->message);
+        s->from_client.discard = true;
+        s->digest = NULL;
+        s->schema_pending = false;
+        return STMT_ANSWERED;
+    }
+    if (res->action == MR_ACT_REWRITE) {
+        mr_buf out;
+        mr_buf_init(&out);
+        mr_command_build(&out, cmd, res->text.data, res->text.len);
+        if (out.failed) {
+            mr_buf_free(&out);
+            send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
+            close_after_flush(s, MR_CLOSE_MALFORMED, "out of memory building a rewrite");
+            return STMT_CLOSED;
+        }
+        evbuffer_add(mr_conn_output(s->backend), out.data, out.len);
+        mr_buf_free(&out);
+        mr_stat_add(&s->digest->rewritten, 1);
+        mr_stat_add(&w->stats.statements_rewritten, 1);
+        s->from_client.discard = true; /* the original bytes are dropped as they come */
+    }
+    return STMT_RELAY;
+}
+
+/* The first packet of a command: decide how its response will look. `p`
+ * holds `n` bytes of the `len`-byte payload: the whole of it for the
+ * commands the front end reads, else at least MR_TRACK_PREFIX. */
+static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t len, uint8_t seq)
 {
     if (len == 0 || seq != 0) {
         mr_warn(s->id, "malformed command packet: %s", len == 0 ? "empty payload"
@@ -488,7 +625,7 @@ static bool command_start(mr_session *s, const uint8_t *p, uint32_t len, uint8_t
     uint8_t cmd = p[0];
     mr_expect expect = mr_expect_for_command(cmd);
     s->command = cmd;
-    s->command_bytes = 0;
+    s->command_start_ns = now_ns();
     if (expect == MR_EXPECT_UNSUPPORTED) {
         refuse_command(s, cmd);
         return true;
@@ -497,6 +634,21 @@ static bool command_start(mr_session *s, const uint8_t *p, uint32_t len, uint8_t
         session_close(s, MR_CLOSE_CLIENT_QUIT, "COM_QUIT");
         return false;
     }
+    if (n == len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE)) {
+        stmt_verdict v = statement_start(s, cmd, (const char *)p + 1, len - 1);
+        if (v != STMT_RELAY)
+            return v == STMT_ANSWERED;
+    } else if (n == len && cmd == MR_COM_INIT_DB) {
+        copy_name(s->pending_schema, sizeof(s->pending_schema), (const char *)p + 1, len - 1,
+                  &s->schema_pending);
+    } else if (n == len && cmd == MR_COM_CHANGE_USER) {
+        const char *u, *db;
+        size_t ul, dl;
+        if (mr_change_user_parse(p, n, s->caps, &u, &ul, &db, &dl) == MR_OK) {
+            copy_name(s->pending_user, sizeof(s->pending_user), u, ul, &s->user_pending);
+            copy_name(s->pending_schema, sizeof(s->pending_schema), db, dl, &s->schema_pending);
+        }
+    }
     mr_tracker_begin(&s->tracker, expect);
     if (expect != MR_EXPECT_NONE)
         set_state(s, SS_RESPONSE);
@@ -504,11 +656,11 @@ static bool command_start(mr_session *s, const uint8_t *p, uint32_t len, uint8_t
 }
 
 /* A packet the client sends while the backend waits for it. */
-static bool client_data_packet(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq,
-                               bool continued)
+static bool client_data_packet(mr_session *s, const uint8_t *p, size_t n, uint32_t len,
+                               uint8_t seq, bool continued)
 {
     if (s->state == SS_AUTH && !s->auth_seen_response)
-        return check_handshake_response(s, p, len, seq);
+        return check_handshake_response(s, p, n, seq);
     if (s->state == SS_INFILE && len == 0 && !continued) {
         mr_tracker_infile_done(&s->tracker); /* the empty packet ends the file */
         set_state(s, SS_RESPONSE);
@@ -527,16 +679,21 @@ static bool client_may_send(const mr_session *s)
     }
 }
 
-/* Classifies the head of a client packet; false means stop pumping. */
-static bool client_packet_start(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
+/* Classifies the head of a client packet (`n` bytes of its `len`-byte
+ * payload at `p`); false means stop pumping. */
+static bool client_packet_start(mr_session *s, const uint8_t *p, size_t n, uint32_t len,
+                                uint8_t seq)
 {
     framing *f = &s->from_client;
     bool continued = f->continuation;
     f->remaining = MR_PKT_HEADER + (uint64_t)len;
     f->continuation = (len == MR_PKT_MAX_PAYLOAD);
     s->seq = seq;
-    if (!continued)
+    if (!continued) {
         f->discard = false;
+        if (s->state == SS_IDLE)
+            s->command_bytes = 0; /* a new command */
+    }
     s->command_bytes += len;
     if (s->command_bytes > cfg(s)->max_packet_size) {
         char msg[160];
@@ -549,8 +706,29 @@ static bool client_packet_start(mr_session *s, const uint8_t *p, uint32_t len, u
     if (continued)
         return true;
     if (s->state == SS_IDLE)
-        return command_start(s, p, len, seq);
-    return client_data_packet(s, p, len, seq, continued);
+        return command_start(s, p, n, len, seq);
+    return client_data_packet(s, p, n, len, seq, continued);
+}
+
+/* The front end reads whole statements (up to relay_buffer; larger ones
+ * are relayed unexamined), and the handshake and user/schema changes are
+ * read whole for the user and schema the rules filter on. */
+static bool wants_whole_packet(const mr_session *s, const uint8_t *head, uint32_t len)
+{
+    if (s->from_client.continuation || len == 0 || len >= MR_PKT_MAX_PAYLOAD ||
+        MR_PKT_HEADER + (uint64_t)len > cfg(s)->relay_buffer)
+        return false;
+    if (s->state == SS_AUTH)
+        return !s->auth_seen_response;
+    if (s->state != SS_IDLE)
+        return false;
+    switch (head[0]) {
+    case MR_COM_QUERY:
+    case MR_COM_STMT_PREPARE:
+    case MR_COM_INIT_DB:
+    case MR_COM_CHANGE_USER: return true;
+    default: return false;
+    }
 }
 
 static void pump_client(mr_session *s)
@@ -583,11 +761,18 @@ static void pump_client(mr_session *s)
         size_t got = (size_t)evbuffer_copyout(in, head, sizeof(head));
         mr_pkt_header h;
         mr_pkt_header_read(head, got, &h);
-        size_t need = MR_PKT_HEADER + (h.len < MR_TRACK_PREFIX ? h.len : MR_TRACK_PREFIX);
-        if (got < need)
+        size_t n = h.len < MR_TRACK_PREFIX ? h.len : MR_TRACK_PREFIX;
+        if (got < MR_PKT_HEADER + n)
             break;
+        const uint8_t *payload = head + MR_PKT_HEADER;
+        if (wants_whole_packet(s, payload, h.len)) {
+            if (avail < MR_PKT_HEADER + (size_t)h.len)
+                break; /* fits in relay_buffer, so reading goes on until it is here */
+            payload = evbuffer_pullup(in, MR_PKT_HEADER + (ev_ssize_t)h.len) + MR_PKT_HEADER;
+            n = h.len;
+        }
         mr_stat_add(&s->w->stats.bytes_from_clients, MR_PKT_HEADER + (uint64_t)h.len);
-        if (!client_packet_start(s, head + MR_PKT_HEADER, h.len, h.seq))
+        if (!client_packet_start(s, payload, n, h.len, h.seq))
             return;
     }
     client_flow(s);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,6 +23,50 @@ static void drain_sessions(mr_worker *w, int force)
         mr_session_drain(s, force);
         s = next;
     }
+}
+
+mr_shared_rules *mr_shared_rules_new(mr_ruleset *set, unsigned refs)
+{
+    mr_shared_rules *r = malloc(sizeof(*r));
+    if (!r)
+        return NULL;
+    atomic_init(&r->refs, refs);
+    r->set = set;
+    return r;
+}
+
+void mr_shared_rules_release(mr_shared_rules *r)
+{
+    if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+        mr_ruleset_free(r->set);
+        free(r);
+    }
+}
+
+/* Statements are matched inside one callback, so between two callbacks no
+ * statement of this worker is using the old set. */
+static void take_pending_rules(mr_worker *w)
+{
+    pthread_mutex_lock(&w->pending_lock);
+    mr_shared_rules *next = w->pending_rules;
+    w->pending_rules = NULL;
+    pthread_mutex_unlock(&w->pending_lock);
+    if (!next)
+        return;
+    mr_shared_rules_release(w->rules);
+    w->rules = next;
+    mr_debug(0, "worker %u switched to a new rule set (%zu rules)", w->id,
+             mr_ruleset_count(next->set));
+}
+
+void mr_worker_set_rules(mr_worker *w, mr_shared_rules *rules)
+{
+    pthread_mutex_lock(&w->pending_lock);
+    mr_shared_rules *stale = w->pending_rules; /* two reloads before the worker woke */
+    w->pending_rules = rules;
+    pthread_mutex_unlock(&w->pending_lock);
+    mr_shared_rules_release(stale);
+    mr_worker_signal(w, MR_WORKER_MSG_RULES);
 }
 
 void mr_worker_session_ended(mr_worker *w)
@@ -39,6 +84,10 @@ static void on_message(mr_worker *w, int msg)
             return;
         }
         mr_session_start(w, msg);
+        return;
+    }
+    if (msg == MR_WORKER_MSG_RULES) {
+        take_pending_rules(w);
         return;
     }
     w->draining = true;
@@ -76,12 +125,18 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id)
+bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *rules)
 {
     int fds[2];
     memset(w, 0, sizeof(*w));
     w->id = id;
     w->proxy = p;
+    w->rules = rules;
+    pthread_mutex_init(&w->pending_lock, NULL);
+    mr_buf_init(&w->match.text);
+    w->scratch = mr_rules_scratch_new();
+    if (!w->scratch || !mr_digest_stats_init(&w->digests, 4096))
+        return false;
     if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
         return false;
     w->pipe_rd = fds[0];
@@ -116,7 +171,15 @@ void mr_worker_signal(mr_worker *w, int msg)
 
 void mr_worker_join(mr_worker *w)
 {
-    pthread_join(w->thread, NULL);
+    if (!w->joined)
+        pthread_join(w->thread, NULL);
+    w->joined = true;
+    mr_shared_rules_release(w->rules);
+    mr_shared_rules_release(w->pending_rules);
+    mr_rules_scratch_free(w->scratch);
+    mr_buf_free(&w->match.text);
+    mr_digest_stats_free(&w->digests);
+    pthread_mutex_destroy(&w->pending_lock);
     event_free(w->pipe_ev);
     event_base_free(w->base);
     close(w->pipe_rd);

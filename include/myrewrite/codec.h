@@ -68,6 +68,7 @@ typedef enum mr_rc {
 #define MR_STATUS_MORE_RESULTS 0x0008
 #define MR_STATUS_CURSOR_EXISTS 0x0040
 #define MR_STATUS_LAST_ROW_SENT 0x0080
+#define MR_STATUS_NO_BACKSLASH_ESCAPES 0x0200
 #define MR_STATUS_PS_OUT_PARAMS 0x1000
 
 /* Command bytes. */
@@ -120,6 +121,7 @@ enum mr_command {
 #define MR_ER_BACKEND_UNAVAILABLE 1053 /* ER_SERVER_SHUTDOWN: the backend cannot be reached */
 #define MR_ER_BACKEND_LOST 1158        /* ER_NET_READ_ERROR: backend lost during a statement */
 #define MR_ER_NOT_SUPPORTED 1235
+#define MR_ER_OUT_OF_MEMORY 1037
 
 /* ---- framing and primitive readers ---- */
 
@@ -203,9 +205,22 @@ typedef struct mr_handshake_response {
     uint32_t max_packet;
     uint8_t charset;
     bool ssl_request; /* a 32-byte SSLRequest, not a full response */
+    const char *user; /* into the payload; NULL when not present in the bytes given */
+    size_t user_len;
+    const char *db;   /* CONNECT_WITH_DB schema, or NULL */
+    size_t db_len;
 } mr_handshake_response;
 
-/* Parses the fixed head of HandshakeResponse41 (or an SSLRequest). */
+/* Parses HandshakeResponse41 (or an SSLRequest): the fixed head always, the
+ * user and schema when the bytes given reach them. */
 mr_rc mr_handshake_response_parse(const uint8_t *p, size_t n, mr_handshake_response *hr);
+
+/* Parses the user and schema of a whole COM_CHANGE_USER payload. */
+mr_rc mr_change_user_parse(const uint8_t *p, size_t n, uint32_t caps, const char **user,
+                           size_t *user_len, const char **db, size_t *db_len);
+
+/* Appends a command as packets (header included), splitting payloads of
+ * 16 MiB and more as the protocol requires. */
+void mr_command_build(mr_buf *b, uint8_t command, const void *arg, size_t len);
 
 #endif

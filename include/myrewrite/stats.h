@@ -35,6 +35,8 @@ typedef struct mr_stats {
     mr_counter connections_active;
     mr_counter commands;
     mr_counter commands_refused;
+    mr_counter statements_rewritten;
+    mr_counter statements_blocked;
     mr_counter bytes_from_clients;
     mr_counter bytes_from_backend;
     mr_counter closes[MR_CLOSE_MAX];

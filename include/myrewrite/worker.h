@@ -12,7 +12,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "myrewrite/digest_stats.h"
 #include "myrewrite/proxy.h"
+#include "myrewrite/rules.h"
 #include "myrewrite/stats.h"
 
 struct event_base;
@@ -23,6 +25,7 @@ typedef struct mr_worker {
     unsigned id;
     mr_proxy *proxy;            /* shared runtime */
     pthread_t thread;
+    bool joined;                /* the thread has been joined (main thread only) */
     struct event_base *base;    /* owned; only this worker's thread runs it */
     int pipe_rd, pipe_wr;       /* hand-off pipe: listener writes, worker reads */
     struct event *pipe_ev;
@@ -30,13 +33,34 @@ typedef struct mr_worker {
     unsigned nsessions;
     bool draining;              /* shutdown: close sessions as they go idle */
     mr_stats stats;             /* written by this worker only */
+    mr_digest_stats digests;    /* written by this worker only */
+    struct mr_shared_rules *rules; /* current rule set; one reference held */
+    mr_rules_scratch *scratch;  /* front-end working memory */
+    mr_match_result match;      /* reused for every statement */
+    pthread_mutex_t pending_lock;
+    struct mr_shared_rules *pending_rules; /* from the main thread; guarded by pending_lock */
 } mr_worker;
+
+/* A rule set shared by all workers; the last one to let go frees it. */
+typedef struct mr_shared_rules {
+    _Atomic unsigned refs;
+    mr_ruleset *set; /* owned */
+} mr_shared_rules;
+
+/* Wraps `set` with `refs` references (one per worker that will hold it). */
+mr_shared_rules *mr_shared_rules_new(mr_ruleset *set, unsigned refs);
+void mr_shared_rules_release(mr_shared_rules *r);
 
 /* Control messages on the hand-off pipe besides socket descriptors. */
 #define MR_WORKER_MSG_DRAIN (-1)
 #define MR_WORKER_MSG_STOP (-2)
+#define MR_WORKER_MSG_RULES (-3) /* pick up pending_rules */
 
-bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id);
+/* One reference to `rules` moves to the worker. */
+bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *rules);
+/* Hands a new rule set to the worker (one reference moves with it); the
+ * worker switches between two statements and releases the old one. */
+void mr_worker_set_rules(mr_worker *w, mr_shared_rules *rules);
 /* Hands a connected client socket to the worker (called by the listener). */
 bool mr_worker_hand_off(mr_worker *w, int fd);
 /* Sends a control message; the worker acts on it in its own thread. */

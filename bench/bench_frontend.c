@@ -1,0 +1,245 @@
+/*
+ * bench_frontend.c - nanoseconds per statement through the SQL front end
+ * and the rule matcher, over a mix of ten statement shapes:
+ *   lex           sql_lex alone
+ *   digest        sql_digest alone
+ *   apply/empty   mr_rules_apply with no rules (digest included)
+ *   apply/digest  1,000 rewrite rules (hash lookup on the digest)
+ *   apply/regex   1,000 regex rules (word prefilter, then pcre2)
+ *   apply/regex*  the same rules with the prefilter turned off
+ * and, per rule set, how many regexes ran and how many allocations the
+ * matcher made once warmed up (counted by wrapping malloc/calloc/realloc
+ * at link time, so only this program's and the static libraries' calls).
+ *
+ * Usage: bench_frontend [iterations-per-statement]   (default 200000)
+ */
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "myrewrite/rules.h"
+#include "myrewrite/sql_digest.h"
+#include "myrewrite/sql_lexer.h"
+
+/* ---- allocation counting (-Wl,--wrap=...) ---- */
+
+static atomic_ulong allocations;
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t m);
+void *__wrap_realloc(void *p, size_t n);
+
+void *__wrap_malloc(size_t n)
+{
+    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+    return __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t m)
+{
+    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+    return __real_calloc(n, m);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+    return __real_realloc(p, n);
+}
+
+/* ---- the workload ---- */
+
+static const char *const mix[] = {
+    "SELECT * FROM orders WHERE id = 12345",
+    "SELECT id, name FROM customers WHERE email = 'someone@example.com' AND active = 1",
+    "UPDATE accounts SET balance = balance - 25.50, updated_at = NOW() WHERE id = 991",
+    "INSERT INTO events (user_id, kind, payload) VALUES (17, 'click', '{\"x\":1}'), "
+    "(18, 'view', '{}')",
+    "SELECT o.id, o.total, c.name FROM orders o JOIN customers c ON c.id = o.customer_id "
+    "WHERE o.created_at > '2024-01-01' ORDER BY o.total DESC LIMIT 50",
+    "DELETE FROM sessions WHERE expires < 1700000000",
+    "SELECT COUNT(*) FROM tbl_42 WHERE status IN (1, 2, 3, 4)",
+    "COMMIT",
+    "SELECT * FROM products WHERE sku = 'AB-1234' /* app:web */",
+    "SELECT @@version_comment LIMIT 1",
+};
+#define NMIX (sizeof mix / sizeof mix[0])
+
+/* One of four rule shapes over table tbl_<i>. */
+static int digest_rule(char *out, size_t cap, int i)
+{
+    switch (i % 4) {
+    case 0:
+        return snprintf(out, cap, "[rewrite d%d]\npattern = SELECT * FROM tbl_%d WHERE id = ?\n"
+                        "replacement = SELECT a, b FROM tbl_%d WHERE id = ?\n", i, i, i);
+    case 1:
+        return snprintf(out, cap, "[rewrite d%d]\npattern = UPDATE tbl_%d SET a = ? WHERE id = ?\n"
+                        "replacement = UPDATE tbl_%d SET a = ? WHERE id = ? LIMIT 1\n", i, i, i);
+    case 2:
+        return snprintf(out, cap, "[rewrite d%d]\n"
+                        "pattern = SELECT a, b FROM tbl_%d WHERE c IN (?) ORDER BY a\n"
+                        "replacement = SELECT a, b FROM tbl_%d WHERE c IN (?) ORDER BY a "
+                        "LIMIT 100\n", i, i, i);
+    default:
+        return snprintf(out, cap, "[rewrite d%d]\npattern = INSERT INTO tbl_%d (a, b) VALUES (?, ?)\n"
+                        "replacement = INSERT IGNORE INTO tbl_%d (a, b) VALUES (?)\n", i, i, i);
+    }
+}
+
+/* 1,000 digest rules; one of them matches the first statement of the mix. */
+static char *digest_rules(void)
+{
+    size_t cap = 1000 * 200, len = 0;
+    char *text = malloc(cap);
+    for (int i = 0; i < 1000; i++) {
+        if (i == 500)
+            len += (size_t)snprintf(text + len, cap - len,
+                                    "[rewrite orders_cols]\n"
+                                    "pattern = SELECT * FROM orders WHERE id = ?\n"
+                                    "replacement = SELECT id, total FROM orders WHERE id = ?\n");
+        else
+            len += (size_t)digest_rule(text + len, cap - len, i);
+    }
+    return text;
+}
+
+/* 1,000 regex rules, each over its own table; one matches tbl_42. With
+ * `prefilter` off every rule says require = none: the cost without it. */
+static char *regex_rules(bool prefilter)
+{
+    size_t cap = 1000 * 200, len = 0;
+    char *text = malloc(cap);
+    for (int i = 0; i < 1000; i++)
+        len += (size_t)snprintf(text + len, cap - len,
+                                "[regex r%d]\nmatch = ^SELECT (.+) FROM tbl_%d WHERE (.+)$\n"
+                                "replace = SELECT $1 FROM tbl_%d_v2 WHERE $2\n%s", i, i, i,
+                                prefilter ? "" : "require = none\n");
+    return text;
+}
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static size_t lens[NMIX];
+static volatile uint64_t sink;
+
+static double bench_lex(long iters)
+{
+    sql_token toks[256];
+    double t0 = now_ns();
+    for (long k = 0; k < iters; k++)
+        for (size_t i = 0; i < NMIX; i++) {
+            size_t n;
+            sql_lex(mix[i], lens[i], 0, toks, 256, &n);
+            sink += n;
+        }
+    return (now_ns() - t0) / ((double)iters * NMIX);
+}
+
+static double bench_digest(long iters)
+{
+    char out[1024];
+    double t0 = now_ns();
+    for (long k = 0; k < iters; k++)
+        for (size_t i = 0; i < NMIX; i++) {
+            sql_digest_result dr;
+            sql_digest(mix[i], lens[i], 0, out, sizeof out, &dr);
+            sink += dr.hash;
+        }
+    return (now_ns() - t0) / ((double)iters * NMIX);
+}
+
+typedef struct outcome {
+    double ns;
+    unsigned rewritten; /* statements of the mix rewritten */
+    double regex_per_stmt;
+    unsigned long allocs; /* during the timed loop */
+} outcome;
+
+static outcome bench_apply(const mr_ruleset *rs, long iters)
+{
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res;
+    memset(&res, 0, sizeof res);
+    mr_buf_init(&res.text);
+    mr_stmt_ctx ctx = {.user = "app", .schema = "shop"};
+    outcome o = {0};
+    for (size_t i = 0; i < NMIX; i++) { /* warm-up: buffers reach their size */
+        mr_rules_apply(rs, mix[i], lens[i], &ctx, s, &res);
+        o.rewritten += res.action == MR_ACT_REWRITE;
+    }
+    uint64_t runs0 = mr_rules_scratch_regex_runs(s);
+    unsigned long a0 = atomic_load(&allocations);
+    double t0 = now_ns();
+    for (long k = 0; k < iters; k++)
+        for (size_t i = 0; i < NMIX; i++) {
+            mr_rules_apply(rs, mix[i], lens[i], &ctx, s, &res);
+            sink += res.digest_hash;
+        }
+    o.ns = (now_ns() - t0) / ((double)iters * NMIX);
+    o.allocs = atomic_load(&allocations) - a0;
+    o.regex_per_stmt =
+        (double)(mr_rules_scratch_regex_runs(s) - runs0) / ((double)iters * NMIX);
+    mr_buf_free(&res.text);
+    mr_rules_scratch_free(s);
+    return o;
+}
+
+static mr_ruleset *load(char *text, const char *name)
+{
+    mr_diag d = {stderr, 0};
+    mr_ruleset *rs = mr_rules_load_string(text, name, 1, &d);
+    free(text);
+    if (!rs) {
+        fprintf(stderr, "bench: %s rules do not load\n", name);
+        exit(1);
+    }
+    return rs;
+}
+
+static void report(const char *what, size_t nrules, outcome o)
+{
+    printf("%-14s %5zu rules  %8.1f ns/stmt  rewritten %u/%zu  regex runs/stmt %.2f  "
+           "allocations %lu\n", what, nrules, o.ns, o.rewritten, NMIX, o.regex_per_stmt,
+           o.allocs);
+}
+
+int main(int argc, char **argv)
+{
+    long iters = argc > 1 ? atol(argv[1]) : 200000;
+    if (iters <= 0)
+        iters = 1;
+    size_t bytes = 0;
+    for (size_t i = 0; i < NMIX; i++)
+        bytes += lens[i] = strlen(mix[i]);
+    printf("mix: %zu statements, %zu bytes on average, %ld iterations each\n", NMIX, bytes / NMIX,
+           iters);
+    printf("%-14s %14s  %8.1f ns/stmt\n", "lex", "", bench_lex(iters));
+    printf("%-14s %14s  %8.1f ns/stmt\n", "digest", "", bench_digest(iters));
+    mr_ruleset *empty = mr_rules_empty(1);
+    report("apply/empty", 0, bench_apply(empty, iters));
+    mr_ruleset_free(empty);
+    mr_ruleset *dig = load(digest_rules(), "digest.rules");
+    report("apply/digest", mr_ruleset_count(dig), bench_apply(dig, iters));
+    mr_ruleset_free(dig);
+    mr_ruleset *rx = load(regex_rules(true), "regex.rules");
+    report("apply/regex", mr_ruleset_count(rx), bench_apply(rx, iters));
+    mr_ruleset_free(rx);
+    /* the same without the prefilter, fewer iterations: it is slow */
+    rx = load(regex_rules(false), "regex.rules");
+    report("apply/regex*", mr_ruleset_count(rx), bench_apply(rx, iters / 100 + 1));
+    mr_ruleset_free(rx);
+    printf("(* every regex has require = none: no prefilter)\n");
+    return 0;
+}

@@ -1,0 +1,27 @@
+/*
+ * reload.h - loading the rule files at start and swapping them on SIGHUP.
+ *
+ * Main thread (file I/O never runs on a worker). A reload parses every file
+ * into a complete new rule set; only when all of it is valid is it handed
+ * to the workers, each of which switches between two statements. On any
+ * error the old rules stay in force and every error is logged.
+ */
+#ifndef MYREWRITE_RELOAD_H
+#define MYREWRITE_RELOAD_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "myrewrite/config.h"
+#include "myrewrite/proxy.h"
+#include "myrewrite/rules.h"
+
+/* Loads cfg->rules_dir. A missing directory is an error unless it is the
+ * default one, which then counts as empty. Errors go to `d`. */
+mr_ruleset *mr_rules_load_configured(const mr_config *cfg, unsigned shards, mr_diag *d);
+
+/* Reloads and, on success, publishes to every worker. Returns the number of
+ * errors; when `errors` is given, the diagnostics are written there too. */
+int mr_rules_reload(mr_proxy *p, FILE *errors);
+
+#endif

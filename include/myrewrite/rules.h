@@ -1,0 +1,132 @@
+/*
+ * rules.h - DBA rule files (rules/NAME.rules) and the matcher that applies them.
+ *
+ * Pure, any thread: a rule set is built from files on the main thread (at
+ * start, on SIGHUP, on RELOAD RULES) and is immutable afterwards; workers
+ * share it read-only. Only the hit counters change, and each worker writes
+ * its own shard of them (single-writer relaxed atomics), so matching takes
+ * no lock.
+ *
+ * File format (INI, see rules/README.md): one rule per section, the header
+ * names the kind and the rule, `[rewrite no_star_orders]`. Kinds:
+ *   rewrite  digest pattern -> replacement reusing the matched literals
+ *   regex    pcre2 pattern -> replacement with $1 groups
+ *   block    the client gets an ERR with the DBA's message
+ * Later kinds (delayed, paginate, queue) register in the same kind table.
+ */
+#ifndef MYREWRITE_RULES_H
+#define MYREWRITE_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "myrewrite/buf.h"
+#include "myrewrite/config.h"
+#include "myrewrite/stats.h"
+
+typedef enum mr_rule_kind {
+    MR_RULE_REWRITE,
+    MR_RULE_REGEX,
+    MR_RULE_BLOCK,
+    MR_RULE_KIND_MAX
+} mr_rule_kind;
+
+/* What a rule asks to log when it matches. */
+typedef enum mr_rule_log {
+    MR_RULE_LOG_OFF,    /* nothing */
+    MR_RULE_LOG_DIGEST, /* rule name and the digest (no literals) */
+    MR_RULE_LOG_FULL,   /* original and rewritten text */
+} mr_rule_log;
+
+/* One rule as loaded; immutable. */
+typedef struct mr_rule {
+    char *name;
+    char *file;        /* path as given to the loader */
+    int line;          /* line of the section header */
+    mr_rule_kind kind;
+    bool enabled;      /* `enabled = no` keeps the rule listed but never matched */
+    bool cont;         /* `continue = yes`: later rules see the rewritten text */
+    bool log_only;     /* match and log, but send the original */
+    mr_rule_log log;
+    char *user;        /* filter: only this user (NULL = any) */
+    char *schema;      /* filter: only this default schema (NULL = any) */
+    char *pattern;     /* as written in the file */
+    char *replacement; /* rewrite/regex; NULL for block */
+    char *message;     /* block */
+    uint16_t err_code; /* block; default 1148 */
+    char sqlstate[6];  /* block; default 42000 */
+    void *impl;        /* kind-specific compiled form (owned by the rule set) */
+} mr_rule;
+
+typedef struct mr_ruleset mr_ruleset;
+
+/* Loads every *.rules file in `dir`, in file-name order. Returns NULL when
+ * any file has an error; every error is reported through `d` as
+ * `file:line: message`. A missing directory is an error; an empty one gives
+ * an empty set. `shards` is the number of hit-counter shards (workers). */
+mr_ruleset *mr_rules_load_dir(const char *dir, unsigned shards, mr_diag *d);
+/* Loads rules from a string (tests, the dry run); `name` stands in for the
+ * file name in diagnostics. */
+mr_ruleset *mr_rules_load_string(const char *text, const char *name, unsigned shards, mr_diag *d);
+mr_ruleset *mr_rules_empty(unsigned shards);
+void mr_ruleset_free(mr_ruleset *rs);
+
+size_t mr_ruleset_count(const mr_ruleset *rs);
+const mr_rule *mr_ruleset_rule(const mr_ruleset *rs, size_t i);
+/* Hits of rule i summed over all shards, and the latest hit (unix seconds, 0 = never). */
+uint64_t mr_ruleset_hits(const mr_ruleset *rs, size_t i);
+uint64_t mr_ruleset_last_hit(const mr_ruleset *rs, size_t i);
+
+/* Who sends the statement and how. */
+typedef struct mr_stmt_ctx {
+    const char *user;   /* NULL when unknown */
+    const char *schema; /* current default schema, NULL when none */
+    bool prepared;      /* COM_STMT_PREPARE text: `?` are the statement's parameters */
+    unsigned lex_flags; /* SQL_LEX_NO_BACKSLASH_ESCAPES etc., from the session's sql_mode */
+    unsigned shard;     /* hit-counter shard of the calling worker */
+} mr_stmt_ctx;
+
+typedef enum mr_action {
+    MR_ACT_PASS,    /* send the original text */
+    MR_ACT_REWRITE, /* send res->text */
+    MR_ACT_BLOCK,   /* answer res->err_code / sqlstate / message; send nothing */
+} mr_action;
+
+#define MR_MATCH_MAX_RULES 16
+
+/* Reusable per-worker scratch (token arrays, digest buffer, pcre2 match
+ * data); create one per thread. */
+typedef struct mr_rules_scratch mr_rules_scratch;
+mr_rules_scratch *mr_rules_scratch_new(void);
+void mr_rules_scratch_free(mr_rules_scratch *s);
+/* Regex executions (pcre2_match calls) made through this scratch so far:
+ * shows the word prefilter at work in tests and benchmarks. */
+uint64_t mr_rules_scratch_regex_runs(const mr_rules_scratch *s);
+
+typedef struct mr_match_result {
+    mr_action action;
+    mr_buf text;          /* REWRITE: the statement to send; caller inits/frees */
+    uint16_t err_code;    /* BLOCK */
+    char sqlstate[6];     /* BLOCK */
+    const char *message;  /* BLOCK; points into the rule set */
+    const mr_rule *matched[MR_MATCH_MAX_RULES]; /* every rule that matched, in order */
+    unsigned nmatched;
+    uint64_t digest_hash; /* digest of the original statement text */
+    const char *digest;   /* normalized text, NUL-terminated, in the scratch (valid until next call) */
+} mr_match_result;
+
+/* Runs the rules over one COM_QUERY or COM_STMT_PREPARE text. Multi-statement
+ * text is split on top-level `;`: each statement meets the rules on its own,
+ * a block of any one blocks the whole query, and rewritten statements are
+ * joined back with the original separators. Counts hits in ctx->shard. */
+void mr_rules_apply(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,
+                    mr_rules_scratch *scratch, mr_match_result *res);
+
+/* The dry run behind `myrewrite --explain`: tokens' digest, each rule
+ * tried and why it did or did not match, the outcome and the final text. */
+void mr_rules_explain(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,
+                      FILE *out);
+
+#endif

@@ -1,0 +1,64 @@
+/*
+ * reload.c - rule loading at start and atomic swap on reload (see reload.h).
+ * Main thread only.
+ */
+#include "myrewrite/reload.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "myrewrite/log.h"
+#include "myrewrite/worker.h"
+
+mr_ruleset *mr_rules_load_configured(const mr_config *cfg, unsigned shards, mr_diag *d)
+{
+    struct stat st;
+    if (stat(cfg->rules_dir, &st) != 0 && strcmp(cfg->rules_dir, "rules") == 0) {
+        mr_warn(0, "no rules directory '%s' here; running with no rules", cfg->rules_dir);
+        return mr_rules_empty(shards);
+    }
+    return mr_rules_load_dir(cfg->rules_dir, shards, d);
+}
+
+/* Logs each diagnostic line on its own. */
+static void log_lines(const char *text)
+{
+    while (*text) {
+        const char *nl = strchr(text, '\n');
+        int n = nl ? (int)(nl - text) : (int)strlen(text);
+        mr_error(0, "rules: %.*s", n, text);
+        text += n + (nl ? 1 : 0);
+    }
+}
+
+int mr_rules_reload(mr_proxy *p, FILE *errors)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    mr_diag d = {.out = mem};
+    mr_ruleset *set = mr_rules_load_configured(p->cfg, p->nworkers, &d);
+    if (mem)
+        fclose(mem);
+    if (!set || d.errors) {
+        log_lines(text ? text : "");
+        mr_error(0, "rules reload failed with %d error%s; the previous rules stay in force",
+                 d.errors, d.errors == 1 ? "" : "s");
+        if (errors && text)
+            fputs(text, errors);
+        mr_ruleset_free(set);
+        free(text);
+        return d.errors ? d.errors : 1;
+    }
+    free(text);
+    mr_shared_rules *shared = mr_shared_rules_new(set, p->nworkers);
+    if (!shared) {
+        mr_ruleset_free(set);
+        return 1;
+    }
+    for (unsigned i = 0; i < p->nworkers; i++)
+        mr_worker_set_rules(&p->workers[i], shared);
+    mr_info(0, "rules reloaded from %s: %zu rules", p->cfg->rules_dir, mr_ruleset_count(set));
+    return 0;
+}

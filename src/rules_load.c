@@ -1,0 +1,665 @@
+/*
+ * rules_load.c - the text of rule files to rules: reads the INI sections,
+ * checks every header, key and value against the kind table, and hands
+ * patterns to rules_compile.c. Every problem in every file is reported,
+ * as file:line: what is wrong and what is accepted.
+ *
+ * Pure, any thread (in practice the main thread, at start and on reload).
+ * Owns the rules being read until rules_loader_take hands them over.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "myrewrite/ini.h"
+#include "myrewrite/sql_digest.h"
+#include "myrewrite/sql_stmt.h"
+#include "rules_impl.h"
+
+const char *const rules_kind_names[MR_RULE_KIND_MAX] = {"rewrite", "regex", "block"};
+
+/* Same format as mr_diag_error, which lives in the core library. */
+void rules_error(mr_diag *d, const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    d->errors++;
+    if (!d->out)
+        return;
+    if (line > 0)
+        fprintf(d->out, "%s:%d: ", file, line);
+    else
+        fprintf(d->out, "%s: ", file);
+    va_start(ap, fmt);
+    vfprintf(d->out, fmt, ap);
+    va_end(ap);
+    fputc('\n', d->out);
+}
+
+/* ---- keys ------------------------------------------------------------------ */
+
+typedef enum key_id {
+    K_PATTERN, K_REPLACEMENT, K_MATCH, K_REPLACE, K_CASELESS, K_GLOBAL, K_REQUIRE,
+    K_STATEMENT, K_WHERE, K_MESSAGE, K_CODE, K_SQLSTATE,
+    K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_USER, K_SCHEMA,
+    K_MAX
+} key_id;
+
+static const char *const key_names[K_MAX] = {
+    "pattern", "replacement", "match", "replace", "caseless", "global", "require",
+    "statement", "where", "message", "code", "sqlstate",
+    "enabled", "continue", "log_only", "log", "user", "schema",
+};
+
+#define COMMON_KEYS K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_USER, K_SCHEMA
+
+/* A rule section being read: raw values and the line of each. */
+typedef struct draft {
+    mr_rule_kind kind;
+    char *name;
+    int line;
+    char *val[K_MAX];
+    int vline[K_MAX];
+} draft;
+
+typedef struct rules_loader loader;
+
+/* The kind table: header word, accepted keys (in the order error messages
+ * list them) and the function that checks and compiles a finished section.
+ * New kinds are added here. */
+typedef struct kind_def {
+    key_id keys[K_MAX];
+    size_t nkeys;
+    bool (*finish)(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
+} kind_def;
+
+static bool finish_rewrite(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
+static bool finish_regex(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
+static bool finish_block(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
+
+static const kind_def kinds[MR_RULE_KIND_MAX] = {
+    [MR_RULE_REWRITE] = {{K_PATTERN, K_REPLACEMENT, COMMON_KEYS}, 8, finish_rewrite},
+    [MR_RULE_REGEX] = {{K_MATCH, K_REPLACE, K_CASELESS, K_GLOBAL, K_REQUIRE, COMMON_KEYS}, 11,
+                       finish_regex},
+    [MR_RULE_BLOCK] = {{K_PATTERN, K_MATCH, K_CASELESS, K_REQUIRE, K_STATEMENT, K_WHERE,
+                        K_MESSAGE, K_CODE, K_SQLSTATE, COMMON_KEYS}, 15, finish_block},
+};
+
+/* ---- the loader --------------------------------------------------------------- */
+
+struct rules_loader {
+    mr_diag *d;
+    int errors_before; /* d->errors when loading began */
+    const char *file;
+    mr_rule *rules;
+    rule_impl *impl;
+    size_t n;
+    size_t cap;
+    draft cur;
+    bool have_cur;
+    bool skip_keys;   /* the section header was bad: its keys are not checked */
+    uint32_t *names;  /* open-addressing set of rule indexes, by name */
+    size_t names_mask;
+    bool oom;
+};
+
+static void oom(loader *L)
+{
+    if (!L->oom)
+        rules_error(L->d, L->file, 0, "out of memory while loading rules");
+    L->oom = true;
+}
+
+static char *dup_str(loader *L, const char *s)
+{
+    char *p = strdup(s);
+    if (!p)
+        oom(L);
+    return p;
+}
+
+static void draft_clear(draft *dr)
+{
+    free(dr->name);
+    for (int k = 0; k < K_MAX; k++)
+        free(dr->val[k]);
+    memset(dr, 0, sizeof *dr);
+}
+
+static uint64_t name_hash(const char *s)
+{
+    return sql_hash64(s, strlen(s));
+}
+
+/* Index of the rule named `name`, or NO_RULE. */
+static uint32_t names_find(const loader *L, const char *name)
+{
+    if (!L->names)
+        return NO_RULE;
+    for (size_t k = name_hash(name) & L->names_mask;; k = (k + 1) & L->names_mask) {
+        uint32_t i = L->names[k];
+        if (i == NO_RULE || strcmp(L->rules[i].name, name) == 0)
+            return i;
+    }
+}
+
+static bool names_grow(loader *L)
+{
+    size_t cap = L->names ? (L->names_mask + 1) * 2 : 64;
+    uint32_t *t = malloc(cap * sizeof *t);
+    if (!t)
+        return false;
+    for (size_t k = 0; k < cap; k++)
+        t[k] = NO_RULE;
+    free(L->names);
+    L->names = t;
+    L->names_mask = cap - 1;
+    for (size_t i = 0; i < L->n; i++) {
+        size_t k = name_hash(L->rules[i].name) & L->names_mask;
+        while (t[k] != NO_RULE)
+            k = (k + 1) & L->names_mask;
+        t[k] = (uint32_t)i;
+    }
+    return true;
+}
+
+/* Appends the (possibly half-built) rule; its errors are already counted
+ * and a failed load frees it with the rest. False when out of memory. */
+static bool push_rule(loader *L, const mr_rule *r, const rule_impl *im)
+{
+    if (L->n == L->cap) {
+        size_t cap = L->cap ? L->cap * 2 : 16;
+        mr_rule *nr = realloc(L->rules, cap * sizeof *nr);
+        if (nr)
+            L->rules = nr;
+        rule_impl *ni = nr ? realloc(L->impl, cap * sizeof *ni) : NULL;
+        if (ni)
+            L->impl = ni;
+        if (!nr || !ni)
+            return false;
+        L->cap = cap;
+    }
+    if ((!L->names || (L->n + 1) * 2 > L->names_mask) && !names_grow(L))
+        return false;
+    L->rules[L->n] = *r;
+    L->impl[L->n] = *im;
+    size_t k = name_hash(r->name) & L->names_mask;
+    while (L->names[k] != NO_RULE)
+        k = (k + 1) & L->names_mask;
+    L->names[k] = (uint32_t)L->n++;
+    return true;
+}
+
+static void rule_free(mr_rule *r)
+{
+    free(r->name);
+    free(r->file);
+    free(r->user);
+    free(r->schema);
+    free(r->pattern);
+    free(r->replacement);
+    free(r->message);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- values ------------------------------------------------------------------- */
+
+static void bad_value(loader *L, const draft *dr, key_id k, const char *expected)
+{
+    rules_error(L->d, L->file, dr->vline[k], "%s = '%s' in [%s %s]: expected %s", key_names[k],
+                dr->val[k], rules_kind_names[dr->kind], dr->name, expected);
+}
+
+static bool parse_bool(loader *L, const draft *dr, key_id k, bool dflt, bool *out)
+{
+    const char *v = dr->val[k];
+    *out = dflt;
+    if (!v)
+        return true;
+    static const char *const yes[] = {"yes", "true", "on", "1"};
+    static const char *const no[] = {"no", "false", "off", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0 || strcasecmp(v, no[i]) == 0) {
+            *out = strcasecmp(v, yes[i]) == 0;
+            return true;
+        }
+    }
+    bad_value(L, dr, k, "yes or no");
+    return false;
+}
+
+static bool parse_log(loader *L, const draft *dr, mr_rule_log *out)
+{
+    static const char *const names[] = {"off", "digest", "full"};
+    const char *v = dr->val[K_LOG];
+    *out = MR_RULE_LOG_OFF;
+    if (!v)
+        return true;
+    for (int i = 0; i < 3; i++)
+        if (strcasecmp(v, names[i]) == 0) {
+            *out = (mr_rule_log)i;
+            return true;
+        }
+    bad_value(L, dr, K_LOG, "off, digest or full");
+    return false;
+}
+
+static bool parse_filter(loader *L, const draft *dr, key_id k, char **out)
+{
+    *out = NULL;
+    if (!dr->val[k])
+        return true;
+    if (!dr->val[k][0]) {
+        bad_value(L, dr, k, "a name (leave the key out to match any)");
+        return false;
+    }
+    *out = dup_str(L, dr->val[k]);
+    return *out != NULL;
+}
+
+static bool parse_code(loader *L, const draft *dr, uint16_t *out)
+{
+    const char *v = dr->val[K_CODE];
+    *out = 1148;
+    if (!v)
+        return true;
+    unsigned long n = 0;
+    size_t i = 0;
+    for (; v[i] >= '0' && v[i] <= '9' && n <= 65535; i++)
+        n = n * 10 + (unsigned long)(v[i] - '0');
+    if (i == 0 || v[i] || n < 1 || n > 65535) {
+        bad_value(L, dr, K_CODE, "an error number from 1 to 65535");
+        return false;
+    }
+    *out = (uint16_t)n;
+    return true;
+}
+
+static bool parse_sqlstate(loader *L, const draft *dr, char out[6])
+{
+    const char *v = dr->val[K_SQLSTATE];
+    memcpy(out, "42000", 6);
+    if (!v)
+        return true;
+    bool ok = strlen(v) == 5;
+    for (size_t i = 0; ok && i < 5; i++)
+        ok = (v[i] >= '0' && v[i] <= '9') || (v[i] >= 'A' && v[i] <= 'Z');
+    if (!ok) {
+        bad_value(L, dr, K_SQLSTATE, "5 digits or capital letters, like 42000 or HY000");
+        return false;
+    }
+    memcpy(out, v, 6);
+    return true;
+}
+
+/* `require`: none, or one word; *out stays NULL for none. */
+static bool parse_require(loader *L, const draft *dr, char **out, bool *given)
+{
+    const char *v = dr->val[K_REQUIRE];
+    *out = NULL;
+    *given = v != NULL;
+    if (!v || strcasecmp(v, "none") == 0)
+        return true;
+    size_t n = strlen(v);
+    bool ok = n > 0;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum((unsigned char)v[i]) || v[i] == '_';
+    if (!ok) {
+        bad_value(L, dr, K_REQUIRE,
+                  "none, or one word of letters, digits and _ that every matching statement holds");
+        return false;
+    }
+    *out = dup_str(L, v);
+    for (size_t i = 0; *out && i < n; i++)
+        (*out)[i] = (char)tolower((unsigned char)(*out)[i]);
+    return *out != NULL;
+}
+
+/* `&=`, not `&&`: every bad value is reported, not only the first. */
+static bool parse_common(loader *L, const draft *dr, mr_rule *r)
+{
+    bool ok = parse_bool(L, dr, K_ENABLED, true, &r->enabled);
+    ok &= parse_bool(L, dr, K_CONTINUE, false, &r->cont);
+    ok &= parse_bool(L, dr, K_LOG_ONLY, false, &r->log_only);
+    ok &= parse_log(L, dr, &r->log);
+    ok &= parse_filter(L, dr, K_USER, &r->user);
+    ok &= parse_filter(L, dr, K_SCHEMA, &r->schema);
+    return ok;
+}
+
+static bool need(loader *L, const draft *dr, key_id k, const char *what)
+{
+    if (dr->val[k] && dr->val[k][0])
+        return true;
+    rules_error(L->d, L->file, dr->val[k] ? dr->vline[k] : dr->line, "[%s %s] has %s %s; %s",
+                rules_kind_names[dr->kind], dr->name, dr->val[k] ? "an empty" : "no",
+                key_names[k], what);
+    return false;
+}
+
+/* ---- kinds ---------------------------------------------------------------------- */
+
+static rule_src src_at(loader *L, const mr_rule *r, const draft *dr, key_id k)
+{
+    return (rule_src){.d = L->d, .r = r, .line = dr->vline[k] ? dr->vline[k] : dr->line};
+}
+
+static bool finish_rewrite(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
+{
+    const char *what = "rewrite rules need pattern and replacement";
+    bool ok = need(L, dr, K_PATTERN, what);
+    ok &= need(L, dr, K_REPLACEMENT, what);
+    if (!ok)
+        return false;
+    rule_src at = src_at(L, r, dr, K_PATTERN);
+    if (!rules_compile_pattern(&at, dr->val[K_PATTERN], im))
+        return false;
+    at = src_at(L, r, dr, K_REPLACEMENT);
+    if (!rules_compile_replacement(&at, dr->val[K_REPLACEMENT], im))
+        return false;
+    r->pattern = dup_str(L, dr->val[K_PATTERN]);
+    r->replacement = dup_str(L, dr->val[K_REPLACEMENT]);
+    return r->pattern && r->replacement;
+}
+
+/* match, caseless and require, shared by regex and block rules. */
+static bool compile_match(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
+{
+    bool caseless, given;
+    bool ok = parse_bool(L, dr, K_CASELESS, true, &caseless);
+    ok &= parse_require(L, dr, &im->require, &given);
+    rule_src at = src_at(L, r, dr, K_MATCH);
+    if (!ok || !rules_compile_regex(&at, dr->val[K_MATCH], caseless, im))
+        return false;
+    if (!given) {
+        im->require = rules_derive_word(dr->val[K_MATCH], strlen(dr->val[K_MATCH]));
+        im->require_derived = im->require != NULL;
+    }
+    r->pattern = dup_str(L, dr->val[K_MATCH]);
+    return r->pattern != NULL;
+}
+
+static bool finish_regex(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
+{
+    const char *what = "regex rules need match and replace";
+    bool ok = need(L, dr, K_MATCH, what);
+    ok &= need(L, dr, K_REPLACE, what);
+    ok &= parse_bool(L, dr, K_GLOBAL, false, &im->global);
+    if (!ok || !compile_match(L, dr, r, im))
+        return false;
+    rule_src at = src_at(L, r, dr, K_REPLACE);
+    if (!rules_compile_regex_replace(&at, dr->val[K_REPLACE], im))
+        return false;
+    r->replacement = dup_str(L, dr->val[K_REPLACE]);
+    return r->replacement != NULL;
+}
+
+/* statement = delete, update (any of them, separated by commas or spaces) */
+static bool parse_statement(loader *L, const draft *dr, unsigned *mask)
+{
+    const char *v = dr->val[K_STATEMENT];
+    *mask = 0;
+    while (*v) {
+        size_t n = strcspn(v, ", |");
+        if (n == 6 && strncasecmp(v, "delete", 6) == 0)
+            *mask |= 1u << SQL_STMT_DELETE;
+        else if (n == 6 && strncasecmp(v, "update", 6) == 0)
+            *mask |= 1u << SQL_STMT_UPDATE;
+        else if (n > 0)
+            break;
+        v += n + (v[n] != '\0');
+    }
+    if (*v || !*mask) {
+        bad_value(L, dr, K_STATEMENT, "delete, update, or both separated by a comma");
+        return false;
+    }
+    return true;
+}
+
+static bool block_by_statement(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
+{
+    if (!dr->val[K_WHERE]) {
+        rules_error(L->d, L->file, dr->vline[K_STATEMENT],
+                    "[block %s] has statement but no where; write where = missing", dr->name);
+        return false;
+    }
+    bool ok = parse_statement(L, dr, &im->stmt_mask);
+    if (strcasecmp(dr->val[K_WHERE], "missing") != 0) {
+        bad_value(L, dr, K_WHERE, "missing (the only condition so far)");
+        ok = false;
+    }
+    if (!ok)
+        return false;
+    im->how = HOW_NO_WHERE;
+    char text[128];
+    snprintf(text, sizeof text, "statement = %s, where = missing", dr->val[K_STATEMENT]);
+    r->pattern = dup_str(L, text);
+    return r->pattern != NULL;
+}
+
+/* Exactly one of pattern / match / statement says what a block catches. */
+static int block_selector(loader *L, const draft *dr)
+{
+    int count = !!dr->val[K_PATTERN] + !!dr->val[K_MATCH] + !!dr->val[K_STATEMENT];
+    if (count == 1)
+        return dr->val[K_PATTERN] ? K_PATTERN : dr->val[K_MATCH] ? K_MATCH : K_STATEMENT;
+    rules_error(L->d, L->file, dr->line,
+                "[block %s] %s; block rules take exactly one of pattern (SQL with ?), "
+                "match (regex) or statement + where", dr->name,
+                count ? "has more than one of pattern, match and statement" : "says nothing to block");
+    return -1;
+}
+
+static bool only_with_match(loader *L, const draft *dr, key_id k)
+{
+    if (!dr->val[k] || dr->val[K_MATCH])
+        return true;
+    rules_error(L->d, L->file, dr->vline[k], "%s in [block %s] only applies with match",
+                key_names[k], dr->name);
+    return false;
+}
+
+static bool finish_block(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
+{
+    int sel = block_selector(L, dr);
+    bool ok = need(L, dr, K_MESSAGE, "block rules need the message the client gets") && sel >= 0;
+    ok &= parse_code(L, dr, &r->err_code);
+    ok &= parse_sqlstate(L, dr, r->sqlstate);
+    ok &= only_with_match(L, dr, K_CASELESS);
+    ok &= only_with_match(L, dr, K_REQUIRE);
+    if (dr->val[K_WHERE] && !dr->val[K_STATEMENT]) {
+        rules_error(L->d, L->file, dr->vline[K_WHERE],
+                    "where in [block %s] only applies with statement = delete|update", dr->name);
+        ok = false;
+    }
+    if (!ok)
+        return false;
+    r->message = dup_str(L, dr->val[K_MESSAGE]);
+    if (sel == K_MATCH)
+        return compile_match(L, dr, r, im) && r->message;
+    if (sel == K_STATEMENT)
+        return block_by_statement(L, dr, r, im) && r->message;
+    rule_src at = src_at(L, r, dr, K_PATTERN);
+    if (!rules_compile_pattern(&at, dr->val[K_PATTERN], im))
+        return false;
+    r->pattern = dup_str(L, dr->val[K_PATTERN]);
+    return r->pattern && r->message;
+}
+
+/* ---- sections ------------------------------------------------------------------ */
+
+static void finish_draft(loader *L)
+{
+    if (!L->have_cur)
+        return;
+    draft *dr = &L->cur;
+    mr_rule r = {.line = dr->line, .kind = dr->kind, .err_code = 1148, .sqlstate = "42000"};
+    rule_impl im = {.how = HOW_DIGEST, .next = NO_RULE};
+    r.name = dr->name; /* shared with the draft until the draft is cleared */
+    r.file = dup_str(L, L->file);
+    if (r.file) {
+        parse_common(L, dr, &r);
+        kinds[dr->kind].finish(L, dr, &r, &im);
+    }
+    dr->name = NULL;
+    if (!r.file || !push_rule(L, &r, &im)) {
+        oom(L);
+        rule_free(&r);
+        rules_impl_free(&im);
+    }
+    draft_clear(dr);
+    L->have_cur = false;
+}
+
+static bool valid_name(const char *s)
+{
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && !strchr("_-.", *s))
+            return false;
+    return true;
+}
+
+static int find_kind(const char *w, size_t n)
+{
+    for (int k = 0; k < MR_RULE_KIND_MAX; k++)
+        if (strlen(rules_kind_names[k]) == n && strncmp(rules_kind_names[k], w, n) == 0)
+            return k;
+    return -1;
+}
+
+/* "[kind name]": checks both parts; false leaves the section's keys unread. */
+static bool parse_header(loader *L, const char *sec, int line, int *kind, const char **name)
+{
+    size_t kn = strcspn(sec, " \t");
+    const char *nm = sec + kn + strspn(sec + kn, " \t");
+    *kind = find_kind(sec, kn);
+    *name = nm;
+    if (*kind < 0) {
+        rules_error(L->d, L->file, line, "unknown rule kind '%.*s' in [%s]; known kinds: "
+                    "rewrite, regex, block", (int)kn, sec, sec);
+        return false;
+    }
+    if (!*nm || !valid_name(nm)) {
+        rules_error(L->d, L->file, line, "[%s] needs one rule name after the kind, made of "
+                    "letters, digits, _ - and . (like [%s no_star_orders])", sec,
+                    rules_kind_names[*kind]);
+        return false;
+    }
+    uint32_t prev = names_find(L, nm);
+    if (prev != NO_RULE) {
+        const mr_rule *p = &L->rules[prev];
+        rules_error(L->d, L->file, line, "rule name '%s' is already used by [%s %s] at %s:%d; "
+                    "names must be unique across all rule files", nm,
+                    rules_kind_names[p->kind], p->name, p->file, p->line);
+        return false;
+    }
+    return true;
+}
+
+static int on_section(void *ctx, const char *sec, int line)
+{
+    loader *L = ctx;
+    finish_draft(L);
+    int kind;
+    const char *name;
+    L->skip_keys = !parse_header(L, sec, line, &kind, &name);
+    if (L->skip_keys)
+        return 0;
+    L->cur.kind = (mr_rule_kind)kind;
+    L->cur.line = line;
+    L->cur.name = dup_str(L, name);
+    L->have_cur = L->cur.name != NULL;
+    return 0;
+}
+
+static void unknown_key(loader *L, const char *key, int line)
+{
+    const draft *dr = &L->cur;
+    const kind_def *kd = &kinds[dr->kind];
+    char list[512];
+    size_t o = 0;
+    for (size_t i = 0; i < kd->nkeys && o < sizeof list; i++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "",
+                              key_names[kd->keys[i]]);
+    rules_error(L->d, L->file, line, "unknown key '%s' in [%s %s]; %s rules take: %s", key,
+                rules_kind_names[dr->kind], dr->name, rules_kind_names[dr->kind], list);
+}
+
+static int on_pair(void *ctx, const char *section, const char *key, const char *value, int line)
+{
+    loader *L = ctx;
+    if (L->skip_keys || !L->have_cur)
+        return 0;
+    draft *dr = &L->cur;
+    const kind_def *kd = &kinds[dr->kind];
+    for (size_t i = 0; i < kd->nkeys; i++) {
+        key_id k = kd->keys[i];
+        if (strcmp(key_names[k], key) != 0)
+            continue;
+        if (dr->val[k]) {
+            rules_error(L->d, L->file, line, "%s given twice in [%s %s] (first at line %d)", key,
+                        rules_kind_names[dr->kind], dr->name, dr->vline[k]);
+            return 0;
+        }
+        dr->val[k] = dup_str(L, value);
+        dr->vline[k] = line;
+        return 0;
+    }
+    unknown_key(L, key, line);
+    (void)section;
+    return 0;
+}
+
+static void on_error(void *ctx, int line, const char *msg)
+{
+    loader *L = ctx;
+    rules_error(L->d, L->file, line, "%s", msg);
+}
+
+/* ---- handing over --------------------------------------------------------------- */
+
+void rules_free_rules(mr_rule *rules, rule_impl *impl, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        rule_free(&rules[i]);
+        rules_impl_free(&impl[i]);
+    }
+    free(rules);
+    free(impl);
+}
+
+rules_loader *rules_loader_new(mr_diag *d)
+{
+    loader *L = calloc(1, sizeof *L);
+    if (!L) {
+        rules_error(d, "rules", 0, "out of memory while loading rules");
+        return NULL;
+    }
+    L->d = d;
+    L->errors_before = d->errors;
+    return L;
+}
+
+void rules_loader_add(rules_loader *L, const char *file, const char *text, size_t len)
+{
+    static const mr_ini_callbacks cb = {on_section, on_pair, on_error};
+    L->file = file;
+    L->skip_keys = false;
+    /* callbacks report their own errors; the count returned adds nothing */
+    (void)mr_ini_parse(text, len, &cb, L);
+    finish_draft(L);
+}
+
+bool rules_loader_take(rules_loader *L, mr_rule **rules, rule_impl **impl, size_t *n)
+{
+    bool ok = L->d->errors == L->errors_before && !L->oom;
+    *rules = ok ? L->rules : NULL;
+    *impl = ok ? L->impl : NULL;
+    *n = ok ? L->n : 0;
+    if (!ok)
+        rules_free_rules(L->rules, L->impl, L->n);
+    free(L->names);
+    free(L);
+    return ok;
+}

@@ -1,0 +1,98 @@
+/*
+ * rules_run.h - the matcher's working state, shared by rules_match.c
+ * (finding and trying rules) and rules_rewrite.c (building and checking a
+ * rewritten text).
+ *
+ * Pure, any thread: everything here lives in one worker's scratch or on
+ * the stack of one mr_rules_apply call.
+ */
+#ifndef MYREWRITE_RULES_RUN_H
+#define MYREWRITE_RULES_RUN_H
+
+#include "myrewrite/sql_stmt.h"
+#include "rules_impl.h"
+
+typedef struct bytes {
+    char *p;
+    size_t len;
+    size_t cap;
+} bytes;
+
+/* Where a piece of a regex rewrite's output came from: input bytes at
+ * `in`, or the replacement's own text (in < 0). */
+typedef struct seg {
+    size_t out;
+    size_t len;
+    long long in;
+} seg;
+
+struct mr_rules_scratch {
+    char *whole;          /* digest of the whole text: res->digest */
+    size_t whole_cap;
+    char *dig;            /* digest of the statement being matched */
+    size_t dig_cap;
+    sql_span *spans;
+    size_t span_cap;
+    sql_token *tok;
+    size_t tok_cap;
+    uint64_t *bits;       /* candidate rules of the current statement version */
+    size_t bit_words;
+    rules_slot *slots;
+    size_t slot_cap;
+    uint32_t *params;     /* offsets of the `?` parameters of the statement */
+    size_t param_cap;
+    seg *segs;            /* regex rewrite output -> input, prepared only */
+    size_t nseg;
+    size_t seg_cap;
+    bool seg_failed;
+    size_t seg_in;        /* end of the previous regex match in the input */
+    size_t seg_out;       /* and in the output */
+    const rule_impl *seg_rule;
+    bytes ver[2];         /* statement versions along a continue chain */
+    pcre2_match_data *md;
+    uint32_t md_pairs;
+    pcre2_match_context *mctx;
+    uint64_t regex_runs;
+};
+
+/* One statement as the rules currently see it. */
+typedef struct stmt {
+    const char *text;
+    size_t len;
+    unsigned version;  /* 0 = as sent; +1 per continued rewrite */
+    const char *dig;   /* NULL when the text does not lex */
+    size_t dig_len;
+    uint64_t hash;
+    bool parsed;       /* st below is valid */
+    sql_stmt st;
+    int nparams;       /* parameters in s->params; -1 until collected */
+} stmt;
+
+/* One mr_rules_apply call. */
+typedef struct run {
+    const mr_ruleset *rs;
+    const mr_stmt_ctx *ctx;
+    mr_rules_scratch *s;
+    mr_match_result *res;
+    const rules_trace *tr;
+    unsigned shard;
+    size_t whole_len;  /* length of the whole text's digest */
+    uint64_t now;      /* unix time, read at the first hit */
+    int spare;         /* ver[] buffer a rewrite may write */
+    char detail[256];  /* trace detail of the latest rule */
+} run;
+
+/* Grows the array `ptr` (any T *, capacity `cap` elements) to hold at
+ * least `want` elements, doubling; false when out of memory (the array is
+ * then unchanged). */
+bool rules_grow(void *pp, size_t *cap, size_t want, size_t elem);
+#define GROW(ptr, cap, want) rules_grow(&(ptr), &(cap), (want), sizeof *(ptr))
+
+/* Rewrites S into `out` for a matched rule; WHY_MATCHED when the result
+ * may be sent (see rules_rewrite.c). */
+rule_why rules_digest_rewrite(run *R, stmt *S, const rule_impl *im, bytes *out);
+rule_why rules_regex_rewrite(run *R, stmt *S, const mr_rule *r, const rule_impl *im, bytes *out);
+/* Sets the trace detail from a pcre2 error code. */
+rule_why rules_regex_error(run *R, int rc);
+
+#endif
