@@ -602,7 +602,7 @@ static stmt_verdict statement_start(mr_session *s, uint8_t cmd, const char *sql,
             close_after_flush(s, MR_CLOSE_MALFORMED, "out of memory building a rewrite");
             return STMT_CLOSED;
         }
-        evbuffer_add(mr_conn_output(s->backend), out.data, out.len);
+        mr_conn_write(s->backend, out.data, out.len);
         mr_buf_free(&out);
         mr_stat_add(&s->digest->rewritten, 1);
         mr_stat_add(&w->stats.statements_rewritten, 1);
