@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Settings and limits, each on a proxy of its own in front of the real mariadbd.
+
+  * max_connections: the client past the limit gets ERR 1040, the others work;
+  * max_packet_size: a larger command gets ERR 1153 and only that client closes;
+  * handshake_timeout: a client that never answers the greeting gets ERR 1043;
+  * socket: clients can connect over the unix socket;
+  * config files: --check reports file:line errors and exits 1, accepts a good one;
+  * --help, --version, --config-reference;
+  * docker/compose.yml validates with docker-compose (when installed).
+"""
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import mrtest as t  # noqa: E402
+import pymysql  # noqa: E402
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+BIN = os.environ.get("MR_BIN", os.path.join(ROOT, "build", "myrewrite"))
+PORT = int(os.environ.get("MR_OPTIONS_PORT", "26037"))
+PROXY_LOG = os.path.join(t.TMP, "options_proxy.log")
+
+
+class Proxy:
+    """myrewrite on PORT with extra flags; stopped with SIGTERM on exit."""
+
+    def __init__(self, *args):
+        self.log = PROXY_LOG
+        self.p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
+                                   "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT),
+                                   "--rules", os.path.join(t.TMP, "no_rules")] + list(args),
+                                  stdout=open(self.log, "a"), stderr=subprocess.STDOUT)
+        for _ in range(100):
+            with socket.socket() as s:
+                if s.connect_ex((t.HOST, PORT)) == 0:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("proxy did not start")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.p.send_signal(signal.SIGTERM)
+        self.p.wait(timeout=30)
+
+
+def connect(**kw):
+    return t.connect(PORT, **kw)
+
+
+def check_max_connections():
+    with Proxy("--set", "max_connections=2"):
+        a, b = connect(), connect()
+        try:
+            connect()
+            t.not_ok("third connection refused")
+        except pymysql.err.MySQLError as e:
+            t.check(e.args[0] == 1040 and "max_connections" in e.args[1],
+                    "third connection gets ERR 1040", e.args)
+        with a.cursor() as c:
+            c.execute("SELECT 1")
+            t.eq("the others keep working", ((1,),), c.fetchall())
+        a.close()
+        time.sleep(0.2)
+        d = connect()
+        t.check(d.open, "a slot freed by a disconnect is reusable")
+        d.close()
+        b.close()
+
+
+def check_max_packet_size():
+    with Proxy("--set", "max_packet_size=64K"):
+        a, b = connect(), connect()
+        try:
+            with a.cursor() as c:
+                c.execute("SELECT LENGTH(%s)", ("x" * 100000,))
+            t.not_ok("oversized command refused")
+        except pymysql.err.MySQLError as e:
+            # pymysql may still be writing when the proxy answers and closes;
+            # then it reports the lost connection instead of the ERR it missed.
+            time.sleep(0.2)
+            with open(PROXY_LOG) as f:
+                logged = "packet_too_large" in f.read()
+            t.check((e.args[0] == 1153 and "max_packet_size" in e.args[1]) or
+                    (e.args[0] == 2013 and logged),
+                    "oversized command gets ERR 1153 and the client is closed", e.args)
+        with b.cursor() as c:
+            c.execute("SELECT LENGTH(%s)", ("y" * 60000,))
+            t.eq("a command under the limit works on another session", ((60000,),),
+                 c.fetchall())
+        b.close()
+
+
+def check_handshake_timeout():
+    with Proxy("--set", "handshake_timeout=500ms"):
+        s = socket.create_connection((t.HOST, PORT))
+        s.settimeout(5)
+        data, start = b"", time.monotonic()
+        try:
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        except socket.timeout:
+            pass
+        elapsed = time.monotonic() - start
+        # the greeting, then an ERR packet with code 1043
+        glen = struct.unpack("<I", data[:3] + b"\0")[0]
+        err = data[4 + glen:]
+        t.check(len(err) > 7 and err[4] == 0xFF and struct.unpack("<H", err[5:7])[0] == 1043,
+                "silent client gets ERR 1043 after handshake_timeout", data[:80])
+        t.check(elapsed < 3, "and is closed promptly (%.1f s)" % elapsed)
+
+
+def check_unix_socket():
+    path = os.path.join(t.TMP, "options_proxy.sock")
+    with Proxy("--socket", path):
+        c = pymysql.connect(unix_socket=path, user=t.USER, password=t.PASSWORD, database=t.DB)
+        with c.cursor() as cur:
+            cur.execute("SELECT 42")
+            t.eq("query over the unix socket", ((42,),), cur.fetchall())
+        c.close()
+    t.check(not os.path.exists(path), "socket file removed on exit")
+
+
+def run(*args):
+    return subprocess.run([BIN] + list(args), capture_output=True, text=True, timeout=30)
+
+
+def check_config_files():
+    bad = os.path.join(t.TMP, "bad.conf")
+    with open(bad, "w") as f:
+        f.write("[myrewrite]\nworkers = two\n# fine\nlisten = 127.0.0.1:6033\nnope = 1\n"
+                "[other]\nx = 1\n")
+    r = run("--config", bad, "--check")
+    t.check(r.returncode == 1 and "bad.conf:2:" in r.stderr and "bad.conf:5:" in r.stderr
+            and "bad.conf:6:" in r.stderr, "--check lists every error as file:line", r.stderr)
+    good = os.path.join(t.TMP, "good.conf")
+    with open(good, "w") as f:
+        f.write("[myrewrite]\nbackend = 127.0.0.1:%d\nworkers = 1\nrules_dir = %s\n"
+                % (t.DIRECT_PORT, os.path.join(t.TMP, "no_rules")))
+    r = run("--config", good, "--check")
+    t.check(r.returncode == 0 and "configuration OK" in r.stdout, "--check accepts a good file",
+            r.stdout + r.stderr)
+    r = run("--config", good, "--workers", "3", "--print-config")
+    t.check("workers = 3" in r.stdout, "command line overrides the file", r.stdout)
+    r = run("--help")
+    t.check(r.returncode == 0 and "--backend" in r.stdout and "--explain" in r.stdout,
+            "--help documents the flags")
+    r = run("--version")
+    t.check(r.returncode == 0 and r.stdout.startswith("myrewrite "), "--version")
+    r = run("--config-reference")
+    t.check("| `max_packet_size` |" in r.stdout, "--config-reference lists the keys")
+
+
+def check_compose():
+    if not shutil.which("docker-compose"):
+        print("# docker-compose not installed; compose file not validated")
+        return
+    r = subprocess.run(["docker-compose", "-f", os.path.join(ROOT, "docker", "compose.yml"),
+                        "config"], capture_output=True, text=True)
+    t.check(r.returncode == 0 and "myrewrite" in r.stdout, "docker/compose.yml validates",
+            r.stderr)
+
+
+def main():
+    if t.DIRECT_ONLY:
+        print("skip: needs the proxy")
+        sys.exit(77)
+    os.makedirs(os.path.join(t.TMP, "no_rules"), exist_ok=True)
+    check_max_connections()
+    check_max_packet_size()
+    check_handshake_timeout()
+    check_unix_socket()
+    check_config_files()
+    check_compose()
+    t.done()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""DBA rules end to end through a proxy of its own, against the real mariadbd.
+
+Starts myrewrite on its own port with a rules directory written here, then:
+  * a digest rewrite changes the statement and keeps hostile literals intact;
+  * a regex rewrite moves a query to another table;
+  * block rules answer with the DBA's message, and the session goes on;
+  * a log_only rule changes nothing;
+  * rewrites apply to COM_STMT_PREPARE text, keeping the parameters;
+  * SIGHUP under load swaps rules with no failed statement;
+  * a broken rules file is refused and the old rules keep working;
+  * `myrewrite --check` reports the broken file as file:line.
+"""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.dirname(__file__))
+import mrtest as t  # noqa: E402
+import pymysql  # noqa: E402
+import rawproto_lib as raw  # noqa: E402
+
+PORT = int(os.environ.get("MR_RULES_PORT", "26036"))
+BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
+                                            "myrewrite"))
+RULES_DIR = os.path.join(t.TMP, "rules_test")
+
+FIRST_RULES = """
+# digest rewrite: literals of the statement fill the replacement's ?
+[rewrite upper_names]
+pattern = SELECT name FROM rt_items WHERE id = ?
+replacement = SELECT UPPER(name) AS name FROM rt_items WHERE id = ?
+
+[regex old_to_new]
+match = ^SELECT (.*) FROM rt_old\\b
+replace = SELECT $1 FROM rt_new
+
+[block no_delete_without_where]
+statement = delete
+where = missing
+message = DELETE without WHERE is not allowed here; add a WHERE clause
+
+[block no_drop]
+match = ^\\s*DROP\\s+TABLE\\s+rt_keep
+message = rt_keep must not be dropped through the proxy
+
+[rewrite watch_counts]
+pattern = SELECT COUNT(*) FROM rt_items
+replacement = SELECT 12345
+log_only = yes
+"""
+
+SECOND_RULES = FIRST_RULES.replace("UPPER(name)", "LOWER(name)")
+
+BROKEN_RULES = """
+[regex broken]
+match = ^SELECT (unclosed
+replace = x
+"""
+
+
+def write_rules(name, text):
+    os.makedirs(RULES_DIR, exist_ok=True)
+    with open(os.path.join(RULES_DIR, name), "w") as f:
+        f.write(text)
+
+
+def start_proxy():
+    log = open(os.path.join(t.TMP, "rules_proxy.log"), "a")
+    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
+                          "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT),
+                          "--rules", RULES_DIR, "--log-level", "info"],
+                         stdout=log, stderr=log)
+    for _ in range(100):
+        try:
+            pymysql.connect(host=t.HOST, port=PORT, user=t.USER, password=t.PASSWORD,
+                            database=t.DB).close()
+            return p
+        except pymysql.err.OperationalError:
+            time.sleep(0.1)
+    raise RuntimeError("rules proxy did not come up")
+
+
+def conn():
+    return t.connect(PORT, autocommit=True)
+
+
+def one(c, sql, *args):
+    with c.cursor() as cur:
+        cur.execute(sql, args or None)
+        return cur.fetchall()
+
+
+def setup(c):
+    for sql in ["DROP TABLE IF EXISTS rt_items, rt_old, rt_new, rt_keep, rt_del",
+                "CREATE TABLE rt_items (id INT PRIMARY KEY, name VARCHAR(100)) CHARACTER SET utf8mb4",
+                "CREATE TABLE rt_old (v INT)", "CREATE TABLE rt_new (v INT)",
+                "CREATE TABLE rt_keep (v INT)", "CREATE TABLE rt_del (v INT)",
+                "INSERT INTO rt_old VALUES (1)", "INSERT INTO rt_new VALUES (2)",
+                "INSERT INTO rt_del VALUES (1), (2)"]:
+        one(c, sql)
+    with c.cursor() as cur:
+        cur.executemany("INSERT INTO rt_items VALUES (%s, %s)",
+                        [(1, "apple"), (2, "O'Brien \\ -- /* x */ 'q'"), (3, "ünï😀")])
+
+
+def check_rewrites(c):
+    t.eq("digest rewrite applies", (("APPLE",),), one(c, "SELECT name FROM rt_items WHERE id = 1"))
+    t.eq("digest rewrite matches regardless of spacing/case/comments", (("APPLE",),),
+         one(c, "select   name /* hi */ from rt_items where id=1"))
+    t.eq("hostile literal keeps its meaning",
+         (("O'BRIEN \\ -- /* X */ 'Q'",),), one(c, "SELECT name FROM rt_items WHERE id = %s", 2))
+    t.eq("multibyte row", (("ÜNÏ😀",),), one(c, "SELECT name FROM rt_items WHERE id = %s", 3))
+    t.eq("other statements untouched", (("apple",),),
+         one(c, "SELECT name FROM rt_items WHERE id > 0 AND id = 1"))
+    t.eq("regex rewrite applies", ((2,),), one(c, "SELECT v FROM rt_old"))
+    t.eq("log_only rule sends the original", ((3,),), one(c, "SELECT COUNT(*) FROM rt_items"))
+
+
+def expect_block(c, sql, code, text, desc):
+    try:
+        one(c, sql)
+        t.not_ok(desc, "statement was not blocked")
+    except pymysql.err.MySQLError as e:
+        t.check(e.args[0] == code and text in e.args[1], desc, e.args)
+
+
+def check_blocks(c):
+    expect_block(c, "DELETE FROM rt_del", 1148, "DELETE without WHERE", "block: DELETE without WHERE")
+    expect_block(c, "drop table rt_keep", 1148, "rt_keep must not be dropped", "block by regex")
+    t.eq("blocked DELETE changed nothing", ((2,),), one(c, "SELECT COUNT(*) FROM rt_del"))
+    one(c, "DELETE FROM rt_del WHERE v = 1")
+    t.eq("DELETE with WHERE goes through", ((1,),), one(c, "SELECT COUNT(*) FROM rt_del"))
+    expect_block(c, "SELECT 1; DELETE FROM rt_del", 1148, "DELETE without WHERE",
+                 "a block in a multi-statement blocks the query")
+    t.eq("session works after blocks", ((1,),), one(c, "SELECT 1"))
+
+
+def check_prepared():
+    c = raw.Conn(PORT)  # connects and logs in as the test user
+    stmt = c.prepare(b"SELECT name FROM rt_items WHERE id = ?")
+    t.eq("prepared statement keeps its one parameter", 1, stmt.params)
+    res = c.execute(stmt.stmt_id, params=[(raw.TYPE_LONG, 1)])
+    t.check(any(b"APPLE" in bytes(r) for r in res.rows),
+            "rewrite applies to a prepared statement", res.rows)
+    c.close()
+
+
+def load(stop, errors):
+    """Queries in a loop while rules are reloaded; any error is recorded."""
+    c = conn()
+    while not stop.is_set():
+        try:
+            r = one(c, "SELECT name FROM rt_items WHERE id = 1")[0][0]
+            if r not in ("APPLE", "apple"):
+                errors.append("unexpected %r" % r)
+        except Exception as e:  # noqa: BLE001 - any failure counts
+            errors.append(repr(e))
+    c.close()
+
+
+def check_reload(proxy):
+    stop, errors = threading.Event(), []
+    threads = [threading.Thread(target=load, args=(stop, errors)) for _ in range(4)]
+    for th in threads:
+        th.start()
+    write_rules("10-test.rules", SECOND_RULES)
+    proxy.send_signal(signal.SIGHUP)
+    time.sleep(1.0)
+    for _ in range(3):
+        proxy.send_signal(signal.SIGHUP)
+        time.sleep(0.2)
+    stop.set()
+    for th in threads:
+        th.join()
+    t.eq("no statement failed during reloads", [], errors[:5])
+    c = conn()
+    t.eq("reloaded rule is in force", (("apple",),),
+         one(c, "SELECT name FROM rt_items WHERE id = 1"))
+    write_rules("20-broken.rules", BROKEN_RULES)
+    proxy.send_signal(signal.SIGHUP)
+    time.sleep(0.5)
+    t.eq("broken file: old rules keep working", (("apple",),),
+         one(c, "SELECT name FROM rt_items WHERE id = 1"))
+    with open(os.path.join(t.TMP, "rules_proxy.log")) as f:
+        text = f.read()
+    t.check("20-broken.rules:3" in text and "previous rules stay in force" in text,
+            "broken reload logged with file:line", text[-800:])
+    c.close()
+    chk = subprocess.run([BIN, "--check", "--rules", RULES_DIR, "--backend", "127.0.0.1:1"],
+                         capture_output=True, text=True)
+    t.check(chk.returncode != 0 and "20-broken.rules:3:" in chk.stderr,
+            "--check reports file:line and fails", chk.stderr)
+
+
+def main():
+    if t.DIRECT_ONLY:
+        print("skip: needs the proxy")
+        sys.exit(77)
+    for name in os.listdir(RULES_DIR) if os.path.isdir(RULES_DIR) else []:
+        os.unlink(os.path.join(RULES_DIR, name))
+    write_rules("10-test.rules", FIRST_RULES)
+    setup(t.direct(autocommit=True))
+    proxy = start_proxy()
+    try:
+        c = conn()
+        check_rewrites(c)
+        check_blocks(c)
+        c.close()
+        check_prepared()
+        check_reload(proxy)
+    finally:
+        proxy.send_signal(signal.SIGTERM)
+        proxy.wait(timeout=30)
+    t.eq("proxy exits 0 on SIGTERM", 0, proxy.returncode)
+    t.done()
+
+
+if __name__ == "__main__":
+    main()
