@@ -40,6 +40,11 @@ static const key_def keys[] = {
      "client connections beyond this get ERR 1040 and are closed"},
     {"max_packet_size", T_SIZE, K(max_packet_size), "1G",
      "largest client command payload (all 16 MiB pieces together); larger ones get ERR 1153"},
+    {"proxy_password", T_STRING, K(proxy_password), "",
+     "password of the proxy's own account (keep the file unreadable to others)"},
+    {"proxy_user", T_STRING, K(proxy_user), "",
+     "the proxy's own account on the backend, used by background work (queue release); "
+     "empty: none"},
     {"relay_buffer", T_SIZE, K(relay_buffer), "256K",
      "bytes queued toward a slow peer before the proxy stops reading the other side"},
     {"rules_dir", T_STRING, K(rules_dir), "rules", "directory of *.rules files"},
@@ -335,8 +340,11 @@ void mr_config_dump(const mr_config *c, FILE *out)
             fprintf(out, "%s = %llums\n", keys[i].name,
                     (unsigned long long)*(const uint64_t *)field);
             break;
-        default:
-            fprintf(out, "%s = %s\n", keys[i].name, *(char *const *)field);
+        default: {
+            const char *v = *(char *const *)field;
+            bool secret = strstr(keys[i].name, "password") && v[0];
+            fprintf(out, "%s = %s\n", keys[i].name, secret ? "(set, not shown)" : v);
+        }
         }
     }
 }

@@ -21,6 +21,8 @@ typedef struct mr_config {
     char *log_level;
     uint64_t max_connections;
     uint64_t max_packet_size;
+    char *proxy_password;       /* the proxy's own account (flusher, janitor) */
+    char *proxy_user;           /* "" = no own connection: features needing it are off */
     uint64_t relay_buffer;
     char *rules_dir;
     uint64_t shutdown_timeout_ms;
