@@ -1,0 +1,119 @@
+/*
+ * session_impl.h - what the session files share: the session itself, its
+ * states and framing, and the functions one half calls in another.
+ *
+ * Private to src/session*.c. Everything here runs on the worker thread that
+ * owns the session.
+ *   session.c            life cycle, closing, flow control
+ *   session_backend.c    greeting, backend packets, end of responses
+ *   session_client.c     handshake check, client packets, commands
+ *   session_statement.c  statements meet the front end (rules, digests)
+ */
+#ifndef MYREWRITE_SESSION_IMPL_H
+#define MYREWRITE_SESSION_IMPL_H
+
+#include <event2/buffer.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "myrewrite/codec.h"
+#include "myrewrite/conn.h"
+#include "myrewrite/digest_stats.h"
+#include "myrewrite/session.h"
+#include "myrewrite/tracker.h"
+#include "myrewrite/worker.h"
+
+typedef enum session_state {
+    SS_CONNECTING, /* backend connect in progress; the client waits */
+    SS_GREETING,   /* waiting for the backend's greeting */
+    SS_AUTH,       /* relaying the authentication exchange until OK or ERR */
+    SS_IDLE,       /* between commands: the client speaks next */
+    SS_RESPONSE,   /* relaying the backend's answer to the current command */
+    SS_INFILE,     /* relaying LOCAL INFILE contents from the client */
+    SS_CLOSING,    /* flushing a last packet to the client, then free */
+    SS_CLOSED,     /* both sockets gone; memory freed from the event loop */
+    SS_MAX
+} session_state;
+
+/* A session that is closing or closed relays nothing more. Code that calls
+ * anything which may close the session checks this before going on. */
+#define ALIVE(s) ((s)->state < SS_CLOSING)
+
+/* Framing of one direction: where the current packet stands. */
+typedef struct framing {
+    uint64_t remaining;   /* bytes of the current packet not yet moved */
+    bool continuation;    /* the next packet continues a 16 MiB payload */
+    bool discard;         /* drop the current packet instead of relaying it */
+    bool ends_response;   /* the current packet completes the response */
+    bool blocked;         /* reading paused: the peer's output is full */
+} framing;
+
+struct mr_session {
+    uint64_t id;
+    mr_worker *w;
+    struct mr_session *prev, *next;  /* worker's list */
+    mr_conn *client;                 /* owned */
+    mr_conn *backend;                /* owned; NULL once closed */
+    session_state state;             /* changed only through ss_set_state() */
+    mr_tracker tracker;
+    framing from_client, from_backend;
+    uint8_t seq;                     /* sequence id last relayed, either way: an ERR
+                                        the proxy injects continues from it */
+    uint8_t command;                 /* the command being answered */
+    uint64_t command_bytes;          /* payload of the current client command so far */
+    uint32_t caps;                   /* negotiated capabilities */
+    uint32_t backend_thread_id;      /* the backend's connection id */
+    bool auth_seen_response;         /* the client's HandshakeResponse was checked */
+    char user[96];                   /* authenticated user, for rule filters */
+    char schema[200];                /* default schema, for rule filters */
+    char pending_user[96];           /* COM_CHANGE_USER: applied on success */
+    char pending_schema[200];        /* COM_INIT_DB / USE: applied on success */
+    bool user_pending, schema_pending;
+    mr_digest_entry *digest;         /* stats entry of the statement in flight */
+    uint64_t command_start_ns;
+};
+
+/* What the front end made of a statement. */
+typedef enum stmt_verdict {
+    STMT_RELAY,    /* send it (as written or rewritten) and relay the answer */
+    STMT_ANSWERED, /* the proxy answered it (a block); nothing goes to the backend */
+    STMT_CLOSED,   /* the session had to close */
+} stmt_verdict;
+
+static inline const mr_config *cfg(const mr_session *s) { return s->w->proxy->cfg; }
+
+static inline size_t queued(struct evbuffer *b) { return evbuffer_get_length(b); }
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* session.c */
+const char *ss_state_name(session_state st);
+void ss_set_state(mr_session *s, session_state to);
+void ss_close(mr_session *s, mr_close_reason why, const char *detail);
+void ss_close_after_flush(mr_session *s, mr_close_reason why, const char *detail);
+void ss_free(mr_session *s);
+void ss_send_err(mr_session *s, uint8_t seq, uint16_t code, const char *sqlstate,
+                 const char *msg);
+void ss_client_flow(mr_session *s);
+void ss_backend_flow(mr_session *s);
+void ss_copy_name(char *dst, size_t cap, const char *src, size_t len, bool *set);
+
+/* session_backend.c */
+extern const mr_conn_callbacks ss_backend_callbacks;
+void ss_pump_backend(mr_session *s);
+void ss_backend_failed(mr_session *s, const char *what);
+
+/* session_client.c */
+extern const mr_conn_callbacks ss_client_callbacks;
+void ss_pump_client(mr_session *s);
+
+/* session_statement.c */
+stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * session_statement.c - a whole COM_QUERY or COM_STMT_PREPARE meets the
+ * front end: digest, rules, and then relayed as written, rewritten, or
+ * answered with the block's error; also notes `USE db` for the rule
+ * filters. Runs on the session's worker thread, with the worker's scratch.
+ */
+#include <string.h>
+
+#include "myrewrite/log.h"
+#include "myrewrite/rules.h"
+#include "myrewrite/sql_lexer.h"
+#include "session_impl.h"
+
+/* `USE db` changes the default schema the rules filter on. */
+static void note_use_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
+{
+    sql_lexer lx;
+    sql_token t;
+    sql_lexer_init(&lx, sql, len, lex_flags | SQL_LEX_SKIP_COMMENTS);
+    if (!sql_lexer_next(&lx, &t) || t.kind != SQL_TOK_WORD || t.id != SQL_KW_USE)
+        return;
+    if (!sql_lexer_next(&lx, &t) || (t.kind != SQL_TOK_WORD && t.kind != SQL_TOK_QIDENT))
+        return;
+    size_t off = t.off, n = t.len;
+    if (t.kind == SQL_TOK_QIDENT && n >= 2) { /* `name`: doubled backticks stay as they are */
+        off++;
+        n -= 2;
+    }
+    ss_copy_name(s->pending_schema, sizeof(s->pending_schema), sql + off, n, &s->schema_pending);
+}
+
+/* Logs what the matched rules asked to log. */
+static void log_matches(mr_session *s, const mr_match_result *res, const char *sql, size_t len)
+{
+    for (unsigned i = 0; i < res->nmatched; i++) {
+        const mr_rule *r = res->matched[i];
+        if (r->log == MR_RULE_LOG_DIGEST)
+            mr_info(s->id, "rule %s%s: %s", r->name, r->log_only ? " (log only)" : "",
+                    res->digest);
+        else if (r->log == MR_RULE_LOG_FULL || r->log_only)
+            mr_info(s->id, "rule %s%s: %.*s -> %.*s", r->name, r->log_only ? " (log only)" : "",
+                    (int)(len > 2000 ? 2000 : len), sql,
+                    (int)(res->text.len > 2000 ? 2000 : res->text.len),
+                    res->action == MR_ACT_REWRITE ? (const char *)res->text.data : sql);
+    }
+}
+
+/* A whole COM_QUERY or COM_STMT_PREPARE: run the front end and act on it. */
+stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len)
+{
+    mr_worker *w = s->w;
+    mr_match_result *res = &w->match;
+    unsigned lex_flags =
+        (s->tracker.status & MR_STATUS_NO_BACKSLASH_ESCAPES) ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0;
+    mr_stmt_ctx ctx = {
+        .user = s->user[0] ? s->user : NULL,
+        .schema = s->schema[0] ? s->schema : NULL,
+        .prepared = cmd == MR_COM_STMT_PREPARE,
+        .lex_flags = lex_flags,
+        .shard = w->id,
+    };
+    mr_buf_reset(&res->text);
+    mr_rules_apply(w->rules->set, sql, len, &ctx, w->scratch, res);
+    s->digest = mr_digest_stats_get(&w->digests, res->digest_hash, res->digest ? res->digest : "");
+    if (res->nmatched)
+        log_matches(s, res, sql, len);
+    if (cmd == MR_COM_QUERY)
+        note_use_statement(s, sql, len, lex_flags);
+    if (res->action == MR_ACT_BLOCK) {
+        mr_stat_add(&s->digest->blocked, 1);
+        mr_stat_add(&w->stats.statements_blocked, 1);
+        ss_send_err(s, 1, res->err_code, res->sqlstate, res->message);
+        s->from_client.discard = true;
+        s->digest = NULL;
+        s->schema_pending = false;
+        return STMT_ANSWERED;
+    }
+    if (res->action == MR_ACT_REWRITE) {
+        mr_buf out;
+        mr_buf_init(&out);
+        mr_command_build(&out, cmd, res->text.data, res->text.len);
+        if (out.failed) {
+            mr_buf_free(&out);
+            ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
+            ss_close_after_flush(s, MR_CLOSE_MALFORMED, "out of memory building a rewrite");
+            return STMT_CLOSED;
+        }
+        mr_conn_write(s->backend, out.data, out.len);
+        mr_buf_free(&out);
+        mr_stat_add(&s->digest->rewritten, 1);
+        mr_stat_add(&w->stats.statements_rewritten, 1);
+        s->from_client.discard = true; /* the original bytes are dropped as they come */
+    }
+    return STMT_RELAY;
+}
