@@ -93,13 +93,13 @@ static int digest_rule(char *out, size_t cap, int i)
     }
 }
 
-/* 1,000 digest rules; one of them matches the first statement of the mix. */
-static char *digest_rules(void)
+/* n digest rules; one of them matches the first statement of the mix. */
+static char *digest_rules(int n)
 {
-    size_t cap = 1000 * 200, len = 0;
+    size_t cap = (size_t)n * 200 + 200, len = 0;
     char *text = malloc(cap);
-    for (int i = 0; i < 1000; i++) {
-        if (i == 500)
+    for (int i = 0; i < n; i++) {
+        if (i == n / 2)
             len += (size_t)snprintf(text + len, cap - len,
                                     "[rewrite orders_cols]\n"
                                     "pattern = SELECT * FROM orders WHERE id = ?\n"
@@ -110,13 +110,13 @@ static char *digest_rules(void)
     return text;
 }
 
-/* 1,000 regex rules, each over its own table; one matches tbl_42. With
- * `prefilter` off every rule says require = none: the cost without it. */
-static char *regex_rules(bool prefilter)
+/* n regex rules, each over its own table; with n > 42 one matches tbl_42.
+ * With `prefilter` off every rule says require = none: the cost without it. */
+static char *regex_rules(int n, bool prefilter)
 {
-    size_t cap = 1000 * 200, len = 0;
+    size_t cap = (size_t)n * 200 + 200, len = 0;
     char *text = malloc(cap);
-    for (int i = 0; i < 1000; i++)
+    for (int i = 0; i < n; i++)
         len += (size_t)snprintf(text + len, cap - len,
                                 "[regex r%d]\nmatch = ^SELECT (.+) FROM tbl_%d WHERE (.+)$\n"
                                 "replace = SELECT $1 FROM tbl_%d_v2 WHERE $2\n%s", i, i, i,
@@ -230,14 +230,16 @@ int main(int argc, char **argv)
     mr_ruleset *empty = mr_rules_empty(1);
     report("apply/empty", 0, bench_apply(empty, iters));
     mr_ruleset_free(empty);
-    mr_ruleset *dig = load(digest_rules(), "digest.rules");
-    report("apply/digest", mr_ruleset_count(dig), bench_apply(dig, iters));
-    mr_ruleset_free(dig);
-    mr_ruleset *rx = load(regex_rules(true), "regex.rules");
-    report("apply/regex", mr_ruleset_count(rx), bench_apply(rx, iters));
-    mr_ruleset_free(rx);
-    /* the same without the prefilter, fewer iterations: it is slow */
-    rx = load(regex_rules(false), "regex.rules");
+    for (int n = 10; n <= 1000; n *= 100) {
+        mr_ruleset *dig = load(digest_rules(n), "digest.rules");
+        report("apply/digest", mr_ruleset_count(dig), bench_apply(dig, iters));
+        mr_ruleset_free(dig);
+        mr_ruleset *rx = load(regex_rules(n, true), "regex.rules");
+        report("apply/regex", mr_ruleset_count(rx), bench_apply(rx, iters));
+        mr_ruleset_free(rx);
+    }
+    /* 1,000 regexes without the prefilter, fewer iterations: it is slow */
+    mr_ruleset *rx = load(regex_rules(1000, false), "regex.rules");
     report("apply/regex*", mr_ruleset_count(rx), bench_apply(rx, iters / 100 + 1));
     mr_ruleset_free(rx);
     printf("(* every regex has require = none: no prefilter)\n");
