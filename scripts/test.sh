@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test run: dependencies, a warnings-as-errors build, the cmocka
-# unit tests through ctest, then the integration suite against real mariadbd.
+# unit tests through ctest, the integration suite against real mariadbd,
+# then the unit tests and part of the suite again under ASan/UBSan.
 # Ends with "all: N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,34 +19,56 @@ cmake --build "$build" -j2 || { echo "test: build failed"; exit 1; }
 passed=0
 failed=0
 
+# count_ctest LOG STATUS: adds ctest's "N% tests passed, F tests failed out of T".
+count_ctest() {
+    local summary
+    summary=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$1" | tail -n 1)
+    if [[ $summary =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
+        failed=$((failed + BASH_REMATCH[1]))
+        passed=$((passed + BASH_REMATCH[2] - BASH_REMATCH[1]))
+        ((BASH_REMATCH[1] == 0 && $2 != 0)) && failed=$((failed + 1))
+    else
+        echo "test: could not read the ctest summary (exit status $2)"
+        failed=$((failed + 1))
+    fi
+}
+
+# count_integration LOG STATUS: adds run.sh's "integration: N passed, M failed".
+count_integration() {
+    local summary
+    summary=$(grep -E '^integration: [0-9]+ passed, [0-9]+ failed$' "$1" | tail -n 1)
+    if [[ $summary =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+        passed=$((passed + BASH_REMATCH[1]))
+        failed=$((failed + BASH_REMATCH[2]))
+        ((BASH_REMATCH[2] == 0 && $2 != 0)) && failed=$((failed + 1))
+    else
+        echo "test: integration run ended without a summary (exit status $2)"
+        failed=$((failed + 1))
+    fi
+}
+
 # --- unit tests
-ctest_log=$build/ctest.log
-ctest --test-dir "$build" --output-on-failure 2>&1 | tee "$ctest_log"
-ctest_rc=${PIPESTATUS[0]}
-# "100% tests passed, 0 tests failed out of 12"
-summary=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$ctest_log" | tail -n 1)
-if [[ $summary =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
-    failed=$((failed + BASH_REMATCH[1]))
-    passed=$((passed + BASH_REMATCH[2] - BASH_REMATCH[1]))
-elif grep -q 'No tests were found' "$ctest_log" && ((ctest_rc == 0)); then
-    echo "test: ctest found no unit tests"
-else
-    echo "test: could not read the ctest summary (exit status $ctest_rc)"
-    failed=$((failed + 1))
-fi
-((ctest_rc != 0 && failed == 0)) && failed=1
+ctest --test-dir "$build" --output-on-failure 2>&1 | tee "$build/ctest.log"
+count_ctest "$build/ctest.log" "${PIPESTATUS[0]}"
 
 # --- integration tests
-it_log=$build/integration.log
-tests/integration/run.sh 2>&1 | tee "$it_log"
-it_rc=${PIPESTATUS[0]}
-summary=$(grep -E '^integration: [0-9]+ passed, [0-9]+ failed$' "$it_log" | tail -n 1)
-if [[ $summary =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
-    passed=$((passed + BASH_REMATCH[1]))
-    failed=$((failed + BASH_REMATCH[2]))
-    ((it_rc != 0 && BASH_REMATCH[2] == 0)) && failed=$((failed + 1))
+tests/integration/run.sh 2>&1 | tee "$build/integration.log"
+count_integration "$build/integration.log" "${PIPESTATUS[0]}"
+
+# --- sanitizers: the unit tests and the protocol-heavy integration tests
+# again, with everything built with AddressSanitizer + UBSan (a report or a
+# leak at exit fails the test: the proxy's exit status is checked).
+asan=${MR_ASAN_BUILD:-$root/build-asan}
+if cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=ASAN -DMYREWRITE_WERROR=ON >/dev/null &&
+    cmake --build "$asan" -j2 >/dev/null; then
+    ctest --test-dir "$asan" --output-on-failure 2>&1 | tee "$asan/ctest.log"
+    count_ctest "$asan/ctest.log" "${PIPESTATUS[0]}"
+    MR_BUILD=$asan MR_TMP=$root/.tmp/it-asan tests/integration/run.sh \
+        't_rawproto|t_rules|t_faults|t_options|t_pymysql|t_sigterm|mr_client_test' 2>&1 |
+        tee "$asan/integration.log"
+    count_integration "$asan/integration.log" "${PIPESTATUS[0]}"
 else
-    echo "test: integration run ended without a summary (exit status $it_rc)"
+    echo "test: sanitizer build failed"
     failed=$((failed + 1))
 fi
 
