@@ -6,7 +6,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,22 +54,6 @@ static const key_def keys[] = {
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
-
-void mr_diag_error(mr_diag *d, const char *file, int line, const char *fmt, ...)
-{
-    va_list ap;
-    d->errors++;
-    if (!d->out)
-        return;
-    if (line > 0)
-        fprintf(d->out, "%s:%d: ", file, line);
-    else
-        fprintf(d->out, "%s: ", file);
-    va_start(ap, fmt);
-    vfprintf(d->out, fmt, ap);
-    va_end(ap);
-    fputc('\n', d->out);
-}
 
 static const key_def *find_key(const char *name)
 {

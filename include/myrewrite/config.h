@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "myrewrite/diag.h"
+
 typedef struct mr_config {
     char *backend;              /* host:port or /path/to/mysqld.sock */
     uint64_t connect_timeout_ms;
@@ -30,14 +32,6 @@ typedef struct mr_config {
     uint64_t workers;           /* 0 = one per core */
 } mr_config;
 
-/* Diagnostics sink: every problem is reported as `file:line: message`. */
-typedef struct mr_diag {
-    FILE *out;
-    int errors;
-} mr_diag;
-
-void mr_diag_error(mr_diag *d, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 void mr_config_defaults(mr_config *c);
 void mr_config_free(mr_config *c);
