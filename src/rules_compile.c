@@ -26,7 +26,7 @@ static void err(const rule_src *at, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    rules_error(at->d, at->r->file, at->line, "%s", msg);
+    mr_diag_error(at->d, at->r->file, at->line, "%s", msg);
 }
 
 static const char *lex_err_name(unsigned id)
@@ -425,8 +425,8 @@ bool rules_build_tables(mr_ruleset *rs)
     size_t ndig = 0, nword = 0, nalways = 0;
     for (size_t i = 0; i < rs->n; i++) {
         const rule_impl *im = &rs->impl[i];
-        if (!rs->rules[i].enabled)
-            continue;
+        if (!rs->rules[i].enabled || (im->how == HOW_QUEUE && !rs->rules[i].queue->skip_locked))
+            continue; /* a queue rule without skip_locked never meets a statement */
         if (im->how == HOW_DIGEST)
             ndig++;
         else if (im->how == HOW_REGEX && im->require)
@@ -450,7 +450,9 @@ bool rules_build_tables(mr_ruleset *rs)
     }
     for (size_t i = 0; i < rs->n; i++) {
         const rule_impl *im = &rs->impl[i];
-        if (rs->rules[i].enabled && im->how != HOW_DIGEST && !(im->how == HOW_REGEX && im->require))
+        bool idle_queue = im->how == HOW_QUEUE && !rs->rules[i].queue->skip_locked;
+        if (rs->rules[i].enabled && !idle_queue && im->how != HOW_DIGEST &&
+            !(im->how == HOW_REGEX && im->require))
             rs->always[rs->nalways++] = (uint32_t)i;
     }
     return true;

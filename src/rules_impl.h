@@ -38,6 +38,7 @@ typedef enum rule_how {
     HOW_DIGEST,   /* rewrite, block pattern: digest equality */
     HOW_REGEX,    /* regex, block match: pcre2 */
     HOW_NO_WHERE, /* block statement + where = missing: the recognizer */
+    HOW_QUEUE,    /* queue: SELECT ... FOR UPDATE on the table, when skip_locked */
 } rule_how;
 
 /* One piece of a replacement: bytes of tpl_text, or a reference to a
@@ -100,13 +101,10 @@ struct mr_ruleset {
     uint32_t max_ovec;   /* largest capture count + 1 over all regexes */
 };
 
-/* ---- diagnostics (rules_load.c) ---------------------------------------- */
+/* ---- kinds (rules_load.c) ------------------------------------------------ */
 
-/* "rewrite", "regex", "block": the section header's first word. */
+/* "rewrite", "regex", "block", "queue": the section header's first word. */
 extern const char *const rules_kind_names[MR_RULE_KIND_MAX];
-
-void rules_error(mr_diag *d, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* ---- reading rule text (rules_load.c) ------------------------------------ */
 

@@ -8,40 +8,25 @@
  * Owns the rules being read until rules_loader_take hands them over.
  */
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "myrewrite/ini.h"
+#include "myrewrite/queue_sql.h"
 #include "myrewrite/sql_digest.h"
 #include "myrewrite/sql_stmt.h"
 #include "rules_impl.h"
 
-const char *const rules_kind_names[MR_RULE_KIND_MAX] = {"rewrite", "regex", "block"};
-
-/* Same format as mr_diag_error, which lives in the core library. */
-void rules_error(mr_diag *d, const char *file, int line, const char *fmt, ...)
-{
-    va_list ap;
-    d->errors++;
-    if (!d->out)
-        return;
-    if (line > 0)
-        fprintf(d->out, "%s:%d: ", file, line);
-    else
-        fprintf(d->out, "%s: ", file);
-    va_start(ap, fmt);
-    vfprintf(d->out, fmt, ap);
-    va_end(ap);
-    fputc('\n', d->out);
-}
+const char *const rules_kind_names[MR_RULE_KIND_MAX] = {"rewrite", "regex", "block", "queue"};
 
 /* ---- keys ------------------------------------------------------------------ */
 
 typedef enum key_id {
     K_PATTERN, K_REPLACEMENT, K_MATCH, K_REPLACE, K_CASELESS, K_GLOBAL, K_REQUIRE,
     K_STATEMENT, K_WHERE, K_MESSAGE, K_CODE, K_SQLSTATE,
+    K_TABLE, K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE, K_UNCLAIMED_VALUE,
+    K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT, K_RELEASE, K_SKIP_LOCKED,
     K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_USER, K_SCHEMA,
     K_MAX
 } key_id;
@@ -49,6 +34,8 @@ typedef enum key_id {
 static const char *const key_names[K_MAX] = {
     "pattern", "replacement", "match", "replace", "caseless", "global", "require",
     "statement", "where", "message", "code", "sqlstate",
+    "table", "owner_column", "status_column", "claimed_value", "unclaimed_value",
+    "unclaimed_owner", "claimed_at_column", "timeout", "release", "skip_locked",
     "enabled", "continue", "log_only", "log", "user", "schema",
 };
 
@@ -77,6 +64,7 @@ typedef struct kind_def {
 static bool finish_rewrite(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
 static bool finish_regex(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
 static bool finish_block(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
+static bool finish_queue(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
 
 static const kind_def kinds[MR_RULE_KIND_MAX] = {
     [MR_RULE_REWRITE] = {{K_PATTERN, K_REPLACEMENT, COMMON_KEYS}, 8, finish_rewrite},
@@ -84,6 +72,9 @@ static const kind_def kinds[MR_RULE_KIND_MAX] = {
                        finish_regex},
     [MR_RULE_BLOCK] = {{K_PATTERN, K_MATCH, K_CASELESS, K_REQUIRE, K_STATEMENT, K_WHERE,
                         K_MESSAGE, K_CODE, K_SQLSTATE, COMMON_KEYS}, 15, finish_block},
+    [MR_RULE_QUEUE] = {{K_TABLE, K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE,
+                        K_UNCLAIMED_VALUE, K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT,
+                        K_RELEASE, K_SKIP_LOCKED, COMMON_KEYS}, 16, finish_queue},
 };
 
 /* ---- the loader --------------------------------------------------------------- */
@@ -107,7 +98,7 @@ struct rules_loader {
 static void oom(loader *L)
 {
     if (!L->oom)
-        rules_error(L->d, L->file, 0, "out of memory while loading rules");
+        mr_diag_error(L->d, L->file, 0, "out of memory while loading rules");
     L->oom = true;
 }
 
@@ -191,8 +182,25 @@ static bool push_rule(loader *L, const mr_rule *r, const rule_impl *im)
     return true;
 }
 
+static void queue_def_free(mr_queue_def *q)
+{
+    if (!q)
+        return;
+    free(q->schema);
+    free(q->table);
+    free(q->owner_column);
+    free(q->status_column);
+    free(q->claimed_value);
+    free(q->unclaimed_value);
+    free(q->unclaimed_owner);
+    free(q->claimed_at_column);
+    free(q->release);
+    free(q);
+}
+
 static void rule_free(mr_rule *r)
 {
+    queue_def_free((mr_queue_def *)r->queue);
     free(r->name);
     free(r->file);
     free(r->user);
@@ -207,7 +215,7 @@ static void rule_free(mr_rule *r)
 
 static void bad_value(loader *L, const draft *dr, key_id k, const char *expected)
 {
-    rules_error(L->d, L->file, dr->vline[k], "%s = '%s' in [%s %s]: expected %s", key_names[k],
+    mr_diag_error(L->d, L->file, dr->vline[k], "%s = '%s' in [%s %s]: expected %s", key_names[k],
                 dr->val[k], rules_kind_names[dr->kind], dr->name, expected);
 }
 
@@ -332,7 +340,7 @@ static bool need(loader *L, const draft *dr, key_id k, const char *what)
 {
     if (dr->val[k] && dr->val[k][0])
         return true;
-    rules_error(L->d, L->file, dr->val[k] ? dr->vline[k] : dr->line, "[%s %s] has %s %s; %s",
+    mr_diag_error(L->d, L->file, dr->val[k] ? dr->vline[k] : dr->line, "[%s %s] has %s %s; %s",
                 rules_kind_names[dr->kind], dr->name, dr->val[k] ? "an empty" : "no",
                 key_names[k], what);
     return false;
@@ -420,7 +428,7 @@ static bool parse_statement(loader *L, const draft *dr, unsigned *mask)
 static bool block_by_statement(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
 {
     if (!dr->val[K_WHERE]) {
-        rules_error(L->d, L->file, dr->vline[K_STATEMENT],
+        mr_diag_error(L->d, L->file, dr->vline[K_STATEMENT],
                     "[block %s] has statement but no where; write where = missing", dr->name);
         return false;
     }
@@ -444,7 +452,7 @@ static int block_selector(loader *L, const draft *dr)
     int count = !!dr->val[K_PATTERN] + !!dr->val[K_MATCH] + !!dr->val[K_STATEMENT];
     if (count == 1)
         return dr->val[K_PATTERN] ? K_PATTERN : dr->val[K_MATCH] ? K_MATCH : K_STATEMENT;
-    rules_error(L->d, L->file, dr->line,
+    mr_diag_error(L->d, L->file, dr->line,
                 "[block %s] %s; block rules take exactly one of pattern (SQL with ?), "
                 "match (regex) or statement + where", dr->name,
                 count ? "has more than one of pattern, match and statement" : "says nothing to block");
@@ -455,7 +463,7 @@ static bool only_with_match(loader *L, const draft *dr, key_id k)
 {
     if (!dr->val[k] || dr->val[K_MATCH])
         return true;
-    rules_error(L->d, L->file, dr->vline[k], "%s in [block %s] only applies with match",
+    mr_diag_error(L->d, L->file, dr->vline[k], "%s in [block %s] only applies with match",
                 key_names[k], dr->name);
     return false;
 }
@@ -469,7 +477,7 @@ static bool finish_block(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
     ok &= only_with_match(L, dr, K_CASELESS);
     ok &= only_with_match(L, dr, K_REQUIRE);
     if (dr->val[K_WHERE] && !dr->val[K_STATEMENT]) {
-        rules_error(L->d, L->file, dr->vline[K_WHERE],
+        mr_diag_error(L->d, L->file, dr->vline[K_WHERE],
                     "where in [block %s] only applies with statement = delete|update", dr->name);
         ok = false;
     }
@@ -485,6 +493,170 @@ static bool finish_block(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
         return false;
     r->pattern = dup_str(L, dr->val[K_PATTERN]);
     return r->pattern && r->message;
+}
+
+/* ---- queue ---------------------------------------------------------------------- */
+
+/* A duration: a whole number followed by ms, s, m or h (no unit: seconds). */
+static bool parse_duration_value(const char *v, uint64_t *ms)
+{
+    uint64_t n = 0;
+    size_t i = 0;
+    for (; v[i] >= '0' && v[i] <= '9' && n < UINT64_MAX / 3600000 / 10; i++)
+        n = n * 10 + (uint64_t)(v[i] - '0');
+    if (i == 0)
+        return false;
+    static const struct { const char *unit; uint64_t ms; } units[] = {
+        {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
+    };
+    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++)
+        if (strcmp(v + i, units[u].unit) == 0) {
+            *ms = n * units[u].ms;
+            return *ms > 0;
+        }
+    return false;
+}
+
+/* A table or column name as mysqld accepts it: 1 to 64 characters. */
+static bool name_value(loader *L, const draft *dr, key_id k, char **out)
+{
+    *out = NULL;
+    const char *v = dr->val[k];
+    if (!v)
+        return true;
+    if (!v[0] || strlen(v) > 64 || strchr(v, '`')) {
+        bad_value(L, dr, k, "a name of 1 to 64 characters, unquoted, without backticks");
+        return false;
+    }
+    *out = dup_str(L, v);
+    return *out != NULL;
+}
+
+/* table = t or schema.t; the schema comes from there or from `schema`. */
+static bool queue_table(loader *L, const draft *dr, mr_queue_def *q)
+{
+    const char *v = dr->val[K_TABLE];
+    const char *dot = strchr(v, '.');
+    const char *sch = dr->val[K_SCHEMA];
+    size_t sn = dot ? (size_t)(dot - v) : 0;
+    bool ok = !dot || (sn > 0 && sn <= 64 && dot[1] && !strchr(dot + 1, '.'));
+    ok = ok && strlen(dot ? dot + 1 : v) <= 64 && !strchr(v, '`');
+    if (!ok) {
+        bad_value(L, dr, K_TABLE, "a table name, or schema.table, unquoted");
+        return false;
+    }
+    if (!dot && !sch) {
+        mr_diag_error(L->d, L->file, dr->vline[K_TABLE], "[queue %s] needs the table's schema, "
+                    "which the proxy's own connection has no default for: write table = "
+                    "shop.%s, or schema = shop", dr->name, v);
+        return false;
+    }
+    if (dot && sch && (strlen(sch) != sn || strncmp(sch, v, sn) != 0)) {
+        mr_diag_error(L->d, L->file, dr->vline[K_TABLE], "[queue %s]: table %s is not in schema "
+                    "%s given by the schema key", dr->name, v, sch);
+        return false;
+    }
+    q->schema = dot ? strndup(v, sn) : dup_str(L, sch);
+    q->table = dup_str(L, dot ? dot + 1 : v);
+    if (!q->schema)
+        oom(L);
+    return q->schema && q->table;
+}
+
+/* `release` replaces the column keys: refuses any of them given with it. */
+static bool release_alone(loader *L, const draft *dr)
+{
+    static const key_id cols[] = {K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE,
+                                  K_UNCLAIMED_VALUE, K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN,
+                                  K_TIMEOUT};
+    bool ok = true;
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+        if (dr->val[cols[i]]) {
+            mr_diag_error(L->d, L->file, dr->vline[cols[i]], "%s in [queue %s] does not apply "
+                        "with release, which replaces the column keys (and the reaper)",
+                        key_names[cols[i]], dr->name);
+            ok = false;
+        }
+    return ok;
+}
+
+/* The template: one statement once {owner} is filled in. */
+static bool queue_release(loader *L, const draft *dr, mr_queue_def *q)
+{
+    const char *v = dr->val[K_RELEASE];
+    if (!strstr(v, "{owner}")) {
+        bad_value(L, dr, K_RELEASE, "one SQL statement using {owner} for the backend "
+                  "connection id, like UPDATE jobs SET worker = NULL WHERE worker = {owner}");
+        return false;
+    }
+    char *filled = mr_queue_fill_release(v, 1);
+    sql_span sp[2];
+    size_t count = 0;
+    sql_rc rc = filled ? sql_split(filled, strlen(filled), 0, sp, 2, &count) : SQL_ERR;
+    free(filled);
+    if (rc != SQL_OK || count != 1) {
+        bad_value(L, dr, K_RELEASE, "exactly one SQL statement that lexes (with {owner} "
+                  "standing for a number)");
+        return false;
+    }
+    q->release = dup_str(L, v);
+    return q->release != NULL;
+}
+
+/* owner_column, status_column and both values: the release the proxy builds. */
+static bool queue_columns(loader *L, const draft *dr, mr_queue_def *q)
+{
+    const char *what = "queue rules need owner_column, status_column, claimed_value and "
+                       "unclaimed_value, or a release statement";
+    bool ok = need(L, dr, K_OWNER_COLUMN, what);
+    ok &= need(L, dr, K_STATUS_COLUMN, what);
+    ok &= need(L, dr, K_CLAIMED_VALUE, what);
+    ok &= need(L, dr, K_UNCLAIMED_VALUE, what);
+    ok &= name_value(L, dr, K_OWNER_COLUMN, &q->owner_column);
+    ok &= name_value(L, dr, K_STATUS_COLUMN, &q->status_column);
+    ok &= name_value(L, dr, K_CLAIMED_AT_COLUMN, &q->claimed_at_column);
+    if (dr->val[K_TIMEOUT] && !parse_duration_value(dr->val[K_TIMEOUT], &q->timeout_ms)) {
+        bad_value(L, dr, K_TIMEOUT, "a duration above zero, like 90s, 10m or 1h");
+        ok = false;
+    }
+    if (dr->val[K_TIMEOUT] && !dr->val[K_CLAIMED_AT_COLUMN]) {
+        mr_diag_error(L->d, L->file, dr->vline[K_TIMEOUT], "timeout in [queue %s] needs "
+                    "claimed_at_column: a claim's age is read from it", dr->name);
+        ok = false;
+    }
+    if (!ok)
+        return false;
+    q->claimed_value = dup_str(L, dr->val[K_CLAIMED_VALUE]);
+    q->unclaimed_value = dup_str(L, dr->val[K_UNCLAIMED_VALUE]);
+    q->unclaimed_owner = dup_str(L, dr->val[K_UNCLAIMED_OWNER] ? dr->val[K_UNCLAIMED_OWNER] : "0");
+    return q->claimed_value && q->unclaimed_value && q->unclaimed_owner;
+}
+
+static bool finish_queue(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
+{
+    mr_queue_def *q = calloc(1, sizeof *q);
+    if (!q) {
+        oom(L);
+        return false;
+    }
+    r->queue = q;
+    q->timeout_ms = 600000;
+    im->how = HOW_QUEUE;
+    bool ok = need(L, dr, K_TABLE, "queue rules need the table used as a queue");
+    ok &= parse_bool(L, dr, K_SKIP_LOCKED, false, &q->skip_locked);
+    ok = ok && queue_table(L, dr, q);
+    if (!ok)
+        return false;
+    if (dr->val[K_RELEASE])
+        ok = release_alone(L, dr) && queue_release(L, dr, q);
+    else
+        ok = queue_columns(L, dr, q);
+    if (!ok)
+        return false;
+    char text[160];
+    snprintf(text, sizeof text, "queue %s.%s", q->schema, q->table);
+    r->pattern = dup_str(L, text);
+    return r->pattern != NULL;
 }
 
 /* ---- sections ------------------------------------------------------------------ */
@@ -536,12 +708,12 @@ static bool parse_header(loader *L, const char *sec, int line, int *kind, const 
     *kind = find_kind(sec, kn);
     *name = nm;
     if (*kind < 0) {
-        rules_error(L->d, L->file, line, "unknown rule kind '%.*s' in [%s]; known kinds: "
-                    "rewrite, regex, block", (int)kn, sec, sec);
+        mr_diag_error(L->d, L->file, line, "unknown rule kind '%.*s' in [%s]; known kinds: "
+                    "rewrite, regex, block, queue", (int)kn, sec, sec);
         return false;
     }
     if (!*nm || !valid_name(nm)) {
-        rules_error(L->d, L->file, line, "[%s] needs one rule name after the kind, made of "
+        mr_diag_error(L->d, L->file, line, "[%s] needs one rule name after the kind, made of "
                     "letters, digits, _ - and . (like [%s no_star_orders])", sec,
                     rules_kind_names[*kind]);
         return false;
@@ -549,7 +721,7 @@ static bool parse_header(loader *L, const char *sec, int line, int *kind, const 
     uint32_t prev = names_find(L, nm);
     if (prev != NO_RULE) {
         const mr_rule *p = &L->rules[prev];
-        rules_error(L->d, L->file, line, "rule name '%s' is already used by [%s %s] at %s:%d; "
+        mr_diag_error(L->d, L->file, line, "rule name '%s' is already used by [%s %s] at %s:%d; "
                     "names must be unique across all rule files", nm,
                     rules_kind_names[p->kind], p->name, p->file, p->line);
         return false;
@@ -582,7 +754,7 @@ static void unknown_key(loader *L, const char *key, int line)
     for (size_t i = 0; i < kd->nkeys && o < sizeof list; i++)
         o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "",
                               key_names[kd->keys[i]]);
-    rules_error(L->d, L->file, line, "unknown key '%s' in [%s %s]; %s rules take: %s", key,
+    mr_diag_error(L->d, L->file, line, "unknown key '%s' in [%s %s]; %s rules take: %s", key,
                 rules_kind_names[dr->kind], dr->name, rules_kind_names[dr->kind], list);
 }
 
@@ -598,7 +770,7 @@ static int on_pair(void *ctx, const char *section, const char *key, const char *
         if (strcmp(key_names[k], key) != 0)
             continue;
         if (dr->val[k]) {
-            rules_error(L->d, L->file, line, "%s given twice in [%s %s] (first at line %d)", key,
+            mr_diag_error(L->d, L->file, line, "%s given twice in [%s %s] (first at line %d)", key,
                         rules_kind_names[dr->kind], dr->name, dr->vline[k]);
             return 0;
         }
@@ -614,7 +786,7 @@ static int on_pair(void *ctx, const char *section, const char *key, const char *
 static void on_error(void *ctx, int line, const char *msg)
 {
     loader *L = ctx;
-    rules_error(L->d, L->file, line, "%s", msg);
+    mr_diag_error(L->d, L->file, line, "%s", msg);
 }
 
 /* ---- handing over --------------------------------------------------------------- */
@@ -633,7 +805,7 @@ rules_loader *rules_loader_new(mr_diag *d)
 {
     loader *L = calloc(1, sizeof *L);
     if (!L) {
-        rules_error(d, "rules", 0, "out of memory while loading rules");
+        mr_diag_error(d, "rules", 0, "out of memory while loading rules");
         return NULL;
     }
     L->d = d;

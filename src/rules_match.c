@@ -260,7 +260,7 @@ static const char *stmt_kind_name(sql_stmt_kind k)
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "other";
 }
 
-static bool parse_stmt(run *R, stmt *S)
+bool rules_parse_stmt(run *R, stmt *S)
 {
     mr_rules_scratch *s = R->s;
     size_t count = 0;
@@ -292,7 +292,7 @@ static bool may_be_dml(const run *R, const stmt *S)
 
 static rule_why no_where(run *R, stmt *S, const rule_impl *im)
 {
-    if (!S->parsed && (!may_be_dml(R, S) || !parse_stmt(R, S))) {
+    if (!S->parsed && (!may_be_dml(R, S) || !rules_parse_stmt(R, S))) {
         snprintf(R->detail, sizeof R->detail, "not an UPDATE or DELETE");
         return WHY_NOT_KIND;
     }
@@ -343,6 +343,9 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
     case HOW_NO_WHERE:
         why = no_where(R, S, im);
         break;
+    case HOW_QUEUE:
+        why = rules_queue_rewrite(R, S, r, &R->s->ver[R->spare]);
+        return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
     }
     if (why != WHY_MATCHED || r->kind == MR_RULE_BLOCK)
         return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;

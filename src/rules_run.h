@@ -92,6 +92,11 @@ bool rules_grow(void *pp, size_t *cap, size_t want, size_t elem);
  * may be sent (see rules_rewrite.c). */
 rule_why rules_digest_rewrite(run *R, stmt *S, const rule_impl *im, bytes *out);
 rule_why rules_regex_rewrite(run *R, stmt *S, const mr_rule *r, const rule_impl *im, bytes *out);
+/* Adds SKIP LOCKED to a SELECT ... FOR UPDATE of a queue rule's table
+ * (rules_queue.c); WHY_MATCHED when `out` holds the new text. */
+rule_why rules_queue_rewrite(run *R, stmt *S, const mr_rule *r, bytes *out);
+/* Lexes and recognizes S into the scratch tokens and S->st (rules_match.c). */
+bool rules_parse_stmt(run *R, stmt *S);
 /* Sets the trace detail from a pcre2 error code. */
 rule_why rules_regex_error(run *R, int rc);
 

@@ -51,14 +51,14 @@ static mr_ruleset *finish_set(rules_loader *L, unsigned shards, mr_diag *d)
     mr_ruleset *rs = new_set(shards);
     if (!rs) {
         rules_free_rules(rules, impl, n);
-        rules_error(d, "rules", 0, "out of memory while loading rules");
+        mr_diag_error(d, "rules", 0, "out of memory while loading rules");
         return NULL;
     }
     rs->rules = rules;
     rs->impl = impl;
     rs->n = n;
     if (!alloc_counters(rs) || !rules_build_tables(rs)) {
-        rules_error(d, "rules", 0, "out of memory while loading rules");
+        mr_diag_error(d, "rules", 0, "out of memory while loading rules");
         mr_ruleset_free(rs);
         return NULL;
     }
@@ -168,7 +168,7 @@ static void load_one(rules_loader *L, mr_diag *d, const char *dir, const char *n
     size_t plen = dl + 1 + strlen(name) + 1;
     char *path = malloc(plen);
     if (!path) {
-        rules_error(d, name, 0, "out of memory while loading rules");
+        mr_diag_error(d, name, 0, "out of memory while loading rules");
         return;
     }
     snprintf(path, plen, "%s%s%s", dir, slash ? "" : "/", name);
@@ -178,7 +178,7 @@ static void load_one(rules_loader *L, mr_diag *d, const char *dir, const char *n
         rules_loader_add(L, path, text, len);
         free(text);
     } else {
-        rules_error(d, path, 0, "cannot read rule file: %s", strerror(errno));
+        mr_diag_error(d, path, 0, "cannot read rule file: %s", strerror(errno));
     }
     free(path);
 }
@@ -190,7 +190,7 @@ mr_ruleset *mr_rules_load_dir(const char *dir, unsigned shards, mr_diag *d)
     size_t count = 0;
     char **names = list_rules(dir, &count);
     if (!names) {
-        rules_error(d, dir, 0, "cannot open the rules directory: %s", strerror(errno));
+        mr_diag_error(d, dir, 0, "cannot open the rules directory: %s", strerror(errno));
         return NULL;
     }
     rules_loader *L = rules_loader_new(d);

@@ -12,7 +12,9 @@
  *   rewrite  digest pattern -> replacement reusing the matched literals
  *   regex    pcre2 pattern -> replacement with $1 groups
  *   block    the client gets an ERR with the DBA's message
- * Later kinds (delayed, paginate, queue) register in the same kind table.
+ *   queue    a table used as a queue: the proxy releases the claims of
+ *            sessions that end (queue.h) and may add SKIP LOCKED
+ * Later kinds (delayed, paginate) register in the same kind table.
  */
 #ifndef MYREWRITE_RULES_H
 #define MYREWRITE_RULES_H
@@ -30,6 +32,7 @@ typedef enum mr_rule_kind {
     MR_RULE_REWRITE,
     MR_RULE_REGEX,
     MR_RULE_BLOCK,
+    MR_RULE_QUEUE,
     MR_RULE_KIND_MAX
 } mr_rule_kind;
 
@@ -39,6 +42,22 @@ typedef enum mr_rule_log {
     MR_RULE_LOG_DIGEST, /* rule name and the digest (no literals) */
     MR_RULE_LOG_FULL,   /* original and rewritten text */
 } mr_rule_log;
+
+/* A queue rule's settings (rules/README.md, "queue"); immutable. Every
+ * name is as written in the file, unquoted. */
+typedef struct mr_queue_def {
+    char *schema;            /* schema of the table: from `table = s.t` or the `schema` key */
+    char *table;
+    char *owner_column;      /* NULL when `release` is given */
+    char *status_column;
+    char *claimed_value;
+    char *unclaimed_value;
+    char *unclaimed_owner;   /* SQL literal as written: 0, -1, NULL or a string */
+    char *claimed_at_column; /* NULL: no claim time, so no reaper */
+    uint64_t timeout_ms;     /* a claim older than this with a dead owner is a zombie */
+    char *release;           /* statement template with {owner}; NULL: built from the columns */
+    bool skip_locked;        /* add SKIP LOCKED to SELECT ... FROM table ... FOR UPDATE */
+} mr_queue_def;
 
 /* One rule as loaded; immutable. */
 typedef struct mr_rule {
@@ -55,6 +74,7 @@ typedef struct mr_rule {
     char *pattern;     /* as written in the file */
     char *replacement; /* rewrite/regex; NULL for block */
     char *message;     /* block */
+    const mr_queue_def *queue; /* queue; NULL for other kinds (owned by the rule) */
     uint16_t err_code; /* block; default 1148 */
     char sqlstate[6];  /* block; default 42000 */
     void *impl;        /* kind-specific compiled form (owned by the rule set) */
@@ -86,7 +106,16 @@ typedef struct mr_stmt_ctx {
     bool prepared;      /* COM_STMT_PREPARE text: `?` are the statement's parameters */
     unsigned lex_flags; /* SQL_LEX_NO_BACKSLASH_ESCAPES etc., from the session's sql_mode */
     unsigned shard;     /* hit-counter shard of the calling worker */
+    bool skip_locked;   /* the server accepts FOR UPDATE SKIP LOCKED
+                           (mr_server_has_skip_locked on its greeting's version) */
 } mr_stmt_ctx;
+
+/* True when a server whose greeting carries this version string accepts
+ * FOR UPDATE SKIP LOCKED: MariaDB 10.6 and later, MySQL 8.0.1 and later.
+ * Unknown or unreadable versions give false. */
+bool mr_server_has_skip_locked(const char *version, size_t len);
+/* True when the set holds at least one enabled queue rule. */
+bool mr_ruleset_has_queue(const mr_ruleset *rs);
 
 typedef enum mr_action {
     MR_ACT_PASS,    /* send the original text */
