@@ -21,6 +21,7 @@
 #include "myrewrite/config.h"
 #include "myrewrite/listener.h"
 #include "myrewrite/log.h"
+#include "myrewrite/queue.h"
 #include "myrewrite/reload.h"
 #include "myrewrite/worker.h"
 
@@ -224,6 +225,7 @@ static bool start_workers(mr_proxy *p, mr_ruleset *rules)
 static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
 {
     struct event_base *base = event_base_new();
+    mr_queue_configure(p, rules);
     if (!base || !start_workers(p, rules))
         return 1;
     mr_listener *l = mr_listener_start(base, p);
@@ -242,6 +244,7 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     stop_workers(p);
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_join(&p->workers[i]);
+    mr_queue_stop(c->shutdown_timeout_ms);
     event_free(sigterm);
     event_free(sigint);
     event_free(sighup);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "myrewrite/log.h"
+#include "myrewrite/queue.h"
 #include "myrewrite/worker.h"
 
 mr_ruleset *mr_rules_load_configured(const mr_config *cfg, unsigned shards, mr_diag *d)
@@ -57,6 +58,7 @@ int mr_rules_reload(mr_proxy *p, FILE *errors)
         mr_ruleset_free(set);
         return 1;
     }
+    mr_queue_configure(p, set);
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_set_rules(&p->workers[i], shared);
     mr_info(0, "rules reloaded from %s: %zu rules", p->cfg->rules_dir, mr_ruleset_count(set));

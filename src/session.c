@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "myrewrite/log.h"
+#include "myrewrite/queue.h"
 #include "session_impl.h"
 
 static const char *const state_names[SS_MAX] = {
@@ -210,6 +211,10 @@ void ss_free(mr_session *s)
     mr_worker *w = s->w;
     if (s->state == SS_CLOSED)
         return;
+    /* Claims held by this backend connection go back to their queues (on the
+     * background thread, once mysqld has let go of the connection). */
+    if (s->authenticated)
+        mr_queue_session_ended(s->backend_thread_id);
     ss_set_state(s, SS_CLOSED);
     if (s->prev)
         s->prev->next = s->next;

@@ -46,6 +46,7 @@ static void auth_done(mr_session *s)
         return;
     }
     mr_conn_set_timeout(s->client, NULL);
+    s->authenticated = true;
     apply_pending(s, true);
     mr_debug(s->id, "authenticated; backend thread id %u", s->backend_thread_id);
     ss_set_state(s, SS_IDLE);
@@ -100,6 +101,7 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
     mr_greeting_mask(payload, &g);
     s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
     s->backend_thread_id = g.thread_id;
+    s->skip_locked = mr_server_has_skip_locked(g.server_version, g.server_version_len);
     s->seq = h.seq;
     s->from_backend.remaining = total; /* ss_pump_backend relays it */
     mr_conn_set_timeout(s->backend, NULL);

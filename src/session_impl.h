@@ -65,6 +65,8 @@ struct mr_session {
     uint32_t caps;                   /* negotiated capabilities */
     uint32_t backend_thread_id;      /* the backend's connection id */
     bool auth_seen_response;         /* the client's HandshakeResponse was checked */
+    bool authenticated;              /* the backend accepted the login */
+    bool skip_locked;                /* the backend supports FOR UPDATE SKIP LOCKED */
     char user[96];                   /* authenticated user, for rule filters */
     char schema[200];                /* default schema, for rule filters */
     char pending_user[96];           /* COM_CHANGE_USER: applied on success */

@@ -58,6 +58,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         .prepared = cmd == MR_COM_STMT_PREPARE,
         .lex_flags = lex_flags,
         .shard = w->id,
+        .skip_locked = s->skip_locked,
     };
     mr_buf_reset(&res->text);
     mr_rules_apply(w->rules->set, sql, len, &ctx, w->scratch, res);
