@@ -173,6 +173,7 @@ static outcome bench_apply(const mr_ruleset *rs, long iters)
     mr_match_result res;
     memset(&res, 0, sizeof res);
     mr_buf_init(&res.text);
+    mr_buf_init(&res.would_be);
     mr_stmt_ctx ctx = {.user = "app", .schema = "shop"};
     outcome o = {0};
     for (size_t i = 0; i < NMIX; i++) { /* warm-up: buffers reach their size */
@@ -192,6 +193,7 @@ static outcome bench_apply(const mr_ruleset *rs, long iters)
     o.regex_per_stmt =
         (double)(mr_rules_scratch_regex_runs(s) - runs0) / ((double)iters * NMIX);
     mr_buf_free(&res.text);
+    mr_buf_free(&res.would_be);
     mr_rules_scratch_free(s);
     return o;
 }

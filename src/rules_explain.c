@@ -185,6 +185,7 @@ void mr_rules_explain(const mr_ruleset *rs, const char *sql, size_t len, const m
     mr_match_result res;
     memset(&res, 0, sizeof res);
     mr_buf_init(&res.text);
+    mr_buf_init(&res.would_be);
     fputs("text: ", out);
     put_text(out, sql, len);
     fputc('\n', out);
@@ -193,5 +194,6 @@ void mr_rules_explain(const mr_ruleset *rs, const char *sql, size_t len, const m
     rules_run(rs, sql, len, ctx, s, &res, &tr);
     outcome(out, &res);
     mr_buf_free(&res.text);
+    mr_buf_free(&res.would_be);
     mr_rules_scratch_free(s);
 }

@@ -390,8 +390,12 @@ static step on_match(run *R, stmt *S, size_t i, rule_why why)
 {
     const mr_rule *r = &R->rs->rules[i];
     count_hit(R, i);
-    if (why == WHY_LOG_ONLY)
+    if (why == WHY_LOG_ONLY) {
+        const bytes *would = &R->s->ver[R->spare];
+        if (r->kind != MR_RULE_BLOCK && R->res->would_be.len == 0)
+            mr_buf_put(&R->res->would_be, would->p, would->len);
         return r->cont ? STEP_NEXT : STEP_STOP;
+    }
     if (r->kind == MR_RULE_BLOCK) {
         R->res->action = MR_ACT_BLOCK;
         R->res->err_code = r->err_code;
@@ -532,6 +536,7 @@ static void result_init(mr_match_result *res)
 {
     res->action = MR_ACT_PASS;
     mr_buf_reset(&res->text);
+    mr_buf_reset(&res->would_be);
     res->err_code = 0;
     memset(res->sqlstate, 0, sizeof res->sqlstate);
     res->message = NULL;

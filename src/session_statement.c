@@ -29,6 +29,21 @@ static void note_use_statement(mr_session *s, const char *sql, size_t len, unsig
     ss_copy_name(s->pending_schema, sizeof(s->pending_schema), sql + off, n, &s->schema_pending);
 }
 
+/* Original and rewritten text; for a log_only rule, the text it would
+ * have sent (a block has none). */
+static void log_full(mr_session *s, const mr_rule *r, const mr_match_result *res,
+                     const char *sql, size_t len)
+{
+    const mr_buf *to = r->log_only ? &res->would_be : &res->text;
+    if (r->kind == MR_RULE_BLOCK)
+        mr_info(s->id, "rule %s%s: %.*s -> blocked", r->name, r->log_only ? " (log only)" : "",
+                (int)(len > 2000 ? 2000 : len), sql);
+    else
+        mr_info(s->id, "rule %s%s: %.*s -> %.*s", r->name, r->log_only ? " (log only)" : "",
+                (int)(len > 2000 ? 2000 : len), sql, (int)(to->len > 2000 ? 2000 : to->len),
+                to->data ? (const char *)to->data : "");
+}
+
 /* Logs what the matched rules asked to log. */
 static void log_matches(mr_session *s, const mr_match_result *res, const char *sql, size_t len)
 {
@@ -38,10 +53,7 @@ static void log_matches(mr_session *s, const mr_match_result *res, const char *s
             mr_info(s->id, "rule %s%s: %s", r->name, r->log_only ? " (log only)" : "",
                     res->digest);
         else if (r->log == MR_RULE_LOG_FULL || r->log_only)
-            mr_info(s->id, "rule %s%s: %.*s -> %.*s", r->name, r->log_only ? " (log only)" : "",
-                    (int)(len > 2000 ? 2000 : len), sql,
-                    (int)(res->text.len > 2000 ? 2000 : res->text.len),
-                    res->action == MR_ACT_REWRITE ? (const char *)res->text.data : sql);
+            log_full(s, r, res, sql, len);
     }
 }
 

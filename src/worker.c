@@ -134,6 +134,7 @@ bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *ru
     w->rules = rules;
     pthread_mutex_init(&w->pending_lock, NULL);
     mr_buf_init(&w->match.text);
+    mr_buf_init(&w->match.would_be);
     w->scratch = mr_rules_scratch_new();
     if (!w->scratch || !mr_digest_stats_init(&w->digests, 4096))
         return false;
@@ -178,6 +179,7 @@ void mr_worker_join(mr_worker *w)
     mr_shared_rules_release(w->pending_rules);
     mr_rules_scratch_free(w->scratch);
     mr_buf_free(&w->match.text);
+    mr_buf_free(&w->match.would_be);
     mr_digest_stats_free(&w->digests);
     pthread_mutex_destroy(&w->pending_lock);
     event_free(w->pipe_ev);

@@ -137,6 +137,9 @@ uint64_t mr_rules_scratch_regex_runs(const mr_rules_scratch *s);
 typedef struct mr_match_result {
     mr_action action;
     mr_buf text;          /* REWRITE: the statement to send; caller inits/frees */
+    mr_buf would_be;      /* the first log_only rewrite's statement as it would have
+                             been sent (that statement alone), for the log;
+                             caller inits/frees */
     uint16_t err_code;    /* BLOCK */
     char sqlstate[6];     /* BLOCK */
     const char *message;  /* BLOCK; points into the rule set */

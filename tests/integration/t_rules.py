@@ -190,6 +190,8 @@ def check_reload(proxy):
         text = f.read()
     t.check("20-broken.rules:3" in text and "previous rules stay in force" in text,
             "broken reload logged with file:line", text[-800:])
+    t.check("rule watch_counts (log only): SELECT COUNT(*) FROM rt_items -> SELECT 12345" in text,
+            "log_only logs the original and the text it would have sent")
     c.close()
     chk = subprocess.run([BIN, "--check", "--rules", RULES_DIR, "--backend", "127.0.0.1:1"],
                          capture_output=True, text=True)

@@ -74,12 +74,14 @@ static inline mr_match_result result_new(void)
     mr_match_result r;
     memset(&r, 0, sizeof r);
     mr_buf_init(&r.text);
+    mr_buf_init(&r.would_be);
     return r;
 }
 
 static inline void result_free(mr_match_result *r)
 {
     mr_buf_free(&r->text);
+    mr_buf_free(&r->would_be);
 }
 
 /* Applies rs to sql with ctx (NULL = anonymous COM_QUERY). */

@@ -360,11 +360,15 @@ static void log_only_counts_but_sends_original(void **state)
     assert_int_equal(res.nmatched, 1);
     assert_string_equal(res.matched[0]->name, "watch");
     assert_int_equal(mr_ruleset_hits(rs, 0), 1);
+    /* what it would have sent is kept for the log */
+    assert_int_equal(res.would_be.len, strlen("SELECT 1 FROM t2"));
+    assert_memory_equal(res.would_be.data, "SELECT 1 FROM t2", res.would_be.len);
     /* a log_only block with continue lets later rules act */
     apply_ctx(rs, "SELECT 1 FROM u", NULL, s, &res);
     assert_int_equal(res.action, REWRITE);
     assert_int_equal(res.nmatched, 2);
     assert_memory_equal(res.text.data, "SELECT 1 FROM u2", res.text.len);
+    assert_int_equal(res.would_be.len, 0); /* a block has no text to show */
     assert_int_equal(mr_ruleset_hits(rs, 1), 1);
     result_free(&res);
     mr_rules_scratch_free(s);
