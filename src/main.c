@@ -209,7 +209,7 @@ static void stop_workers(mr_proxy *p)
 
 static bool start_workers(mr_proxy *p, mr_ruleset *rules)
 {
-    mr_shared_rules *shared = mr_shared_rules_new(rules, p->nworkers);
+    mr_shared_rules *shared = mr_rules_publish_initial(p, rules);
     p->workers = calloc(p->nworkers, sizeof(*p->workers));
     if (!shared || !p->workers)
         return false;
@@ -245,6 +245,8 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_join(&p->workers[i]);
     mr_queue_stop(c->shutdown_timeout_ms);
+    mr_shared_rules_release(p->rules);
+    p->rules = NULL;
     event_free(sigterm);
     event_free(sigint);
     event_free(sighup);
@@ -270,6 +272,8 @@ int main(int argc, char **argv)
         return rc;
     }
     proxy.cfg = &cfg;
+    pthread_mutex_init(&proxy.rules_lock, NULL);
+    pthread_mutex_init(&proxy.reload_lock, NULL);
     unsigned n = cfg.workers ? (unsigned)cfg.workers : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     proxy.nworkers = n ? n : 1;
     if (o.explain) { /* needs the rules only, not a reachable backend */

@@ -33,7 +33,45 @@ static void log_lines(const char *text)
     }
 }
 
+struct mr_shared_rules *mr_rules_publish_initial(mr_proxy *p, mr_ruleset *set)
+{
+    mr_shared_rules *shared = mr_shared_rules_new(set, p->nworkers + 1);
+    if (shared)
+        p->rules = shared; /* before any other thread exists: no lock needed */
+    return shared;
+}
+
+mr_shared_rules *mr_rules_current(mr_proxy *p)
+{
+    pthread_mutex_lock(&p->rules_lock);
+    mr_shared_rules *r = p->rules;
+    if (r)
+        atomic_fetch_add(&r->refs, 1);
+    pthread_mutex_unlock(&p->rules_lock);
+    return r;
+}
+
+/* Replaces the proxy's own reference; the workers get theirs separately. */
+static void set_current(mr_proxy *p, mr_shared_rules *shared)
+{
+    pthread_mutex_lock(&p->rules_lock);
+    mr_shared_rules *old = p->rules;
+    p->rules = shared;
+    pthread_mutex_unlock(&p->rules_lock);
+    mr_shared_rules_release(old);
+}
+
+static int reload_locked(mr_proxy *p, FILE *errors);
+
 int mr_rules_reload(mr_proxy *p, FILE *errors)
+{
+    pthread_mutex_lock(&p->reload_lock);
+    int n = reload_locked(p, errors);
+    pthread_mutex_unlock(&p->reload_lock);
+    return n;
+}
+
+static int reload_locked(mr_proxy *p, FILE *errors)
 {
     char *text = NULL;
     size_t len = 0;
@@ -53,11 +91,12 @@ int mr_rules_reload(mr_proxy *p, FILE *errors)
         return d.errors ? d.errors : 1;
     }
     free(text);
-    mr_shared_rules *shared = mr_shared_rules_new(set, p->nworkers);
+    mr_shared_rules *shared = mr_shared_rules_new(set, p->nworkers + 1);
     if (!shared) {
         mr_ruleset_free(set);
         return 1;
     }
+    set_current(p, shared);
     mr_queue_configure(p, set);
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_set_rules(&p->workers[i], shared);

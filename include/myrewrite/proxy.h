@@ -2,11 +2,13 @@
  * proxy.h - the process-wide runtime shared by the listener and workers.
  *
  * Built by main before any thread starts; read-only afterwards except for
- * the atomics, which any thread may update.
+ * the atomics, which any thread may update, and the rule set in force,
+ * guarded by rules_lock.
  */
 #ifndef MYREWRITE_PROXY_H
 #define MYREWRITE_PROXY_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -14,6 +16,7 @@
 #include "myrewrite/config.h"
 
 struct mr_worker;
+struct mr_shared_rules;
 
 typedef struct mr_proxy {
     const mr_config *cfg;
@@ -24,6 +27,9 @@ typedef struct mr_proxy {
     unsigned nworkers;
     _Atomic uint64_t next_conn_id;
     _Atomic uint64_t connections;         /* open client connections */
+    pthread_mutex_t rules_lock;           /* guards `rules` */
+    struct mr_shared_rules *rules;        /* the set in force; one reference held here */
+    pthread_mutex_t reload_lock;          /* one reload at a time (SIGHUP, admin console) */
 } mr_proxy;
 
 #endif

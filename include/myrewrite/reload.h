@@ -21,7 +21,16 @@
 mr_ruleset *mr_rules_load_configured(const mr_config *cfg, unsigned shards, mr_diag *d);
 
 /* Reloads and, on success, publishes to every worker. Returns the number of
- * errors; when `errors` is given, the diagnostics are written there too. */
+ * errors; when `errors` is given, the diagnostics are written there too.
+ * Any thread but a worker (it reads files); reloads are serialized. */
 int mr_rules_reload(mr_proxy *p, FILE *errors);
+
+/* Makes `set` the one in force at start: one reference for each worker plus
+ * one for the proxy. NULL when out of memory. */
+struct mr_shared_rules *mr_rules_publish_initial(mr_proxy *p, mr_ruleset *set);
+
+/* The set in force, with a reference for the caller, who releases it with
+ * mr_shared_rules_release(). Any thread. */
+struct mr_shared_rules *mr_rules_current(mr_proxy *p);
 
 #endif
