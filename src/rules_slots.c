@@ -48,59 +48,31 @@ static void add_literal(walker *w, const sql_token *first, uint32_t end, bool is
     w->last_str = is_string;
 }
 
-static bool next_sig(sql_lexer *lx, sql_token *t)
-{
-    while (sql_lexer_next(lx, t))
-        if (t->kind != SQL_TOK_COMMENT)
-            return true;
-    return false;
-}
-
-static bool is_literal_kind(unsigned k)
-{
-    return k == SQL_TOK_STRING || k == SQL_TOK_NUMBER || k == SQL_TOK_HEX ||
-           k == SQL_TOK_BIT || k == SQL_TOK_PARAM;
-}
-
-static bool operand_expected(const walker *w)
-{
-    switch (w->prev_kind) {
-    case 0: case SQL_TOK_OP: case SQL_TOK_LPAREN: case SQL_TOK_COMMA: case SQL_TOK_SEMI:
-        return true;
-    case SQL_TOK_WORD: {
-        unsigned f = sql_kw_flags((sql_kw)w->prev_id);
-        return (f & SQL_KWF_RESERVED) && !(f & SQL_KWF_OPERAND);
-    }
-    default:
-        return false;
-    }
-}
-
 static bool literal_row(sql_lexer *lx, bool nest, sql_token *close);
 
 /* One item of a literal list (see sql_digest.c); *t gets the next token. */
 static bool literal_item(sql_lexer *lx, sql_token *t, bool nest)
 {
-    if (!next_sig(lx, t))
+    if (!sql_lexer_next_sig(lx, t))
         return false;
     if (t->kind == SQL_TOK_LPAREN) {
         sql_token close;
         if (!nest || !literal_row(lx, false, &close))
             return false;
     } else if (t->kind == SQL_TOK_OP && (t->id == SQL_OP_MINUS || t->id == SQL_OP_PLUS)) {
-        if (!next_sig(lx, t) || (t->kind != SQL_TOK_NUMBER && t->kind != SQL_TOK_PARAM))
+        if (!sql_lexer_next_sig(lx, t) || (t->kind != SQL_TOK_NUMBER && t->kind != SQL_TOK_PARAM))
             return false;
     } else if (t->kind == SQL_TOK_WORD) {
         if (t->id != SQL_KW_NULL && !(sql_kw_flags((sql_kw)t->id) & SQL_KWF_LITERAL))
             return false;
-    } else if (!is_literal_kind(t->kind)) {
+    } else if (!sql_tok_is_literal(t->kind)) {
         return false;
     }
     bool str = t->kind == SQL_TOK_STRING;
-    if (!next_sig(lx, t))
+    if (!sql_lexer_next_sig(lx, t))
         return false;
     while (str && t->kind == SQL_TOK_STRING)
-        if (!next_sig(lx, t))
+        if (!sql_lexer_next_sig(lx, t))
             return false;
     return true;
 }
@@ -136,9 +108,9 @@ static bool collapse_rows(sql_lexer *lx, sql_token *close)
     for (;;) {
         sql_token t, c;
         sql_lexer q = p;
-        if (!next_sig(&q, &t) || t.kind != SQL_TOK_COMMA)
+        if (!sql_lexer_next_sig(&q, &t) || t.kind != SQL_TOK_COMMA)
             break;
-        if (!next_sig(&q, &t) || t.kind != SQL_TOK_LPAREN || !literal_row(&q, false, &c))
+        if (!sql_lexer_next_sig(&q, &t) || t.kind != SQL_TOK_LPAREN || !literal_row(&q, false, &c))
             break;
         *lx = p = q;
         *close = c;
@@ -159,11 +131,12 @@ static void on_word(walker *w, const sql_token *t)
 
 static bool fold_sign(walker *w, sql_lexer *lx, const sql_token *t)
 {
-    if ((t->id != SQL_OP_MINUS && t->id != SQL_OP_PLUS) || !operand_expected(w))
+    if ((t->id != SQL_OP_MINUS && t->id != SQL_OP_PLUS) ||
+        !sql_operand_expected(w->prev_kind, w->prev_id))
         return false;
     sql_lexer p = *lx;
     sql_token nx;
-    if (!next_sig(&p, &nx) || (nx.kind != SQL_TOK_NUMBER && nx.kind != SQL_TOK_PARAM))
+    if (!sql_lexer_next_sig(&p, &nx) || (nx.kind != SQL_TOK_NUMBER && nx.kind != SQL_TOK_PARAM))
         return false;
     *lx = p;
     add_literal(w, t, nx.off + nx.len, false);
@@ -194,7 +167,7 @@ static bool more_after_semi(sql_lexer *lx)
     for (;;) {
         sql_lexer p = *lx;
         sql_token t;
-        if (!next_sig(&p, &t))
+        if (!sql_lexer_next_sig(&p, &t))
             return false;
         if (t.kind != SQL_TOK_SEMI)
             return true;
@@ -216,7 +189,7 @@ static bool on_token(walker *w, sql_lexer *lx, const sql_token *t)
     track_values(w, t);
     if (t->kind == SQL_TOK_SEMI && !more_after_semi(lx))
         return false;
-    if (is_literal_kind(t->kind)) {
+    if (sql_tok_is_literal(t->kind)) {
         add_literal(w, t, t->off + t->len, t->kind == SQL_TOK_STRING);
     } else if (t->kind == SQL_TOK_WORD) {
         on_word(w, t);

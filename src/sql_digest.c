@@ -113,35 +113,6 @@ typedef struct digester {
     int values_depth;   /* depth of a VALUES row list, -1 when none */
 } digester;
 
-static bool next_sig(sql_lexer *lx, sql_token *t)
-{
-    while (sql_lexer_next(lx, t))
-        if (t->kind != SQL_TOK_COMMENT)
-            return true;
-    return false;
-}
-
-static bool is_literal_kind(unsigned k)
-{
-    return k == SQL_TOK_STRING || k == SQL_TOK_NUMBER || k == SQL_TOK_HEX ||
-           k == SQL_TOK_BIT || k == SQL_TOK_PARAM;
-}
-
-/* A '-' or '+' here would be a sign, not a binary operator. */
-static bool operand_expected(const digester *d)
-{
-    switch (d->prev_kind) {
-    case 0: case SQL_TOK_OP: case SQL_TOK_LPAREN: case SQL_TOK_COMMA: case SQL_TOK_SEMI:
-        return true;
-    case SQL_TOK_WORD: {
-        unsigned f = sql_kw_flags((sql_kw)d->prev_id);
-        return (f & SQL_KWF_RESERVED) && !(f & SQL_KWF_OPERAND);
-    }
-    default:
-        return false;
-    }
-}
-
 static bool literal_row(sql_lexer *lx, bool nest);
 
 /* One list item: signed number, literal (adjacent strings count as one),
@@ -149,25 +120,25 @@ static bool literal_row(sql_lexer *lx, bool nest);
  * *t holds the token after the item. */
 static bool literal_item(sql_lexer *lx, sql_token *t, bool nest)
 {
-    if (!next_sig(lx, t))
+    if (!sql_lexer_next_sig(lx, t))
         return false;
     if (t->kind == SQL_TOK_LPAREN) {
         if (!nest || !literal_row(lx, false))
             return false;
     } else if (t->kind == SQL_TOK_OP && (t->id == SQL_OP_MINUS || t->id == SQL_OP_PLUS)) {
-        if (!next_sig(lx, t) || (t->kind != SQL_TOK_NUMBER && t->kind != SQL_TOK_PARAM))
+        if (!sql_lexer_next_sig(lx, t) || (t->kind != SQL_TOK_NUMBER && t->kind != SQL_TOK_PARAM))
             return false;
     } else if (t->kind == SQL_TOK_WORD) {
         if (t->id != SQL_KW_NULL && !(sql_kw_flags((sql_kw)t->id) & SQL_KWF_LITERAL))
             return false;
-    } else if (!is_literal_kind(t->kind)) {
+    } else if (!sql_tok_is_literal(t->kind)) {
         return false;
     }
     bool str = t->kind == SQL_TOK_STRING;
-    if (!next_sig(lx, t))
+    if (!sql_lexer_next_sig(lx, t))
         return false;
     while (str && t->kind == SQL_TOK_STRING)
-        if (!next_sig(lx, t))
+        if (!sql_lexer_next_sig(lx, t))
             return false;
     return true;
 }
@@ -207,9 +178,9 @@ static bool try_collapse_rows(sql_lexer *lx)
     for (;;) {
         sql_token t;
         sql_lexer q = p;
-        if (!next_sig(&q, &t) || t.kind != SQL_TOK_COMMA)
+        if (!sql_lexer_next_sig(&q, &t) || t.kind != SQL_TOK_COMMA)
             break;
-        if (!next_sig(&q, &t) || t.kind != SQL_TOK_LPAREN || !literal_row(&q, false))
+        if (!sql_lexer_next_sig(&q, &t) || t.kind != SQL_TOK_LPAREN || !literal_row(&q, false))
             break;
         *lx = p = q;
     }
@@ -272,11 +243,12 @@ static void emit_word(digester *d, const sql_token *t)
 /* '-'/'+' in operand position before a number or '?': fold into one '?'. */
 static bool fold_sign(digester *d, sql_lexer *lx, const sql_token *t)
 {
-    if ((t->id != SQL_OP_MINUS && t->id != SQL_OP_PLUS) || !operand_expected(d))
+    if ((t->id != SQL_OP_MINUS && t->id != SQL_OP_PLUS) ||
+        !sql_operand_expected(d->prev_kind, d->prev_id))
         return false;
     sql_lexer p = *lx;
     sql_token nx;
-    if (!next_sig(&p, &nx) || (nx.kind != SQL_TOK_NUMBER && nx.kind != SQL_TOK_PARAM))
+    if (!sql_lexer_next_sig(&p, &nx) || (nx.kind != SQL_TOK_NUMBER && nx.kind != SQL_TOK_PARAM))
         return false;
     *lx = p;
     put_literal(&d->w, false);
@@ -310,7 +282,7 @@ static bool more_after_semi(sql_lexer *lx)
     for (;;) {
         sql_lexer p = *lx;
         sql_token t;
-        if (!next_sig(&p, &t))
+        if (!sql_lexer_next_sig(&p, &t))
             return false;
         if (t.kind != SQL_TOK_SEMI)
             return true;
@@ -371,7 +343,7 @@ static bool emit_token(digester *d, sql_lexer *lx, const sql_token *t)
     track_values(d, t);
     if (t->kind == SQL_TOK_SEMI && !more_after_semi(lx))
         return false;
-    if (is_literal_kind(t->kind)) {
+    if (sql_tok_is_literal(t->kind)) {
         put_literal(&d->w, t->kind == SQL_TOK_STRING);
     } else if (t->kind == SQL_TOK_WORD) {
         emit_word(d, t);

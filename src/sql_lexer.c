@@ -816,3 +816,31 @@ sql_rc sql_split(const char *s, size_t n, unsigned flags,
     *count = k;
     return rc;
 }
+
+bool sql_lexer_next_sig(sql_lexer *lx, sql_token *t)
+{
+    while (sql_lexer_next(lx, t))
+        if (t->kind != SQL_TOK_COMMENT)
+            return true;
+    return false;
+}
+
+bool sql_tok_is_literal(unsigned kind)
+{
+    return kind == SQL_TOK_STRING || kind == SQL_TOK_NUMBER || kind == SQL_TOK_HEX ||
+           kind == SQL_TOK_BIT || kind == SQL_TOK_PARAM;
+}
+
+bool sql_operand_expected(unsigned prev_kind, unsigned prev_id)
+{
+    switch (prev_kind) {
+    case 0: case SQL_TOK_OP: case SQL_TOK_LPAREN: case SQL_TOK_COMMA: case SQL_TOK_SEMI:
+        return true;
+    case SQL_TOK_WORD: {
+        unsigned f = sql_kw_flags((sql_kw)prev_id);
+        return (f & SQL_KWF_RESERVED) && !(f & SQL_KWF_OPERAND);
+    }
+    default:
+        return false;
+    }
+}

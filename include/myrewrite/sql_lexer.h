@@ -171,6 +171,16 @@ void sql_lexer_init(sql_lexer *lx, const char *s, size_t n, unsigned flags);
  * yields an SQL_TOK_ERROR token (an unterminated one runs to the end). */
 bool sql_lexer_next(sql_lexer *lx, sql_token *t);
 
+/* The next token that is not a comment; false at the end. */
+bool sql_lexer_next_sig(sql_lexer *lx, sql_token *t);
+
+/* A literal the digest turns into `?`: string, number, hex, bit or `?`. */
+bool sql_tok_is_literal(unsigned kind);
+
+/* After a token of this kind and id (0, 0 at the start), is an operand
+ * expected? Then a '-' or '+' is a sign, not a binary operator. */
+bool sql_operand_expected(unsigned prev_kind, unsigned prev_id);
+
 /* Bulk form. SQL_OK: all tokens stored. SQL_PARTIAL: out[] filled to max and
  * text remains. SQL_ERR: stopped at an error token, which is out[*count-1]. */
 sql_rc sql_lex(const char *s, size_t n, unsigned flags,
