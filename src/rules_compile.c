@@ -425,8 +425,11 @@ bool rules_build_tables(mr_ruleset *rs)
     size_t ndig = 0, nword = 0, nalways = 0;
     for (size_t i = 0; i < rs->n; i++) {
         const rule_impl *im = &rs->impl[i];
-        if (!rs->rules[i].enabled || (im->how == HOW_QUEUE && !rs->rules[i].queue->skip_locked))
-            continue; /* a queue rule without skip_locked never meets a statement */
+        rs->has_delayed |= im->how == HOW_DELAYED && rs->rules[i].enabled;
+        if (!rs->rules[i].enabled || (im->how == HOW_QUEUE && !rs->rules[i].queue->skip_locked) ||
+            im->how == HOW_DELAYED)
+            continue; /* a queue rule without skip_locked never meets a statement, and
+                         delayed rules are tried apart (rules_delayed.c) */
         if (im->how == HOW_DIGEST)
             ndig++;
         else if (im->how == HOW_REGEX && im->require)
@@ -452,6 +455,7 @@ bool rules_build_tables(mr_ruleset *rs)
         const rule_impl *im = &rs->impl[i];
         bool idle_queue = im->how == HOW_QUEUE && !rs->rules[i].queue->skip_locked;
         if (rs->rules[i].enabled && !idle_queue && im->how != HOW_DIGEST &&
+            im->how != HOW_DELAYED &&
             !(im->how == HOW_REGEX && im->require))
             rs->always[rs->nalways++] = (uint32_t)i;
     }

@@ -39,6 +39,7 @@ typedef enum rule_how {
     HOW_REGEX,    /* regex, block match: pcre2 */
     HOW_NO_WHERE, /* block statement + where = missing: the recognizer */
     HOW_QUEUE,    /* queue: SELECT ... FOR UPDATE on the table, when skip_locked */
+    HOW_DELAYED,  /* delayed: UPDATE/DELETE DELAYED, tried before every other rule */
 } rule_how;
 
 /* One piece of a replacement: bytes of tpl_text, or a reference to a
@@ -99,11 +100,12 @@ struct mr_ruleset {
     uint32_t *always;    /* enabled rules without a lookup key, in order */
     size_t nalways;
     uint32_t max_ovec;   /* largest capture count + 1 over all regexes */
+    bool has_delayed;    /* an enabled delayed rule: DELAYED statements are taken over */
 };
 
 /* ---- kinds (rules_load.c) ------------------------------------------------ */
 
-/* "rewrite", "regex", "block", "queue": the section header's first word. */
+/* "rewrite", "regex", "block", "queue", "delayed": the section header's first word. */
 extern const char *const rules_kind_names[MR_RULE_KIND_MAX];
 
 /* ---- reading rule text (rules_load.c) ------------------------------------ */

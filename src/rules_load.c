@@ -18,7 +18,8 @@
 #include "myrewrite/sql_stmt.h"
 #include "rules_impl.h"
 
-const char *const rules_kind_names[MR_RULE_KIND_MAX] = {"rewrite", "regex", "block", "queue"};
+const char *const rules_kind_names[MR_RULE_KIND_MAX] = {"rewrite", "regex", "block", "queue",
+                                                           "delayed"};
 
 /* ---- keys ------------------------------------------------------------------ */
 
@@ -27,6 +28,8 @@ typedef enum key_id {
     K_STATEMENT, K_WHERE, K_MESSAGE, K_CODE, K_SQLSTATE,
     K_TABLE, K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE, K_UNCLAIMED_VALUE,
     K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT, K_RELEASE, K_SKIP_LOCKED,
+    K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE, K_FLUSH_INTERVAL, K_FLUSH_ROWS,
+    K_MISSING, K_MODE,
     K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_USER, K_SCHEMA,
     K_MAX
 } key_id;
@@ -36,6 +39,8 @@ static const char *const key_names[K_MAX] = {
     "statement", "where", "message", "code", "sqlstate",
     "table", "owner_column", "status_column", "claimed_value", "unclaimed_value",
     "unclaimed_owner", "claimed_at_column", "timeout", "release", "skip_locked",
+    "key", "columns", "staging_table", "staging_engine", "flush_interval", "flush_rows",
+    "missing", "mode",
     "enabled", "continue", "log_only", "log", "user", "schema",
 };
 
@@ -65,6 +70,7 @@ static bool finish_rewrite(loader *L, const draft *dr, mr_rule *r, rule_impl *im
 static bool finish_regex(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
 static bool finish_block(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
 static bool finish_queue(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
+static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
 
 static const kind_def kinds[MR_RULE_KIND_MAX] = {
     [MR_RULE_REWRITE] = {{K_PATTERN, K_REPLACEMENT, COMMON_KEYS}, 8, finish_rewrite},
@@ -75,6 +81,9 @@ static const kind_def kinds[MR_RULE_KIND_MAX] = {
     [MR_RULE_QUEUE] = {{K_TABLE, K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE,
                         K_UNCLAIMED_VALUE, K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT,
                         K_RELEASE, K_SKIP_LOCKED, COMMON_KEYS}, 16, finish_queue},
+    [MR_RULE_DELAYED] = {{K_TABLE, K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE,
+                          K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, COMMON_KEYS}, 15,
+                         finish_delayed},
 };
 
 /* ---- the loader --------------------------------------------------------------- */
@@ -198,9 +207,30 @@ static void queue_def_free(mr_queue_def *q)
     free(q);
 }
 
+static void names_free(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void delayed_def_free(mr_delayed_def *d)
+{
+    if (!d)
+        return;
+    free(d->schema);
+    free(d->table);
+    names_free(d->keys, d->nkeys);
+    names_free(d->columns, d->ncolumns);
+    free(d->staging_table);
+    free(d->staging_engine);
+    free(d);
+}
+
 static void rule_free(mr_rule *r)
 {
     queue_def_free((mr_queue_def *)r->queue);
+    delayed_def_free((mr_delayed_def *)r->delayed);
     free(r->name);
     free(r->file);
     free(r->user);
@@ -533,7 +563,7 @@ static bool name_value(loader *L, const draft *dr, key_id k, char **out)
 }
 
 /* table = t or schema.t; the schema comes from there or from `schema`. */
-static bool queue_table(loader *L, const draft *dr, mr_queue_def *q)
+static bool table_value(loader *L, const draft *dr, char **schema, char **table)
 {
     const char *v = dr->val[K_TABLE];
     const char *dot = strchr(v, '.');
@@ -546,21 +576,26 @@ static bool queue_table(loader *L, const draft *dr, mr_queue_def *q)
         return false;
     }
     if (!dot && !sch) {
-        mr_diag_error(L->d, L->file, dr->vline[K_TABLE], "[queue %s] needs the table's schema, "
+        mr_diag_error(L->d, L->file, dr->vline[K_TABLE], "[%s %s] needs the table's schema, "
                     "which the proxy's own connection has no default for: write table = "
-                    "shop.%s, or schema = shop", dr->name, v);
+                    "shop.%s, or schema = shop", rules_kind_names[dr->kind], dr->name, v);
         return false;
     }
     if (dot && sch && (strlen(sch) != sn || strncmp(sch, v, sn) != 0)) {
-        mr_diag_error(L->d, L->file, dr->vline[K_TABLE], "[queue %s]: table %s is not in schema "
-                    "%s given by the schema key", dr->name, v, sch);
+        mr_diag_error(L->d, L->file, dr->vline[K_TABLE], "[%s %s]: table %s is not in schema "
+                    "%s given by the schema key", rules_kind_names[dr->kind], dr->name, v, sch);
         return false;
     }
-    q->schema = dot ? strndup(v, sn) : dup_str(L, sch);
-    q->table = dup_str(L, dot ? dot + 1 : v);
-    if (!q->schema)
+    *schema = dot ? strndup(v, sn) : dup_str(L, sch);
+    *table = dup_str(L, dot ? dot + 1 : v);
+    if (!*schema)
         oom(L);
-    return q->schema && q->table;
+    return *schema && *table;
+}
+
+static bool queue_table(loader *L, const draft *dr, mr_queue_def *q)
+{
+    return table_value(L, dr, &q->schema, &q->table);
 }
 
 /* `release` replaces the column keys: refuses any of them given with it. */
@@ -659,6 +694,172 @@ static bool finish_queue(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
     return r->pattern != NULL;
 }
 
+/* ---- delayed -------------------------------------------------------------------- */
+
+#define DELAYED_MAX_NAMES 16 /* key and counter columns per rule */
+
+static bool name_ok(const char *v, size_t n)
+{
+    return n > 0 && n <= 64 && !memchr(v, '`', n);
+}
+
+/* A comma list of column names, each once (compared as mysqld does: any case). */
+static bool name_list(loader *L, const draft *dr, key_id k, char ***out, size_t *n)
+{
+    const char *v = dr->val[k];
+    char **list = calloc(DELAYED_MAX_NAMES, sizeof *list);
+    *out = list;
+    *n = 0;
+    if (!list) {
+        oom(L);
+        return false;
+    }
+    for (;;) {
+        v += strspn(v, " \t");
+        size_t len = strcspn(v, ",");
+        while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+            len--;
+        bool dup = false;
+        for (size_t i = 0; i < *n; i++)
+            dup |= strlen(list[i]) == len && strncasecmp(list[i], v, len) == 0;
+        if (!name_ok(v, len) || dup || *n == DELAYED_MAX_NAMES) {
+            bad_value(L, dr, k, "a comma list of up to 16 different column names, unquoted");
+            return false;
+        }
+        if (!(list[(*n)++] = strndup(v, len))) {
+            oom(L);
+            return false;
+        }
+        v += strcspn(v, ",");
+        if (!*v)
+            return true;
+        v++;
+    }
+}
+
+static bool parse_count(loader *L, const draft *dr, key_id k, uint64_t dflt, uint64_t max,
+                        uint64_t *out)
+{
+    const char *v = dr->val[k];
+    *out = dflt;
+    if (!v)
+        return true;
+    uint64_t n = 0;
+    size_t i = 0;
+    for (; v[i] >= '0' && v[i] <= '9' && n <= max; i++)
+        n = n * 10 + (uint64_t)(v[i] - '0');
+    if (i == 0 || v[i] || n < 1 || n > max) {
+        char what[64];
+        snprintf(what, sizeof what, "a whole number from 1 to %llu", (unsigned long long)max);
+        bad_value(L, dr, k, what);
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
+/* staging_table (default <table>_delayed) and staging_engine (default InnoDB). */
+static bool delayed_staging(loader *L, const draft *dr, mr_delayed_def *d)
+{
+    bool ok = name_value(L, dr, K_STAGING_TABLE, &d->staging_table);
+    const char *e = dr->val[K_STAGING_ENGINE] ? dr->val[K_STAGING_ENGINE] : "InnoDB";
+    bool eok = *e && strlen(e) <= 64;
+    for (size_t i = 0; eok && e[i]; i++)
+        eok = isalnum((unsigned char)e[i]) || e[i] == '_';
+    if (!eok) {
+        bad_value(L, dr, K_STAGING_ENGINE, "an engine name, like InnoDB");
+        ok = false;
+    }
+    if (ok && !d->staging_table) {
+        char name[80];
+        snprintf(name, sizeof name, "%s_delayed", d->table);
+        if (strlen(name) > 64) {
+            mr_diag_error(L->d, L->file, dr->vline[K_TABLE], "[delayed %s]: %s is longer than "
+                          "64 characters; give staging_table", dr->name, name);
+            return false;
+        }
+        d->staging_table = dup_str(L, name);
+    }
+    d->staging_engine = ok ? dup_str(L, e) : NULL;
+    return ok && d->staging_table && d->staging_engine;
+}
+
+/* missing = ignore | insert; mode = staged (memory is not there yet). */
+static bool delayed_modes(loader *L, const draft *dr, mr_delayed_def *d)
+{
+    bool ok = true;
+    const char *m = dr->val[K_MISSING];
+    d->missing = MR_DELAYED_MISSING_IGNORE;
+    if (m && strcasecmp(m, "insert") == 0) {
+        d->missing = MR_DELAYED_MISSING_INSERT;
+    } else if (m && strcasecmp(m, "ignore") != 0) {
+        bad_value(L, dr, K_MISSING, "ignore or insert");
+        ok = false;
+    }
+    const char *mode = dr->val[K_MODE];
+    if (mode && strcasecmp(mode, "memory") == 0) {
+        mr_diag_error(L->d, L->file, dr->vline[K_MODE], "mode = memory in [delayed %s] is not "
+                      "supported yet; use mode = staged", dr->name);
+        ok = false;
+    } else if (mode && strcasecmp(mode, "staged") != 0) {
+        bad_value(L, dr, K_MODE, "staged (memory is not supported yet)");
+        ok = false;
+    }
+    return ok;
+}
+
+/* No column is both a key and a counter, and the staging table is not the table. */
+static bool delayed_consistent(loader *L, const draft *dr, const mr_delayed_def *d)
+{
+    for (size_t i = 0; i < d->ncolumns; i++)
+        for (size_t j = 0; j < d->nkeys; j++)
+            if (strcasecmp(d->columns[i], d->keys[j]) == 0) {
+                mr_diag_error(L->d, L->file, dr->vline[K_COLUMNS], "[delayed %s]: %s is both a "
+                              "key column and a counter column", dr->name, d->columns[i]);
+                return false;
+            }
+    if (strcmp(d->staging_table, d->table) == 0) {
+        mr_diag_error(L->d, L->file, dr->vline[K_STAGING_TABLE], "[delayed %s]: staging_table "
+                      "must not be the table itself", dr->name);
+        return false;
+    }
+    return true;
+}
+
+static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
+{
+    mr_delayed_def *d = calloc(1, sizeof *d);
+    if (!d) {
+        oom(L);
+        return false;
+    }
+    r->delayed = d;
+    im->how = HOW_DELAYED;
+    bool ok = need(L, dr, K_TABLE, "delayed rules need the table whose counters are delayed");
+    ok &= need(L, dr, K_KEY, "delayed rules need key, the key columns a statement's WHERE "
+               "names (reading the primary key from the schema is not done yet)");
+    ok &= need(L, dr, K_COLUMNS, "delayed rules need columns, the counter columns UPDATE "
+               "DELAYED may add to");
+    d->flush_interval_ms = 1000;
+    if (dr->val[K_FLUSH_INTERVAL] &&
+        !parse_duration_value(dr->val[K_FLUSH_INTERVAL], &d->flush_interval_ms)) {
+        bad_value(L, dr, K_FLUSH_INTERVAL, "a duration above zero, like 500ms, 1s or 1m");
+        ok = false;
+    }
+    ok &= parse_count(L, dr, K_FLUSH_ROWS, 10000, 1000000, &d->flush_rows);
+    ok &= delayed_modes(L, dr, d);
+    ok = ok && table_value(L, dr, &d->schema, &d->table);
+    ok = ok && name_list(L, dr, K_KEY, &d->keys, &d->nkeys);
+    ok = ok && name_list(L, dr, K_COLUMNS, &d->columns, &d->ncolumns);
+    ok = ok && delayed_staging(L, dr, d) && delayed_consistent(L, dr, d);
+    if (!ok)
+        return false;
+    char text[160];
+    snprintf(text, sizeof text, "delayed %s.%s -> %s", d->schema, d->table, d->staging_table);
+    r->pattern = dup_str(L, text);
+    return r->pattern != NULL;
+}
+
 /* ---- sections ------------------------------------------------------------------ */
 
 static void finish_draft(loader *L)
@@ -709,7 +910,7 @@ static bool parse_header(loader *L, const char *sec, int line, int *kind, const 
     *name = nm;
     if (*kind < 0) {
         mr_diag_error(L->d, L->file, line, "unknown rule kind '%.*s' in [%s]; known kinds: "
-                    "rewrite, regex, block, queue", (int)kn, sec, sec);
+                    "rewrite, regex, block, queue, delayed", (int)kn, sec, sec);
         return false;
     }
     if (!*nm || !valid_name(nm)) {

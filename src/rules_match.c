@@ -79,6 +79,7 @@ void mr_rules_scratch_free(mr_rules_scratch *s)
     free(s->segs);
     free(s->ver[0].p);
     free(s->ver[1].p);
+    mr_buf_free(&s->delayed_out);
     pcre2_match_data_free(s->md);
     pcre2_match_context_free(s->mctx);
     free(s);
@@ -346,6 +347,9 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
     case HOW_QUEUE:
         why = rules_queue_rewrite(R, S, r, &R->s->ver[R->spare]);
         return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
+    case HOW_DELAYED:
+        snprintf(R->detail, sizeof R->detail, "delayed rules only meet DELAYED statements");
+        return WHY_NOT_KIND;
     }
     if (why != WHY_MATCHED || r->kind == MR_RULE_BLOCK)
         return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
@@ -355,7 +359,7 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
     return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
 }
 
-static void count_hit(run *R, size_t i)
+void rules_count_hit(run *R, size_t i)
 {
     mr_match_result *res = R->res;
     if (res->nmatched < MR_MATCH_MAX_RULES)
@@ -389,7 +393,7 @@ static void trace_stop(const run *R, size_t i)
 static step on_match(run *R, stmt *S, size_t i, rule_why why)
 {
     const mr_rule *r = &R->rs->rules[i];
-    count_hit(R, i);
+    rules_count_hit(R, i);
     if (why == WHY_LOG_ONLY) {
         const bytes *would = &R->s->ver[R->spare];
         if (r->kind != MR_RULE_BLOCK && R->res->would_be.len == 0)
@@ -446,8 +450,15 @@ static step pass(run *R, stmt *S, size_t *from)
 static bool statement(run *R, stmt *S, unsigned index)
 {
     size_t from = 0;
-    for (;;) {
-        trace_statement(R, index, S);
+    trace_statement(R, index, S);
+    if (S->dig) {
+        delayed_step ds = rules_delayed(R, S);
+        if (ds != DELAYED_NONE)
+            return ds == DELAYED_DONE;
+    }
+    for (bool first = true;; first = false) {
+        if (!first)
+            trace_statement(R, index, S);
         if (!S->dig)
             return true; /* does not lex: passes untouched */
         step st = pass(R, S, &from);

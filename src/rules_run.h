@@ -53,6 +53,8 @@ struct mr_rules_scratch {
     uint32_t md_pairs;
     pcre2_match_context *mctx;
     uint64_t regex_runs;
+    mr_buf delayed_out;   /* staging INSERT of the latest DELAYED statement */
+    char delayed_msg[1024]; /* refusal of the latest DELAYED statement (res->message) */
 };
 
 /* One statement as the rules currently see it. */
@@ -95,6 +97,17 @@ rule_why rules_regex_rewrite(run *R, stmt *S, const mr_rule *r, const rule_impl 
 /* Adds SKIP LOCKED to a SELECT ... FOR UPDATE of a queue rule's table
  * (rules_queue.c); WHY_MATCHED when `out` holds the new text. */
 rule_why rules_queue_rewrite(run *R, stmt *S, const mr_rule *r, bytes *out);
+/* How the delayed path (rules_delayed.c) left a statement. */
+typedef enum delayed_step {
+    DELAYED_NONE,    /* not a DELAYED statement (or no delayed rule): the rules meet it */
+    DELAYED_DONE,    /* S now holds its staging INSERT; no other rule meets it */
+    DELAYED_BLOCKED, /* refused: res is a block with the reason */
+} delayed_step;
+
+/* Takes over UPDATE/DELETE DELAYED when the set has a delayed rule. */
+delayed_step rules_delayed(run *R, stmt *S);
+/* Records that rule i matched: res->matched and the hit counters (rules_match.c). */
+void rules_count_hit(run *R, size_t i);
 /* Lexes and recognizes S into the scratch tokens and S->st (rules_match.c). */
 bool rules_parse_stmt(run *R, stmt *S);
 /* Sets the trace detail from a pcre2 error code. */

@@ -14,7 +14,9 @@
  *   block    the client gets an ERR with the DBA's message
  *   queue    a table used as a queue: the proxy releases the claims of
  *            sessions that end (queue.h) and may add SKIP LOCKED
- * Later kinds (delayed, paginate) register in the same kind table.
+ *   delayed  UPDATE/DELETE DELAYED on a table become staging INSERTs that a
+ *            background flusher applies (delayed_sql.h, delayed_flush.h)
+ * Later kinds (paginate) register in the same kind table.
  */
 #ifndef MYREWRITE_RULES_H
 #define MYREWRITE_RULES_H
@@ -33,6 +35,7 @@ typedef enum mr_rule_kind {
     MR_RULE_REGEX,
     MR_RULE_BLOCK,
     MR_RULE_QUEUE,
+    MR_RULE_DELAYED,
     MR_RULE_KIND_MAX
 } mr_rule_kind;
 
@@ -59,6 +62,28 @@ typedef struct mr_queue_def {
     bool skip_locked;        /* add SKIP LOCKED to SELECT ... FROM table ... FOR UPDATE */
 } mr_queue_def;
 
+/* What a delayed rule does with deltas for keys absent from the table. */
+typedef enum mr_delayed_missing {
+    MR_DELAYED_MISSING_IGNORE, /* dropped */
+    MR_DELAYED_MISSING_INSERT, /* INSERT ... ON DUPLICATE KEY UPDATE */
+} mr_delayed_missing;
+
+/* A delayed rule's settings (rules/README.md, "delayed"); immutable.
+ * Names are as written in the file, unquoted, without backticks. */
+typedef struct mr_delayed_def {
+    char *schema;              /* from `table = s.t` or the `schema` key */
+    char *table;
+    char **keys;               /* key columns, in the order of the `key` list */
+    size_t nkeys;
+    char **columns;            /* counter columns UPDATE DELAYED may add to */
+    size_t ncolumns;
+    char *staging_table;       /* default <table>_delayed, same schema */
+    char *staging_engine;      /* default InnoDB */
+    uint64_t flush_interval_ms;/* default 1000 */
+    uint64_t flush_rows;       /* chunk size and flush-early threshold; default 10000 */
+    mr_delayed_missing missing;
+} mr_delayed_def;
+
 /* One rule as loaded; immutable. */
 typedef struct mr_rule {
     char *name;
@@ -75,6 +100,7 @@ typedef struct mr_rule {
     char *replacement; /* rewrite/regex; NULL for block */
     char *message;     /* block */
     const mr_queue_def *queue; /* queue; NULL for other kinds (owned by the rule) */
+    const mr_delayed_def *delayed; /* delayed; NULL for other kinds (owned by the rule) */
     uint16_t err_code; /* block; default 1148 */
     char sqlstate[6];  /* block; default 42000 */
     void *impl;        /* kind-specific compiled form (owned by the rule set) */
@@ -116,6 +142,9 @@ typedef struct mr_stmt_ctx {
 bool mr_server_has_skip_locked(const char *version, size_t len);
 /* True when the set holds at least one enabled queue rule. */
 bool mr_ruleset_has_queue(const mr_ruleset *rs);
+/* True when the set holds at least one enabled delayed rule: only then are
+ * UPDATE/DELETE DELAYED statements taken over (others pass untouched). */
+bool mr_ruleset_has_delayed(const mr_ruleset *rs);
 
 typedef enum mr_action {
     MR_ACT_PASS,    /* send the original text */
@@ -152,7 +181,9 @@ typedef struct mr_match_result {
 /* Runs the rules over one COM_QUERY or COM_STMT_PREPARE text. Multi-statement
  * text is split on top-level `;`: each statement meets the rules on its own,
  * a block of any one blocks the whole query, and rewritten statements are
- * joined back with the original separators. Counts hits in ctx->shard. */
+ * joined back with the original separators. Counts hits in ctx->shard.
+ * With a delayed rule in the set, an UPDATE/DELETE DELAYED statement meets
+ * no other rule: it becomes its staging INSERT or is refused (1235). */
 void mr_rules_apply(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,
                     mr_rules_scratch *scratch, mr_match_result *res);
 

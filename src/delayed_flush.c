@@ -1,0 +1,862 @@
+/*
+ * delayed_flush.c - staging tables and the flusher of delayed rules (see
+ * delayed_flush.h for what a flush does and why it is exactly-once).
+ *
+ * The main thread hands copies of the delayed rules over under `D.lock`;
+ * the flusher's bgconn thread adopts them in its tick, creates missing
+ * staging tables, and flushes each table when its interval is due. On stop
+ * the main thread asks for a final flush and waits for it, bounded.
+ * Owns the rule copies, the per-chunk buffers and the counters.
+ */
+#include "myrewrite/delayed_flush.h"
+
+#include <inttypes.h>
+#include <mysql.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "myrewrite/bgconn.h"
+#include "myrewrite/buf.h"
+#include "myrewrite/log.h"
+#include "myrewrite/sql_digest.h"
+
+#define KEYS_PER_STATEMENT 500  /* keys per UPDATE ... JOIN, upsert or DELETE */
+#define SEQS_PER_STATEMENT 5000 /* staged rows per DELETE FROM staging */
+#define IDLE_MS 60000
+
+/* One delayed rule as the flusher sees it. */
+typedef struct table {
+    mr_delayed_def def;
+    char *rule;
+    char lock_name[65];  /* GET_LOCK name shared by every proxy */
+    bool ready;          /* staging table checked on the current connection */
+    uint64_t next_ms;    /* monotonic time of the next flush */
+} table;
+
+typedef struct tables {
+    table *t;
+    size_t n;
+} tables;
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t done_cond;
+    /* guarded by lock */
+    tables next;
+    bool have_next;
+    bool final_wanted;
+    bool final_done;
+    uint64_t deadline_ms;
+    /* main thread */
+    mr_bgconn *bg;
+    /* any thread */
+    mr_delayed_stats stats;
+    /* flusher thread */
+    tables cur;
+} D = {.lock = PTHREAD_MUTEX_INITIALIZER, .done_cond = PTHREAD_COND_INITIALIZER};
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+const mr_delayed_stats *mr_delayed_stats_get(void)
+{
+    return &D.stats;
+}
+
+/* ---- rule copies ---------------------------------------------------------------- */
+
+static char *dup_or_null(const char *s, bool *ok)
+{
+    char *d = s ? strdup(s) : NULL;
+    if (s && !d)
+        *ok = false;
+    return d;
+}
+
+static char **names_copy(char *const *v, size_t n, bool *ok)
+{
+    char **c = calloc(n ? n : 1, sizeof *c);
+    if (!c)
+        *ok = false;
+    for (size_t i = 0; c && i < n; i++)
+        c[i] = dup_or_null(v[i], ok);
+    return c;
+}
+
+static void names_free(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void table_free(table *t)
+{
+    free(t->def.schema);
+    free(t->def.table);
+    names_free(t->def.keys, t->def.nkeys);
+    names_free(t->def.columns, t->def.ncolumns);
+    free(t->def.staging_table);
+    free(t->def.staging_engine);
+    free(t->rule);
+}
+
+/* The lock name: myrewrite_flush_<schema>.<staging>, or a hash of it when
+ * that passes the 64 characters GET_LOCK takes. */
+static void set_lock_name(table *t)
+{
+    int n = snprintf(t->lock_name, sizeof t->lock_name, "myrewrite_flush_%s.%s", t->def.schema,
+                     t->def.staging_table);
+    if (n < 0 || (size_t)n >= sizeof t->lock_name) {
+        char full[160];
+        snprintf(full, sizeof full, "%s.%s", t->def.schema, t->def.staging_table);
+        snprintf(t->lock_name, sizeof t->lock_name, "myrewrite_flush_%016" PRIx64,
+                 sql_hash64(full, strlen(full)));
+    }
+}
+
+static bool table_copy(table *t, const mr_rule *r)
+{
+    const mr_delayed_def *s = r->delayed;
+    bool ok = true;
+    memset(t, 0, sizeof *t);
+    t->def = *s;
+    t->def.schema = dup_or_null(s->schema, &ok);
+    t->def.table = dup_or_null(s->table, &ok);
+    t->def.keys = names_copy(s->keys, s->nkeys, &ok);
+    t->def.columns = names_copy(s->columns, s->ncolumns, &ok);
+    t->def.staging_table = dup_or_null(s->staging_table, &ok);
+    t->def.staging_engine = dup_or_null(s->staging_engine, &ok);
+    t->rule = dup_or_null(r->name, &ok);
+    if (ok)
+        set_lock_name(t);
+    return ok;
+}
+
+static void tables_free(tables *ts)
+{
+    for (size_t i = 0; i < ts->n; i++)
+        table_free(&ts->t[i]);
+    free(ts->t);
+    memset(ts, 0, sizeof *ts);
+}
+
+static bool tables_from(tables *ts, const mr_ruleset *rs)
+{
+    size_t n = 0, total = mr_ruleset_count(rs);
+    memset(ts, 0, sizeof *ts);
+    for (size_t i = 0; i < total; i++)
+        n += mr_ruleset_rule(rs, i)->kind == MR_RULE_DELAYED && mr_ruleset_rule(rs, i)->enabled;
+    if (!n)
+        return true;
+    if (!(ts->t = calloc(n, sizeof *ts->t)))
+        return false;
+    for (size_t i = 0; i < total; i++) {
+        const mr_rule *r = mr_ruleset_rule(rs, i);
+        if (r->kind != MR_RULE_DELAYED || !r->enabled)
+            continue;
+        bool ok = table_copy(&ts->t[ts->n], r);
+        ts->n++;
+        if (!ok) {
+            tables_free(ts);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- SQL text ------------------------------------------------------------------ */
+
+static void put_ident(mr_buf *b, const char *name)
+{
+    mr_buf_put(b, "`", 1);
+    mr_buf_put_str(b, name);
+    mr_buf_put(b, "`", 1);
+}
+
+static void put_table(mr_buf *b, const char *schema, const char *name)
+{
+    put_ident(b, schema);
+    mr_buf_put(b, ".", 1);
+    put_ident(b, name);
+}
+
+/* 'value' escaped for the connection's charset and sql_mode. */
+static void put_quoted(MYSQL *db, mr_buf *b, const char *v, size_t n)
+{
+    char *esc = malloc(2 * n + 1);
+    if (!esc) {
+        b->failed = true;
+        return;
+    }
+    unsigned long e = mysql_real_escape_string(db, esc, v, (unsigned long)n);
+    mr_buf_put(b, "'", 1);
+    mr_buf_put(b, esc, e);
+    mr_buf_put(b, "'", 1);
+    free(esc);
+}
+
+static void put_fmt(mr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put_fmt(mr_buf *b, const char *fmt, ...)
+{
+    char tmp[64];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        mr_buf_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Runs the text built in b; logs and counts a failure. */
+static bool exec_buf(MYSQL *db, const mr_buf *b, const table *t, const char *what)
+{
+    if (b->failed) {
+        mr_error(0, "delayed %s: out of memory building %s", t->rule, what);
+        return false;
+    }
+    if (mysql_real_query(db, (const char *)b->data, (unsigned long)b->len) == 0)
+        return true;
+    mr_warn(0, "delayed %s: %s failed: %u %s", t->rule, what, mysql_errno(db), mysql_error(db));
+    mr_stat_add(&D.stats.errors, 1);
+    return false;
+}
+
+static bool exec_str(MYSQL *db, const char *sql, const table *t, const char *what)
+{
+    mr_buf b = {.data = (uint8_t *)(uintptr_t)sql, .len = strlen(sql)};
+    return exec_buf(db, &b, t, what);
+}
+
+/* ---- staging table ---------------------------------------------------------------- */
+
+/* The first row of a query on (schema, name) strings; NULL when none. */
+static MYSQL_RES *schema_query(MYSQL *db, const table *t, const char *sql_head, const char *name)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, sql_head);
+    mr_buf_put_str(&b, " WHERE TABLE_SCHEMA = ");
+    put_quoted(db, &b, t->def.schema, strlen(t->def.schema));
+    mr_buf_put_str(&b, " AND TABLE_NAME = ");
+    put_quoted(db, &b, name, strlen(name));
+    MYSQL_RES *res = exec_buf(db, &b, t, "reading information_schema") ? mysql_store_result(db)
+                                                                        : NULL;
+    mr_buf_free(&b);
+    return res;
+}
+
+/* Only InnoDB tables give the exactly-once flush. */
+static bool check_engines(MYSQL *db, const table *t)
+{
+    MYSQL_RES *res = schema_query(db, t, "SELECT ENGINE FROM information_schema.TABLES",
+                                  t->def.table);
+    MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+    bool ok = row && row[0] && strcasecmp(row[0], "InnoDB") == 0;
+    if (res && !row)
+        mr_error(0, "delayed %s: table %s.%s does not exist; not flushing", t->rule,
+                 t->def.schema, t->def.table);
+    else if (row && !ok)
+        mr_error(0, "delayed %s: %s.%s is %s; only InnoDB tables are flushed so far (the "
+                 "MyISAM path is not there yet)", t->rule, t->def.schema, t->def.table,
+                 row[0] ? row[0] : "a view");
+    mysql_free_result(res);
+    if (ok && strcasecmp(t->def.staging_engine, "InnoDB") != 0) {
+        mr_error(0, "delayed %s: staging_engine %s is not flushed so far; use InnoDB", t->rule,
+                 t->def.staging_engine);
+        ok = false;
+    }
+    return ok;
+}
+
+/* Appends the staging table's column for key `name`, typed as the main table's. */
+static bool key_column(mr_buf *b, MYSQL_RES *cols, const table *t, const char *name)
+{
+    mysql_data_seek(cols, 0);
+    MYSQL_ROW row;
+    while ((row = mysql_fetch_row(cols)))
+        if (row[0] && row[1] && strcasecmp(row[0], name) == 0) {
+            put_ident(b, name);
+            mr_buf_put(b, " ", 1);
+            mr_buf_put_str(b, row[1]);
+            if (row[2]) {
+                mr_buf_put_str(b, " COLLATE ");
+                mr_buf_put_str(b, row[2]);
+            }
+            mr_buf_put_str(b, " NOT NULL, ");
+            return true;
+        }
+    mr_error(0, "delayed %s: %s.%s has no column %s; not flushing", t->rule, t->def.schema,
+             t->def.table, name);
+    return false;
+}
+
+static bool has_column(MYSQL_RES *cols, const table *t, const char *name)
+{
+    mysql_data_seek(cols, 0);
+    MYSQL_ROW row;
+    while ((row = mysql_fetch_row(cols)))
+        if (row[0] && strcasecmp(row[0], name) == 0)
+            return true;
+    mr_error(0, "delayed %s: %s.%s has no column %s; not flushing", t->rule, t->def.schema,
+             t->def.table, name);
+    return false;
+}
+
+static bool create_staging(MYSQL *db, const table *t, MYSQL_RES *cols)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, "CREATE TABLE IF NOT EXISTS ");
+    put_table(&b, t->def.schema, t->def.staging_table);
+    mr_buf_put_str(&b, " (`seq` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, ");
+    bool ok = true;
+    for (size_t i = 0; ok && i < t->def.nkeys; i++)
+        ok = key_column(&b, cols, t, t->def.keys[i]);
+    for (size_t i = 0; ok && i < t->def.ncolumns; i++) {
+        ok = has_column(cols, t, t->def.columns[i]);
+        put_ident(&b, t->def.columns[i]);
+        mr_buf_put_str(&b, " BIGINT NOT NULL DEFAULT 0, ");
+    }
+    mr_buf_put_str(&b, "`op` TINYINT NOT NULL DEFAULT 0, `staged_at` TIMESTAMP(6) NOT NULL "
+                       "DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=");
+    mr_buf_put_str(&b, t->def.staging_engine);
+    ok = ok && exec_buf(db, &b, t, "creating the staging table");
+    mr_buf_free(&b);
+    return ok;
+}
+
+static bool setup_table(MYSQL *db, table *t)
+{
+    if (!check_engines(db, t))
+        return false;
+    MYSQL_RES *cols = schema_query(db, t, "SELECT COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME FROM "
+                                   "information_schema.COLUMNS", t->def.table);
+    bool ok = cols && create_staging(db, t, cols);
+    mysql_free_result(cols);
+    if (ok)
+        mr_info(0, "delayed %s: %s.%s flushed from %s.%s every %" PRIu64 " ms", t->rule,
+                t->def.schema, t->def.table, t->def.schema, t->def.staging_table,
+                t->def.flush_interval_ms);
+    t->ready = ok;
+    return ok;
+}
+
+/* ---- one chunk: read and aggregate ----------------------------------------------- */
+
+/* One staged row: its key as SQL literals ("'1', 'a'") in the arena. */
+typedef struct staged {
+    uint64_t seq;
+    size_t koff, klen;
+    int64_t *delta;  /* ncolumns values */
+    bool del;
+} staged;
+
+/* A key's net effect within the chunk. */
+typedef struct net {
+    size_t koff, klen;
+    int64_t *delta;  /* sums of the adds after the last delete */
+    bool del;        /* delete the row (before the adds) */
+    bool add;        /* an add follows the last delete (or there is no delete) */
+} net;
+
+typedef struct chunk {
+    MYSQL_RES *res;
+    mr_buf arena;     /* key literals */
+    staged *rows;
+    size_t nrows;
+    int64_t *deltas;  /* nrows * ncolumns, then nkeys * ncolumns sums */
+    net *keys;
+    size_t nkeys;
+} chunk;
+
+static void chunk_free(chunk *c)
+{
+    mysql_free_result(c->res);
+    mr_buf_free(&c->arena);
+    free(c->rows);
+    free(c->deltas);
+    free(c->keys);
+    memset(c, 0, sizeof *c);
+}
+
+static bool read_rows(MYSQL *db, const table *t, chunk *c)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, "SELECT `seq`");
+    for (size_t i = 0; i < t->def.nkeys; i++) {
+        mr_buf_put(&b, ", ", 2);
+        put_ident(&b, t->def.keys[i]);
+    }
+    for (size_t i = 0; i < t->def.ncolumns; i++) {
+        mr_buf_put(&b, ", ", 2);
+        put_ident(&b, t->def.columns[i]);
+    }
+    mr_buf_put_str(&b, ", `op` FROM ");
+    put_table(&b, t->def.schema, t->def.staging_table);
+    put_fmt(&b, " ORDER BY `seq` LIMIT %" PRIu64 " FOR UPDATE", t->def.flush_rows);
+    bool ok = exec_buf(db, &b, t, "reading staged rows");
+    mr_buf_free(&b);
+    return ok && (c->res = mysql_store_result(db)) != NULL;
+}
+
+/* Copies the result into rows[] with each key as escaped literals. */
+static bool load_rows(MYSQL *db, const table *t, chunk *c)
+{
+    size_t n = (size_t)mysql_num_rows(c->res), nk = t->def.nkeys, nc = t->def.ncolumns;
+    c->rows = calloc(n ? n : 1, sizeof *c->rows);
+    c->deltas = calloc((2 * n + 1) * (nc ? nc : 1), sizeof *c->deltas);
+    c->keys = calloc(n ? n : 1, sizeof *c->keys);
+    if (!c->rows || !c->deltas || !c->keys)
+        return false;
+    MYSQL_ROW row;
+    while ((row = mysql_fetch_row(c->res))) {
+        unsigned long *len = mysql_fetch_lengths(c->res);
+        staged *s = &c->rows[c->nrows];
+        s->seq = strtoull(row[0], NULL, 10);
+        s->koff = c->arena.len;
+        for (size_t k = 0; k < nk; k++) {
+            if (k)
+                mr_buf_put(&c->arena, ", ", 2);
+            put_quoted(db, &c->arena, row[1 + k] ? row[1 + k] : "", len[1 + k]);
+        }
+        s->klen = c->arena.len - s->koff;
+        s->delta = &c->deltas[c->nrows * nc];
+        for (size_t j = 0; j < nc; j++)
+            s->delta[j] = row[1 + nk + j] ? strtoll(row[1 + nk + j], NULL, 10) : 0;
+        s->del = row[1 + nk + nc] && row[1 + nk + nc][0] == '1';
+        c->nrows++;
+    }
+    return !c->arena.failed;
+}
+
+static const char *sort_arena; /* the chunk being sorted (flusher thread only) */
+
+static int by_key_then_seq(const void *a, const void *b)
+{
+    const staged *x = a, *y = b;
+    size_t n = x->klen < y->klen ? x->klen : y->klen;
+    int c = memcmp(sort_arena + x->koff, sort_arena + y->koff, n);
+    if (c || x->klen != y->klen)
+        return c ? c : (x->klen < y->klen ? -1 : 1);
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Per key, in seq order: a delete drops what came before it. */
+static void aggregate(const table *t, chunk *c)
+{
+    size_t nc = t->def.ncolumns;
+    sort_arena = (const char *)c->arena.data;
+    qsort(c->rows, c->nrows, sizeof *c->rows, by_key_then_seq);
+    int64_t *sums = &c->deltas[c->nrows * nc];
+    for (size_t i = 0; i < c->nrows; i++) {
+        const staged *s = &c->rows[i];
+        net *k = c->nkeys ? &c->keys[c->nkeys - 1] : NULL;
+        if (!k || k->klen != s->klen || memcmp(c->arena.data + k->koff, c->arena.data + s->koff,
+                                               s->klen) != 0) {
+            k = &c->keys[c->nkeys];
+            *k = (net){.koff = s->koff, .klen = s->klen, .delta = &sums[c->nkeys * nc]};
+            c->nkeys++;
+        }
+        if (s->del) {
+            k->del = true;
+            k->add = false;
+            memset(k->delta, 0, nc * sizeof *k->delta);
+            continue;
+        }
+        k->add = true;
+        for (size_t j = 0; j < nc; j++)
+            k->delta[j] += s->delta[j];
+    }
+}
+
+/* ---- one chunk: apply -------------------------------------------------------------- */
+
+static void put_key_tuple(mr_buf *b, const chunk *c, const net *k)
+{
+    mr_buf_put(b, "(", 1);
+    mr_buf_put(b, c->arena.data + k->koff, k->klen);
+    mr_buf_put(b, ")", 1);
+}
+
+static void put_key_names(mr_buf *b, const table *t)
+{
+    for (size_t i = 0; i < t->def.nkeys; i++) {
+        if (i)
+            mr_buf_put(b, ", ", 2);
+        put_ident(b, t->def.keys[i]);
+    }
+}
+
+/* DELETE FROM main WHERE (keys) IN ((...), ...) for the deleted keys. */
+static bool apply_deletes(MYSQL *db, const table *t, const chunk *c)
+{
+    for (size_t at = 0; at < c->nkeys;) {
+        mr_buf b;
+        mr_buf_init(&b);
+        mr_buf_put_str(&b, "DELETE FROM ");
+        put_table(&b, t->def.schema, t->def.table);
+        mr_buf_put_str(&b, " WHERE (");
+        put_key_names(&b, t);
+        mr_buf_put_str(&b, ") IN (");
+        size_t n = 0;
+        for (; at < c->nkeys && n < KEYS_PER_STATEMENT; at++) {
+            if (!c->keys[at].del)
+                continue;
+            if (n++)
+                mr_buf_put(&b, ", ", 2);
+            put_key_tuple(&b, c, &c->keys[at]);
+        }
+        mr_buf_put(&b, ")", 1);
+        bool ok = !n || exec_buf(db, &b, t, "deleting rows");
+        mr_buf_free(&b);
+        if (!ok)
+            return false;
+        mr_stat_add(&D.stats.keys, n);
+    }
+    return true;
+}
+
+/* Is key k's add applied, and by an upsert? */
+static bool wants_add(const table *t, const net *k)
+{
+    return k->add && (!k->del || t->def.missing == MR_DELAYED_MISSING_INSERT);
+}
+
+/* The derived table's first row names its columns: SELECT k AS `key`, ... */
+static void put_first_select(mr_buf *b, const table *t, const chunk *c, const net *k)
+{
+    mr_buf_put_str(b, "SELECT ");
+    const char *v = (const char *)c->arena.data + k->koff;
+    size_t left = k->klen;
+    for (size_t i = 0; i < t->def.nkeys; i++) {
+        /* the literals are 'escaped' strings joined by ", " */
+        size_t len = 1;
+        while (len < left && v[len] != '\'')
+            len += v[len] == '\\' ? 2 : 1;
+        mr_buf_put(b, v, len + 1);
+        mr_buf_put_str(b, " AS ");
+        put_ident(b, t->def.keys[i]);
+        mr_buf_put(b, ", ", 2);
+        v += len + 1 + 2;
+        left = left > len + 3 ? left - len - 3 : 0;
+    }
+    for (size_t j = 0; j < t->def.ncolumns; j++) {
+        put_fmt(b, "%s%" PRId64 " AS ", j ? ", " : "", k->delta[j]);
+        put_ident(b, t->def.columns[j]);
+    }
+}
+
+/* UPDATE main AS m JOIN (SELECT ... UNION ALL ...) AS d USING (keys)
+ * SET m.c = m.c + d.c: rows without a delta are not touched. */
+static void build_update(mr_buf *b, const table *t, const chunk *c, size_t *at, size_t *n)
+{
+    mr_buf_put_str(b, "UPDATE ");
+    put_table(b, t->def.schema, t->def.table);
+    mr_buf_put_str(b, " AS `m` JOIN (");
+    for (; *at < c->nkeys && *n < KEYS_PER_STATEMENT; (*at)++) {
+        const net *k = &c->keys[*at];
+        if (!wants_add(t, k))
+            continue;
+        if ((*n)++) {
+            mr_buf_put_str(b, " UNION ALL SELECT ");
+            mr_buf_put(b, c->arena.data + k->koff, k->klen);
+            for (size_t j = 0; j < t->def.ncolumns; j++)
+                put_fmt(b, ", %" PRId64, k->delta[j]);
+        } else {
+            put_first_select(b, t, c, k);
+        }
+    }
+    mr_buf_put_str(b, ") AS `d` USING (");
+    put_key_names(b, t);
+    mr_buf_put_str(b, ") SET ");
+    for (size_t j = 0; j < t->def.ncolumns; j++) {
+        const char *col = t->def.columns[j];
+        mr_buf_put_str(b, j ? ", `m`." : "`m`.");
+        put_ident(b, col);
+        mr_buf_put_str(b, " = `m`.");
+        put_ident(b, col);
+        mr_buf_put_str(b, " + `d`.");
+        put_ident(b, col);
+    }
+}
+
+/* INSERT INTO main (keys, cols) VALUES ... ON DUPLICATE KEY UPDATE c = c + VALUES(c). */
+static void build_upsert(mr_buf *b, const table *t, const chunk *c, size_t *at, size_t *n)
+{
+    mr_buf_put_str(b, "INSERT INTO ");
+    put_table(b, t->def.schema, t->def.table);
+    mr_buf_put_str(b, " (");
+    put_key_names(b, t);
+    for (size_t j = 0; j < t->def.ncolumns; j++) {
+        mr_buf_put(b, ", ", 2);
+        put_ident(b, t->def.columns[j]);
+    }
+    mr_buf_put_str(b, ") VALUES ");
+    for (; *at < c->nkeys && *n < KEYS_PER_STATEMENT; (*at)++) {
+        const net *k = &c->keys[*at];
+        if (!wants_add(t, k))
+            continue;
+        mr_buf_put_str(b, (*n)++ ? ", (" : "(");
+        mr_buf_put(b, c->arena.data + k->koff, k->klen);
+        for (size_t j = 0; j < t->def.ncolumns; j++)
+            put_fmt(b, ", %" PRId64, k->delta[j]);
+        mr_buf_put(b, ")", 1);
+    }
+    mr_buf_put_str(b, " ON DUPLICATE KEY UPDATE ");
+    for (size_t j = 0; j < t->def.ncolumns; j++) {
+        const char *col = t->def.columns[j];
+        if (j)
+            mr_buf_put(b, ", ", 2);
+        put_ident(b, col);
+        mr_buf_put_str(b, " = ");
+        put_ident(b, col);
+        mr_buf_put_str(b, " + VALUES(");
+        put_ident(b, col);
+        mr_buf_put(b, ")", 1);
+    }
+}
+
+static bool apply_adds(MYSQL *db, const table *t, const chunk *c)
+{
+    bool upsert = t->def.missing == MR_DELAYED_MISSING_INSERT;
+    for (size_t at = 0; at < c->nkeys;) {
+        mr_buf b;
+        mr_buf_init(&b);
+        size_t n = 0;
+        if (upsert)
+            build_upsert(&b, t, c, &at, &n);
+        else
+            build_update(&b, t, c, &at, &n);
+        bool ok = !n || exec_buf(db, &b, t, upsert ? "upserting deltas" : "adding deltas");
+        mr_buf_free(&b);
+        if (!ok)
+            return false;
+        mr_stat_add(&D.stats.keys, n);
+    }
+    return true;
+}
+
+/* DELETE FROM staging WHERE seq IN (exactly the rows read). */
+static bool delete_staged(MYSQL *db, const table *t, const chunk *c)
+{
+    for (size_t at = 0; at < c->nrows;) {
+        mr_buf b;
+        mr_buf_init(&b);
+        mr_buf_put_str(&b, "DELETE FROM ");
+        put_table(&b, t->def.schema, t->def.staging_table);
+        mr_buf_put_str(&b, " WHERE `seq` IN (");
+        for (size_t n = 0; at < c->nrows && n < SEQS_PER_STATEMENT; at++, n++)
+            put_fmt(&b, n ? ",%" PRIu64 : "%" PRIu64, c->rows[at].seq);
+        mr_buf_put(&b, ")", 1);
+        bool ok = exec_buf(db, &b, t, "deleting staged rows");
+        mr_buf_free(&b);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* One transaction; returns the rows applied, or -1 (rolled back). */
+static long flush_chunk(MYSQL *db, const table *t)
+{
+    chunk c;
+    memset(&c, 0, sizeof c);
+    if (!exec_str(db, "START TRANSACTION", t, "START TRANSACTION"))
+        return -1;
+    bool ok = read_rows(db, t, &c) && load_rows(db, t, &c);
+    if (ok && c.nrows) {
+        aggregate(t, &c);
+        ok = apply_deletes(db, t, &c) && apply_adds(db, t, &c) && delete_staged(db, t, &c);
+    }
+    ok = ok && exec_str(db, "COMMIT", t, "COMMIT");
+    long n = ok ? (long)c.nrows : -1;
+    chunk_free(&c);
+    if (!ok) {
+        (void)mysql_query(db, "ROLLBACK");
+        return -1;
+    }
+    if (n > 0) {
+        mr_stat_add(&D.stats.chunks, 1);
+        mr_stat_add(&D.stats.rows, (uint64_t)n);
+    }
+    return n;
+}
+
+/* ---- rounds -------------------------------------------------------------------------- */
+
+/* GET_LOCK / RELEASE_LOCK on the table's lock name; true when it returned 1. */
+static bool named_lock(MYSQL *db, const table *t, const char *fn)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, "SELECT ");
+    mr_buf_put_str(&b, fn);
+    mr_buf_put(&b, "(", 1);
+    put_quoted(db, &b, t->lock_name, strlen(t->lock_name));
+    mr_buf_put_str(&b, strcmp(fn, "GET_LOCK") == 0 ? ", 0)" : ")");
+    bool ok = exec_buf(db, &b, t, fn);
+    mr_buf_free(&b);
+    MYSQL_RES *res = ok ? mysql_store_result(db) : NULL;
+    MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+    ok = row && row[0] && strcmp(row[0], "1") == 0;
+    mysql_free_result(res);
+    return ok;
+}
+
+/* Flushes chunks until the staging table has fewer than flush_rows left
+ * (or the deadline passes, 0 = none). */
+static void flush_table(MYSQL *db, table *t, uint64_t deadline)
+{
+    if (!t->ready && !setup_table(db, t))
+        return;
+    if (!named_lock(db, t, "GET_LOCK")) {
+        mr_stat_add(&D.stats.skipped, 1);
+        return;
+    }
+    mr_stat_add(&D.stats.rounds, 1);
+    long n;
+    do
+        n = flush_chunk(db, t);
+    while (n >= (long)t->def.flush_rows && (!deadline || mono_ms() < deadline));
+    if (!mr_bg_conn_broken(db))
+        (void)named_lock(db, t, "RELEASE_LOCK");
+}
+
+/* ---- flusher thread ------------------------------------------------------------------ */
+
+static void adopt_tables(void)
+{
+    pthread_mutex_lock(&D.lock);
+    bool have = D.have_next;
+    tables ts = D.next;
+    D.have_next = false;
+    pthread_mutex_unlock(&D.lock);
+    if (!have)
+        return;
+    tables_free(&D.cur);
+    D.cur = ts;
+}
+
+static bool on_connect(MYSQL *db, void *arg)
+{
+    (void)db;
+    (void)arg;
+    for (size_t i = 0; i < D.cur.n; i++)
+        D.cur.t[i].ready = false;
+    return true;
+}
+
+static uint64_t tick(MYSQL *db, void *arg)
+{
+    (void)arg;
+    adopt_tables();
+    pthread_mutex_lock(&D.lock);
+    bool final = D.final_wanted;
+    uint64_t deadline = D.deadline_ms;
+    pthread_mutex_unlock(&D.lock);
+    uint64_t now = mono_ms(), wait = IDLE_MS;
+    for (size_t i = 0; i < D.cur.n && !mr_bg_conn_broken(db); i++) {
+        table *t = &D.cur.t[i];
+        if (final || now >= t->next_ms) {
+            flush_table(db, t, final ? deadline : 0);
+            now = mono_ms();
+            t->next_ms = now + t->def.flush_interval_ms;
+        }
+        uint64_t left = t->next_ms > now ? t->next_ms - now : 0;
+        wait = left < wait ? left : wait;
+    }
+    if (final && !mr_bg_conn_broken(db)) {
+        pthread_mutex_lock(&D.lock);
+        D.final_done = true;
+        pthread_cond_broadcast(&D.done_cond);
+        pthread_mutex_unlock(&D.lock);
+    }
+    return wait;
+}
+
+/* ---- main thread ------------------------------------------------------------------- */
+
+static bool start_thread(const mr_proxy *p)
+{
+    static const mr_bgconn_ops ops = {
+        .name = "delayed flush", .on_connect = on_connect, .tick = tick, .arg = NULL};
+    D.bg = mr_bgconn_start(p->cfg, p->backend_name, &ops);
+    return D.bg != NULL;
+}
+
+void mr_delayed_configure(const mr_proxy *p, const mr_ruleset *rs)
+{
+    tables ts;
+    if (!tables_from(&ts, rs)) {
+        mr_error(0, "delayed: out of memory reading the delayed rules; they stay as they were");
+        return;
+    }
+    if (ts.n && !D.bg && !start_thread(p)) {
+        mr_error(0, "delayed: no own connection, so nothing is flushed: staged rows wait in "
+                 "their staging tables until proxy_user is set");
+        tables_free(&ts);
+        return;
+    }
+    pthread_mutex_lock(&D.lock);
+    if (D.have_next)
+        tables_free(&D.next);
+    D.next = ts;
+    D.have_next = true;
+    pthread_mutex_unlock(&D.lock);
+    if (D.bg)
+        mr_bgconn_wake(D.bg);
+}
+
+static struct timespec realtime_in(uint64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+void mr_delayed_stop(uint64_t drain_ms)
+{
+    if (!D.bg)
+        return;
+    struct timespec until = realtime_in(drain_ms);
+    pthread_mutex_lock(&D.lock);
+    D.final_wanted = true;
+    D.final_done = false;
+    D.deadline_ms = mono_ms() + drain_ms;
+    pthread_mutex_unlock(&D.lock);
+    mr_bgconn_wake(D.bg);
+    pthread_mutex_lock(&D.lock);
+    while (mr_bgconn_connected(D.bg) && !D.final_done &&
+           pthread_cond_timedwait(&D.done_cond, &D.lock, &until) == 0)
+        ;
+    bool done = D.final_done;
+    pthread_mutex_unlock(&D.lock);
+    if (!done)
+        mr_warn(0, "delayed: final flush not done within the shutdown timeout; staged rows stay "
+                "in their staging tables for the next flush");
+    mr_bgconn_stop(D.bg);
+    D.bg = NULL;
+    tables_free(&D.cur);
+    if (D.have_next)
+        tables_free(&D.next);
+    D.have_next = false;
+    D.final_wanted = false;
+}

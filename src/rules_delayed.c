@@ -1,0 +1,103 @@
+/*
+ * rules_delayed.c - the statement side of delayed rules: when the set holds
+ * one, an UPDATE/DELETE DELAYED meets no other rule. It becomes the staging
+ * INSERT of the delayed rule for its table (delayed_sql.h), or is refused
+ * with ERR 1235 saying why: outside the grammar, or no rule for the table.
+ * A DELAYED statement is never sent as written. Sets without a delayed rule
+ * leave DELAYED statements to the other rules and the server.
+ *
+ * Pure, any thread; writes only the caller's scratch and result (see
+ * rules_match.c), plus the matched rule's hit counter.
+ */
+#include <string.h>
+
+#include "myrewrite/delayed_sql.h"
+#include "rules_run.h"
+
+/* UPDATE or DELETE first: only those are worth a full parse. */
+static bool starts_dml(const run *R, const stmt *S)
+{
+    sql_lexer lx;
+    sql_lexer_init(&lx, S->text, S->len, R->ctx->lex_flags | SQL_LEX_SKIP_COMMENTS);
+    sql_token t;
+    while (sql_lexer_next(&lx, &t))
+        if (t.kind != SQL_TOK_COMMENT)
+            return t.kind == SQL_TOK_WORD && (t.id == SQL_KW_DELETE || t.id == SQL_KW_UPDATE);
+    return false;
+}
+
+static void trace(run *R, size_t i, rule_why why, const char *detail)
+{
+    if (R->tr && R->tr->rule && i != SIZE_MAX) {
+        snprintf(R->detail, sizeof R->detail, "%.200s", detail);
+        R->tr->rule(R->tr->ctx, R->rs, i, why, R->detail);
+    }
+}
+
+static delayed_step refuse(run *R, size_t rule)
+{
+    if (rule != SIZE_MAX) {
+        rules_count_hit(R, rule);
+        trace(R, rule, WHY_MATCHED, R->s->delayed_msg);
+    }
+    mr_match_result *res = R->res;
+    res->action = MR_ACT_BLOCK;
+    res->err_code = MR_DELAYED_ERR_CODE;
+    memcpy(res->sqlstate, MR_DELAYED_SQLSTATE, sizeof res->sqlstate);
+    res->message = R->s->delayed_msg;
+    return DELAYED_BLOCKED;
+}
+
+/* The first enabled delayed rule for the statement's table (user filter
+ * applied; `schema` names the table's schema here), or SIZE_MAX. */
+static size_t find_rule(const run *R, const stmt *S, const mr_delayed_stmt *d)
+{
+    for (size_t i = 0; i < R->rs->n; i++) {
+        const mr_rule *r = &R->rs->rules[i];
+        if (r->kind != MR_RULE_DELAYED || !r->enabled)
+            continue;
+        if (r->user && (!R->ctx->user || strcmp(r->user, R->ctx->user) != 0))
+            continue;
+        if (mr_delayed_table_is(S->text, R->s->tok, d, R->ctx->schema, r->delayed))
+            return i;
+    }
+    return SIZE_MAX;
+}
+
+bool mr_ruleset_has_delayed(const mr_ruleset *rs)
+{
+    return rs && rs->has_delayed;
+}
+
+delayed_step rules_delayed(run *R, stmt *S)
+{
+    if (!R->rs->has_delayed || !starts_dml(R, S))
+        return DELAYED_NONE;
+    if (!S->parsed && !rules_parse_stmt(R, S))
+        return DELAYED_NONE;
+    if (!mr_delayed_is_delayed(&S->st))
+        return DELAYED_NONE;
+    mr_rules_scratch *s = R->s;
+    mr_delayed_stmt d;
+    if (!mr_delayed_parse(S->text, s->tok, &S->st, &d, s->delayed_msg, sizeof s->delayed_msg))
+        return refuse(R, SIZE_MAX);
+    size_t i = find_rule(R, S, &d);
+    if (i == SIZE_MAX) {
+        mr_delayed_no_rule(S->text, s->tok, &d, R->ctx->schema, s->delayed_msg,
+                           sizeof s->delayed_msg);
+        return refuse(R, SIZE_MAX);
+    }
+    const mr_rule *r = &R->rs->rules[i];
+    mr_buf_reset(&s->delayed_out);
+    if (!mr_delayed_build(S->text, s->tok, S->st.end, &d, r->delayed, R->ctx->prepared,
+                          &s->delayed_out, s->delayed_msg, sizeof s->delayed_msg))
+        return refuse(R, i);
+    rules_count_hit(R, i);
+    trace(R, i, WHY_MATCHED, "staging INSERT");
+    S->text = (const char *)s->delayed_out.data;
+    S->len = s->delayed_out.len;
+    S->version++;
+    S->parsed = false;
+    S->nparams = -1;
+    return DELAYED_DONE;
+}

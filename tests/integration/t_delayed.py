@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""UPDATE DELAYED / DELETE DELAYED in staged mode, end to end: two proxies of its own with
+delayed rules, the real mariadbd.
+
+  * every refused form gets ERR 1235 with its reason; a table without a rule gets
+    "no delayed rule for table ...";
+  * 32 client threads (own connections, half through each proxy) send increments,
+    decrements and IN lists; after a flush each counter equals the exact sum, and
+    each OK reported the rows staged;
+  * DELETE DELAYED removes its row at the flush, and an add staged before it is dropped;
+  * kill -9 of a proxy in the middle of a run, then a restart: each client's counter
+    holds every acknowledged increment once (plus at most the one in flight at the kill);
+  * SIGTERM runs a final flush for a table whose interval is an hour.
+Environment: MR_DELAYED_PORT_A / _B (26046 / 26047), MR_BIN.
+"""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import mrtest as t  # noqa: E402
+import pymysql  # noqa: E402
+
+PORTS = [int(os.environ.get("MR_DELAYED_PORT_A", "26046")),
+         int(os.environ.get("MR_DELAYED_PORT_B", "26047"))]
+BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
+                                            "myrewrite"))
+CLIENTS = 32
+RULES_DIR = os.path.join(t.TMP, "delayed_rules")
+RULES = """
+[delayed counters]
+table = test.d_counters
+key = id
+columns = hits, misses
+flush_interval = 200ms
+flush_rows = 500
+
+[delayed slow]
+table = test.d_slow
+key = id
+columns = n
+flush_interval = 1h
+"""
+UPD = "UPDATE DELAYED d_counters SET hits = hits %s %d WHERE id %s"
+
+
+def start_proxy(port, name):
+    log = open(os.path.join(t.TMP, name + ".log"), "w")
+    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, port),
+                          "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
+                          "--workers", "2", "--log-level", "info",
+                          "--set", "proxy_user=%s" % t.USER,
+                          "--set", "proxy_password=%s" % t.PASSWORD],
+                         stdout=log, stderr=log)
+    for _ in range(100):
+        try:
+            t.connect(port).close()
+            return p
+        except pymysql.err.OperationalError:
+            time.sleep(0.1)
+    raise RuntimeError("delayed proxy %s did not come up" % name)
+
+
+def setup(d):
+    cur = d.cursor()
+    cur.execute("DROP TABLE IF EXISTS d_counters, d_counters_delayed, d_slow, d_slow_delayed")
+    cur.execute("CREATE TABLE d_counters (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0, "
+                "misses BIGINT NOT NULL DEFAULT 0, note VARCHAR(20)) ENGINE=InnoDB")
+    cur.execute("INSERT INTO d_counters (id) VALUES " +
+                ", ".join("(%d)" % i for i in list(range(1, 6)) + list(range(1001, 1033)) +
+                          [100, 101]))
+    cur.execute("CREATE TABLE d_slow (id INT PRIMARY KEY, n BIGINT NOT NULL) ENGINE=InnoDB")
+    cur.execute("INSERT INTO d_slow VALUES (1, 0)")
+
+
+def wait_for(d, sql, want, timeout=20):
+    cur = d.cursor()
+    end = time.time() + timeout
+    got = None
+    while time.time() < end:
+        cur.execute(sql)
+        got = cur.fetchall()
+        if got == want:
+            return got
+        time.sleep(0.1)
+    return got
+
+
+def staged_left(d, table="d_counters_delayed"):
+    return wait_for(d, "SELECT COUNT(*) FROM %s" % table, ((0,),))
+
+
+def hits(d, ids):
+    cur = d.cursor()
+    cur.execute("SELECT id, hits FROM d_counters WHERE id IN (%s)" % ",".join(map(str, ids)))
+    return dict(cur.fetchall())
+
+
+# ---- refusals --------------------------------------------------------------------------------
+
+REFUSED = [
+    ("UPDATE DELAYED d_counters SET hits = 5 WHERE id = 1",
+     "UPDATE DELAYED: SET hits = ... must read hits = hits + N or hits = hits - N"),
+    ("UPDATE DELAYED d_counters SET hits = hits + 1",
+     "UPDATE DELAYED needs a WHERE on the key columns"),
+    ("UPDATE DELAYED d_counters SET hits = hits + 1 WHERE id > 1",
+     "UPDATE DELAYED: WHERE takes key = literal or key IN (...) terms joined by AND"),
+    ("UPDATE DELAYED d_counters SET hits = hits + 1 WHERE id = 1 OR id = 2",
+     "UPDATE DELAYED: WHERE terms may only be joined by AND"),
+    ("UPDATE DELAYED d_counters SET hits = hits + 1 WHERE id = 1 LIMIT 1",
+     "UPDATE DELAYED takes no ORDER BY or LIMIT"),
+    ("UPDATE DELAYED d_counters SET note = note + 1 WHERE id = 1",
+     "UPDATE DELAYED on test.d_counters: note is not one of the rule's columns"),
+    ("UPDATE DELAYED d_counters SET hits = hits + 1 WHERE note = 'x'",
+     "UPDATE DELAYED on test.d_counters: note is not a key column of the rule"),
+    ("UPDATE DELAYED d_counters SET hits = hits + 1.5 WHERE id = 1",
+     "UPDATE DELAYED: SET hits = ... must read"),
+    ("UPDATE DELAYED d_counters SET hits = hits + 1 WHERE id = (SELECT 1)",
+     "UPDATE DELAYED takes no subquery"),
+    ("DELETE DELAYED FROM d_counters", "DELETE DELAYED needs a WHERE on the key columns"),
+    ("DELETE DELAYED QUICK FROM d_counters WHERE id = 1",
+     "DELETE DELAYED takes no modifier other than LOW_PRIORITY"),
+    ("UPDATE DELAYED d_other SET hits = hits + 1 WHERE id = 1",
+     "no delayed rule for table test.d_other; add a [delayed ...] rule (see rules/README.md)"),
+]
+
+
+def refusals(port):
+    c = t.connect(port, autocommit=True)
+    cur = c.cursor()
+    for sql, want in REFUSED:
+        try:
+            cur.execute(sql)
+            t.not_ok("refused: %s" % sql, "it succeeded")
+        except pymysql.err.MySQLError as e:
+            code, msg = e.args[0], e.args[1]
+            t.check(code == 1235 and msg.startswith(want), "refused with its reason: %s" % sql,
+                    "%s %s" % (code, msg))
+    c.close()
+
+
+# ---- concurrent increments ---------------------------------------------------------------------
+
+def client(port, wid, n, expect, lock, rowcounts):
+    """n statements on ids 1..5: +1, -1 and IN lists; records what was acknowledged."""
+    c = t.connect(port, autocommit=True)
+    cur = c.cursor()
+    mine = {}
+    bad = 0
+    for i in range(n):
+        k = (wid + i) % 5 + 1
+        if i % 7 == 3:
+            ids = [1, 3, 5]
+            rows = cur.execute(UPD % ("+", 2, "IN (1, 3, 5)"))
+            delta = 2
+        elif i % 5 == 4:
+            ids, delta = [k], -1
+            rows = cur.execute(UPD % ("-", 1, "= %d" % k))
+        else:
+            ids, delta = [k], 1
+            rows = cur.execute(UPD % ("+", 1, "= %d" % k))
+        bad += rows != len(ids)
+        for x in ids:
+            mine[x] = mine.get(x, 0) + delta
+    c.close()
+    with lock:
+        for x, v in mine.items():
+            expect[x] = expect.get(x, 0) + v
+        rowcounts.append(bad)
+
+
+def concurrent(d):
+    expect, lock, bad = {}, threading.Lock(), []
+    threads = [threading.Thread(target=client, args=(PORTS[w % 2], w, 150, expect, lock, bad))
+               for w in range(CLIENTS)]
+    t0 = time.time()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    took = time.time() - t0
+    t.eq("every OK reported the rows staged", 0, sum(bad))
+    t.check(staged_left(d) == ((0,),), "staging table drained by the flushers")
+    t.eq("each counter equals the exact sum", expect, hits(d, range(1, 6)))
+    t.log("%d clients x 150 UPDATE DELAYED through 2 proxies in %.2f s" % (CLIENTS, took))
+
+
+# ---- DELETE DELAYED ----------------------------------------------------------------------------
+
+def deletes(d, port):
+    c = t.connect(port, autocommit=True)
+    cur = c.cursor()
+    cur.execute("UPDATE DELAYED d_counters SET hits = hits + 5 WHERE id = 101")
+    cur.execute("DELETE DELAYED FROM d_counters WHERE id IN (100, 101)")
+    t.eq("DELETE DELAYED with IN reports 2 rows staged", 2, cur.rowcount)
+    c.close()
+    got = wait_for(d, "SELECT COUNT(*) FROM d_counters WHERE id IN (100, 101)", ((0,),))
+    t.eq("DELETE DELAYED removed both rows at the flush", ((0,),), got)
+
+
+# ---- kill -9 in the middle ----------------------------------------------------------------------
+
+def killer_client(port, wid, stop, acked, uncertain):
+    """+1 on its own row until its connection dies or stop is set."""
+    try:
+        c = t.connect(port, autocommit=True)
+        cur = c.cursor()
+    except pymysql.err.MySQLError:
+        return
+    while not stop.is_set():
+        try:
+            cur.execute(UPD % ("+", 1, "= %d" % (1001 + wid)))
+            acked[wid] += 1
+        except pymysql.err.MySQLError:
+            uncertain[wid] = 1  # may have committed before the proxy died
+            return
+
+
+def kill_run(d, procs):
+    stop = threading.Event()
+    acked, uncertain = [0] * CLIENTS, [0] * CLIENTS
+    threads = [threading.Thread(target=killer_client, args=(PORTS[0], w, stop, acked, uncertain))
+               for w in range(CLIENTS)]
+    for th in threads:
+        th.start()
+    time.sleep(1.5)
+    procs[0].send_signal(signal.SIGKILL)
+    procs[0].wait()
+    stop.set()
+    for th in threads:
+        th.join()
+    procs[0] = start_proxy(PORTS[0], "delayed_proxy_a2")
+    t.check(staged_left(d) == ((0,),), "staging table drained after the restart")
+    got = hits(d, range(1001, 1001 + CLIENTS))
+    wrong = [(w, acked[w], got[1001 + w]) for w in range(CLIENTS)
+             if not acked[w] <= got[1001 + w] <= acked[w] + uncertain[w]]
+    t.check(not wrong, "after kill -9 and restart every acknowledged increment is applied once",
+            wrong)
+    t.log("kill -9 after %d acknowledged increments (%d in flight)"
+          % (sum(acked), sum(uncertain)))
+
+
+# ---- final flush ------------------------------------------------------------------------------
+
+def final_flush(d, procs):
+    staged_left(d, "d_slow_delayed")  # the first round at start
+    c = t.connect(PORTS[1], autocommit=True)
+    cur = c.cursor()
+    for _ in range(10):
+        cur.execute("UPDATE DELAYED d_slow SET n = n + 3 WHERE id = 1")
+    c.close()
+    time.sleep(0.3)
+    cur = d.cursor()
+    cur.execute("SELECT n FROM d_slow WHERE id = 1")
+    before = cur.fetchone()[0]
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+    for p in procs:
+        t.eq("delayed proxy exits 0 on SIGTERM", 0, p.wait(30))
+    cur.execute("SELECT n FROM d_slow WHERE id = 1")
+    t.eq("SIGTERM's final flush applied what the hourly flush had not", (0, 30),
+         (before, cur.fetchone()[0]))
+
+
+def main():
+    if t.DIRECT_ONLY:
+        print("skip: needs its own proxies")
+        sys.exit(77)
+    os.makedirs(RULES_DIR, exist_ok=True)
+    with open(os.path.join(RULES_DIR, "10-delayed.rules"), "w") as f:
+        f.write(RULES)
+    d = t.direct(autocommit=True)
+    setup(d)
+    procs = [start_proxy(PORTS[0], "delayed_proxy_a"), start_proxy(PORTS[1], "delayed_proxy_b")]
+    try:
+        got = wait_for(d, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                       "'test' AND TABLE_NAME IN ('d_counters_delayed', 'd_slow_delayed')",
+                       ((2,),))
+        t.eq("staging tables created at start", ((2,),), got)
+        refusals(PORTS[0])
+        concurrent(d)
+        deletes(d, PORTS[1])
+        kill_run(d, procs)
+        final_flush(d, procs)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    t.done()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,313 @@
+/*
+ * test_delayed_sql.c - UPDATE/DELETE DELAYED through a delayed rule: every
+ * accepted form and its staging INSERT, every refusal and its message,
+ * hostile literals, IN expansion, prepared `?`, multi-statement texts, and
+ * loading of delayed rules.
+ */
+#include "test_rules.h"
+
+#include "myrewrite/delayed_sql.h"
+
+static const char RULES[] =
+    "[delayed counters]\n"
+    "table = test.counters\n"
+    "key = id\n"
+    "columns = hits, misses\n"
+    "[delayed pairs]\n"
+    "table = test.pairs\n"
+    "key = a, b\n"
+    "columns = n\n"
+    "staging_table = pairs_stage\n";
+
+static const mr_stmt_ctx CTX = {.schema = "test"};
+static const mr_stmt_ctx PREP = {.schema = "test", .prepared = true};
+
+static mr_ruleset *rs;
+
+static int setup(void **state)
+{
+    (void)state;
+    rs = load_ok(RULES);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    mr_ruleset_free(rs);
+    return 0;
+}
+
+#define INS "INSERT INTO `test`.`counters_delayed` "
+
+/* Applies and checks a refusal whose message starts with `want`. */
+static void expect_refused(const mr_stmt_ctx *ctx, const char *sql, const char *want)
+{
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    apply_ctx(rs, sql, ctx, s, &res);
+    if (res.action != MR_ACT_BLOCK || !res.message || strncmp(res.message, want, strlen(want)))
+        fail_msg("statement: %s\nwanted refusal: %s\ngot action %d: %s", sql, want, res.action,
+                 res.message ? res.message : "(none)");
+    assert_int_equal(res.err_code, 1235);
+    assert_string_equal(res.sqlstate, "42000");
+    if (strncmp(want, "no delayed rule", 15) != 0)
+        assert_non_null(strstr(res.message, "supported: UPDATE DELAYED"));
+    result_free(&res);
+    mr_rules_scratch_free(s);
+}
+
+static void update_forms(void **state)
+{
+    (void)state;
+    expect_sent(rs, &CTX, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 5",
+                MR_ACT_REWRITE, INS "(`hits`, `id`, `op`) VALUES (1, 5, 0)");
+    expect_sent(rs, &CTX,
+                "update delayed low_priority `counters` set `hits`=hits+2, misses = misses - 3 "
+                "where ID = 7",
+                MR_ACT_REWRITE, INS "(`hits`, `misses`, `id`, `op`) VALUES (2, -3, 7, 0)");
+    expect_sent(rs, NULL, "UPDATE DELAYED test.counters SET hits = hits + 1 WHERE id = -4",
+                MR_ACT_REWRITE, INS "(`hits`, `id`, `op`) VALUES (1, -4, 0)");
+    expect_sent(rs, &CTX,
+                "UPDATE /* c */ DELAYED counters SET hits = hits -- x\n + 1 WHERE id = 'k'",
+                MR_ACT_REWRITE, INS "(`hits`, `id`, `op`) VALUES (1, 'k', 0)");
+    expect_sent(rs, &CTX, "UPDATE DELAYED pairs SET n = n + 1 WHERE b = X'0A' AND a = b'1'",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pairs_stage` (`n`, `b`, `a`, `op`) VALUES (1, X'0A', b'1', 0)");
+}
+
+static void in_lists(void **state)
+{
+    (void)state;
+    expect_sent(rs, &CTX, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id IN (1, 2,3)",
+                MR_ACT_REWRITE,
+                INS "(`hits`, `id`, `op`) VALUES (1, 1, 0), (1, 2, 0), (1, 3, 0)");
+    expect_sent(rs, &CTX, "UPDATE DELAYED pairs SET n = n - 2 WHERE a = 9 AND b IN ('x', 'y')",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pairs_stage` (`n`, `a`, `b`, `op`) VALUES "
+                "(-2, 9, 'x', 0), (-2, 9, 'y', 0)");
+    expect_sent(rs, &CTX, "DELETE DELAYED FROM counters WHERE id IN (4, -5)", MR_ACT_REWRITE,
+                INS "(`id`, `op`) VALUES (4, 1), (-5, 1)");
+}
+
+static void deletes(void **state)
+{
+    (void)state;
+    expect_sent(rs, &CTX, "DELETE DELAYED FROM counters WHERE id = 3", MR_ACT_REWRITE,
+                INS "(`id`, `op`) VALUES (3, 1)");
+    expect_sent(rs, &CTX, "DELETE DELAYED LOW_PRIORITY FROM test.pairs WHERE a = 1 AND b = 2",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pairs_stage` (`a`, `b`, `op`) VALUES (1, 2, 1)");
+}
+
+/* Literals are copied byte for byte, whatever they hold. */
+static void hostile_literals(void **state)
+{
+    (void)state;
+    expect_sent(rs, &CTX,
+                "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 'a\\'); DROP TABLE x; --'",
+                MR_ACT_REWRITE,
+                INS "(`hits`, `id`, `op`) VALUES (1, 'a\\'); DROP TABLE x; --', 0)");
+    expect_sent(rs, &CTX,
+                "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = _utf8mb4'\xc3\xa9''x'",
+                MR_ACT_REWRITE,
+                INS "(`hits`, `id`, `op`) VALUES (1, _utf8mb4'\xc3\xa9''x', 0)");
+    mr_stmt_ctx nbe = CTX;
+    nbe.lex_flags = SQL_LEX_NO_BACKSLASH_ESCAPES;
+    expect_sent(rs, &nbe, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 'a\\'",
+                MR_ACT_REWRITE, INS "(`hits`, `id`, `op`) VALUES (1, 'a\\', 0)");
+    expect_refused(&CTX, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 1 OR 1 = 1",
+                   "UPDATE DELAYED: WHERE terms may only be joined by AND");
+}
+
+static void prepared(void **state)
+{
+    (void)state;
+    expect_sent(rs, &PREP, "UPDATE DELAYED counters SET hits = hits + ? WHERE id = ?",
+                MR_ACT_REWRITE, INS "(`hits`, `id`, `op`) VALUES (?, ?, 0)");
+    expect_sent(rs, &PREP, "UPDATE DELAYED counters SET hits = hits - ? WHERE id = ?",
+                MR_ACT_REWRITE, INS "(`hits`, `id`, `op`) VALUES (-?, ?, 0)");
+    expect_sent(rs, &PREP, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id IN (?, ?)",
+                MR_ACT_REWRITE, INS "(`hits`, `id`, `op`) VALUES (1, ?, 0), (1, ?, 0)");
+    expect_sent(rs, &PREP, "DELETE DELAYED FROM counters WHERE id = ?", MR_ACT_REWRITE,
+                INS "(`id`, `op`) VALUES (?, 1)");
+    expect_refused(&PREP, "UPDATE DELAYED counters SET hits = hits + ? WHERE id IN (1, 2)",
+                   "UPDATE DELAYED in a prepared statement: a ? would be repeated");
+    expect_refused(&PREP, "UPDATE DELAYED pairs SET n = n + 1 WHERE a = ? AND b IN (1, 2)",
+                   "UPDATE DELAYED in a prepared statement: a ? would be repeated");
+}
+
+static void multi_statement(void **state)
+{
+    (void)state;
+    expect_sent(rs, &CTX,
+                "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 1; SELECT 1; "
+                "DELETE DELAYED FROM counters WHERE id = 2",
+                MR_ACT_REWRITE,
+                INS "(`hits`, `id`, `op`) VALUES (1, 1, 0); SELECT 1; "
+                INS "(`id`, `op`) VALUES (2, 1)");
+    expect_refused(&CTX, "SELECT 1; UPDATE DELAYED counters SET hits = 3 WHERE id = 1",
+                   "UPDATE DELAYED: SET hits = ... must read hits = hits + N");
+}
+
+static void refusals(void **state)
+{
+    (void)state;
+    static const struct { const char *sql, *want; } cases[] = {
+        {"UPDATE DELAYED counters SET hits = 3 WHERE id = 1",
+         "UPDATE DELAYED: SET hits = ... must read hits = hits + N or hits = hits - N"},
+        {"UPDATE DELAYED counters SET hits = misses + 1 WHERE id = 1", "UPDATE DELAYED: SET hits"},
+        {"UPDATE DELAYED counters SET hits = hits + 1.5 WHERE id = 1", "UPDATE DELAYED: SET hits"},
+        {"UPDATE DELAYED counters SET hits = hits * 2 WHERE id = 1", "UPDATE DELAYED: SET hits"},
+        {"UPDATE DELAYED counters SET hits = hits + 1 + 1 WHERE id = 1", "UPDATE DELAYED: SET hits"},
+        {"UPDATE DELAYED counters SET hits = hits + 1",
+         "UPDATE DELAYED needs a WHERE on the key columns"},
+        {"UPDATE DELAYED counters SET hits = hits + 1 WHERE id > 1",
+         "UPDATE DELAYED: WHERE takes key = literal or key IN (...) terms joined by AND"},
+        {"UPDATE DELAYED counters SET hits = hits + 1 WHERE id = NULL",
+         "UPDATE DELAYED: id = must be followed by one literal"},
+        {"UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 1 LIMIT 1",
+         "UPDATE DELAYED takes no ORDER BY or LIMIT"},
+        {"UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 1 ORDER BY id",
+         "UPDATE DELAYED takes no ORDER BY or LIMIT"},
+        {"UPDATE DELAYED IGNORE counters SET hits = hits + 1 WHERE id = 1",
+         "UPDATE DELAYED takes no modifier other than LOW_PRIORITY"},
+        {"UPDATE DELAYED counters c SET hits = hits + 1 WHERE id = 1",
+         "UPDATE DELAYED takes no alias, partition or index hint"},
+        {"UPDATE DELAYED counters, pairs SET hits = hits + 1 WHERE id = 1",
+         "UPDATE DELAYED takes one table"},
+        {"UPDATE DELAYED counters SET hits = hits + 1 WHERE id = (SELECT 1)",
+         "UPDATE DELAYED takes no subquery"},
+        {"UPDATE DELAYED counters SET hits = hits + 1 WHERE id IN (1, id)",
+         "UPDATE DELAYED: id IN takes a list of literals"},
+        {"UPDATE DELAYED pairs SET n = n + 1 WHERE a IN (1) AND b IN (2)",
+         "UPDATE DELAYED: only one key may use IN (...)"},
+        {"UPDATE DELAYED counters SET total = total + 1 WHERE id = 1",
+         "UPDATE DELAYED on test.counters: total is not one of the rule's columns"},
+        {"UPDATE DELAYED counters SET hits = hits + 1, hits = hits + 1 WHERE id = 1",
+         "UPDATE DELAYED: hits is set twice"},
+        {"UPDATE DELAYED counters SET hits = hits + 1 WHERE name = 1",
+         "UPDATE DELAYED on test.counters: name is not a key column of the rule"},
+        {"UPDATE DELAYED pairs SET n = n + 1 WHERE a = 1",
+         "UPDATE DELAYED on test.pairs: the WHERE must give every key column (2 of them)"},
+        {"UPDATE DELAYED pairs SET n = n + 1 WHERE a = 1 AND a = 2",
+         "UPDATE DELAYED: key a appears twice in the WHERE"},
+        {"DELETE DELAYED FROM counters", "DELETE DELAYED needs a WHERE on the key columns"},
+        {"DELETE DELAYED FROM counters WHERE id = 1 LIMIT 1",
+         "DELETE DELAYED takes no ORDER BY or LIMIT"},
+        {"DELETE DELAYED QUICK FROM counters WHERE id = 1",
+         "DELETE DELAYED takes no modifier other than LOW_PRIORITY"},
+        {"DELETE DELAYED counters FROM counters JOIN pairs WHERE id = 1",
+         "DELETE DELAYED takes one table"},
+        {"UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 1 /*!AND 1*/",
+         "UPDATE DELAYED: the statement could not be read"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_refused(&CTX, cases[i].sql, cases[i].want);
+}
+
+static void no_rule(void **state)
+{
+    (void)state;
+    expect_refused(&CTX, "UPDATE DELAYED other SET hits = hits + 1 WHERE id = 1",
+                   "no delayed rule for table test.other; add a [delayed ...] rule "
+                   "(see rules/README.md)");
+    expect_refused(NULL, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 1",
+                   "no delayed rule for table counters;");
+    expect_refused(&CTX, "DELETE DELAYED FROM shop.counters WHERE id = 1",
+                   "no delayed rule for table shop.counters;");
+}
+
+/* Without a delayed rule nothing changes; plain statements pass. */
+static void untouched(void **state)
+{
+    (void)state;
+    mr_ruleset *none = load_ok("[block b]\npattern = SELECT 2\nmessage = no\n");
+    const char *sql = "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 1";
+    expect_sent(none, &CTX, sql, MR_ACT_PASS, sql);
+    assert_false(mr_ruleset_has_delayed(none));
+    assert_true(mr_ruleset_has_delayed(rs));
+    mr_ruleset_free(none);
+    expect_sent(rs, &CTX, "UPDATE counters SET hits = hits + 1 WHERE id = 1", MR_ACT_PASS,
+                "UPDATE counters SET hits = hits + 1 WHERE id = 1");
+    expect_sent(rs, &CTX, "INSERT DELAYED INTO counters VALUES (1)", MR_ACT_PASS,
+                "INSERT DELAYED INTO counters VALUES (1)");
+}
+
+static void load_defaults(void **state)
+{
+    (void)state;
+    const mr_rule *r = mr_ruleset_rule(rs, 0);
+    assert_int_equal(r->kind, MR_RULE_DELAYED);
+    const mr_delayed_def *d = r->delayed;
+    assert_string_equal(d->schema, "test");
+    assert_string_equal(d->table, "counters");
+    assert_int_equal(d->nkeys, 1);
+    assert_string_equal(d->keys[0], "id");
+    assert_int_equal(d->ncolumns, 2);
+    assert_string_equal(d->columns[1], "misses");
+    assert_string_equal(d->staging_table, "counters_delayed");
+    assert_string_equal(d->staging_engine, "InnoDB");
+    assert_int_equal(d->flush_interval_ms, 1000);
+    assert_int_equal(d->flush_rows, 10000);
+    assert_int_equal(d->missing, MR_DELAYED_MISSING_IGNORE);
+    mr_ruleset *o = load_ok("[delayed x]\ntable = t\nschema = s\nkey = k\ncolumns = c\n"
+                            "flush_interval = 250ms\nflush_rows = 500\nmissing = insert\n"
+                            "mode = staged\nstaging_engine = MyISAM\n");
+    d = mr_ruleset_rule(o, 0)->delayed;
+    assert_string_equal(d->schema, "s");
+    assert_int_equal(d->flush_interval_ms, 250);
+    assert_int_equal(d->flush_rows, 500);
+    assert_int_equal(d->missing, MR_DELAYED_MISSING_INSERT);
+    assert_string_equal(d->staging_engine, "MyISAM");
+    mr_ruleset_free(o);
+}
+
+static void load_errors(void **state)
+{
+    (void)state;
+    expect_error("[delayed x]\ntable = s.t\ncolumns = c\n",
+                 "t.rules:1: [delayed x] has no key; delayed rules need key, the key columns a "
+                 "statement's WHERE names (reading the primary key from the schema is not done "
+                 "yet)\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\n",
+                 "t.rules:1: [delayed x] has no columns; delayed rules need columns, the counter "
+                 "columns UPDATE DELAYED may add to\n");
+    expect_error("[delayed x]\ntable = t\nkey = k\ncolumns = c\n",
+                 "t.rules:2: [delayed x] needs the table's schema, which the proxy's own "
+                 "connection has no default for: write table = shop.t, or schema = shop\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmode = memory\n",
+                 "t.rules:5: mode = memory in [delayed x] is not supported yet; use mode = "
+                 "staged\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmissing = upsert\n",
+                 "t.rules:5: missing = 'upsert' in [delayed x]: expected ignore or insert\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nflush_rows = 0\n",
+                 "t.rules:5: flush_rows = '0' in [delayed x]: expected a whole number from 1 to "
+                 "1000000\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nflush_interval = soon\n",
+                 "t.rules:5: flush_interval = 'soon' in [delayed x]: expected a duration above "
+                 "zero, like 500ms, 1s or 1m\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c, C\n",
+                 "t.rules:4: columns = 'c, C' in [delayed x]: expected a comma list of up to 16 "
+                 "different column names, unquoted\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c, k\n",
+                 "t.rules:4: [delayed x]: k is both a key column and a counter column\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nstaging_engine = a;b\n",
+                 "t.rules:5: staging_engine = 'a;b' in [delayed x]: expected an engine name, "
+                 "like InnoDB\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nstaging_table = t\n",
+                 "t.rules:5: [delayed x]: staging_table must not be the table itself\n");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(update_forms),   cmocka_unit_test(in_lists),
+        cmocka_unit_test(deletes),        cmocka_unit_test(hostile_literals),
+        cmocka_unit_test(prepared),       cmocka_unit_test(multi_statement),
+        cmocka_unit_test(refusals),       cmocka_unit_test(no_rule),
+        cmocka_unit_test(untouched),      cmocka_unit_test(load_defaults),
+        cmocka_unit_test(load_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
