@@ -1,0 +1,116 @@
+/*
+ * admin_exec.c - dispatch of the admin console's commands (see
+ * admin_impl.h), and the answers that need no state: errors, OK, the
+ * version comment the mariadb CLI asks for.
+ *
+ * Admin console thread; owns nothing beyond one call.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "admin_impl.h"
+#include "myrewrite/admin_cmd.h"
+#include "myrewrite/admin_proto.h"
+#include "myrewrite/codec.h"
+
+#define ER_PARSE_ERROR 1064
+
+void mr_admin_error(mr_buf *out, uint16_t code, const char *sqlstate, const char *msg)
+{
+    mr_err_build(out, 1, code, sqlstate, msg);
+}
+
+void mr_admin_lines_result(mr_buf *out, const char *column, char *text)
+{
+    mr_col col = {column, MR_COL_TEXT};
+    mr_resultset rs;
+    mr_rs_begin(&rs, out, 1, &col, 1);
+    while (text && *text) {
+        char *nl = strchr(text, '\n');
+        if (nl)
+            *nl = '\0';
+        const char *v = text;
+        mr_rs_row(&rs, &v);
+        text = nl ? nl + 1 : text + strlen(text);
+    }
+    mr_rs_end(&rs);
+}
+
+static void unknown(mr_buf *out)
+{
+    char msg[512];
+    snprintf(msg, sizeof(msg), "unknown admin command; the commands are: %s", mr_admin_cmd_list());
+    mr_admin_error(out, MR_ER_UNKNOWN_COM, "42000", msg);
+}
+
+static void not_yet(mr_buf *out, const char *what)
+{
+    char msg[200];
+    snprintf(msg, sizeof(msg), "%s is not available yet in myrewrite", what);
+    mr_admin_error(out, MR_ER_UNKNOWN_COM, "42000", msg);
+}
+
+static void version_comment(mr_buf *out)
+{
+    mr_col col = {"@@version_comment", MR_COL_TEXT};
+    const char *v = "myrewrite admin console";
+    mr_resultset rs;
+    mr_rs_begin(&rs, out, 1, &col, 1);
+    mr_rs_row(&rs, &v);
+    mr_rs_end(&rs);
+}
+
+/* Commands of the later features, answered with an error until they exist. */
+static const char *pending_name(mr_admin_cmd cmd)
+{
+    switch (cmd) {
+    case MR_ADM_SHOW_CLIENTS: return "SHOW CLIENTS";
+    case MR_ADM_SHOW_DELAYED: return "SHOW DELAYED";
+    case MR_ADM_SHOW_PAGINATION: return "SHOW PAGINATION";
+    case MR_ADM_FLUSH_DELAYED: return "FLUSH DELAYED";
+    default: return NULL;
+    }
+}
+
+static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out)
+{
+    switch (cmd) {
+    case MR_ADM_SHOW_VERSION: mr_admin_show_version(p, out); return;
+    case MR_ADM_SHOW_CONFIG: mr_admin_show_config(p, out); return;
+    case MR_ADM_SHOW_RULES: mr_admin_show_rules(p, out); return;
+    case MR_ADM_SHOW_DIGESTS: mr_admin_show_digests(p, out); return;
+    case MR_ADM_SHOW_STATS: mr_admin_show_stats(p, out); return;
+    case MR_ADM_SHOW_BACKENDS: mr_admin_show_backends(p, out); return;
+    case MR_ADM_SHOW_QUEUES: mr_admin_show_queues(p, out); return;
+    case MR_ADM_RELOAD_RULES: mr_admin_reload_rules(p, out); return;
+    case MR_ADM_EXPLAIN_REWRITE:
+        mr_admin_explain(p, (const char *)arg->data, arg->len - 1, out); /* without the NUL */
+        return;
+    case MR_ADM_VERSION_COMMENT: version_comment(out); return;
+    case MR_ADM_SET:
+    case MR_ADM_EMPTY: mr_ok_build(out, 1, 0, 0, MR_STATUS_AUTOCOMMIT, 0); return;
+    case MR_ADM_BAD_ARGUMENT:
+        mr_admin_error(out, ER_PARSE_ERROR, "42000",
+                       "EXPLAIN REWRITE takes one quoted statement: EXPLAIN REWRITE 'SELECT ...'");
+        return;
+    default: break;
+    }
+    const char *pending = pending_name(cmd);
+    if (pending)
+        not_yet(out, pending);
+    else
+        unknown(out);
+}
+
+void mr_admin_exec(mr_proxy *p, const char *sql, size_t len, mr_buf *out)
+{
+    mr_buf arg;
+    mr_buf_init(&arg);
+    mr_admin_cmd cmd = mr_admin_cmd_parse(sql, len, &arg);
+    if (arg.failed) {
+        mr_admin_error(out, MR_ER_OUT_OF_MEMORY, "HY000", "out of memory");
+    } else {
+        run(p, cmd, &arg, out);
+    }
+    mr_buf_free(&arg);
+}
