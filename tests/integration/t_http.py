@@ -1,0 +1,479 @@
+#!/usr/bin/env python3
+"""The HTTP endpoint (http_listen): /metrics, /health, /ready, through proxies of its own.
+
+  * http_listen is validated (--check) and off by default: no listener; a taken
+    port stops the start;
+  * /health answers 200 "ok", HEAD has no body, other paths 404, other methods 405;
+  * /metrics passes a strict line-format check written here (every sample
+    `name{labels} value`, HELP and TYPE before a family's samples, families
+    contiguous, counters end in _total) and prometheus_client's parser;
+  * myrewrite_commands_total moves by exactly the N statements sent on an
+    open connection; a rewrite rule's hit counter and the rewritten counter
+    move by the matching statements only; closes are counted by reason;
+  * /ready is 200, turns 503 with a one-line reason when this test's own
+    mariadbd stops, and 200 again when it is back; bursts of /ready do not
+    turn into bursts of backend connections (one check a second at most);
+  * docker/healthcheck.sh passes against the endpoint and fails without it, and
+    docker/myrewrite.conf serves the address the Dockerfile's HEALTHCHECK uses;
+  * the proxy still exits 0 on SIGTERM.
+Ports: proxy 26042, HTTP 26045, mariadbd "http" 23309.
+"""
+import http.client
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import mrtest as t  # noqa: E402
+import pymysql  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("MR_BIN", os.path.join(ROOT, "build", "myrewrite"))
+PORT = int(os.environ.get("MR_HTTP_PROXY_PORT", "26042"))
+HTTP_PORT = int(os.environ.get("MR_HTTP_PORT", "26045"))
+DB_PORT = int(os.environ.get("MR_HTTP_DB_PORT", "23309"))
+DB_NAME = "http"
+RULES_DIR = os.path.join(t.TMP, "http_rules")
+RULES = """
+[rewrite http_upper]
+pattern = SELECT name FROM ht_items WHERE id = ?
+replacement = SELECT UPPER(name) AS name FROM ht_items WHERE id = ?
+"""
+
+
+# ---- plumbing ------------------------------------------------------------------------------
+
+def env_sh(cmd):
+    """Runs a tests/lib/env.sh helper; returns (status, output)."""
+    r = subprocess.run(["bash", "-c", '. "%s/tests/lib/env.sh"; %s' % (ROOT, cmd)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return r.returncode, r.stdout
+
+
+def db_root(sql):
+    rc, out = env_sh("mr_mariadb_root %s -N -e %s" % (DB_NAME, sh_quote(sql)))
+    if rc:
+        raise RuntimeError("root query failed: %s" % out)
+    return out.strip()
+
+
+def sh_quote(s):
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def listening(port):
+    s = socket.socket()
+    s.settimeout(1)
+    try:
+        s.connect((t.HOST, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def start_proxy(name, *extra):
+    log = open(os.path.join(t.TMP, name + ".log"), "w")
+    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
+                          "--backend", "%s:%d" % (t.HOST, DB_PORT), "--workers", "2",
+                          "--log-level", "info"] + list(extra),
+                         stdout=log, stderr=log, cwd=ROOT)
+    for _ in range(100):
+        if p.poll() is not None:
+            raise RuntimeError("proxy %s exited: %s" % (name, proxy_log(name)))
+        try:
+            t.connect(PORT).close()
+            return p
+        except pymysql.err.OperationalError:
+            time.sleep(0.1)
+    raise RuntimeError("proxy %s did not come up" % name)
+
+
+def stop_proxy(p):
+    p.terminate()
+    try:
+        return p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        return None
+
+
+def proxy_log(name):
+    with open(os.path.join(t.TMP, name + ".log")) as f:
+        return f.read()
+
+
+def request(path, method="GET"):
+    """(status, headers dict with lower-case names, body text)."""
+    c = http.client.HTTPConnection(t.HOST, HTTP_PORT, timeout=10)
+    try:
+        c.request(method, path)
+        r = c.getresponse()
+        body = r.read().decode("utf-8")
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, body
+    finally:
+        c.close()
+
+
+def raw_head(path):
+    """The bytes a HEAD request gets, read until the server closes (HTTP/1.0)."""
+    s = socket.create_connection((t.HOST, HTTP_PORT), timeout=5)
+    s.sendall(b"HEAD " + path.encode() + b" HTTP/1.0\r\n\r\n")
+    data = b""
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return data
+
+
+# ---- the metrics format --------------------------------------------------------------------
+
+NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+LABEL_VALUE = r'"(?:[^"\\\n]|\\\\|\\"|\\n)*"'
+LABELS = r"\{(?:%s=%s(?:,%s=%s)*,?)?\}" % (r"[a-zA-Z_][a-zA-Z0-9_]*", LABEL_VALUE,
+                                         r"[a-zA-Z_][a-zA-Z0-9_]*", LABEL_VALUE)
+VALUE = r"(?:[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?Inf|NaN)"
+SAMPLE = re.compile(r"^(%s)(%s)? (%s)(?: -?\d+)?$" % (NAME, LABELS, VALUE))
+HELP = re.compile(r"^# HELP (%s) (.*)$" % NAME)
+TYPE = re.compile(r"^# TYPE (%s) (counter|gauge|histogram|summary|untyped)$" % NAME)
+
+
+def family_of(name, types):
+    if name in types:
+        return name
+    for suffix in ("_bucket", "_count", "_sum"):
+        base = name[:-len(suffix)]
+        if name.endswith(suffix) and types.get(base) in ("histogram", "summary"):
+            return base
+    return None
+
+
+def strict_check(text):
+    """Problems with `text` as Prometheus text format 0.0.4; also returns the samples
+    as {(name, frozenset(labels)): value}."""
+    problems, samples = [], {}
+    types, helps, done, current = {}, set(), set(), None
+    if not text.endswith("\n"):
+        problems.append("does not end with a newline")
+    for n, line in enumerate(text.split("\n")[:-1], 1):
+        if m := HELP.match(line):
+            if m.group(1) in helps:
+                problems.append("%d: second HELP for %s" % (n, m.group(1)))
+            helps.add(m.group(1))
+        elif m := TYPE.match(line):
+            name = m.group(1)
+            if name in types:
+                problems.append("%d: second TYPE for %s" % (n, name))
+            if name not in helps:
+                problems.append("%d: TYPE %s before its HELP" % (n, name))
+            types[name] = m.group(2)
+        elif line.startswith("#"):
+            problems.append("%d: comment that is neither HELP nor TYPE: %r" % (n, line))
+        elif m := SAMPLE.match(line):
+            fam = family_of(m.group(1), types)
+            if fam is None:
+                problems.append("%d: sample %s before its TYPE" % (n, m.group(1)))
+                continue
+            if fam != current:
+                if fam in done:
+                    problems.append("%d: family %s is not contiguous" % (n, fam))
+                done.add(fam)
+                current = fam
+            labels = frozenset(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)=("(?:[^"\\]|\\.)*")',
+                                          m.group(2) or ""))
+            key = (m.group(1), labels)
+            if key in samples:
+                problems.append("%d: duplicate sample %s" % (n, line))
+            samples[key] = float(m.group(3))
+        else:
+            problems.append("%d: not a valid line: %r" % (n, line))
+    for name, typ in types.items():
+        if not name.startswith("myrewrite_"):
+            problems.append("%s: not in the myrewrite_ namespace" % name)
+        if typ == "counter" and not name.endswith("_total"):
+            problems.append("%s: counter not named *_total" % name)
+        if name not in done:
+            problems.append("%s: TYPE without samples" % name)
+    return problems, samples
+
+
+def scrape():
+    status, headers, body = request("/metrics")
+    if status != 200:
+        raise RuntimeError("/metrics answered %d" % status)
+    problems, samples = strict_check(body)
+    if problems:
+        raise RuntimeError("bad metrics: %s" % problems[:5])
+    return samples
+
+
+def value(samples, name, **labels):
+    key = (name, frozenset((k, '"%s"' % v) for k, v in labels.items()))
+    return samples.get(key)
+
+
+def quiet_scrape():
+    """A scrape taken once the counters have stopped moving: a response is counted
+    just after its last byte leaves, so the statement that just returned may not be
+    counted yet."""
+    prev = scrape()
+    for _ in range(50):
+        time.sleep(0.1)
+        cur = scrape()
+        if cur == prev:
+            return cur
+        prev = cur
+    return prev
+
+
+def settle(name, expected, **labels):
+    """Scrapes until `name` reaches `expected` (a response is counted just after its
+    last byte leaves), then once more to see it stays there. Returns the last value."""
+    end = time.time() + 3
+    v = None
+    while time.time() < end:
+        v = value(scrape(), name, **labels)
+        if v == expected:
+            time.sleep(0.2)
+            return value(scrape(), name, **labels)
+        time.sleep(0.02)
+    return v
+
+
+# ---- checks -------------------------------------------------------------------------------
+
+def check_config():
+    r = subprocess.run([BIN, "--config-reference"], capture_output=True, text=True)
+    t.check("| `http_listen` | `` |" in r.stdout, "--config-reference lists http_listen, off")
+    r = subprocess.run([BIN, "--print-config"], capture_output=True, text=True, cwd=ROOT)
+    t.check("\nhttp_listen = \n" in r.stdout, "http_listen is empty by default", r.stdout)
+    for bad in ["nonsense", "/tmp/metrics.sock", "127.0.0.1:0", "127.0.0.1:99999"]:
+        r = subprocess.run([BIN, "--set", "http_listen=" + bad, "--check"], capture_output=True,
+                           text=True, cwd=ROOT)
+        t.check(r.returncode != 0 and "http_listen = '%s'" % bad in r.stderr,
+                "--check refuses http_listen=%s" % bad, r.stderr)
+    r = subprocess.run([BIN, "--set", "http_listen=127.0.0.1:%d" % HTTP_PORT, "--check"],
+                       capture_output=True, text=True, cwd=ROOT)
+    t.eq("--check accepts http_listen=127.0.0.1:%d" % HTTP_PORT, 0, r.returncode)
+    # The container's config serves what its HEALTHCHECK asks.
+    with open(os.path.join(ROOT, "docker", "Dockerfile")) as f:
+        dockerfile = f.read()
+    m = re.search(r"^ENV MYREWRITE_HTTP=(\S+)$", dockerfile, re.M)
+    r = subprocess.run([BIN, "--config", os.path.join(ROOT, "docker", "myrewrite.conf"),
+                        "--set", "backend=%s:%d" % (t.HOST, DB_PORT), "--set", "rules_dir=rules",
+                        "--print-config"], capture_output=True, text=True, cwd=ROOT)
+    t.check(m and "\nhttp_listen = %s\n" % m.group(1) in r.stdout
+            and "HEALTHCHECK" in dockerfile and "myrewrite-healthcheck" in dockerfile,
+            "docker/myrewrite.conf serves the address the image's HEALTHCHECK checks",
+            r.stdout + r.stderr)
+
+
+def check_port_taken():
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((t.HOST, HTTP_PORT))
+    s.listen()
+    try:
+        r = subprocess.run([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
+                            "--backend", "%s:%d" % (t.HOST, DB_PORT), "--workers", "1",
+                            "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)],
+                           capture_output=True, text=True, timeout=20, cwd=ROOT)
+        t.check(r.returncode == 1 and "cannot serve HTTP on" in r.stderr,
+                "a taken http_listen port stops the start with a message", r.stderr)
+    finally:
+        s.close()
+
+
+def check_off_by_default():
+    p = start_proxy("http_off")
+    t.check(not listening(HTTP_PORT), "no HTTP listener unless http_listen is set")
+    t.check("HTTP endpoint" not in proxy_log("http_off"), "no HTTP endpoint logged")
+    t.eq("proxy without HTTP exits 0 on SIGTERM", 0, stop_proxy(p))
+
+
+def check_routes():
+    status, headers, body = request("/health")
+    t.eq("/health answers 200 ok", (200, "ok\n"), (status, body))
+    t.check(headers.get("content-type", "").startswith("text/plain"), "/health is text/plain",
+            headers)
+    status, _, body = request("/health?probe=1")
+    t.eq("/health ignores a query string", 200, status)
+    head = raw_head("/health")
+    t.check(head.startswith(b"HTTP/1.0 200 ") and head.endswith(b"\r\n\r\n")
+            and b"Content-Length: 3\r\n" in head, "HEAD /health: headers only", head)
+    status, _, body = request("/nope")
+    t.eq("/nope answers 404", 404, status)
+    status, _, _ = request("/metricsx")
+    t.eq("/metricsx answers 404", 404, status)
+    status, headers, _ = request("/metrics", "POST")
+    t.eq("POST /metrics answers 405 with Allow", (405, "GET, HEAD"),
+         (status, headers.get("allow")))
+
+
+def check_format():
+    status, headers, body = request("/metrics")
+    t.eq("/metrics answers 200", 200, status)
+    t.eq("/metrics content type", "text/plain; version=0.0.4; charset=utf-8",
+         headers.get("content-type"))
+    problems, samples = strict_check(body)
+    t.check(not problems, "/metrics passes the strict line-format check", problems[:10])
+    for name in ["myrewrite_connections_accepted_total", "myrewrite_connections_active",
+                 "myrewrite_commands_total", "myrewrite_commands_refused_total",
+                 "myrewrite_statements_rewritten_total", "myrewrite_statements_blocked_total",
+                 "myrewrite_bytes_from_clients_total", "myrewrite_bytes_from_backend_total",
+                 "myrewrite_workers", "myrewrite_rules_loaded",
+                 "myrewrite_queue_rows_released_total", "myrewrite_queue_reaper_runs_total"]:
+        t.check(value(samples, name) is not None, "/metrics has %s" % name)
+    t.eq("myrewrite_workers is 2", 2.0, value(samples, "myrewrite_workers"))
+    t.eq("myrewrite_rules_loaded is 1", 1.0, value(samples, "myrewrite_rules_loaded"))
+    t.check(value(samples, "myrewrite_connection_closes_total", reason="client_quit") is not None,
+            "closes are labeled by reason")
+    t.check(value(samples, "myrewrite_rule_hits_total", rule="http_upper") is not None,
+            "rule hits are labeled by rule")
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        print("# prometheus_client not installed; only the strict check ran")
+        return
+    try:
+        fams = {f.name: f for f in text_string_to_metric_families(body)}
+        t.check("myrewrite_commands" in fams and fams["myrewrite_commands"].type == "counter",
+                "prometheus_client parses /metrics", sorted(fams))
+    except Exception as e:  # the parser raises ValueError and others
+        t.not_ok("prometheus_client parses /metrics", repr(e))
+
+
+def check_counters():
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    cur.execute("DROP TABLE IF EXISTS ht_items")
+    cur.execute("CREATE TABLE ht_items (id INT PRIMARY KEY, name VARCHAR(20))")
+    cur.execute("INSERT INTO ht_items VALUES (1, 'apple'), (2, 'pear')")
+    m0 = quiet_scrape()
+    c0 = value(m0, "myrewrite_commands_total")
+    t.check(value(m0, "myrewrite_connections_active") >= 1, "an open connection is active")
+    for i in range(7):
+        cur.execute("SELECT %d" % i)
+    t.eq("commands_total moves by exactly the 7 statements sent", c0 + 7,
+         settle("myrewrite_commands_total", c0 + 7))
+    m1 = quiet_scrape()
+    h1 = value(m1, "myrewrite_rule_hits_total", rule="http_upper")
+    r1 = value(m1, "myrewrite_statements_rewritten_total")
+    c1 = value(m1, "myrewrite_commands_total")
+    b1 = value(m1, "myrewrite_bytes_from_clients_total")
+    rows = []
+    for i in (1, 2, 1):
+        cur.execute("SELECT name FROM ht_items WHERE id = %d" % i)
+        rows.append(cur.fetchone()[0])
+    cur.execute("SELECT name FROM ht_items WHERE id > 0 ORDER BY id")  # no match
+    t.eq("the rule rewrote the statements", ["APPLE", "PEAR", "APPLE"], rows)
+    t.eq("commands_total moves by 4", c1 + 4, settle("myrewrite_commands_total", c1 + 4))
+    m2 = quiet_scrape()
+    t.eq("rule hit counter moves by the 3 matching statements", h1 + 3,
+         value(m2, "myrewrite_rule_hits_total", rule="http_upper"))
+    t.eq("statements_rewritten moves by 3", r1 + 3,
+         value(m2, "myrewrite_statements_rewritten_total"))
+    t.check(value(m2, "myrewrite_bytes_from_clients_total") > b1, "bytes from clients move")
+    q0 = value(m2, "myrewrite_connection_closes_total", reason="client_quit")
+    c.close()  # COM_QUIT
+    t.eq("a COM_QUIT counts as reason client_quit", q0 + 1,
+         settle("myrewrite_connection_closes_total", q0 + 1, reason="client_quit"))
+
+
+def wait_ready(want, secs):
+    end = time.time() + secs
+    status, body = None, None
+    while time.time() < end:
+        status, _, body = request("/ready")
+        if status == want:
+            return status, body
+        time.sleep(0.2)
+    return status, body
+
+
+def check_ready():
+    status, body = wait_ready(200, 5)
+    t.eq("/ready is 200 with the backend up", (200, "ready\n"), (status, body))
+    before = int(db_root("SHOW GLOBAL STATUS LIKE 'Connections'").split()[1])
+    for _ in range(30):
+        request("/ready")
+    after = int(db_root("SHOW GLOBAL STATUS LIKE 'Connections'").split()[1])
+    # `after` counts its own root connection; the burst took well under 2 s.
+    t.check(after - before - 1 <= 3, "30 /ready requests made at most one check a second",
+            "backend connections: %d" % (after - before - 1))
+    rc, out = env_sh("mr_stop_mariadb %s" % DB_NAME)
+    t.eq("own mariadbd stopped", 0, rc)
+    status, body = wait_ready(503, 5)
+    t.eq("/ready turns 503 when the backend stops", 503, status)
+    t.check(body.count("\n") == 1 and body.endswith("\n") and "unreachable" in body
+            and "%s:%d" % (t.HOST, DB_PORT) in body, "/ready gives a one-line reason", body)
+    t.eq("/health stays 200 meanwhile", 200, request("/health")[0])
+    rc, out = env_sh("mr_start_mariadb %s %d" % (DB_NAME, DB_PORT))
+    t.eq("own mariadbd restarted", 0, rc)
+    status, body = wait_ready(200, 10)
+    t.eq("/ready is 200 again once the backend is back", (200, "ready\n"), (status, body))
+    end = time.time() + 3  # the log thread writes a moment later
+    while time.time() < end:
+        log = proxy_log("http_on")
+        if "not ready: backend" in log and "accepts connections again" in log:
+            break
+        time.sleep(0.1)
+    t.check("not ready: backend" in log and "accepts connections again" in log,
+            "readiness changes are logged", log[-1000:])
+
+
+def check_healthcheck_script():
+    script = os.path.join(ROOT, "docker", "healthcheck.sh")
+    r = subprocess.run(["bash", script, "%s:%d" % (t.HOST, HTTP_PORT)], capture_output=True,
+                       text=True)
+    t.eq("docker/healthcheck.sh passes against /health", 0, r.returncode)
+    return script
+
+
+def main():
+    if t.DIRECT_ONLY:
+        print("direct mode: the HTTP endpoint belongs to the proxy")
+        sys.exit(77)
+    os.makedirs(RULES_DIR, exist_ok=True)
+    with open(os.path.join(RULES_DIR, "10-http.rules"), "w") as f:
+        f.write(RULES)
+    rc, out = env_sh("mr_start_mariadb %s %d" % (DB_NAME, DB_PORT))
+    if rc:
+        print(out)
+        t.not_ok("own mariadbd %s on %d starts" % (DB_NAME, DB_PORT))
+        t.done()
+    p = None
+    try:
+        check_config()
+        check_off_by_default()
+        check_port_taken()
+        p = start_proxy("http_on", "--rules", RULES_DIR,
+                        "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT))
+        t.check(listening(HTTP_PORT), "HTTP listener on %d" % HTTP_PORT)
+        check_routes()
+        check_format()
+        check_counters()
+        check_ready()
+        script = check_healthcheck_script()
+        t.eq("proxy with HTTP exits 0 on SIGTERM", 0, stop_proxy(p))
+        p = None
+        r = subprocess.run(["bash", script, "%s:%d" % (t.HOST, HTTP_PORT)],
+                           capture_output=True, text=True)
+        t.check(r.returncode != 0, "docker/healthcheck.sh fails once the proxy is gone")
+    finally:
+        if p:
+            stop_proxy(p)
+        env_sh("mr_stop_mariadb %s" % DB_NAME)
+    t.done()
+
+
+if __name__ == "__main__":
+    main()
