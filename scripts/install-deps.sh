@@ -7,11 +7,13 @@ set -euo pipefail
 packages=(
     # toolchain and libraries the build links against
     gcc libc6-dev make cmake pkg-config
-    libevent-dev libmariadb-dev libmariadb-dev-compat libpcre2-dev libcmocka-dev
+    libevent-dev libmariadb-dev libmariadb-dev-compat libpcre2-dev libcmocka-dev libssl-dev
     # servers and clients the integration tests drive
     mariadb-server mariadb-client python3 python3-pymysql sysbench
     # test plumbing: TLS certificates, pgrep/ps, fuser, ss, timeout
     openssl procps psmisc iproute2 coreutils
+    # /metrics checked with a Prometheus parser; the man page rendered with groff
+    python3-prometheus-client groff-base
     # container setup in docker/
     docker-compose
 )

@@ -12,7 +12,21 @@
 
 #include "myrewrite/ini.h"
 
-typedef enum key_type { T_STRING, T_COUNT, T_SIZE, T_DURATION, T_ADDR, T_LOGLEVEL } key_type;
+typedef enum key_type {
+    T_STRING,
+    T_COUNT,
+    T_SIZE,
+    T_DURATION,
+    T_ADDR,
+    T_LOGLEVEL,
+    T_TCP_OPT, /* "" (off) or a TCP host:port */
+} key_type;
+
+/* Key types whose field is a char * owned by the config. */
+static bool is_text(key_type t)
+{
+    return t == T_STRING || t == T_ADDR || t == T_LOGLEVEL || t == T_TCP_OPT;
+}
 
 typedef struct key_def {
     const char *name;
@@ -27,12 +41,20 @@ typedef struct key_def {
 /* Alphabetical; the README's configuration reference is generated from it
  * (`myrewrite --config-reference`). */
 static const key_def keys[] = {
+    {"admin_listen", T_TCP_OPT, K(admin_listen), "127.0.0.1:6034",
+     "loopback TCP address of the admin console (MySQL protocol); empty: off"},
+    {"admin_password", T_STRING, K(admin_password), "",
+     "admin console password; the console does not start without one"},
+    {"admin_user", T_STRING, K(admin_user), "admin", "admin console user name"},
     {"backend", T_ADDR, K(backend), "127.0.0.1:3306",
      "the mysqld to relay to: host:port, [ipv6]:port or /path/to/mysqld.sock"},
     {"connect_timeout", T_DURATION, K(connect_timeout_ms), "5s",
      "how long connecting to the backend and reading its greeting may take"},
     {"handshake_timeout", T_DURATION, K(handshake_timeout_ms), "10s",
      "how long a client may take to finish authentication"},
+    {"http_listen", T_TCP_OPT, K(http_listen), "",
+     "TCP address of the HTTP endpoint (/metrics, /health, /ready), e.g. 127.0.0.1:9104; "
+     "empty: off"},
     {"listen", T_ADDR, K(listen), "127.0.0.1:6033", "TCP address clients connect to"},
     {"log_level", T_LOGLEVEL, K(log_level), "info", "debug, info, warn or error"},
     {"max_connections", T_COUNT, K(max_connections), "1000",
@@ -163,6 +185,7 @@ static const char *expected_form(key_type t)
     case T_DURATION: return "a duration such as 10, 10s, 250ms or 2m";
     case T_ADDR: return "host:port, [ipv6]:port or an absolute unix socket path";
     case T_LOGLEVEL: return "one of debug, info, warn, error";
+    case T_TCP_OPT: return "host:port or [ipv6]:port, or nothing to turn it off";
     default: return "text";
     }
 }
@@ -175,6 +198,7 @@ static bool valid_value(const key_def *k, const char *value, void *field)
     case T_SIZE: return parse_size(value, field);
     case T_DURATION: return parse_duration(value, field);
     case T_ADDR: return mr_addr_parse(value, &addr);
+    case T_TCP_OPT: return !value[0] || (mr_addr_parse(value, &addr) && !addr.is_unix);
     case T_LOGLEVEL:
         return !strcmp(value, "debug") || !strcmp(value, "info") || !strcmp(value, "warn") ||
                !strcmp(value, "error");
@@ -195,7 +219,7 @@ bool mr_config_set(mr_config *c, const char *key, const char *value, const char 
         mr_diag_error(d, origin, line, "%s = '%s': expected %s", key, value, expected_form(k->type));
         return false;
     }
-    if (k->type == T_STRING || k->type == T_ADDR || k->type == T_LOGLEVEL) {
+    if (is_text(k->type)) {
         char **s = field;
         free(*s);
         *s = strdup(value);
@@ -214,8 +238,7 @@ void mr_config_defaults(mr_config *c)
 void mr_config_free(mr_config *c)
 {
     for (size_t i = 0; i < NKEYS; i++) {
-        key_type t = keys[i].type;
-        if (t == T_STRING || t == T_ADDR || t == T_LOGLEVEL) {
+        if (is_text(keys[i].type)) {
             char **s = (char **)((char *)c + keys[i].offset);
             free(*s);
             *s = NULL;

@@ -17,8 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "myrewrite/admin.h"
 #include "myrewrite/backend.h"
 #include "myrewrite/config.h"
+#include "myrewrite/delayed_flush.h"
+#include "myrewrite/http.h"
 #include "myrewrite/listener.h"
 #include "myrewrite/log.h"
 #include "myrewrite/queue.h"
@@ -226,10 +229,11 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
 {
     struct event_base *base = event_base_new();
     mr_queue_configure(p, rules);
+    mr_delayed_configure(p, rules);
     if (!base || !start_workers(p, rules))
         return 1;
     mr_listener *l = mr_listener_start(base, p);
-    if (!l)
+    if (!l || !mr_admin_start(p) || !mr_http_start(p))
         return 1;
     struct event *sigterm = evsignal_new(base, SIGTERM, on_signal, base);
     struct event *sigint = evsignal_new(base, SIGINT, on_signal, base);
@@ -240,11 +244,14 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     mr_info(0, "myrewrite %s listening on %s%s%s, backend %s, %u workers", MYREWRITE_VERSION,
             c->listen, c->socket[0] ? " and " : "", c->socket, p->backend_name, p->nworkers);
     event_base_dispatch(base);
+    mr_http_stop();
     mr_listener_stop(l);
+    mr_admin_stop(); /* before the workers: the console reads their counters */
     stop_workers(p);
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_join(&p->workers[i]);
     mr_queue_stop(c->shutdown_timeout_ms);
+    mr_delayed_stop(c->shutdown_timeout_ms); /* its final flush runs here */
     mr_shared_rules_release(p->rules);
     p->rules = NULL;
     event_free(sigterm);

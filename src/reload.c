@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "myrewrite/delayed_flush.h"
 #include "myrewrite/log.h"
 #include "myrewrite/queue.h"
 #include "myrewrite/worker.h"
@@ -98,6 +99,7 @@ static int reload_locked(mr_proxy *p, FILE *errors)
     }
     set_current(p, shared);
     mr_queue_configure(p, set);
+    mr_delayed_configure(p, set);
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_set_rules(&p->workers[i], shared);
     mr_info(0, "rules reloaded from %s: %zu rules", p->cfg->rules_dir, mr_ruleset_count(set));

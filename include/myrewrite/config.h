@@ -16,9 +16,13 @@
 #include "myrewrite/diag.h"
 
 typedef struct mr_config {
+    char *admin_listen;         /* host:port of the admin console; "" = off */
+    char *admin_password;       /* "" = the console does not start */
+    char *admin_user;
     char *backend;              /* host:port or /path/to/mysqld.sock */
     uint64_t connect_timeout_ms;
     uint64_t handshake_timeout_ms;
+    char *http_listen;          /* host:port of /metrics, /health, /ready; "" = off */
     char *listen;               /* host:port */
     char *log_level;
     uint64_t max_connections;

@@ -19,7 +19,9 @@
  * sent KILL CONNECTION (error 1094, already gone, is fine) and waited for
  * again; after 30 s it is left to the reaper.
  *
- * Threads: mr_queue_configure and mr_queue_stop on the main thread;
+ * Threads: mr_queue_configure at start on the main thread and on reloads
+ * under the proxy's reload_lock (main thread or admin console, never two
+ * at once); mr_queue_stop on the main thread after the console stopped;
  * mr_queue_session_ended from any worker (a mutex held for a few
  * instructions, never waits on I/O); everything else on the queue's
  * bgconn thread. The counters are written by that thread only.
