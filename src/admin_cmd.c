@@ -108,7 +108,8 @@ static bool take_quoted(text *t, mr_buf *arg)
             mr_buf_put_u8(arg, (uint8_t)c);
         }
     }
-    return false; /* unterminated */
+    mr_buf_put_u8(arg, 0); /* the argument stays a C string even when refused */
+    return false;          /* unterminated */
 }
 
 /* An optional table name: the rest of the text, as written. */
