@@ -65,7 +65,6 @@ static const char *pending_name(mr_admin_cmd cmd)
 {
     switch (cmd) {
     case MR_ADM_SHOW_CLIENTS: return "SHOW CLIENTS";
-    case MR_ADM_SHOW_DELAYED: return "SHOW DELAYED";
     case MR_ADM_SHOW_PAGINATION: return "SHOW PAGINATION";
     case MR_ADM_FLUSH_DELAYED: return "FLUSH DELAYED";
     default: return NULL;
@@ -82,6 +81,7 @@ static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out)
     case MR_ADM_SHOW_STATS: mr_admin_show_stats(p, out); return;
     case MR_ADM_SHOW_BACKENDS: mr_admin_show_backends(p, out); return;
     case MR_ADM_SHOW_QUEUES: mr_admin_show_queues(p, out); return;
+    case MR_ADM_SHOW_DELAYED: mr_admin_show_delayed(p, out); return;
     case MR_ADM_RELOAD_RULES: mr_admin_reload_rules(p, out); return;
     case MR_ADM_EXPLAIN_REWRITE:
         mr_admin_explain(p, (const char *)arg->data, arg->len - 1, out); /* without the NUL */

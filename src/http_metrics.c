@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stddef.h>
 
+#include "myrewrite/delayed_flush.h"
 #include "myrewrite/queue.h"
 #include "myrewrite/reload.h"
 #include "myrewrite/rules.h"
@@ -28,6 +29,7 @@ typedef struct counter_def {
 
 #define W(field) offsetof(mr_stats, field)
 #define Q(field) offsetof(mr_queue_stats, field)
+#define D(field) offsetof(mr_delayed_stats, field)
 
 static const counter_def worker_counters[] = {
     {"myrewrite_connections_accepted_total", "counter", "Client connections taken by a worker.",
@@ -152,6 +154,30 @@ static void write_rules(mr_proxy *p, struct evbuffer *out)
         mr_shared_rules_release(cur);
 }
 
+static const counter_def delayed_counters[] = {
+    {"myrewrite_delayed_flush_rounds_total", "counter",
+     "DELAYED flush rounds that held the flush lock.", D(rounds)},
+    {"myrewrite_delayed_flush_skipped_total", "counter",
+     "DELAYED flush rounds skipped because another proxy held the lock.", D(skipped)},
+    {"myrewrite_delayed_chunks_total", "counter", "DELAYED flush transactions committed.",
+     D(chunks)},
+    {"myrewrite_delayed_rows_flushed_total", "counter", "Staged DELAYED rows applied.", D(rows)},
+    {"myrewrite_delayed_keys_written_total", "counter",
+     "Distinct keys written by DELAYED flushes.", D(keys)},
+    {"myrewrite_delayed_errors_total", "counter",
+     "Failed DELAYED flush statements (the chunk was rolled back and retried).", D(errors)},
+};
+
+static void write_delayed(struct evbuffer *out)
+{
+    const mr_delayed_stats *d = mr_delayed_stats_get();
+    for (size_t i = 0; i < COUNT(delayed_counters); i++) {
+        const counter_def *c = &delayed_counters[i];
+        family(out, c->name, c->type, c->help);
+        sample(out, c->name, d ? read_counter(d, c->offset) : 0);
+    }
+}
+
 static void write_queue(struct evbuffer *out)
 {
     const mr_queue_stats *q = mr_queue_stats_get();
@@ -177,4 +203,5 @@ void mr_metrics_write(mr_proxy *p, struct evbuffer *out)
     write_closes(p, out);
     write_rules(p, out);
     write_queue(out);
+    write_delayed(out);
 }

@@ -384,7 +384,13 @@ def check_misc(c):
     except pymysql.err.MySQLError as e:
         t.check(e.args[0] == 1047 and "EXPLAIN REWRITE" in e.args[1] and
                 "RELOAD RULES" in e.args[1], "the error lists every command", e.args)
-    for cmd in ("SHOW CLIENTS", "SHOW DELAYED", "SHOW PAGINATION", "FLUSH DELAYED"):
+    cols, rows = query(c, "SHOW DELAYED")
+    t.eq("SHOW DELAYED columns", ["counter", "value"], cols)
+    d = {r[0]: int(r[1]) for r in rows}
+    t.check(set(d) == {"flush_rounds", "flush_skipped", "chunks", "rows_flushed", "keys_written",
+                       "errors"} and all(v == 0 for v in d.values()),
+            "SHOW DELAYED counters, all zero with no delayed rule", d)
+    for cmd in ("SHOW CLIENTS", "SHOW PAGINATION", "FLUSH DELAYED"):
         expect_error(cmd + " is not available yet", 1047, "not available yet",
                      lambda cmd=cmd: one(c, cmd))
     c.ping(reconnect=False)
