@@ -76,7 +76,11 @@ static void why_text(explainer *E, const mr_ruleset *rs, size_t i, rule_why why,
     FILE *out = E->out;
     switch (why) {
     case WHY_MATCHED:
-        fprintf(out, "matched: %s", action_word(r));
+        /* a paginate guardrail matches to refuse: its detail says so */
+        if (r->kind == MR_RULE_PAGINATE && detail && detail[0])
+            fprintf(out, "matched: block (%s)", detail);
+        else
+            fprintf(out, "matched: %s", action_word(r));
         if (r->cont && r->kind != MR_RULE_BLOCK)
             fputs(", continue", out);
         break;

@@ -40,6 +40,7 @@ typedef enum rule_how {
     HOW_NO_WHERE, /* block statement + where = missing: the recognizer */
     HOW_QUEUE,    /* queue: SELECT ... FOR UPDATE on the table, when skip_locked */
     HOW_DELAYED,  /* delayed: UPDATE/DELETE DELAYED, tried before every other rule */
+    HOW_PAGINATE, /* paginate: deep LIMIT pages of a table (rules_paginate.c) */
 } rule_how;
 
 /* One piece of a replacement: bytes of tpl_text, or a reference to a
@@ -105,7 +106,7 @@ struct mr_ruleset {
 
 /* ---- kinds (rules_load.c) ------------------------------------------------ */
 
-/* "rewrite", "regex", "block", "queue", "delayed": the section header's first word. */
+/* "rewrite", "regex", "block", "queue", "delayed", "paginate": the section header's first word. */
 extern const char *const rules_kind_names[MR_RULE_KIND_MAX];
 
 /* ---- reading rule text (rules_load.c) ------------------------------------ */

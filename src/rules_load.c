@@ -19,7 +19,7 @@
 #include "rules_impl.h"
 
 const char *const rules_kind_names[MR_RULE_KIND_MAX] = {"rewrite", "regex", "block", "queue",
-                                                           "delayed"};
+                                                           "delayed", "paginate"};
 
 /* ---- keys ------------------------------------------------------------------ */
 
@@ -29,7 +29,7 @@ typedef enum key_id {
     K_TABLE, K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE, K_UNCLAIMED_VALUE,
     K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT, K_RELEASE, K_SKIP_LOCKED,
     K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE, K_FLUSH_INTERVAL, K_FLUSH_ROWS,
-    K_MISSING, K_MODE,
+    K_MISSING, K_MODE, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET,
     K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_USER, K_SCHEMA,
     K_MAX
 } key_id;
@@ -40,7 +40,7 @@ static const char *const key_names[K_MAX] = {
     "table", "owner_column", "status_column", "claimed_value", "unclaimed_value",
     "unclaimed_owner", "claimed_at_column", "timeout", "release", "skip_locked",
     "key", "columns", "staging_table", "staging_engine", "flush_interval", "flush_rows",
-    "missing", "mode",
+    "missing", "mode", "threshold", "strategy", "max_offset",
     "enabled", "continue", "log_only", "log", "user", "schema",
 };
 
@@ -71,6 +71,7 @@ static bool finish_regex(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
 static bool finish_block(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
 static bool finish_queue(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
 static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
+static bool finish_paginate(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
 
 static const kind_def kinds[MR_RULE_KIND_MAX] = {
     [MR_RULE_REWRITE] = {{K_PATTERN, K_REPLACEMENT, COMMON_KEYS}, 8, finish_rewrite},
@@ -84,6 +85,8 @@ static const kind_def kinds[MR_RULE_KIND_MAX] = {
     [MR_RULE_DELAYED] = {{K_TABLE, K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE,
                           K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, COMMON_KEYS}, 15,
                          finish_delayed},
+    [MR_RULE_PAGINATE] = {{K_TABLE, K_KEY, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET, K_MESSAGE,
+                           COMMON_KEYS}, 12, finish_paginate},
 };
 
 /* ---- the loader --------------------------------------------------------------- */
@@ -227,10 +230,21 @@ static void delayed_def_free(mr_delayed_def *d)
     free(d);
 }
 
+static void paginate_def_free(mr_paginate_def *p)
+{
+    if (!p)
+        return;
+    free(p->schema);
+    free(p->table);
+    names_free(p->keys, p->nkeys);
+    free(p);
+}
+
 static void rule_free(mr_rule *r)
 {
     queue_def_free((mr_queue_def *)r->queue);
     delayed_def_free((mr_delayed_def *)r->delayed);
+    paginate_def_free((mr_paginate_def *)r->paginate);
     free(r->name);
     free(r->file);
     free(r->user);
@@ -860,6 +874,87 @@ static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im
     return r->pattern != NULL;
 }
 
+/* ---- paginate ------------------------------------------------------------------- */
+
+/* table = *, t or schema.t (a bare t is that table in any schema). */
+static bool paginate_table(loader *L, const draft *dr, mr_paginate_def *p)
+{
+    const char *v = dr->val[K_TABLE];
+    if (strcmp(v, "*") == 0)
+        return true;
+    const char *dot = strchr(v, '.');
+    const char *t = dot ? dot + 1 : v;
+    size_t sn = dot ? (size_t)(dot - v) : 0;
+    bool ok = (!dot || (sn > 0 && sn <= 64)) && *t && strlen(t) <= 64 && !strchr(t, '.') &&
+              !strchr(v, '`') && !strchr(t, '*');
+    if (!ok) {
+        bad_value(L, dr, K_TABLE, "*, a table name, or schema.table, unquoted");
+        return false;
+    }
+    p->schema = dot ? strndup(v, sn) : NULL;
+    p->table = dup_str(L, t);
+    if (dot && !p->schema)
+        oom(L);
+    return p->table && (!dot || p->schema);
+}
+
+/* strategy = deferred_join (keyset and auto are not there yet). */
+static bool paginate_strategy(loader *L, const draft *dr, mr_paginate_def *p)
+{
+    const char *v = dr->val[K_STRATEGY];
+    p->strategy = MR_PAGINATE_DEFERRED_JOIN;
+    if (!v || strcasecmp(v, "deferred_join") == 0)
+        return true;
+    if (strcasecmp(v, "keyset") == 0 || strcasecmp(v, "auto") == 0) {
+        mr_diag_error(L->d, L->file, dr->vline[K_STRATEGY], "strategy = %s in [paginate %s] "
+                      "is not supported yet; use strategy = deferred_join", v, dr->name);
+        return false;
+    }
+    bad_value(L, dr, K_STRATEGY, "deferred_join (keyset and auto are not supported yet)");
+    return false;
+}
+
+/* max_offset = 0 (no limit) or a whole number. */
+static bool paginate_max_offset(loader *L, const draft *dr, mr_paginate_def *p)
+{
+    const char *v = dr->val[K_MAX_OFFSET];
+    p->max_offset = 0;
+    if (!v || strcmp(v, "0") == 0)
+        return true;
+    return parse_count(L, dr, K_MAX_OFFSET, 0, UINT64_MAX / 10, &p->max_offset);
+}
+
+static bool finish_paginate(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
+{
+    mr_paginate_def *p = calloc(1, sizeof *p);
+    if (!p) {
+        oom(L);
+        return false;
+    }
+    r->paginate = p;
+    r->err_code = MR_PAGINATE_ERR_CODE;
+    memcpy(r->sqlstate, MR_PAGINATE_SQLSTATE, sizeof r->sqlstate);
+    im->how = HOW_PAGINATE;
+    bool ok = need(L, dr, K_TABLE, "paginate rules need the table (or *) whose pages they take");
+    ok &= need(L, dr, K_KEY, "paginate rules need key, the table's primary-key columns "
+               "(reading the primary key from the schema is not done yet)");
+    ok &= parse_count(L, dr, K_THRESHOLD, 1000, UINT64_MAX / 10, &p->threshold);
+    ok &= paginate_strategy(L, dr, p);
+    ok &= paginate_max_offset(L, dr, p);
+    ok = ok && paginate_table(L, dr, p);
+    ok = ok && name_list(L, dr, K_KEY, &p->keys, &p->nkeys);
+    if (!ok)
+        return false;
+    if (dr->val[K_MESSAGE] && !(r->message = dup_str(L, dr->val[K_MESSAGE])))
+        return false;
+    char text[200];
+    snprintf(text, sizeof text, "paginate %s%s%s from offset %llu, deferred_join%s", p->schema ?
+             p->schema : "", p->schema ? "." : "", p->table ? p->table : "*",
+             (unsigned long long)p->threshold, p->max_offset ? ", max_offset set" : "");
+    r->pattern = dup_str(L, text);
+    return r->pattern != NULL;
+}
+
 /* ---- sections ------------------------------------------------------------------ */
 
 static void finish_draft(loader *L)
@@ -910,7 +1005,7 @@ static bool parse_header(loader *L, const char *sec, int line, int *kind, const 
     *name = nm;
     if (*kind < 0) {
         mr_diag_error(L->d, L->file, line, "unknown rule kind '%.*s' in [%s]; known kinds: "
-                    "rewrite, regex, block, queue, delayed", (int)kn, sec, sec);
+                    "rewrite, regex, block, queue, delayed, paginate", (int)kn, sec, sec);
         return false;
     }
     if (!*nm || !valid_name(nm)) {

@@ -80,6 +80,7 @@ void mr_rules_scratch_free(mr_rules_scratch *s)
     free(s->ver[0].p);
     free(s->ver[1].p);
     mr_buf_free(&s->delayed_out);
+    mr_buf_free(&s->paginate_out);
     pcre2_match_data_free(s->md);
     pcre2_match_context_free(s->mctx);
     free(s);
@@ -330,6 +331,7 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
     const mr_rule *r = &R->rs->rules[i];
     const rule_impl *im = &R->rs->impl[i];
     R->detail[0] = '\0';
+    R->block_msg = NULL;
     rule_why why = filters(R, r);
     if (why != WHY_MATCHED)
         return why;
@@ -346,6 +348,9 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
         break;
     case HOW_QUEUE:
         why = rules_queue_rewrite(R, S, r, &R->s->ver[R->spare]);
+        return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
+    case HOW_PAGINATE:
+        why = rules_paginate(R, S, r, &R->s->ver[R->spare]);
         return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
     case HOW_DELAYED:
         snprintf(R->detail, sizeof R->detail, "delayed rules only meet DELAYED statements");
@@ -396,15 +401,15 @@ static step on_match(run *R, stmt *S, size_t i, rule_why why)
     rules_count_hit(R, i);
     if (why == WHY_LOG_ONLY) {
         const bytes *would = &R->s->ver[R->spare];
-        if (r->kind != MR_RULE_BLOCK && R->res->would_be.len == 0)
+        if (r->kind != MR_RULE_BLOCK && !R->block_msg && R->res->would_be.len == 0)
             mr_buf_put(&R->res->would_be, would->p, would->len);
         return r->cont ? STEP_NEXT : STEP_STOP;
     }
-    if (r->kind == MR_RULE_BLOCK) {
+    if (r->kind == MR_RULE_BLOCK || R->block_msg) {
         R->res->action = MR_ACT_BLOCK;
         R->res->err_code = r->err_code;
         memcpy(R->res->sqlstate, r->sqlstate, sizeof R->res->sqlstate);
-        R->res->message = r->message;
+        R->res->message = R->block_msg ? R->block_msg : r->message;
         return STEP_BLOCK;
     }
     bytes *out = &R->s->ver[R->spare];

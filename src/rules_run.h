@@ -55,6 +55,8 @@ struct mr_rules_scratch {
     uint64_t regex_runs;
     mr_buf delayed_out;   /* staging INSERT of the latest DELAYED statement */
     char delayed_msg[1024]; /* refusal of the latest DELAYED statement (res->message) */
+    mr_buf paginate_out;  /* deferred join of the latest paginate rule */
+    char paginate_msg[512]; /* guardrail refusal of the latest paginate rule (res->message) */
 };
 
 /* One statement as the rules currently see it. */
@@ -82,6 +84,7 @@ typedef struct run {
     uint64_t now;      /* unix time, read at the first hit */
     int spare;         /* ver[] buffer a rewrite may write */
     char detail[256];  /* trace detail of the latest rule */
+    const char *block_msg; /* set by a rule of another kind that blocks (paginate's guardrail) */
 } run;
 
 /* Grows the array `ptr` (any T *, capacity `cap` elements) to hold at
@@ -97,6 +100,10 @@ rule_why rules_regex_rewrite(run *R, stmt *S, const mr_rule *r, const rule_impl 
 /* Adds SKIP LOCKED to a SELECT ... FOR UPDATE of a queue rule's table
  * (rules_queue.c); WHY_MATCHED when `out` holds the new text. */
 rule_why rules_queue_rewrite(run *R, stmt *S, const mr_rule *r, bytes *out);
+/* A paginate rule on S: WHY_MATCHED with the deferred join in `out`, or
+ * WHY_MATCHED with R->block_msg set for a page beyond max_offset
+ * (rules_paginate.c). */
+rule_why rules_paginate(run *R, stmt *S, const mr_rule *r, bytes *out);
 /* How the delayed path (rules_delayed.c) left a statement. */
 typedef enum delayed_step {
     DELAYED_NONE,    /* not a DELAYED statement (or no delayed rule): the rules meet it */

@@ -35,7 +35,9 @@ static void log_full(mr_session *s, const mr_rule *r, const mr_match_result *res
                      const char *sql, size_t len)
 {
     const mr_buf *to = r->log_only ? &res->would_be : &res->text;
-    if (r->kind == MR_RULE_BLOCK)
+    bool blocked_here = res->action == MR_ACT_BLOCK && !r->log_only &&
+                        res->nmatched > 0 && res->matched[res->nmatched - 1] == r;
+    if (r->kind == MR_RULE_BLOCK || blocked_here)
         mr_info(s->id, "rule %s%s: %.*s -> blocked", r->name, r->log_only ? " (log only)" : "",
                 (int)(len > 2000 ? 2000 : len), sql);
     else

@@ -16,7 +16,8 @@
  *            sessions that end (queue.h) and may add SKIP LOCKED
  *   delayed  UPDATE/DELETE DELAYED on a table become staging INSERTs that a
  *            background flusher applies (delayed_sql.h, delayed_flush.h)
- * Later kinds (paginate) register in the same kind table.
+ *   paginate deep `LIMIT off, n` pages of one table become a deferred join
+ *            (paginate_sql.h); pages deeper than max_offset are refused
  */
 #ifndef MYREWRITE_RULES_H
 #define MYREWRITE_RULES_H
@@ -36,6 +37,7 @@ typedef enum mr_rule_kind {
     MR_RULE_BLOCK,
     MR_RULE_QUEUE,
     MR_RULE_DELAYED,
+    MR_RULE_PAGINATE,
     MR_RULE_KIND_MAX
 } mr_rule_kind;
 
@@ -84,6 +86,27 @@ typedef struct mr_delayed_def {
     mr_delayed_missing missing;
 } mr_delayed_def;
 
+/* How a paginate rule rewrites deep pages (only deferred_join so far). */
+typedef enum mr_paginate_strategy {
+    MR_PAGINATE_DEFERRED_JOIN,
+} mr_paginate_strategy;
+
+/* A paginate rule's settings (rules/README.md, "paginate"); immutable.
+ * Names are as written in the file, unquoted, without backticks. */
+typedef struct mr_paginate_def {
+    char *schema;              /* from `table = s.t`; NULL: any schema */
+    char *table;               /* NULL for `table = *`: any table */
+    char **keys;               /* primary-key columns, from the `key` list */
+    size_t nkeys;
+    uint64_t threshold;        /* rewrite from this offset on; default 1000 */
+    uint64_t max_offset;       /* deeper offsets are refused; 0 = no limit */
+    mr_paginate_strategy strategy;
+} mr_paginate_def;
+
+/* The error a paginate rule's guardrail answers with (ER_NOT_SUPPORTED_YET). */
+#define MR_PAGINATE_ERR_CODE 1235
+#define MR_PAGINATE_SQLSTATE "42000"
+
 /* One rule as loaded; immutable. */
 typedef struct mr_rule {
     char *name;
@@ -98,9 +121,10 @@ typedef struct mr_rule {
     char *schema;      /* filter: only this default schema (NULL = any) */
     char *pattern;     /* as written in the file */
     char *replacement; /* rewrite/regex; NULL for block */
-    char *message;     /* block */
+    char *message;     /* block; paginate's guardrail (NULL: the default message) */
     const mr_queue_def *queue; /* queue; NULL for other kinds (owned by the rule) */
     const mr_delayed_def *delayed; /* delayed; NULL for other kinds (owned by the rule) */
+    const mr_paginate_def *paginate; /* paginate; NULL for other kinds (owned by the rule) */
     uint16_t err_code; /* block; default 1148 */
     char sqlstate[6];  /* block; default 42000 */
     void *impl;        /* kind-specific compiled form (owned by the rule set) */

@@ -112,7 +112,7 @@ static void unknown_kind(void **state)
     (void)state;
     expect_error("\n[rewrit x]\npattern = SELECT 1\n",
                  "t.rules:2: unknown rule kind 'rewrit' in [rewrit x]; known kinds: rewrite, "
-                 "regex, block, queue, delayed\n");
+                 "regex, block, queue, delayed, paginate\n");
 }
 
 static void missing_or_bad_name(void **state)
@@ -368,7 +368,7 @@ static void every_error_is_reported(void **state)
         "t.rules:6: match in [regex b] is not a valid regular expression: missing closing "
         "parenthesis at offset 1\n"
         "t.rules:8: [block c] has no message; block rules need the message the client gets\n"
-        "t.rules:10: unknown rule kind 'frob' in [frob d]; known kinds: rewrite, regex, block, queue, delayed\n"
+        "t.rules:10: unknown rule kind 'frob' in [frob d]; known kinds: rewrite, regex, block, queue, delayed, paginate\n"
         "t.rules:15: enabled = 'perhaps' in [rewrite e]: expected yes or no\n");
     loaded_free(&l);
 }

@@ -1,0 +1,275 @@
+/*
+ * test_paginate_sql.c - paginate rules: the deferred join of every accepted
+ * shape (aliases, t.*, expressions, WHERE, DESC, mixed directions, ties,
+ * composite keys), every shape that passes untouched, threshold and
+ * max_offset edges, hostile literals, and loading of paginate rules.
+ */
+#include "test_rules.h"
+
+#include "myrewrite/paginate_sql.h"
+
+static const char RULES[] =
+    "[paginate orders]\n"
+    "table = orders\n"
+    "key = id\n"
+    "[paginate lines]\n"
+    "table = shop.lines\n"
+    "key = order_id, line_no\n"
+    "threshold = 500\n"
+    "max_offset = 100000\n"
+    "[paginate capped]\n"
+    "table = capped\n"
+    "key = id\n"
+    "max_offset = 5000\n"
+    "message = too deep, use a cursor\n";
+
+static const mr_stmt_ctx CTX = {.schema = "shop"};
+static const mr_stmt_ctx PREP = {.schema = "shop", .prepared = true};
+
+static mr_ruleset *rs;
+
+static int setup(void **state)
+{
+    (void)state;
+    rs = load_ok(RULES);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    mr_ruleset_free(rs);
+    return 0;
+}
+
+static void rw(const char *sql, const char *want)
+{
+    expect_sent(rs, &CTX, sql, MR_ACT_REWRITE, want);
+}
+
+static void same(const char *sql)
+{
+    expect_sent(rs, &CTX, sql, MR_ACT_PASS, sql);
+}
+
+#define DJ " AS myrewrite_dj USING (`id`)"
+#define DJ2 " AS myrewrite_dj USING (`order_id`, `line_no`)"
+
+static void accepted_shapes(void **state)
+{
+    (void)state;
+    rw("SELECT * FROM orders ORDER BY id LIMIT 1000, 20",
+       "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders ORDER BY id LIMIT 1000, 20)"
+       DJ " ORDER BY id");
+    rw("SELECT * FROM orders ORDER BY id LIMIT 20 OFFSET 5000",
+       "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders ORDER BY id LIMIT 20 OFFSET "
+       "5000)" DJ " ORDER BY id");
+    rw("select o.*, o.total * 2 AS t2 from orders as o where o.status = 'paid' "
+       "order by o.created desc limit 2000, 10",
+       "select o.*, o.total * 2 AS t2 FROM orders as o JOIN (SELECT `id` FROM orders as o "
+       "where o.status = 'paid' ORDER BY o.created desc, o.`id` limit 2000, 10)" DJ
+       " ORDER BY o.created desc, o.`id`");
+    rw("SELECT id, total FROM orders o WHERE total > 10 ORDER BY total DESC, id ASC LIMIT 3000,5",
+       "SELECT id, total FROM orders o JOIN (SELECT `id` FROM orders o WHERE total > 10 ORDER BY "
+       "total DESC, id ASC LIMIT 3000,5)" DJ " ORDER BY total DESC, id ASC");
+    rw("SELECT * FROM shop.orders ORDER BY `id` DESC LIMIT 1000, 1",
+       "SELECT shop.orders.* FROM shop.orders JOIN (SELECT `id` FROM shop.orders ORDER BY `id` "
+       "DESC LIMIT 1000, 1)" DJ " ORDER BY `id` DESC");
+    rw("SELECT a, CONCAT(b, c) x FROM orders ORDER BY status, created DESC LIMIT 9999, 20",
+       "SELECT a, CONCAT(b, c) x FROM orders JOIN (SELECT `id` FROM orders ORDER BY status, "
+       "created DESC, orders.`id` LIMIT 9999, 20)" DJ
+       " ORDER BY status, created DESC, orders.`id`");
+}
+
+static void composite_key(void **state)
+{
+    (void)state;
+    rw("SELECT * FROM lines l WHERE l.sku = 'x' ORDER BY l.order_id, l.line_no LIMIT 500, 10",
+       "SELECT l.* FROM lines l JOIN (SELECT `order_id`, `line_no` FROM lines l WHERE l.sku = 'x' "
+       "ORDER BY l.order_id, l.line_no LIMIT 500, 10)" DJ2
+       " ORDER BY l.order_id, l.line_no");
+    rw("SELECT sku FROM lines ORDER BY line_no DESC LIMIT 600, 10",
+       "SELECT sku FROM lines JOIN (SELECT `order_id`, `line_no` FROM lines ORDER BY line_no DESC, "
+       "lines.`order_id` LIMIT 600, 10)" DJ2 " ORDER BY line_no DESC, lines.`order_id`");
+    rw("SELECT sku FROM lines ORDER BY price LIMIT 600, 10",
+       "SELECT sku FROM lines JOIN (SELECT `order_id`, `line_no` FROM lines ORDER BY price, "
+       "lines.`order_id`, lines.`line_no` LIMIT 600, 10)" DJ2
+       " ORDER BY price, lines.`order_id`, lines.`line_no`");
+    /* another schema's lines is not the rule's table */
+    same("SELECT sku FROM other.lines ORDER BY price LIMIT 600, 10");
+}
+
+static void hostile_literals(void **state)
+{
+    (void)state;
+    rw("SELECT * FROM orders WHERE note = 'x'' ORDER BY id LIMIT 1, 1; --' AND n = \"a\\\"b\" "
+       "ORDER BY id LIMIT 1000, 2 /* tail */",
+       "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders WHERE note = 'x'' ORDER BY id "
+       "LIMIT 1, 1; --' AND n = \"a\\\"b\" ORDER BY id LIMIT 1000, 2)" DJ " ORDER BY id"
+       " /* tail */");
+    rw("/* lead */ SELECT `we``ird` FROM orders WHERE x IN ('(', ')') ORDER BY id LIMIT 1000, 2",
+       "/* lead */ SELECT `we``ird` FROM orders JOIN (SELECT `id` FROM orders WHERE x IN ('(', "
+       "')') ORDER BY id LIMIT 1000, 2)" DJ " ORDER BY id");
+}
+
+static void passes_untouched(void **state)
+{
+    (void)state;
+    static const char *const sqls[] = {
+        "SELECT * FROM orders ORDER BY id LIMIT 999, 20",
+        "SELECT * FROM orders ORDER BY id LIMIT 20",
+        "SELECT * FROM orders LIMIT 5000, 20",
+        "SELECT * FROM orders o JOIN x ON x.id = o.id ORDER BY o.id LIMIT 5000, 20",
+        "SELECT * FROM orders, x ORDER BY orders.id LIMIT 5000, 20",
+        "SELECT * FROM orders ORDER BY id LIMIT 5000, 20 UNION SELECT * FROM orders",
+        "(SELECT * FROM orders ORDER BY id LIMIT 5000, 20)",
+        "SELECT * FROM (SELECT * FROM orders) d ORDER BY id LIMIT 5000, 20",
+        "SELECT * FROM orders WHERE id IN (SELECT id FROM x) ORDER BY id LIMIT 5000, 20",
+        "SELECT status, COUNT(*) FROM orders GROUP BY status ORDER BY status LIMIT 5000, 20",
+        "SELECT status FROM orders HAVING status > 1 ORDER BY status LIMIT 5000, 20",
+        "SELECT COUNT(*) FROM orders ORDER BY id LIMIT 5000, 20",
+        "SELECT DISTINCT status FROM orders ORDER BY status LIMIT 5000, 20",
+        "SELECT SQL_CALC_FOUND_ROWS * FROM orders ORDER BY id LIMIT 5000, 20",
+        "SELECT * FROM orders ORDER BY id LIMIT 5000, 20 FOR UPDATE",
+        "SELECT * FROM orders ORDER BY id LIMIT 5000, 20 LOCK IN SHARE MODE",
+        "SELECT * FROM orders ORDER BY id LIMIT 5000, 20 INTO OUTFILE '/tmp/x'",
+        "SELECT id INTO @x FROM orders ORDER BY id LIMIT 5000, 1",
+        "SELECT * FROM orders /*!50000 WHERE 1 */ ORDER BY id LIMIT 5000, 20",
+        "SELECT ROW_NUMBER() OVER (ORDER BY id) FROM orders ORDER BY id LIMIT 5000, 20",
+        "WITH c AS (SELECT 1) SELECT * FROM orders ORDER BY id LIMIT 5000, 20",
+        "SELECT * FROM orders FORCE INDEX (ix) ORDER BY id LIMIT 5000, 20",
+        "SELECT * FROM orders PARTITION (p1) ORDER BY id LIMIT 5000, 20",
+        "SELECT total * 2 AS t FROM orders ORDER BY t LIMIT 5000, 20",
+        "SELECT total t FROM orders ORDER BY t DESC LIMIT 5000, 20",
+        "SELECT total FROM orders ORDER BY 1 LIMIT 5000, 20",
+        "SELECT total FROM orders ORDER BY RAND() LIMIT 5000, 20",
+        "SELECT total 'x' FROM orders ORDER BY id LIMIT 5000, 20",
+        "SELECT @n := @n + 1 FROM orders ORDER BY id LIMIT 5000, 20",
+        "SELECT /*+ NO_INDEX(orders) */ * FROM orders ORDER BY id LIMIT 5000, 20",
+        "SELECT * FROM customers ORDER BY id LIMIT 5000, 20",
+        "SELECT * FROM orders ORDER BY id LIMIT ?, 20",
+        "SELECT * FROM orders ORDER BY id LIMIT 5000, ?",
+        "SELECT * FROM orders ORDER BY id LIMIT 5000.5, 20",
+        "UPDATE orders SET x = 1 ORDER BY id LIMIT 5000",
+        "DELETE FROM orders ORDER BY id LIMIT 5000",
+    };
+    for (size_t i = 0; i < sizeof sqls / sizeof sqls[0]; i++)
+        same(sqls[i]);
+}
+
+static void prepared(void **state)
+{
+    (void)state;
+    expect_sent(rs, &PREP, "SELECT * FROM orders ORDER BY id LIMIT ?, ?", MR_ACT_PASS,
+                "SELECT * FROM orders ORDER BY id LIMIT ?, ?");
+    expect_sent(rs, &PREP, "SELECT * FROM orders WHERE s = ? ORDER BY id LIMIT 1000, 5",
+                MR_ACT_REWRITE,
+                "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders WHERE s = ? ORDER BY id "
+                "LIMIT 1000, 5)" DJ " ORDER BY id");
+    expect_sent(rs, &PREP, "SELECT * FROM orders ORDER BY FIELD(id, ?) LIMIT 1000, 5",
+                MR_ACT_PASS, "SELECT * FROM orders ORDER BY FIELD(id, ?) LIMIT 1000, 5");
+}
+
+static void expect_block(const char *sql, const char *want)
+{
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    apply_ctx(rs, sql, &CTX, s, &res);
+    if (res.action != MR_ACT_BLOCK || !res.message || !strstr(res.message, want))
+        fail_msg("statement: %s\nwanted refusal with: %s\ngot action %d: %s", sql, want,
+                 res.action, res.message ? res.message : "(none)");
+    assert_int_equal(res.err_code, 1235);
+    assert_string_equal(res.sqlstate, "42000");
+    result_free(&res);
+    mr_rules_scratch_free(s);
+}
+
+static void edges(void **state)
+{
+    (void)state;
+    /* threshold: 1000 by default, 500 for lines */
+    same("SELECT * FROM orders ORDER BY id LIMIT 999, 1");
+    rw("SELECT * FROM orders ORDER BY id LIMIT 1000, 1",
+       "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders ORDER BY id LIMIT 1000, 1)" DJ
+       " ORDER BY id");
+    same("SELECT * FROM lines ORDER BY order_id, line_no LIMIT 499, 1");
+    /* max_offset: equal is allowed, one more is refused */
+    rw("SELECT * FROM lines ORDER BY order_id, line_no LIMIT 100000, 1",
+       "SELECT lines.* FROM lines JOIN (SELECT `order_id`, `line_no` FROM lines ORDER BY order_id, "
+       "line_no LIMIT 100000, 1)" DJ2 " ORDER BY order_id, line_no");
+    expect_block("SELECT * FROM lines ORDER BY order_id, line_no LIMIT 100001, 1",
+                 "OFFSET 100001 is deeper than the 100000 allowed for shop.lines");
+    expect_block("SELECT * FROM lines ORDER BY order_id LIMIT 10 OFFSET 99999999999999999999999",
+                 "keyset");
+    /* the guardrail also covers shapes the rewrite leaves alone */
+    expect_block("SELECT * FROM lines JOIN x USING (sku) ORDER BY sku LIMIT 200000, 1",
+                 "allowed for shop.lines");
+    expect_block("SELECT * FROM capped ORDER BY id LIMIT 5001, 1", "too deep, use a cursor");
+    rw("SELECT * FROM capped ORDER BY id LIMIT 5000, 1",
+       "SELECT capped.* FROM capped JOIN (SELECT `id` FROM capped ORDER BY id LIMIT 5000, 1)" DJ
+       " ORDER BY id");
+    same("SELECT * FROM capped ORDER BY id LIMIT ?, 1");
+}
+
+static void multi_statement(void **state)
+{
+    (void)state;
+    rw("SELECT 1; SELECT * FROM orders ORDER BY id LIMIT 1000, 1;",
+       "SELECT 1; SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders ORDER BY id LIMIT "
+       "1000, 1)" DJ " ORDER BY id;");
+}
+
+static void star_rule(void **state)
+{
+    (void)state;
+    mr_ruleset *any = load_ok("[paginate all]\ntable = *\nkey = id\nthreshold = 10\n");
+    expect_sent(any, &CTX, "SELECT * FROM t ORDER BY id LIMIT 10, 1", MR_ACT_REWRITE,
+                "SELECT t.* FROM t JOIN (SELECT `id` FROM t ORDER BY id LIMIT 10, 1)" DJ
+                " ORDER BY id");
+    mr_ruleset_free(any);
+    mr_ruleset *lo = load_ok("[paginate l]\ntable = t\nkey = id\nlog_only = yes\n"
+                             "max_offset = 2000\n");
+    expect_sent(lo, &CTX, "SELECT * FROM t ORDER BY id LIMIT 1000, 1", MR_ACT_PASS,
+                "SELECT * FROM t ORDER BY id LIMIT 1000, 1");
+    expect_sent(lo, &CTX, "SELECT * FROM t ORDER BY id LIMIT 3000, 1", MR_ACT_PASS,
+                "SELECT * FROM t ORDER BY id LIMIT 3000, 1");
+    mr_ruleset_free(lo);
+}
+
+static void load_errors(void **state)
+{
+    (void)state;
+    expect_error("[paginate p]\ntable = t\n",
+                 "t.rules:1: [paginate p] has no key; paginate rules need key, the table's "
+                 "primary-key columns (reading the primary key from the schema is not done yet)\n");
+    expect_error("[paginate p]\ntable = t\nkey = id\nstrategy = keyset\n",
+                 "t.rules:4: strategy = keyset in [paginate p] is not supported yet; use "
+                 "strategy = deferred_join\n");
+    expect_error("[paginate p]\ntable = t\nkey = id\nstrategy = auto\n",
+                 "t.rules:4: strategy = auto in [paginate p] is not supported yet; use "
+                 "strategy = deferred_join\n");
+    expect_error("[paginate p]\ntable = t\nkey = id\nthreshold = 0\n",
+                 "t.rules:4: threshold = '0' in [paginate p]: expected a whole number from 1 to "
+                 "1844674407370955161\n");
+    expect_error("[paginate p]\ntable = t\nkey = id\nmax_offset = -1\n",
+                 "t.rules:4: max_offset = '-1' in [paginate p]: expected a whole number from 1 to "
+                 "1844674407370955161\n");
+    expect_error("[paginate p]\ntable = a.b.c\nkey = id\n",
+                 "t.rules:2: table = 'a.b.c' in [paginate p]: expected *, a table name, or "
+                 "schema.table, unquoted\n");
+    expect_error("[paginate p]\ntable = t\nkey = id, id\n",
+                 "t.rules:3: key = 'id, id' in [paginate p]: expected a comma list of up to 16 "
+                 "different column names, unquoted\n");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(accepted_shapes), cmocka_unit_test(composite_key),
+        cmocka_unit_test(hostile_literals), cmocka_unit_test(passes_untouched),
+        cmocka_unit_test(prepared), cmocka_unit_test(edges),
+        cmocka_unit_test(multi_statement), cmocka_unit_test(star_rule),
+        cmocka_unit_test(load_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
