@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""delayed_counters.py - hot counters with and without UPDATE DELAYED, through myrewrite.
+
+Run by bench/delayed_counters.sh, which starts mariadbd and two proxies: one with a
+delayed rule on test.counters (key id, column hits, flush_interval 1s), one with no rules.
+Table: counters (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0), ids 1..1000, InnoDB.
+
+For each number of hot rows H and each number of clients C, three modes one after the
+other, each for SECONDS, with C worker processes (multiprocessing, not threads), every
+statement on an id picked uniformly from 1..H, autocommit:
+
+  direct   UPDATE counters SET hits = hits + 1 WHERE id = ?          to mariadbd
+  proxy    the same statement through the proxy without rules
+  delayed  UPDATE DELAYED counters SET hits = hits + 1 WHERE id = ?  through the rule proxy
+
+incr/s counts acknowledged statements (OK packets) over the window, from the common start
+to the last acknowledgement. The check compares the growth of SUM(hits), read on a direct
+connection once the staging table is empty, with the acknowledged increments.
+
+Then the flush rate: N rows (key ids spread over the 1000 counters, delta +1 each) are
+inserted straight into the staging table on a direct connection, in multi-row INSERTs inside
+one transaction, so the flusher sees them all at once; the time from the COMMIT until the
+staging table is empty is polled every 50 ms. A size is skipped when staging it is projected
+to take more than 60 s from the previous size.
+"""
+import argparse
+import multiprocessing as mp
+import os
+import random
+import sys
+import time
+
+import pymysql
+
+TABLE = "counters"
+STAGING = "counters_delayed"
+KEYS = 1000
+DDL = ("CREATE TABLE counters (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0) "
+       "ENGINE=InnoDB")
+MODES = [
+    ("direct", "direct", "UPDATE counters SET hits = hits + 1 WHERE id = %d"),
+    ("proxy", "plain", "UPDATE counters SET hits = hits + 1 WHERE id = %d"),
+    ("delayed", "rule", "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = %d"),
+]
+DRAIN_TIMEOUT = 120.0
+STAGE_LIMIT = 60.0
+INSERT_BATCH = 5000
+
+
+def connect(cfg, port, **kw):
+    args = dict(host=cfg.host, port=port, user=cfg.user, password=cfg.password,
+                database=cfg.db, charset="utf8mb4", autocommit=True, connect_timeout=30,
+                read_timeout=600, write_timeout=600)
+    args.update(kw)
+    return pymysql.connect(**args)
+
+
+def scalar(cur, sql):
+    cur.execute(sql)
+    return cur.fetchone()[0]
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0:3]
+
+
+def cpu_ticks():
+    """(busy, total) jiffies of all CPUs, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    return sum(v) - idle, sum(v)
+
+
+def busy_pct(t0, t1):
+    return 100.0 * (t1[0] - t0[0]) / max(1, t1[1] - t0[1])
+
+
+def setup(cfg):
+    d = connect(cfg, cfg.direct_port)
+    cur = d.cursor()
+    cur.execute("DROP TABLE IF EXISTS %s, %s" % (TABLE, STAGING))
+    cur.execute(DDL)
+    cur.execute("INSERT INTO counters (id) SELECT seq FROM seq_1_to_%d" % KEYS)
+    d.close()
+
+
+def total_hits(cur):
+    return int(scalar(cur, "SELECT COALESCE(SUM(hits), 0) FROM counters"))
+
+
+def wait_drained(cur, timeout, interval=0.05):
+    """Seconds until the staging table holds no row, or None after timeout."""
+    t0 = time.monotonic()
+    while True:
+        cur.execute("SELECT 1 FROM %s LIMIT 1" % STAGING)
+        if cur.fetchone() is None:
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > timeout:
+            return None
+        time.sleep(interval)
+
+
+# ---- worker processes ----------------------------------------------------------------
+
+def worker(cfg, port, sql, hot, seed, ready, go, start_at, results):
+    counts = {"acks": 0, "errors": 0, "msgs": [], "last": 0.0}
+    rnd = random.Random(seed)
+    try:
+        c = connect(cfg, port)
+        cur = c.cursor()
+    except pymysql.err.MySQLError as e:
+        counts["errors"] += 1
+        counts["msgs"].append("connect: %s" % (e,))
+        ready.put(1)
+        results.put(counts)
+        return
+    ready.put(1)
+    go.wait()
+    end = start_at.value + cfg.seconds
+    while time.time() < start_at.value:
+        time.sleep(0.001)
+    while time.time() < end:
+        try:
+            cur.execute(sql % rnd.randint(1, hot))
+            counts["acks"] += 1
+            counts["last"] = time.time()
+        except pymysql.err.MySQLError as e:
+            counts["errors"] += 1
+            if len(counts["msgs"]) < 3:
+                counts["msgs"].append("%s" % (e,))
+            if isinstance(e, pymysql.err.OperationalError) and e.args and \
+                    e.args[0] in (2006, 2013, 2014):
+                try:
+                    c.close()
+                except Exception:
+                    pass
+                try:
+                    c = connect(cfg, port)
+                    cur = c.cursor()
+                except pymysql.err.MySQLError:
+                    time.sleep(0.05)
+    try:
+        c.close()
+    except Exception:
+        pass
+    results.put(counts)
+
+
+def run_cell(cfg, port, sql, hot, clients):
+    ctx = mp.get_context("fork")
+    ready, results = ctx.Queue(), ctx.Queue()
+    go = ctx.Event()
+    start_at = ctx.Value("d", 0.0)
+    procs = [ctx.Process(target=worker,
+                         args=(cfg, port, sql, hot, 1000 * hot + i, ready, go, start_at,
+                               results))
+             for i in range(clients)]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        ready.get(timeout=120)
+    start_at.value = time.time() + 0.2
+    go.set()
+    got = [results.get(timeout=cfg.seconds + 300) for _ in procs]
+    for p in procs:
+        p.join()
+    acks = sum(g["acks"] for g in got)
+    errors = sum(g["errors"] for g in got)
+    msgs = [m for g in got for m in g["msgs"]][:3]
+    last = max([g["last"] for g in got] + [start_at.value + cfg.seconds])
+    elapsed = last - start_at.value
+    return acks, errors, msgs, elapsed
+
+
+def counters_part(cfg, d):
+    cur = d.cursor()
+    ports = {"direct": cfg.direct_port, "plain": cfg.plain_port, "rule": cfg.rule_port}
+    print("# %g s per run; clients %s; hot rows %s; load average at start %s"
+          % (cfg.seconds, cfg.clients, cfg.hot, " ".join(loadavg())))
+    print("%4s %7s  %-8s %11s %7s %7s %9s  %-8s %5s %5s"
+          % ("hot", "clients", "mode", "incr/s", "vs_a", "errors", "drain_s", "check", "load1",
+             "cpu%"))
+    all_ok = True
+    for hot in [int(h) for h in cfg.hot.split()]:
+        for clients in [int(c) for c in cfg.clients.split()]:
+            base = None
+            for name, which, sql in MODES:
+                before = total_hits(cur)
+                c0 = cpu_ticks()
+                acks, errors, msgs, elapsed = run_cell(cfg, ports[which], sql, hot, clients)
+                cpu = busy_pct(c0, cpu_ticks())
+                load1 = loadavg()[0]
+                drain = wait_drained(cur, DRAIN_TIMEOUT) if which == "rule" else 0.0
+                grown = total_hits(cur) - before
+                ok = drain is not None and grown == acks
+                all_ok = all_ok and ok
+                check = "OK" if ok else "MISMATCH"
+                rate = acks / elapsed if elapsed > 0 else 0.0
+                if base is None:
+                    base = rate
+                print("%4d %7d  %-8s %11.0f %7.2f %7d %9s  %-8s %5s %5.0f"
+                      % (hot, clients, name, rate, rate / base if base else 0.0, errors,
+                         "-" if which != "rule" else
+                         ("%.2f" % drain if drain is not None else "timeout"),
+                         check, load1, cpu), flush=True)
+                if not ok:
+                    print("#   acknowledged %d, SUM(hits) grew by %d" % (acks, grown))
+                for m in msgs:
+                    print("#   error: %s" % m)
+    print("# drain_s: seconds from the end of the delayed run until the staging table was "
+          "empty (flush_interval 1s)")
+    print("# load1: 1-minute load average read after the run (it lags and includes earlier "
+          "runs);")
+    print("#   cpu%%: busy share of all %d CPUs during the run (clients, proxies, mariadbd and "
+          "anything else)" % os.cpu_count())
+    return all_ok
+
+
+# ---- flush rate ------------------------------------------------------------------------
+
+def staging_columns(cur):
+    cur.execute("SELECT COLUMN_NAME, IS_NULLABLE, COLUMN_DEFAULT, EXTRA "
+                "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+                "AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (STAGING,))
+    return cur.fetchall()
+
+
+def stage(cfg, n):
+    """Inserts n staging rows in one transaction; returns (seconds to COMMIT, last seq)."""
+    s = connect(cfg, cfg.direct_port, autocommit=False)
+    cur = s.cursor()
+    t0 = time.monotonic()
+    done = 0
+    while done < n:
+        k = min(INSERT_BATCH, n - done)
+        values = ",".join("(%d,1,0)" % ((done + i) % KEYS + 1) for i in range(k))
+        cur.execute("INSERT INTO %s (id, hits, op) VALUES %s" % (STAGING, values))
+        done += k
+    s.commit()
+    took = time.monotonic() - t0
+    last = scalar(cur, "SELECT MAX(seq) FROM %s" % STAGING)
+    s.commit()
+    s.close()
+    return took, last
+
+
+def watch_flush(cur, last, timeout, interval=0.05):
+    """Polls MIN(seq) of the staging table from the COMMIT on. Returns (seconds until the
+    first chunk was gone, rows left then, seconds until empty), None where not reached."""
+    t0 = time.monotonic()
+    first_min = None
+    first = left = None
+    while True:
+        m = scalar(cur, "SELECT MIN(seq) FROM %s" % STAGING)
+        now = time.monotonic() - t0
+        if m is None:
+            if first is None:
+                first, left = now, 0
+            return first, left, now
+        if first_min is None:
+            first_min = m
+        elif first is None and m != first_min:
+            first, left = now, int(last) - int(m) + 1
+        if now > timeout:
+            return first, left, None
+        time.sleep(interval)
+
+
+def flush_part(cfg, d):
+    cur = d.cursor()
+    print()
+    print("# staging table, as the proxy created it:")
+    cur.execute("SHOW CREATE TABLE %s" % STAGING)
+    for line in cur.fetchone()[1].splitlines():
+        print("#   " + line)
+    cols = {r[0]: r for r in staging_columns(cur)}
+    for need in ("id", "hits", "op"):
+        if need not in cols:
+            print("# staging table has no column %s; flush rate not measured" % need)
+            return False
+    left = [c for c, nullable, default, extra in cols.values()
+            if c not in ("id", "hits", "op") and nullable == "NO" and default is None
+            and "auto_increment" not in extra.lower()]
+    if left:
+        print("# staging columns %s need values; flush rate not measured" % ", ".join(left))
+        return False
+    print("# rows are staged as INSERT INTO %s (id, hits, op) VALUES (k, 1, 0), ... with %d "
+          "rows per statement, keys 1..%d round robin, one transaction" % (STAGING,
+                                                                          INSERT_BATCH, KEYS))
+    print("%9s %9s %10s %8s %9s %11s %11s  %-8s %5s"
+          % ("rows", "stage_s", "stage_r/s", "start_s", "flush_s", "flush_r/s", "steady_r/s",
+             "check", "load1"))
+    all_ok = True
+    prev = None
+    for n in [int(x) for x in cfg.flush_rows.split()]:
+        if prev is not None:
+            projected = prev[1] * n / prev[0]
+            if projected > STAGE_LIMIT:
+                print("%9d   skipped: staging projected at %.0f s (> %.0f s)"
+                      % (n, projected, STAGE_LIMIT))
+                continue
+        if wait_drained(cur, DRAIN_TIMEOUT) is None:
+            print("# staging table not empty before the run; stopping")
+            return False
+        before = total_hits(cur)
+        took, last = stage(cfg, n)
+        first, left, flush = watch_flush(cur, last, max(DRAIN_TIMEOUT, n / 1000.0))
+        steady = "-"
+        if flush is not None and first is not None and left and flush > first:
+            steady = "%.0f" % (left / (flush - first))
+        load1 = loadavg()[0]
+        grown = total_hits(cur) - before
+        ok = flush is not None and grown == n
+        all_ok = all_ok and ok
+        print("%9d %9.2f %10.0f %8s %9s %11s %11s  %-8s %5s"
+              % (n, took, n / took, "-" if first is None else "%.2f" % first,
+                 "timeout" if flush is None else "%.2f" % flush,
+                 "-" if not flush else "%.0f" % (n / flush), steady,
+                 "OK" if ok else "MISMATCH", load1), flush=True)
+        if not ok:
+            print("#   staged %d, SUM(hits) grew by %d" % (n, grown))
+        prev = (n, took)
+    print("# flush_s: from the COMMIT of the staging transaction until the staging table was "
+          "empty, polled every 50 ms;")
+    print("#   it includes up to one flush_interval (1s) before the flusher's next round.")
+    print("# start_s: from the COMMIT until the first chunk (flush_rows, default 10000) was "
+          "gone;")
+    print("#   steady_r/s: rows left at that moment / (flush_s - start_s), the rate once "
+          "flushing.")
+    return all_ok
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--clients", default="32 128")
+    ap.add_argument("--hot", default="1 10")
+    ap.add_argument("--flush-rows", default="100000 1000000")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--direct-port", type=int, default=23346)
+    ap.add_argument("--rule-port", type=int, default=26073)
+    ap.add_argument("--plain-port", type=int, default=26074)
+    ap.add_argument("--user", default="app")
+    ap.add_argument("--password", default="apppw")
+    ap.add_argument("--db", default="test")
+    ap.add_argument("--setup-only", action="store_true",
+                    help="create the counters table and exit")
+    cfg = ap.parse_args()
+    if cfg.setup_only:
+        setup(cfg)
+        return 0
+    d = connect(cfg, cfg.direct_port)
+    # The rule proxy's flusher creates the staging table; give it a moment after start.
+    cur = d.cursor()
+    for _ in range(100):
+        if scalar(cur, "SELECT COUNT(*) FROM information_schema.TABLES WHERE "
+                       "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '%s'" % STAGING):
+            break
+        time.sleep(0.1)
+    else:
+        print("# the proxy did not create %s within 10 s" % STAGING)
+        return 1
+    t0 = time.monotonic()
+    ok = counters_part(cfg, d)
+    ok = flush_part(cfg, d) and ok
+    print("# load average at end %s; total %.0f s" % (" ".join(loadavg()),
+                                                      time.monotonic() - t0))
+    d.close()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
