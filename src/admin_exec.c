@@ -12,6 +12,7 @@
 #include "myrewrite/admin_cmd.h"
 #include "myrewrite/admin_proto.h"
 #include "myrewrite/codec.h"
+#include "myrewrite/delayed_flush.h"
 
 #define ER_PARSE_ERROR 1064
 
@@ -43,6 +44,25 @@ static void unknown(mr_buf *out)
     mr_admin_error(out, MR_ER_UNKNOWN_COM, "42000", msg);
 }
 
+/* FLUSH DELAYED [table]: a flush round now, waited for (the console waits
+ * with it: at most FLUSH_WAIT_MS). */
+#define FLUSH_WAIT_MS 10000
+static void flush_delayed(const mr_buf *arg, mr_buf *out)
+{
+    const char *table = arg->len ? (const char *)arg->data : "";
+    switch (mr_delayed_flush_now(table, FLUSH_WAIT_MS)) {
+    case 0: mr_admin_lines_result(out, "result", "flushed"); return;
+    case 1:
+        mr_admin_lines_result(out, "result", "still flushing after 10 s; it goes on in the "
+                                             "background");
+        return;
+    default:
+        mr_admin_error(out, MR_ER_UNKNOWN_COM, "42000",
+                       "nothing to flush: no [delayed] rule is in force, or proxy_user is not "
+                       "set so the proxy has no connection of its own");
+    }
+}
+
 static void not_yet(mr_buf *out, const char *what)
 {
     char msg[200];
@@ -66,7 +86,6 @@ static const char *pending_name(mr_admin_cmd cmd)
     switch (cmd) {
     case MR_ADM_SHOW_CLIENTS: return "SHOW CLIENTS";
     case MR_ADM_SHOW_PAGINATION: return "SHOW PAGINATION";
-    case MR_ADM_FLUSH_DELAYED: return "FLUSH DELAYED";
     default: return NULL;
     }
 }
@@ -82,6 +101,7 @@ static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out)
     case MR_ADM_SHOW_BACKENDS: mr_admin_show_backends(p, out); return;
     case MR_ADM_SHOW_QUEUES: mr_admin_show_queues(p, out); return;
     case MR_ADM_SHOW_DELAYED: mr_admin_show_delayed(p, out); return;
+    case MR_ADM_FLUSH_DELAYED: flush_delayed(arg, out); return;
     case MR_ADM_RELOAD_RULES: mr_admin_reload_rules(p, out); return;
     case MR_ADM_EXPLAIN_REWRITE:
         mr_admin_explain(p, (const char *)arg->data, arg->len - 1, out); /* without the NUL */

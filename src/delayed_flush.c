@@ -52,6 +52,8 @@ static struct {
     bool final_wanted;
     bool final_done;
     uint64_t deadline_ms;
+    uint64_t flush_asked, flush_done; /* FLUSH DELAYED requests and the last one served */
+    char flush_filter[200];           /* its table ("" = all), as `t` or `schema.t` */
     /* main thread */
     mr_bgconn *bg;
     /* any thread */
@@ -59,6 +61,8 @@ static struct {
     /* flusher thread */
     tables cur;
 } D = {.lock = PTHREAD_MUTEX_INITIALIZER, .done_cond = PTHREAD_COND_INITIALIZER};
+
+static struct timespec realtime_in(uint64_t ms);
 
 static uint64_t mono_ms(void)
 {
@@ -736,6 +740,19 @@ static void flush_table(MYSQL *db, table *t, uint64_t deadline)
 
 /* ---- flusher thread ------------------------------------------------------------------ */
 
+/* FLUSH DELAYED's argument names `table` or `schema.table`; empty: all. */
+static bool matches_filter(const table *t, const char *filter)
+{
+    if (!filter[0])
+        return true;
+    const char *dot = strchr(filter, '.');
+    if (!dot)
+        return strcmp(filter, t->def.table) == 0;
+    size_t n = (size_t)(dot - filter);
+    return t->def.schema && strlen(t->def.schema) == n &&
+           strncmp(filter, t->def.schema, n) == 0 && strcmp(dot + 1, t->def.table) == 0;
+}
+
 static void adopt_tables(void)
 {
     pthread_mutex_lock(&D.lock);
@@ -762,14 +779,21 @@ static uint64_t tick(MYSQL *db, void *arg)
 {
     (void)arg;
     adopt_tables();
+    char filter[sizeof D.flush_filter];
     pthread_mutex_lock(&D.lock);
     bool final = D.final_wanted;
     uint64_t deadline = D.deadline_ms;
+    uint64_t asked = D.flush_asked;
+    bool asked_now = asked > D.flush_done;
+    memcpy(filter, D.flush_filter, sizeof filter);
     pthread_mutex_unlock(&D.lock);
     uint64_t now = mono_ms(), wait = IDLE_MS;
     for (size_t i = 0; i < D.cur.n && !mr_bg_conn_broken(db); i++) {
         table *t = &D.cur.t[i];
-        if (final || now >= t->next_ms) {
+        bool drain = final || (asked_now && matches_filter(t, filter));
+        if (drain || now >= t->next_ms) {
+            /* a round reads everything staged so far (in chunks), so a
+             * requested flush is an ordinary round run now */
             flush_table(db, t, final ? deadline : 0);
             now = mono_ms();
             t->next_ms = now + t->def.flush_interval_ms;
@@ -777,9 +801,11 @@ static uint64_t tick(MYSQL *db, void *arg)
         uint64_t left = t->next_ms > now ? t->next_ms - now : 0;
         wait = left < wait ? left : wait;
     }
-    if (final && !mr_bg_conn_broken(db)) {
+    if ((final || asked_now) && !mr_bg_conn_broken(db)) {
         pthread_mutex_lock(&D.lock);
-        D.final_done = true;
+        D.final_done = D.final_done || final;
+        if (asked > D.flush_done)
+            D.flush_done = asked;
         pthread_cond_broadcast(&D.done_cond);
         pthread_mutex_unlock(&D.lock);
     }
@@ -792,8 +818,30 @@ static bool start_thread(const mr_proxy *p)
 {
     static const mr_bgconn_ops ops = {
         .name = "delayed flush", .on_connect = on_connect, .tick = tick, .arg = NULL};
-    D.bg = mr_bgconn_start(p->cfg, p->backend_name, &ops);
-    return D.bg != NULL;
+    mr_bgconn *bg = mr_bgconn_start(p->cfg, p->backend_name, &ops);
+    pthread_mutex_lock(&D.lock); /* mr_delayed_flush_now reads it from the console */
+    D.bg = bg;
+    pthread_mutex_unlock(&D.lock);
+    return bg != NULL;
+}
+
+int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms)
+{
+    struct timespec until = realtime_in(timeout_ms);
+    pthread_mutex_lock(&D.lock);
+    mr_bgconn *bg = D.bg;
+    uint64_t mine = ++D.flush_asked;
+    snprintf(D.flush_filter, sizeof D.flush_filter, "%s", table_filter ? table_filter : "");
+    pthread_mutex_unlock(&D.lock);
+    if (!bg)
+        return -1;
+    mr_bgconn_wake(bg);
+    pthread_mutex_lock(&D.lock);
+    while (D.flush_done < mine && pthread_cond_timedwait(&D.done_cond, &D.lock, &until) == 0)
+        ;
+    bool done = D.flush_done >= mine;
+    pthread_mutex_unlock(&D.lock);
+    return done ? 0 : 1;
 }
 
 void mr_delayed_configure(const mr_proxy *p, const mr_ruleset *rs)

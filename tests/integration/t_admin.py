@@ -390,7 +390,9 @@ def check_misc(c):
     t.check(set(d) == {"flush_rounds", "flush_skipped", "chunks", "rows_flushed", "keys_written",
                        "errors"} and all(v == 0 for v in d.values()),
             "SHOW DELAYED counters, all zero with no delayed rule", d)
-    for cmd in ("SHOW CLIENTS", "SHOW PAGINATION", "FLUSH DELAYED"):
+    expect_error("FLUSH DELAYED with no delayed rule", 1047, "nothing to flush",
+                 lambda: one(c, "FLUSH DELAYED"))
+    for cmd in ("SHOW CLIENTS", "SHOW PAGINATION"):
         expect_error(cmd + " is not available yet", 1047, "not available yet",
                      lambda cmd=cmd: one(c, cmd))
     c.ping(reconnect=False)

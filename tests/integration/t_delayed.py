@@ -29,6 +29,7 @@ PORTS = [int(os.environ.get("MR_DELAYED_PORT_A", "26046")),
 BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
                                             "myrewrite"))
 CLIENTS = 32
+ADMIN_PORT = int(os.environ.get("MR_DELAYED_ADMIN_PORT", "26049"))  # proxy B's console
 RULES_DIR = os.path.join(t.TMP, "delayed_rules")
 RULES = """
 [delayed counters]
@@ -49,11 +50,13 @@ UPD = "UPDATE DELAYED d_counters SET hits = hits %s %d WHERE id %s"
 
 def start_proxy(port, name):
     log = open(os.path.join(t.TMP, name + ".log"), "w")
+    console = (["--set", "admin_password=adminpw",
+                "--set", "admin_listen=%s:%d" % (t.HOST, ADMIN_PORT)] if port == PORTS[1] else [])
     p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, port),
                           "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
                           "--workers", "2", "--log-level", "info",
                           "--set", "proxy_user=%s" % t.USER,
-                          "--set", "proxy_password=%s" % t.PASSWORD],
+                          "--set", "proxy_password=%s" % t.PASSWORD] + console,
                          stdout=log, stderr=log)
     for _ in range(100):
         try:
@@ -243,6 +246,28 @@ def kill_run(d, procs):
           % (sum(acked), sum(uncertain)))
 
 
+# ---- FLUSH DELAYED from the admin console -----------------------------------------------------
+
+def flush_command(d):
+    cur = d.cursor()
+    cur.execute("INSERT INTO d_slow VALUES (2, 0) ON DUPLICATE KEY UPDATE n = 0")
+    staged_left(d, "d_slow_delayed")
+    time.sleep(1.0)  # both proxies' first rounds (at their start) are over; the next is in 1 h
+    c = t.connect(PORTS[1], autocommit=True)
+    for _ in range(5):
+        c.cursor().execute("UPDATE DELAYED d_slow SET n = n + 2 WHERE id = 2")
+    c.close()
+    cur.execute("SELECT n FROM d_slow WHERE id = 2")
+    t.eq("the hourly table is not flushed by itself", (0,), cur.fetchone())
+    a = pymysql.connect(host=t.HOST, port=ADMIN_PORT, user="admin", password="adminpw")
+    ac = a.cursor()
+    ac.execute("FLUSH DELAYED test.d_slow")
+    t.eq("FLUSH DELAYED answers once the round is done", (("flushed",),), ac.fetchall())
+    a.close()
+    cur.execute("SELECT n FROM d_slow WHERE id = 2")
+    t.eq("FLUSH DELAYED applied the staged increments", (10,), cur.fetchone())
+
+
 # ---- final flush ------------------------------------------------------------------------------
 
 def final_flush(d, procs):
@@ -284,6 +309,7 @@ def main():
         concurrent(d)
         deletes(d, PORTS[1])
         kill_run(d, procs)
+        flush_command(d)
         final_flush(d, procs)
     finally:
         for p in procs:
