@@ -4,15 +4,17 @@
  *
  * Pure, any thread. Owns nothing; writes only the caller's array.
  *
- * sql_digest writes text, not positions, so this walk repeats its literal
- * grouping decision for decision: a literal token, adjacent strings
- * ('a' 'b'), a sign folded into a number, an IN list or a run of VALUES
- * rows made only of literals. Both walks must agree; the matcher checks
+ * sql_digest writes text, not positions, so this walk follows its literal
+ * grouping: a literal token, adjacent strings ('a' 'b'), a sign folded
+ * into a number, an IN list or a run of VALUES rows made only of literals
+ * (the list test itself, sql_digest_literal_row, is shared with the
+ * digest). Both walks must agree; the matcher checks
  * that a statement has as many slots as the pattern it matched, and the
  * unit tests compare slot counts with digests.
  */
 #include <string.h>
 
+#include "myrewrite/sql_digest.h"
 #include "rules_impl.h"
 
 typedef struct walker {
@@ -48,52 +50,10 @@ static void add_literal(walker *w, const sql_token *first, uint32_t end, bool is
     w->last_str = is_string;
 }
 
-static bool literal_row(sql_lexer *lx, bool nest, sql_token *close);
-
-/* One item of a literal list (see sql_digest.c); *t gets the next token. */
-static bool literal_item(sql_lexer *lx, sql_token *t, bool nest)
-{
-    if (!sql_lexer_next_sig(lx, t))
-        return false;
-    if (t->kind == SQL_TOK_LPAREN) {
-        sql_token close;
-        if (!nest || !literal_row(lx, false, &close))
-            return false;
-    } else if (t->kind == SQL_TOK_OP && (t->id == SQL_OP_MINUS || t->id == SQL_OP_PLUS)) {
-        if (!sql_lexer_next_sig(lx, t) || (t->kind != SQL_TOK_NUMBER && t->kind != SQL_TOK_PARAM))
-            return false;
-    } else if (t->kind == SQL_TOK_WORD) {
-        if (t->id != SQL_KW_NULL && !(sql_kw_flags((sql_kw)t->id) & SQL_KWF_LITERAL))
-            return false;
-    } else if (!sql_tok_is_literal(t->kind)) {
-        return false;
-    }
-    bool str = t->kind == SQL_TOK_STRING;
-    if (!sql_lexer_next_sig(lx, t))
-        return false;
-    while (str && t->kind == SQL_TOK_STRING)
-        if (!sql_lexer_next_sig(lx, t))
-            return false;
-    return true;
-}
-
-/* After '(': literal items up to ')', which is returned in *close. */
-static bool literal_row(sql_lexer *lx, bool nest, sql_token *close)
-{
-    for (;;) {
-        if (!literal_item(lx, close, nest))
-            return false;
-        if (close->kind == SQL_TOK_RPAREN)
-            return true;
-        if (close->kind != SQL_TOK_COMMA)
-            return false;
-    }
-}
-
 static bool collapse_in(sql_lexer *lx, sql_token *close)
 {
     sql_lexer p = *lx;
-    if (!literal_row(&p, true, close))
+    if (!sql_digest_literal_row(&p, true, close))
         return false;
     *lx = p;
     return true;
@@ -102,7 +62,7 @@ static bool collapse_in(sql_lexer *lx, sql_token *close)
 static bool collapse_rows(sql_lexer *lx, sql_token *close)
 {
     sql_lexer p = *lx;
-    if (!literal_row(&p, false, close))
+    if (!sql_digest_literal_row(&p, false, close))
         return false;
     *lx = p;
     for (;;) {
@@ -110,7 +70,8 @@ static bool collapse_rows(sql_lexer *lx, sql_token *close)
         sql_lexer q = p;
         if (!sql_lexer_next_sig(&q, &t) || t.kind != SQL_TOK_COMMA)
             break;
-        if (!sql_lexer_next_sig(&q, &t) || t.kind != SQL_TOK_LPAREN || !literal_row(&q, false, &c))
+        if (!sql_lexer_next_sig(&q, &t) || t.kind != SQL_TOK_LPAREN ||
+            !sql_digest_literal_row(&q, false, &c))
             break;
         *lx = p = q;
         *close = c;

@@ -113,8 +113,6 @@ typedef struct digester {
     int values_depth;   /* depth of a VALUES row list, -1 when none */
 } digester;
 
-static bool literal_row(sql_lexer *lx, bool nest);
-
 /* One list item: signed number, literal (adjacent strings count as one),
  * NULL/TRUE/FALSE, or, if nest, a parenthesized literal tuple. On success
  * *t holds the token after the item. */
@@ -123,7 +121,8 @@ static bool literal_item(sql_lexer *lx, sql_token *t, bool nest)
     if (!sql_lexer_next_sig(lx, t))
         return false;
     if (t->kind == SQL_TOK_LPAREN) {
-        if (!nest || !literal_row(lx, false))
+        sql_token close;
+        if (!nest || !sql_digest_literal_row(lx, false, &close))
             return false;
     } else if (t->kind == SQL_TOK_OP && (t->id == SQL_OP_MINUS || t->id == SQL_OP_PLUS)) {
         if (!sql_lexer_next_sig(lx, t) || (t->kind != SQL_TOK_NUMBER && t->kind != SQL_TOK_PARAM))
@@ -143,17 +142,14 @@ static bool literal_item(sql_lexer *lx, sql_token *t, bool nest)
     return true;
 }
 
-/* After '(' : literal items separated by ',' up to ')'. Leaves lx just
- * past the ')'. */
-static bool literal_row(sql_lexer *lx, bool nest)
+bool sql_digest_literal_row(sql_lexer *lx, bool nest, sql_token *close)
 {
-    sql_token t;
     for (;;) {
-        if (!literal_item(lx, &t, nest))
+        if (!literal_item(lx, close, nest))
             return false;
-        if (t.kind == SQL_TOK_RPAREN)
+        if (close->kind == SQL_TOK_RPAREN)
             return true;
-        if (t.kind != SQL_TOK_COMMA)
+        if (close->kind != SQL_TOK_COMMA)
             return false;
     }
 }
@@ -162,7 +158,8 @@ static bool literal_row(sql_lexer *lx, bool nest)
 static bool try_collapse_in(sql_lexer *lx)
 {
     sql_lexer p = *lx;
-    if (!literal_row(&p, true))
+    sql_token close;
+    if (!sql_digest_literal_row(&p, true, &close))
         return false;
     *lx = p;
     return true;
@@ -172,7 +169,8 @@ static bool try_collapse_in(sql_lexer *lx)
 static bool try_collapse_rows(sql_lexer *lx)
 {
     sql_lexer p = *lx;
-    if (!literal_row(&p, false))
+    sql_token close;
+    if (!sql_digest_literal_row(&p, false, &close))
         return false;
     *lx = p;
     for (;;) {
@@ -180,7 +178,8 @@ static bool try_collapse_rows(sql_lexer *lx)
         sql_lexer q = p;
         if (!sql_lexer_next_sig(&q, &t) || t.kind != SQL_TOK_COMMA)
             break;
-        if (!sql_lexer_next_sig(&q, &t) || t.kind != SQL_TOK_LPAREN || !literal_row(&q, false))
+        if (!sql_lexer_next_sig(&q, &t) || t.kind != SQL_TOK_LPAREN ||
+            !sql_digest_literal_row(&q, false, &close))
             break;
         *lx = p = q;
     }

@@ -54,6 +54,13 @@ typedef struct sql_digest_result {
 sql_rc sql_digest(const char *s, size_t n, unsigned lex_flags,
                   char *out, size_t cap, sql_digest_result *res);
 
+/* After a '(': literal items separated by ',' up to ')' (signed numbers,
+ * literals, adjacent strings as one, NULL/TRUE/FALSE and, when nest, literal
+ * tuples). This is the list the digest collapses to "(...)"; the rule
+ * engine's slot walk uses the same test so its `?` line up. On success lx
+ * is just past the ')' and *close holds it. */
+bool sql_digest_literal_row(sql_lexer *lx, bool nest, sql_token *close);
+
 /* FNV-1a 64, exposed so callers can hash digest text the same way. */
 uint64_t sql_hash64(const void *p, size_t n);
 
