@@ -162,22 +162,27 @@ def owned(d, conn):
     return cur.fetchone()[0]
 
 
-def kill_victim(d, port, wid):
-    """Claims through `port`, is killed -9; returns (conn id, rows, seconds to release)."""
+def claim_victim(port, wid):
+    """A worker that claims one batch through `port` and stalls; (process, conn id, rows)."""
     v = spawn(port, wid, "stall")
     conn = read_line(v, "conn ")
     n = read_line(v, "claimed ")
     if conn is None or n is None:
         v.kill()
         v.wait()
-        return None, 0, None
-    conn = int(conn)
+        return None
+    return v, int(conn), int(n)
+
+
+def kill_victim(d, victim):
+    """Kills a stalled victim -9; returns the seconds until its rows are unclaimed."""
+    v, conn, _ = victim
     t0 = time.time()
     v.send_signal(signal.SIGKILL)
     v.wait()
     while owned(d, conn) and time.time() - t0 < 10:
         time.sleep(0.005)
-    return conn, int(n), time.time() - t0
+    return time.time() - t0
 
 
 def direct_zombie(d):
@@ -238,14 +243,17 @@ def run(d):
     t.check(len(got) == 1 and got[0][1] == zrows,
             "the zombie's %d rows were reaped once, by one of the two proxies" % zrows, got)
 
+    # victims claim before the workers start, so a fast run cannot empty the queue
+    # before they get rows; they are killed while the workers run
+    stalled = [(claim_victim(PORTS[k % 2], 1000 + k), k % 2) for k in range(8)]
     t0 = time.time()
     workers = [spawn(PORTS[i % 2], i, "run") for i in range(WORKERS)]
     victims, latencies = [], []
-    for k in range(8):  # victims spread over both proxies while the workers run
-        conn, n, lat = kill_victim(d, PORTS[k % 2], 1000 + k)
-        if conn is not None:
-            victims.append((conn, n, k % 2))
-            latencies.append(lat)
+    for v, side in stalled:
+        if v is not None:
+            time.sleep(0.2)
+            latencies.append(kill_victim(d, v))
+            victims.append((v[1], v[2], side))
     # and a few of the running workers too, wherever they are
     for p in workers[:3]:
         time.sleep(0.3)
