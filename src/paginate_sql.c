@@ -372,9 +372,13 @@ static void put_select_list(const pg *P, mr_buf *b)
         put_range(P, b, from, last);
 }
 
+/* Appended key columns take the direction of the last ORDER BY item: an
+ * index on (x) holds (x, key), so ORDER BY x DESC, key DESC is read
+ * backwards from it, where x DESC, key ASC would need a filesort. */
 static void put_order(const pg *P, mr_buf *b, uint32_t have)
 {
     sql_range o = P->st->order_by.body;
+    bool desc = P->st->norder > 0 && P->st->order[P->st->norder - 1].desc;
     put_range(P, b, o.first, last_of(P, o.first, o.end));
     for (size_t j = 0; j < P->def->nkeys; j++) {
         if (have & (1u << j))
@@ -383,6 +387,8 @@ static void put_order(const pg *P, mr_buf *b, uint32_t have)
         put_qualifier(P, b);
         mr_buf_put_str(b, ".");
         mr_sql_put_ident(b, P->def->keys[j]);
+        if (desc)
+            mr_buf_put_str(b, " DESC");
     }
 }
 
@@ -476,6 +482,21 @@ mr_pag_outcome mr_paginate_sql(const char *text, size_t len, const sql_token *to
     build(&P, out);
     info->why = "deferred join";
     return MR_PAG_REWRITE;
+}
+
+bool mr_paginate_takes(const char *text, size_t len, const sql_token *tok, const sql_stmt *st,
+                       const mr_paginate_def *def, const char *schema, const char **why)
+{
+    mr_pag_info info = {0};
+    pg P = {.text = text, .len = len, .tok = tok, .st = st, .def = def, .info = &info};
+    if (st->kind != SQL_STMT_SELECT || (st->flags & UNREADABLE))
+        info.why = "not a SELECT read whole";
+    else if (rewrite_checks(&P) != MR_PAG_PASS && !ref_is_table(&P, P.ref, schema))
+        info.why = "does not read the rule's table";
+    else if (!info.why)
+        return true;
+    *why = info.why;
+    return false;
 }
 
 void mr_paginate_too_deep_msg(const mr_paginate_def *def, uint64_t offset, char *buf,

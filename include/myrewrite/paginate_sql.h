@@ -7,7 +7,7 @@
  *
  * from whole tokens of the original text (literals are never re-quoted).
  * When the ORDER BY does not name every primary-key column, the missing
- * ones are appended (ascending) to both ORDER BYs, which makes the order
+ * ones are appended (in the direction of the last ORDER BY item) to both ORDER BYs, which makes the order
  * among ties, and so the rows of each page, deterministic.
  *
  * Pure, any thread. Owns nothing; writes only the caller's buffer.
@@ -41,6 +41,12 @@ mr_pag_outcome mr_paginate_sql(const char *text, size_t len, const sql_token *to
                                const sql_stmt *st,
                                const mr_paginate_def *def, const char *schema, mr_buf *out,
                                mr_pag_info *info);
+
+/* True when the statement has the shape the deferred join takes (one
+ * table, SELECT list FROM t [WHERE] ORDER BY LIMIT, see rules/README.md),
+ * whatever its LIMIT; false with *why (static text) otherwise. */
+bool mr_paginate_takes(const char *text, size_t len, const sql_token *tok, const sql_stmt *st,
+                       const mr_paginate_def *def, const char *schema, const char **why);
 
 /* The guardrail's default message for a page at `offset`, NUL-terminated
  * (truncated to size). */

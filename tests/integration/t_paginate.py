@@ -6,7 +6,7 @@ paginate rules in front of the real mariadbd.
   * random pages at random depths through the proxy return exactly the rows, in the
     order, of the original query sent direct: WHERE filters, DESC, mixed directions,
     a secondary-index ORDER BY with ties (compared with the order the proxy makes
-    total: the key appended), a composite key, aliases, column lists and SELECT *
+    total: the key appended in the direction of the last ORDER BY item), a composite key, aliases, column lists and SELECT *
     over a table whose key is not its first column;
   * the proxy's log shows the pages were rewritten (log = full);
   * a page beyond max_offset gets ERR 1235 naming the limit; the page at max_offset
@@ -54,7 +54,7 @@ SHAPES = [
     ("SELECT i.id, i.score, UPPER(i.name) AS nm FROM p_items AS i WHERE i.grp <> 2 "
      "ORDER BY i.score DESC LIMIT %(n)d OFFSET %(off)d",
      "SELECT i.id, i.score, UPPER(i.name) AS nm FROM p_items AS i WHERE i.grp <> 2 "
-     "ORDER BY i.score DESC, i.id LIMIT %(n)d OFFSET %(off)d", ROWS * 6 // 7),
+     "ORDER BY i.score DESC, i.id DESC LIMIT %(n)d OFFSET %(off)d", ROWS * 6 // 7),
     ("SELECT id, score FROM p_items it ORDER BY score ASC, id DESC LIMIT %(off)d, %(n)d",
      None, ROWS),
     ("SELECT it.*, it.id * 2 FROM p_items it WHERE name LIKE 'n1%%' AND pad <> 'it''s' "
@@ -64,7 +64,7 @@ SHAPES = [
      "SELECT * FROM p_pairs AS p WHERE p.v < 20 ORDER BY p.v, p.a, p.b LIMIT %(off)d, %(n)d",
      ROWS * 20 // 37),
     ("SELECT b, v FROM p_pairs ORDER BY v DESC LIMIT %(off)d, %(n)d",
-     "SELECT b, v FROM p_pairs ORDER BY v DESC, a, b LIMIT %(off)d, %(n)d", ROWS),
+     "SELECT b, v FROM p_pairs ORDER BY v DESC, a DESC, b DESC LIMIT %(off)d, %(n)d", ROWS),
 ]
 
 

@@ -67,8 +67,8 @@ static void accepted_shapes(void **state)
     rw("select o.*, o.total * 2 AS t2 from orders as o where o.status = 'paid' "
        "order by o.created desc limit 2000, 10",
        "select o.*, o.total * 2 AS t2 FROM orders as o JOIN (SELECT `id` FROM orders as o "
-       "where o.status = 'paid' ORDER BY o.created desc, o.`id` limit 2000, 10)" DJ
-       " ORDER BY o.created desc, o.`id`");
+       "where o.status = 'paid' ORDER BY o.created desc, o.`id` DESC limit 2000, 10)" DJ
+       " ORDER BY o.created desc, o.`id` DESC");
     rw("SELECT id, total FROM orders o WHERE total > 10 ORDER BY total DESC, id ASC LIMIT 3000,5",
        "SELECT id, total FROM orders o JOIN (SELECT `id` FROM orders o WHERE total > 10 ORDER BY "
        "total DESC, id ASC LIMIT 3000,5)" DJ " ORDER BY total DESC, id ASC");
@@ -77,8 +77,8 @@ static void accepted_shapes(void **state)
        "DESC LIMIT 1000, 1)" DJ " ORDER BY `id` DESC");
     rw("SELECT a, CONCAT(b, c) x FROM orders ORDER BY status, created DESC LIMIT 9999, 20",
        "SELECT a, CONCAT(b, c) x FROM orders JOIN (SELECT `id` FROM orders ORDER BY status, "
-       "created DESC, orders.`id` LIMIT 9999, 20)" DJ
-       " ORDER BY status, created DESC, orders.`id`");
+       "created DESC, orders.`id` DESC LIMIT 9999, 20)" DJ
+       " ORDER BY status, created DESC, orders.`id` DESC");
 }
 
 static void composite_key(void **state)
@@ -90,7 +90,7 @@ static void composite_key(void **state)
        " ORDER BY l.order_id, l.line_no");
     rw("SELECT sku FROM lines ORDER BY line_no DESC LIMIT 600, 10",
        "SELECT sku FROM lines JOIN (SELECT `order_id`, `line_no` FROM lines ORDER BY line_no DESC, "
-       "lines.`order_id` LIMIT 600, 10)" DJ2 " ORDER BY line_no DESC, lines.`order_id`");
+       "lines.`order_id` DESC LIMIT 600, 10)" DJ2 " ORDER BY line_no DESC, lines.`order_id` DESC");
     rw("SELECT sku FROM lines ORDER BY price LIMIT 600, 10",
        "SELECT sku FROM lines JOIN (SELECT `order_id`, `line_no` FROM lines ORDER BY price, "
        "lines.`order_id`, lines.`line_no` LIMIT 600, 10)" DJ2
@@ -242,12 +242,15 @@ static void load_errors(void **state)
     expect_error("[paginate p]\ntable = t\n",
                  "t.rules:1: [paginate p] has no key; paginate rules need key, the table's "
                  "primary-key columns (reading the primary key from the schema is not done yet)\n");
-    expect_error("[paginate p]\ntable = t\nkey = id\nstrategy = keyset\n",
-                 "t.rules:4: strategy = keyset in [paginate p] is not supported yet; use "
-                 "strategy = deferred_join\n");
-    expect_error("[paginate p]\ntable = t\nkey = id\nstrategy = auto\n",
-                 "t.rules:4: strategy = auto in [paginate p] is not supported yet; use "
-                 "strategy = deferred_join\n");
+    expect_error("[paginate p]\ntable = t\nkey = id\nstrategy = seek\n",
+                 "t.rules:4: strategy = 'seek' in [paginate p]: expected deferred_join, keyset "
+                 "or auto\n");
+    expect_error("[paginate p]\ntable = t\nkey = id\nstrategy = keyset\nbookmark_ttl = 0\n",
+                 "t.rules:5: bookmark_ttl = '0' in [paginate p]: expected a duration above zero, "
+                 "like 30s, 5m or 1h\n");
+    expect_error("[paginate p]\ntable = t\nkey = id\nstrategy = auto\nmax_bookmarks = 0\n",
+                 "t.rules:5: max_bookmarks = '0' in [paginate p]: expected a whole number from 1 "
+                 "to 10000000\n");
     expect_error("[paginate p]\ntable = t\nkey = id\nthreshold = 0\n",
                  "t.rules:4: threshold = '0' in [paginate p]: expected a whole number from 1 to "
                  "1844674407370955161\n");
