@@ -29,7 +29,7 @@ typedef enum key_id {
     K_TABLE, K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE, K_UNCLAIMED_VALUE,
     K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT, K_RELEASE, K_SKIP_LOCKED,
     K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE, K_FLUSH_INTERVAL, K_FLUSH_ROWS,
-    K_MISSING, K_MODE, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET,
+    K_MISSING, K_MODE, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET, K_MAX_BOOKMARKS, K_BOOKMARK_TTL,
     K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_USER, K_SCHEMA,
     K_MAX
 } key_id;
@@ -40,7 +40,7 @@ static const char *const key_names[K_MAX] = {
     "table", "owner_column", "status_column", "claimed_value", "unclaimed_value",
     "unclaimed_owner", "claimed_at_column", "timeout", "release", "skip_locked",
     "key", "columns", "staging_table", "staging_engine", "flush_interval", "flush_rows",
-    "missing", "mode", "threshold", "strategy", "max_offset",
+    "missing", "mode", "threshold", "strategy", "max_offset", "max_bookmarks", "bookmark_ttl",
     "enabled", "continue", "log_only", "log", "user", "schema",
 };
 
@@ -86,7 +86,7 @@ static const kind_def kinds[MR_RULE_KIND_MAX] = {
                           K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, COMMON_KEYS}, 15,
                          finish_delayed},
     [MR_RULE_PAGINATE] = {{K_TABLE, K_KEY, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET, K_MESSAGE,
-                           COMMON_KEYS}, 12, finish_paginate},
+                           K_MAX_BOOKMARKS, K_BOOKMARK_TTL, COMMON_KEYS}, 14, finish_paginate},
 };
 
 /* ---- the loader --------------------------------------------------------------- */
@@ -898,20 +898,37 @@ static bool paginate_table(loader *L, const draft *dr, mr_paginate_def *p)
     return p->table && (!dot || p->schema);
 }
 
-/* strategy = deferred_join (keyset and auto are not there yet). */
+/* strategy = deferred_join | keyset | auto. */
 static bool paginate_strategy(loader *L, const draft *dr, mr_paginate_def *p)
 {
+    static const struct { const char *name; mr_paginate_strategy s; } names[] = {
+        {"deferred_join", MR_PAGINATE_DEFERRED_JOIN},
+        {"keyset", MR_PAGINATE_KEYSET},
+        {"auto", MR_PAGINATE_AUTO},
+    };
     const char *v = dr->val[K_STRATEGY];
     p->strategy = MR_PAGINATE_DEFERRED_JOIN;
-    if (!v || strcasecmp(v, "deferred_join") == 0)
+    for (size_t i = 0; v && i < sizeof names / sizeof names[0]; i++)
+        if (strcasecmp(v, names[i].name) == 0)
+            p->strategy = names[i].s;
+    if (!v || strcasecmp(v, "deferred_join") == 0 || p->strategy != MR_PAGINATE_DEFERRED_JOIN)
         return true;
-    if (strcasecmp(v, "keyset") == 0 || strcasecmp(v, "auto") == 0) {
-        mr_diag_error(L->d, L->file, dr->vline[K_STRATEGY], "strategy = %s in [paginate %s] "
-                      "is not supported yet; use strategy = deferred_join", v, dr->name);
-        return false;
-    }
-    bad_value(L, dr, K_STRATEGY, "deferred_join (keyset and auto are not supported yet)");
+    bad_value(L, dr, K_STRATEGY, "deferred_join, keyset or auto");
     return false;
+}
+
+/* max_bookmarks and bookmark_ttl: the keyset store's bounds for this rule. */
+static bool paginate_bookmarks(loader *L, const draft *dr, mr_paginate_def *p)
+{
+    bool ok = parse_count(L, dr, K_MAX_BOOKMARKS, 10000, 10000000, &p->max_bookmarks);
+    p->bookmark_ttl_ms = 60000;
+    if (dr->val[K_BOOKMARK_TTL] &&
+        (!parse_duration_value(dr->val[K_BOOKMARK_TTL], &p->bookmark_ttl_ms) ||
+         p->bookmark_ttl_ms == 0)) {
+        bad_value(L, dr, K_BOOKMARK_TTL, "a duration above zero, like 30s, 5m or 1h");
+        ok = false;
+    }
+    return ok;
 }
 
 /* max_offset = 0 (no limit) or a whole number. */
@@ -941,6 +958,7 @@ static bool finish_paginate(loader *L, const draft *dr, mr_rule *r, rule_impl *i
     ok &= parse_count(L, dr, K_THRESHOLD, 1000, UINT64_MAX / 10, &p->threshold);
     ok &= paginate_strategy(L, dr, p);
     ok &= paginate_max_offset(L, dr, p);
+    ok &= paginate_bookmarks(L, dr, p);
     ok = ok && paginate_table(L, dr, p);
     ok = ok && name_list(L, dr, K_KEY, &p->keys, &p->nkeys);
     if (!ok)
@@ -948,9 +966,11 @@ static bool finish_paginate(loader *L, const draft *dr, mr_rule *r, rule_impl *i
     if (dr->val[K_MESSAGE] && !(r->message = dup_str(L, dr->val[K_MESSAGE])))
         return false;
     char text[200];
-    snprintf(text, sizeof text, "paginate %s%s%s from offset %llu, deferred_join%s", p->schema ?
+    static const char *const strategy[] = {"deferred_join", "keyset", "auto"};
+    snprintf(text, sizeof text, "paginate %s%s%s from offset %llu, %s%s", p->schema ?
              p->schema : "", p->schema ? "." : "", p->table ? p->table : "*",
-             (unsigned long long)p->threshold, p->max_offset ? ", max_offset set" : "");
+             (unsigned long long)p->threshold, strategy[p->strategy],
+             p->max_offset ? ", max_offset set" : "");
     r->pattern = dup_str(L, text);
     return r->pattern != NULL;
 }

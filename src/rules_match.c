@@ -542,6 +542,8 @@ static void statements(run *R, const char *sql, size_t len, bool whole_lexes)
             return;
         emit(R, sql, &emitted, &spans[k], &S);
     }
+    if (n > 1) /* the rows of several results cannot be told apart for a bookmark */
+        R->res->keyset.watch = false;
     if (emitted > 0) { /* something was rewritten */
         mr_buf_put(&R->res->text, sql + emitted, len - emitted);
         R->res->action = MR_ACT_REWRITE;
@@ -559,6 +561,7 @@ static void result_init(mr_match_result *res)
     res->nmatched = 0;
     res->digest_hash = 0;
     res->digest = "";
+    memset(&res->keyset, 0, sizeof res->keyset);
 }
 
 void rules_run(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,

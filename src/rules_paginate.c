@@ -66,6 +66,8 @@ rule_why rules_paginate(run *R, stmt *S, const mr_rule *r, bytes *out)
                                        R->ctx->schema, b, &info);
     if (o == MR_PAG_TOO_DEEP)
         return too_deep(R, r, info.offset);
+    if (r->paginate->strategy != MR_PAGINATE_DEFERRED_JOIN)
+        return rules_paginate_keyset(R, S, r, o, &info, out);
     if (o == MR_PAG_PASS)
         return not_this(R, info.why);
     return copy_out(R, b, out, info.offset);

@@ -29,6 +29,7 @@
 
 #include "myrewrite/buf.h"
 #include "myrewrite/config.h"
+#include "myrewrite/paginate_keyset.h"
 #include "myrewrite/stats.h"
 
 typedef enum mr_rule_kind {
@@ -86,9 +87,11 @@ typedef struct mr_delayed_def {
     mr_delayed_missing missing;
 } mr_delayed_def;
 
-/* How a paginate rule rewrites deep pages (only deferred_join so far). */
+/* How a paginate rule rewrites deep pages. */
 typedef enum mr_paginate_strategy {
     MR_PAGINATE_DEFERRED_JOIN,
+    MR_PAGINATE_KEYSET, /* seek from a bookmark; without one the page passes untouched */
+    MR_PAGINATE_AUTO,   /* seek from a bookmark; without one the deferred join */
 } mr_paginate_strategy;
 
 /* A paginate rule's settings (rules/README.md, "paginate"); immutable.
@@ -101,6 +104,8 @@ typedef struct mr_paginate_def {
     uint64_t threshold;        /* rewrite from this offset on; default 1000 */
     uint64_t max_offset;       /* deeper offsets are refused; 0 = no limit */
     mr_paginate_strategy strategy;
+    uint64_t max_bookmarks;    /* keyset: bound of the bookmark store; default 10000 */
+    uint64_t bookmark_ttl_ms;  /* keyset: a bookmark's life; default 60 s */
 } mr_paginate_def;
 
 /* The error a paginate rule's guardrail answers with (ER_NOT_SUPPORTED_YET). */
@@ -200,6 +205,7 @@ typedef struct mr_match_result {
     unsigned nmatched;
     uint64_t digest_hash; /* digest of the original statement text */
     const char *digest;   /* normalized text, NUL-terminated, in the scratch (valid until next call) */
+    mr_keyset_note keyset; /* a keyset paginate rule's decision, when the text is one statement */
 } mr_match_result;
 
 /* Runs the rules over one COM_QUERY or COM_STMT_PREPARE text. Multi-statement

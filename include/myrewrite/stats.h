@@ -40,6 +40,10 @@ typedef struct mr_stats {
     mr_counter bytes_from_clients;
     mr_counter bytes_from_backend;
     mr_counter closes[MR_CLOSE_MAX];
+    mr_counter paginate_deferred;      /* deep pages sent as a deferred join */
+    mr_counter paginate_keyset_hits;   /* deep pages sent as a keyset seek */
+    mr_counter paginate_keyset_misses; /* keyset wanted, no usable bookmark */
+    mr_counter paginate_refused;       /* pages beyond max_offset */
 } mr_stats;
 
 static inline void mr_stat_add(mr_counter *c, uint64_t n)
