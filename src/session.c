@@ -230,6 +230,7 @@ void ss_free(mr_session *s)
     if (s->client)
         mr_conn_free(s->client);
     s->backend = s->client = NULL;
+    ss_keyset_free(s);
     struct timeval now = {0, 0};
     if (event_base_once(w->base, -1, EV_TIMEOUT, free_later, s, &now) != 0)
         mr_error(s->id, "cannot schedule the session's release; leaking %zu bytes", sizeof(*s));

@@ -184,9 +184,14 @@ void ss_pump_backend(mr_session *s)
         mr_pkt_header_read(head, got, &h);
         if (got < MR_PKT_HEADER + (h.len < MR_TRACK_PREFIX ? h.len : MR_TRACK_PREFIX))
             break;
+        if (!f->continuation && s->state == SS_RESPONSE && ss_keyset_wants(s) &&
+            !ss_keyset_packet(s, in, &pos, h.len, avail - move))
+            break; /* a watched page's packet is read whole */
         mr_stat_add(&s->w->stats.bytes_from_backend, MR_PKT_HEADER + (uint64_t)h.len);
         if (!backend_packet_start(s, head + MR_PKT_HEADER, h.len, h.seq))
             return;
+        if (f->ends_response && s->state == SS_RESPONSE)
+            ss_keyset_response_done(s); /* before the client has the end and asks again */
     }
     if (move > 0) {
         evbuffer_remove_buffer(in, mr_conn_output(s->client), move);

@@ -77,6 +77,7 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
         ss_close(s, MR_CLOSE_CLIENT_QUIT, "COM_QUIT");
         return false;
     }
+    ss_keyset_command(s, cmd, p, n, len);
     if (n == len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE)) {
         stmt_verdict v = ss_statement_start(s, cmd, (const char *)p + 1, len - 1);
         if (v != STMT_RELAY)

@@ -49,6 +49,8 @@ typedef struct framing {
     bool blocked;         /* reading paused: the peer's output is full */
 } framing;
 
+typedef struct ss_keyset ss_keyset;
+
 struct mr_session {
     uint64_t id;
     mr_worker *w;
@@ -74,6 +76,7 @@ struct mr_session {
     bool user_pending, schema_pending;
     mr_digest_entry *digest;         /* stats entry of the statement in flight */
     uint64_t command_start_ns;
+    ss_keyset *keyset;               /* keyset pagination state; NULL until used (owned) */
 };
 
 /* What the front end made of a statement. */
@@ -117,5 +120,20 @@ void ss_pump_client(mr_session *s);
 
 /* session_statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);
+
+/* session_keyset.c */
+void ss_keyset_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len);
+void ss_keyset_statement(mr_session *s, uint8_t cmd, const char *sql, size_t len,
+                         unsigned lex_flags, const mr_match_result *res);
+/* True when the backend packet starting now goes to the page's watch whole. */
+bool ss_keyset_wants(const mr_session *s);
+/* Hands the packet at `pos` (`len` payload bytes, `avail` bytes buffered
+ * from pos) to the watch; false when it is not all buffered yet. */
+bool ss_keyset_packet(mr_session *s, struct evbuffer *in, const struct evbuffer_ptr *pos,
+                      uint32_t len, size_t avail);
+/* The packet that ends the response was classified (it is not relayed yet:
+ * the bookmark must be there before the client can ask for the next page). */
+void ss_keyset_response_done(mr_session *s);
+void ss_keyset_free(mr_session *s);
 
 #endif

@@ -106,5 +106,6 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         mr_stat_add(&w->stats.statements_rewritten, 1);
         s->from_client.discard = true; /* the original bytes are dropped as they come */
     }
+    ss_keyset_statement(s, cmd, sql, len, lex_flags, res);
     return STMT_RELAY;
 }
