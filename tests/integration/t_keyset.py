@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""paginate rules with strategy = keyset / auto end to end: a proxy of its own (two
+workers, pages sent over two connections so bookmarks cross workers) in front of the
+real mariadbd.
+
+  * walking every page front to back returns every row once, in order, no duplicates
+    and no skips (compared with the whole listing sent direct): ASC, DESC on a
+    secondary index, mixed directions, a composite key, a WHERE filter, hostile string
+    keys (quotes, backslashes, NUL, multibyte UTF-8) and binary keys;
+  * each deep page of a walk is sent as a seek (the proxy's log shows the seek text);
+  * a nullable ORDER BY column is refused for keyset: deep pages go as deferred joins,
+    rows still right;
+  * a write through the proxy drops the table's bookmarks: the next deep page is sent
+    untouched (a miss), rows still right, and the page after it seeks again;
+  * EXPLAIN of the seek texts the proxy sent uses a range on an index, no filesort.
+Environment: MR_KEYSET_PORT (26083), MR_BIN.
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import mrtest as t  # noqa: E402
+import pymysql  # noqa: E402
+
+PORT = int(os.environ.get("MR_KEYSET_PORT", "26083"))
+BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
+                                            "myrewrite"))
+ROWS = 3000
+PAGE = 37
+THRESHOLD = 50
+RULES_DIR = os.path.join(t.TMP, "keyset_rules")
+LOG = os.path.join(t.TMP, "keyset.log")
+RULES = """
+[paginate items]
+table = k_items
+key = id
+threshold = %(th)d
+strategy = keyset
+log = full
+
+[paginate pairs]
+table = k_pairs
+key = a, b
+threshold = %(th)d
+strategy = auto
+log = full
+
+[paginate strs]
+table = k_str
+key = s
+threshold = 6
+strategy = keyset
+log = full
+
+[paginate bins]
+table = k_bin
+key = b
+threshold = 6
+strategy = keyset
+log = full
+
+[paginate nulls]
+table = k_null
+key = id
+threshold = %(th)d
+strategy = keyset
+log = full
+""" % {"th": THRESHOLD}
+
+HOSTILE = ["plain", "it's", "it''s", "back\\slash", "back\\\\two", "\\'", "'", "''", "\"dq\"",
+           "nul\x00inside", "\x00", "tab\there", "new\nline", "caf\u00e9", "\u00e9t\u00e9",
+           "\u65e5\u672c\u8a9e", "emoji\U0001F600", "\U0001F600", "%", "_", "a%b_c", "--",
+           "/* c */", "#", ";", "x' OR '1'='1", "0x41", "X'41'", "\\0", "\\n", "z", "Z",
+           "\u00c5", "\u212b", "a b", "a  b", "`tick`", "\u0000\u00ff", "\u4e00", "last"]
+
+
+def start_proxy():
+    os.makedirs(RULES_DIR, exist_ok=True)
+    with open(os.path.join(RULES_DIR, "keyset.rules"), "w") as f:
+        f.write(RULES)
+    log = open(LOG, "w")
+    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
+                          "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
+                          "--workers", "2", "--log-level", "info"],
+                         stdout=log, stderr=log)
+    for _ in range(100):
+        try:
+            t.connect(PORT).close()
+            return p
+        except pymysql.err.OperationalError:
+            time.sleep(0.1)
+    p.kill()
+    raise RuntimeError("keyset proxy did not come up")
+
+
+def setup(d):
+    cur = d.cursor()
+    cur.execute("DROP TABLE IF EXISTS k_items, k_pairs, k_str, k_bin, k_null")
+    cur.execute("CREATE TABLE k_items (id INT PRIMARY KEY, grp INT NOT NULL, score INT NOT NULL,"
+                " name VARCHAR(30) NOT NULL, KEY (score), KEY (grp, score)) ENGINE=InnoDB")
+    cur.execute("INSERT INTO k_items SELECT seq, seq %% 7, seq %% 100, CONCAT('n', seq)"
+                " FROM seq_1_to_%d" % ROWS)
+    cur.execute("CREATE TABLE k_pairs (v INT NOT NULL, a INT NOT NULL, b INT NOT NULL,"
+                " PRIMARY KEY (a, b), KEY (v)) ENGINE=InnoDB")
+    cur.execute("INSERT INTO k_pairs SELECT seq %% 37, seq DIV 100, seq %% 100"
+                " FROM seq_1_to_%d" % ROWS)
+    cur.execute("CREATE TABLE k_str (s VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+                " NOT NULL PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB")
+    cur.executemany("INSERT INTO k_str VALUES (%s, %s)", [(s, i) for i, s in enumerate(HOSTILE)])
+    cur.execute("CREATE TABLE k_bin (b VARBINARY(16) NOT NULL PRIMARY KEY, n INT NOT NULL)"
+                " ENGINE=InnoDB")
+    cur.executemany("INSERT INTO k_bin VALUES (%s, %s)",
+                    [(bytes([i, 255 - i, 0, 39, 92]) * (1 + i % 3), i) for i in range(0, 256, 5)])
+    cur.execute("CREATE TABLE k_null (id INT PRIMARY KEY, score INT NULL, KEY (score))"
+                " ENGINE=InnoDB")
+    cur.execute("INSERT INTO k_null SELECT seq, IF(seq %% 5 = 0, NULL, seq %% 50)"
+                " FROM seq_1_to_%d" % ROWS)
+
+
+def log_text():
+    time.sleep(0.2)
+    with open(LOG, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def sent_texts(rule):
+    """The texts the proxy sent for a rule (log = full: `rule R: orig -> sent`)."""
+    out = []
+    for line in log_text().splitlines():
+        m = re.search(r"rule %s: (.*) -> (.*)$" % rule, line)
+        if m:
+            out.append(m.group(2))
+    return out
+
+
+def walk(conns, sql, page=PAGE):
+    """Every page from offset 0 until an empty one, alternating connections."""
+    rows, off, i = [], 0, 0
+    while True:
+        cur = conns[i % len(conns)].cursor()
+        cur.execute(sql % {"off": off, "n": page})
+        got = cur.fetchall()
+        if not got:
+            return rows, i + 1
+        rows.extend(got)
+        off += page
+        i += 1
+
+
+def check_walk(d, conns, rule, via, direct, page=PAGE, seek_expected=True):
+    dc = d.cursor()
+    dc.execute(direct)
+    want = list(dc.fetchall())
+    before = len(sent_texts(rule))
+    got, pages = walk(conns, via, page)
+    t.check(got == want, "walk of every page returns each row once, in order: %s" % via,
+            (len(got), len(want), [r for r in got if got.count(r) > 1][:3]))
+    sent = sent_texts(rule)[before:]
+    threshold = THRESHOLD if rule not in ("strs", "bins") else 6
+    deep = sum(1 for k in range(pages) if k * page >= threshold)
+    if seek_expected:
+        # every page at or past the threshold seeks from the end of the page before it
+        # (skip 0); the last, empty, page from the end of the last rows
+        seeks = [s for s in sent if "myrewrite_dj" not in s and "((" in s]
+        skip0 = [s for s in seeks if s.endswith("LIMIT 0, %d" % page)]
+        t.eq("every deep page of the walk is a seek: %s" % via, deep, len(seeks))
+        # the last, empty, page seeks from the end of the rows, not of a full page
+        t.eq("each from the page just before it: %s" % via,
+             deep - (1 if len(want) % page else 0), len(skip0))
+    return sent, deep
+
+
+def explain_uses_index(d, sql, what):
+    cur = d.cursor(pymysql.cursors.DictCursor)
+    cur.execute("EXPLAIN " + sql)
+    plan = cur.fetchall()
+    ok = len(plan) == 1 and plan[0]["type"] == "range" and \
+        "filesort" not in (plan[0]["Extra"] or "")
+    t.check(ok, "EXPLAIN of the %s seek: a range on an index, no filesort" % what,
+            (sql, plan))
+
+
+def walks(d, conns):
+    sent, _ = check_walk(d, conns, "items", "SELECT * FROM k_items ORDER BY id LIMIT %(off)d, %(n)d",
+                         "SELECT * FROM k_items ORDER BY id")
+    seek = [s for s in sent if "LIMIT 0, " in s][-1]
+    t.check(re.search(r"WHERE \(\(id > \d+\)\) ORDER BY id LIMIT 0, 37$", seek),
+            "the seek of ORDER BY id is id > last id", seek)
+    explain_uses_index(d, seek, "primary-key")
+
+    sent, _ = check_walk(d, conns, "items",
+                         "SELECT id, name, score FROM k_items AS i WHERE i.grp <> 3 "
+                         "ORDER BY i.score DESC LIMIT %(n)d OFFSET %(off)d",
+                         "SELECT id, name, score FROM k_items AS i WHERE i.grp <> 3 "
+                         "ORDER BY i.score DESC, i.id DESC")
+    seek = [s for s in sent if "LIMIT 0, " in s][-1]
+    t.check("i.score <= " in seek and "(i.score < " in seek and "i.`id` < " in seek and
+            seek.endswith("ORDER BY i.score DESC, i.`id` DESC LIMIT 0, 37"),
+            "a DESC column seeks with <, the key appended DESC too", seek)
+    explain_uses_index(d, seek, "secondary-index DESC")
+
+    check_walk(d, conns, "items",
+               "SELECT it.* FROM k_items it ORDER BY grp, score DESC, id LIMIT %(off)d, %(n)d",
+               "SELECT it.* FROM k_items it ORDER BY grp, score DESC, id")
+    check_walk(d, conns, "items",
+               "SELECT name, id, score FROM k_items ORDER BY score LIMIT %(off)d, %(n)d",
+               "SELECT name, id, score FROM k_items ORDER BY score, id")
+
+    sent, _ = check_walk(d, conns, "pairs", "SELECT * FROM k_pairs ORDER BY a, b LIMIT %(off)d, %(n)d",
+                         "SELECT * FROM k_pairs ORDER BY a, b")
+    seek = [s for s in sent if "LIMIT 0, " in s and "myrewrite_dj" not in s][-1]
+    explain_uses_index(d, seek, "composite-key")
+    check_walk(d, conns, "pairs",
+               "SELECT a, b, v FROM k_pairs WHERE v < 20 ORDER BY a DESC, b DESC "
+               "LIMIT %(off)d, %(n)d",
+               "SELECT a, b, v FROM k_pairs WHERE v < 20 ORDER BY a DESC, b DESC")
+    check_walk(d, conns, "strs", "SELECT s, n FROM k_str ORDER BY s LIMIT %(off)d, %(n)d",
+               "SELECT s, n FROM k_str ORDER BY s", page=3)
+    check_walk(d, conns, "strs", "SELECT * FROM k_str ORDER BY s DESC LIMIT %(off)d, %(n)d",
+               "SELECT * FROM k_str ORDER BY s DESC", page=4)
+    check_walk(d, conns, "bins", "SELECT * FROM k_bin ORDER BY b LIMIT %(off)d, %(n)d",
+               "SELECT * FROM k_bin ORDER BY b", page=5)
+
+
+def nullable(d, conns):
+    sql = "SELECT id, score FROM k_null ORDER BY score LIMIT %(off)d, %(n)d"
+    sent, deep = check_walk(d, conns, "nulls", sql, "SELECT id, score FROM k_null ORDER BY score, id",
+                            page=200, seek_expected=False)
+    dj = [s for s in sent if "myrewrite_dj" in s]
+    t.check(not any("((" in s for s in sent) and len(dj) == deep,
+            "a nullable ORDER BY column: every deep page is a deferred join, never a seek",
+            (len(dj), deep, sent[:2]))
+
+
+def write_drops(d, conns):
+    sql = "SELECT * FROM k_items WHERE grp = 2 ORDER BY id LIMIT %d, %d"
+    cur = conns[0].cursor()
+    dc = d.cursor()
+
+    def page(off):
+        before = len(sent_texts("items"))
+        cur.execute(sql % (off, PAGE))
+        got = cur.fetchall()
+        dc.execute(sql % (off, PAGE))
+        t.eq("page at %d has the rows sent direct" % off, dc.fetchall(), got)
+        return sent_texts("items")[before:]
+
+    for off in range(0, 3 * PAGE, PAGE):
+        page(off)
+    t.eq("the walk seeks before the write", 1, len(page(3 * PAGE)))
+    conns[1].cursor().execute("UPDATE k_items SET name = CONCAT(name, 'w') WHERE id = 1")
+    t.eq("after a write through the proxy the next page misses (sent untouched)", [],
+         page(4 * PAGE))
+    t.eq("and the page after it seeks again", 1, len(page(5 * PAGE)))
+
+
+def main():
+    if t.DIRECT_ONLY:
+        print("skip: needs its own proxy")
+        sys.exit(77)
+    d = t.direct(autocommit=True)
+    try:
+        setup(d)
+    except pymysql.err.MySQLError as e:
+        print("skip: cannot fill the tables from seq_1_to_N (%s)" % (e,))
+        sys.exit(77)
+    p = start_proxy()
+    try:
+        conns = [t.connect(PORT, autocommit=True), t.connect(PORT, autocommit=True)]
+        walks(d, conns)
+        nullable(d, conns)
+        write_drops(d, conns)
+        for c in conns:
+            c.close()
+    finally:
+        p.terminate()
+        p.wait(30)
+    d.cursor().execute("DROP TABLE IF EXISTS k_items, k_pairs, k_str, k_bin, k_null")
+    d.close()
+    t.done()
+
+
+if __name__ == "__main__":
+    main()
