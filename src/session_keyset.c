@@ -156,8 +156,11 @@ void ss_keyset_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, u
         return;
     if (cmd == MR_COM_STMT_EXECUTE && (k->prepared.n || k->prepared.all))
         merge(&k->command, &k->prepared);
+    /* only the head was read: a write's names may lie beyond it */
     if (cmd == MR_COM_QUERY && n < len && !starts_with_select((const char *)p + 1, n - 1))
-        k->command.all = true; /* only the head was read: a write's names may lie beyond it */
+        k->command.all = true;
+    if (cmd == MR_COM_STMT_PREPARE && n < len && !starts_with_select((const char *)p + 1, n - 1))
+        k->prepared.all = true;
     note(&k->command);
 }
 
