@@ -13,7 +13,7 @@
 # `SELECT * FROM pbench ORDER BY id LIMIT off, 20` REPEAT times direct and through the
 # deferred-join proxy, walks the keyset proxy page by page from offset 0 past the deepest
 # offset timing the REPEAT pages from each offset on, checks every timed page against
-# the direct rows, and prints medians (ms) and ratios.
+# the direct rows once the walk is over, and prints medians (ms) and ratios.
 #
 # Usage: bench/paginate.sh [REPEAT]        (default 7)
 # Env:   BENCH_ROWS=2000000  BENCH_OFFSETS="10 10000 100000 1000000"  BENCH_PAGE=20
