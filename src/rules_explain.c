@@ -76,9 +76,10 @@ static void why_text(explainer *E, const mr_ruleset *rs, size_t i, rule_why why,
     FILE *out = E->out;
     switch (why) {
     case WHY_MATCHED:
-        /* a paginate guardrail matches to refuse: its detail says so */
+        /* a paginate rule refuses, sends a deferred join, a keyset seek or the
+         * page with its key appended: its detail says which */
         if (r->kind == MR_RULE_PAGINATE && detail && detail[0])
-            fprintf(out, "matched: block (%s)", detail);
+            fprintf(out, "matched: paginate (%s)", detail);
         else
             fprintf(out, "matched: %s", action_word(r));
         if (r->cont && r->kind != MR_RULE_BLOCK)
