@@ -4,8 +4,8 @@
 # walk, as a client paging forward does), at offsets 10, 10^4, 10^5 and 10^6.
 #
 # Starts a throwaway mariadbd "pbench" (port 23366, its datadir kept in .tmp/pbench so
-# the table is built once; the buffer pool is raised to 4 GiB so every mode reads from
-# memory) and two proxies (tests/lib/env.sh):
+# the table is built once; the buffer pool is set to BENCH_POOL bytes, 4 GiB by default
+# so that every mode reads from memory) and two proxies (tests/lib/env.sh):
 #   :26096  [paginate] strategy = deferred_join, threshold 1000
 #   :26097  [paginate] strategy = keyset, threshold 1000
 # bench/paginate.py fills test.pbench (ROWS rows of about 0.5 KB: INT key, two INT
@@ -17,11 +17,13 @@
 #
 # Usage: bench/paginate.sh [REPEAT]        (default 7)
 # Env:   BENCH_ROWS=2000000  BENCH_OFFSETS="10 10000 100000 1000000"  BENCH_PAGE=20
+#        BENCH_POOL=4294967296 (innodb_buffer_pool_size; 268435456 leaves most of the table
+#        out of the buffer pool, in the OS page cache)
 set -uo pipefail  # env.sh helpers are not written for set -e
 . "$(dirname "$0")/../tests/lib/env.sh"
 
 COMMAND=$(printf '%q ' "$0" "$@")
-for v in BENCH_PAGE BENCH_OFFSETS BENCH_ROWS; do
+for v in BENCH_POOL BENCH_PAGE BENCH_OFFSETS BENCH_ROWS; do
     [[ -n ${!v:-} ]] && COMMAND="$v=$(printf '%q' "${!v}") $COMMAND"
 done
 
@@ -29,6 +31,7 @@ REPEAT=${1:-7}
 ROWS=${BENCH_ROWS:-2000000}
 OFFSETS=${BENCH_OFFSETS:-"10 10000 100000 1000000"}
 PAGE=${BENCH_PAGE:-20}
+POOL=${BENCH_POOL:-4294967296}
 MR_TMP=$MR_ROOT/.tmp/pbench
 MR_DIRECT_PORT=23366
 DJ_PORT=26096
@@ -51,8 +54,8 @@ RULES
 done
 
 mr_start_mariadb pbench "$MR_DIRECT_PORT" >/dev/null || mr_die "mariadbd pbench did not start"
-mr_mariadb_root pbench -e "SET GLOBAL innodb_buffer_pool_size = 4294967296" \
-    || mr_die "cannot raise the buffer pool"
+mr_mariadb_root pbench -e "SET GLOBAL innodb_buffer_pool_size = $POOL" \
+    || mr_die "cannot set the buffer pool size"
 PY_ARGS=(--rows "$ROWS" --offsets "$OFFSETS" --page "$PAGE" --repeat "$REPEAT"
     --host "$MR_HOST" --direct-port "$MR_DIRECT_PORT" --dj-port "$DJ_PORT" --ks-port "$KS_PORT"
     --user "$MR_USER" --password "$MR_PASSWORD" --db "$MR_DB")
