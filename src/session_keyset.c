@@ -5,10 +5,7 @@
  * store about writes passing through, so bookmarks of a table written
  * since are dropped.
  *
- * Writes are recognized by the statement's first word (INSERT, UPDATE,
- * DELETE, REPLACE, LOAD, TRUNCATE, ALTER, DROP, RENAME, CREATE): every name
- * in such a statement counts as a written table (a few innocent slots are
- * bumped too: only more misses, never a stale seek). CALL, EXECUTE and
+ * Writes are recognized by mr_keyset_writes_scan (paginate_keyset_writes.c);
  * statements the front end does not read whole may write anything: they
  * bump every table. A prepared write bumps its tables at every
  * COM_STMT_EXECUTE of the session, since the proxy does not map statement
@@ -25,19 +22,11 @@
 #include "myrewrite/sql_lexer.h"
 #include "session_impl.h"
 
-#define WRITE_SLOTS 32
-
-typedef struct writes {
-    uint64_t slot[WRITE_SLOTS];
-    unsigned n;
-    bool all;
-} writes;
-
 struct ss_keyset {
     mr_keyset_watch watch;
-    writes prepared;  /* tables of every write this session prepared */
-    writes command;   /* tables the command in flight writes: noted again at its end */
-    uint8_t packet[MR_PKT_HEADER + MR_KEYSET_PACKET_MAX];
+    mr_keyset_writes prepared;  /* tables of every write this session prepared */
+    mr_keyset_writes command;   /* tables the command in flight writes: noted again at its end */
+    uint8_t *packet;  /* MR_PKT_HEADER + MR_KEYSET_PACKET_MAX bytes, once a page is watched */
 };
 
 static ss_keyset *state(mr_session *s)
@@ -52,85 +41,26 @@ void ss_keyset_free(mr_session *s)
     if (!s->keyset)
         return;
     mr_keyset_watch_free(&s->keyset->watch);
+    free(s->keyset->packet);
     free(s->keyset);
     s->keyset = NULL;
 }
 
 /* ---- writes ---------------------------------------------------------------------- */
 
-static void add_slot(writes *wr, uint64_t h)
-{
-    for (unsigned i = 0; i < wr->n; i++)
-        if (wr->slot[i] == h)
-            return;
-    if (wr->n == WRITE_SLOTS)
-        wr->all = true;
-    else
-        wr->slot[wr->n++] = h;
-}
-
-static void merge(writes *to, const writes *from)
+static void merge(mr_keyset_writes *to, const mr_keyset_writes *from)
 {
     to->all |= from->all;
     for (unsigned i = 0; i < from->n; i++)
-        add_slot(to, from->slot[i]);
+        mr_keyset_writes_add(to, from->slot[i]);
 }
 
-static void note(const writes *wr)
+static void note(const mr_keyset_writes *wr)
 {
     if (wr->all)
         mr_bookmarks_note_write_all();
     for (unsigned i = 0; i < wr->n && !wr->all; i++)
         mr_bookmarks_note_write(wr->slot[i]);
-}
-
-static bool writes_named_tables(int id)
-{
-    switch (id) {
-    case SQL_KW_INSERT: case SQL_KW_UPDATE: case SQL_KW_DELETE: case SQL_KW_REPLACE:
-    case SQL_KW_LOAD: case SQL_KW_TRUNCATE: case SQL_KW_ALTER: case SQL_KW_DROP:
-    case SQL_KW_RENAME: case SQL_KW_CREATE:
-        return true;
-    default:
-        return false;
-    }
-}
-
-static bool writes_anything(int id) { return id == SQL_KW_CALL || id == SQL_KW_EXECUTE; }
-
-static void add_name(writes *wr, const char *sql, const sql_token *t)
-{
-    size_t off = t->off, n = t->len;
-    if (t->kind == SQL_TOK_QIDENT && n >= 2) {
-        off++;
-        n -= 2;
-    }
-    add_slot(wr, mr_keyset_table_hash(sql + off, n));
-}
-
-/* The tables each statement of the text may write (see the top). */
-static void scan_writes(const char *sql, size_t len, unsigned lex_flags, writes *wr)
-{
-    sql_lexer lx;
-    sql_token t;
-    bool at_start = true, writing = false;
-    sql_lexer_init(&lx, sql, len, lex_flags | SQL_LEX_SKIP_COMMENTS);
-    while (sql_lexer_next(&lx, &t) && !wr->all) {
-        if (t.kind == SQL_TOK_COMMENT)
-            continue;
-        if (t.kind == SQL_TOK_SEMI) {
-            at_start = true;
-            writing = false;
-        } else if (t.kind == SQL_TOK_EXEC_COMMENT || t.kind == SQL_TOK_ERROR) {
-            wr->all |= at_start || writing; /* its body is not read */
-        } else if (at_start) {
-            at_start = false;
-            writing = t.kind == SQL_TOK_WORD && writes_named_tables(t.id);
-            wr->all |= t.kind == SQL_TOK_WORD && writes_anything(t.id);
-        } else if (writing && (t.kind == SQL_TOK_WORD || t.kind == SQL_TOK_QIDENT)) {
-            add_name(wr, sql, &t);
-        }
-    }
 }
 
 /* Does the text start with SELECT (comments aside)? */
@@ -184,8 +114,8 @@ void ss_keyset_statement(mr_session *s, uint8_t cmd, const char *sql, size_t len
     ss_keyset *k = mr_bookmarks_armed() ? state(s) : NULL;
     if (!k)
         return;
-    writes wr = {0};
-    scan_writes(sql, len, lex_flags, &wr);
+    mr_keyset_writes wr = {0};
+    mr_keyset_writes_scan(sql, len, lex_flags, &wr);
     if (cmd == MR_COM_STMT_PREPARE) {
         merge(&k->prepared, &wr); /* written at each execute */
     } else {
@@ -217,6 +147,10 @@ bool ss_keyset_packet(mr_session *s, struct evbuffer *in, const struct evbuffer_
     size_t total = MR_PKT_HEADER + (size_t)len;
     if (avail < total)
         return false; /* the rest of the packet comes with a later read */
+    if (!k->packet && !(k->packet = malloc(MR_PKT_HEADER + MR_KEYSET_PACKET_MAX))) {
+        mr_keyset_watch_packet(&k->watch, ts, NULL, 0); /* out of memory: no bookmark */
+        return true;
+    }
     struct evbuffer_ptr at = *pos;
     evbuffer_copyout_from(in, &at, k->packet, total);
     mr_keyset_watch_packet(&k->watch, ts, k->packet + MR_PKT_HEADER, len);

@@ -106,6 +106,23 @@ const char *mr_keyset_column_problem(uint8_t type, uint16_t flags, uint16_t char
  * promises. */
 bool mr_keyset_literal(mr_buf *out, uint8_t type, uint16_t charset, const uint8_t *v, size_t n);
 
+/* ---- paginate_keyset_writes.c (pure) ---- */
+
+#define MR_KEYSET_WRITE_SLOTS 32
+
+/* Tables (mr_keyset_table_hash) a text may write; `all` when it may write
+ * any, or names more than MR_KEYSET_WRITE_SLOTS. */
+typedef struct mr_keyset_writes {
+    uint64_t slot[MR_KEYSET_WRITE_SLOTS];
+    unsigned n;
+    bool all;
+} mr_keyset_writes;
+
+void mr_keyset_writes_add(mr_keyset_writes *wr, uint64_t table_hash);
+/* Adds what each statement of the text may write (over-approximated: see
+ * paginate_keyset_writes.c). */
+void mr_keyset_writes_scan(const char *sql, size_t len, unsigned lex_flags, mr_keyset_writes *wr);
+
 /* ---- paginate_keyset_watch.c: a page's response, as it streams ---- */
 
 /* Reads the column definitions and keeps the last row of one page; at the

@@ -222,6 +222,53 @@ static void literals(void **state)
     assert_non_null(mr_keyset_column_problem(16, 1, 63));          /* BIT */
 }
 
+static bool writes_table(const mr_keyset_writes *wr, const char *name)
+{
+    uint64_t h = mr_keyset_table_hash(name, strlen(name));
+    for (unsigned i = 0; i < wr->n; i++)
+        if (wr->slot[i] == h)
+            return true;
+    return false;
+}
+
+static mr_keyset_writes scan(const char *sql)
+{
+    mr_keyset_writes wr;
+    memset(&wr, 0, sizeof wr);
+    mr_keyset_writes_scan(sql, strlen(sql), 0, &wr);
+    return wr;
+}
+
+static void writes(void **state)
+{
+    (void)state;
+    mr_keyset_writes wr = scan("SELECT * FROM items WHERE id IN (SELECT id FROM pairs)");
+    assert_int_equal(wr.n, 0);
+    assert_false(wr.all);
+    wr = scan("/* c */ UPDATE `Items` SET n = n + 1 WHERE id = 'pairs'");
+    assert_true(writes_table(&wr, "items")); /* case-insensitive, backticks removed */
+    assert_false(writes_table(&wr, "pairs")); /* a string, not a name */
+    assert_false(wr.all);
+    wr = scan("SELECT 1; delete from shop.pairs where a = 1; SELECT * FROM other");
+    assert_true(writes_table(&wr, "pairs"));
+    assert_false(writes_table(&wr, "other"));
+    wr = scan("INSERT INTO a SELECT * FROM b");
+    assert_true(writes_table(&wr, "a") && writes_table(&wr, "b"));
+    assert_true(scan("LOAD DATA INFILE 'f' INTO TABLE t").n > 0);
+    assert_true(writes_table((const mr_keyset_writes[]){scan("TRUNCATE TABLE t")}, "t"));
+    assert_true(writes_table((const mr_keyset_writes[]){scan("RENAME TABLE t TO u")}, "t"));
+    assert_true(scan("CALL refill()").all);
+    assert_true(scan("EXECUTE stmt").all);
+    assert_true(scan("DO write_things()").all);
+    assert_true(scan("/*!40000 ALTER TABLE t DISABLE KEYS */").all);
+    assert_false(scan("SELECT /*!40001 SQL_NO_CACHE */ * FROM t").all);
+    /* more tables than slots: all */
+    char big[1024] = "UPDATE t SET ";
+    for (int i = 0; i < 40; i++)
+        snprintf(big + strlen(big), sizeof big - strlen(big), "%sc%d = 1", i ? ", " : "", i);
+    assert_true(scan(big).all);
+}
+
 /* ---- the watch ------------------------------------------------------------------ */
 
 static void put_str(mr_buf *b, const char *s) { mr_buf_put_lenenc_str(b, s, strlen(s)); }
@@ -369,6 +416,7 @@ int main(void)
         cmocka_unit_test_setup(seeks, reset),
         cmocka_unit_test_setup(refused_and_written, reset),
         cmocka_unit_test_setup(literals, reset),
+        cmocka_unit_test_setup(writes, reset),
         cmocka_unit_test_setup(watch, reset),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
