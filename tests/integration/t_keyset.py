@@ -12,7 +12,9 @@ real mariadbd.
     rows still right;
   * a write through the proxy drops the table's bookmarks: the next deep page is sent
     untouched (a miss), rows still right, and the page after it seeks again;
-  * EXPLAIN of the seek texts the proxy sent uses a range on an index, no filesort.
+  * EXPLAIN of the seek texts the proxy sent uses a range on an index, no filesort;
+  * a jump to a deep page with no bookmark: auto sends the deferred join, keyset the
+    page with its key appended; a bookmark is not used after bookmark_ttl.
 Environment: MR_KEYSET_PORT (26083), MR_BIN.
 """
 import os
@@ -60,6 +62,7 @@ table = k_bin
 key = b
 threshold = 6
 strategy = keyset
+bookmark_ttl = 1s
 log = full
 
 [paginate nulls]
@@ -257,6 +260,46 @@ def write_drops(d, conns):
     t.eq("and the page after it seeks again", 1, len(page(5 * PAGE)))
 
 
+def jumps(d, conns):
+    """A deep page with no walk before it: auto sends the deferred join, keyset the page
+    itself (with the key appended to its ORDER BY); rows right either way."""
+    dc, pc = d.cursor(), conns[0].cursor()
+    for rule, via, direct in [
+            ("pairs", "SELECT * FROM k_pairs WHERE v <> 11 ORDER BY v LIMIT 900, 25",
+             "SELECT * FROM k_pairs WHERE v <> 11 ORDER BY v, a, b LIMIT 900, 25"),
+            ("items", "SELECT * FROM k_items WHERE grp <> 6 ORDER BY score LIMIT 900, 25",
+             "SELECT * FROM k_items WHERE grp <> 6 ORDER BY score, id LIMIT 900, 25")]:
+        before = len(sent_texts(rule))
+        pc.execute(via)
+        got = pc.fetchall()
+        dc.execute(direct)
+        t.eq("a jump to a deep page has the rows sent direct: %s" % via, dc.fetchall(), got)
+        sent = sent_texts(rule)[before:]
+        if rule == "pairs":
+            t.check(len(sent) == 1 and "myrewrite_dj" in sent[0],
+                    "auto without a bookmark: the deferred join", sent)
+        else:
+            t.check(len(sent) == 1 and "myrewrite_dj" not in sent[0] and "((" not in sent[0] and
+                    sent[0].endswith("ORDER BY score, k_items.`id` LIMIT 900, 25"),
+                    "keyset without a bookmark: the page itself, key appended", sent)
+
+
+def ttl(conns):
+    """bookmark_ttl = 1s on k_bin: a bookmark serves at once, not 1 s later."""
+    cur = conns[0].cursor()
+    sql = "SELECT * FROM k_bin ORDER BY b LIMIT 10, 5"
+    cur.execute("SELECT * FROM k_bin ORDER BY b LIMIT 5, 5")  # bookmarks row 10
+    cur.fetchall()
+    before = len(sent_texts("bins"))
+    cur.execute(sql)
+    t.eq("a page right after the walk seeks", 1, len(sent_texts("bins")) - before)
+    time.sleep(1.2)
+    before = len(sent_texts("bins"))
+    cur.execute(sql)
+    t.eq("after bookmark_ttl the same page is sent untouched", 0,
+         len(sent_texts("bins")) - before)
+
+
 def main():
     if t.DIRECT_ONLY:
         print("skip: needs its own proxy")
@@ -271,6 +314,8 @@ def main():
     try:
         conns = [t.connect(PORT, autocommit=True), t.connect(PORT, autocommit=True)]
         walks(d, conns)
+        ttl(conns)
+        jumps(d, conns)
         nullable(d, conns)
         write_drops(d, conns)
         for c in conns:
