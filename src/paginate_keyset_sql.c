@@ -180,6 +180,11 @@ bool mr_keyset_listing_of(const char *text, size_t len, const sql_token *tok, co
         return false;
     ls->table_hash = mr_keyset_table_hash(ls->table, strlen(ls->table));
     ls->hash = listing_hash(text, tok, st, schema);
+    /* the order's columns too: a reloaded rule with another key is another listing */
+    for (unsigned k = 0; k < ls->ncols; k++) {
+        ls->hash = fnv(ls->hash, ls->cols[k].name, strlen(ls->cols[k].name));
+        ls->hash = fnv(ls->hash, ls->cols[k].desc ? "\x02" : "\x03", 1);
+    }
     return true;
 }
 
@@ -322,4 +327,12 @@ bool mr_keyset_ordered_sql(const char *text, size_t len, const sql_token *tok, c
         }
     mr_buf_put(out, text + cut, len - cut);
     return true;
+}
+
+unsigned mr_keyset_value_count(const char *values, size_t len)
+{
+    unsigned n = 1;
+    for (size_t i = 0; i < len; i++)
+        n += values[i] == '\0';
+    return n;
 }

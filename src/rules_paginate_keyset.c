@@ -123,7 +123,9 @@ rule_why rules_paginate_keyset(run *R, stmt *S, const mr_rule *r, mr_pag_outcome
         note->watch = false;
         return deferred(R, o, info, out, "the listing's order cannot be bookmarked");
     case MR_BOOKMARK_FOUND:
-        if (ls->offset - pos < def->threshold)
+        /* the listing's hash covers its columns; the count is checked all the same, as
+         * a seek with a value missing would not even parse */
+        if (ls->offset - pos < def->threshold && mr_keyset_value_count(values, n) == ls->ncols)
             return seek(R, S, r, pos, values, n, out);
         return miss(R, S, r, o, info, out);
     default:

@@ -82,6 +82,9 @@ void mr_keyset_seek_sql(const char *text, size_t len, const sql_token *tok, cons
                         const mr_keyset_listing *ls, const char *values, size_t values_len,
                         uint64_t skip, mr_buf *out);
 
+/* How many literals a bookmark's NUL-separated values hold. */
+unsigned mr_keyset_value_count(const char *values, size_t len);
+
 /* Appends the statement with the appended key columns added to its ORDER
  * BY (nothing else changes) and returns true; false when the ORDER BY names
  * every key column already (the statement is then fine as it is). Pages a
