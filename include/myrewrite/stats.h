@@ -40,6 +40,18 @@ typedef struct mr_stats {
     mr_counter bytes_from_clients;
     mr_counter bytes_from_backend;
     mr_counter closes[MR_CLOSE_MAX];
+    /* paginate rules: deep pages sent as a deferred join, keyset reads that
+     * found / missed their bookmark, pages refused beyond max_offset */
+    mr_counter paginate_deferred;
+    mr_counter paginate_keyset_hits;
+    mr_counter paginate_keyset_misses;
+    mr_counter paginate_refused;
+    /* the SQL front end (mr_rules_apply): statements it saw and the
+     * monotonic nanoseconds it spent on them */
+    mr_counter frontend_statements;
+    mr_counter frontend_ns;
+    /* rows the proxy staged for DELAYED statements it sent */
+    mr_counter delayed_rows_staged;
 } mr_stats;
 
 static inline void mr_stat_add(mr_counter *c, uint64_t n)
