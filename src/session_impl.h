@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "myrewrite/client_info.h"
 #include "myrewrite/codec.h"
 #include "myrewrite/conn.h"
 #include "myrewrite/digest_stats.h"
@@ -74,6 +75,7 @@ struct mr_session {
     bool user_pending, schema_pending;
     mr_digest_entry *digest;         /* stats entry of the statement in flight */
     uint64_t command_start_ns;
+    mr_client_slot slot;             /* what SHOW CLIENTS sees (client_info.h) */
 };
 
 /* What the front end made of a statement. */
@@ -117,5 +119,9 @@ void ss_pump_client(mr_session *s);
 
 /* session_statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);
+
+/* session_counts.c: counts what the front end did with one statement that
+ * took `frontend_ns` in mr_rules_apply. */
+void ss_count_statement(mr_session *s, const mr_match_result *res, uint64_t frontend_ns);
 
 #endif
