@@ -39,6 +39,16 @@ static void labeled2(struct evbuffer *out, const char *name, const char *k1, con
     evbuffer_add_printf(out, "\"} %" PRIu64 "\n", v);
 }
 
+/* A labeled family is written only once it has a sample: the format has no
+ * place for a TYPE line without one. */
+static bool have_kind(mr_rule_kind kind)
+{
+    for (size_t i = 0; i < mr_rule_stats_count(); i++)
+        if (mr_rule_stats_at(i)->kind == kind)
+            return true;
+    return false;
+}
+
 static void write_reloads(struct evbuffer *out)
 {
     static const char name[] = "myrewrite_rules_reloads_total";
@@ -82,6 +92,8 @@ static void write_paginate(mr_proxy *p, struct evbuffer *out)
     mr_metrics_family(out, "myrewrite_paginate_bookmarks", "gauge",
                       "Keyset bookmarks the proxy holds now.");
     mr_metrics_sample(out, "myrewrite_paginate_bookmarks", mr_keyset_bookmarks());
+    if (!have_kind(MR_RULE_PAGINATE))
+        return;
     mr_metrics_family(out, per_rule, "counter",
                       "Pages each paginate rule rewrote (deferred) or refused, by rule name; "
                       "kept across reloads.");
@@ -103,6 +115,8 @@ static void write_delayed_tables(mr_proxy *p, struct evbuffer *out)
     counter(out, "myrewrite_delayed_rows_staged_total",
             "Staging rows in UPDATE/DELETE DELAYED statements the proxy sent.",
             mr_metrics_worker_sum(p, W(delayed_rows_staged)));
+    if (!have_kind(MR_RULE_DELAYED))
+        return;
     mr_metrics_family(out, staged, "counter",
                       "Staging rows sent, by delayed rule and staging table.");
     for (size_t i = 0; i < mr_rule_stats_count(); i++) {
