@@ -383,11 +383,12 @@ static void log_only_counts_but_sends_original(void **state)
 static void log_sample_picks_one_in_n(void **state)
 {
     (void)state;
-    mr_ruleset *rs = load_named(
+    loaded l = load_named(
         "[rewrite sampled]\npattern = SELECT a FROM t WHERE id = ?\n"
         "replacement = SELECT b FROM t WHERE id = ?\nlog = digest\nlog_sample = 3\n\n"
         "[rewrite every]\npattern = SELECT c FROM t\nreplacement = SELECT d FROM t\nlog = full\n",
-        "t.rules", 2).rs;
+        "t.rules", 2);
+    const mr_ruleset *rs = l.rs;
     assert_non_null(rs);
     mr_rules_scratch *s = mr_rules_scratch_new();
     mr_match_result res = result_new();
@@ -410,7 +411,7 @@ static void log_sample_picks_one_in_n(void **state)
     assert_int_equal(mr_ruleset_rule(rs, 1)->log_sample, 1);
     result_free(&res);
     mr_rules_scratch_free(s);
-    mr_ruleset_free(rs);
+    loaded_free(&l);
 }
 
 static void disabled_rules_never_match(void **state)
