@@ -1,7 +1,9 @@
 /*
  * session_counts.c - what the front end did with one statement, counted
  * for SHOW CLIENTS, SHOW PAGINATION, SHOW DELAYED and /metrics: front-end
- * time, paginate rewrites and refusals, rows staged by DELAYED statements.
+ * time, paginate rewrites and refusals, rows staged by DELAYED statements
+ * (text statements only: a prepared one is rewritten at COM_STMT_PREPARE
+ * and its executions never meet the front end).
  *
  * Worker thread of the session. Per-worker counters are single-writer;
  * the per-rule ones (rule_stats.h) are atomic adds, reached only by
@@ -35,13 +37,17 @@ static void count_delayed(mr_worker *w, const mr_match_result *res, unsigned i)
         atomic_fetch_add_explicit(&e->staged, rows, memory_order_relaxed);
 }
 
-void ss_count_statement(mr_session *s, const mr_match_result *res, uint64_t frontend_ns)
+void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared,
+                        uint64_t frontend_ns)
 {
     mr_worker *w = s->w;
     mr_stat_add(&w->stats.frontend_statements, 1);
     mr_stat_add(&w->stats.frontend_ns, frontend_ns);
     mr_stat_add(&s->slot.statements, 1);
     mr_client_set_text(&w->clients, &s->slot, res->digest);
+    if (prepared)
+        return; /* rewritten once here, run at every COM_STMT_EXECUTE, which the
+                   front end does not see: counting the prepare would mislead */
     unsigned n = res->nmatched < MR_MATCH_MAX_RULES ? res->nmatched : MR_MATCH_MAX_RULES;
     for (unsigned i = 0; i < n; i++) {
         const mr_rule *r = res->matched[i];

@@ -120,8 +120,10 @@ void ss_pump_client(mr_session *s);
 /* session_statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);
 
-/* session_counts.c: counts what the front end did with one statement that
- * took `frontend_ns` in mr_rules_apply. */
-void ss_count_statement(mr_session *s, const mr_match_result *res, uint64_t frontend_ns);
+/* session_counts.c: counts what the front end did with one statement (a
+ * COM_STMT_PREPARE text when `prepared`) that took `frontend_ns` in
+ * mr_rules_apply. */
+void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared,
+                        uint64_t frontend_ns);
 
 #endif
