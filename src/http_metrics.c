@@ -136,7 +136,8 @@ static void write_closes(mr_proxy *p, struct evbuffer *out)
     mr_metrics_family(out, name, "counter", "Client connections ended, by reason.");
     for (int r = 0; r < MR_CLOSE_MAX; r++)
         labeled(out, name, "reason", mr_close_reason_name((mr_close_reason)r),
-                mr_metrics_worker_sum(p, offsetof(mr_stats, closes) + (size_t)r * sizeof(mr_counter)));
+                mr_metrics_worker_sum(p, offsetof(mr_stats, closes) +
+                                             (size_t)r * sizeof(mr_counter)));
 }
 
 static void write_rules(mr_proxy *p, struct evbuffer *out)

@@ -142,8 +142,8 @@ static void unknown_key_lists_accepted_keys(void **state)
     (void)state;
     expect_error("[regex x]\nmatch = a\nreplace = b\nreplace_pattern = c\n",
                  "t.rules:4: unknown key 'replace_pattern' in [regex x]; regex rules take: match, "
-                 "replace, caseless, global, require, enabled, continue, log_only, log, log_sample, "
-                 "user, schema\n");
+                 "replace, caseless, global, require, enabled, continue, log_only, log, "
+                 "log_sample, user, schema\n");
     expect_error("[rewrite x]\npattern = SELECT 1\nreplacement = SELECT 2\nmatch = a\n",
                  "t.rules:4: unknown key 'match' in [rewrite x]; rewrite rules take: pattern, "
                  "replacement, enabled, continue, log_only, log, log_sample, user, schema\n");
