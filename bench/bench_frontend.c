@@ -7,6 +7,9 @@
  *   apply/digest  1,000 rewrite rules (hash lookup on the digest)
  *   apply/regex   1,000 regex rules (word prefilter, then pcre2)
  *   apply/regex*  the same rules with the prefilter turned off
+ *   clock pair    two clock_gettime(CLOCK_MONOTONIC) calls: what the proxy
+ *                 adds per statement to time its front end (and, for
+ *                 comparison, the same with CLOCK_MONOTONIC_COARSE)
  * and, per rule set, how many regexes ran and how many allocations the
  * matcher made once warmed up (counted by wrapping malloc/calloc/realloc
  * at link time, so only this program's and the static libraries' calls).
@@ -160,6 +163,19 @@ static double bench_digest(long iters)
     return (now_ns() - t0) / ((double)iters * NMIX);
 }
 
+/* ns per pair of clock reads, the way session_statement.c takes them. */
+static double bench_clock_pair(clockid_t id, long iters)
+{
+    double t0 = now_ns();
+    for (long k = 0; k < iters; k++) {
+        struct timespec a, b;
+        clock_gettime(id, &a);
+        clock_gettime(id, &b);
+        sink += (uint64_t)(b.tv_nsec - a.tv_nsec);
+    }
+    return (now_ns() - t0) / (double)iters;
+}
+
 typedef struct outcome {
     double ns;
     unsigned rewritten; /* statements of the mix rewritten */
@@ -245,5 +261,9 @@ int main(int argc, char **argv)
     report("apply/regex*", mr_ruleset_count(rx), bench_apply(rx, iters / 100 + 1));
     mr_ruleset_free(rx);
     printf("(* every regex has require = none: no prefilter)\n");
+    printf("%-14s %14s  %8.1f ns/stmt\n", "clock pair", "MONOTONIC",
+           bench_clock_pair(CLOCK_MONOTONIC, iters * NMIX));
+    printf("%-14s %14s  %8.1f ns/stmt\n", "clock pair", "MONOTONIC_COARSE",
+           bench_clock_pair(CLOCK_MONOTONIC_COARSE, iters * NMIX));
     return 0;
 }

@@ -63,13 +63,6 @@ static void flush_delayed(const mr_buf *arg, mr_buf *out)
     }
 }
 
-static void not_yet(mr_buf *out, const char *what)
-{
-    char msg[200];
-    snprintf(msg, sizeof(msg), "%s is not available yet in myrewrite", what);
-    mr_admin_error(out, MR_ER_UNKNOWN_COM, "42000", msg);
-}
-
 static void version_comment(mr_buf *out)
 {
     mr_col col = {"@@version_comment", MR_COL_TEXT};
@@ -78,16 +71,6 @@ static void version_comment(mr_buf *out)
     mr_rs_begin(&rs, out, 1, &col, 1);
     mr_rs_row(&rs, &v);
     mr_rs_end(&rs);
-}
-
-/* Commands of the later features, answered with an error until they exist. */
-static const char *pending_name(mr_admin_cmd cmd)
-{
-    switch (cmd) {
-    case MR_ADM_SHOW_CLIENTS: return "SHOW CLIENTS";
-    case MR_ADM_SHOW_PAGINATION: return "SHOW PAGINATION";
-    default: return NULL;
-    }
 }
 
 static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out)
@@ -101,6 +84,8 @@ static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out)
     case MR_ADM_SHOW_BACKENDS: mr_admin_show_backends(p, out); return;
     case MR_ADM_SHOW_QUEUES: mr_admin_show_queues(p, out); return;
     case MR_ADM_SHOW_DELAYED: mr_admin_show_delayed(p, out); return;
+    case MR_ADM_SHOW_PAGINATION: mr_admin_show_pagination(p, out); return;
+    case MR_ADM_SHOW_CLIENTS: mr_admin_show_clients(p, out); return;
     case MR_ADM_FLUSH_DELAYED: flush_delayed(arg, out); return;
     case MR_ADM_RELOAD_RULES: mr_admin_reload_rules(p, out); return;
     case MR_ADM_EXPLAIN_REWRITE:
@@ -115,11 +100,7 @@ static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out)
         return;
     default: break;
     }
-    const char *pending = pending_name(cmd);
-    if (pending)
-        not_yet(out, pending);
-    else
-        unknown(out);
+    unknown(out);
 }
 
 void mr_admin_exec(mr_proxy *p, const char *sql, size_t len, mr_buf *out)

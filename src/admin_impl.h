@@ -29,7 +29,13 @@ void mr_admin_show_config(mr_proxy *p, mr_buf *out);
 void mr_admin_show_stats(mr_proxy *p, mr_buf *out);
 void mr_admin_show_backends(mr_proxy *p, mr_buf *out);
 void mr_admin_show_queues(mr_proxy *p, mr_buf *out);
+
+/* admin_ruleops.c */
 void mr_admin_show_delayed(mr_proxy *p, mr_buf *out);
+void mr_admin_show_pagination(mr_proxy *p, mr_buf *out);
+
+/* admin_clients.c */
+void mr_admin_show_clients(mr_proxy *p, mr_buf *out);
 
 /* admin_rules.c */
 void mr_admin_show_rules(mr_proxy *p, mr_buf *out);

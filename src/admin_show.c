@@ -16,7 +16,6 @@
 #include "admin_impl.h"
 #include "myrewrite/admin_proto.h"
 #include "myrewrite/config.h"
-#include "myrewrite/delayed_flush.h"
 #include "myrewrite/queue.h"
 #include "myrewrite/stats.h"
 #include "myrewrite/worker.h"
@@ -132,21 +131,6 @@ void mr_admin_show_backends(mr_proxy *p, mr_buf *out)
     mr_resultset rs;
     mr_rs_begin(&rs, out, 1, cols, 3);
     mr_rs_row(&rs, row);
-    mr_rs_end(&rs);
-}
-
-void mr_admin_show_delayed(mr_proxy *p, mr_buf *out)
-{
-    const mr_delayed_stats *d = mr_delayed_stats_get(); /* relaxed loads */
-    mr_resultset rs;
-    (void)p;
-    mr_rs_begin(&rs, out, 1, counter_value, 2);
-    counter_row(&rs, "flush_rounds", d ? mr_stat_get((mr_counter *)&d->rounds) : 0);
-    counter_row(&rs, "flush_skipped", d ? mr_stat_get((mr_counter *)&d->skipped) : 0);
-    counter_row(&rs, "chunks", d ? mr_stat_get((mr_counter *)&d->chunks) : 0);
-    counter_row(&rs, "rows_flushed", d ? mr_stat_get((mr_counter *)&d->rows) : 0);
-    counter_row(&rs, "keys_written", d ? mr_stat_get((mr_counter *)&d->keys) : 0);
-    counter_row(&rs, "errors", d ? mr_stat_get((mr_counter *)&d->errors) : 0);
     mr_rs_end(&rs);
 }
 

@@ -23,6 +23,7 @@
 #include "myrewrite/bgconn.h"
 #include "myrewrite/buf.h"
 #include "myrewrite/log.h"
+#include "myrewrite/rule_stats.h"
 #include "myrewrite/sql_digest.h"
 
 #define KEYS_PER_STATEMENT 500  /* keys per UPDATE ... JOIN, upsert or DELETE */
@@ -36,6 +37,7 @@ typedef struct table {
     char lock_name[65];  /* GET_LOCK name shared by every proxy */
     bool ready;          /* staging table checked on the current connection */
     uint64_t next_ms;    /* monotonic time of the next flush */
+    mr_rule_stats *stats;/* this rule's SHOW DELAYED row; NULL when out of room */
 } table;
 
 typedef struct tables {
@@ -68,6 +70,13 @@ static uint64_t mono_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t unix_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
@@ -141,6 +150,7 @@ static bool table_copy(table *t, const mr_rule *r)
     t->def.staging_table = dup_or_null(s->staging_table, &ok);
     t->def.staging_engine = dup_or_null(s->staging_engine, &ok);
     t->rule = dup_or_null(r->name, &ok);
+    t->stats = mr_rule_stats_of(r);
     if (ok)
         set_lock_name(t);
     return ok;
@@ -233,6 +243,11 @@ static bool exec_buf(MYSQL *db, const mr_buf *b, const table *t, const char *wha
         return true;
     mr_warn(0, "delayed %s: %s failed: %u %s", t->rule, what, mysql_errno(db), mysql_error(db));
     mr_stat_add(&D.stats.errors, 1);
+    if (t->stats) {
+        mr_stat_add(&t->stats->errors, 1);
+        mr_rule_stats_set_error(t->stats, what, mysql_errno(db), mysql_error(db));
+        atomic_store_explicit(&t->stats->last_error_at, unix_ms(), memory_order_relaxed);
+    }
     return false;
 }
 
@@ -694,6 +709,8 @@ static long flush_chunk(MYSQL *db, const table *t)
     if (n > 0) {
         mr_stat_add(&D.stats.chunks, 1);
         mr_stat_add(&D.stats.rows, (uint64_t)n);
+        if (t->stats)
+            mr_stat_add(&t->stats->flushed, (uint64_t)n);
     }
     return n;
 }
@@ -719,6 +736,20 @@ static bool named_lock(MYSQL *db, const table *t, const char *fn)
     return ok;
 }
 
+/* A round's duration goes to the histogram; a round whose chunks all
+ * committed is the table's latest flush (SHOW DELAYED, lag). */
+static void note_round(table *t, bool ok, uint64_t us)
+{
+    mr_flush_observe(us);
+    if (!t->stats)
+        return;
+    mr_stat_add(&t->stats->rounds, 1);
+    if (ok) {
+        atomic_store_explicit(&t->stats->last_flush_us, us, memory_order_relaxed);
+        atomic_store_explicit(&t->stats->last_flush_at, unix_ms(), memory_order_relaxed);
+    }
+}
+
 /* Flushes chunks until the staging table has fewer than flush_rows left
  * (or the deadline passes, 0 = none). */
 static void flush_table(MYSQL *db, table *t, uint64_t deadline)
@@ -730,10 +761,15 @@ static void flush_table(MYSQL *db, table *t, uint64_t deadline)
         return;
     }
     mr_stat_add(&D.stats.rounds, 1);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     long n;
     do
         n = flush_chunk(db, t);
     while (n >= (long)t->def.flush_rows && (!deadline || mono_ms() < deadline));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    note_round(t, n >= 0, (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 +
+                                     (t1.tv_nsec - t0.tv_nsec) / 1000));
     if (!mr_bg_conn_broken(db))
         (void)named_lock(db, t, "RELEASE_LOCK");
 }

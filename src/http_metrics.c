@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stddef.h>
 
+#include "http_impl.h"
 #include "myrewrite/delayed_flush.h"
 #include "myrewrite/queue.h"
 #include "myrewrite/reload.h"
@@ -79,18 +80,18 @@ static uint64_t read_counter(const void *base, size_t offset)
     return mr_stat_get((mr_counter *)((uintptr_t)base + offset));
 }
 
-static void family(struct evbuffer *out, const char *name, const char *type, const char *help)
+void mr_metrics_family(struct evbuffer *out, const char *name, const char *type, const char *help)
 {
     evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void sample(struct evbuffer *out, const char *name, uint64_t v)
+void mr_metrics_sample(struct evbuffer *out, const char *name, uint64_t v)
 {
     evbuffer_add_printf(out, "%s %" PRIu64 "\n", name, v);
 }
 
 /* A label value with \, " and newline escaped as the format requires. */
-static void label_value(struct evbuffer *out, const char *s)
+void mr_metrics_label_value(struct evbuffer *out, const char *s)
 {
     for (; *s; s++) {
         if (*s == '\\')
@@ -108,11 +109,11 @@ static void labeled(struct evbuffer *out, const char *name, const char *label, c
                     uint64_t v)
 {
     evbuffer_add_printf(out, "%s{%s=\"", name, label);
-    label_value(out, value);
+    mr_metrics_label_value(out, value);
     evbuffer_add_printf(out, "\"} %" PRIu64 "\n", v);
 }
 
-static uint64_t worker_sum(mr_proxy *p, size_t offset)
+uint64_t mr_metrics_worker_sum(mr_proxy *p, size_t offset)
 {
     uint64_t total = 0;
     for (unsigned i = 0; i < p->nworkers; i++)
@@ -124,18 +125,19 @@ static void write_worker_counters(mr_proxy *p, struct evbuffer *out)
 {
     for (size_t i = 0; i < COUNT(worker_counters); i++) {
         const counter_def *c = &worker_counters[i];
-        family(out, c->name, c->type, c->help);
-        sample(out, c->name, worker_sum(p, c->offset));
+        mr_metrics_family(out, c->name, c->type, c->help);
+        mr_metrics_sample(out, c->name, mr_metrics_worker_sum(p, c->offset));
     }
 }
 
 static void write_closes(mr_proxy *p, struct evbuffer *out)
 {
     static const char name[] = "myrewrite_connection_closes_total";
-    family(out, name, "counter", "Client connections ended, by reason.");
+    mr_metrics_family(out, name, "counter", "Client connections ended, by reason.");
     for (int r = 0; r < MR_CLOSE_MAX; r++)
         labeled(out, name, "reason", mr_close_reason_name((mr_close_reason)r),
-                worker_sum(p, offsetof(mr_stats, closes) + (size_t)r * sizeof(mr_counter)));
+                mr_metrics_worker_sum(p, offsetof(mr_stats, closes) +
+                                             (size_t)r * sizeof(mr_counter)));
 }
 
 static void write_rules(mr_proxy *p, struct evbuffer *out)
@@ -144,9 +146,9 @@ static void write_rules(mr_proxy *p, struct evbuffer *out)
     mr_shared_rules *cur = mr_rules_current(p);
     const mr_ruleset *rs = cur ? cur->set : NULL;
     size_t n = mr_ruleset_count(rs);
-    family(out, "myrewrite_rules_loaded", "gauge", "Rules in the rule set in force.");
-    sample(out, "myrewrite_rules_loaded", n);
-    family(out, hits, "counter",
+    mr_metrics_family(out, "myrewrite_rules_loaded", "gauge", "Rules in the rule set in force.");
+    mr_metrics_sample(out, "myrewrite_rules_loaded", n);
+    mr_metrics_family(out, hits, "counter",
            "Statements each rule matched; starts again from 0 when the rules are reloaded.");
     for (size_t i = 0; i < n; i++)
         labeled(out, hits, "rule", mr_ruleset_rule(rs, i)->name, mr_ruleset_hits(rs, i));
@@ -173,8 +175,8 @@ static void write_delayed(struct evbuffer *out)
     const mr_delayed_stats *d = mr_delayed_stats_get();
     for (size_t i = 0; i < COUNT(delayed_counters); i++) {
         const counter_def *c = &delayed_counters[i];
-        family(out, c->name, c->type, c->help);
-        sample(out, c->name, d ? read_counter(d, c->offset) : 0);
+        mr_metrics_family(out, c->name, c->type, c->help);
+        mr_metrics_sample(out, c->name, d ? read_counter(d, c->offset) : 0);
     }
 }
 
@@ -183,17 +185,18 @@ static void write_queue(struct evbuffer *out)
     const mr_queue_stats *q = mr_queue_stats_get();
     for (size_t i = 0; i < COUNT(queue_counters); i++) {
         const counter_def *c = &queue_counters[i];
-        family(out, c->name, c->type, c->help);
-        sample(out, c->name, q ? read_counter(q, c->offset) : 0);
+        mr_metrics_family(out, c->name, c->type, c->help);
+        mr_metrics_sample(out, c->name, q ? read_counter(q, c->offset) : 0);
     }
 }
 
 static void write_process(mr_proxy *p, struct evbuffer *out)
 {
-    family(out, "myrewrite_build_info", "gauge", "Always 1; the version is in the label.");
+    mr_metrics_family(out, "myrewrite_build_info", "gauge",
+                      "Always 1; the version is in the label.");
     labeled(out, "myrewrite_build_info", "version", MYREWRITE_VERSION, 1);
-    family(out, "myrewrite_workers", "gauge", "Worker threads.");
-    sample(out, "myrewrite_workers", p->nworkers);
+    mr_metrics_family(out, "myrewrite_workers", "gauge", "Worker threads.");
+    mr_metrics_sample(out, "myrewrite_workers", p->nworkers);
 }
 
 void mr_metrics_write(mr_proxy *p, struct evbuffer *out)
@@ -204,4 +207,5 @@ void mr_metrics_write(mr_proxy *p, struct evbuffer *out)
     write_rules(p, out);
     write_queue(out);
     write_delayed(out);
+    mr_metrics_write_ops(p, out);
 }

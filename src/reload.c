@@ -64,10 +64,19 @@ static void set_current(mr_proxy *p, mr_shared_rules *shared)
 
 static int reload_locked(mr_proxy *p, FILE *errors);
 
+/* Written under reload_lock, read by the console and /metrics. */
+static mr_counter reloads_ok, reloads_failed;
+
+mr_reload_counts mr_rules_reload_counts(void)
+{
+    return (mr_reload_counts){mr_stat_get(&reloads_ok), mr_stat_get(&reloads_failed)};
+}
+
 int mr_rules_reload(mr_proxy *p, FILE *errors)
 {
     pthread_mutex_lock(&p->reload_lock);
     int n = reload_locked(p, errors);
+    mr_stat_add(n == 0 ? &reloads_ok : &reloads_failed, 1);
     pthread_mutex_unlock(&p->reload_lock);
     return n;
 }

@@ -93,6 +93,9 @@ delayed_step rules_delayed(run *R, stmt *S)
                           &s->delayed_out, s->delayed_msg, sizeof s->delayed_msg))
         return refuse(R, i);
     rules_count_hit(R, i);
+    if (R->res->nmatched <= MR_MATCH_MAX_RULES && R->res->nmatched > 0 &&
+        R->res->matched[R->res->nmatched - 1] == r)
+        R->res->staged_rows[R->res->nmatched - 1] = d.in_term >= 0 ? d.key[d.in_term].count : 1;
     trace(R, i, WHY_MATCHED, "staging INSERT");
     S->text = (const char *)s->delayed_out.data;
     S->len = s->delayed_out.len;

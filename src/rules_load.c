@@ -30,7 +30,7 @@ typedef enum key_id {
     K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT, K_RELEASE, K_SKIP_LOCKED,
     K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE, K_FLUSH_INTERVAL, K_FLUSH_ROWS,
     K_MISSING, K_MODE, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET, K_MAX_BOOKMARKS, K_BOOKMARK_TTL,
-    K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_USER, K_SCHEMA,
+    K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_LOG_SAMPLE, K_USER, K_SCHEMA,
     K_MAX
 } key_id;
 
@@ -41,10 +41,10 @@ static const char *const key_names[K_MAX] = {
     "unclaimed_owner", "claimed_at_column", "timeout", "release", "skip_locked",
     "key", "columns", "staging_table", "staging_engine", "flush_interval", "flush_rows",
     "missing", "mode", "threshold", "strategy", "max_offset", "max_bookmarks", "bookmark_ttl",
-    "enabled", "continue", "log_only", "log", "user", "schema",
+    "enabled", "continue", "log_only", "log", "log_sample", "user", "schema",
 };
 
-#define COMMON_KEYS K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_USER, K_SCHEMA
+#define COMMON_KEYS K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_LOG_SAMPLE, K_USER, K_SCHEMA
 
 /* A rule section being read: raw values and the line of each. */
 typedef struct draft {
@@ -74,19 +74,19 @@ static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im
 static bool finish_paginate(loader *L, const draft *dr, mr_rule *r, rule_impl *im);
 
 static const kind_def kinds[MR_RULE_KIND_MAX] = {
-    [MR_RULE_REWRITE] = {{K_PATTERN, K_REPLACEMENT, COMMON_KEYS}, 8, finish_rewrite},
-    [MR_RULE_REGEX] = {{K_MATCH, K_REPLACE, K_CASELESS, K_GLOBAL, K_REQUIRE, COMMON_KEYS}, 11,
+    [MR_RULE_REWRITE] = {{K_PATTERN, K_REPLACEMENT, COMMON_KEYS}, 9, finish_rewrite},
+    [MR_RULE_REGEX] = {{K_MATCH, K_REPLACE, K_CASELESS, K_GLOBAL, K_REQUIRE, COMMON_KEYS}, 12,
                        finish_regex},
     [MR_RULE_BLOCK] = {{K_PATTERN, K_MATCH, K_CASELESS, K_REQUIRE, K_STATEMENT, K_WHERE,
-                        K_MESSAGE, K_CODE, K_SQLSTATE, COMMON_KEYS}, 15, finish_block},
+                        K_MESSAGE, K_CODE, K_SQLSTATE, COMMON_KEYS}, 16, finish_block},
     [MR_RULE_QUEUE] = {{K_TABLE, K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE,
                         K_UNCLAIMED_VALUE, K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT,
-                        K_RELEASE, K_SKIP_LOCKED, COMMON_KEYS}, 16, finish_queue},
+                        K_RELEASE, K_SKIP_LOCKED, COMMON_KEYS}, 17, finish_queue},
     [MR_RULE_DELAYED] = {{K_TABLE, K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE,
-                          K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, COMMON_KEYS}, 15,
+                          K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, COMMON_KEYS}, 16,
                          finish_delayed},
     [MR_RULE_PAGINATE] = {{K_TABLE, K_KEY, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET, K_MESSAGE,
-                           K_MAX_BOOKMARKS, K_BOOKMARK_TTL, COMMON_KEYS}, 14, finish_paginate},
+                           K_MAX_BOOKMARKS, K_BOOKMARK_TTL, COMMON_KEYS}, 15, finish_paginate},
 };
 
 /* ---- the loader --------------------------------------------------------------- */
@@ -297,6 +297,33 @@ static bool parse_log(loader *L, const draft *dr, mr_rule_log *out)
     return false;
 }
 
+/* `log_sample = N`: log one match in N (counted per worker thread); only
+ * meaningful for a rule that logs. */
+static bool parse_log_sample(loader *L, const draft *dr, const mr_rule *r, uint32_t *out)
+{
+    const char *v = dr->val[K_LOG_SAMPLE];
+    *out = 1;
+    if (!v)
+        return true;
+    unsigned long long n = 0;
+    size_t i = 0;
+    for (; v[i] >= '0' && v[i] <= '9' && n <= 1000000000ull; i++)
+        n = n * 10 + (unsigned long long)(v[i] - '0');
+    if (i == 0 || v[i] || n < 1 || n > 1000000000ull) {
+        bad_value(L, dr, K_LOG_SAMPLE, "a whole number from 1 (log every match) to 1000000000");
+        return false;
+    }
+    if (r->log == MR_RULE_LOG_OFF && !r->log_only) {
+        mr_diag_error(L->d, L->file, dr->vline[K_LOG_SAMPLE],
+                      "log_sample in [%s %s] needs log = digest or log = full (or log_only = yes): "
+                      "the rule logs nothing to sample",
+                      rules_kind_names[dr->kind], dr->name);
+        return false;
+    }
+    *out = (uint32_t)n;
+    return true;
+}
+
 static bool parse_filter(loader *L, const draft *dr, key_id k, char **out)
 {
     *out = NULL;
@@ -375,6 +402,7 @@ static bool parse_common(loader *L, const draft *dr, mr_rule *r)
     ok &= parse_bool(L, dr, K_CONTINUE, false, &r->cont);
     ok &= parse_bool(L, dr, K_LOG_ONLY, false, &r->log_only);
     ok &= parse_log(L, dr, &r->log);
+    ok &= parse_log_sample(L, dr, r, &r->log_sample);
     ok &= parse_filter(L, dr, K_USER, &r->user);
     ok &= parse_filter(L, dr, K_SCHEMA, &r->schema);
     return ok;

@@ -367,12 +367,19 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
 void rules_count_hit(run *R, size_t i)
 {
     mr_match_result *res = R->res;
-    if (res->nmatched < MR_MATCH_MAX_RULES)
-        res->matched[res->nmatched++] = &R->rs->rules[i];
+    unsigned m = res->nmatched < MR_MATCH_MAX_RULES ? res->nmatched++ : MR_MATCH_MAX_RULES;
+    if (m < MR_MATCH_MAX_RULES) {
+        res->matched[m] = &R->rs->rules[i];
+        res->sampled[m] = true;
+        res->staged_rows[m] = 0;
+    }
     if (R->tr)
         return; /* a dry run counts nothing */
     size_t at = (size_t)R->shard * R->rs->stride + i;
+    uint64_t before = mr_stat_get(&R->rs->hits[at]);
     mr_stat_add(&R->rs->hits[at], 1);
+    if (m < MR_MATCH_MAX_RULES && R->rs->rules[i].log_sample > 1)
+        res->sampled[m] = before % R->rs->rules[i].log_sample == 0; /* the 1st, N+1st... */
     if (!R->now)
         R->now = (uint64_t)time(NULL);
     atomic_store_explicit(&R->rs->last[at], R->now, memory_order_relaxed);

@@ -33,6 +33,7 @@ void ss_set_state(mr_session *s, session_state to)
 {
     mr_debug(s->id, "state %s -> %s", ss_state_name(s->state), ss_state_name(to));
     s->state = to;
+    mr_client_set_state(&s->slot, ss_state_name(to));
 }
 
 mr_session *mr_session_next(mr_session *s) { return s->next; }
@@ -171,6 +172,7 @@ void mr_session_start(mr_worker *w, int fd)
         w->sessions->prev = s;
     w->sessions = s;
     w->nsessions++;
+    mr_client_register(&w->clients, &s->slot, s->id, w->id, fd);
     mr_stat_add(&w->stats.connections_accepted, 1);
     mr_stat_add(&w->stats.connections_active, 1);
     s->client = mr_conn_new(w->base, fd, &ss_client_callbacks, s);
@@ -216,6 +218,7 @@ void ss_free(mr_session *s)
     if (s->authenticated)
         mr_queue_session_ended(s->backend_thread_id);
     ss_set_state(s, SS_CLOSED);
+    mr_client_unregister(&w->clients, &s->slot);
     if (s->prev)
         s->prev->next = s->next;
     else

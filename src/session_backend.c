@@ -20,6 +20,8 @@ static void apply_pending(mr_session *s, bool ok)
         memcpy(s->schema, s->pending_schema, sizeof(s->schema));
     if (ok && s->user_pending)
         memcpy(s->user, s->pending_user, sizeof(s->user));
+    if (ok && (s->schema_pending || s->user_pending))
+        mr_client_set_names(&s->w->clients, &s->slot, s->user, s->schema);
     s->schema_pending = s->user_pending = false;
 }
 
@@ -101,6 +103,7 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
     mr_greeting_mask(payload, &g);
     s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
     s->backend_thread_id = g.thread_id;
+    atomic_store_explicit(&s->slot.backend_id, g.thread_id, memory_order_relaxed);
     s->skip_locked = mr_server_has_skip_locked(g.server_version, g.server_version_len);
     s->seq = h.seq;
     s->from_backend.remaining = total; /* ss_pump_backend relays it */
@@ -188,6 +191,7 @@ void ss_pump_backend(mr_session *s)
             !ss_keyset_packet(s, in, &pos, h.len, avail - move))
             break; /* a watched page's packet is read whole */
         mr_stat_add(&s->w->stats.bytes_from_backend, MR_PKT_HEADER + (uint64_t)h.len);
+        mr_stat_add(&s->slot.bytes_out, MR_PKT_HEADER + (uint64_t)h.len);
         if (!backend_packet_start(s, head + MR_PKT_HEADER, h.len, h.seq))
             return;
         if (f->ends_response && s->state == SS_RESPONSE)

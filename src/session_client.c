@@ -68,6 +68,7 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     uint8_t cmd = p[0];
     mr_expect expect = mr_expect_for_command(cmd);
     s->command = cmd;
+    mr_client_set_command(&s->slot, cmd);
     s->command_start_ns = now_ns();
     if (expect == MR_EXPECT_UNSUPPORTED) {
         refuse_command(s, cmd);
@@ -216,6 +217,7 @@ void ss_pump_client(mr_session *s)
             n = h.len;
         }
         mr_stat_add(&s->w->stats.bytes_from_clients, MR_PKT_HEADER + (uint64_t)h.len);
+        mr_stat_add(&s->slot.bytes_in, MR_PKT_HEADER + (uint64_t)h.len);
         if (!client_packet_start(s, payload, n, h.len, h.seq))
             return;
     }

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "myrewrite/client_info.h"
 #include "myrewrite/codec.h"
 #include "myrewrite/conn.h"
 #include "myrewrite/digest_stats.h"
@@ -77,6 +78,7 @@ struct mr_session {
     mr_digest_entry *digest;         /* stats entry of the statement in flight */
     uint64_t command_start_ns;
     ss_keyset *keyset;               /* keyset pagination state; NULL until used (owned) */
+    mr_client_slot slot;             /* what SHOW CLIENTS sees (client_info.h) */
 };
 
 /* What the front end made of a statement. */
@@ -135,5 +137,10 @@ bool ss_keyset_packet(mr_session *s, struct evbuffer *in, const struct evbuffer_
  * the bookmark must be there before the client can ask for the next page). */
 void ss_keyset_response_done(mr_session *s);
 void ss_keyset_free(mr_session *s);
+/* session_counts.c: counts what the front end did with one statement (a
+ * COM_STMT_PREPARE text when `prepared`) that took `frontend_ns` in
+ * mr_rules_apply. */
+void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared,
+                        uint64_t frontend_ns);
 
 #endif

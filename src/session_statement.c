@@ -46,11 +46,15 @@ static void log_full(mr_session *s, const mr_rule *r, const mr_match_result *res
                 to->data ? (const char *)to->data : "");
 }
 
-/* Logs what the matched rules asked to log. */
+/* Logs what the matched rules asked to log, for the matches their
+ * log_sample picks. */
 static void log_matches(mr_session *s, const mr_match_result *res, const char *sql, size_t len)
 {
-    for (unsigned i = 0; i < res->nmatched; i++) {
+    unsigned n = res->nmatched < MR_MATCH_MAX_RULES ? res->nmatched : MR_MATCH_MAX_RULES;
+    for (unsigned i = 0; i < n; i++) {
         const mr_rule *r = res->matched[i];
+        if (!res->sampled[i])
+            continue;
         if (r->log == MR_RULE_LOG_DIGEST)
             mr_info(s->id, "rule %s%s: %s", r->name, r->log_only ? " (log only)" : "",
                     res->digest);
@@ -75,7 +79,10 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         .skip_locked = s->skip_locked,
     };
     mr_buf_reset(&res->text);
+    /* The command's start time was read just before this call, a few
+     * instructions ago: it stands in for a clock read of its own here. */
     mr_rules_apply(w->rules->set, sql, len, &ctx, w->scratch, res);
+    ss_count_statement(s, res, ctx.prepared, now_ns() - s->command_start_ns);
     s->digest = mr_digest_stats_get(&w->digests, res->digest_hash, res->digest ? res->digest : "");
     if (res->nmatched)
         log_matches(s, res, sql, len);

@@ -133,6 +133,7 @@ bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *ru
     w->proxy = p;
     w->rules = rules;
     pthread_mutex_init(&w->pending_lock, NULL);
+    mr_client_registry_init(&w->clients);
     mr_buf_init(&w->match.text);
     mr_buf_init(&w->match.would_be);
     w->scratch = mr_rules_scratch_new();
@@ -182,6 +183,7 @@ void mr_worker_join(mr_worker *w)
     mr_buf_free(&w->match.would_be);
     mr_digest_stats_free(&w->digests);
     pthread_mutex_destroy(&w->pending_lock);
+    mr_client_registry_destroy(&w->clients);
     event_free(w->pipe_ev);
     event_base_free(w->base);
     close(w->pipe_rd);

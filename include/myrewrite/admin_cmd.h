@@ -26,9 +26,9 @@ typedef enum mr_admin_cmd {
     MR_ADM_SHOW_QUEUES,
     MR_ADM_RELOAD_RULES,
     MR_ADM_EXPLAIN_REWRITE, /* argument: the unquoted statement */
-    MR_ADM_SHOW_CLIENTS,    /* not available yet */
+    MR_ADM_SHOW_CLIENTS,
     MR_ADM_SHOW_DELAYED,
-    MR_ADM_SHOW_PAGINATION, /* not available yet */
+    MR_ADM_SHOW_PAGINATION,
     MR_ADM_FLUSH_DELAYED,   /* argument: the table, may be empty */
     MR_ADM_VERSION_COMMENT, /* SELECT @@version_comment [LIMIT 1], sent by the mariadb CLI */
     MR_ADM_SET,             /* SET ...: drivers send these at connect; accepted, ignored */

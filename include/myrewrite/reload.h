@@ -10,6 +10,7 @@
 #define MYREWRITE_RELOAD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "myrewrite/config.h"
@@ -24,6 +25,13 @@ mr_ruleset *mr_rules_load_configured(const mr_config *cfg, unsigned shards, mr_d
  * errors; when `errors` is given, the diagnostics are written there too.
  * Any thread but a worker (it reads files); reloads are serialized. */
 int mr_rules_reload(mr_proxy *p, FILE *errors);
+
+/* Reloads so far (SIGHUP and RELOAD RULES) that swapped a new set in, and
+ * those that failed and kept the old one. Any thread. */
+typedef struct mr_reload_counts {
+    uint64_t ok, failed;
+} mr_reload_counts;
+mr_reload_counts mr_rules_reload_counts(void);
 
 /* Makes `set` the one in force at start: one reference for each worker plus
  * one for the proxy. NULL when out of memory. */

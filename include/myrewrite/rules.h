@@ -122,6 +122,7 @@ typedef struct mr_rule {
     bool cont;         /* `continue = yes`: later rules see the rewritten text */
     bool log_only;     /* match and log, but send the original */
     mr_rule_log log;
+    uint32_t log_sample; /* log one match in this many (per worker); 1 = every match */
     char *user;        /* filter: only this user (NULL = any) */
     char *schema;      /* filter: only this default schema (NULL = any) */
     char *pattern;     /* as written in the file */
@@ -202,6 +203,8 @@ typedef struct mr_match_result {
     char sqlstate[6];     /* BLOCK */
     const char *message;  /* BLOCK; points into the rule set */
     const mr_rule *matched[MR_MATCH_MAX_RULES]; /* every rule that matched, in order */
+    bool sampled[MR_MATCH_MAX_RULES];   /* this match is one the rule's log_sample picks */
+    uint32_t staged_rows[MR_MATCH_MAX_RULES]; /* delayed rules: staging rows written */
     unsigned nmatched;
     uint64_t digest_hash; /* digest of the original statement text */
     const char *digest;   /* normalized text, NUL-terminated, in the scratch (valid until next call) */

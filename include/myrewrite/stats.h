@@ -44,6 +44,12 @@ typedef struct mr_stats {
     mr_counter paginate_keyset_hits;   /* deep pages sent as a keyset seek */
     mr_counter paginate_keyset_misses; /* keyset wanted, no usable bookmark */
     mr_counter paginate_refused;       /* pages beyond max_offset */
+    /* the SQL front end (mr_rules_apply): statements it saw and the
+     * monotonic nanoseconds it spent on them */
+    mr_counter frontend_statements;
+    mr_counter frontend_ns;
+    /* rows the proxy staged for DELAYED statements it sent */
+    mr_counter delayed_rows_staged;
 } mr_stats;
 
 static inline void mr_stat_add(mr_counter *c, uint64_t n)

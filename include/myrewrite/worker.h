@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "myrewrite/client_info.h"
 #include "myrewrite/digest_stats.h"
 #include "myrewrite/proxy.h"
 #include "myrewrite/rules.h"
@@ -34,6 +35,7 @@ typedef struct mr_worker {
     bool draining;              /* shutdown: close sessions as they go idle */
     mr_stats stats;             /* written by this worker only */
     mr_digest_stats digests;    /* written by this worker only */
+    mr_client_registry clients; /* SHOW CLIENTS snapshots of the sessions (client_info.h) */
     struct mr_shared_rules *rules; /* current rule set; one reference held */
     mr_rules_scratch *scratch;  /* front-end working memory */
     mr_match_result match;      /* reused for every statement */

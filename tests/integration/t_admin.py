@@ -12,8 +12,14 @@ directory written here and an admin password, then checks:
     BACKENDS, QUEUES, EXPLAIN REWRITE (shows the matched rule);
   * RELOAD RULES: a good set is swapped in ("ok, N rules"); a broken file
     returns its errors as file:line rows and the old rules keep working;
-  * unknown commands get ERR 1047 listing the commands; features not built
-    yet say so; COM_PING and COM_INIT_DB answer OK;
+  * unknown commands get ERR 1047 listing the commands; COM_PING and
+    COM_INIT_DB answer OK;
+  * SHOW DELAYED has its columns and no rows without a delayed rule;
+  * SHOW PAGINATION: a paginate rule's deferred and refused pages move by
+    exactly the statements sent, the (all) row too;
+  * SHOW CLIENTS: the session's user, address, schema, backend connection id,
+    state and digest; statements and bytes_in move exactly; a running
+    statement shows as `response`; a closed session disappears;
   * the mariadb CLI works against the console;
   * without admin_password the console is not started, the log says why,
     and connecting to it fails while the proxy itself serves.
@@ -26,6 +32,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -385,21 +392,117 @@ def check_misc(c):
         t.check(e.args[0] == 1047 and "EXPLAIN REWRITE" in e.args[1] and
                 "RELOAD RULES" in e.args[1], "the error lists every command", e.args)
     cols, rows = query(c, "SHOW DELAYED")
-    t.eq("SHOW DELAYED columns", ["counter", "value"], cols)
-    d = {r[0]: int(r[1]) for r in rows}
-    t.check(set(d) == {"flush_rounds", "flush_skipped", "chunks", "rows_flushed", "keys_written",
-                       "errors"} and all(v == 0 for v in d.values()),
-            "SHOW DELAYED counters, all zero with no delayed rule", d)
+    t.eq("SHOW DELAYED columns, no rows without a delayed rule",
+         (["rule", "table", "staging_table", "rows_staged", "rows_flushed", "flush_rounds",
+           "last_flush", "last_flush_ms", "lag_seconds", "errors", "last_error"], ()),
+         (cols, rows))
     expect_error("FLUSH DELAYED with no delayed rule", 1047, "nothing to flush",
                  lambda: one(c, "FLUSH DELAYED"))
-    for cmd in ("SHOW CLIENTS", "SHOW PAGINATION"):
-        expect_error(cmd + " is not available yet", 1047, "not available yet",
-                     lambda cmd=cmd: one(c, cmd))
     c.ping(reconnect=False)
     t.ok("COM_PING answers OK")
     c.select_db("anything")
     t.ok("COM_INIT_DB answers OK")
     t.eq("the session goes on", ["counter", "value"], query(c, "SHOW STATS")[0])
+
+
+PAGE_RULES = """
+[paginate adm_pages]
+table = adm_pages
+key = id
+threshold = 10
+max_offset = 40
+"""
+
+
+def pagination(c):
+    cols, rows = query(c, "SHOW PAGINATION")
+    return cols, {r[0]: r for r in rows}
+
+
+def check_pagination(c):
+    """Per rule: deep pages sent as a deferred join and pages refused beyond max_offset
+    move by exactly the statements sent; the (all) row sums the workers' counters."""
+    write_rules("30-pages.rules", PAGE_RULES)
+    t.eq("RELOAD RULES with a paginate rule", (("ok, 4 rules",),), one(c, "RELOAD RULES"))
+    cols, rows = pagination(c)
+    t.eq("SHOW PAGINATION columns",
+         ["rule", "table", "threshold", "max_offset", "hits", "deferred", "refused",
+          "keyset_hits", "keyset_misses", "bookmarks"], cols)
+    t.eq("SHOW PAGINATION rows: the rule in force and the total", ["adm_pages", "(all)"],
+         sorted(rows, key=lambda k: k != "adm_pages"))
+    r0, a0 = rows["adm_pages"], rows["(all)"]
+    t.eq("the rule's settings", ("adm_pages", 10, 40), (r0[1], int(r0[2]), int(r0[3])))
+    p = proxy()
+    shallow = one(p, "SELECT id FROM adm_pages ORDER BY id LIMIT 2, 3")
+    deep = [one(p, "SELECT id FROM adm_pages ORDER BY id LIMIT %d, 3" % off) for off in (20, 30)]
+    expect_error("a page beyond max_offset is refused", 1235, "deeper than the 40 allowed",
+                 lambda: one(p, "SELECT id FROM adm_pages ORDER BY id LIMIT 45, 3"))
+    p.close()
+    t.eq("pages come back right", (((3,), (4,), (5,)), [((21,), (22,), (23,)), ((31,), (32,),
+                                                                               (33,))]),
+         (shallow, deep))
+    _, rows = pagination(c)
+    r1, a1 = rows["adm_pages"], rows["(all)"]
+    t.eq("deferred +2, refused +1 for the rule, hits +3",
+         (2, 1, 3), (int(r1[5]) - int(r0[5]), int(r1[6]) - int(r0[6]), int(r1[4]) - int(r0[4])))
+    t.eq("the (all) row moves the same",
+         (2, 1), (int(a1[5]) - int(a0[5]), int(a1[6]) - int(a0[6])))
+    t.eq("keyset counters and bookmarks: none without a keyset strategy", ("0", "0", "0"),
+         (str(a1[7]), str(a1[8]), str(a1[9])))
+    os.unlink(os.path.join(RULES_DIR, "30-pages.rules"))
+    t.eq("RELOAD RULES without it", (("ok, 3 rules",),), one(c, "RELOAD RULES"))
+    _, rows = pagination(c)
+    t.eq("SHOW PAGINATION lists only rules in force", ["(all)"], list(rows))
+
+
+def clients(c):
+    cols, rows = query(c, "SHOW CLIENTS")
+    return cols, {int(r[0]): dict(zip(cols, r)) for r in rows}
+
+
+def check_clients(c):
+    """A session's row: who, from where, which schema and backend connection, its state
+    and latest statement (as a digest), statements and bytes moving exactly."""
+    p = proxy()
+    one(p, "USE " + t.DB)
+    conn_id = one(p, "SELECT CONNECTION_ID()")[0][0]
+    local = "%s:%d" % p._sock.getsockname()[:2]
+    cols, rows = clients(c)
+    t.eq("SHOW CLIENTS columns",
+         ["id", "user", "client", "schema", "backend_id", "worker", "state", "state_seconds",
+          "command", "last_statement", "statements", "bytes_in", "bytes_out", "connected_at"],
+         cols)
+    mine = [r for r in rows.values() if r["client"] == local]
+    t.eq("one row for the proxy connection", 1, len(mine))
+    if not mine:
+        return
+    r0 = mine[0]
+    t.eq("user, schema and backend connection id",
+         (t.USER, t.DB, conn_id, "idle", "COM_QUERY", "SELECT CONNECTION_ID()"),
+         (r0["user"], r0["schema"], int(r0["backend_id"]), r0["state"], r0["command"],
+          r0["last_statement"]))
+    t.check(int(r0["worker"]) in (0, 1) and r0["connected_at"], "worker and connect time", r0)
+    for i in range(3):
+        one(p, "SELECT %d" % i)
+    time.sleep(0.1)
+    r1 = clients(c)[1][int(r0["id"])]
+    t.eq("statements move by exactly the 3 sent", 3, int(r1["statements"]) - int(r0["statements"]))
+    # "SELECT 0" is 13 bytes with its header; each answer is a small result set
+    t.eq("bytes_in moves by the 3 COM_QUERY packets", 3 * 13,
+         int(r1["bytes_in"]) - int(r0["bytes_in"]))
+    t.check(int(r1["bytes_out"]) > int(r0["bytes_out"]), "bytes_out moves", (r0, r1))
+    done = []
+    sleeper = threading.Thread(target=lambda: done.append(one(p, "SELECT SLEEP(1.5)")))
+    sleeper.start()
+    time.sleep(0.8)
+    busy = clients(c)[1][int(r0["id"])]
+    sleeper.join()
+    t.check(busy["state"] == "response" and busy["last_statement"] == "SELECT SLEEP(?)" and
+            0.5 <= float(busy["state_seconds"]) < 1.5,
+            "a running statement shows as response, with its digest and time so far", busy)
+    p.close()
+    time.sleep(0.2)
+    t.check(int(r0["id"]) not in clients(c)[1], "a closed session is gone from SHOW CLIENTS")
 
 
 def check_cli():
@@ -434,9 +537,11 @@ def check_no_password():
 
 def setup_tables():
     c = t.direct(autocommit=True)
-    for sql in ["DROP TABLE IF EXISTS adm_items, adm_keep",
+    for sql in ["DROP TABLE IF EXISTS adm_items, adm_keep, adm_pages",
                 "CREATE TABLE adm_items (id INT PRIMARY KEY, name VARCHAR(50))",
                 "CREATE TABLE adm_keep (v INT)",
+                "CREATE TABLE adm_pages (id INT PRIMARY KEY)",
+                "INSERT INTO adm_pages SELECT seq FROM seq_1_to_60",
                 "INSERT INTO adm_items VALUES (1, 'apple'), (2, 'Pear')"]:
         one(c, sql)
     c.close()
@@ -462,6 +567,8 @@ def main():
         check_explain(c)
         check_reload(c)
         check_misc(c)
+        check_pagination(c)
+        check_clients(c)
         check_cli()
         held = admin()  # open across shutdown: the console must not hold it up
     finally:

@@ -10,8 +10,12 @@ delayed rules, the real mariadbd.
   * DELETE DELAYED removes its row at the flush, and an add staged before it is dropped;
   * kill -9 of a proxy in the middle of a run, then a restart: each client's counter
     holds every acknowledged increment once (plus at most the one in flight at the kill);
+  * FLUSH DELAYED flushes an hourly table now; SHOW DELAYED and /metrics count its
+    staged and flushed rows exactly (an IN list stages one row per value), the
+    round, its time and duration, and the flush-duration histogram moves;
   * SIGTERM runs a final flush for a table whose interval is an hour.
-Environment: MR_DELAYED_PORT_A / _B (26046 / 26047), MR_BIN.
+Environment: MR_DELAYED_PORT_A / _B (26046 / 26047), MR_DELAYED_ADMIN_PORT (26049),
+MR_DELAYED_HTTP_PORT (26083), MR_BIN.
 """
 import os
 import signal
@@ -19,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
@@ -30,6 +35,7 @@ BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..
                                             "myrewrite"))
 CLIENTS = 32
 ADMIN_PORT = int(os.environ.get("MR_DELAYED_ADMIN_PORT", "26049"))  # proxy B's console
+HTTP_PORT = int(os.environ.get("MR_DELAYED_HTTP_PORT", "26083"))  # proxy B's /metrics
 RULES_DIR = os.path.join(t.TMP, "delayed_rules")
 RULES = """
 [delayed counters]
@@ -51,7 +57,8 @@ UPD = "UPDATE DELAYED d_counters SET hits = hits %s %d WHERE id %s"
 def start_proxy(port, name):
     log = open(os.path.join(t.TMP, name + ".log"), "w")
     console = (["--set", "admin_password=adminpw",
-                "--set", "admin_listen=%s:%d" % (t.HOST, ADMIN_PORT)] if port == PORTS[1] else [])
+                "--set", "admin_listen=%s:%d" % (t.HOST, ADMIN_PORT),
+                "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)] if port == PORTS[1] else [])
     p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, port),
                           "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
                           "--workers", "2", "--log-level", "info",
@@ -248,24 +255,72 @@ def kill_run(d, procs):
 
 # ---- FLUSH DELAYED from the admin console -----------------------------------------------------
 
+def show_delayed(a):
+    """SHOW DELAYED on proxy B's console, as {rule: {column: value}}."""
+    cur = a.cursor()
+    cur.execute("SHOW DELAYED")
+    cols = [x[0] for x in cur.description]
+    return {r[0]: dict(zip(cols, r)) for r in cur.fetchall()}
+
+
+def metrics():
+    """Proxy B's /metrics samples as {'name{labels}': float}."""
+    with urllib.request.urlopen("http://%s:%d/metrics" % (t.HOST, HTTP_PORT), timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.split("\n"):
+        if line and not line.startswith("#"):
+            key, _, val = line.rpartition(" ")
+            out[key] = float(val)
+    return out
+
+
+SLOW_STAGED = 'myrewrite_delayed_table_rows_staged_total{rule="slow",table="test.d_slow_delayed"}'
+SLOW_FLUSHED = 'myrewrite_delayed_table_rows_flushed_total{rule="slow",table="test.d_slow_delayed"}'
+FLUSH_HIST = "myrewrite_delayed_flush_duration_seconds"
+
+
 def flush_command(d):
     cur = d.cursor()
     cur.execute("INSERT INTO d_slow VALUES (2, 0) ON DUPLICATE KEY UPDATE n = 0")
     staged_left(d, "d_slow_delayed")
     time.sleep(1.0)  # both proxies' first rounds (at their start) are over; the next is in 1 h
+    a = pymysql.connect(host=t.HOST, port=ADMIN_PORT, user="admin", password="adminpw")
+    s0, m0 = show_delayed(a)["slow"], metrics()
     c = t.connect(PORTS[1], autocommit=True)
     for _ in range(5):
         c.cursor().execute("UPDATE DELAYED d_slow SET n = n + 2 WHERE id = 2")
+    c.cursor().execute("UPDATE DELAYED d_slow SET n = n + 1 WHERE id IN (2, 99)")  # 2 rows
     c.close()
     cur.execute("SELECT n FROM d_slow WHERE id = 2")
     t.eq("the hourly table is not flushed by itself", (0,), cur.fetchone())
-    a = pymysql.connect(host=t.HOST, port=ADMIN_PORT, user="admin", password="adminpw")
+    s1 = show_delayed(a)["slow"]
+    t.eq("SHOW DELAYED: rows_staged moves by the 7 staging rows sent, nothing flushed yet",
+         (7, 0), (s1["rows_staged"] - s0["rows_staged"], s1["rows_flushed"] - s0["rows_flushed"]))
     ac = a.cursor()
     ac.execute("FLUSH DELAYED test.d_slow")
     t.eq("FLUSH DELAYED answers once the round is done", (("flushed",),), ac.fetchall())
-    a.close()
     cur.execute("SELECT n FROM d_slow WHERE id = 2")
-    t.eq("FLUSH DELAYED applied the staged increments", (10,), cur.fetchone())
+    t.eq("FLUSH DELAYED applied the staged increments (id 99 has no row: ignored)", (11,),
+         cur.fetchone())
+    s2, m2 = show_delayed(a)["slow"], metrics()
+    a.close()
+    t.eq("SHOW DELAYED: rows_flushed moves by the 7 rows, one more round, no error",
+         (7, 1, 0), (s2["rows_flushed"] - s0["rows_flushed"],
+                     s2["flush_rounds"] - s0["flush_rounds"], s2["errors"] - s0["errors"]))
+    t.check(s2["table"] == "test.d_slow" and s2["staging_table"] == "test.d_slow_delayed" and
+            s2["last_flush"] and s2["last_flush_ms"] is not None and
+            0 <= s2["lag_seconds"] < 5 and s2["last_error"] is None,
+            "SHOW DELAYED: tables, last flush, its duration and the lag since", s2)
+    t.eq("/metrics: the table's staged and flushed rows move by 7",
+         (7, 7), (m2[SLOW_STAGED] - m0[SLOW_STAGED], m2[SLOW_FLUSHED] - m0[SLOW_FLUSHED]))
+    count = m2[FLUSH_HIST + "_count"]
+    t.check(count >= m0[FLUSH_HIST + "_count"] + 1 and
+            m2[FLUSH_HIST + '_bucket{le="+Inf"}'] == count and
+            m2[FLUSH_HIST + "_sum"] > m0[FLUSH_HIST + "_sum"] and
+            m2[FLUSH_HIST + '_bucket{le="0.001"}'] <= m2[FLUSH_HIST + '_bucket{le="5"}'] <= count,
+            "/metrics: the flush-duration histogram counts the round, buckets cumulative",
+            {k: v for k, v in m2.items() if k.startswith(FLUSH_HIST)})
 
 
 # ---- final flush ------------------------------------------------------------------------------

@@ -10,6 +10,10 @@
   * myrewrite_commands_total moves by exactly the N statements sent on an
     open connection; a rewrite rule's hit counter and the rewritten counter
     move by the matching statements only; closes are counted by reason;
+  * the front end's statement counter moves by exactly the statements sent and
+    its time moves; paginate deferred and refused pages move exactly; rule
+    reloads are counted as ok and failed; the flush-duration histogram is a
+    histogram prometheus_client reads, its +Inf bucket equal to its count;
   * /ready is 200, turns 503 with a one-line reason when this test's own
     mariadbd stops, and 200 again when it is back; bursts of /ready do not
     turn into bursts of backend connections (one check a second at most);
@@ -21,6 +25,7 @@ Ports: proxy 26042, HTTP 26045, mariadbd "http" 23309.
 import http.client
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -41,6 +46,17 @@ RULES = """
 [rewrite http_upper]
 pattern = SELECT name FROM ht_items WHERE id = ?
 replacement = SELECT UPPER(name) AS name FROM ht_items WHERE id = ?
+
+[paginate http_pages]
+table = ht_pages
+key = id
+threshold = 10
+max_offset = 40
+"""
+BROKEN_RULES = """
+[regex http_broken]
+match = ^SELECT (unclosed
+replace = x
 """
 
 
@@ -330,14 +346,27 @@ def check_format():
                  "myrewrite_statements_rewritten_total", "myrewrite_statements_blocked_total",
                  "myrewrite_bytes_from_clients_total", "myrewrite_bytes_from_backend_total",
                  "myrewrite_workers", "myrewrite_rules_loaded",
-                 "myrewrite_queue_rows_released_total", "myrewrite_queue_reaper_runs_total"]:
+                 "myrewrite_queue_rows_released_total", "myrewrite_queue_reaper_runs_total",
+                 "myrewrite_frontend_statements_total", "myrewrite_frontend_seconds_total",
+                 "myrewrite_paginate_deferred_total", "myrewrite_paginate_refused_total",
+                 "myrewrite_paginate_keyset_hits_total", "myrewrite_paginate_keyset_misses_total",
+                 "myrewrite_paginate_bookmarks", "myrewrite_delayed_rows_staged_total",
+                 "myrewrite_delayed_flush_duration_seconds_count",
+                 "myrewrite_delayed_flush_duration_seconds_sum"]:
         t.check(value(samples, name) is not None, "/metrics has %s" % name)
     t.eq("myrewrite_workers is 2", 2.0, value(samples, "myrewrite_workers"))
-    t.eq("myrewrite_rules_loaded is 1", 1.0, value(samples, "myrewrite_rules_loaded"))
+    t.eq("myrewrite_rules_loaded is 2", 2.0, value(samples, "myrewrite_rules_loaded"))
     t.check(value(samples, "myrewrite_connection_closes_total", reason="client_quit") is not None,
             "closes are labeled by reason")
     t.check(value(samples, "myrewrite_rule_hits_total", rule="http_upper") is not None,
             "rule hits are labeled by rule")
+    t.check(value(samples, "myrewrite_rules_reloads_total", result="ok") is not None and
+            value(samples, "myrewrite_rules_reloads_total", result="failed") is not None,
+            "reloads are labeled by result")
+    inf = value(samples, "myrewrite_delayed_flush_duration_seconds_bucket", le="+Inf")
+    t.check(inf is not None and
+            inf == value(samples, "myrewrite_delayed_flush_duration_seconds_count"),
+            "the flush histogram's +Inf bucket equals its count")
     try:
         from prometheus_client.parser import text_string_to_metric_families
     except ImportError:
@@ -347,6 +376,9 @@ def check_format():
         fams = {f.name: f for f in text_string_to_metric_families(body)}
         t.check("myrewrite_commands" in fams and fams["myrewrite_commands"].type == "counter",
                 "prometheus_client parses /metrics", sorted(fams))
+        hist = fams.get("myrewrite_delayed_flush_duration_seconds")
+        t.check(hist is not None and hist.type == "histogram",
+                "prometheus_client reads the flush-duration histogram", sorted(fams))
     except Exception as e:  # the parser raises ValueError and others
         t.not_ok("prometheus_client parses /metrics", repr(e))
 
@@ -386,6 +418,67 @@ def check_counters():
     c.close()  # COM_QUIT
     t.eq("a COM_QUIT counts as reason client_quit", q0 + 1,
          settle("myrewrite_connection_closes_total", q0 + 1, reason="client_quit"))
+
+
+def check_ops_counters():
+    """Front-end statements, paginate outcomes and reloads move by exactly what was
+    sent; front-end time moves."""
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    cur.execute("DROP TABLE IF EXISTS ht_pages")
+    cur.execute("CREATE TABLE ht_pages (id INT PRIMARY KEY)")
+    cur.execute("INSERT INTO ht_pages SELECT seq FROM seq_1_to_60")
+    m0 = quiet_scrape()
+    names = ["myrewrite_frontend_statements_total", "myrewrite_frontend_seconds_total",
+             "myrewrite_paginate_deferred_total", "myrewrite_paginate_refused_total"]
+    v0 = [value(m0, n) for n in names]
+    for off in (0, 20, 30):
+        cur.execute("SELECT id FROM ht_pages ORDER BY id LIMIT %d, 2" % off)
+    try:
+        cur.execute("SELECT id FROM ht_pages ORDER BY id LIMIT 50, 2")
+        t.not_ok("a page beyond max_offset is refused")
+    except pymysql.err.MySQLError as e:
+        t.eq("a page beyond max_offset is refused", 1235, e.args[0])
+    for i in range(6):
+        cur.execute("SELECT %d" % i)
+    m1 = quiet_scrape()
+    v1 = [value(m1, n) for n in names]
+    t.eq("frontend_statements moves by exactly the 10 statements sent", 10, v1[0] - v0[0])
+    t.check(0 < v1[1] - v0[1] < 1, "frontend_seconds moves by a little", (v0[1], v1[1]))
+    t.eq("paginate deferred +2 (offsets 20, 30), refused +1", (2, 1),
+         (v1[2] - v0[2], v1[3] - v0[3]))
+    per_rule = [value(m1, "myrewrite_paginate_rule_pages_total", rule="http_pages", outcome=o)
+                for o in ("deferred", "refused")]
+    t.check(per_rule[0] is not None and per_rule[0] >= 2 and per_rule[1] >= 1,
+            "per-rule paginate pages are labeled by rule and outcome", per_rule)
+    t.eq("no bookmarks without a keyset strategy", 0.0, value(m1, "myrewrite_paginate_bookmarks"))
+    c.close()
+
+
+def check_reload_counters(proxy):
+    def reloads():
+        m = scrape()
+        return (value(m, "myrewrite_rules_reloads_total", result="ok"),
+                value(m, "myrewrite_rules_reloads_total", result="failed"))
+
+    def settled_reloads(want):
+        end = time.time() + 5
+        got = reloads()
+        while got != want and time.time() < end:
+            time.sleep(0.05)
+            got = reloads()
+        return got
+
+    ok0, failed0 = reloads()
+    proxy.send_signal(signal.SIGHUP)
+    t.eq("a good reload counts as ok", (ok0 + 1, failed0), settled_reloads((ok0 + 1, failed0)))
+    broken = os.path.join(RULES_DIR, "20-broken.rules")
+    with open(broken, "w") as f:
+        f.write(BROKEN_RULES)
+    proxy.send_signal(signal.SIGHUP)
+    t.eq("a broken reload counts as failed", (ok0 + 1, failed0 + 1),
+         settled_reloads((ok0 + 1, failed0 + 1)))
+    os.unlink(broken)
 
 
 def wait_ready(want, secs):
@@ -461,6 +554,8 @@ def main():
         check_routes()
         check_format()
         check_counters()
+        check_ops_counters()
+        check_reload_counters(p)
         check_ready()
         script = check_healthcheck_script()
         t.eq("proxy with HTTP exits 0 on SIGTERM", 0, stop_proxy(p))

@@ -7,8 +7,11 @@
   * socket: clients can connect over the unix socket;
   * config files: --check reports file:line errors and exits 1, accepts a good one;
   * --help, --version, --config-reference;
-  * docker/compose.yml validates with docker-compose (when installed).
+  * docker/compose.yml validates with docker-compose (when installed);
+  * the Dockerfile's ENTRYPOINT runs on the host (image paths mapped to the
+    repository) and passes the image's HEALTHCHECK command.
 """
+import json
 import os
 import shutil
 import signal
@@ -176,6 +179,61 @@ def check_compose():
             r.stderr)
 
 
+ENTRYPOINT_PORT = int(os.environ.get("MR_ENTRYPOINT_PORT", "26084"))
+ENTRYPOINT_HTTP = int(os.environ.get("MR_ENTRYPOINT_HTTP_PORT", "26085"))
+
+
+def dockerfile_line(word):
+    """The JSON array after `word` (ENTRYPOINT, HEALTHCHECK ... CMD) in docker/Dockerfile."""
+    with open(os.path.join(ROOT, "docker", "Dockerfile")) as f:
+        for line in f:
+            if line.startswith(word + " "):
+                return json.loads(line[line.index("["):])
+    return None
+
+
+def check_entrypoint():
+    """The image's ENTRYPOINT, run on the host with the image's paths mapped to the
+    repository (binary, docker/myrewrite.conf, rules/), serves through the proxy and
+    passes the HEALTHCHECK command; only the addresses are overridden by flags."""
+    entry = dockerfile_line("ENTRYPOINT")
+    paths = {"/usr/local/bin/myrewrite": BIN,
+             "/etc/myrewrite/myrewrite.conf": os.path.join(ROOT, "docker", "myrewrite.conf")}
+    t.check(entry and entry[0] in paths and all(a in paths or a.startswith("--") for a in entry),
+            "the ENTRYPOINT is the binary with the config file", entry)
+    if not entry:
+        return
+    http = "%s:%d" % (t.HOST, ENTRYPOINT_HTTP)
+    cmd = [paths.get(a, a) for a in entry] + [
+        "--listen", "%s:%d" % (t.HOST, ENTRYPOINT_PORT),
+        "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT),
+        "--rules", os.path.join(ROOT, "rules"), "--set", "http_listen=" + http]
+    p = subprocess.Popen(cmd, stdout=open(PROXY_LOG, "a"), stderr=subprocess.STDOUT)
+    try:
+        c = None
+        for _ in range(100):
+            try:
+                c = t.connect(ENTRYPOINT_PORT)
+                break
+            except pymysql.err.OperationalError:
+                time.sleep(0.05)
+        t.check(c is not None, "the entrypoint's proxy accepts connections")
+        if c:
+            with c.cursor() as cur:
+                cur.execute("SELECT 1")
+                t.eq("a statement through the entrypoint's proxy", ((1,),), cur.fetchall())
+            c.close()
+        health = dockerfile_line("HEALTHCHECK")
+        check = [os.path.join(ROOT, "docker", "healthcheck.sh") if a.endswith("-healthcheck")
+                 else a for a in health]
+        r = subprocess.run(check, env=dict(os.environ, MYREWRITE_HTTP=http), capture_output=True,
+                           text=True)
+        t.eq("the HEALTHCHECK command passes against it", 0, r.returncode)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        t.eq("the entrypoint's proxy exits 0 on SIGTERM", 0, p.wait(timeout=30))
+
+
 def main():
     if t.DIRECT_ONLY:
         print("skip: needs the proxy")
@@ -187,6 +245,7 @@ def main():
     check_unix_socket()
     check_config_files()
     check_compose()
+    check_entrypoint()
     t.done()
 
 

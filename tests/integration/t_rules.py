@@ -7,6 +7,8 @@ Starts myrewrite on its own port with a rules directory written here, then:
   * block rules answer with the DBA's message, and the session goes on;
   * a log_only rule changes nothing;
   * rewrites apply to COM_STMT_PREPARE text, keeping the parameters;
+  * log_sample = 4 logs exactly 3 of 10 matches, log = digest never logs a
+    literal, and a rule without log_sample logs every match;
   * SIGHUP under load swaps rules with no failed statement;
   * a broken rules file is refused and the old rules keep working;
   * `myrewrite --check` reports the broken file as file:line.
@@ -52,6 +54,18 @@ message = rt_keep must not be dropped through the proxy
 pattern = SELECT COUNT(*) FROM rt_items
 replacement = SELECT 12345
 log_only = yes
+
+# rewrite log sampling: one match in 4 is logged, as its digest (no literals)
+[rewrite sampled_digest]
+pattern = SELECT v FROM rt_new WHERE v = ?
+replacement = SELECT v FROM rt_new WHERE v = ? LIMIT 1
+log = digest
+log_sample = 4
+
+[rewrite every_full]
+pattern = SELECT v FROM rt_keep WHERE v = ?
+replacement = SELECT v FROM rt_keep WHERE v = ? LIMIT 1
+log = full
 """
 
 SECOND_RULES = FIRST_RULES.replace("UPPER(name)", "LOWER(name)")
@@ -163,6 +177,42 @@ def load(stop, errors):
     c.close()
 
 
+def log_lines_since(offset, prefix):
+    with open(os.path.join(t.TMP, "rules_proxy.log")) as f:
+        f.seek(offset)
+        return [line for line in f.read().split("\n") if prefix in line]
+
+
+def wait_log_lines(offset, prefix, want):
+    """The log lines with `prefix` once `want` of them are there (the log is written a
+    moment after the statement), and after a pause, to see no more come."""
+    end = time.time() + 5
+    while time.time() < end and len(log_lines_since(offset, prefix)) < want:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    return log_lines_since(offset, prefix)
+
+
+def check_log_sampling():
+    """log_sample = 4 logs matches 1, 5, 9 of 10 on the connection's worker; log = digest
+    never shows a literal; a rule without log_sample logs every match in full."""
+    offset = os.path.getsize(os.path.join(t.TMP, "rules_proxy.log"))
+    c = conn()  # one connection: every statement meets the same worker's counters
+    for i in range(10):
+        one(c, "SELECT v FROM rt_new WHERE v = %d" % (777000 + i))
+    for i in range(3):
+        one(c, "SELECT v FROM rt_keep WHERE v = %d" % (888000 + i))
+    c.close()
+    sampled = wait_log_lines(offset, "rule sampled_digest: ", 3)
+    t.eq("log_sample = 4 logs 3 of 10 matches", 3, len(sampled))
+    t.check(all("SELECT v FROM rt_new WHERE v = ?" in line and "777" not in line
+                for line in sampled), "log = digest logs the digest, never a literal", sampled)
+    full = wait_log_lines(offset, "rule every_full: ", 3)
+    t.eq("without log_sample every match is logged", 3, len(full))
+    t.check(all("8880" in line and "LIMIT 1" in line for line in full),
+            "log = full logs the original and the rewritten text", full)
+
+
 def check_reload(proxy):
     stop, errors = threading.Event(), []
     threads = [threading.Thread(target=load, args=(stop, errors)) for _ in range(4)]
@@ -214,6 +264,7 @@ def main():
         check_blocks(c)
         c.close()
         check_prepared()
+        check_log_sampling()
         check_reload(proxy)
     finally:
         proxy.send_signal(signal.SIGTERM)

@@ -99,7 +99,7 @@ static void errors(void **state)
                  "t.rules:3: unknown key 'owner' in [queue q]; queue rules take: table, "
                  "owner_column, status_column, claimed_value, unclaimed_value, unclaimed_owner, "
                  "claimed_at_column, timeout, release, skip_locked, enabled, continue, log_only, "
-                 "log, user, schema\n");
+                 "log, log_sample, user, schema\n");
     loaded l = load("[queue q]\ntable = s.t\nstatus_column = s\n");
     assert_null(l.rs);
     assert_int_equal(l.errors, 3); /* owner_column, claimed_value, unclaimed_value */

@@ -142,15 +142,15 @@ static void unknown_key_lists_accepted_keys(void **state)
     (void)state;
     expect_error("[regex x]\nmatch = a\nreplace = b\nreplace_pattern = c\n",
                  "t.rules:4: unknown key 'replace_pattern' in [regex x]; regex rules take: match, "
-                 "replace, caseless, global, require, enabled, continue, log_only, log, user, "
-                 "schema\n");
+                 "replace, caseless, global, require, enabled, continue, log_only, log, "
+                 "log_sample, user, schema\n");
     expect_error("[rewrite x]\npattern = SELECT 1\nreplacement = SELECT 2\nmatch = a\n",
                  "t.rules:4: unknown key 'match' in [rewrite x]; rewrite rules take: pattern, "
-                 "replacement, enabled, continue, log_only, log, user, schema\n");
+                 "replacement, enabled, continue, log_only, log, log_sample, user, schema\n");
     expect_error("[block x]\npattern = SELECT 1\nmessage = m\nreplacement = a\n",
                  "t.rules:4: unknown key 'replacement' in [block x]; block rules take: pattern, "
                  "match, caseless, require, statement, where, message, code, sqlstate, enabled, "
-                 "continue, log_only, log, user, schema\n");
+                 "continue, log_only, log, log_sample, user, schema\n");
 }
 
 static void key_given_twice(void **state)
@@ -173,6 +173,15 @@ static void bad_common_values(void **state)
     expect_error(text, "t.rules:4: log_only = 'y' in [rewrite x]: expected yes or no\n");
     snprintf(text, sizeof text, "%slog = verbose\n", head);
     expect_error(text, "t.rules:4: log = 'verbose' in [rewrite x]: expected off, digest or full\n");
+    snprintf(text, sizeof text, "%slog = full\nlog_sample = 0\n", head);
+    expect_error(text, "t.rules:5: log_sample = '0' in [rewrite x]: expected a whole number from 1 "
+                       "(log every match) to 1000000000\n");
+    snprintf(text, sizeof text, "%slog = full\nlog_sample = 1/10\n", head);
+    expect_error(text, "t.rules:5: log_sample = '1/10' in [rewrite x]: expected a whole number "
+                       "from 1 (log every match) to 1000000000\n");
+    snprintf(text, sizeof text, "%slog_sample = 10\n", head);
+    expect_error(text, "t.rules:4: log_sample in [rewrite x] needs log = digest or log = full (or "
+                       "log_only = yes): the rule logs nothing to sample\n");
     snprintf(text, sizeof text, "%suser =\n", head);
     expect_error(text, "t.rules:4: user = '' in [rewrite x]: expected a name (leave the key out "
                        "to match any)\n");
@@ -362,7 +371,7 @@ static void every_error_is_reported(void **state)
      * the keys of an unknown kind's section are not checked */
     assert_string_equal(l.diag,
         "t.rules:4: unknown key 'bogus' in [rewrite a]; rewrite rules take: pattern, "
-        "replacement, enabled, continue, log_only, log, user, schema\n"
+        "replacement, enabled, continue, log_only, log, log_sample, user, schema\n"
         "t.rules:2: pattern in [rewrite a] does not lex: unterminated string at byte 8; write "
         "one SQL statement\n"
         "t.rules:6: match in [regex b] is not a valid regular expression: missing closing "

@@ -378,6 +378,42 @@ static void log_only_counts_but_sends_original(void **state)
     mr_ruleset_free(rs);
 }
 
+/* log_sample = N picks the 1st, (N+1)st, ... match of the rule in its shard;
+ * without it every match is picked. Shards count apart. */
+static void log_sample_picks_one_in_n(void **state)
+{
+    (void)state;
+    loaded l = load_named(
+        "[rewrite sampled]\npattern = SELECT a FROM t WHERE id = ?\n"
+        "replacement = SELECT b FROM t WHERE id = ?\nlog = digest\nlog_sample = 3\n\n"
+        "[rewrite every]\npattern = SELECT c FROM t\nreplacement = SELECT d FROM t\nlog = full\n",
+        "t.rules", 2);
+    const mr_ruleset *rs = l.rs;
+    assert_non_null(rs);
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    mr_stmt_ctx shard0 = {0}, shard1 = {.shard = 1};
+    bool picked[7];
+    for (int i = 0; i < 7; i++) {
+        apply_ctx(rs, "SELECT a FROM t WHERE id = 5", &shard0, s, &res);
+        assert_int_equal(res.nmatched, 1);
+        picked[i] = res.sampled[0];
+    }
+    bool want[7] = {true, false, false, true, false, false, true};
+    assert_memory_equal(picked, want, sizeof want);
+    apply_ctx(rs, "SELECT a FROM t WHERE id = 6", &shard1, s, &res);
+    assert_true(res.sampled[0]); /* shard 1's first match */
+    for (int i = 0; i < 3; i++) {
+        apply_ctx(rs, "SELECT c FROM t", &shard0, s, &res);
+        assert_true(res.nmatched == 1 && res.sampled[0]);
+    }
+    assert_int_equal(mr_ruleset_rule(rs, 0)->log_sample, 3);
+    assert_int_equal(mr_ruleset_rule(rs, 1)->log_sample, 1);
+    result_free(&res);
+    mr_rules_scratch_free(s);
+    loaded_free(&l);
+}
+
 static void disabled_rules_never_match(void **state)
 {
     (void)state;
@@ -712,6 +748,7 @@ int main(void)
         cmocka_unit_test(first_match_wins),
         cmocka_unit_test(continue_chains),
         cmocka_unit_test(log_only_counts_but_sends_original),
+        cmocka_unit_test(log_sample_picks_one_in_n),
         cmocka_unit_test(disabled_rules_never_match),
         cmocka_unit_test(multi_statement_rewrites_keep_separators),
         cmocka_unit_test(multi_statement_block_blocks_all),
