@@ -90,7 +90,8 @@ static char *dup_or_null(const char *s, bool *ok)
 static void def_free(mr_queue_def *q)
 {
     char *fields[] = {q->schema, q->table, q->owner_column, q->status_column, q->claimed_value,
-                      q->unclaimed_value, q->unclaimed_owner, q->claimed_at_column, q->release};
+                      q->unclaimed_value, q->unclaimed_owner, q->claimed_at_column, q->release,
+                      q->reap};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         free(fields[i]);
 }
@@ -108,6 +109,7 @@ static bool def_copy(mr_queue_def *d, const mr_queue_def *s)
     d->unclaimed_owner = dup_or_null(s->unclaimed_owner, &ok);
     d->claimed_at_column = dup_or_null(s->claimed_at_column, &ok);
     d->release = dup_or_null(s->release, &ok);
+    d->reap = dup_or_null(s->reap, &ok);
     return ok;
 }
 
@@ -145,15 +147,21 @@ static bool defs_from(defs *d, const mr_ruleset *rs)
     return ok;
 }
 
+/* The column form with a claim time, or a release template with `reap`. */
+static bool has_reaper(const mr_queue_def *q)
+{
+    return q->release ? q->reap != NULL : q->claimed_at_column != NULL;
+}
+
 /* ---- main thread ---------------------------------------------------------------- */
 
 static void log_rules(const defs *d)
 {
     for (size_t i = 0; i < d->n; i++) {
         const mr_queue_def *q = &d->q[i];
-        if (q->release || !q->claimed_at_column)
+        if (!has_reaper(q))
             mr_info(0, "queue rule %s on %s.%s: release on disconnect; no reaper (%s)", d->rule[i],
-                    q->schema, q->table, q->release ? "release template" : "no claimed_at_column");
+                    q->schema, q->table, q->release ? "release without reap" : "no claimed_at_column");
         else
             mr_info(0, "queue rule %s on %s.%s: release on disconnect; reaper for claims older "
                     "than %" PRIu64 " ms", d->rule[i], q->schema, q->table, q->timeout_ms);
@@ -529,6 +537,52 @@ static void reap_table(MYSQL *db, size_t i)
     free(live.v);
 }
 
+/* Reads one text value from a single-row query into out; false on error or NULL. */
+static bool query_text(MYSQL *db, const char *sql, const char *what, char *out, size_t cap)
+{
+    if (!mr_bg_query(db, sql, what))
+        return false;
+    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+    bool ok = row && row[0] && strlen(row[0]) < cap;
+    if (ok)
+        memcpy(out, row[0], strlen(row[0]) + 1);
+    mysql_free_result(res);
+    return ok;
+}
+
+/* The `reap` template of a release-template rule, lock held. The cutoff
+ * is read before PROCESSLIST: a claim older than it was made by a
+ * connection that existed before the list was read, so an owner missing
+ * from the list is gone for good (ids are not reused), and a connection
+ * that appears later cannot own a row that old. */
+static void reap_template(MYSQL *db, size_t i)
+{
+    const mr_queue_def *q = &Q.cur.q[i];
+    char cutoff[64];
+    idset live = {0};
+    char *get = mr_queue_cutoff_sql(q);
+    bool ok = get && query_text(db, get, "queue reaper: reading the cutoff", cutoff, sizeof cutoff);
+    free(get);
+    ok = ok && read_ids(db, "SELECT ID FROM information_schema.PROCESSLIST",
+                        "queue reaper: reading PROCESSLIST", &live);
+    long long n = -1;
+    if (ok) {
+        char *sql = mr_queue_fill_reap(q->reap, live.v, live.n, cutoff);
+        n = run_update(db, sql, "queue reaper: reap template");
+        free(sql);
+    } else {
+        mr_stat_add(&Q.stats.errors, 1);
+    }
+    if (n > 0) {
+        mr_info(0, "queue reaper: released %lld rows of %s.%s claimed before %s by connections "
+                "that are gone (rule %s, reap template)", n, q->schema, q->table, cutoff,
+                Q.cur.rule[i]);
+        mr_stat_add(&Q.stats.reaper_rows, (uint64_t)n);
+    }
+    free(live.v);
+}
+
 /* One round for table i: only with the advisory lock, so that of several
  * proxies on one server a single reaper works at a time. */
 static void reap_round(MYSQL *db, size_t i)
@@ -544,7 +598,10 @@ static void reap_round(MYSQL *db, size_t i)
             mr_debug(0, "queue reaper: another proxy reaps %s.%s now; skipped", q->schema, q->table);
         return;
     }
-    reap_table(db, i);
+    if (q->reap)
+        reap_template(db, i);
+    else
+        reap_table(db, i);
     mr_stat_add(&Q.stats.reaper_runs, 1);
     char *rel = mr_queue_lock_sql(q, 0);
     uint64_t ignored;
@@ -559,7 +616,7 @@ static uint64_t reap_due(MYSQL *db, uint64_t now)
     uint64_t next = 60000;
     for (size_t i = 0; i < Q.cur.n && !mr_bg_conn_broken(db); i++) {
         const mr_queue_def *q = &Q.cur.q[i];
-        if (q->release || !q->claimed_at_column)
+        if (!has_reaper(q))
             continue;
         if (now >= Q.next_reap[i]) {
             reap_round(db, i);

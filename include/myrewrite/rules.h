@@ -61,6 +61,7 @@ typedef struct mr_queue_def {
     char *claimed_at_column; /* NULL: no claim time, so no reaper */
     uint64_t timeout_ms;     /* a claim older than this with a dead owner is a zombie */
     char *release;           /* statement template with {owner}; NULL: built from the columns */
+    char *reap;              /* with release: the reaper's template ({live}, {cutoff}); or NULL */
     bool skip_locked;        /* add SKIP LOCKED to SELECT ... FROM table ... FOR UPDATE */
 } mr_queue_def;
 
