@@ -270,24 +270,39 @@ static bool query_number(MYSQL *db, const char *sql, const char *what, uint64_t 
 }
 
 /* Without PROCESS, PROCESSLIST shows only the proxy's own connections:
- * every worker would look dead. Then nothing is released. */
+ * every worker would look dead, and the reaper would free live claims.
+ * So the connection is refused (and retried: a GRANT takes effect on the
+ * next connect). The test asks for the privilege the session really holds
+ * (roles included): the InnoDB transaction list is refused without it with
+ * 1227, where the grant tables would only tell what was granted directly.
+ * Global privileges are fixed for a connection's lifetime, so one check per
+ * connect is enough. */
 static bool on_connect(MYSQL *db, void *arg)
 {
     (void)arg;
-    static const char sql[] =
-        "SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'PROCESS'"
-        " AND GRANTEE = CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''',"
-        " SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')";
-    uint64_t n = 0;
-    if (!query_number(db, sql, "queue: checking the PROCESS privilege", &n))
-        return false;
-    if (!n && Q.process_priv) {
-        mr_error(0, "queue: proxy_user lacks the PROCESS privilege, so it cannot tell live "
-                 "connections from dead ones; release on disconnect and the reaper wait until "
-                 "it is granted");
+    static const char sql[] = "SELECT COUNT(*) FROM information_schema.INNODB_TRX";
+    if (mysql_query(db, sql) == 0) {
+        mysql_free_result(mysql_store_result(db));
+        if (!Q.process_priv)
+            mr_info(0, "queue: proxy_user has the PROCESS privilege now; release on disconnect "
+                    "and the reaper resume");
+        Q.process_priv = true;
+        return true;
     }
-    Q.process_priv = n > 0;
-    return n > 0;
+    if (mysql_errno(db) != ER_SPECIFIC_ACCESS_DENIED_ERROR) {
+        mr_warn(0, "queue: checking the PROCESS privilege failed: %u %s", mysql_errno(db),
+                mysql_error(db));
+        mr_stat_add(&Q.stats.errors, 1);
+        return false;
+    }
+    mr_stat_add(&Q.stats.no_process, 1);
+    if (Q.process_priv)
+        mr_error(0, "queue: proxy_user lacks the PROCESS privilege, so PROCESSLIST shows only "
+                 "its own connections and every worker would look dead; release on disconnect "
+                 "and the reaper are refused until it is granted (GRANT PROCESS ON *.*; checked "
+                 "at every reconnect)");
+    Q.process_priv = false;
+    return false;
 }
 
 /* ---- bgconn thread: the lists ---------------------------------------------------- */
@@ -452,6 +467,7 @@ static bool release_id(MYSQL *db, const waiting *w, uint64_t now)
 static bool still_running(MYSQL *db, waiting *w, uint64_t now)
 {
     if (now - w->since_ms >= GIVE_UP_MS) {
+        mr_stat_add(&Q.stats.gave_up, 1);
         mr_warn(0, "queue: backend connection %" PRIu64 " still exists %u s after its session "
                 "ended; its claims are left to the reaper", w->id, GIVE_UP_MS / 1000);
         return false;
