@@ -28,7 +28,7 @@ typedef enum key_id {
     K_STATEMENT, K_WHERE, K_MESSAGE, K_CODE, K_SQLSTATE,
     K_TABLE, K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE, K_UNCLAIMED_VALUE,
     K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT, K_RELEASE, K_REAP, K_SKIP_LOCKED,
-    K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE, K_FLUSH_INTERVAL, K_FLUSH_ROWS,
+    K_CLAIM_READ_COMMITTED, K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE, K_FLUSH_INTERVAL, K_FLUSH_ROWS,
     K_MISSING, K_MODE, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET,
     K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_USER, K_SCHEMA,
     K_MAX
@@ -39,6 +39,7 @@ static const char *const key_names[K_MAX] = {
     "statement", "where", "message", "code", "sqlstate",
     "table", "owner_column", "status_column", "claimed_value", "unclaimed_value",
     "unclaimed_owner", "claimed_at_column", "timeout", "release", "reap", "skip_locked",
+    "claim_read_committed",
     "key", "columns", "staging_table", "staging_engine", "flush_interval", "flush_rows",
     "missing", "mode", "threshold", "strategy", "max_offset",
     "enabled", "continue", "log_only", "log", "user", "schema",
@@ -81,7 +82,8 @@ static const kind_def kinds[MR_RULE_KIND_MAX] = {
                         K_MESSAGE, K_CODE, K_SQLSTATE, COMMON_KEYS}, 15, finish_block},
     [MR_RULE_QUEUE] = {{K_TABLE, K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE,
                         K_UNCLAIMED_VALUE, K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT,
-                        K_RELEASE, K_REAP, K_SKIP_LOCKED, COMMON_KEYS}, 17, finish_queue},
+                        K_RELEASE, K_REAP, K_SKIP_LOCKED, K_CLAIM_READ_COMMITTED, COMMON_KEYS},
+                       18, finish_queue},
     [MR_RULE_DELAYED] = {{K_TABLE, K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE,
                           K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, COMMON_KEYS}, 15,
                          finish_delayed},
@@ -735,6 +737,7 @@ static bool finish_queue(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
     im->how = HOW_QUEUE;
     bool ok = need(L, dr, K_TABLE, "queue rules need the table used as a queue");
     ok &= parse_bool(L, dr, K_SKIP_LOCKED, false, &q->skip_locked);
+    ok &= parse_bool(L, dr, K_CLAIM_READ_COMMITTED, false, &q->claim_read_committed);
     ok = ok && queue_table(L, dr, q);
     if (!ok)
         return false;

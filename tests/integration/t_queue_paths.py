@@ -11,7 +11,11 @@
   * a release-template rule with a `reap` template: a live owner's old claims stay,
     a dead direct owner's claims go only after the timeout, a session's go at once;
   * a proxy whose account lacks PROCESS: it refuses to reap (log line, counter on
-    /metrics) and a live direct owner's old claims stay claimed.
+    /metrics) and a live direct owner's old claims stay claimed;
+  * claim_read_committed: a claim sent alone in autocommit mode runs READ COMMITTED
+    (a trigger records its transaction's level from INNODB_TRX) and its affected-rows
+    count reaches the client; inside a transaction or with autocommit off it runs at the
+    session's level, and nothing leaks into the statements after it.
 """
 import os
 import re
@@ -44,6 +48,14 @@ claimed_value = claimed
 unclaimed_value = unsent
 claimed_at_column = claimed_at
 timeout = %(t)ds
+
+[queue iso]
+table = test.qp_iso
+owner_column = owner
+status_column = status
+claimed_value = claimed
+unclaimed_value = unsent
+claim_read_committed = yes
 
 [queue tpl]
 table = test.qp_tpl
@@ -148,7 +160,7 @@ def metric(port, name):
 
 def setup(d):
     cur = d.cursor()
-    cur.execute("DROP TABLE IF EXISTS qp_jobs, qp_tpl, qp_np, qp_lockme")
+    cur.execute("DROP TABLE IF EXISTS qp_jobs, qp_tpl, qp_np, qp_lockme, qp_iso")
     for table in ("qp_jobs", "qp_np"):
         cur.execute("CREATE TABLE %s (id INT PRIMARY KEY, status VARCHAR(16) NOT NULL DEFAULT "
                     "'unsent', owner BIGINT UNSIGNED NOT NULL DEFAULT 0, claimed_at DATETIME(6) "
@@ -157,6 +169,14 @@ def setup(d):
     cur.execute("CREATE TABLE qp_tpl (id INT PRIMARY KEY, worker BIGINT NULL, locked_at "
                 "DATETIME(6) NULL, done TINYINT NOT NULL DEFAULT 0, KEY (worker)) ENGINE=InnoDB")
     cur.execute("INSERT INTO qp_tpl (id) SELECT seq FROM seq_1_to_200")
+    cur.execute("CREATE TABLE qp_iso (id INT PRIMARY KEY, status VARCHAR(16) NOT NULL DEFAULT "
+                "'unsent', owner BIGINT UNSIGNED NOT NULL DEFAULT 0, iso VARCHAR(32) NULL, "
+                "KEY (owner, status)) ENGINE=InnoDB")
+    cur.execute("INSERT INTO qp_iso (id) SELECT seq FROM seq_1_to_20")
+    # records the isolation level of the transaction that updates a row
+    cur.execute("CREATE TRIGGER qp_iso_t BEFORE UPDATE ON qp_iso FOR EACH ROW BEGIN "
+                "DO SLEEP(0.15); SET NEW.iso = (SELECT trx_isolation_level FROM "
+                "information_schema.INNODB_TRX WHERE trx_mysql_thread_id = CONNECTION_ID()); END")
     cur.execute("CREATE TABLE qp_lockme (id INT PRIMARY KEY) ENGINE=InnoDB")
     cur.execute("INSERT INTO qp_lockme VALUES (1)")
     # qp_nokill sees every connection but may not kill other users' ones;
@@ -343,6 +363,51 @@ def no_process(d):
     live.close()
 
 
+# ---- claim_read_committed ---------------------------------------------------------------------
+
+def fetch(c, sql, args=None):
+    cur = c.cursor()
+    cur.execute(sql, args)
+    return cur.fetchall()
+
+
+def claim_step(c, step, rows):
+    """Claims `rows` qp_iso rows as status `step`; the rows changed."""
+    return c.cursor().execute("UPDATE qp_iso SET status = %s, owner = CONNECTION_ID() "
+                              "WHERE owner = 0 AND status = 'unsent' LIMIT %s", (step, rows))
+
+
+def levels(d, step):
+    """The isolation levels the trigger saw for the rows of `step`. InnoDB refreshes
+    INNODB_TRX at most every 100 ms, so the trigger sleeps 150 ms before it looks."""
+    return [r[0] for r in fetch(d, "SELECT iso FROM qp_iso WHERE status = %s", (step,))]
+
+
+def claim_isolation(d):
+    b = t.connect(PORT_A, autocommit=True)
+    t.eq("the client gets the claim's affected rows", 2, claim_step(b, "s1", 2))
+    t.eq("a claim sent alone in autocommit mode runs READ COMMITTED", ["READ COMMITTED"] * 2,
+         levels(d, "s1"))
+    claim_step(b, "s2", 1)
+    t.eq("... every time", ["READ COMMITTED"], levels(d, "s2"))
+    b.begin()
+    claim_step(b, "s3", 1)
+    b.commit()
+    t.eq("a claim inside a transaction runs at the session's level (nothing leaked)",
+         ["REPEATABLE READ"], levels(d, "s3"))
+    b.cursor().execute("SET autocommit = 0")
+    claim_step(b, "s4", 1)
+    b.commit()
+    t.eq("a claim with autocommit off runs at the session's level", ["REPEATABLE READ"],
+         levels(d, "s4"))
+    b.close()
+    claim_step(d, "s5", 1)
+    t.eq("control: the same claim sent direct runs REPEATABLE READ", ["REPEATABLE READ"],
+         levels(d, "s5"))
+    t.check("SET TRANSACTION ISOLATION LEVEL READ COMMITTED refused" not in
+            proxy_log("qp_proxy_a"), "the proxy never had its SET TRANSACTION refused")
+
+
 # ---- main ------------------------------------------------------------------------------------
 
 def main():
@@ -356,6 +421,7 @@ def main():
     ]
     try:
         holder, conn, killed_at = start_give_up(d)
+        claim_isolation(d)
         killed_backend(d)
         killed_own_connection(d)
         reap_template(d)

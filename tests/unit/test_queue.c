@@ -138,7 +138,7 @@ static void errors(void **state)
     expect_error("[queue q]\ntable = s.t\nowner = o\nrelease = DELETE FROM t WHERE o = {owner}\n",
                  "t.rules:3: unknown key 'owner' in [queue q]; queue rules take: table, "
                  "owner_column, status_column, claimed_value, unclaimed_value, unclaimed_owner, "
-                 "claimed_at_column, timeout, release, reap, skip_locked, enabled, continue, log_only, "
+                 "claimed_at_column, timeout, release, reap, skip_locked, claim_read_committed, enabled, continue, log_only, "
                  "log, user, schema\n");
     loaded l = load("[queue q]\ntable = s.t\nstatus_column = s\n");
     assert_null(l.rs);
@@ -315,6 +315,67 @@ static void no_rewrite_without_skip_locked(void **state)
     mr_ruleset_free(rs);
 }
 
+/* Applies rs and returns res.read_committed; the text must pass unchanged. */
+static bool read_committed(const mr_ruleset *rs, const mr_stmt_ctx *ctx, const char *sql)
+{
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    apply_ctx(rs, sql, ctx, s, &res);
+    assert_int_equal(res.action, MR_ACT_PASS);
+    bool rc = res.read_committed;
+    result_free(&res);
+    mr_rules_scratch_free(s);
+    return rc;
+}
+
+static void claim_read_committed(void **state)
+{
+    (void)state;
+    static const char *const rules =
+        "[queue mails]\ntable = shop.unsent_emails\nowner_column = owner\n"
+        "status_column = status\nclaimed_value = claimed\nunclaimed_value = unsent\n"
+        "skip_locked = yes\nclaim_read_committed = yes\n";
+    mr_ruleset *rs = load_ok(rules);
+    assert_true(only_queue(rs)->claim_read_committed);
+    mr_stmt_ctx shop = {.skip_locked = true, .schema = "shop"};
+    mr_stmt_ctx other = {.skip_locked = true, .schema = "other"};
+    mr_stmt_ctx prep = {.skip_locked = true, .schema = "shop", .prepared = true};
+    const char *claim = "UPDATE unsent_emails SET status = 'claimed', owner = CONNECTION_ID() "
+                        "WHERE owner = 0 AND status = 'unsent' LIMIT 10";
+    assert_true(read_committed(rs, &shop, claim));
+    assert_true(read_committed(rs, &other, "/* c */ update shop.`unsent_emails` set status = "
+                               "'sent' where id in (1, 2) and owner = connection_id();"));
+    assert_false(read_committed(rs, &other, claim)); /* another schema's table */
+    assert_false(read_committed(rs, &prep, claim));  /* a prepare is not the execution */
+    assert_false(read_committed(rs, &shop, "SELECT * FROM unsent_emails WHERE owner = 1"));
+    assert_false(read_committed(rs, &shop, "DELETE FROM unsent_emails WHERE owner = 1"));
+    assert_false(read_committed(rs, &shop, "UPDATE sent_emails SET owner = 1"));
+    assert_false(read_committed(rs, &shop, "UPDATE unsent_emails, other SET owner = 1"));
+    assert_false(read_committed(rs, &shop, "UPDATE unsent_emails SET owner = 1 WHERE id IN "
+                                "(SELECT id FROM other)"));
+    assert_false(read_committed(rs, &shop, "UPDATE unsent_emails SET owner = 1 /*!99999 , x */"));
+    /* SET TRANSACTION would cover the first statement of a multi-statement text */
+    assert_false(read_committed(rs, &shop, "SELECT 1; UPDATE unsent_emails SET owner = 1"));
+    assert_false(read_committed(rs, &shop, "UPDATE unsent_emails SET owner = 1; SELECT 1"));
+    /* SKIP LOCKED still applies to the same rule's SELECTs */
+    expect_sent(rs, &shop, "SELECT id FROM unsent_emails FOR UPDATE", MR_ACT_REWRITE,
+                "SELECT id FROM unsent_emails FOR UPDATE SKIP LOCKED");
+    expect_explain_line(rs, &shop, claim, "  rule mails (t.rules:1): not matched: an UPDATE of "
+                        "the queue table: text kept; sent alone in autocommit mode outside a "
+                        "transaction, it runs READ COMMITTED (claim_read_committed)");
+    mr_ruleset_free(rs);
+    rs = load_ok(FULL); /* claim_read_committed off */
+    assert_false(read_committed(rs, &shop, claim));
+    mr_ruleset_free(rs);
+    rs = load_ok("[queue q]\ntable = shop.jobs\nrelease = UPDATE shop.jobs SET w = 0 WHERE w = "
+                 "{owner}\nclaim_read_committed = yes\nlog_only = yes\n");
+    assert_false(read_committed(rs, &shop, "UPDATE jobs SET w = 1 LIMIT 1")); /* log_only */
+    mr_ruleset_free(rs);
+    expect_error("[queue q]\ntable = s.t\nrelease = UPDATE t SET o = 0 WHERE o = {owner}\n"
+                 "claim_read_committed = always\n",
+                 "t.rules:4: claim_read_committed = 'always' in [queue q]: expected yes or no\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +389,7 @@ int main(void)
         cmocka_unit_test(version_decision),
         cmocka_unit_test(skip_locked_rewrite),
         cmocka_unit_test(no_rewrite_without_skip_locked),
+        cmocka_unit_test(claim_read_committed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
