@@ -28,6 +28,7 @@
 #define GIVE_UP_MS 30000    /* then the reaper's business */
 #define MAX_TRIES 5         /* failed releases of one id before giving up */
 #define IN_LIST_MAX 256     /* ids per PROCESSLIST query */
+#define ENDED_MAX 1000000   /* ended ids kept while the own connection is down */
 
 typedef struct waiting {
     uint64_t id;
@@ -48,6 +49,7 @@ static struct {
     /* guarded by lock */
     uint32_t *ended;
     size_t nended, ended_cap;
+    bool ended_full;    /* ENDED_MAX reached: said once until the list drains */
     defs next;          /* from mr_queue_configure, adopted by the thread */
     bool have_next;
     bool idle;          /* nothing pending after the last tick */
@@ -198,6 +200,15 @@ void mr_queue_session_ended(uint32_t id)
     if (!atomic_load_explicit(&Q.active, memory_order_relaxed) || id == 0)
         return;
     pthread_mutex_lock(&Q.lock);
+    if (Q.nended >= ENDED_MAX) {
+        bool say = !Q.ended_full;
+        Q.ended_full = true;
+        pthread_mutex_unlock(&Q.lock);
+        if (say)
+            mr_error(0, "queue: %d ended sessions wait for the proxy's own connection; the "
+                     "claims of those that end meanwhile are left to the reaper", ENDED_MAX);
+        return;
+    }
     bool ok = Q.nended < Q.ended_cap;
     if (!ok) {
         size_t cap = Q.ended_cap ? Q.ended_cap * 2 : 256;
@@ -348,6 +359,7 @@ static void take_ended(uint64_t now)
     for (size_t i = 0; i < Q.nended && wait_grow(); i++)
         Q.wait[Q.nwait++] = (waiting){.id = Q.ended[i], .since_ms = now};
     Q.nended = 0;
+    Q.ended_full = false;
     pthread_mutex_unlock(&Q.lock);
 }
 
