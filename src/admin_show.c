@@ -147,5 +147,7 @@ void mr_admin_show_queues(mr_proxy *p, mr_buf *out)
     counter_row(&rs, "reaper_skipped", mr_stat_get(&q->reaper_skipped));
     counter_row(&rs, "reaper_rows", mr_stat_get(&q->reaper_rows));
     counter_row(&rs, "errors", mr_stat_get(&q->errors));
+    counter_row(&rs, "gave_up", mr_stat_get(&q->gave_up));
+    counter_row(&rs, "no_process", mr_stat_get(&q->no_process));
     mr_rs_end(&rs);
 }

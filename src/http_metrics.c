@@ -70,6 +70,11 @@ static const counter_def queue_counters[] = {
      Q(reaper_rows)},
     {"myrewrite_queue_errors_total", "counter",
      "Failed statements on the proxy's own backend connection.", Q(errors)},
+    {"myrewrite_queue_gave_up_total", "counter",
+     "Ended sessions whose backend connection was still listed 30 s later (left to the reaper).",
+     Q(gave_up)},
+    {"myrewrite_queue_no_process_total", "counter",
+     "Own connections dropped because proxy_user lacks the PROCESS privilege.", Q(no_process)},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

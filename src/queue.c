@@ -28,6 +28,7 @@
 #define GIVE_UP_MS 30000    /* then the reaper's business */
 #define MAX_TRIES 5         /* failed releases of one id before giving up */
 #define IN_LIST_MAX 256     /* ids per PROCESSLIST query */
+#define ENDED_MAX 1000000   /* ended ids kept while the own connection is down */
 
 typedef struct waiting {
     uint64_t id;
@@ -48,6 +49,7 @@ static struct {
     /* guarded by lock */
     uint32_t *ended;
     size_t nended, ended_cap;
+    bool ended_full;    /* ENDED_MAX reached: said once until the list drains */
     defs next;          /* from mr_queue_configure, adopted by the thread */
     bool have_next;
     bool idle;          /* nothing pending after the last tick */
@@ -90,7 +92,8 @@ static char *dup_or_null(const char *s, bool *ok)
 static void def_free(mr_queue_def *q)
 {
     char *fields[] = {q->schema, q->table, q->owner_column, q->status_column, q->claimed_value,
-                      q->unclaimed_value, q->unclaimed_owner, q->claimed_at_column, q->release};
+                      q->unclaimed_value, q->unclaimed_owner, q->claimed_at_column, q->release,
+                      q->reap};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         free(fields[i]);
 }
@@ -108,6 +111,7 @@ static bool def_copy(mr_queue_def *d, const mr_queue_def *s)
     d->unclaimed_owner = dup_or_null(s->unclaimed_owner, &ok);
     d->claimed_at_column = dup_or_null(s->claimed_at_column, &ok);
     d->release = dup_or_null(s->release, &ok);
+    d->reap = dup_or_null(s->reap, &ok);
     return ok;
 }
 
@@ -145,15 +149,21 @@ static bool defs_from(defs *d, const mr_ruleset *rs)
     return ok;
 }
 
+/* The column form with a claim time, or a release template with `reap`. */
+static bool has_reaper(const mr_queue_def *q)
+{
+    return q->release ? q->reap != NULL : q->claimed_at_column != NULL;
+}
+
 /* ---- main thread ---------------------------------------------------------------- */
 
 static void log_rules(const defs *d)
 {
     for (size_t i = 0; i < d->n; i++) {
         const mr_queue_def *q = &d->q[i];
-        if (q->release || !q->claimed_at_column)
+        if (!has_reaper(q))
             mr_info(0, "queue rule %s on %s.%s: release on disconnect; no reaper (%s)", d->rule[i],
-                    q->schema, q->table, q->release ? "release template" : "no claimed_at_column");
+                    q->schema, q->table, q->release ? "release without reap" : "no claimed_at_column");
         else
             mr_info(0, "queue rule %s on %s.%s: release on disconnect; reaper for claims older "
                     "than %" PRIu64 " ms", d->rule[i], q->schema, q->table, q->timeout_ms);
@@ -190,6 +200,15 @@ void mr_queue_session_ended(uint32_t id)
     if (!atomic_load_explicit(&Q.active, memory_order_relaxed) || id == 0)
         return;
     pthread_mutex_lock(&Q.lock);
+    if (Q.nended >= ENDED_MAX) {
+        bool say = !Q.ended_full;
+        Q.ended_full = true;
+        pthread_mutex_unlock(&Q.lock);
+        if (say)
+            mr_error(0, "queue: %d ended sessions wait for the proxy's own connection; the "
+                     "claims of those that end meanwhile are left to the reaper", ENDED_MAX);
+        return;
+    }
     bool ok = Q.nended < Q.ended_cap;
     if (!ok) {
         size_t cap = Q.ended_cap ? Q.ended_cap * 2 : 256;
@@ -262,24 +281,39 @@ static bool query_number(MYSQL *db, const char *sql, const char *what, uint64_t 
 }
 
 /* Without PROCESS, PROCESSLIST shows only the proxy's own connections:
- * every worker would look dead. Then nothing is released. */
+ * every worker would look dead, and the reaper would free live claims.
+ * So the connection is refused (and retried: a GRANT takes effect on the
+ * next connect). The test asks for the privilege the session really holds
+ * (roles included): the InnoDB transaction list is refused without it with
+ * 1227, where the grant tables would only tell what was granted directly.
+ * Global privileges are fixed for a connection's lifetime, so one check per
+ * connect is enough. */
 static bool on_connect(MYSQL *db, void *arg)
 {
     (void)arg;
-    static const char sql[] =
-        "SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'PROCESS'"
-        " AND GRANTEE = CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''',"
-        " SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')";
-    uint64_t n = 0;
-    if (!query_number(db, sql, "queue: checking the PROCESS privilege", &n))
-        return false;
-    if (!n && Q.process_priv) {
-        mr_error(0, "queue: proxy_user lacks the PROCESS privilege, so it cannot tell live "
-                 "connections from dead ones; release on disconnect and the reaper wait until "
-                 "it is granted");
+    static const char sql[] = "SELECT COUNT(*) FROM information_schema.INNODB_TRX";
+    if (mysql_query(db, sql) == 0) {
+        mysql_free_result(mysql_store_result(db));
+        if (!Q.process_priv)
+            mr_info(0, "queue: proxy_user has the PROCESS privilege now; release on disconnect "
+                    "and the reaper resume");
+        Q.process_priv = true;
+        return true;
     }
-    Q.process_priv = n > 0;
-    return n > 0;
+    if (mysql_errno(db) != ER_SPECIFIC_ACCESS_DENIED_ERROR) {
+        mr_warn(0, "queue: checking the PROCESS privilege failed: %u %s", mysql_errno(db),
+                mysql_error(db));
+        mr_stat_add(&Q.stats.errors, 1);
+        return false;
+    }
+    mr_stat_add(&Q.stats.no_process, 1);
+    if (Q.process_priv)
+        mr_error(0, "queue: proxy_user lacks the PROCESS privilege, so PROCESSLIST shows only "
+                 "its own connections and every worker would look dead; release on disconnect "
+                 "and the reaper are refused until it is granted (GRANT PROCESS ON *.*; checked "
+                 "at every reconnect)");
+    Q.process_priv = false;
+    return false;
 }
 
 /* ---- bgconn thread: the lists ---------------------------------------------------- */
@@ -325,6 +359,7 @@ static void take_ended(uint64_t now)
     for (size_t i = 0; i < Q.nended && wait_grow(); i++)
         Q.wait[Q.nwait++] = (waiting){.id = Q.ended[i], .since_ms = now};
     Q.nended = 0;
+    Q.ended_full = false;
     pthread_mutex_unlock(&Q.lock);
 }
 
@@ -444,6 +479,7 @@ static bool release_id(MYSQL *db, const waiting *w, uint64_t now)
 static bool still_running(MYSQL *db, waiting *w, uint64_t now)
 {
     if (now - w->since_ms >= GIVE_UP_MS) {
+        mr_stat_add(&Q.stats.gave_up, 1);
         mr_warn(0, "queue: backend connection %" PRIu64 " still exists %u s after its session "
                 "ended; its claims are left to the reaper", w->id, GIVE_UP_MS / 1000);
         return false;
@@ -529,6 +565,52 @@ static void reap_table(MYSQL *db, size_t i)
     free(live.v);
 }
 
+/* Reads one text value from a single-row query into out; false on error or NULL. */
+static bool query_text(MYSQL *db, const char *sql, const char *what, char *out, size_t cap)
+{
+    if (!mr_bg_query(db, sql, what))
+        return false;
+    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+    bool ok = row && row[0] && strlen(row[0]) < cap;
+    if (ok)
+        memcpy(out, row[0], strlen(row[0]) + 1);
+    mysql_free_result(res);
+    return ok;
+}
+
+/* The `reap` template of a release-template rule, lock held. The cutoff
+ * is read before PROCESSLIST: a claim older than it was made by a
+ * connection that existed before the list was read, so an owner missing
+ * from the list is gone for good (ids are not reused), and a connection
+ * that appears later cannot own a row that old. */
+static void reap_template(MYSQL *db, size_t i)
+{
+    const mr_queue_def *q = &Q.cur.q[i];
+    char cutoff[64];
+    idset live = {0};
+    char *get = mr_queue_cutoff_sql(q);
+    bool ok = get && query_text(db, get, "queue reaper: reading the cutoff", cutoff, sizeof cutoff);
+    free(get);
+    ok = ok && read_ids(db, "SELECT ID FROM information_schema.PROCESSLIST",
+                        "queue reaper: reading PROCESSLIST", &live);
+    long long n = -1;
+    if (ok) {
+        char *sql = mr_queue_fill_reap(q->reap, live.v, live.n, cutoff);
+        n = run_update(db, sql, "queue reaper: reap template");
+        free(sql);
+    } else {
+        mr_stat_add(&Q.stats.errors, 1);
+    }
+    if (n > 0) {
+        mr_info(0, "queue reaper: released %lld rows of %s.%s claimed before %s by connections "
+                "that are gone (rule %s, reap template)", n, q->schema, q->table, cutoff,
+                Q.cur.rule[i]);
+        mr_stat_add(&Q.stats.reaper_rows, (uint64_t)n);
+    }
+    free(live.v);
+}
+
 /* One round for table i: only with the advisory lock, so that of several
  * proxies on one server a single reaper works at a time. */
 static void reap_round(MYSQL *db, size_t i)
@@ -544,7 +626,10 @@ static void reap_round(MYSQL *db, size_t i)
             mr_debug(0, "queue reaper: another proxy reaps %s.%s now; skipped", q->schema, q->table);
         return;
     }
-    reap_table(db, i);
+    if (q->reap)
+        reap_template(db, i);
+    else
+        reap_table(db, i);
     mr_stat_add(&Q.stats.reaper_runs, 1);
     char *rel = mr_queue_lock_sql(q, 0);
     uint64_t ignored;
@@ -559,7 +644,7 @@ static uint64_t reap_due(MYSQL *db, uint64_t now)
     uint64_t next = 60000;
     for (size_t i = 0; i < Q.cur.n && !mr_bg_conn_broken(db); i++) {
         const mr_queue_def *q = &Q.cur.q[i];
-        if (q->release || !q->claimed_at_column)
+        if (!has_reaper(q))
             continue;
         if (now >= Q.next_reap[i]) {
             reap_round(db, i);

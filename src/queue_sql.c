@@ -73,20 +73,89 @@ static void put_u64(mr_buf *b, uint64_t v)
     mr_buf_put_str(b, num);
 }
 
-char *mr_queue_fill_release(const char *tpl, uint64_t owner)
+/* The value of placeholder `name` (between the braces), written to b. */
+typedef void (*put_fn)(mr_buf *b, const char *name, size_t len, const void *arg);
+
+/* Copies tpl with every {name} that `put` knows replaced; other braces are
+ * copied as they are. */
+static char *fill(const char *tpl, const char *const *names, put_fn put, const void *arg)
 {
     mr_buf b;
     mr_buf_init(&b);
     for (const char *p = tpl; *p;) {
-        const char *at = strstr(p, "{owner}");
-        size_t n = at ? (size_t)(at - p) : strlen(p);
+        const char *open = strchr(p, '{');
+        size_t n = open ? (size_t)(open - p) : strlen(p);
         mr_buf_put(&b, p, n);
         p += n;
-        if (at) {
-            put_u64(&b, owner);
-            p += 7;
+        if (!open)
+            break;
+        size_t k = 0, len = 0;
+        for (; names[k]; k++) {
+            len = strlen(names[k]);
+            if (strncmp(open + 1, names[k], len) == 0 && open[1 + len] == '}')
+                break;
+        }
+        if (names[k]) {
+            put(&b, names[k], len, arg);
+            p += len + 2;
+        } else {
+            mr_buf_put(&b, "{", 1);
+            p++;
         }
     }
+    return take(&b);
+}
+
+static void put_owner(mr_buf *b, const char *name, size_t len, const void *arg)
+{
+    (void)name;
+    (void)len;
+    put_u64(b, *(const uint64_t *)arg);
+}
+
+char *mr_queue_fill_release(const char *tpl, uint64_t owner)
+{
+    static const char *const names[] = {"owner", NULL};
+    return fill(tpl, names, put_owner, &owner);
+}
+
+typedef struct reap_args {
+    const uint64_t *live;
+    size_t nlive;
+    const char *cutoff;
+} reap_args;
+
+static void put_reap(mr_buf *b, const char *name, size_t len, const void *arg)
+{
+    const reap_args *a = arg;
+    if (len == 6 && memcmp(name, "cutoff", 6) == 0) {
+        mr_buf_put_str(b, "TIMESTAMP");
+        mr_sql_put_string(b, a->cutoff);
+        return;
+    }
+    for (size_t i = 0; i < a->nlive; i++) {
+        if (i)
+            mr_buf_put(b, ",", 1);
+        put_u64(b, a->live[i]);
+    }
+}
+
+char *mr_queue_fill_reap(const char *tpl, const uint64_t *live, size_t nlive, const char *cutoff)
+{
+    static const char *const names[] = {"live", "cutoff", NULL};
+    if (!nlive)
+        return NULL; /* the proxy's own connection is always live: never empty */
+    reap_args a = {live, nlive, cutoff};
+    return fill(tpl, names, put_reap, &a);
+}
+
+char *mr_queue_cutoff_sql(const mr_queue_def *q)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, "SELECT NOW(6) - INTERVAL ");
+    put_u64(&b, q->timeout_ms * 1000);
+    mr_buf_put_str(&b, " MICROSECOND");
     return take(&b);
 }
 

@@ -420,16 +420,22 @@ static bool alloc_tables(mr_ruleset *rs, size_t ndig, size_t nword, size_t nalwa
     return true;
 }
 
+/* A queue rule that has nothing to do with statements. */
+static bool idle_queue(const mr_queue_def *q)
+{
+    return !q->skip_locked && !q->claim_read_committed;
+}
+
 bool rules_build_tables(mr_ruleset *rs)
 {
     size_t ndig = 0, nword = 0, nalways = 0;
     for (size_t i = 0; i < rs->n; i++) {
         const rule_impl *im = &rs->impl[i];
         rs->has_delayed |= im->how == HOW_DELAYED && rs->rules[i].enabled;
-        if (!rs->rules[i].enabled || (im->how == HOW_QUEUE && !rs->rules[i].queue->skip_locked) ||
+        if (!rs->rules[i].enabled || (im->how == HOW_QUEUE && idle_queue(rs->rules[i].queue)) ||
             im->how == HOW_DELAYED)
-            continue; /* a queue rule without skip_locked never meets a statement, and
-                         delayed rules are tried apart (rules_delayed.c) */
+            continue; /* a queue rule without skip_locked or claim_read_committed never
+                         meets a statement, and delayed rules are tried apart (rules_delayed.c) */
         if (im->how == HOW_DIGEST)
             ndig++;
         else if (im->how == HOW_REGEX && im->require)
@@ -453,8 +459,8 @@ bool rules_build_tables(mr_ruleset *rs)
     }
     for (size_t i = 0; i < rs->n; i++) {
         const rule_impl *im = &rs->impl[i];
-        bool idle_queue = im->how == HOW_QUEUE && !rs->rules[i].queue->skip_locked;
-        if (rs->rules[i].enabled && !idle_queue && im->how != HOW_DIGEST &&
+        bool idle = im->how == HOW_QUEUE && idle_queue(rs->rules[i].queue);
+        if (rs->rules[i].enabled && !idle && im->how != HOW_DIGEST &&
             im->how != HOW_DELAYED &&
             !(im->how == HOW_REGEX && im->require))
             rs->always[rs->nalways++] = (uint32_t)i;

@@ -27,10 +27,11 @@ typedef enum key_id {
     K_PATTERN, K_REPLACEMENT, K_MATCH, K_REPLACE, K_CASELESS, K_GLOBAL, K_REQUIRE,
     K_STATEMENT, K_WHERE, K_MESSAGE, K_CODE, K_SQLSTATE,
     K_TABLE, K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE, K_UNCLAIMED_VALUE,
-    K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT, K_RELEASE, K_SKIP_LOCKED,
-    K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE, K_FLUSH_INTERVAL, K_FLUSH_ROWS,
-    K_MISSING, K_MODE, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET, K_MAX_BOOKMARKS, K_BOOKMARK_TTL,
-    K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_LOG_SAMPLE, K_USER, K_SCHEMA,
+    K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT, K_RELEASE, K_REAP, K_SKIP_LOCKED,
+    K_CLAIM_READ_COMMITTED, K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE,
+    K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET,
+    K_MAX_BOOKMARKS, K_BOOKMARK_TTL, K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_LOG_SAMPLE,
+    K_USER, K_SCHEMA,
     K_MAX
 } key_id;
 
@@ -38,7 +39,8 @@ static const char *const key_names[K_MAX] = {
     "pattern", "replacement", "match", "replace", "caseless", "global", "require",
     "statement", "where", "message", "code", "sqlstate",
     "table", "owner_column", "status_column", "claimed_value", "unclaimed_value",
-    "unclaimed_owner", "claimed_at_column", "timeout", "release", "skip_locked",
+    "unclaimed_owner", "claimed_at_column", "timeout", "release", "reap", "skip_locked",
+    "claim_read_committed",
     "key", "columns", "staging_table", "staging_engine", "flush_interval", "flush_rows",
     "missing", "mode", "threshold", "strategy", "max_offset", "max_bookmarks", "bookmark_ttl",
     "enabled", "continue", "log_only", "log", "log_sample", "user", "schema",
@@ -81,7 +83,8 @@ static const kind_def kinds[MR_RULE_KIND_MAX] = {
                         K_MESSAGE, K_CODE, K_SQLSTATE, COMMON_KEYS}, 16, finish_block},
     [MR_RULE_QUEUE] = {{K_TABLE, K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE,
                         K_UNCLAIMED_VALUE, K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT,
-                        K_RELEASE, K_SKIP_LOCKED, COMMON_KEYS}, 17, finish_queue},
+                        K_RELEASE, K_REAP, K_SKIP_LOCKED, K_CLAIM_READ_COMMITTED, COMMON_KEYS},
+                       19, finish_queue},
     [MR_RULE_DELAYED] = {{K_TABLE, K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE,
                           K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, COMMON_KEYS}, 16,
                          finish_delayed},
@@ -207,6 +210,7 @@ static void queue_def_free(mr_queue_def *q)
     free(q->unclaimed_owner);
     free(q->claimed_at_column);
     free(q->release);
+    free(q->reap);
     free(q);
 }
 
@@ -640,21 +644,36 @@ static bool queue_table(loader *L, const draft *dr, mr_queue_def *q)
     return table_value(L, dr, &q->schema, &q->table);
 }
 
-/* `release` replaces the column keys: refuses any of them given with it. */
+/* `release` replaces the column keys: refuses any of them given with it
+ * (timeout stays, for the `reap` template). */
 static bool release_alone(loader *L, const draft *dr)
 {
     static const key_id cols[] = {K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE,
-                                  K_UNCLAIMED_VALUE, K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN,
-                                  K_TIMEOUT};
+                                  K_UNCLAIMED_VALUE, K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN};
     bool ok = true;
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
         if (dr->val[cols[i]]) {
             mr_diag_error(L->d, L->file, dr->vline[cols[i]], "%s in [queue %s] does not apply "
-                        "with release, which replaces the column keys (and the reaper)",
-                        key_names[cols[i]], dr->name);
+                        "with release, which replaces the column keys (a reaper then needs "
+                        "reap)", key_names[cols[i]], dr->name);
             ok = false;
         }
+    if (dr->val[K_TIMEOUT] && !dr->val[K_REAP]) {
+        mr_diag_error(L->d, L->file, dr->vline[K_TIMEOUT], "timeout in [queue %s] needs reap: "
+                    "with release, only the reap template can tell a claim's age", dr->name);
+        ok = false;
+    }
     return ok;
+}
+
+/* Is `tpl`, filled in, exactly one statement that lexes? */
+static bool one_statement(char *filled)
+{
+    sql_span sp[2];
+    size_t count = 0;
+    sql_rc rc = filled ? sql_split(filled, strlen(filled), 0, sp, 2, &count) : SQL_ERR;
+    free(filled);
+    return rc == SQL_OK && count == 1;
 }
 
 /* The template: one statement once {owner} is filled in. */
@@ -666,12 +685,7 @@ static bool queue_release(loader *L, const draft *dr, mr_queue_def *q)
                   "connection id, like UPDATE jobs SET worker = NULL WHERE worker = {owner}");
         return false;
     }
-    char *filled = mr_queue_fill_release(v, 1);
-    sql_span sp[2];
-    size_t count = 0;
-    sql_rc rc = filled ? sql_split(filled, strlen(filled), 0, sp, 2, &count) : SQL_ERR;
-    free(filled);
-    if (rc != SQL_OK || count != 1) {
+    if (!one_statement(mr_queue_fill_release(v, 1))) {
         bad_value(L, dr, K_RELEASE, "exactly one SQL statement that lexes (with {owner} "
                   "standing for a number)");
         return false;
@@ -680,11 +694,42 @@ static bool queue_release(loader *L, const draft *dr, mr_queue_def *q)
     return q->release != NULL;
 }
 
+/* The reaper's template: {live} and {cutoff}, one statement once filled in. */
+static bool queue_reap(loader *L, const draft *dr, mr_queue_def *q)
+{
+    const char *v = dr->val[K_REAP];
+    if (!v)
+        return true;
+    if (!strstr(v, "{live}") || !strstr(v, "{cutoff}")) {
+        bad_value(L, dr, K_REAP, "one SQL statement using {live} for the list of live "
+                  "connection ids and {cutoff} for the claim time limit, like UPDATE jobs SET "
+                  "worker = NULL WHERE worker NOT IN ({live}) AND locked_at < {cutoff}");
+        return false;
+    }
+    static const uint64_t sample[] = {1, 2};
+    if (!one_statement(mr_queue_fill_reap(v, sample, 2, "2000-01-01 00:00:00.000000"))) {
+        bad_value(L, dr, K_REAP, "exactly one SQL statement that lexes (with {live} standing "
+                  "for a list of numbers and {cutoff} for a time)");
+        return false;
+    }
+    if (dr->val[K_TIMEOUT] && !parse_duration_value(dr->val[K_TIMEOUT], &q->timeout_ms)) {
+        bad_value(L, dr, K_TIMEOUT, "a duration above zero, like 90s, 10m or 1h");
+        return false;
+    }
+    q->reap = dup_str(L, v);
+    return q->reap != NULL;
+}
+
 /* owner_column, status_column and both values: the release the proxy builds. */
 static bool queue_columns(loader *L, const draft *dr, mr_queue_def *q)
 {
     const char *what = "queue rules need owner_column, status_column, claimed_value and "
                        "unclaimed_value, or a release statement";
+    if (dr->val[K_REAP]) {
+        mr_diag_error(L->d, L->file, dr->vline[K_REAP], "reap in [queue %s] applies only with "
+                    "release; the column form has its own reaper (claimed_at_column)", dr->name);
+        return false;
+    }
     bool ok = need(L, dr, K_OWNER_COLUMN, what);
     ok &= need(L, dr, K_STATUS_COLUMN, what);
     ok &= need(L, dr, K_CLAIMED_VALUE, what);
@@ -721,11 +766,12 @@ static bool finish_queue(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
     im->how = HOW_QUEUE;
     bool ok = need(L, dr, K_TABLE, "queue rules need the table used as a queue");
     ok &= parse_bool(L, dr, K_SKIP_LOCKED, false, &q->skip_locked);
+    ok &= parse_bool(L, dr, K_CLAIM_READ_COMMITTED, false, &q->claim_read_committed);
     ok = ok && queue_table(L, dr, q);
     if (!ok)
         return false;
     if (dr->val[K_RELEASE])
-        ok = release_alone(L, dr) && queue_release(L, dr, q);
+        ok = release_alone(L, dr) && queue_release(L, dr, q) && queue_reap(L, dr, q);
     else
         ok = queue_columns(L, dr, q);
     if (!ok)

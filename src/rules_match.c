@@ -347,6 +347,10 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
         why = no_where(R, S, im);
         break;
     case HOW_QUEUE:
+        if (rules_queue_claim(R, S, r)) {
+            rules_count_hit(R, i); /* counted and logged, yet not a rewrite: the rules go on */
+            return WHY_NOT_KIND;
+        }
         why = rules_queue_rewrite(R, S, r, &R->s->ver[R->spare]);
         return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
     case HOW_PAGINATE:
@@ -551,6 +555,8 @@ static void statements(run *R, const char *sql, size_t len, bool whole_lexes)
     }
     if (n > 1) /* the rows of several results cannot be told apart for a bookmark */
         R->res->keyset.watch = false;
+    if (n != 1)
+        R->res->read_committed = false; /* SET TRANSACTION would cover the first statement */
     if (emitted > 0) { /* something was rewritten */
         mr_buf_put(&R->res->text, sql + emitted, len - emitted);
         R->res->action = MR_ACT_REWRITE;
@@ -569,6 +575,7 @@ static void result_init(mr_match_result *res)
     res->digest_hash = 0;
     res->digest = "";
     memset(&res->keyset, 0, sizeof res->keyset);
+    res->read_committed = false;
 }
 
 void rules_run(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,

@@ -7,7 +7,10 @@
  *
  * Pure, any thread; writes only the caller's scratch (see rules_match.c).
  */
+#include <stdio.h>
 #include <string.h>
+
+#include "myrewrite/sql_lexer.h"
 
 #include "rules_run.h"
 
@@ -88,6 +91,47 @@ static rule_why qualifies(run *R, stmt *S, const mr_queue_def *q)
     if (!reads_table(R, S, q))
         return not_this(R, "does not read the queue table");
     return WHY_MATCHED;
+}
+
+/* The first word is UPDATE: only then is a full parse worth it. */
+static bool starts_with_update(const run *R, const stmt *S)
+{
+    sql_lexer lx;
+    sql_lexer_init(&lx, S->text, S->len, R->ctx->lex_flags | SQL_LEX_SKIP_COMMENTS);
+    sql_token t;
+    while (sql_lexer_next(&lx, &t))
+        if (t.kind != SQL_TOK_COMMENT)
+            return t.kind == SQL_TOK_WORD && t.id == SQL_KW_UPDATE;
+    return false;
+}
+
+/* One UPDATE of the queue table alone: no join, subquery, CTE or anything
+ * the recognizer could not follow. Under READ COMMITTED such a statement
+ * locks the rows it changes, as under REPEATABLE READ, but no gaps: it
+ * gives the same rows the same values (each row is checked against its
+ * latest committed version either way), and claimers stop queueing on the
+ * gap locks of the index range they all scan. */
+bool rules_queue_claim(run *R, stmt *S, const mr_rule *r)
+{
+    const mr_queue_def *q = r->queue;
+    if (!q->claim_read_committed || (!S->parsed && !starts_with_update(R, S)))
+        return false;
+    if (!S->parsed && !rules_parse_stmt(R, S))
+        return false;
+    const sql_stmt *st = &S->st;
+    if (st->kind != SQL_STMT_UPDATE || st->ntables != 1 ||
+        (st->flags & (SQL_SF_UNSUPPORTED | SQL_SF_LEX_ERROR | SQL_SF_EXEC_COMMENT |
+                      SQL_SF_OVERFLOW | SQL_SF_JOIN | SQL_SF_SUBQUERY | SQL_SF_DERIVED |
+                      SQL_SF_MULTI_TABLE | SQL_SF_WITH | SQL_SF_MULTI_STMT)) ||
+        !reads_table(R, S, q))
+        return false;
+    bool apply = !r->log_only && !R->ctx->prepared;
+    if (apply)
+        R->res->read_committed = true;
+    snprintf(R->detail, sizeof R->detail, "an UPDATE of the queue table: text kept%s",
+             apply ? "; sent alone in autocommit mode outside a transaction, it runs READ "
+                     "COMMITTED (claim_read_committed)" : " (log_only or prepared: nothing done)");
+    return true;
 }
 
 rule_why rules_queue_rewrite(run *R, stmt *S, const mr_rule *r, bytes *out)

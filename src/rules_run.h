@@ -101,6 +101,10 @@ rule_why rules_regex_rewrite(run *R, stmt *S, const mr_rule *r, const rule_impl 
 /* Adds SKIP LOCKED to a SELECT ... FOR UPDATE of a queue rule's table
  * (rules_queue.c); WHY_MATCHED when `out` holds the new text. */
 rule_why rules_queue_rewrite(run *R, stmt *S, const mr_rule *r, bytes *out);
+/* A single-table UPDATE of the table of a queue rule with
+ * claim_read_committed (rules_queue.c): sets res->read_committed (unless
+ * log_only or prepared) and the trace detail; true when it is one. */
+bool rules_queue_claim(run *R, stmt *S, const mr_rule *r);
 /* A paginate rule on S: WHY_MATCHED with the deferred join in `out`, or
  * WHY_MATCHED with R->block_msg set for a page beyond max_offset
  * (rules_paginate.c). */

@@ -165,6 +165,12 @@ void ss_pump_backend(mr_session *s)
     uint8_t head[MR_PKT_HEADER + MR_TRACK_PREFIX];
     bool complete = false;
 
+    if (s->prelude_pending && s->state == SS_RESPONSE) {
+        int took = ss_prelude_take(s, in); /* its answer is the first packet: never relayed */
+        if (took <= 0)
+            return;
+        avail = evbuffer_get_length(in);
+    }
     evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
     for (;;) {
         if (f->remaining > 0) {

@@ -70,6 +70,7 @@ struct mr_session {
     bool auth_seen_response;         /* the client's HandshakeResponse was checked */
     bool authenticated;              /* the backend accepted the login */
     bool skip_locked;                /* the backend supports FOR UPDATE SKIP LOCKED */
+    bool prelude_pending;            /* the answer to a prelude comes first (session_prelude.c) */
     char user[96];                   /* authenticated user, for rule filters */
     char schema[200];                /* default schema, for rule filters */
     char pending_user[96];           /* COM_CHANGE_USER: applied on success */
@@ -119,6 +120,12 @@ void ss_backend_failed(mr_session *s, const char *what);
 /* session_client.c */
 extern const mr_conn_callbacks ss_client_callbacks;
 void ss_pump_client(mr_session *s);
+
+/* session_prelude.c: sends SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+ * when the session is in autocommit mode outside a transaction; takes its
+ * answer off the backend input: 1 taken, 0 not all there yet, -1 closed. */
+void ss_prelude_read_committed(mr_session *s);
+int ss_prelude_take(mr_session *s, struct evbuffer *in);
 
 /* session_statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);

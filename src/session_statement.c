@@ -97,6 +97,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         s->schema_pending = false;
         return STMT_ANSWERED;
     }
+    if (res->read_committed && cmd == MR_COM_QUERY)
+        ss_prelude_read_committed(s); /* ahead of the statement, rewritten or not */
     if (res->action == MR_ACT_REWRITE) {
         mr_buf out;
         mr_buf_init(&out);

@@ -43,6 +43,8 @@ typedef struct mr_queue_stats {
     mr_counter reaper_skipped;  /* rounds skipped: another proxy held the lock */
     mr_counter reaper_rows;     /* zombie rows given back by the reaper */
     mr_counter errors;          /* failed statements on the own connection */
+    mr_counter gave_up;         /* ended sessions' connections still listed after 30 s */
+    mr_counter no_process;      /* own connections dropped: proxy_user lacks PROCESS */
 } mr_queue_stats;
 
 /* Takes the queue rules of `rs` (copied: rs may be freed afterwards) and,

@@ -27,6 +27,13 @@ void mr_sql_put_value(mr_buf *b, const char *v);
 
 /* Every {owner} of a `release` template replaced by the id. */
 char *mr_queue_fill_release(const char *tpl, uint64_t owner);
+/* The `reap` template with {live} replaced by the ids, comma separated,
+ * and {cutoff} by TIMESTAMP'<cutoff>'. NULL also when nlive is 0 (an empty
+ * IN list is not SQL, and the proxy's own connection is always live). */
+char *mr_queue_fill_reap(const char *tpl, const uint64_t *live, size_t nlive, const char *cutoff);
+/* SELECT NOW(6) - INTERVAL <timeout in us> MICROSECOND: the {cutoff} of a
+ * reap round, read on the server before its PROCESSLIST. */
+char *mr_queue_cutoff_sql(const mr_queue_def *q);
 /* The statement releasing the claims of backend connection `owner`:
  * UPDATE `s`.`t` SET `status` = 'unclaimed', `owner` = 0
  * WHERE `owner` = <owner> AND `status` = 'claimed'  (or the template). */

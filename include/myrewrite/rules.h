@@ -62,7 +62,9 @@ typedef struct mr_queue_def {
     char *claimed_at_column; /* NULL: no claim time, so no reaper */
     uint64_t timeout_ms;     /* a claim older than this with a dead owner is a zombie */
     char *release;           /* statement template with {owner}; NULL: built from the columns */
+    char *reap;              /* with release: the reaper's template ({live}, {cutoff}); or NULL */
     bool skip_locked;        /* add SKIP LOCKED to SELECT ... FROM table ... FOR UPDATE */
+    bool claim_read_committed; /* single-table UPDATEs of the table sent alone run READ COMMITTED */
 } mr_queue_def;
 
 /* What a delayed rule does with deltas for keys absent from the table. */
@@ -209,6 +211,9 @@ typedef struct mr_match_result {
     uint64_t digest_hash; /* digest of the original statement text */
     const char *digest;   /* normalized text, NUL-terminated, in the scratch (valid until next call) */
     mr_keyset_note keyset; /* a keyset paginate rule's decision, when the text is one statement */
+    bool read_committed;  /* the text is one UPDATE of a queue table with claim_read_committed:
+                             in autocommit mode outside a transaction, the session sends it
+                             after SET TRANSACTION ISOLATION LEVEL READ COMMITTED */
 } mr_match_result;
 
 /* Runs the rules over one COM_QUERY or COM_STMT_PREPARE text. Multi-statement

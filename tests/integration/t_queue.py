@@ -9,6 +9,8 @@
   * a victim connected direct to mariadbd keeps its rows past its death until
     the claim is older than the timeout (3 s), then the reaper releases them;
   * at the end every row is 'sent' and recorded exactly once.
+The rule has claim_read_committed = yes: the claims run READ COMMITTED (the sends, inside
+BEGIN ... COMMIT, at the session's level), which must not change any of the above.
 Environment: MR_QUEUE_ROWS (default 10000), MR_QUEUE_WORKERS (default 30).
 """
 import os
@@ -40,6 +42,7 @@ claimed_value = claimed
 unclaimed_value = unsent
 claimed_at_column = claimed_at
 timeout = %ds
+claim_read_committed = yes
 """ % TIMEOUT_S
 
 CLAIM = ("UPDATE q_jobs SET status = 'claimed', owner = CONNECTION_ID(), claimed_at = NOW(6) "
@@ -51,7 +54,9 @@ MINE = "SELECT id FROM q_jobs WHERE owner = CONNECTION_ID() AND status = 'claime
 
 def work(port, wid, mode):
     """mode 'run': claim and send until the queue is empty; 'stall': claim one
-    batch, say so, and wait to be killed."""
+    batch, say so, and wait to be killed; 'hold': the same, renewing the claim
+    time every 0.5 s as a live worker would, so that only its death frees the
+    rows (the reaper never sees them older than the timeout)."""
     c = t.connect(port, autocommit=True)
     cur = c.cursor()
     cur.execute("SELECT CONNECTION_ID()")
@@ -66,9 +71,13 @@ def work(port, wid, mode):
             continue
         cur.execute(MINE)
         ids = [r[0] for r in cur.fetchall()]
-        if mode == "stall":
+        if mode in ("stall", "hold"):
             print("claimed %d" % len(ids), flush=True)
-            time.sleep(600)
+            for _ in range(1200):
+                time.sleep(0.5)
+                if mode == "hold":
+                    cur.execute("UPDATE q_jobs SET claimed_at = NOW(6) WHERE owner = "
+                                "CONNECTION_ID() AND status = 'claimed'")
         for i in ids:
             if not send_one(c, cur, i, wid):
                 return 3
@@ -96,7 +105,7 @@ def spawn(port, wid, mode):
                             stdout=subprocess.PIPE, text=True)
 
 
-def read_line(p, prefix, timeout=20):
+def read_line(p, prefix, timeout=60):
     end = time.time() + timeout
     while time.time() < end:
         r, _, _ = select.select([p.stdout], [], [], 0.2)
@@ -163,8 +172,8 @@ def owned(d, conn):
 
 
 def claim_victim(port, wid):
-    """A worker that claims one batch through `port` and stalls; (process, conn id, rows)."""
-    v = spawn(port, wid, "stall")
+    """A worker that claims one batch through `port` and holds it; (process, conn id, rows)."""
+    v = spawn(port, wid, "hold")
     conn = read_line(v, "conn ")
     n = read_line(v, "claimed ")
     if conn is None or n is None:

@@ -59,6 +59,21 @@ static void defaults_and_schema_key(void **state)
                  "release = UPDATE shop.jobs SET worker = NULL WHERE worker = {owner}\n");
     assert_string_equal(only_queue(rs)->release,
                         "UPDATE shop.jobs SET worker = NULL WHERE worker = {owner}");
+    assert_null(only_queue(rs)->reap);
+    mr_ruleset_free(rs);
+    rs = load_ok("[queue q]\ntable = shop.jobs\n"
+                 "release = UPDATE shop.jobs SET worker = NULL WHERE worker = {owner}\n"
+                 "reap = UPDATE shop.jobs SET worker = NULL WHERE worker NOT IN ({live}) "
+                 "AND locked_at < {cutoff}\ntimeout = 2m\n");
+    assert_string_equal(only_queue(rs)->reap, "UPDATE shop.jobs SET worker = NULL WHERE worker "
+                        "NOT IN ({live}) AND locked_at < {cutoff}");
+    assert_int_equal(only_queue(rs)->timeout_ms, 120000);
+    mr_ruleset_free(rs);
+    rs = load_ok("[queue q]\ntable = shop.jobs\n"
+                 "release = UPDATE shop.jobs SET worker = NULL WHERE worker = {owner}\n"
+                 "reap = UPDATE shop.jobs SET worker = NULL WHERE worker NOT IN ({live}) "
+                 "AND locked_at < {cutoff}\n");
+    assert_int_equal(only_queue(rs)->timeout_ms, 600000);
     mr_ruleset_free(rs);
     rs = load_ok("[rewrite a]\npattern = SELECT 1\nreplacement = SELECT 2\n");
     assert_false(mr_ruleset_has_queue(rs));
@@ -92,13 +107,38 @@ static void errors(void **state)
     expect_error("[queue q]\ntable = s.t\nrelease = UPDATE t SET o = 0 WHERE o = {owner}\n"
                  "owner_column = o\n",
                  "t.rules:4: owner_column in [queue q] does not apply with release, which "
-                 "replaces the column keys (and the reaper)\n");
+                 "replaces the column keys (a reaper then needs reap)\n");
+    expect_error("[queue q]\ntable = s.t\nrelease = UPDATE t SET o = 0 WHERE o = {owner}\n"
+                 "timeout = 5m\n",
+                 "t.rules:4: timeout in [queue q] needs reap: with release, only the reap "
+                 "template can tell a claim's age\n");
+    expect_error("[queue q]\ntable = s.t\nrelease = UPDATE t SET o = 0 WHERE o = {owner}\n"
+                 "reap = UPDATE t SET o = 0 WHERE o NOT IN ({live})\n",
+                 "t.rules:4: reap = 'UPDATE t SET o = 0 WHERE o NOT IN ({live})' in [queue q]: "
+                 "expected one SQL statement using {live} for the list of live connection ids "
+                 "and {cutoff} for the claim time limit, like UPDATE jobs SET worker = NULL "
+                 "WHERE worker NOT IN ({live}) AND locked_at < {cutoff}\n");
+    expect_error("[queue q]\ntable = s.t\nrelease = UPDATE t SET o = 0 WHERE o = {owner}\n"
+                 "reap = UPDATE t SET o = 0 WHERE o NOT IN ({live}) AND at < {cutoff}; DO 1\n",
+                 "t.rules:4: reap = 'UPDATE t SET o = 0 WHERE o NOT IN ({live}) AND at < "
+                 "{cutoff}; DO 1' in [queue q]: expected exactly one SQL statement that lexes "
+                 "(with {live} standing for a list of numbers and {cutoff} for a time)\n");
+    expect_error("[queue q]\ntable = s.t\nrelease = UPDATE t SET o = 0 WHERE o = {owner}\n"
+                 "reap = UPDATE t SET o = 0 WHERE o NOT IN ({live}) AND at < {cutoff}\n"
+                 "timeout = never\n",
+                 "t.rules:5: timeout = 'never' in [queue q]: expected a duration above zero, "
+                 "like 90s, 10m or 1h\n");
+    expect_error("[queue q]\ntable = s.t\nowner_column = o\nstatus_column = s\n"
+                 "claimed_value = c\nunclaimed_value = u\n"
+                 "reap = UPDATE t SET o = 0 WHERE o NOT IN ({live}) AND at < {cutoff}\n",
+                 "t.rules:7: reap in [queue q] applies only with release; the column form has "
+                 "its own reaper (claimed_at_column)\n");
     expect_error("[queue q]\ntable = s.t\nskip_locked = maybe\n",
                  "t.rules:3: skip_locked = 'maybe' in [queue q]: expected yes or no\n");
     expect_error("[queue q]\ntable = s.t\nowner = o\nrelease = DELETE FROM t WHERE o = {owner}\n",
                  "t.rules:3: unknown key 'owner' in [queue q]; queue rules take: table, "
                  "owner_column, status_column, claimed_value, unclaimed_value, unclaimed_owner, "
-                 "claimed_at_column, timeout, release, skip_locked, enabled, continue, log_only, "
+                 "claimed_at_column, timeout, release, reap, skip_locked, claim_read_committed, enabled, continue, log_only, "
                  "log, log_sample, user, schema\n");
     loaded l = load("[queue q]\ntable = s.t\nstatus_column = s\n");
     assert_null(l.rs);
@@ -165,9 +205,26 @@ static void reaper_sql(void **state)
     assert_non_null(lock);
     assert_int_equal(strlen(lock), strlen("SELECT GET_LOCK('myrewrite_reaper_', 0)") + 16);
     free(lock);
+    expect_sql(mr_queue_cutoff_sql(&q), "SELECT NOW(6) - INTERVAL 3000000 MICROSECOND");
     q.claimed_at_column = NULL;
     assert_null(mr_queue_reap_find_sql(&q));
     assert_null(mr_queue_reap_sql(&q, 9));
+}
+
+static void reap_template_sql(void **state)
+{
+    (void)state;
+    static const uint64_t live[] = {5, 12, 4294967295u};
+    const char *tpl = "UPDATE j SET w = NULL, at = NULL WHERE w NOT IN ({live}) AND at < {cutoff}"
+                      " AND note <> '{owner}' AND x = '{live'";
+    expect_sql(mr_queue_fill_reap(tpl, live, 3, "2026-11-30 11:00:00.250000"),
+               "UPDATE j SET w = NULL, at = NULL WHERE w NOT IN (5,12,4294967295) AND at < "
+               "TIMESTAMP'2026-11-30 11:00:00.250000' AND note <> '{owner}' AND x = '{live'");
+    expect_sql(mr_queue_fill_reap("{live}{cutoff}{live}", live, 1, "x'y"),
+               "5TIMESTAMP'x''y'5");
+    assert_null(mr_queue_fill_reap(tpl, live, 0, "2026-11-30 11:00:00"));
+    expect_sql(mr_queue_fill_release("w = {owner} AND v = '{cutoff}' AND {owner", 3),
+               "w = 3 AND v = '{cutoff}' AND {owner");
 }
 
 static void quoting(void **state)
@@ -258,6 +315,67 @@ static void no_rewrite_without_skip_locked(void **state)
     mr_ruleset_free(rs);
 }
 
+/* Applies rs and returns res.read_committed; the text must pass unchanged. */
+static bool read_committed(const mr_ruleset *rs, const mr_stmt_ctx *ctx, const char *sql)
+{
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    apply_ctx(rs, sql, ctx, s, &res);
+    assert_int_equal(res.action, MR_ACT_PASS);
+    bool rc = res.read_committed;
+    result_free(&res);
+    mr_rules_scratch_free(s);
+    return rc;
+}
+
+static void claim_read_committed(void **state)
+{
+    (void)state;
+    static const char *const rules =
+        "[queue mails]\ntable = shop.unsent_emails\nowner_column = owner\n"
+        "status_column = status\nclaimed_value = claimed\nunclaimed_value = unsent\n"
+        "skip_locked = yes\nclaim_read_committed = yes\n";
+    mr_ruleset *rs = load_ok(rules);
+    assert_true(only_queue(rs)->claim_read_committed);
+    mr_stmt_ctx shop = {.skip_locked = true, .schema = "shop"};
+    mr_stmt_ctx other = {.skip_locked = true, .schema = "other"};
+    mr_stmt_ctx prep = {.skip_locked = true, .schema = "shop", .prepared = true};
+    const char *claim = "UPDATE unsent_emails SET status = 'claimed', owner = CONNECTION_ID() "
+                        "WHERE owner = 0 AND status = 'unsent' LIMIT 10";
+    assert_true(read_committed(rs, &shop, claim));
+    assert_true(read_committed(rs, &other, "/* c */ update shop.`unsent_emails` set status = "
+                               "'sent' where id in (1, 2) and owner = connection_id();"));
+    assert_false(read_committed(rs, &other, claim)); /* another schema's table */
+    assert_false(read_committed(rs, &prep, claim));  /* a prepare is not the execution */
+    assert_false(read_committed(rs, &shop, "SELECT * FROM unsent_emails WHERE owner = 1"));
+    assert_false(read_committed(rs, &shop, "DELETE FROM unsent_emails WHERE owner = 1"));
+    assert_false(read_committed(rs, &shop, "UPDATE sent_emails SET owner = 1"));
+    assert_false(read_committed(rs, &shop, "UPDATE unsent_emails, other SET owner = 1"));
+    assert_false(read_committed(rs, &shop, "UPDATE unsent_emails SET owner = 1 WHERE id IN "
+                                "(SELECT id FROM other)"));
+    assert_false(read_committed(rs, &shop, "UPDATE unsent_emails SET owner = 1 /*!99999 , x */"));
+    /* SET TRANSACTION would cover the first statement of a multi-statement text */
+    assert_false(read_committed(rs, &shop, "SELECT 1; UPDATE unsent_emails SET owner = 1"));
+    assert_false(read_committed(rs, &shop, "UPDATE unsent_emails SET owner = 1; SELECT 1"));
+    /* SKIP LOCKED still applies to the same rule's SELECTs */
+    expect_sent(rs, &shop, "SELECT id FROM unsent_emails FOR UPDATE", MR_ACT_REWRITE,
+                "SELECT id FROM unsent_emails FOR UPDATE SKIP LOCKED");
+    expect_explain_line(rs, &shop, claim, "  rule mails (t.rules:1): not matched: an UPDATE of "
+                        "the queue table: text kept; sent alone in autocommit mode outside a "
+                        "transaction, it runs READ COMMITTED (claim_read_committed)");
+    mr_ruleset_free(rs);
+    rs = load_ok(FULL); /* claim_read_committed off */
+    assert_false(read_committed(rs, &shop, claim));
+    mr_ruleset_free(rs);
+    rs = load_ok("[queue q]\ntable = shop.jobs\nrelease = UPDATE shop.jobs SET w = 0 WHERE w = "
+                 "{owner}\nclaim_read_committed = yes\nlog_only = yes\n");
+    assert_false(read_committed(rs, &shop, "UPDATE jobs SET w = 1 LIMIT 1")); /* log_only */
+    mr_ruleset_free(rs);
+    expect_error("[queue q]\ntable = s.t\nrelease = UPDATE t SET o = 0 WHERE o = {owner}\n"
+                 "claim_read_committed = always\n",
+                 "t.rules:4: claim_read_committed = 'always' in [queue q]: expected yes or no\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,10 +384,12 @@ int main(void)
         cmocka_unit_test(errors),
         cmocka_unit_test(release_sql),
         cmocka_unit_test(reaper_sql),
+        cmocka_unit_test(reap_template_sql),
         cmocka_unit_test(quoting),
         cmocka_unit_test(version_decision),
         cmocka_unit_test(skip_locked_rewrite),
         cmocka_unit_test(no_rewrite_without_skip_locked),
+        cmocka_unit_test(claim_read_committed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
