@@ -936,21 +936,21 @@ static bool finish_paginate(loader *L, const draft *dr, mr_rule *r, rule_impl *i
     memcpy(r->sqlstate, MR_PAGINATE_SQLSTATE, sizeof r->sqlstate);
     im->how = HOW_PAGINATE;
     bool ok = need(L, dr, K_TABLE, "paginate rules need the table (or *) whose pages they take");
-    ok &= need(L, dr, K_KEY, "paginate rules need key, the table's primary-key columns "
-               "(reading the primary key from the schema is not done yet)");
     ok &= parse_count(L, dr, K_THRESHOLD, 1000, UINT64_MAX / 10, &p->threshold);
     ok &= paginate_strategy(L, dr, p);
     ok &= paginate_max_offset(L, dr, p);
     ok = ok && paginate_table(L, dr, p);
-    ok = ok && name_list(L, dr, K_KEY, &p->keys, &p->nkeys);
+    /* without key: the table's primary (or unique NOT NULL) key from the schema cache */
+    ok = ok && (!dr->val[K_KEY] || name_list(L, dr, K_KEY, &p->keys, &p->nkeys));
     if (!ok)
         return false;
     if (dr->val[K_MESSAGE] && !(r->message = dup_str(L, dr->val[K_MESSAGE])))
         return false;
     char text[200];
-    snprintf(text, sizeof text, "paginate %s%s%s from offset %llu, deferred_join%s", p->schema ?
-             p->schema : "", p->schema ? "." : "", p->table ? p->table : "*",
-             (unsigned long long)p->threshold, p->max_offset ? ", max_offset set" : "");
+    snprintf(text, sizeof text, "paginate %s%s%s from offset %llu, deferred_join%s%s",
+             p->schema ? p->schema : "", p->schema ? "." : "", p->table ? p->table : "*",
+             (unsigned long long)p->threshold, p->max_offset ? ", max_offset set" : "",
+             p->nkeys ? "" : ", key from the schema");
     r->pattern = dup_str(L, text);
     return r->pattern != NULL;
 }
