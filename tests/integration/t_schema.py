@@ -9,6 +9,8 @@
   * an ALTER through the proxy that moves the primary key to another column and
     drops the old one: no page fails, and the pages after it join on the new key;
   * an ALTER sent direct (not through the proxy) is seen after schema_cache_ttl;
+  * prepared `LIMIT ?, ?` / `LIMIT ? OFFSET ?` (mr_stmt_paginate, the C client) are
+    rewritten at prepare time and return the direct rows at every offset;
   * every page equals the same query sent direct, row for row (each ORDER BY is total,
     so a page is the same whether the proxy rewrote it or not).
 Environment: MR_SCHEMA_PORT (26070), MR_BIN.
@@ -29,12 +31,20 @@ ROWS = 3000
 RULES_DIR = os.path.join(t.TMP, "schema_rules")
 LOG = os.path.join(t.TMP, "schema.log")
 RULES = """
+[paginate prepared_items]
+table = ps_items
+key = id
+threshold = 100
+log = full
+
 [paginate every_table]
 table = *
 threshold = 100
 log = full
 """
-TABLES = "sc_pk, sc_uniq, sc_heap, sc_alter, sc_direct"
+TABLES = "sc_pk, sc_uniq, sc_heap, sc_alter, sc_direct, ps_items"
+STMT_BIN = os.path.join(os.path.dirname(os.path.abspath(BIN)), "tests", "integration",
+                        "mr_stmt_paginate")
 
 
 def start_proxy():
@@ -73,6 +83,10 @@ def setup(d):
     cur.execute("INSERT INTO sc_pk SELECT seq %% 13, seq FROM seq_1_to_%d" % ROWS)
     cur.execute("INSERT INTO sc_uniq SELECT seq * 7, seq %% 11, seq FROM seq_1_to_%d" % ROWS)
     cur.execute("INSERT INTO sc_heap SELECT seq, seq %% 5 FROM seq_1_to_%d" % ROWS)
+    cur.execute("CREATE TABLE ps_items (id INT PRIMARY KEY, v INT NOT NULL, name VARCHAR(20) "
+                "NOT NULL, UNIQUE KEY (name), KEY (v)) ENGINE=InnoDB")
+    cur.execute("INSERT INTO ps_items SELECT seq, seq % 11, CONCAT('n', seq) "
+                "FROM seq_1_to_20000")
     for tb in ("sc_alter", "sc_direct"):
         cur.execute("INSERT INTO %s SELECT seq, %d - seq, seq %% 9 FROM seq_1_to_%d"
                     % (tb, ROWS + 1, ROWS))
@@ -174,6 +188,20 @@ def alter_direct(d, c):
     t.check(same, "sc_direct pages equal the direct query across the change")
 
 
+def prepared_limit():
+    """LIMIT ?, ? through the C client (mysql_stmt_*), compared with direct."""
+    if not os.access(STMT_BIN, os.X_OK):
+        t.not_ok("mr_stmt_paginate is built", STMT_BIN)
+        return
+    r = subprocess.run([STMT_BIN, t.HOST, str(t.DIRECT_PORT), str(PORT), t.USER, t.PASSWORD,
+                        t.DB], capture_output=True, text=True, timeout=120)
+    sys.stdout.write(r.stdout)
+    t.check(r.returncode == 0, "prepared LIMIT ?, ? pages equal direct ones", r.stderr[-1500:])
+    text = log_text()
+    t.check("LIMIT ?, ?) AS myrewrite_dj" in text and "LIMIT ? OFFSET ?) AS myrewrite_dj" in text,
+            "the proxy rewrote the prepared LIMIT ?, ? and LIMIT ? OFFSET ? statements")
+
+
 def main():
     if t.DIRECT_ONLY:
         print("skip: needs its own proxy")
@@ -193,6 +221,7 @@ def main():
         alter_through_proxy(d, c)
         alter_direct(d, c)
         c.close()
+        prepared_limit()
     finally:
         p.terminate()
         p.wait(30)
