@@ -850,8 +850,6 @@ static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im
     r->delayed = d;
     im->how = HOW_DELAYED;
     bool ok = need(L, dr, K_TABLE, "delayed rules need the table whose counters are delayed");
-    ok &= need(L, dr, K_KEY, "delayed rules need key, the key columns a statement's WHERE "
-               "names (reading the primary key from the schema is not done yet)");
     ok &= need(L, dr, K_COLUMNS, "delayed rules need columns, the counter columns UPDATE "
                "DELAYED may add to");
     d->flush_interval_ms = 1000;
@@ -863,7 +861,9 @@ static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im
     ok &= parse_count(L, dr, K_FLUSH_ROWS, 10000, 1000000, &d->flush_rows);
     ok &= delayed_modes(L, dr, d);
     ok = ok && table_value(L, dr, &d->schema, &d->table);
-    ok = ok && name_list(L, dr, K_KEY, &d->keys, &d->nkeys);
+    /* without key: the table's primary key, from the schema cache (workers) and
+     * information_schema (the flusher) */
+    ok = ok && (!dr->val[K_KEY] || name_list(L, dr, K_KEY, &d->keys, &d->nkeys));
     ok = ok && name_list(L, dr, K_COLUMNS, &d->columns, &d->ncolumns);
     ok = ok && delayed_staging(L, dr, d) && delayed_consistent(L, dr, d);
     if (!ok)

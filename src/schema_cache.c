@@ -457,14 +457,13 @@ static bool load_indexes(MYSQL *db, mr_table_desc *td)
     return ok;
 }
 
-static mr_table_desc *load(MYSQL *db, const req *r)
+mr_table_desc *mr_schema_read(MYSQL *db, const char *schema, const char *table)
 {
-    mr_table_desc *td = mr_td_new(r->schema, r->table);
+    mr_table_desc *td = mr_td_new(schema, table);
     bool ok = td && load_engine(db, td);
     ok = ok && (!td->exists || (load_columns(db, td) && load_indexes(db, td)));
     if (!ok) {
-        mr_warn(0, "schema cache: cannot read %s.%s from information_schema; it stays unknown",
-                r->schema, r->table);
+        mr_warn(0, "cannot read %s.%s from information_schema", schema, table);
         mr_td_free(td);
         return NULL;
     }
@@ -506,7 +505,8 @@ static uint64_t tick(MYSQL *db, void *arg)
     (void)arg;
     for (req *r = take_queue(), *next; r; r = next) {
         next = r->next;
-        mr_table_desc *td = mr_bg_conn_broken(db) ? NULL : load(db, r);
+        mr_table_desc *td = mr_bg_conn_broken(db) ? NULL : mr_schema_read(db, r->schema,
+                                                                           r->table);
         mr_stat_add(td ? &C.stats.loads : &C.stats.load_errors, 1);
         install(r, td);
         free(r);

@@ -56,4 +56,11 @@ uint64_t mr_schema_cache_ddl_begin(const char *sql, size_t len, unsigned lex_fla
 void mr_schema_cache_ddl_end(uint64_t handle);
 const mr_schema_cache_stats *mr_schema_cache_stats_get(void);
 
+/* Reads one table's description from information_schema on `db`, blocking:
+ * background threads only (the cache's loader, the DELAYED flusher). NULL
+ * when a query fails (logged); a table that does not exist gives a
+ * description with exists = false. */
+struct st_mysql;
+mr_table_desc *mr_schema_read(struct st_mysql *db, const char *schema, const char *table);
+
 #endif
