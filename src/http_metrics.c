@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "myrewrite/delayed_flush.h"
+#include "myrewrite/schema_cache.h"
 #include "myrewrite/queue.h"
 #include "myrewrite/reload.h"
 #include "myrewrite/rules.h"
@@ -30,6 +31,7 @@ typedef struct counter_def {
 #define W(field) offsetof(mr_stats, field)
 #define Q(field) offsetof(mr_queue_stats, field)
 #define D(field) offsetof(mr_delayed_stats, field)
+#define SC(field) offsetof(mr_schema_cache_stats, field)
 
 static const counter_def worker_counters[] = {
     {"myrewrite_connections_accepted_total", "counter", "Client connections taken by a worker.",
@@ -178,6 +180,32 @@ static void write_delayed(struct evbuffer *out)
     }
 }
 
+static const counter_def schema_counters[] = {
+    {"myrewrite_schema_cache_hits_total", "counter",
+     "Table key lookups answered from the schema cache.", SC(hits)},
+    {"myrewrite_schema_cache_misses_total", "counter",
+     "Table key lookups that found nothing loaded (the statement went on without the key).",
+     SC(misses)},
+    {"myrewrite_schema_cache_loads_total", "counter",
+     "Tables read from information_schema by the schema cache.", SC(loads)},
+    {"myrewrite_schema_cache_load_errors_total", "counter",
+     "Schema cache loads that failed.", SC(load_errors)},
+    {"myrewrite_schema_cache_invalidations_total", "counter",
+     "Schema cache entries dropped by DDL sent through the proxy.", SC(invalidations)},
+    {"myrewrite_schema_cache_evictions_total", "counter",
+     "Schema cache entries dropped to stay within schema_cache_max_tables.", SC(evictions)},
+};
+
+static void write_schema_cache(struct evbuffer *out)
+{
+    const mr_schema_cache_stats *st = mr_schema_cache_stats_get();
+    for (size_t i = 0; i < COUNT(schema_counters); i++) {
+        const counter_def *c = &schema_counters[i];
+        family(out, c->name, c->type, c->help);
+        sample(out, c->name, read_counter(st, c->offset));
+    }
+}
+
 static void write_queue(struct evbuffer *out)
 {
     const mr_queue_stats *q = mr_queue_stats_get();
@@ -204,4 +232,5 @@ void mr_metrics_write(mr_proxy *p, struct evbuffer *out)
     write_rules(p, out);
     write_queue(out);
     write_delayed(out);
+    write_schema_cache(out);
 }

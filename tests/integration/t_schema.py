@@ -16,7 +16,9 @@
 Environment: MR_SCHEMA_PORT (26070), MR_BIN.
 """
 import os
+import re
 import subprocess
+import urllib.request
 import sys
 import time
 
@@ -25,6 +27,7 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
 PORT = int(os.environ.get("MR_SCHEMA_PORT", "26070"))
+HTTP_PORT = int(os.environ.get("MR_SCHEMA_HTTP_PORT", "26075"))
 BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
                                             "myrewrite"))
 ROWS = 3000
@@ -57,7 +60,8 @@ def start_proxy():
                           "--workers", "2", "--log-level", "info",
                           "--set", "proxy_user=%s" % t.USER,
                           "--set", "proxy_password=%s" % t.PASSWORD,
-                          "--set", "schema_cache_ttl=1s"],
+                          "--set", "schema_cache_ttl=1s",
+                          "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)],
                          stdout=log, stderr=log)
     for _ in range(100):
         try:
@@ -202,6 +206,17 @@ def prepared_limit():
             "the proxy rewrote the prepared LIMIT ?, ? and LIMIT ? OFFSET ? statements")
 
 
+def metrics():
+    body = urllib.request.urlopen("http://%s:%d/metrics" % (t.HOST, HTTP_PORT), timeout=10) \
+        .read().decode()
+    got = {m.group(1): int(m.group(2)) for m in
+           re.finditer(r"^myrewrite_schema_cache_(\w+)_total (\d+)$", body, re.M)}
+    # sc_pk, sc_uniq, sc_heap, sc_alter (twice), sc_direct (twice) at least
+    t.check(got.get("loads", 0) >= 7 and got.get("hits", 0) > 0 and got.get("misses", 0) >= 4
+            and got.get("invalidations", 0) >= 1 and got.get("load_errors", -1) == 0,
+            "/metrics counts schema cache loads, hits, misses and the DDL invalidation", got)
+
+
 def main():
     if t.DIRECT_ONLY:
         print("skip: needs its own proxy")
@@ -222,6 +237,7 @@ def main():
         alter_direct(d, c)
         c.close()
         prepared_limit()
+        metrics()
     finally:
         p.terminate()
         p.wait(30)
