@@ -127,17 +127,22 @@ rule_why rules_paginate(run *R, stmt *S, const mr_rule *r, bytes *out)
     mr_buf_reset(b);
     mr_pag_info info;
     mr_paginate_def def = *r->paginate;
-    mr_row_key rk;
-    char *names[MR_SD_MAX_KEY_COLS];
-    if (!def.nkeys)
-        key_from_schema(R, S, &rk, names, &def);
     /* the statement's text is not NUL-terminated: the tail is copied by length */
     mr_pag_outcome o = mr_paginate_sql(S->text, S->len, R->s->tok, &S->st, &def,
                                        R->ctx->schema, b, &info);
+    if (o == MR_PAG_PASS && info.no_key) {
+        /* a page the rewrite would take, but the rule names no key: only now is
+         * the schema asked (a lookup per SELECT would load every table read) */
+        mr_row_key rk;
+        char *names[MR_SD_MAX_KEY_COLS];
+        key_from_schema(R, S, &rk, names, &def);
+        if (!def.nkeys)
+            return WHY_NOT_KIND; /* R->detail says why the key is not known */
+        o = mr_paginate_sql(S->text, S->len, R->s->tok, &S->st, &def, R->ctx->schema, b,
+                            &info);
+    }
     if (o == MR_PAG_TOO_DEEP)
         return too_deep(R, r, info.offset);
-    if (o == MR_PAG_PASS && info.no_key)
-        return WHY_NOT_KIND; /* R->detail says why the key is not known */
     if (o == MR_PAG_PASS)
         return not_this(R, info.why);
     return copy_out(R, b, out, &info);

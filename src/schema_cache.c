@@ -52,6 +52,7 @@ typedef struct req {
 
 typedef struct hold {
     uint64_t id;
+    bool all;                     /* DDL on tables not named: drop everything again at its end */
     int n;
     mr_ddl_table t[DDL_TABLES];
     struct hold *next;
@@ -73,7 +74,6 @@ static struct {
     size_t max_tables;
     mr_bgconn *bg;
     mr_schema_cache_stats stats;  /* any thread, relaxed atomics */
-    mr_schema_source source;
 } C = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t mono_ms(void)
@@ -290,10 +290,11 @@ static mr_key_status source_row_key(void *arg, const char *schema, const char *t
     return mr_schema_cache_row_key(schema, table, out);
 }
 
+static const mr_schema_source source = {.row_key = source_row_key};
+
 const mr_schema_source *mr_schema_cache_source(void)
 {
-    C.source.row_key = source_row_key;
-    return &C.source;
+    return &source;
 }
 
 /* ---- DDL ------------------------------------------------------------------------ */
@@ -308,6 +309,25 @@ static bool starts_ddl(const char *sql, size_t len, unsigned lex_flags)
         return false;
     return t.id == SQL_KW_CREATE || t.id == SQL_KW_ALTER || t.id == SQL_KW_DROP ||
            t.id == SQL_KW_RENAME || t.id == SQL_KW_TRUNCATE;
+}
+
+/* Past the tokens read (a long text): does a later statement start with a
+ * DDL verb? Then its tables are unknown here and everything must go. */
+static bool ddl_after(const char *sql, size_t len, const sql_token *last, unsigned lex_flags)
+{
+    size_t from = (size_t)last->off + last->len;
+    sql_lexer lx;
+    sql_token t;
+    sql_lexer_init(&lx, sql + from, len - from, lex_flags | SQL_LEX_SKIP_COMMENTS);
+    bool after_semi = last->kind == SQL_TOK_SEMI;
+    while (sql_lexer_next(&lx, &t)) {
+        if (after_semi && t.kind == SQL_TOK_WORD &&
+            (t.id == SQL_KW_CREATE || t.id == SQL_KW_ALTER || t.id == SQL_KW_DROP ||
+             t.id == SQL_KW_RENAME || t.id == SQL_KW_TRUNCATE))
+            return true;
+        after_semi = t.kind == SQL_TOK_SEMI;
+    }
+    return false;
 }
 
 /* The tables of every statement of the text into h; false: drop everything. */
@@ -334,8 +354,7 @@ static bool ddl_tables(hold *h, const char *sql, size_t len, unsigned lex_flags,
         h->n += n;
         at += st.end + 1;
     }
-    /* a text longer than the tokens read may hold more statements */
-    return rc == SQL_OK || !memchr(sql + tok[ntok - 1].off, ';', len - tok[ntok - 1].off);
+    return rc == SQL_OK || !ddl_after(sql, len, &tok[ntok - 1], lex_flags);
 }
 
 static void drop_all(void)
@@ -349,14 +368,21 @@ uint64_t mr_schema_cache_ddl_begin(const char *sql, size_t len, unsigned lex_fla
 {
     if (!C.on || (!starts_ddl(sql, len, lex_flags) && !memchr(sql, ';', len)))
         return 0;
-    hold *h = calloc(1, sizeof *h);
+    hold found = {0};
+    bool named = ddl_tables(&found, sql, len, lex_flags, default_schema);
+    if (named && !found.n)
+        return 0; /* no DDL in the text */
+    hold *h = malloc(sizeof *h);
     if (!h)
         return 0;
-    bool named = ddl_tables(h, sql, len, lex_flags, default_schema);
+    *h = found;
+    h->all = !named;
+    if (h->all)
+        h->n = 0;
     pthread_mutex_lock(&C.lock);
-    if (!named)
+    if (h->all)
         drop_all();
-    for (int i = 0; named && i < h->n; i++) {
+    for (int i = 0; i < h->n; i++) {
         uint64_t hh = name_hash(h->t[i].schema, h->t[i].table);
         entry *e = find(h->t[i].schema, h->t[i].table, hh);
         if (!e)
@@ -369,7 +395,7 @@ uint64_t mr_schema_cache_ddl_begin(const char *sql, size_t len, unsigned lex_fla
         e->holds++;
     }
     uint64_t id = 0;
-    if (h->n) {
+    if (h->n || h->all) {
         id = h->id = ++C.next_hold;
         h->next = C.holds;
         C.holds = h;
@@ -392,6 +418,8 @@ void mr_schema_cache_ddl_end(uint64_t id)
     hold *h = *pp;
     if (h)
         *pp = h->next;
+    if (h && h->all)
+        drop_all(); /* what was read while it ran may be the old schema */
     for (int i = 0; h && i < h->n; i++) {
         entry *e = find(h->t[i].schema, h->t[i].table, name_hash(h->t[i].schema, h->t[i].table));
         if (!e || !e->holds)
