@@ -92,18 +92,19 @@ static void key_from_schema(run *R, const stmt *S, mr_row_key *rk, char **names,
     if (st->ntables != 1 || st->tables[0].derived || st->tables[0].name == SQL_NONE ||
         !tok_name(S, &tok[st->tables[0].name], table))
         return;
+    if (!R->ctx->schema_src) {
+        snprintf(R->detail, sizeof R->detail, "no key: no schema cache here (the rule has no "
+                 "key and --explain reads no server)");
+        return;
+    }
     schema[0] = '\0';
     if (st->tables[0].schema != SQL_NONE)
         tok_name(S, &tok[st->tables[0].schema], schema);
     else if (R->ctx->schema && strlen(R->ctx->schema) < sizeof schema)
         strcpy(schema, R->ctx->schema);
     if (!schema[0]) {
-        snprintf(R->detail, sizeof R->detail, "no key: the table's schema is not known");
-        return;
-    }
-    if (!R->ctx->schema_src) {
-        snprintf(R->detail, sizeof R->detail, "no key: no schema cache here (the rule has no "
-                 "key and --explain reads no server)");
+        snprintf(R->detail, sizeof R->detail, "no key: the table's schema is not known (no "
+                 "default schema)");
         return;
     }
     R->ctx->schema_src->row_key(R->ctx->schema_src->arg, schema, table, rk);
