@@ -59,24 +59,6 @@ static rule_why copy_out(run *R, const mr_buf *b, bytes *out, const mr_pag_info 
     return WHY_MATCHED;
 }
 
-/* The name token i stands for (backticks dropped) into dst[MR_SD_NAME]. */
-static bool tok_name(const stmt *S, const sql_token *t, char *dst)
-{
-    const char *p = S->text + t->off;
-    size_t n = t->len;
-    if (t->kind == SQL_TOK_QIDENT && n >= 2 && p[0] == '`') {
-        p++;
-        n -= 2;
-    } else if (t->kind != SQL_TOK_WORD) {
-        return false;
-    }
-    if (n >= MR_SD_NAME || memchr(p, '`', n))
-        return false;
-    memcpy(dst, p, n);
-    dst[n] = '\0';
-    return true;
-}
-
 /* A rule without `key`: the row key of the statement's one table from the
  * schema source, as a copy of the rule's settings naming its columns. On
  * anything short of a known key, *d keeps no key (the guardrail still
@@ -90,7 +72,7 @@ static void key_from_schema(run *R, const stmt *S, mr_row_key *rk, char **names,
     rk->status = MR_KEY_UNKNOWN;
     snprintf(R->detail, sizeof R->detail, "no key: not one plain table");
     if (st->ntables != 1 || st->tables[0].derived || st->tables[0].name == SQL_NONE ||
-        !tok_name(S, &tok[st->tables[0].name], table))
+        !mr_sd_token_name(S->text, &tok[st->tables[0].name], table))
         return;
     if (!R->ctx->schema_src) {
         snprintf(R->detail, sizeof R->detail, "no key: no schema cache here (the rule has no "
@@ -99,7 +81,7 @@ static void key_from_schema(run *R, const stmt *S, mr_row_key *rk, char **names,
     }
     schema[0] = '\0';
     if (st->tables[0].schema != SQL_NONE)
-        tok_name(S, &tok[st->tables[0].schema], schema);
+        mr_sd_token_name(S->text, &tok[st->tables[0].schema], schema);
     else if (R->ctx->schema && strlen(R->ctx->schema) < sizeof schema)
         strcpy(schema, R->ctx->schema);
     if (!schema[0]) {

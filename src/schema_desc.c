@@ -169,8 +169,7 @@ void mr_td_row_key(const mr_table_desc *td, mr_row_key *out)
 
 /* ---- DDL ----------------------------------------------------------------------- */
 
-/* The name a WORD or `quoted` token stands for, into dst; false when too long. */
-static bool tok_name(const char *text, const sql_token *t, char *dst)
+bool mr_sd_token_name(const char *text, const sql_token *t, char *dst)
 {
     const char *p = text + t->off;
     size_t n = t->len;
@@ -206,9 +205,9 @@ static int index_table(const char *text, const sql_token *tok, size_t ntok, mr_d
             continue;
         out->schema[0] = '\0';
         if (i + 3 < ntok && tok[i + 2].kind == SQL_TOK_DOT)
-            return tok_name(text, &tok[i + 1], out->schema) &&
-                           tok_name(text, &tok[i + 3], out->table) ? 1 : -1;
-        return tok_name(text, &tok[i + 1], out->table) ? 1 : -1;
+            return mr_sd_token_name(text, &tok[i + 1], out->schema) &&
+                           mr_sd_token_name(text, &tok[i + 3], out->table) ? 1 : -1;
+        return mr_sd_token_name(text, &tok[i + 1], out->table) ? 1 : -1;
     }
     return -1;
 }
@@ -228,9 +227,9 @@ int mr_ddl_tables(const char *text, const sql_token *tok, size_t ntok, const sql
         if (r->derived || r->name == SQL_NONE || n >= max)
             return -1;
         out[n].schema[0] = '\0';
-        if (r->schema != SQL_NONE && !tok_name(text, &tok[r->schema], out[n].schema))
+        if (r->schema != SQL_NONE && !mr_sd_token_name(text, &tok[r->schema], out[n].schema))
             return -1;
-        if (!tok_name(text, &tok[r->name], out[n].table))
+        if (!mr_sd_token_name(text, &tok[r->name], out[n].table))
             return -1;
         n++;
     }
