@@ -11,6 +11,7 @@ so the schema cache and the flusher run) in front of the real mariadbd.
     after the flushes each counter equals the exact sum of the acknowledged increments,
     and DELETE DELAYED removes its rows;
   * the proxy's log shows the MyISAM flush took the LOCK TABLES path;
+  * an InnoDB table with a composite primary key and a rule without key: exact sums;
   * a staging table left over without the columns a rule stages into: the flusher
     logs which columns are missing and counts an error in SHOW DELAYED;
   * an ARCHIVE table is refused by the flusher with its reason (when the server has
@@ -48,6 +49,11 @@ columns = n
 staging_engine = MyISAM
 flush_interval = 200ms
 
+[delayed inno]
+table = test.dk_inno
+columns = n
+flush_interval = 200ms
+
 [delayed stale]
 table = test.dk_stale
 columns = n
@@ -60,7 +66,7 @@ columns = n
 flush_interval = 200ms
 """
 TABLES = ("dk_my, dk_my_delayed, dk_mem, dk_mem_delayed, dk_stale, dk_stale_delayed, "
-          "dk_arch, dk_arch_delayed")
+          "dk_arch, dk_arch_delayed, dk_inno, dk_inno_delayed")
 
 
 def start_proxy():
@@ -96,6 +102,9 @@ def setup(d):
     cur.execute("CREATE TABLE dk_mem (site VARCHAR(10) NOT NULL, day INT NOT NULL, "
                 "n BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (site, day)) ENGINE=MEMORY")
     cur.execute("INSERT INTO dk_mem (site, day) VALUES ('a', 1), ('a', 2), ('b''q', 1)")
+    cur.execute("CREATE TABLE dk_inno (n BIGINT NOT NULL DEFAULT 0, b INT NOT NULL, "
+                "a CHAR(2) NOT NULL, PRIMARY KEY (a, b)) ENGINE=InnoDB")
+    cur.execute("INSERT INTO dk_inno (a, b) VALUES ('x', 1), ('x', 2)")
     cur.execute("CREATE TABLE dk_stale (id INT PRIMARY KEY, n BIGINT NOT NULL) ENGINE=InnoDB")
     # a staging table from some other rule: no `n`, and its key is called k
     cur.execute("CREATE TABLE dk_stale_delayed (seq BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, "
@@ -224,6 +233,20 @@ def deletes(d, c, first):
          ((100, first),), got)
 
 
+def innodb_without_key(d, c):
+    """The transactional path with the key read from the schema by both sides."""
+    cur = c.cursor()
+    staged = 0
+    for i in range(40):
+        rows, _ = send(cur, "UPDATE DELAYED dk_inno SET n = n + %d WHERE b IN (1, 2) AND "
+                       "a = 'x'" % (i + 1))
+        staged += rows
+    t.eq("UPDATE DELAYED with an IN list on a composite primary key staged 2 rows each", 80,
+         staged)
+    got = wait_for(d, "SELECT b, n FROM dk_inno ORDER BY b", ((1, 820), (2, 820)))
+    t.eq("an InnoDB table whose rule names no key gets the exact sums", ((1, 820), (2, 820)), got)
+
+
 def admin_delayed():
     a = pymysql.connect(host=t.HOST, port=ADMIN_PORT, user="admin", password="adminpw")
     cur = a.cursor()
@@ -271,6 +294,7 @@ def main():
         concurrent(d, "dk_my")
         concurrent(d, "dk_mem")
         deletes(d, c, first)
+        innodb_without_key(d, c)
         c.close()
         time.sleep(0.5)
         flusher_checks(archive)
