@@ -18,6 +18,7 @@
 #include "myrewrite/admin_proto.h"
 #include "myrewrite/reload.h"
 #include "myrewrite/rules.h"
+#include "myrewrite/schema_cache.h"
 #include "myrewrite/worker.h"
 
 #define DIGESTS_SHOWN 100
@@ -177,7 +178,9 @@ void mr_admin_explain(mr_proxy *p, const char *sql, size_t len, mr_buf *out)
         mr_admin_error(out, 1037, "HY000", "no rule set in force or out of memory");
         return;
     }
-    mr_stmt_ctx ctx = {0}; /* no user, no schema: rules with such filters show why */
+    /* no user, no schema: rules with such filters show why; keys of qualified
+     * tables come from the schema cache, as for clients */
+    mr_stmt_ctx ctx = {.schema_src = mr_schema_cache_source()};
     mr_rules_explain(cur->set, sql, len, &ctx, mem);
     fclose(mem);
     mr_shared_rules_release(cur);

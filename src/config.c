@@ -69,6 +69,11 @@ static const key_def keys[] = {
     {"relay_buffer", T_SIZE, K(relay_buffer), "256K",
      "bytes queued toward a slow peer before the proxy stops reading the other side"},
     {"rules_dir", T_STRING, K(rules_dir), "rules", "directory of *.rules files"},
+    {"schema_cache_max_tables", T_COUNT, K(schema_cache_max_tables), "10000",
+     "tables whose keys the schema cache keeps; the least recently used go first"},
+    {"schema_cache_ttl", T_DURATION, K(schema_cache_ttl_ms), "60s",
+     "how long a table's keys read from information_schema are used before a reload "
+     "(DDL through the proxy reloads at once)"},
     {"shutdown_timeout", T_DURATION, K(shutdown_timeout_ms), "10s",
      "on SIGTERM, how long in-flight statements may run before connections are closed"},
     {"socket", T_STRING, K(socket), "", "unix socket clients may also connect to (empty: none)"},

@@ -24,21 +24,15 @@
 #include "myrewrite/buf.h"
 #include "myrewrite/log.h"
 #include "myrewrite/rule_stats.h"
+#include "myrewrite/schema_cache.h"
 #include "myrewrite/sql_digest.h"
+#include "delayed_flush_impl.h"
 
 #define KEYS_PER_STATEMENT 500  /* keys per UPDATE ... JOIN, upsert or DELETE */
 #define SEQS_PER_STATEMENT 5000 /* staged rows per DELETE FROM staging */
 #define IDLE_MS 60000
+#define SETUP_RETRY_MS 10000    /* a table whose check failed is checked again after this */
 
-/* One delayed rule as the flusher sees it. */
-typedef struct table {
-    mr_delayed_def def;
-    char *rule;
-    char lock_name[65];  /* GET_LOCK name shared by every proxy */
-    bool ready;          /* staging table checked on the current connection */
-    uint64_t next_ms;    /* monotonic time of the next flush */
-    mr_rule_stats *stats;/* this rule's SHOW DELAYED row; NULL when out of room */
-} table;
 
 typedef struct tables {
     table *t;
@@ -146,6 +140,7 @@ static bool table_copy(table *t, const mr_rule *r)
     t->def.schema = dup_or_null(s->schema, &ok);
     t->def.table = dup_or_null(s->table, &ok);
     t->def.keys = names_copy(s->keys, s->nkeys, &ok);
+    t->key_from_schema = s->nkeys == 0;
     t->def.columns = names_copy(s->columns, s->ncolumns, &ok);
     t->def.staging_table = dup_or_null(s->staging_table, &ok);
     t->def.staging_engine = dup_or_null(s->staging_engine, &ok);
@@ -275,26 +270,69 @@ static MYSQL_RES *schema_query(MYSQL *db, const table *t, const char *sql_head, 
     return res;
 }
 
-/* Only InnoDB tables give the exactly-once flush. */
-static bool check_engines(MYSQL *db, const table *t)
+/* Engines a staging table may use: InnoDB for transactional tables (the
+ * chunk's delete from staging commits with its apply); for the locked path
+ * also the non-transactional engines that take DELETE. */
+static bool staging_engine_ok(const table *t)
+{
+    static const char *const locked_ok[] = {"InnoDB", "MyISAM", "Aria", "MEMORY", NULL};
+    for (size_t i = 0; locked_ok[i] && (t->locked || i == 0); i++)
+        if (strcasecmp(t->def.staging_engine, locked_ok[i]) == 0)
+            return true;
+    mr_error(0, "delayed %s: staging_engine %s cannot be flushed for a%s table; use %s", t->rule,
+             t->def.staging_engine, t->locked ? " non-transactional" : "n InnoDB",
+             t->locked ? "InnoDB, MyISAM, Aria or MEMORY" : "InnoDB");
+    return false;
+}
+
+/* InnoDB tables get the exactly-once transactional flush; MyISAM, Aria and
+ * MEMORY the LOCK TABLES path (delayed_flush_locked.c); others none. */
+static bool check_engines(MYSQL *db, table *t)
 {
     MYSQL_RES *res = schema_query(db, t, "SELECT ENGINE FROM information_schema.TABLES",
                                   t->def.table);
     MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
-    bool ok = row && row[0] && strcasecmp(row[0], "InnoDB") == 0;
+    const char *e = row && row[0] ? row[0] : "";
+    static const char *const locked[] = {"MyISAM", "Aria", "MEMORY", NULL};
+    bool ok = strcasecmp(e, "InnoDB") == 0;
+    t->locked = false;
+    for (size_t i = 0; !ok && locked[i]; i++)
+        ok = t->locked = strcasecmp(e, locked[i]) == 0;
     if (res && !row)
         mr_error(0, "delayed %s: table %s.%s does not exist; not flushing", t->rule,
                  t->def.schema, t->def.table);
     else if (row && !ok)
-        mr_error(0, "delayed %s: %s.%s is %s; only InnoDB tables are flushed so far (the "
-                 "MyISAM path is not there yet)", t->rule, t->def.schema, t->def.table,
-                 row[0] ? row[0] : "a view");
+        mr_error(0, "delayed %s: %s.%s is %s, which the flusher cannot update (it flushes "
+                 "InnoDB, MyISAM, Aria and MEMORY tables; ARCHIVE tables take no UPDATE)",
+                 t->rule, t->def.schema, t->def.table, row[0] ? row[0] : "a view");
     mysql_free_result(res);
-    if (ok && strcasecmp(t->def.staging_engine, "InnoDB") != 0) {
-        mr_error(0, "delayed %s: staging_engine %s is not flushed so far; use InnoDB", t->rule,
-                 t->def.staging_engine);
-        ok = false;
+    return ok && staging_engine_ok(t);
+}
+
+/* A rule without `key`: the table's primary key, read again on every
+ * (re)connect. The workers take theirs from the schema cache, which reads
+ * the same information_schema rows. */
+static bool key_from_schema(MYSQL *db, table *t)
+{
+    if (!t->key_from_schema)
+        return true;
+    names_free(t->def.keys, t->def.nkeys);
+    t->def.keys = NULL;
+    t->def.nkeys = 0;
+    mr_table_desc *td = mr_schema_read(db, t->def.schema, t->def.table);
+    mr_row_key rk;
+    if (td)
+        mr_td_row_key(td, &rk);
+    mr_td_free(td);
+    if (!td || rk.status != MR_KEY_FOUND || !rk.primary) {
+        mr_error(0, "delayed %s: the rule names no key and %s.%s has no primary key%s; not "
+                 "flushing (give key in the rule)", t->rule, t->def.schema, t->def.table,
+                 td ? "" : " that could be read");
+        return false;
     }
+    bool ok = (t->def.keys = calloc(rk.ncols, sizeof *t->def.keys)) != NULL;
+    for (uint8_t k = 0; ok && k < rk.ncols; k++)
+        ok = (t->def.keys[t->def.nkeys++] = strdup(rk.cols[k])) != NULL;
     return ok;
 }
 
@@ -355,18 +393,54 @@ static bool create_staging(MYSQL *db, const table *t, MYSQL_RES *cols)
     return ok;
 }
 
+/* An existing staging table must have the columns this rule stages into:
+ * one made for another rule, or before a key change, would fail every
+ * staging INSERT or flush. */
+static bool staging_columns_ok(MYSQL *db, const table *t)
+{
+    MYSQL_RES *res = schema_query(db, t, "SELECT COLUMN_NAME FROM information_schema.COLUMNS",
+                                  t->def.staging_table);
+    if (!res)
+        return false;
+    char missing[300] = "";
+    size_t total = 3 + t->def.nkeys + t->def.ncolumns;
+    for (size_t i = 0; i < total; i++) {
+        const char *want = i == 0 ? "seq" : i == 1 ? "op" : i == 2 ? "staged_at"
+                         : i < 3 + t->def.nkeys ? t->def.keys[i - 3]
+                         : t->def.columns[i - 3 - t->def.nkeys];
+        bool found = false;
+        MYSQL_ROW row;
+        mysql_data_seek(res, 0);
+        while (!found && (row = mysql_fetch_row(res)))
+            found = row[0] && strcasecmp(row[0], want) == 0;
+        if (!found && strlen(missing) + strlen(want) + 3 < sizeof missing)
+            snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s",
+                     missing[0] ? ", " : "", want);
+    }
+    mysql_free_result(res);
+    if (!missing[0])
+        return true;
+    mr_error(0, "delayed %s: the staging table %s.%s exists without the column(s) %s that this "
+             "rule stages into; not flushing it (drop or rename it once it is empty, or set "
+             "staging_table)", t->rule, t->def.schema, t->def.staging_table, missing);
+    mr_stat_add(&D.stats.errors, 1);
+    return false;
+}
+
 static bool setup_table(MYSQL *db, table *t)
 {
-    if (!check_engines(db, t))
+    if (!check_engines(db, t) || !key_from_schema(db, t))
         return false;
     MYSQL_RES *cols = schema_query(db, t, "SELECT COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME FROM "
                                    "information_schema.COLUMNS", t->def.table);
-    bool ok = cols && create_staging(db, t, cols);
+    bool ok = cols && create_staging(db, t, cols) && staging_columns_ok(db, t);
     mysql_free_result(cols);
+    t->tmp_ready = false;
     if (ok)
-        mr_info(0, "delayed %s: %s.%s flushed from %s.%s every %" PRIu64 " ms", t->rule,
+        mr_info(0, "delayed %s: %s.%s flushed from %s.%s every %" PRIu64 " ms%s", t->rule,
                 t->def.schema, t->def.table, t->def.schema, t->def.staging_table,
-                t->def.flush_interval_ms);
+                t->def.flush_interval_ms, t->locked ? " (not transactional: LOCK TABLES "
+                "snapshots, rows in flight are lost if the flush dies)" : "");
     t->ready = ok;
     return ok;
 }
@@ -423,8 +497,9 @@ static bool read_rows(MYSQL *db, const table *t, chunk *c)
         put_ident(&b, t->def.columns[i]);
     }
     mr_buf_put_str(&b, ", `op` FROM ");
-    put_table(&b, t->def.schema, t->def.staging_table);
-    put_fmt(&b, " ORDER BY `seq` LIMIT %" PRIu64 " FOR UPDATE", t->def.flush_rows);
+    put_table(&b, t->def.schema, t->read_from ? t->read_from : t->def.staging_table);
+    put_fmt(&b, " ORDER BY `seq` LIMIT %" PRIu64 "%s", t->def.flush_rows,
+            t->read_from ? "" : " FOR UPDATE");
     bool ok = exec_buf(db, &b, t, "reading staged rows");
     mr_buf_free(&b);
     return ok && (c->res = mysql_store_result(db)) != NULL;
@@ -524,7 +599,7 @@ static bool apply_deletes(MYSQL *db, const table *t, const chunk *c)
     for (size_t at = 0; at < c->nkeys;) {
         mr_buf b;
         mr_buf_init(&b);
-        mr_buf_put_str(&b, "DELETE FROM ");
+        mr_buf_put_str(&b, t->locked ? "DELETE LOW_PRIORITY FROM " : "DELETE FROM ");
         put_table(&b, t->def.schema, t->def.table);
         mr_buf_put_str(&b, " WHERE (");
         put_key_names(&b, t);
@@ -581,7 +656,7 @@ static void put_first_select(mr_buf *b, const table *t, const chunk *c, const ne
  * SET m.c = m.c + d.c: rows without a delta are not touched. */
 static void build_update(mr_buf *b, const table *t, const chunk *c, size_t *at, size_t *n)
 {
-    mr_buf_put_str(b, "UPDATE ");
+    mr_buf_put_str(b, t->locked ? "UPDATE LOW_PRIORITY " : "UPDATE ");
     put_table(b, t->def.schema, t->def.table);
     mr_buf_put_str(b, " AS `m` JOIN (");
     for (; *at < c->nkeys && *n < KEYS_PER_STATEMENT; (*at)++) {
@@ -754,8 +829,12 @@ static void note_round(table *t, bool ok, uint64_t us)
  * (or the deadline passes, 0 = none). */
 static void flush_table(MYSQL *db, table *t, uint64_t deadline)
 {
-    if (!t->ready && !setup_table(db, t))
+    if (!t->ready && mono_ms() < t->setup_after_ms)
+        return; /* a failed check is not repeated (and logged) every round */
+    if (!t->ready && !setup_table(db, t)) {
+        t->setup_after_ms = mono_ms() + SETUP_RETRY_MS;
         return;
+    }
     if (!named_lock(db, t, "GET_LOCK")) {
         mr_stat_add(&D.stats.skipped, 1);
         return;
@@ -765,7 +844,7 @@ static void flush_table(MYSQL *db, table *t, uint64_t deadline)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     long n;
     do
-        n = flush_chunk(db, t);
+        n = t->locked ? dflush_locked_chunk(db, t) : flush_chunk(db, t);
     while (n >= (long)t->def.flush_rows && (!deadline || mono_ms() < deadline));
     clock_gettime(CLOCK_MONOTONIC, &t1);
     note_round(t, n >= 0, (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 +
@@ -806,8 +885,10 @@ static bool on_connect(MYSQL *db, void *arg)
 {
     (void)db;
     (void)arg;
-    for (size_t i = 0; i < D.cur.n; i++)
+    for (size_t i = 0; i < D.cur.n; i++) {
         D.cur.t[i].ready = false;
+        D.cur.t[i].setup_after_ms = 0;
+    }
     return true;
 }
 
@@ -943,4 +1024,45 @@ void mr_delayed_stop(uint64_t drain_ms)
         tables_free(&D.next);
     D.have_next = false;
     D.final_wanted = false;
+}
+
+/* ---- shared with delayed_flush_locked.c ------------------------------------------- */
+
+bool dflush_exec(MYSQL *db, const mr_buf *b, const table *t, const char *what)
+{
+    return exec_buf(db, b, t, what);
+}
+
+void dflush_put_table(mr_buf *b, const char *schema, const char *name)
+{
+    put_table(b, schema, name);
+}
+
+long dflush_apply(MYSQL *db, const table *t, uint64_t *written)
+{
+    chunk c;
+    memset(&c, 0, sizeof c);
+    uint64_t keys_before = mr_stat_get(&D.stats.keys); /* +n per statement that succeeded */
+    bool ok = read_rows(db, t, &c) && load_rows(db, t, &c);
+    if (ok && c.nrows) {
+        aggregate(t, &c);
+        ok = apply_deletes(db, t, &c) && apply_adds(db, t, &c);
+    }
+    *written = mr_stat_get(&D.stats.keys) - keys_before;
+    long n = ok ? (long)c.nrows : -1;
+    chunk_free(&c);
+    return n;
+}
+
+void dflush_count_chunk(long n)
+{
+    if (n > 0) {
+        mr_stat_add(&D.stats.chunks, 1);
+        mr_stat_add(&D.stats.rows, (uint64_t)n);
+    }
+}
+
+void dflush_count_error(void)
+{
+    mr_stat_add(&D.stats.errors, 1);
 }

@@ -15,6 +15,7 @@
 
 #include "http_impl.h"
 #include "myrewrite/delayed_flush.h"
+#include "myrewrite/schema_cache.h"
 #include "myrewrite/queue.h"
 #include "myrewrite/reload.h"
 #include "myrewrite/rules.h"
@@ -31,6 +32,7 @@ typedef struct counter_def {
 #define W(field) offsetof(mr_stats, field)
 #define Q(field) offsetof(mr_queue_stats, field)
 #define D(field) offsetof(mr_delayed_stats, field)
+#define SC(field) offsetof(mr_schema_cache_stats, field)
 
 static const counter_def worker_counters[] = {
     {"myrewrite_connections_accepted_total", "counter", "Client connections taken by a worker.",
@@ -175,24 +177,46 @@ static const counter_def delayed_counters[] = {
      "Failed DELAYED flush statements (the chunk was rolled back and retried).", D(errors)},
 };
 
+/* A family and its one sample per counter of a background thread's stats
+ * block `base` (NULL before the thread started: zeros). */
+static void write_counters(struct evbuffer *out, const counter_def *defs, size_t n,
+                           const void *base)
+{
+    for (size_t i = 0; i < n; i++) {
+        mr_metrics_family(out, defs[i].name, defs[i].type, defs[i].help);
+        mr_metrics_sample(out, defs[i].name, base ? read_counter(base, defs[i].offset) : 0);
+    }
+}
+
 static void write_delayed(struct evbuffer *out)
 {
-    const mr_delayed_stats *d = mr_delayed_stats_get();
-    for (size_t i = 0; i < COUNT(delayed_counters); i++) {
-        const counter_def *c = &delayed_counters[i];
-        mr_metrics_family(out, c->name, c->type, c->help);
-        mr_metrics_sample(out, c->name, d ? read_counter(d, c->offset) : 0);
-    }
+    write_counters(out, delayed_counters, COUNT(delayed_counters), mr_delayed_stats_get());
+}
+
+static const counter_def schema_counters[] = {
+    {"myrewrite_schema_cache_hits_total", "counter",
+     "Table key lookups answered from the schema cache.", SC(hits)},
+    {"myrewrite_schema_cache_misses_total", "counter",
+     "Table key lookups that found nothing loaded (the statement went on without the key).",
+     SC(misses)},
+    {"myrewrite_schema_cache_loads_total", "counter",
+     "Tables read from information_schema by the schema cache.", SC(loads)},
+    {"myrewrite_schema_cache_load_errors_total", "counter",
+     "Schema cache loads that failed.", SC(load_errors)},
+    {"myrewrite_schema_cache_invalidations_total", "counter",
+     "Schema cache entries dropped by DDL sent through the proxy.", SC(invalidations)},
+    {"myrewrite_schema_cache_evictions_total", "counter",
+     "Schema cache entries dropped to stay within schema_cache_max_tables.", SC(evictions)},
+};
+
+static void write_schema_cache(struct evbuffer *out)
+{
+    write_counters(out, schema_counters, COUNT(schema_counters), mr_schema_cache_stats_get());
 }
 
 static void write_queue(struct evbuffer *out)
 {
-    const mr_queue_stats *q = mr_queue_stats_get();
-    for (size_t i = 0; i < COUNT(queue_counters); i++) {
-        const counter_def *c = &queue_counters[i];
-        mr_metrics_family(out, c->name, c->type, c->help);
-        mr_metrics_sample(out, c->name, q ? read_counter(q, c->offset) : 0);
-    }
+    write_counters(out, queue_counters, COUNT(queue_counters), mr_queue_stats_get());
 }
 
 static void write_process(mr_proxy *p, struct evbuffer *out)
@@ -213,4 +237,5 @@ void mr_metrics_write(mr_proxy *p, struct evbuffer *out)
     write_queue(out);
     write_delayed(out);
     mr_metrics_write_ops(p, out);
+    write_schema_cache(out);
 }

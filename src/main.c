@@ -26,6 +26,7 @@
 #include "myrewrite/log.h"
 #include "myrewrite/queue.h"
 #include "myrewrite/reload.h"
+#include "myrewrite/schema_cache.h"
 #include "myrewrite/worker.h"
 
 static const char usage[] =
@@ -228,6 +229,7 @@ static bool start_workers(mr_proxy *p, mr_ruleset *rules)
 static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
 {
     struct event_base *base = event_base_new();
+    mr_schema_cache_start(c, p->backend_name);
     mr_queue_configure(p, rules);
     mr_delayed_configure(p, rules);
     if (!base || !start_workers(p, rules))
@@ -252,6 +254,7 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
         mr_worker_join(&p->workers[i]);
     mr_queue_stop(c->shutdown_timeout_ms);
     mr_delayed_stop(c->shutdown_timeout_ms); /* its final flush runs here */
+    mr_schema_cache_stop();
     mr_shared_rules_release(p->rules);
     p->rules = NULL;
     event_free(sigterm);

@@ -157,10 +157,11 @@ static mr_pag_outcome read_limit(pg *P, uint64_t *off)
     uint64_t count;
     if (l->kw == SQL_NONE || l->offset == SQL_NONE)
         return pass(P, "no LIMIT with an offset");
-    if (P->tok[l->offset].kind == SQL_TOK_PARAM || P->tok[l->count].kind == SQL_TOK_PARAM)
-        return pass(P, "LIMIT has ? parameters (deciding at execute is not done yet)");
-    if (!read_count(P, l->offset, off) || !read_count(P, l->count, &count))
-        return pass(P, "a LIMIT operand is not a plain number");
+    P->info->offset_param = P->tok[l->offset].kind == SQL_TOK_PARAM;
+    *off = 0;
+    if ((!P->info->offset_param && !read_count(P, l->offset, off)) ||
+        (P->tok[l->count].kind != SQL_TOK_PARAM && !read_count(P, l->count, &count)))
+        return pass(P, "a LIMIT operand is not a plain number or ?");
     P->info->offset = *off;
     return MR_PAG_REWRITE;
 }
@@ -460,6 +461,7 @@ mr_pag_outcome mr_paginate_sql(const char *text, size_t len, const sql_token *to
 {
     pg P = {.text = text, .len = len, .tok = tok, .st = st, .def = def, .info = info};
     info->offset = 0;
+    info->offset_param = info->no_key = false;
     if (st->kind != SQL_STMT_SELECT)
         return pass(&P, "not a SELECT");
     if (st->flags & UNREADABLE)
@@ -469,16 +471,20 @@ mr_pag_outcome mr_paginate_sql(const char *text, size_t len, const sql_token *to
     uint64_t off;
     if (read_limit(&P, &off) == MR_PAG_PASS)
         return MR_PAG_PASS;
-    if (def->max_offset && off > def->max_offset) {
+    if (def->max_offset && off > def->max_offset && !info->offset_param) {
         info->why = "deeper than max_offset";
         return MR_PAG_TOO_DEEP;
     }
-    if (off < def->threshold)
+    if (off < def->threshold && !info->offset_param)
         return pass(&P, "offset below the threshold");
     if (rewrite_checks(&P) == MR_PAG_PASS)
         return MR_PAG_PASS;
     if (!ref_is_table(&P, P.ref, schema))
         return pass(&P, "does not read the rule's table");
+    if (!def->nkeys) {
+        info->no_key = true;
+        return pass(&P, "the table's key is not known");
+    }
     build(&P, out);
     info->why = "deferred join";
     return MR_PAG_REWRITE;

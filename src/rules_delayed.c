@@ -3,6 +3,8 @@
  * one, an UPDATE/DELETE DELAYED meets no other rule. It becomes the staging
  * INSERT of the delayed rule for its table (delayed_sql.h), or is refused
  * with ERR 1235 saying why: outside the grammar, or no rule for the table.
+ * A rule without `key` takes the table's primary key from the schema cache;
+ * until it is loaded the statement is refused with "retry".
  * A DELAYED statement is never sent as written. Sets without a delayed rule
  * leave DELAYED statements to the other rules and the server.
  *
@@ -10,8 +12,10 @@
  * rules_match.c), plus the matched rule's hit counter.
  */
 #include <string.h>
+#include <strings.h>
 
 #include "myrewrite/delayed_sql.h"
+#include "myrewrite/schema_desc.h"
 #include "rules_run.h"
 
 /* UPDATE or DELETE first: only those are worth a full parse. */
@@ -64,6 +68,50 @@ static size_t find_rule(const run *R, const stmt *S, const mr_delayed_stmt *d)
     return SIZE_MAX;
 }
 
+/* A rule without `key`: the table's row key from the schema source, into a
+ * copy of the rule's settings. Never waits: while the key is not loaded the
+ * statement is refused with "retry" (the lookup has queued the load), and
+ * nothing is staged under a key the flusher might not share. */
+static bool key_from_schema(run *R, mr_delayed_def *def, mr_row_key *rk, char **names)
+{
+    mr_rules_scratch *s = R->s;
+    const mr_schema_source *src = R->ctx->schema_src;
+    if (!src) {
+        snprintf(s->delayed_msg, sizeof s->delayed_msg, "myrewrite: the delayed rule for %s.%s "
+                 "names no key and this proxy has no schema cache (set proxy_user, or give key "
+                 "in the rule)", def->schema, def->table);
+        return false;
+    }
+    src->row_key(src->arg, def->schema, def->table, rk);
+    if (rk->status == MR_KEY_UNKNOWN) {
+        snprintf(s->delayed_msg, sizeof s->delayed_msg, "myrewrite: schema not loaded yet, "
+                 "retry: the key of %s.%s is being read from information_schema (the delayed "
+                 "rule names no key); nothing was staged (%.300s)", def->schema, def->table,
+                 rk->why);
+        return false;
+    }
+    if (rk->status != MR_KEY_FOUND || !rk->primary) {
+        snprintf(s->delayed_msg, sizeof s->delayed_msg, "myrewrite: the delayed rule for %s.%s "
+                 "names no key and the table has no primary key (%.300s); give key in the rule",
+                 def->schema, def->table, rk->status == MR_KEY_FOUND ? "only a unique key"
+                                                                      : rk->why);
+        return false;
+    }
+    for (uint8_t k = 0; k < rk->ncols; k++) {
+        for (size_t j = 0; j < def->ncolumns; j++)
+            if (strcasecmp(def->columns[j], rk->cols[k]) == 0) {
+                snprintf(s->delayed_msg, sizeof s->delayed_msg, "myrewrite: %s, a column of the "
+                         "primary key of %s.%s, is also a counter column of its delayed rule",
+                         rk->cols[k], def->schema, def->table);
+                return false;
+            }
+        names[k] = rk->cols[k];
+    }
+    def->keys = names;
+    def->nkeys = rk->ncols;
+    return true;
+}
+
 bool mr_ruleset_has_delayed(const mr_ruleset *rs)
 {
     return rs && rs->has_delayed;
@@ -88,8 +136,13 @@ delayed_step rules_delayed(run *R, stmt *S)
         return refuse(R, SIZE_MAX);
     }
     const mr_rule *r = &R->rs->rules[i];
+    mr_delayed_def def = *r->delayed;
+    mr_row_key rk;
+    char *names[MR_SD_MAX_KEY_COLS];
+    if (!def.nkeys && !key_from_schema(R, &def, &rk, names))
+        return refuse(R, i);
     mr_buf_reset(&s->delayed_out);
-    if (!mr_delayed_build(S->text, s->tok, S->st.end, &d, r->delayed, R->ctx->prepared,
+    if (!mr_delayed_build(S->text, s->tok, S->st.end, &d, &def, R->ctx->prepared,
                           &s->delayed_out, s->delayed_msg, sizeof s->delayed_msg))
         return refuse(R, i);
     rules_count_hit(R, i);

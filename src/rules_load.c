@@ -924,8 +924,6 @@ static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im
     r->delayed = d;
     im->how = HOW_DELAYED;
     bool ok = need(L, dr, K_TABLE, "delayed rules need the table whose counters are delayed");
-    ok &= need(L, dr, K_KEY, "delayed rules need key, the key columns a statement's WHERE "
-               "names (reading the primary key from the schema is not done yet)");
     ok &= need(L, dr, K_COLUMNS, "delayed rules need columns, the counter columns UPDATE "
                "DELAYED may add to");
     d->flush_interval_ms = 1000;
@@ -937,7 +935,9 @@ static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im
     ok &= parse_count(L, dr, K_FLUSH_ROWS, 10000, 1000000, &d->flush_rows);
     ok &= delayed_modes(L, dr, d);
     ok = ok && table_value(L, dr, &d->schema, &d->table);
-    ok = ok && name_list(L, dr, K_KEY, &d->keys, &d->nkeys);
+    /* without key: the table's primary key, from the schema cache (workers) and
+     * information_schema (the flusher) */
+    ok = ok && (!dr->val[K_KEY] || name_list(L, dr, K_KEY, &d->keys, &d->nkeys));
     ok = ok && name_list(L, dr, K_COLUMNS, &d->columns, &d->ncolumns);
     ok = ok && delayed_staging(L, dr, d) && delayed_consistent(L, dr, d);
     if (!ok)
@@ -1027,24 +1027,23 @@ static bool finish_paginate(loader *L, const draft *dr, mr_rule *r, rule_impl *i
     memcpy(r->sqlstate, MR_PAGINATE_SQLSTATE, sizeof r->sqlstate);
     im->how = HOW_PAGINATE;
     bool ok = need(L, dr, K_TABLE, "paginate rules need the table (or *) whose pages they take");
-    ok &= need(L, dr, K_KEY, "paginate rules need key, the table's primary-key columns "
-               "(reading the primary key from the schema is not done yet)");
     ok &= parse_count(L, dr, K_THRESHOLD, 1000, UINT64_MAX / 10, &p->threshold);
     ok &= paginate_strategy(L, dr, p);
     ok &= paginate_max_offset(L, dr, p);
     ok &= paginate_bookmarks(L, dr, p);
     ok = ok && paginate_table(L, dr, p);
-    ok = ok && name_list(L, dr, K_KEY, &p->keys, &p->nkeys);
+    /* without key: the table's primary (or unique NOT NULL) key from the schema cache */
+    ok = ok && (!dr->val[K_KEY] || name_list(L, dr, K_KEY, &p->keys, &p->nkeys));
     if (!ok)
         return false;
     if (dr->val[K_MESSAGE] && !(r->message = dup_str(L, dr->val[K_MESSAGE])))
         return false;
     char text[200];
     static const char *const strategy[] = {"deferred_join", "keyset", "auto"};
-    snprintf(text, sizeof text, "paginate %s%s%s from offset %llu, %s%s", p->schema ?
+    snprintf(text, sizeof text, "paginate %s%s%s from offset %llu, %s%s%s", p->schema ?
              p->schema : "", p->schema ? "." : "", p->table ? p->table : "*",
              (unsigned long long)p->threshold, strategy[p->strategy],
-             p->max_offset ? ", max_offset set" : "");
+             p->max_offset ? ", max_offset set" : "", p->nkeys ? "" : ", key from the schema");
     r->pattern = dup_str(L, text);
     return r->pattern != NULL;
 }

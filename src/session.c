@@ -21,6 +21,7 @@
 
 #include "myrewrite/log.h"
 #include "myrewrite/queue.h"
+#include "myrewrite/schema_cache.h"
 #include "session_impl.h"
 
 static const char *const state_names[SS_MAX] = {
@@ -217,6 +218,8 @@ void ss_free(mr_session *s)
      * background thread, once mysqld has let go of the connection). */
     if (s->authenticated)
         mr_queue_session_ended(s->backend_thread_id);
+    mr_schema_cache_ddl_end(s->ddl_hold);
+    s->ddl_hold = 0;
     ss_set_state(s, SS_CLOSED);
     mr_client_unregister(&w->clients, &s->slot);
     if (s->prev)

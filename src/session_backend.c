@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "myrewrite/log.h"
+#include "myrewrite/schema_cache.h"
 #include "session_impl.h"
 
 /* A schema or user change takes effect only once the server accepted it. */
@@ -29,6 +30,8 @@ static void response_done(mr_session *s)
 {
     mr_stat_add(&s->w->stats.commands, 1);
     apply_pending(s, !s->tracker.ended_with_err);
+    mr_schema_cache_ddl_end(s->ddl_hold); /* the server is done with the DDL */
+    s->ddl_hold = 0;
     if (s->digest) {
         mr_digest_stats_record(s->digest, (now_ns() - s->command_start_ns) / 1000);
         s->digest = NULL;

@@ -77,6 +77,7 @@ struct mr_session {
     char pending_schema[200];        /* COM_INIT_DB / USE: applied on success */
     bool user_pending, schema_pending;
     mr_digest_entry *digest;         /* stats entry of the statement in flight */
+    uint64_t ddl_hold;               /* schema cache hold of the DDL in flight (0: none) */
     uint64_t command_start_ns;
     ss_keyset *keyset;               /* keyset pagination state; NULL until used (owned) */
     mr_client_slot slot;             /* what SHOW CLIENTS sees (client_info.h) */

@@ -8,6 +8,7 @@
 
 #include "myrewrite/log.h"
 #include "myrewrite/rules.h"
+#include "myrewrite/schema_cache.h"
 #include "myrewrite/sql_lexer.h"
 #include "session_impl.h"
 
@@ -77,6 +78,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         .lex_flags = lex_flags,
         .shard = w->id,
         .skip_locked = s->skip_locked,
+        .schema_src = mr_schema_cache_source(),
     };
     mr_buf_reset(&res->text);
     /* The command's start time was read just before this call, a few
@@ -88,6 +90,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         log_matches(s, res, sql, len);
     if (cmd == MR_COM_QUERY)
         note_use_statement(s, sql, len, lex_flags);
+    if (cmd == MR_COM_QUERY && res->action != MR_ACT_BLOCK && !s->ddl_hold)
+        s->ddl_hold = mr_schema_cache_ddl_begin(sql, len, lex_flags, ctx.schema);
     if (res->action == MR_ACT_BLOCK) {
         mr_stat_add(&s->digest->blocked, 1);
         mr_stat_add(&w->stats.statements_blocked, 1);

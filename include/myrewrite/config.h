@@ -31,6 +31,8 @@ typedef struct mr_config {
     char *proxy_user;           /* "" = no own connection: features needing it are off */
     uint64_t relay_buffer;
     char *rules_dir;
+    uint64_t schema_cache_max_tables; /* entries of the schema cache */
+    uint64_t schema_cache_ttl_ms;     /* age at which a table's keys are read again */
     uint64_t shutdown_timeout_ms;
     char *socket;               /* unix socket path, "" = none */
     uint64_t workers;           /* 0 = one per core */

@@ -31,12 +31,17 @@ typedef enum mr_pag_outcome {
 typedef struct mr_pag_info {
     const char *why; /* static text: why it passed, or what was done */
     uint64_t offset; /* the LIMIT offset, once read (0 before) */
+    bool offset_param; /* the offset is a `?`: rewritten whatever its value */
+    bool no_key;     /* passed only because def has no key columns */
 } mr_pag_info;
 
 /* Looks at one statement text[0..len): `tok` and `st` are its tokens and
  * recognized form (sql_lex + sql_stmt_parse over it); `schema` is the session's
  * default schema (NULL when none). On MR_PAG_REWRITE the new statement is
- * appended to `out`. */
+ * appended to `out`. A `?` offset (prepared statements) cannot be compared
+ * with the threshold or max_offset before COM_STMT_EXECUTE: such a page is
+ * rewritten for every offset (the deferred join returns the same rows at
+ * any depth). A def without key columns never rewrites (no_key). */
 mr_pag_outcome mr_paginate_sql(const char *text, size_t len, const sql_token *tok,
                                const sql_stmt *st,
                                const mr_paginate_def *def, const char *schema, mr_buf *out,

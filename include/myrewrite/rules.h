@@ -166,6 +166,9 @@ typedef struct mr_stmt_ctx {
     unsigned shard;     /* hit-counter shard of the calling worker */
     bool skip_locked;   /* the server accepts FOR UPDATE SKIP LOCKED
                            (mr_server_has_skip_locked on its greeting's version) */
+    /* row keys of tables, for paginate and delayed rules without `key`
+     * (schema_desc.h; the schema cache on workers); NULL: none known */
+    const struct mr_schema_source *schema_src;
 } mr_stmt_ctx;
 
 /* True when a server whose greeting carries this version string accepts

@@ -6,6 +6,8 @@
  */
 #include "test_rules.h"
 
+#include "myrewrite/schema_desc.h"
+
 #include "myrewrite/delayed_sql.h"
 
 static const char RULES[] =
@@ -263,13 +265,74 @@ static void load_defaults(void **state)
     mr_ruleset_free(o);
 }
 
+/* A fake schema source: test.auto has the primary key (site, day), test.uniq
+ * only a unique key, test.clash the primary key hits (also a counter); others
+ * are not loaded yet. */
+static mr_key_status fake_row_key(void *arg, const char *schema, const char *table,
+                                  mr_row_key *out)
+{
+    (void)arg;
+    memset(out, 0, sizeof *out);
+    out->status = MR_KEY_UNKNOWN;
+    snprintf(out->why, sizeof out->why, "%s.%s loading", schema, table);
+    if (strcmp(table, "auto") == 0 || strcmp(table, "uniq") == 0) {
+        out->status = MR_KEY_FOUND;
+        out->primary = strcmp(table, "auto") == 0;
+        out->ncols = 2;
+        strcpy(out->cols[0], "site");
+        strcpy(out->cols[1], "day");
+    } else if (strcmp(table, "clash") == 0) {
+        out->status = MR_KEY_FOUND;
+        out->primary = true;
+        out->ncols = 1;
+        strcpy(out->cols[0], "hits");
+    }
+    return out->status;
+}
+
+static void refused_with(const mr_ruleset *set, const mr_stmt_ctx *ctx, const char *sql,
+                         const char *want)
+{
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    apply_ctx(set, sql, ctx, s, &res);
+    if (res.action != MR_ACT_BLOCK || !res.message || !strstr(res.message, want))
+        fail_msg("statement: %s\nwanted refusal with: %s\ngot action %d: %s", sql, want,
+                 res.action, res.message ? res.message : "(none)");
+    assert_int_equal(res.err_code, 1235);
+    result_free(&res);
+    mr_rules_scratch_free(s);
+}
+
+static void key_from_schema(void **state)
+{
+    (void)state;
+    mr_ruleset *set = load_ok("[delayed a]\ntable = test.auto\ncolumns = hits\n"
+                              "[delayed l]\ntable = test.later\ncolumns = hits\n"
+                              "[delayed u]\ntable = test.uniq\ncolumns = hits\n"
+                              "[delayed c]\ntable = test.clash\ncolumns = hits\n");
+    mr_schema_source src = {.row_key = fake_row_key};
+    mr_stmt_ctx ctx = {.schema = "test", .schema_src = &src};
+    expect_sent(set, &ctx, "UPDATE DELAYED auto SET hits = hits + 2 WHERE day = 7 AND site = 'x'",
+                MR_ACT_REWRITE, "INSERT INTO `test`.`auto_delayed` (`hits`, `day`, `site`, `op`) "
+                "VALUES (2, 7, 'x', 0)");
+    /* the WHERE must name the whole primary key */
+    refused_with(set, &ctx, "UPDATE DELAYED auto SET hits = hits + 2 WHERE site = 'x'",
+                 "the WHERE must give every key column (2 of them)");
+    refused_with(set, &ctx, "UPDATE DELAYED later SET hits = hits + 1 WHERE id = 1",
+                 "schema not loaded yet, retry: the key of test.later is being read");
+    refused_with(set, &ctx, "UPDATE DELAYED uniq SET hits = hits + 1 WHERE site = 1 AND day = 2",
+                 "names no key and the table has no primary key (only a unique key)");
+    refused_with(set, &ctx, "UPDATE DELAYED clash SET hits = hits + 1 WHERE hits = 1",
+                 "hits, a column of the primary key of test.clash, is also a counter column");
+    refused_with(set, &CTX, "UPDATE DELAYED auto SET hits = hits + 1 WHERE site = 1 AND day = 2",
+                 "names no key and this proxy has no schema cache");
+    mr_ruleset_free(set);
+}
+
 static void load_errors(void **state)
 {
     (void)state;
-    expect_error("[delayed x]\ntable = s.t\ncolumns = c\n",
-                 "t.rules:1: [delayed x] has no key; delayed rules need key, the key columns a "
-                 "statement's WHERE names (reading the primary key from the schema is not done "
-                 "yet)\n");
     expect_error("[delayed x]\ntable = s.t\nkey = k\n",
                  "t.rules:1: [delayed x] has no columns; delayed rules need columns, the counter "
                  "columns UPDATE DELAYED may add to\n");
@@ -307,7 +370,7 @@ int main(void)
         cmocka_unit_test(prepared),       cmocka_unit_test(multi_statement),
         cmocka_unit_test(refusals),       cmocka_unit_test(no_rule),
         cmocka_unit_test(untouched),      cmocka_unit_test(load_defaults),
-        cmocka_unit_test(load_errors),
+        cmocka_unit_test(load_errors),    cmocka_unit_test(key_from_schema),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

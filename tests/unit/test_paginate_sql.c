@@ -7,6 +7,7 @@
 #include "test_rules.h"
 
 #include "myrewrite/paginate_sql.h"
+#include "myrewrite/schema_desc.h"
 
 static const char RULES[] =
     "[paginate orders]\n"
@@ -147,8 +148,8 @@ static void passes_untouched(void **state)
         "SELECT @n := @n + 1 FROM orders ORDER BY id LIMIT 5000, 20",
         "SELECT /*+ NO_INDEX(orders) */ * FROM orders ORDER BY id LIMIT 5000, 20",
         "SELECT * FROM customers ORDER BY id LIMIT 5000, 20",
-        "SELECT * FROM orders ORDER BY id LIMIT ?, 20",
-        "SELECT * FROM orders ORDER BY id LIMIT 5000, ?",
+        "SELECT * FROM orders ORDER BY id LIMIT 500, ?",
+        "SELECT * FROM orders ORDER BY id LIMIT ?",
         "SELECT * FROM orders ORDER BY id LIMIT 5000.5, 20",
         "UPDATE orders SET x = 1 ORDER BY id LIMIT 5000",
         "DELETE FROM orders ORDER BY id LIMIT 5000",
@@ -160,8 +161,24 @@ static void passes_untouched(void **state)
 static void prepared(void **state)
 {
     (void)state;
-    expect_sent(rs, &PREP, "SELECT * FROM orders ORDER BY id LIMIT ?, ?", MR_ACT_PASS,
-                "SELECT * FROM orders ORDER BY id LIMIT ?, ?");
+    /* a `?` offset is rewritten at prepare time, whatever the value will be;
+     * the parameters keep their order (select list, WHERE, then LIMIT) */
+    expect_sent(rs, &PREP, "SELECT * FROM orders ORDER BY id LIMIT ?, ?", MR_ACT_REWRITE,
+                "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders ORDER BY id LIMIT ?, ?)"
+                DJ " ORDER BY id");
+    expect_sent(rs, &PREP, "SELECT a + ? AS x FROM orders o WHERE s = ? ORDER BY o.c LIMIT ? "
+                "OFFSET ?", MR_ACT_REWRITE,
+                "SELECT a + ? AS x FROM orders o JOIN (SELECT `id` FROM orders o WHERE s = ? "
+                "ORDER BY o.c, o.`id` LIMIT ? OFFSET ?)" DJ " ORDER BY o.c, o.`id`");
+    /* a numeric offset with a `?` count: the threshold still decides */
+    expect_sent(rs, &PREP, "SELECT * FROM orders ORDER BY id LIMIT 2000, ?", MR_ACT_REWRITE,
+                "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders ORDER BY id LIMIT 2000, "
+                "?)" DJ " ORDER BY id");
+    expect_sent(rs, &PREP, "SELECT * FROM orders ORDER BY id LIMIT 20, ?", MR_ACT_PASS,
+                "SELECT * FROM orders ORDER BY id LIMIT 20, ?");
+    /* ORDER BY ? would be needed twice: never rewritten */
+    expect_sent(rs, &PREP, "SELECT * FROM orders ORDER BY IF(?, a, b) LIMIT ?, 5", MR_ACT_PASS,
+                "SELECT * FROM orders ORDER BY IF(?, a, b) LIMIT ?, 5");
     expect_sent(rs, &PREP, "SELECT * FROM orders WHERE s = ? ORDER BY id LIMIT 1000, 5",
                 MR_ACT_REWRITE,
                 "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders WHERE s = ? ORDER BY id "
@@ -208,7 +225,10 @@ static void edges(void **state)
     rw("SELECT * FROM capped ORDER BY id LIMIT 5000, 1",
        "SELECT capped.* FROM capped JOIN (SELECT `id` FROM capped ORDER BY id LIMIT 5000, 1)" DJ
        " ORDER BY id");
-    same("SELECT * FROM capped ORDER BY id LIMIT ?, 1");
+    /* the guardrail needs the offset's value: `?` is not refused at prepare */
+    expect_sent(rs, &PREP, "SELECT * FROM capped ORDER BY id LIMIT ?, 1", MR_ACT_REWRITE,
+                "SELECT capped.* FROM capped JOIN (SELECT `id` FROM capped ORDER BY id LIMIT ?, 1)"
+                DJ " ORDER BY id");
 }
 
 static void multi_statement(void **state)
@@ -236,12 +256,81 @@ static void star_rule(void **state)
     mr_ruleset_free(lo);
 }
 
+/* A fake schema source: `orders` has the primary key id, `lines` the
+ * composite (order_id, line_no), `heap` none, anything else is unknown. */
+static mr_key_status fake_row_key(void *arg, const char *schema, const char *table,
+                                  mr_row_key *out)
+{
+    int *calls = arg;
+    (*calls)++;
+    memset(out, 0, sizeof *out);
+    out->status = MR_KEY_UNKNOWN;
+    snprintf(out->why, sizeof out->why, "%s.%s not loaded yet", schema, table);
+    if (strcmp(table, "orders") == 0) {
+        out->status = MR_KEY_FOUND;
+        out->ncols = 1;
+        strcpy(out->cols[0], "id");
+    } else if (strcmp(table, "lines") == 0) {
+        out->status = MR_KEY_FOUND;
+        out->ncols = 2;
+        strcpy(out->cols[0], "order_id");
+        strcpy(out->cols[1], "line_no");
+    } else if (strcmp(table, "heap") == 0) {
+        out->status = MR_KEY_NONE;
+        snprintf(out->why, sizeof out->why, "%s.%s has no primary key", schema, table);
+    }
+    return out->status;
+}
+
+static void key_from_schema(void **state)
+{
+    (void)state;
+    int calls = 0;
+    mr_schema_source src = {.row_key = fake_row_key, .arg = &calls};
+    mr_stmt_ctx ctx = {.schema = "shop", .schema_src = &src};
+    mr_ruleset *any = load_ok("[paginate all]\ntable = *\nthreshold = 10\nmax_offset = 90000\n");
+    expect_sent(any, &ctx, "SELECT * FROM orders ORDER BY created LIMIT 10, 1", MR_ACT_REWRITE,
+                "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders ORDER BY created, "
+                "orders.`id` LIMIT 10, 1)" DJ " ORDER BY created, orders.`id`");
+    expect_sent(any, &ctx, "SELECT l.* FROM other.lines l ORDER BY l.sku DESC LIMIT 50, 5",
+                MR_ACT_REWRITE,
+                "SELECT l.* FROM other.lines l JOIN (SELECT `order_id`, `line_no` FROM other.lines "
+                "l ORDER BY l.sku DESC, l.`order_id`, l.`line_no` LIMIT 50, 5)" DJ2
+                " ORDER BY l.sku DESC, l.`order_id`, l.`line_no`");
+    /* no key, or not known yet: untouched, and the reason is in --explain */
+    expect_sent(any, &ctx, "SELECT * FROM heap ORDER BY a LIMIT 50, 5", MR_ACT_PASS,
+                "SELECT * FROM heap ORDER BY a LIMIT 50, 5");
+    expect_sent(any, &ctx, "SELECT * FROM fresh ORDER BY a LIMIT 50, 5", MR_ACT_PASS,
+                "SELECT * FROM fresh ORDER BY a LIMIT 50, 5");
+    char *ex = explain_text(any, &ctx, "SELECT * FROM heap ORDER BY a LIMIT 50, 5");
+    assert_non_null(strstr(ex, "no key: shop.heap has no primary key"));
+    free(ex);
+    ex = explain_text(any, &ctx, "SELECT * FROM fresh ORDER BY a LIMIT 50, 5");
+    assert_non_null(strstr(ex, "no key: shop.fresh not loaded yet"));
+    free(ex);
+    /* the guardrail does not need the key */
+    mr_match_result res = result_new();
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    apply_ctx(any, "SELECT * FROM heap ORDER BY a LIMIT 90001, 5", &ctx, s, &res);
+    assert_int_equal(res.action, MR_ACT_BLOCK);
+    result_free(&res);
+    mr_rules_scratch_free(s);
+    /* without a schema source (--explain), nothing is rewritten */
+    expect_sent(any, &CTX, "SELECT * FROM orders ORDER BY id LIMIT 10, 1", MR_ACT_PASS,
+                "SELECT * FROM orders ORDER BY id LIMIT 10, 1");
+    /* a rule with key never asks the schema */
+    int before = calls;
+    expect_sent(rs, &ctx, "SELECT * FROM orders ORDER BY id LIMIT 1000, 1", MR_ACT_REWRITE,
+                "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders ORDER BY id LIMIT "
+                "1000, 1)" DJ " ORDER BY id");
+    assert_int_equal(calls, before);
+    assert_true(before > 0);
+    mr_ruleset_free(any);
+}
+
 static void load_errors(void **state)
 {
     (void)state;
-    expect_error("[paginate p]\ntable = t\n",
-                 "t.rules:1: [paginate p] has no key; paginate rules need key, the table's "
-                 "primary-key columns (reading the primary key from the schema is not done yet)\n");
     expect_error("[paginate p]\ntable = t\nkey = id\nstrategy = seek\n",
                  "t.rules:4: strategy = 'seek' in [paginate p]: expected deferred_join, keyset "
                  "or auto\n");
@@ -272,6 +361,7 @@ int main(void)
         cmocka_unit_test(hostile_literals), cmocka_unit_test(passes_untouched),
         cmocka_unit_test(prepared), cmocka_unit_test(edges),
         cmocka_unit_test(multi_statement), cmocka_unit_test(star_rule),
+        cmocka_unit_test(key_from_schema),
         cmocka_unit_test(load_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

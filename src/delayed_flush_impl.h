@@ -1,0 +1,53 @@
+/*
+ * delayed_flush_impl.h - what delayed_flush.c shares with the flush path for
+ * non-transactional tables (delayed_flush_locked.c): the flusher's view of
+ * one delayed rule, and the chunk steps both paths use.
+ *
+ * Flusher thread only: every function here runs on its bgconn connection.
+ */
+#ifndef MYREWRITE_DELAYED_FLUSH_IMPL_H
+#define MYREWRITE_DELAYED_FLUSH_IMPL_H
+
+#include <mysql.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "myrewrite/buf.h"
+#include "myrewrite/rules.h"
+
+/* One delayed rule as the flusher sees it. */
+typedef struct table {
+    mr_delayed_def def;  /* keys filled from the primary key when the rule has none */
+    bool key_from_schema;/* def.keys were read from information_schema (again per connect) */
+    char *rule;
+    char lock_name[65];  /* GET_LOCK name shared by every proxy */
+    bool ready;          /* staging table checked on the current connection */
+    uint64_t next_ms;    /* monotonic time of the next flush */
+    uint64_t setup_after_ms; /* a failed check is retried from this time on */
+    bool locked;         /* the table is not transactional: the LOCK TABLES path */
+    const char *read_from; /* table the chunk reads: NULL for staging (FOR UPDATE), or
+                              the locked path's snapshot (a TEMPORARY table) */
+    char tmp_name[65];   /* locked path: the snapshot's name, `<staging>_mrsnap` */
+    struct mr_rule_stats *stats; /* this rule's SHOW DELAYED row; NULL when out of room */
+    bool tmp_ready;      /* locked path: the snapshot exists on this connection */
+} table;
+
+/* Runs the text built in b; logs and counts a failure. */
+bool dflush_exec(MYSQL *db, const mr_buf *b, const table *t, const char *what);
+/* `schema`.`name` */
+void dflush_put_table(mr_buf *b, const char *schema, const char *name);
+/* Reads up to flush_rows rows of t->read_from in seq order, sums them per key
+ * and applies deletes then adds to the main table; no transaction of its
+ * own. The rows read, or -1 on a failure. *written counts the keys written
+ * by the statements that succeeded (0: the main table is untouched). */
+long dflush_apply(MYSQL *db, const table *t, uint64_t *written);
+/* Counts one applied chunk of n rows. */
+void dflush_count_chunk(long n);
+/* Counts a failure that dflush_exec did not see. */
+void dflush_count_error(void);
+
+/* The locked path's chunk (delayed_flush_locked.c): snapshot, delete,
+ * unlock, apply. The rows applied, or -1. */
+long dflush_locked_chunk(MYSQL *db, table *t);
+
+#endif
