@@ -237,12 +237,7 @@ static bool exec_buf(MYSQL *db, const mr_buf *b, const table *t, const char *wha
     if (mysql_real_query(db, (const char *)b->data, (unsigned long)b->len) == 0)
         return true;
     mr_warn(0, "delayed %s: %s failed: %u %s", t->rule, what, mysql_errno(db), mysql_error(db));
-    mr_stat_add(&D.stats.errors, 1);
-    if (t->stats) {
-        mr_stat_add(&t->stats->errors, 1);
-        mr_rule_stats_set_error(t->stats, what, mysql_errno(db), mysql_error(db));
-        atomic_store_explicit(&t->stats->last_error_at, unix_ms(), memory_order_relaxed);
-    }
+    dflush_count_error(t, what, mysql_errno(db), mysql_error(db));
     return false;
 }
 
@@ -423,7 +418,7 @@ static bool staging_columns_ok(MYSQL *db, const table *t)
     mr_error(0, "delayed %s: the staging table %s.%s exists without the column(s) %s that this "
              "rule stages into; not flushing it (drop or rename it once it is empty, or set "
              "staging_table)", t->rule, t->def.schema, t->def.staging_table, missing);
-    mr_stat_add(&D.stats.errors, 1);
+    dflush_count_error(t, "the staging table check", 0, "the staging table lacks columns");
     return false;
 }
 
@@ -781,12 +776,7 @@ static long flush_chunk(MYSQL *db, const table *t)
         (void)mysql_query(db, "ROLLBACK");
         return -1;
     }
-    if (n > 0) {
-        mr_stat_add(&D.stats.chunks, 1);
-        mr_stat_add(&D.stats.rows, (uint64_t)n);
-        if (t->stats)
-            mr_stat_add(&t->stats->flushed, (uint64_t)n);
-    }
+    dflush_count_chunk(t, n);
     return n;
 }
 
@@ -1054,15 +1044,22 @@ long dflush_apply(MYSQL *db, const table *t, uint64_t *written)
     return n;
 }
 
-void dflush_count_chunk(long n)
+void dflush_count_chunk(const table *t, long n)
 {
-    if (n > 0) {
-        mr_stat_add(&D.stats.chunks, 1);
-        mr_stat_add(&D.stats.rows, (uint64_t)n);
-    }
+    if (n <= 0)
+        return;
+    mr_stat_add(&D.stats.chunks, 1);
+    mr_stat_add(&D.stats.rows, (uint64_t)n);
+    if (t->stats)
+        mr_stat_add(&t->stats->flushed, (uint64_t)n);
 }
 
-void dflush_count_error(void)
+void dflush_count_error(const table *t, const char *what, unsigned code, const char *msg)
 {
     mr_stat_add(&D.stats.errors, 1);
+    if (!t->stats)
+        return;
+    mr_stat_add(&t->stats->errors, 1);
+    mr_rule_stats_set_error(t->stats, what, code, msg);
+    atomic_store_explicit(&t->stats->last_error_at, unix_ms(), memory_order_relaxed);
 }

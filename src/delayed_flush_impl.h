@@ -41,10 +41,12 @@ void dflush_put_table(mr_buf *b, const char *schema, const char *name);
  * own. The rows read, or -1 on a failure. *written counts the keys written
  * by the statements that succeeded (0: the main table is untouched). */
 long dflush_apply(MYSQL *db, const table *t, uint64_t *written);
-/* Counts one applied chunk of n rows. */
-void dflush_count_chunk(long n);
-/* Counts a failure that dflush_exec did not see. */
-void dflush_count_error(void);
+/* Counts one applied chunk of n rows, globally and on the rule's SHOW
+ * DELAYED row. */
+void dflush_count_chunk(const table *t, long n);
+/* Counts a failure (`what` failed with `code`, 0 when not a server error,
+ * and `msg`) globally and on the rule's SHOW DELAYED row. */
+void dflush_count_error(const table *t, const char *what, unsigned code, const char *msg);
 
 /* The locked path's chunk (delayed_flush_locked.c): snapshot, delete,
  * unlock, apply. The rows applied, or -1. */

@@ -127,7 +127,7 @@ static long apply_snapshot(MYSQL *db, table *t)
         mr_error(0, "delayed %s: the update of %s.%s (not transactional) failed %s; %s staged "
                  "rows taken for it are lost", t->rule, t->def.schema, t->def.table,
                  gone ? "with its connection" : "part way", count);
-        dflush_count_error();
+        dflush_count_error(t, "the update from the flush snapshot", 0, "rows lost");
         if (gone) {
             t->tmp_ready = false; /* the server dropped the temporary table with it */
             return -1;
@@ -135,7 +135,7 @@ static long apply_snapshot(MYSQL *db, table *t)
     }
     if (!run_sql(db, t, "emptying the flush snapshot", "DELETE FROM ", t->tmp_name, ""))
         return -1;
-    dflush_count_chunk(n);
+    dflush_count_chunk(t, n);
     return n;
 }
 

@@ -295,8 +295,8 @@ static void key_from_schema(void **state)
     expect_sent(any, &ctx, "SELECT l.* FROM other.lines l ORDER BY l.sku DESC LIMIT 50, 5",
                 MR_ACT_REWRITE,
                 "SELECT l.* FROM other.lines l JOIN (SELECT `order_id`, `line_no` FROM other.lines "
-                "l ORDER BY l.sku DESC, l.`order_id`, l.`line_no` LIMIT 50, 5)" DJ2
-                " ORDER BY l.sku DESC, l.`order_id`, l.`line_no`");
+                "l ORDER BY l.sku DESC, l.`order_id` DESC, l.`line_no` DESC LIMIT 50, 5)" DJ2
+                " ORDER BY l.sku DESC, l.`order_id` DESC, l.`line_no` DESC");
     /* no key, or not known yet: untouched, and the reason is in --explain */
     expect_sent(any, &ctx, "SELECT * FROM heap ORDER BY a LIMIT 50, 5", MR_ACT_PASS,
                 "SELECT * FROM heap ORDER BY a LIMIT 50, 5");
