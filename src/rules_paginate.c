@@ -113,9 +113,11 @@ rule_why rules_paginate(run *R, stmt *S, const mr_rule *r, bytes *out)
     /* the statement's text is not NUL-terminated: the tail is copied by length */
     mr_pag_outcome o = mr_paginate_sql(S->text, S->len, R->s->tok, &S->st, &def,
                                        R->ctx->schema, b, &info);
-    if (o == MR_PAG_PASS && info.no_key) {
+    bool keyset = r->paginate->strategy != MR_PAGINATE_DEFERRED_JOIN;
+    if (o == MR_PAG_PASS && !def.nkeys && (info.no_key || keyset)) {
         /* a page the rewrite would take, but the rule names no key: only now is
-         * the schema asked (a lookup per SELECT would load every table read) */
+         * the schema asked (a lookup per SELECT would load every table read);
+         * keyset also orders shallow pages by the key, to bookmark them */
         mr_row_key rk;
         char *names[MR_SD_MAX_KEY_COLS];
         key_from_schema(R, S, &rk, names, &def);
@@ -126,8 +128,8 @@ rule_why rules_paginate(run *R, stmt *S, const mr_rule *r, bytes *out)
     }
     if (o == MR_PAG_TOO_DEEP)
         return too_deep(R, r, info.offset);
-    if (r->paginate->strategy != MR_PAGINATE_DEFERRED_JOIN)
-        return rules_paginate_keyset(R, S, r, o, &info, out);
+    if (keyset)
+        return rules_paginate_keyset(R, S, r, &def, o, &info, out);
     if (o == MR_PAG_PASS)
         return not_this(R, info.why);
     return copy_out(R, b, out, &info);

@@ -94,10 +94,9 @@ static rule_why seek(run *R, stmt *S, const mr_rule *r, uint64_t pos, const char
     return WHY_MATCHED;
 }
 
-rule_why rules_paginate_keyset(run *R, stmt *S, const mr_rule *r, mr_pag_outcome o,
-                               const mr_pag_info *info, bytes *out)
+rule_why rules_paginate_keyset(run *R, stmt *S, const mr_rule *r, const mr_paginate_def *def,
+                               mr_pag_outcome o, const mr_pag_info *info, bytes *out)
 {
-    const mr_paginate_def *def = r->paginate;
     mr_keyset_note *note = &R->res->keyset;
     const char *why = NULL;
     if (note->watch)

@@ -112,8 +112,8 @@ rule_why rules_paginate(run *R, stmt *S, const mr_rule *r, bytes *out);
 /* The keyset and auto strategies, after mr_paginate_sql gave `o` and `info`
  * (its deferred join, if any, in the scratch's paginate_out): a seek, the
  * deferred join, or untouched; fills R->res->keyset (rules_paginate_keyset.c). */
-rule_why rules_paginate_keyset(run *R, stmt *S, const mr_rule *r, mr_pag_outcome o,
-                               const mr_pag_info *info, bytes *out);
+rule_why rules_paginate_keyset(run *R, stmt *S, const mr_rule *r, const mr_paginate_def *def,
+                               mr_pag_outcome o, const mr_pag_info *info, bytes *out);
 /* How the delayed path (rules_delayed.c) left a statement. */
 typedef enum delayed_step {
     DELAYED_NONE,    /* not a DELAYED statement (or no delayed rule): the rules meet it */

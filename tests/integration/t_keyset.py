@@ -65,6 +65,12 @@ strategy = keyset
 bookmark_ttl = 1s
 log = full
 
+[paginate nokey]
+table = k_nokey
+threshold = %(th)d
+strategy = keyset
+log = full
+
 [paginate nulls]
 table = k_null
 key = id
@@ -87,7 +93,9 @@ def start_proxy():
     log = open(LOG, "w")
     p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
                           "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
-                          "--workers", "2", "--log-level", "info"],
+                          "--workers", "2", "--log-level", "info",
+                          "--set", "proxy_user=%s" % t.USER,
+                          "--set", "proxy_password=%s" % t.PASSWORD],
                          stdout=log, stderr=log)
     for _ in range(100):
         try:
@@ -101,7 +109,10 @@ def start_proxy():
 
 def setup(d):
     cur = d.cursor()
-    cur.execute("DROP TABLE IF EXISTS k_items, k_pairs, k_str, k_bin, k_null")
+    cur.execute("DROP TABLE IF EXISTS k_items, k_pairs, k_str, k_bin, k_null, k_nokey")
+    cur.execute("CREATE TABLE k_nokey (id INT PRIMARY KEY, score INT NOT NULL, KEY (score))"
+                " ENGINE=InnoDB")
+    cur.execute("INSERT INTO k_nokey SELECT seq, seq %% 40 FROM seq_1_to_%d" % ROWS)
     cur.execute("CREATE TABLE k_items (id INT PRIMARY KEY, grp INT NOT NULL, score INT NOT NULL,"
                 " name VARCHAR(30) NOT NULL, KEY (score), KEY (grp, score)) ENGINE=InnoDB")
     cur.execute("INSERT INTO k_items SELECT seq, seq %% 7, seq %% 100, CONCAT('n', seq)"
@@ -226,6 +237,17 @@ def walks(d, conns):
                "SELECT * FROM k_str ORDER BY s DESC", page=4)
     check_walk(d, conns, "bins", "SELECT * FROM k_bin ORDER BY b LIMIT %(off)d, %(n)d",
                "SELECT * FROM k_bin ORDER BY b", page=5)
+    nokey(d, conns)
+
+
+def nokey(d, conns):
+    """A rule without `key`: the primary key comes from the schema cache. The
+    first statement only asks for it (sent as it is); once it is loaded, walks
+    seek as with a key in the rule."""
+    conns[0].cursor().execute("SELECT * FROM k_nokey ORDER BY score LIMIT 0, 1")
+    time.sleep(1)
+    check_walk(d, conns, "nokey", "SELECT * FROM k_nokey ORDER BY score LIMIT %(off)d, %(n)d",
+               "SELECT * FROM k_nokey ORDER BY score, id")
 
 
 def nullable(d, conns):
