@@ -2,7 +2,7 @@
 """paginate rules (deferred join and max_offset) end to end: a proxy of its own with
 paginate rules in front of the real mariadbd.
 
-  * 10^5-row tables filled server-side from seq_1_to_100000 (the Sequence engine);
+  * 10^6-row tables filled server-side from the Sequence engine (MR_PAGINATE_ROWS);
   * random pages at random depths through the proxy return exactly the rows, in the
     order, of the original query sent direct: WHERE filters, DESC, mixed directions,
     a secondary-index ORDER BY with ties (compared with the order the proxy makes
@@ -11,10 +11,11 @@ paginate rules in front of the real mariadbd.
   * the proxy's log shows the pages were rewritten (log = full);
   * a page beyond max_offset gets ERR 1235 naming the limit; the page at max_offset
     does not.
-Environment: MR_PAGINATE_PORT (26048), MR_BIN, MR_PAGINATE_SEED.
+Environment: MR_PAGINATE_PORT (26048), MR_BIN, MR_PAGINATE_SEED, MR_PAGINATE_ROWS\n(10^6), MR_PAGINATE_PAGES (25 random pages per shape).
 """
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -26,8 +27,9 @@ import pymysql  # noqa: E402
 PORT = int(os.environ.get("MR_PAGINATE_PORT", "26048"))
 BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
                                             "myrewrite"))
-ROWS = 100000
-PAGES = 25
+ROWS = int(os.environ.get("MR_PAGINATE_ROWS", "1000000"))
+PAGES = int(os.environ.get("MR_PAGINATE_PAGES", "25"))
+MAX_OFFSET = ROWS * 9 // 10  # the items rule's guardrail
 RULES_DIR = os.path.join(t.TMP, "paginate_rules")
 LOG = os.path.join(t.TMP, "paginate.log")
 RULES = """
@@ -35,7 +37,7 @@ RULES = """
 table = %s.p_items
 key = id
 threshold = 100
-max_offset = 90000
+max_offset = %d
 log = full
 
 [paginate pairs]
@@ -43,7 +45,7 @@ table = p_pairs
 key = a, b
 threshold = 100
 log = full
-""" % t.DB
+""" % (t.DB, MAX_OFFSET)
 
 # (query sent through the proxy, query sent direct): %(off)d / %(n)d are filled in.
 # Where the ORDER BY has ties, the direct query carries the key the proxy appends.
@@ -66,6 +68,10 @@ SHAPES = [
     ("SELECT b, v FROM p_pairs ORDER BY v DESC LIMIT %(off)d, %(n)d",
      "SELECT b, v FROM p_pairs ORDER BY v DESC, a DESC, b DESC LIMIT %(off)d, %(n)d", ROWS),
 ]
+
+
+# the one shape whose WHERE tests columns no index holds (name, pad)
+UNINDEXED_WHERE = "WHERE name LIKE 'n1%' AND pad <> 'it''s'"
 
 
 def start_proxy():
@@ -109,7 +115,7 @@ def pages(d, c, rng):
         direct = direct or via
         bad = []
         for _ in range(PAGES):
-            args = {"off": rng.randint(100, min(depth, 90000)), "n": rng.randint(1, 40)}
+            args = {"off": rng.randint(100, min(depth, MAX_OFFSET)), "n": rng.randint(1, 40)}
             dc.execute(direct % args)
             pc.execute(via % args)
             want, got = dc.fetchall(), pc.fetchall()
@@ -120,16 +126,52 @@ def pages(d, c, rng):
     return checked
 
 
+def rewritten_forms():
+    """One rewritten text per shape (LIMIT numbers aside), from the proxy's log."""
+    forms = {}
+    with open(LOG) as f:
+        for line in f:
+            if " -> " in line and "myrewrite_dj" in line:
+                text = line.rstrip("\n").split(" -> ", 1)[1]
+                forms.setdefault(re.sub(r"LIMIT \d+(, \d+| OFFSET \d+)", "LIMIT", text), text)
+    return list(forms.values())
+
+
+def explain_forms(d):
+    """The inner query of each deferred join finds its page on an index (an index
+    scan, range or ref), not by reading the full rows (type ALL) -- except where the
+    WHERE filters on columns no index holds (UNINDEXED_WHERE), which the server can
+    only test on the rows, rewritten or not; the outer query reads the page's rows
+    by key (eq_ref on the derived table's key)."""
+    cur = d.cursor(pymysql.cursors.DictCursor)
+    forms = rewritten_forms()
+    t.check(len(forms) >= len(SHAPES), "a rewritten form for each shape", len(forms))
+    for text in forms:
+        scan_ok = UNINDEXED_WHERE in text
+        cur.execute("EXPLAIN " + text)
+        plan = cur.fetchall()
+        inner = [r for r in plan if r["select_type"] == "DERIVED"]
+        outer = [r for r in plan if r["select_type"] == "PRIMARY" and
+                 not r["table"].startswith("<derived")]
+        ok = (len(inner) == 1 and (inner[0]["type"] in ("index", "range", "ref") or scan_ok) and
+              len(outer) == 1 and outer[0]["type"] == "eq_ref")
+        t.check(ok, "EXPLAIN: the inner query walks an index, the outer reads by key: %s"
+                % text[:120], [(r["select_type"], r["table"], r["type"], r["key"],
+                                r["Extra"]) for r in plan])
+
+
 def guardrail(c):
     cur = c.cursor()
-    cur.execute("SELECT id FROM p_items ORDER BY id LIMIT 90000, 3")
-    t.eq("the page at max_offset is served", ((90001,), (90002,), (90003,)), cur.fetchall())
+    cur.execute("SELECT id FROM p_items ORDER BY id LIMIT %d, 3" % MAX_OFFSET)
+    t.eq("the page at max_offset is served",
+         tuple((MAX_OFFSET + k,) for k in (1, 2, 3)), cur.fetchall())
     try:
-        cur.execute("SELECT id FROM p_items ORDER BY id LIMIT 90001, 3")
+        cur.execute("SELECT id FROM p_items ORDER BY id LIMIT %d, 3" % (MAX_OFFSET + 1))
         t.not_ok("a page beyond max_offset is refused", "it succeeded")
     except pymysql.err.MySQLError as e:
         code, msg = e.args[0], e.args[1]
-        t.check(code == 1235 and "90001" in msg and "90000" in msg and "keyset" in msg,
+        t.check(code == 1235 and str(MAX_OFFSET + 1) in msg and str(MAX_OFFSET) in msg and
+                "keyset" in msg,
                 "a page beyond max_offset gets ERR 1235 naming the limit", (code, msg))
     cur.execute("SELECT 1")
     t.eq("the session goes on after the refusal", ((1,),), cur.fetchall())
@@ -152,6 +194,7 @@ def main():
         c = t.connect(PORT, autocommit=True)
         n = pages(d, c, random.Random(seed))
         guardrail(c)
+        explain_forms(d)
         c.close()
         time.sleep(0.2)
         with open(LOG) as f:
