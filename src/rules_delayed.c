@@ -11,7 +11,9 @@
  */
 #include <string.h>
 
+#include "myrewrite/delayed_mem.h"
 #include "myrewrite/delayed_sql.h"
+#include <stdio.h>
 #include "rules_run.h"
 
 /* UPDATE or DELETE first: only those are worth a full parse. */
@@ -64,6 +66,36 @@ static size_t find_rule(const run *R, const stmt *S, const mr_delayed_stmt *d)
     return SIZE_MAX;
 }
 
+/* mode = memory: the deltas go to the worker's shard (the session adds
+ * them, delayed_mem.h) and the proxy answers; a text query of one
+ * statement only, since the answer is the proxy's own OK. */
+static delayed_step into_memory(run *R, stmt *S, const mr_delayed_stmt *d, size_t i)
+{
+    mr_rules_scratch *s = R->s;
+    const mr_delayed_def *def = R->rs->rules[i].delayed;
+    if (R->ctx->prepared) {
+        snprintf(s->delayed_msg, sizeof s->delayed_msg, "DELAYED on %s.%s (mode = memory) is "
+                 "not taken in a server-side prepared statement yet; send it as a text query",
+                 def->schema, def->table);
+        return refuse(R, i);
+    }
+    if (R->multi) {
+        snprintf(s->delayed_msg, sizeof s->delayed_msg, "DELAYED on %s.%s (mode = memory) is "
+                 "not taken in a multi-statement query; send it on its own", def->schema,
+                 def->table);
+        return refuse(R, i);
+    }
+    bool no_bs = (R->ctx->lex_flags & SQL_LEX_NO_BACKSLASH_ESCAPES) != 0;
+    if (!mr_dmem_read_stmt(S->text, s->tok, d, def, no_bs, &s->dmem, s->delayed_msg,
+                           sizeof s->delayed_msg))
+        return refuse(R, i);
+    rules_count_hit(R, i);
+    trace(R, i, WHY_MATCHED, "added to the proxy's memory");
+    R->res->action = MR_ACT_DELAYED_MEMORY;
+    R->res->dmem = &s->dmem;
+    return DELAYED_MEMORY;
+}
+
 bool mr_ruleset_has_delayed(const mr_ruleset *rs)
 {
     return rs && rs->has_delayed;
@@ -88,6 +120,8 @@ delayed_step rules_delayed(run *R, stmt *S)
         return refuse(R, SIZE_MAX);
     }
     const mr_rule *r = &R->rs->rules[i];
+    if (r->delayed->mode == MR_DELAYED_MEMORY)
+        return into_memory(R, S, &d, i);
     mr_buf_reset(&s->delayed_out);
     if (!mr_delayed_build(S->text, s->tok, S->st.end, &d, r->delayed, R->ctx->prepared,
                           &s->delayed_out, s->delayed_msg, sizeof s->delayed_msg))

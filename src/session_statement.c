@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "myrewrite/delayed_mem.h"
 #include "myrewrite/log.h"
 #include "myrewrite/rules.h"
 #include "myrewrite/sql_lexer.h"
@@ -59,6 +60,32 @@ static void log_matches(mr_session *s, const mr_match_result *res, const char *s
     }
 }
 
+/* A memory-mode DELAYED statement: its deltas go into this worker's shard
+ * and the proxy answers itself, OK with the keys touched as affected rows
+ * (or the ERR of a full table). Nothing reaches the backend. */
+static stmt_verdict ss_delayed_memory(mr_session *s, const mr_dmem_batch *b)
+{
+    char err[512];
+    uint64_t affected = 0;
+    s->from_client.discard = true;
+    s->digest = NULL;
+    s->schema_pending = false;
+    if (mr_dmem_apply(s->w->id, b, &affected, err, sizeof err) != 0) {
+        mr_stat_add(&s->w->stats.statements_blocked, 1);
+        ss_send_err(s, 1, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, err);
+        return STMT_ANSWERED;
+    }
+    mr_stat_add(&s->w->stats.statements_rewritten, 1);
+    mr_buf ok;
+    mr_buf_init(&ok);
+    /* the session's own status (autocommit, in transaction), never "more results" */
+    mr_ok_build(&ok, 1, affected, 0, (uint16_t)(s->tracker.status & ~MR_STATUS_MORE_RESULTS), 0);
+    if (!ok.failed)
+        mr_conn_write(s->client, ok.data, ok.len);
+    mr_buf_free(&ok);
+    return STMT_ANSWERED;
+}
+
 /* A whole COM_QUERY or COM_STMT_PREPARE: run the front end and act on it. */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len)
 {
@@ -90,6 +117,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         s->schema_pending = false;
         return STMT_ANSWERED;
     }
+    if (res->action == MR_ACT_DELAYED_MEMORY)
+        return ss_delayed_memory(s, res->dmem);
     if (res->action == MR_ACT_REWRITE) {
         mr_buf out;
         mr_buf_init(&out);

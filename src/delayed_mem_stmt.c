@@ -1,0 +1,263 @@
+/*
+ * delayed_mem_stmt.c - a memory-mode DELAYED statement to the batch the
+ * worker adds to its shard (delayed_mem.h): literals become their values,
+ * so that the store coalesces `5` and '5' into one key and the flusher can
+ * quote them afresh for its own connection.
+ *
+ * Pure, any thread. Writes only the caller's batch and message.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "myrewrite/delayed_mem.h"
+
+size_t mr_dmem_columns(const mr_delayed_def *def)
+{
+    return def->ncolumns + def->nset_columns;
+}
+
+const char *mr_dmem_column(const mr_delayed_def *def, size_t i)
+{
+    return i < def->ncolumns ? def->columns[i] : def->set_columns[i - def->ncolumns];
+}
+
+void mr_dmem_batch_free(mr_dmem_batch *b)
+{
+    mr_buf_free(&b->keys);
+    mr_buf_free(&b->text);
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static const char prepared_msg[] = "DELAYED in mode = memory is not taken in a server-side "
+                                   "prepared statement yet; send it as a text query";
+
+/* X'4142' or 0x4142: the bytes. */
+static bool put_hex(mr_buf *out, const char *p, size_t n)
+{
+    if (n >= 2 && p[0] == '0') { /* 0x...: an odd count has an implied leading 0 */
+        p += 2;
+        n -= 2;
+    } else { /* X'...' */
+        p += 2;
+        n -= 3;
+    }
+    size_t i = 0;
+    if (n % 2) {
+        mr_buf_put_u8(out, (uint8_t)hexval(p[0]));
+        i = 1;
+    }
+    for (; i + 1 < n; i += 2) {
+        int hi = hexval(p[i]), lo = hexval(p[i + 1]);
+        if (hi < 0 || lo < 0)
+            return false;
+        mr_buf_put_u8(out, (uint8_t)(hi * 16 + lo));
+    }
+    return true;
+}
+
+/* The value of a quoted string: quotes off, doubled quotes and (unless
+ * no_backslash) backslash escapes resolved as mysqld resolves them. */
+static void put_string(mr_buf *out, const char *p, size_t n, bool no_backslash)
+{
+    char q = p[0];
+    for (size_t i = 1; i + 1 < n; i++) {
+        char c = p[i];
+        if (c == q) { /* doubled quote */
+            i++;
+        } else if (c == '\\' && !no_backslash && i + 2 < n) {
+            c = p[++i];
+            switch (c) {
+            case '0': c = '\0'; break;
+            case 'b': c = '\b'; break;
+            case 'n': c = '\n'; break;
+            case 'r': c = '\r'; break;
+            case 't': c = '\t'; break;
+            case 'Z': c = '\032'; break;
+            case '%': case '_': mr_buf_put_u8(out, '\\'); break; /* kept, as mysqld does */
+            default: break;
+            }
+        }
+        mr_buf_put_u8(out, (uint8_t)c);
+    }
+}
+
+/* A number as written, leading zeros of its integer part dropped. */
+static void put_number(mr_buf *out, bool minus, const char *p, size_t n)
+{
+    if (minus)
+        mr_buf_put_u8(out, '-');
+    while (n > 1 && p[0] == '0' && p[1] >= '0' && p[1] <= '9') {
+        p++;
+        n--;
+    }
+    mr_buf_put(out, p, n);
+}
+
+/* The value of the literal starting at token i into out. */
+static bool put_value(const char *text, const sql_token *tok, uint32_t i, uint32_t end,
+                      bool no_backslash, mr_buf *out, char *err, size_t errlen)
+{
+    bool minus = false;
+    while (i < end && tok[i].kind == SQL_TOK_COMMENT)
+        i++;
+    if (i < end && tok[i].kind == SQL_TOK_OP) { /* the `-` mr_delayed_parse let through */
+        minus = true;
+        for (i++; i < end && tok[i].kind == SQL_TOK_COMMENT; i++)
+            ;
+    }
+    const sql_token *t = &tok[i];
+    const char *p = text + t->off;
+    switch (t->kind) {
+    case SQL_TOK_NUMBER: put_number(out, minus, p, t->len); return true;
+    case SQL_TOK_HEX:
+        if (put_hex(out, p, t->len))
+            return true;
+        break;
+    case SQL_TOK_STRING:
+        if (!(t->flags & SQL_TF_INTRODUCER)) {
+            put_string(out, p, t->len, no_backslash);
+            return true;
+        }
+        return mr_delayed_fail(err, errlen, "DELAYED in mode = memory: a string with a charset "
+                               "introducer (_utf8'...', N'...') is not taken; send it plain");
+    case SQL_TOK_PARAM: return mr_delayed_fail(err, errlen, "%s", prepared_msg);
+    default: break;
+    }
+    return mr_delayed_fail(err, errlen, "DELAYED in mode = memory: bit literals are not taken; "
+                           "write the value as a number or string");
+}
+
+/* The nth literal of a key's value range. */
+static uint32_t nth_literal(const sql_token *tok, const mr_delayed_key *k, uint32_t nth)
+{
+    uint32_t i = k->first;
+    for (uint32_t n = 0; n < nth; n++) {
+        mr_delayed_literal_at(tok, i, k->end, &i);
+        while (i < k->end && tok[i].kind != SQL_TOK_COMMA)
+            i++;
+        i++; /* past the comma */
+    }
+    return i;
+}
+
+/* One key tuple, in the rule's key order, each value length-prefixed. */
+static bool put_tuple(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
+                      const int *key, size_t nkeys, uint32_t row, bool no_backslash,
+                      mr_dmem_batch *b, char *err, size_t errlen)
+{
+    for (size_t want = 0; want < nkeys; want++)
+        for (unsigned i = 0; i < d->nkey; i++) {
+            if ((size_t)key[i] != want)
+                continue;
+            const mr_delayed_key *k = &d->key[i];
+            size_t at = b->keys.len;
+            mr_buf_put_u32(&b->keys, 0);
+            uint32_t first = nth_literal(tok, k, (int)i == d->in_term ? row : 0);
+            if (!put_value(text, tok, first, k->end, no_backslash, &b->keys, err, errlen))
+                return false;
+            uint32_t len = (uint32_t)(b->keys.len - at - 4);
+            if (!b->keys.failed)
+                memcpy(b->keys.data + at, &len, 4); /* little endian hosts only (x86, arm) */
+        }
+    return true;
+}
+
+/* A whole number (already checked by the parser) as int64. */
+static bool read_delta(const char *p, size_t n, bool minus, int64_t *out)
+{
+    char buf[32];
+    if (n >= sizeof buf)
+        return false;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    errno = 0;
+    char *end;
+    long long v = strtoll(buf, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = minus ? -v : v;
+    return true;
+}
+
+static bool read_ops(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
+                     const mr_delayed_def *def, const int *col, bool no_backslash,
+                     mr_dmem_batch *b, char *err, size_t errlen)
+{
+    for (unsigned i = 0; i < d->nset; i++) {
+        const mr_delayed_set *s = &d->set[i];
+        mr_dmem_colop *o = &b->ops[b->nops++];
+        *o = (mr_dmem_colop){.col = (uint16_t)col[i], .op = MR_DMEM_ADD};
+        if (!s->is_set) {
+            const sql_token *t = &tok[s->num];
+            if (t->kind == SQL_TOK_PARAM)
+                return mr_delayed_fail(err, errlen, "%s", prepared_msg);
+            if (!read_delta(text + t->off, t->len, s->minus, &o->n))
+                return mr_delayed_fail(err, errlen, "UPDATE DELAYED: %.*s is out of range for "
+                                       "a delta", (int)t->len, text + t->off);
+            continue;
+        }
+        o->off = (uint32_t)b->text.len;
+        uint32_t end;
+        mr_delayed_literal_at(tok, s->num, UINT32_MAX, &end);
+        if (!put_value(text, tok, s->num, end, no_backslash, &b->text, err, errlen))
+            return false;
+        o->len = (uint32_t)(b->text.len - o->off);
+        if ((size_t)col[i] >= def->ncolumns) {
+            o->op = MR_DMEM_SET_TEXT;
+            continue;
+        }
+        /* a counter column that may also be set: later adds add to the value */
+        o->op = MR_DMEM_SET_INT;
+        const char *v = (const char *)b->text.data + o->off;
+        bool neg = o->len && v[0] == '-';
+        bool digits = o->len > (neg ? 1u : 0u);
+        for (uint32_t k = neg ? 1 : 0; k < o->len; k++)
+            digits &= v[k] >= '0' && v[k] <= '9';
+        if (!digits || !read_delta(v + neg, o->len - neg, neg, &o->n))
+            return mr_delayed_fail(err, errlen, "UPDATE DELAYED on %s.%s: %s is a counter "
+                                   "column, so SET %s = takes a whole number", def->schema,
+                                   def->table, mr_dmem_column(def, (size_t)col[i]),
+                                   mr_dmem_column(def, (size_t)col[i]));
+        b->text.len = o->off;
+        o->len = 0;
+    }
+    return true;
+}
+
+bool mr_dmem_read_stmt(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
+                       const mr_delayed_def *def, bool no_backslash, mr_dmem_batch *b,
+                       char *err, size_t errlen)
+{
+    int col[MR_DELAYED_MAX_TERMS], key[MR_DELAYED_MAX_TERMS];
+    mr_buf_reset(&b->keys);
+    mr_buf_reset(&b->text);
+    b->def = def;
+    b->del = d->is_delete;
+    b->nops = 0;
+    b->nrows = 0;
+    if (!mr_delayed_check(text, tok, d, def, col, key, err, errlen) ||
+        !read_ops(text, tok, d, def, col, no_backslash, b, err, errlen))
+        return false;
+    uint32_t rows = d->in_term >= 0 ? d->key[d->in_term].count : 1;
+    if (rows > MR_DELAYED_MAX_ROWS)
+        return mr_delayed_fail(err, errlen, "DELAYED: at most %d values in the IN list",
+                               MR_DELAYED_MAX_ROWS);
+    for (uint32_t r = 0; r < rows; r++)
+        if (!put_tuple(text, tok, d, key, def->nkeys, r, no_backslash, b, err, errlen))
+            return false;
+    b->nrows = rows;
+    if (b->keys.failed || b->text.failed)
+        return mr_delayed_fail(err, errlen, "DELAYED: out of memory");
+    return true;
+}
