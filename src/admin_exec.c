@@ -59,6 +59,10 @@ static void flush_delayed(const mr_buf *arg, mr_buf *out)
         mr_admin_lines_result(out, "result", "still flushing after 10 s; it goes on in the "
                                              "background");
         return;
+    case 2:
+        mr_admin_lines_result(out, "result", "a memory-mode chunk failed (see the log); its "
+                                             "deltas are kept and retried");
+        return;
     default:
         mr_admin_error(out, MR_ER_UNKNOWN_COM, "42000",
                        "nothing to flush: no [delayed] rule is in force, or proxy_user is not "

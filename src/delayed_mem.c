@@ -288,7 +288,7 @@ int mr_dmem_apply(unsigned shard_no, const mr_dmem_batch *b, uint64_t *affected,
     uint64_t before = fresh && rc == 0 ? atomic_fetch_add(&t->nkeys, fresh) : 0;
     uint64_t early = t->def.flush_early;
     if (rc != 0 || (early && before < early && before + fresh >= early))
-        dm_flusher_wake(); /* at the bound, or past the flush-early threshold */
+        dm_flusher_wake(t); /* at the bound, or past the flush-early threshold */
     if (rc == 0 && oom) {
         put_err(err, errlen, "DELAYED on %s.%s: the proxy is out of memory; keys before the "
                 "failing one were taken", t->def.schema, t->def.table);
@@ -392,7 +392,6 @@ static struct mr_dmem_table *table_new(const mr_rule *r)
 void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
 {
     size_t total = mr_ruleset_count(rs), n = 0;
-    uint64_t interval = UINT64_MAX;
     for (size_t i = 0; i < total; i++) {
         const mr_rule *r = mr_ruleset_rule(rs, i);
         n += r->kind == MR_RULE_DELAYED && r->enabled && r->delayed->mode == MR_DELAYED_MEMORY;
@@ -421,10 +420,9 @@ void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
         M.tables = t;
         /* set once, before the set reaches any worker */
         ((mr_delayed_def *)(uintptr_t)r->delayed)->mem = t;
-        interval = t->def.flush_interval_ms < interval ? t->def.flush_interval_ms : interval;
     }
     pthread_mutex_unlock(&M.cfg_lock);
-    dm_flusher_set_interval(interval);
+    dm_flusher_wake(NULL); /* new tables get their first round now */
 }
 
 void mr_dmem_stats_read(mr_dmem_stats *out)

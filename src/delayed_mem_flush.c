@@ -44,18 +44,15 @@ static struct {
     mr_bgconn *bg;
     waiter *waiters;             /* FLUSH DELAYED through the proxy */
     uint64_t asked, served;      /* mr_dmem_flush_now requests and the last one served */
+    bool served_ok;              /* that round left nothing pending for a table it flushed */
     bool final_wanted, final_done;
     uint64_t deadline_ms;
     /* any thread */
-    _Atomic uint64_t interval_ms;
-    _Atomic bool early;          /* a table passed flush_early or memory_max_keys */
     mr_counter rounds, chunks, keys, errors, lost;
     /* flusher thread */
     dm_map pending;
     mr_dmem_syntax syntax;
-    uint64_t next_ms;
-} F = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
-       .interval_ms = 1000};
+} F = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static uint64_t mono_ms(void)
 {
@@ -253,16 +250,28 @@ static bool flush_table(MYSQL *db, const struct mr_dmem_table *t, uint64_t deadl
     return ok;
 }
 
-/* Gathers and flushes everything; false when something stays pending. */
-static bool round_all(MYSQL *db, uint64_t deadline)
+/* Gathers every shard, then flushes the tables that are due (all of them
+ * when `all`). False when a due table keeps keys pending. *wait is the
+ * time until the next table is due. */
+static bool round_due(MYSQL *db, bool all, uint64_t deadline, uint64_t *wait)
 {
     count(&F.rounds, 1);
     gather();
     bool ok = true;
-    for (struct mr_dmem_table *t = dm_tables(); t && ok && !mr_bg_conn_broken(db); t = t->next)
-        ok = flush_table(db, t, deadline);
+    uint64_t now = mono_ms();
+    *wait = IDLE_MS;
+    for (struct mr_dmem_table *t = dm_tables(); t; t = t->next) {
+        bool wanted = atomic_exchange(&t->wanted, false);
+        if ((all || wanted || now >= t->next_ms) && ok && !mr_bg_conn_broken(db)) {
+            ok = flush_table(db, t, deadline);
+            now = mono_ms();
+            t->next_ms = now + t->def.flush_interval_ms;
+        }
+        uint64_t left = t->next_ms > now ? t->next_ms - now : 0;
+        *wait = left < *wait ? left : *wait;
+    }
     sweep();
-    return ok && F.pending.n == 0;
+    return ok;
 }
 
 /* ---- the thread ------------------------------------------------------------------- */
@@ -296,25 +305,19 @@ static uint64_t tick(MYSQL *db, void *arg)
     bool final = F.final_wanted;
     uint64_t deadline = F.deadline_ms;
     pthread_mutex_unlock(&F.lock);
-    uint64_t now = mono_ms();
-    bool early = atomic_exchange(&F.early, false);
-    bool due = now >= F.next_ms || ws || asked > F.served || final || early;
-    bool ok = true;
-    if (due) {
-        ok = round_all(db, final ? deadline : 0);
-        now = mono_ms();
-        F.next_ms = now + atomic_load(&F.interval_ms);
-    }
+    uint64_t wait;
+    bool all = ws || asked > F.served || final;
+    bool ok = round_due(db, all, final ? deadline : 0, &wait);
     call_waiters(ws, ok);
     pthread_mutex_lock(&F.lock);
     F.served = asked;
+    F.served_ok = ok;
     F.final_done = F.final_done || final;
     pthread_cond_broadcast(&F.cond);
     pthread_mutex_unlock(&F.lock);
-    uint64_t wait = F.next_ms > now ? F.next_ms - now : 0;
     if (!ok && wait < 100)
-        wait = 100; /* a failing server: retry at the interval, not in a loop */
-    return wait < IDLE_MS ? wait : IDLE_MS;
+        wait = 100; /* a failing server: no retry loop */
+    return wait;
 }
 
 bool dm_flusher_start(const mr_proxy *p)
@@ -336,20 +339,15 @@ bool dm_flusher_running(void)
     return r;
 }
 
-void dm_flusher_wake(void)
+void dm_flusher_wake(struct mr_dmem_table *t)
 {
-    atomic_store(&F.early, true);
+    if (t)
+        atomic_store(&t->wanted, true);
     pthread_mutex_lock(&F.lock);
     mr_bgconn *bg = F.bg;
     pthread_mutex_unlock(&F.lock);
     if (bg)
         mr_bgconn_wake(bg);
-}
-
-void dm_flusher_set_interval(uint64_t ms)
-{
-    atomic_store(&F.interval_ms, ms ? ms : 1000);
-    dm_flusher_wake(); /* a shorter interval applies now */
 }
 
 void dm_flusher_stats(mr_dmem_stats *out)
@@ -388,9 +386,9 @@ int mr_dmem_flush_now(const char *table_filter, uint64_t timeout_ms)
     pthread_mutex_lock(&F.lock);
     while (F.served < mine && pthread_cond_timedwait(&F.cond, &F.lock, &until) == 0)
         ;
-    bool done = F.served >= mine;
+    int rc = F.served < mine ? 1 : F.served_ok ? 0 : 2;
     pthread_mutex_unlock(&F.lock);
-    return done ? 0 : 1;
+    return rc;
 }
 
 bool mr_dmem_flush_async(void (*done)(void *arg, bool ok), void *arg)

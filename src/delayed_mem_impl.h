@@ -26,6 +26,8 @@ struct mr_dmem_table {
     size_t ncols;             /* mr_dmem_columns(&def) */
     _Atomic uint64_t nkeys;   /* keys held in shards and by the flusher */
     bool live;                /* in the rule set in force (configure lock) */
+    _Atomic bool wanted;      /* flush it now: past flush_early or at memory_max_keys */
+    uint64_t next_ms;         /* flusher thread: monotonic time of its next flush */
     struct mr_dmem_table *next;
 };
 
@@ -67,8 +69,8 @@ struct mr_dmem_table *dm_tables(void);
 /* delayed_mem_flush.c */
 bool dm_flusher_start(const mr_proxy *p);
 bool dm_flusher_running(void);
-void dm_flusher_wake(void);
-void dm_flusher_set_interval(uint64_t ms);
+/* Asks for a flush of t (NULL: only wakes the thread) now. */
+void dm_flusher_wake(struct mr_dmem_table *t);
 /* Final round bounded by drain_ms, then the thread stops; frees pending keys. */
 void dm_flusher_stop(uint64_t drain_ms);
 void dm_flusher_stats(mr_dmem_stats *out);

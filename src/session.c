@@ -216,6 +216,7 @@ void ss_free(mr_session *s)
     if (s->authenticated)
         mr_queue_session_ended(s->backend_thread_id);
     ss_set_state(s, SS_CLOSED);
+    ss_flush_orphan(s);
     if (s->prev)
         s->prev->next = s->next;
     else

@@ -80,7 +80,7 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     if (n == len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE)) {
         stmt_verdict v = ss_statement_start(s, cmd, (const char *)p + 1, len - 1);
         if (v != STMT_RELAY)
-            return v == STMT_ANSWERED;
+            return v == STMT_ANSWERED || v == STMT_WAITING;
     } else if (n == len && cmd == MR_COM_INIT_DB) {
         ss_copy_name(s->pending_schema, sizeof(s->pending_schema), (const char *)p + 1, len - 1,
                   &s->schema_pending);

@@ -73,6 +73,7 @@ struct mr_session {
     char pending_schema[200];        /* COM_INIT_DB / USE: applied on success */
     bool user_pending, schema_pending;
     mr_digest_entry *digest;         /* stats entry of the statement in flight */
+    struct ss_flush *flush;          /* FLUSH DELAYED waiting for the flushers (session_flush.c) */
     uint64_t command_start_ns;
 };
 
@@ -81,6 +82,7 @@ typedef enum stmt_verdict {
     STMT_RELAY,    /* send it (as written or rewritten) and relay the answer */
     STMT_ANSWERED, /* the proxy answered it (a block); nothing goes to the backend */
     STMT_CLOSED,   /* the session had to close */
+    STMT_WAITING,  /* the proxy answers later (FLUSH DELAYED); nothing goes to the backend */
 } stmt_verdict;
 
 static inline const mr_config *cfg(const mr_session *s) { return s->w->proxy->cfg; }
@@ -117,5 +119,10 @@ void ss_pump_client(mr_session *s);
 
 /* session_statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);
+
+/* session_flush.c */
+stmt_verdict ss_flush_delayed(mr_session *s, const char *sql, size_t len, unsigned lex_flags);
+/* The session ends: a FLUSH DELAYED in flight answers nobody. */
+void ss_flush_orphan(mr_session *s);
 
 #endif

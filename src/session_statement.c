@@ -101,6 +101,11 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         .shard = w->id,
         .skip_locked = s->skip_locked,
     };
+    if (cmd == MR_COM_QUERY) {
+        stmt_verdict v = ss_flush_delayed(s, sql, len, lex_flags);
+        if (v != STMT_RELAY)
+            return v;
+    }
     mr_buf_reset(&res->text);
     mr_rules_apply(w->rules->set, sql, len, &ctx, w->scratch, res);
     s->digest = mr_digest_stats_get(&w->digests, res->digest_hash, res->digest ? res->digest : "");
