@@ -32,14 +32,14 @@ static unsigned col_shape(const mr_delayed_def *def, size_t c, const mr_dmem_val
 uint64_t mr_dmem_shape(const mr_delayed_def *def, const mr_dmem_val *v)
 {
     uint64_t shape = 0;
-    for (size_t c = 0; c < mr_dmem_columns(def); c++)
+    for (size_t c = 0, n = mr_dmem_columns(def); c < n; c++)
         shape |= (uint64_t)col_shape(def, c, v) << (2 * c);
     return shape;
 }
 
 bool mr_dmem_row_writes(const mr_delayed_def *def, const mr_dmem_row *r)
 {
-    for (size_t c = 0; c < mr_dmem_columns(def); c++)
+    for (size_t c = 0, n = mr_dmem_columns(def); c < n; c++)
         if (r->v[c].op != MR_DMEM_VAL_NONE)
             return true;
     return false;

@@ -337,6 +337,16 @@ static int find_name(char *const *list, size_t n, const char *name)
     return -1;
 }
 
+/* The place of set_columns[s] among the set columns that are not also
+ * counters (those come after the counters in a memory table's columns). */
+static int set_only_index(const mr_delayed_def *def, int s)
+{
+    int n = 0;
+    for (int j = 0; j < s; j++)
+        n += find_name(def->columns, def->ncolumns, def->set_columns[j]) < 0;
+    return n;
+}
+
 /* Every `col = col + N` names a counter column, every `col = literal` a
  * set_columns column, each column once. */
 static bool check_columns(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
@@ -355,7 +365,7 @@ static bool check_columns(const char *text, const sql_token *tok, const mr_delay
             if (s < 0)
                 return fail(err, errlen, "UPDATE DELAYED on %s.%s: SET %s = literal needs %s "
                             "in the rule's set_columns", def->schema, def->table, nm, nm);
-            c = c >= 0 ? c : (int)def->ncolumns + s;
+            c = c >= 0 ? c : (int)def->ncolumns + set_only_index(def, s);
         } else if (c < 0) {
             return fail(err, errlen, "UPDATE DELAYED on %s.%s: %s is not one of the rule's "
                         "columns", def->schema, def->table, nm);
