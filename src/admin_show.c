@@ -17,6 +17,7 @@
 #include "myrewrite/admin_proto.h"
 #include "myrewrite/config.h"
 #include "myrewrite/delayed_flush.h"
+#include "myrewrite/delayed_mem.h"
 #include "myrewrite/queue.h"
 #include "myrewrite/stats.h"
 #include "myrewrite/worker.h"
@@ -147,6 +148,16 @@ void mr_admin_show_delayed(mr_proxy *p, mr_buf *out)
     counter_row(&rs, "rows_flushed", d ? mr_stat_get((mr_counter *)&d->rows) : 0);
     counter_row(&rs, "keys_written", d ? mr_stat_get((mr_counter *)&d->keys) : 0);
     counter_row(&rs, "errors", d ? mr_stat_get((mr_counter *)&d->errors) : 0);
+    mr_dmem_stats m;
+    mr_dmem_stats_read(&m);
+    counter_row(&rs, "memory_statements", m.statements);
+    counter_row(&rs, "memory_refused", m.refused);
+    counter_row(&rs, "memory_keys_held", m.keys_held);
+    counter_row(&rs, "memory_rounds", m.rounds);
+    counter_row(&rs, "memory_chunks", m.chunks);
+    counter_row(&rs, "memory_keys_written", m.keys);
+    counter_row(&rs, "memory_errors", m.errors);
+    counter_row(&rs, "memory_keys_lost", m.lost);
     mr_rs_end(&rs);
 }
 

@@ -137,6 +137,7 @@ static bool table_copy(table *t, const mr_rule *r)
     t->def.set_columns = NULL; /* not copied: staged rules take no SET col = literal */
     t->def.nset_columns = 0;
     t->def.mem = NULL;
+    t->def.staged_rows = NULL;
     t->def.schema = dup_or_null(s->schema, &ok);
     t->def.table = dup_or_null(s->table, &ok);
     t->def.keys = names_copy(s->keys, s->nkeys, &ok);
@@ -851,6 +852,17 @@ int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms)
     bool done = D.flush_done >= mine;
     pthread_mutex_unlock(&D.lock);
     return done ? 0 : 1;
+}
+
+void mr_delayed_wake(void)
+{
+    pthread_mutex_lock(&D.lock);
+    mr_bgconn *bg = D.bg;
+    D.flush_asked++;
+    D.flush_filter[0] = '\0'; /* all tables: a superset of any filter asked concurrently */
+    pthread_mutex_unlock(&D.lock);
+    if (bg)
+        mr_bgconn_wake(bg);
 }
 
 void mr_delayed_configure(const mr_proxy *p, const mr_ruleset *rs)

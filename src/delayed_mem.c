@@ -262,7 +262,7 @@ int mr_dmem_apply(unsigned shard_no, const mr_dmem_batch *b, uint64_t *affected,
         return -1;
     }
     shard *sh = &M.shards[shard_no % M.nshards];
-    uint64_t fresh;
+    uint64_t fresh, made = 0, before = 0;
     bool oom = false;
     pthread_mutex_lock(&sh->lock);
     int rc = check_batch(sh, t, b, &fresh, err, errlen);
@@ -271,23 +271,26 @@ int mr_dmem_apply(unsigned shard_no, const mr_dmem_batch *b, uint64_t *affected,
         size_t n = tuple_len(p, t->def.nkeys);
         uint64_t h = dm_hash(t, p, n);
         dm_entry *e = dm_find(&sh->map, t, p, n, h);
-        if (!e && (e = dm_entry_new(t, p, n, h)) && !dm_insert(&sh->map, e)) {
-            dm_entry_free(e);
-            e = NULL;
+        if (!e && (e = dm_entry_new(t, p, n, h)) != NULL) {
+            if (dm_insert(&sh->map, e)) {
+                made++;
+            } else {
+                dm_entry_free(e);
+                e = NULL;
+            }
         }
         oom = !e || !apply_ops(e, b);
         p += n;
     }
-    if (rc == 0)
-        atomic_store_explicit(&sh->statements, atomic_load_explicit(&sh->statements,
-                              memory_order_relaxed) + 1, memory_order_relaxed);
-    else
-        atomic_store_explicit(&sh->refused, atomic_load_explicit(&sh->refused,
-                              memory_order_relaxed) + 1, memory_order_relaxed);
+    /* counted before the flusher can swap the new keys out and count them off */
+    if (made)
+        before = atomic_fetch_add(&t->nkeys, made);
+    mr_counter *c = rc == 0 ? &sh->statements : &sh->refused;
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     pthread_mutex_unlock(&sh->lock);
-    uint64_t before = fresh && rc == 0 ? atomic_fetch_add(&t->nkeys, fresh) : 0;
     uint64_t early = t->def.flush_early;
-    if (rc != 0 || (early && before < early && before + fresh >= early))
+    if (rc != 0 || (early && before < early && before + made >= early))
         dm_flusher_wake(t); /* at the bound, or past the flush-early threshold */
     if (rc == 0 && oom) {
         put_err(err, errlen, "DELAYED on %s.%s: the proxy is out of memory; keys before the "

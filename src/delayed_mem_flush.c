@@ -255,14 +255,14 @@ static bool flush_table(MYSQL *db, const struct mr_dmem_table *t, uint64_t deadl
  * time until the next table is due. */
 static bool round_due(MYSQL *db, bool all, uint64_t deadline, uint64_t *wait)
 {
-    count(&F.rounds, 1);
     gather();
-    bool ok = true;
+    bool ok = true, any = false;
     uint64_t now = mono_ms();
     *wait = IDLE_MS;
     for (struct mr_dmem_table *t = dm_tables(); t; t = t->next) {
         bool wanted = atomic_exchange(&t->wanted, false);
         if ((all || wanted || now >= t->next_ms) && ok && !mr_bg_conn_broken(db)) {
+            any = true;
             ok = flush_table(db, t, deadline);
             now = mono_ms();
             t->next_ms = now + t->def.flush_interval_ms;
@@ -271,6 +271,8 @@ static bool round_due(MYSQL *db, bool all, uint64_t deadline, uint64_t *wait)
         *wait = left < *wait ? left : *wait;
     }
     sweep();
+    if (any)
+        count(&F.rounds, 1);
     return ok;
 }
 

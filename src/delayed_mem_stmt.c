@@ -7,6 +7,7 @@
  * Pure, any thread. Writes only the caller's batch and message.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -57,8 +58,54 @@ static int hexval(char c)
     return -1;
 }
 
-static const char prepared_msg[] = "DELAYED in mode = memory is not taken in a server-side "
-                                   "prepared statement yet; send it as a text query";
+/* What the readers below share. */
+typedef struct rd {
+    const char *text;
+    const sql_token *tok;
+    bool no_backslash;
+    const mr_dmem_params *params;
+    char *err;
+    size_t errlen;
+} rd;
+
+/* The `?` at token i: its place among the statement's parameters. */
+static unsigned param_no(const sql_token *tok, uint32_t i)
+{
+    unsigned n = 0;
+    for (uint32_t k = 0; k < i; k++)
+        n += tok[k].kind == SQL_TOK_PARAM;
+    return n;
+}
+
+/* The value bound to the `?` at token i; NULL (with the message) when
+ * there is none or it is NULL. */
+static const mr_dmem_param *param_at(const rd *r, uint32_t i)
+{
+    unsigned no = param_no(r->tok, i);
+    if (!r->params || no >= r->params->n) {
+        mr_delayed_fail(r->err, r->errlen, "DELAYED in mode = memory: parameter %u has no "
+                        "value", no + 1);
+        return NULL;
+    }
+    const mr_dmem_param *p = &r->params->v[no];
+    if (p->kind == MR_DMEM_PARAM_NULL) {
+        mr_delayed_fail(r->err, r->errlen, "DELAYED: parameter %u is NULL; keys and values "
+                        "must not be NULL", no + 1);
+        return NULL;
+    }
+    return p;
+}
+
+static void put_param(mr_buf *out, const mr_dmem_param *p)
+{
+    if (p->kind == MR_DMEM_PARAM_INT) {
+        char tmp[24];
+        int n = snprintf(tmp, sizeof tmp, "%lld", (long long)p->n);
+        mr_buf_put(out, tmp, (size_t)n);
+    } else {
+        mr_buf_put(out, p->p, p->len);
+    }
+}
 
 /* X'4142' or 0x4142: the bytes. */
 static bool put_hex(mr_buf *out, const char *p, size_t n)
@@ -123,9 +170,12 @@ static void put_number(mr_buf *out, bool minus, const char *p, size_t n)
 }
 
 /* The value of the literal starting at token i into out. */
-static bool put_value(const char *text, const sql_token *tok, uint32_t i, uint32_t end,
-                      bool no_backslash, mr_buf *out, char *err, size_t errlen)
+static bool put_value(const rd *r, uint32_t i, uint32_t end, mr_buf *out)
 {
+    const char *text = r->text;
+    const sql_token *tok = r->tok;
+    char *err = r->err;
+    size_t errlen = r->errlen;
     bool minus = false;
     while (i < end && tok[i].kind == SQL_TOK_COMMENT)
         i++;
@@ -144,12 +194,17 @@ static bool put_value(const char *text, const sql_token *tok, uint32_t i, uint32
         break;
     case SQL_TOK_STRING:
         if (!(t->flags & SQL_TF_INTRODUCER)) {
-            put_string(out, p, t->len, no_backslash);
+            put_string(out, p, t->len, r->no_backslash);
             return true;
         }
         return mr_delayed_fail(err, errlen, "DELAYED in mode = memory: a string with a charset "
                                "introducer (_utf8'...', N'...') is not taken; send it plain");
-    case SQL_TOK_PARAM: return mr_delayed_fail(err, errlen, "%s", prepared_msg);
+    case SQL_TOK_PARAM: {
+        const mr_dmem_param *v = param_at(r, i);
+        if (v)
+            put_param(out, v);
+        return v != NULL;
+    }
     default: break;
     }
     return mr_delayed_fail(err, errlen, "DELAYED in mode = memory: bit literals are not taken; "
@@ -170,9 +225,8 @@ static uint32_t nth_literal(const sql_token *tok, const mr_delayed_key *k, uint3
 }
 
 /* One key tuple, in the rule's key order, each value length-prefixed. */
-static bool put_tuple(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
-                      const int *key, size_t nkeys, uint32_t row, bool no_backslash,
-                      mr_dmem_batch *b, char *err, size_t errlen)
+static bool put_tuple(const rd *r, const mr_delayed_stmt *d, const int *key, size_t nkeys,
+                      uint32_t row, mr_dmem_batch *b)
 {
     for (size_t want = 0; want < nkeys; want++)
         for (unsigned i = 0; i < d->nkey; i++) {
@@ -181,8 +235,8 @@ static bool put_tuple(const char *text, const sql_token *tok, const mr_delayed_s
             const mr_delayed_key *k = &d->key[i];
             size_t at = b->keys.len;
             mr_buf_put_u32(&b->keys, 0);
-            uint32_t first = nth_literal(tok, k, (int)i == d->in_term ? row : 0);
-            if (!put_value(text, tok, first, k->end, no_backslash, &b->keys, err, errlen))
+            uint32_t first = nth_literal(r->tok, k, (int)i == d->in_term ? row : 0);
+            if (!put_value(r, first, k->end, &b->keys))
                 return false;
             uint32_t len = (uint32_t)(b->keys.len - at - 4);
             if (!b->keys.failed)
@@ -191,7 +245,19 @@ static bool put_tuple(const char *text, const sql_token *tok, const mr_delayed_s
     return true;
 }
 
-/* A whole number (already checked by the parser) as int64. */
+/* Digits, with an optional leading '-'. */
+static bool whole(const char *v, size_t n)
+{
+    size_t k = n && v[0] == '-';
+    if (k == n)
+        return false;
+    for (; k < n; k++)
+        if (v[k] < '0' || v[k] > '9')
+            return false;
+    return true;
+}
+
+/* A whole number (already checked) as int64. */
 static bool read_delta(const char *p, size_t n, bool minus, int64_t *out)
 {
     char buf[32];
@@ -208,27 +274,52 @@ static bool read_delta(const char *p, size_t n, bool minus, int64_t *out)
     return true;
 }
 
-static bool read_ops(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
-                     const mr_delayed_def *def, const int *col, bool no_backslash,
-                     mr_dmem_batch *b, char *err, size_t errlen)
+/* A whole number: a literal's digits, or a parameter's value. */
+static bool delta_of(const rd *r, const mr_delayed_set *s, int64_t *out)
+{
+    const sql_token *t = &r->tok[s->num];
+    if (t->kind != SQL_TOK_PARAM)
+        return read_delta(r->text + t->off, t->len, s->minus, out);
+    const mr_dmem_param *p = param_at(r, s->num);
+    if (!p)
+        return false;
+    bool ok = true;
+    if (p->kind == MR_DMEM_PARAM_INT)
+        *out = p->n;
+    else
+        ok = whole(p->p, p->len) && read_delta(p->p, p->len, false, out);
+    if (ok && s->minus && *out == INT64_MIN)
+        ok = false;
+    if (ok && s->minus)
+        *out = -*out;
+    if (!ok)
+        mr_delayed_fail(r->err, r->errlen, "UPDATE DELAYED: parameter %u is not a whole number "
+                        "in the signed 64-bit range", param_no(r->tok, s->num) + 1);
+    return ok;
+}
+
+static bool read_ops(const rd *r, const mr_delayed_stmt *d, const mr_delayed_def *def,
+                     const int *col, mr_dmem_batch *b)
 {
     for (unsigned i = 0; i < d->nset; i++) {
         const mr_delayed_set *s = &d->set[i];
         mr_dmem_colop *o = &b->ops[b->nops++];
         *o = (mr_dmem_colop){.col = (uint16_t)col[i], .op = MR_DMEM_ADD};
         if (!s->is_set) {
-            const sql_token *t = &tok[s->num];
-            if (t->kind == SQL_TOK_PARAM)
-                return mr_delayed_fail(err, errlen, "%s", prepared_msg);
-            if (!read_delta(text + t->off, t->len, s->minus, &o->n))
-                return mr_delayed_fail(err, errlen, "UPDATE DELAYED: %.*s is out of range for "
-                                       "a delta", (int)t->len, text + t->off);
+            const sql_token *t = &r->tok[s->num];
+            if (t->kind == SQL_TOK_PARAM) {
+                if (!delta_of(r, s, &o->n))
+                    return false;
+            } else if (!read_delta(r->text + t->off, t->len, s->minus, &o->n)) {
+                return mr_delayed_fail(r->err, r->errlen, "UPDATE DELAYED: %.*s is out of "
+                                       "range for a delta", (int)t->len, r->text + t->off);
+            }
             continue;
         }
         o->off = (uint32_t)b->text.len;
         uint32_t end;
-        mr_delayed_literal_at(tok, s->num, UINT32_MAX, &end);
-        if (!put_value(text, tok, s->num, end, no_backslash, &b->text, err, errlen))
+        mr_delayed_literal_at(r->tok, s->num, UINT32_MAX, &end);
+        if (!put_value(r, s->num, end, &b->text))
             return false;
         o->len = (uint32_t)(b->text.len - o->off);
         if ((size_t)col[i] >= def->ncolumns) {
@@ -239,13 +330,10 @@ static bool read_ops(const char *text, const sql_token *tok, const mr_delayed_st
         o->op = MR_DMEM_SET_INT;
         const char *v = (const char *)b->text.data + o->off;
         bool neg = o->len && v[0] == '-';
-        bool digits = o->len > (neg ? 1u : 0u);
-        for (uint32_t k = neg ? 1 : 0; k < o->len; k++)
-            digits &= v[k] >= '0' && v[k] <= '9';
-        if (!digits || !read_delta(v + neg, o->len - neg, neg, &o->n))
-            return mr_delayed_fail(err, errlen, "UPDATE DELAYED on %s.%s: %s is a counter "
-                                   "column, so SET %s = takes a whole number", def->schema,
-                                   def->table, mr_dmem_column(def, (size_t)col[i]),
+        if (!whole(v, o->len) || !read_delta(v + neg, o->len - neg, neg, &o->n))
+            return mr_delayed_fail(r->err, r->errlen, "UPDATE DELAYED on %s.%s: %s is a "
+                                   "counter column, so SET %s = takes a whole number",
+                                   def->schema, def->table, mr_dmem_column(def, (size_t)col[i]),
                                    mr_dmem_column(def, (size_t)col[i]));
         b->text.len = o->off;
         o->len = 0;
@@ -254,10 +342,12 @@ static bool read_ops(const char *text, const sql_token *tok, const mr_delayed_st
 }
 
 bool mr_dmem_read_stmt(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
-                       const mr_delayed_def *def, bool no_backslash, mr_dmem_batch *b,
-                       char *err, size_t errlen)
+                       const mr_delayed_def *def, bool no_backslash,
+                       const mr_dmem_params *params, mr_dmem_batch *b, char *err,
+                       size_t errlen)
 {
     int col[MR_DELAYED_MAX_TERMS], key[MR_DELAYED_MAX_TERMS];
+    rd r = {text, tok, no_backslash, params, err, errlen};
     mr_buf_reset(&b->keys);
     mr_buf_reset(&b->text);
     b->def = def;
@@ -265,14 +355,14 @@ bool mr_dmem_read_stmt(const char *text, const sql_token *tok, const mr_delayed_
     b->nops = 0;
     b->nrows = 0;
     if (!mr_delayed_check(text, tok, d, def, col, key, err, errlen) ||
-        !read_ops(text, tok, d, def, col, no_backslash, b, err, errlen))
+        !read_ops(&r, d, def, col, b))
         return false;
     uint32_t rows = d->in_term >= 0 ? d->key[d->in_term].count : 1;
     if (rows > MR_DELAYED_MAX_ROWS)
         return mr_delayed_fail(err, errlen, "DELAYED: at most %d values in the IN list",
                                MR_DELAYED_MAX_ROWS);
-    for (uint32_t r = 0; r < rows; r++)
-        if (!put_tuple(text, tok, d, key, def->nkeys, r, no_backslash, b, err, errlen))
+    for (uint32_t row = 0; row < rows; row++)
+        if (!put_tuple(&r, d, key, def->nkeys, row, b))
             return false;
     b->nrows = rows;
     if (b->keys.failed || b->text.failed)

@@ -227,6 +227,7 @@ static void delayed_def_free(mr_delayed_def *d)
     names_free(d->keys, d->nkeys);
     names_free(d->columns, d->ncolumns);
     names_free(d->set_columns, d->nset_columns);
+    free(d->staged_rows);
     free(d->staging_table);
     free(d->staging_engine);
     free(d);
@@ -828,6 +829,11 @@ static bool delayed_modes(loader *L, const draft *dr, mr_delayed_def *d)
     ok &= parse_count(L, dr, K_MEMORY_MAX_KEYS, 1000000, 100000000, &d->memory_max_keys);
     if (dr->val[K_FLUSH_EARLY])
         ok &= parse_count(L, dr, K_FLUSH_EARLY, 0, 100000000, &d->flush_early);
+    if (ok && d->flush_early && d->mode == MR_DELAYED_STAGED &&
+        !(d->staged_rows = calloc(1, sizeof *d->staged_rows))) {
+        oom(L);
+        ok = false;
+    }
     return ok;
 }
 

@@ -562,6 +562,9 @@ static void result_init(mr_match_result *res)
     res->digest_hash = 0;
     res->digest = "";
     res->dmem = NULL;
+    res->wake_flusher = false;
+    res->dmem_prepare = false;
+    res->dmem_nparams = 0;
 }
 
 void rules_run(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,

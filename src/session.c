@@ -217,6 +217,7 @@ void ss_free(mr_session *s)
         mr_queue_session_ended(s->backend_thread_id);
     ss_set_state(s, SS_CLOSED);
     ss_flush_orphan(s);
+    ss_dmem_forget_all(s);
     if (s->prev)
         s->prev->next = s->next;
     else

@@ -77,6 +77,9 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
         ss_close(s, MR_CLOSE_CLIENT_QUIT, "COM_QUIT");
         return false;
     }
+    stmt_verdict dv;
+    if (ss_dmem_command(s, cmd, p, n, len, &dv)) /* a prepared memory-mode DELAYED */
+        return dv == STMT_ANSWERED;
     if (n == len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE)) {
         stmt_verdict v = ss_statement_start(s, cmd, (const char *)p + 1, len - 1);
         if (v != STMT_RELAY)
@@ -170,6 +173,7 @@ static bool wants_whole_packet(const mr_session *s, const uint8_t *head, uint32_
     case MR_COM_STMT_PREPARE:
     case MR_COM_INIT_DB:
     case MR_COM_CHANGE_USER: return true;
+    case MR_COM_STMT_EXECUTE: return s->dstmts != NULL; /* maybe a memory-mode DELAYED */
     default: return false;
     }
 }

@@ -74,6 +74,8 @@ struct mr_session {
     bool user_pending, schema_pending;
     mr_digest_entry *digest;         /* stats entry of the statement in flight */
     struct ss_flush *flush;          /* FLUSH DELAYED waiting for the flushers (session_flush.c) */
+    struct ss_dstmt *dstmts;         /* prepared memory-mode DELAYED statements (session_dmem.c) */
+    struct ss_dstmt *dprep;          /* the one being prepared */
     uint64_t command_start_ns;
 };
 
@@ -119,6 +121,20 @@ void ss_pump_client(mr_session *s);
 
 /* session_statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);
+
+/* session_statement.c: adds a memory batch and answers OK (or the ERR of a full table) */
+stmt_verdict ss_delayed_memory(mr_session *s, const struct mr_dmem_batch *b);
+
+/* session_dmem.c */
+/* COM_STMT_PREPARE of a memory-mode statement is going out as its stand-in;
+ * false: it cannot be kept (too many parameters, out of memory). */
+bool ss_dmem_note_prepare(mr_session *s, const char *sql, size_t len, unsigned nparams);
+/* The prepare's response ended (ok: with a prepare-OK for statement id). */
+void ss_dmem_prepared(mr_session *s, bool ok, uint32_t id);
+/* A statement command on a kept id: true when it was answered here (*v). */
+bool ss_dmem_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len,
+                     stmt_verdict *v);
+void ss_dmem_forget_all(mr_session *s);
 
 /* session_flush.c */
 stmt_verdict ss_flush_delayed(mr_session *s, const char *sql, size_t len, unsigned lex_flags);

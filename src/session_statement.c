@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "myrewrite/delayed_flush.h"
 #include "myrewrite/delayed_mem.h"
 #include "myrewrite/log.h"
 #include "myrewrite/rules.h"
@@ -63,7 +64,7 @@ static void log_matches(mr_session *s, const mr_match_result *res, const char *s
 /* A memory-mode DELAYED statement: its deltas go into this worker's shard
  * and the proxy answers itself, OK with the keys touched as affected rows
  * (or the ERR of a full table). Nothing reaches the backend. */
-static stmt_verdict ss_delayed_memory(mr_session *s, const mr_dmem_batch *b)
+stmt_verdict ss_delayed_memory(mr_session *s, const mr_dmem_batch *b)
 {
     char err[512];
     uint64_t affected = 0;
@@ -122,8 +123,17 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         s->schema_pending = false;
         return STMT_ANSWERED;
     }
+    if (res->wake_flusher)
+        mr_delayed_wake(); /* a staged rule's flush_early was passed */
     if (res->action == MR_ACT_DELAYED_MEMORY)
         return ss_delayed_memory(s, res->dmem);
+    if (res->dmem_prepare && !ss_dmem_note_prepare(s, sql, len, res->dmem_nparams)) {
+        ss_send_err(s, 1, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, "DELAYED in mode = memory: "
+                    "a prepared statement takes at most 256 parameters");
+        s->from_client.discard = true;
+        s->digest = NULL;
+        return STMT_ANSWERED;
+    }
     if (res->action == MR_ACT_REWRITE) {
         mr_buf out;
         mr_buf_init(&out);

@@ -68,13 +68,35 @@ typedef struct mr_dmem_batch {
 size_t mr_dmem_columns(const mr_delayed_def *def);
 const char *mr_dmem_column(const mr_delayed_def *def, size_t i);
 
+/* The values of a prepared statement's `?`, in order, from its
+ * COM_STMT_EXECUTE (decoded by the session, session_dmem.c). */
+typedef enum mr_dmem_param_kind {
+    MR_DMEM_PARAM_NULL,
+    MR_DMEM_PARAM_INT,  /* n */
+    MR_DMEM_PARAM_TEXT, /* p, len: a string, or a number or date written out */
+} mr_dmem_param_kind;
+
+typedef struct mr_dmem_param {
+    uint8_t kind;       /* mr_dmem_param_kind */
+    int64_t n;
+    const char *p;
+    uint32_t len;
+} mr_dmem_param;
+
+typedef struct mr_dmem_params {
+    const mr_dmem_param *v;
+    unsigned n;
+} mr_dmem_params;
+
 /* Reads a parsed DELAYED statement (d, from mr_delayed_parse) for a
- * memory-mode rule into b (reset first). False with a message in err
- * when it does not fit the rule or the mode. `no_backslash` follows the
- * session's sql_mode. Pure, any thread. */
+ * memory-mode rule into b (reset first), a `?` taking its value from
+ * params (NULL: a `?` is refused). False with a message in err when it
+ * does not fit the rule or the mode. `no_backslash` follows the session's
+ * sql_mode. Pure, any thread. */
 bool mr_dmem_read_stmt(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
-                       const mr_delayed_def *def, bool no_backslash, mr_dmem_batch *b,
-                       char *err, size_t errlen);
+                       const mr_delayed_def *def, bool no_backslash,
+                       const mr_dmem_params *params, mr_dmem_batch *b, char *err,
+                       size_t errlen);
 void mr_dmem_batch_free(mr_dmem_batch *b);
 
 /* A snapshot of the memory mode's counters. */
@@ -82,7 +104,7 @@ typedef struct mr_dmem_stats {
     uint64_t statements;  /* statements added to memory */
     uint64_t refused;     /* statements refused at memory_max_keys */
     uint64_t keys_held;   /* distinct keys waiting for a flush, over all tables */
-    uint64_t rounds;      /* flush rounds */
+    uint64_t rounds;      /* flush rounds that flushed at least one table */
     uint64_t chunks;      /* committed chunk transactions */
     uint64_t keys;        /* keys written by committed chunks */
     uint64_t errors;      /* failed chunks (kept and retried) */

@@ -100,6 +100,8 @@ typedef struct mr_delayed_def {
     size_t nset_columns;
     uint64_t memory_max_keys;  /* memory mode: distinct keys held before new ones are refused */
     struct mr_dmem_table *mem; /* memory mode: its in-memory table; NULL without a flusher */
+    mr_counter *staged_rows;   /* staged mode with flush_early: rows staged so far (any
+                                  worker, atomic adds); NULL otherwise */
 } mr_delayed_def;
 
 /* How a paginate rule rewrites deep pages (only deferred_join so far). */
@@ -174,6 +176,8 @@ typedef struct mr_stmt_ctx {
     unsigned shard;     /* hit-counter shard of the calling worker */
     bool skip_locked;   /* the server accepts FOR UPDATE SKIP LOCKED
                            (mr_server_has_skip_locked on its greeting's version) */
+    const struct mr_dmem_params *params; /* prepared: the values of a COM_STMT_EXECUTE,
+                           when the text is a memory-mode DELAYED statement's; else NULL */
 } mr_stmt_ctx;
 
 /* True when a server whose greeting carries this version string accepts
@@ -219,6 +223,12 @@ typedef struct mr_match_result {
     uint64_t digest_hash; /* digest of the original statement text */
     const char *digest;   /* normalized text, NUL-terminated, in the scratch (valid until next call) */
     const struct mr_dmem_batch *dmem; /* DELAYED_MEMORY: the deltas, in the scratch */
+    bool wake_flusher;    /* a staged DELAYED rule passed a multiple of its flush_early:
+                             the caller wakes the staged flusher (mr_delayed_wake) */
+    bool dmem_prepare;    /* COM_STMT_PREPARE of a memory-mode DELAYED statement: text is a
+                             stand-in (`DO ?, ...`) with the same parameters; the caller
+                             keeps the original and answers its executes itself */
+    unsigned dmem_nparams; /* its parameters */
 } mr_match_result;
 
 /* Runs the rules over one COM_QUERY or COM_STMT_PREPARE text. Multi-statement

@@ -388,7 +388,9 @@ def check_misc(c):
     t.eq("SHOW DELAYED columns", ["counter", "value"], cols)
     d = {r[0]: int(r[1]) for r in rows}
     t.check(set(d) == {"flush_rounds", "flush_skipped", "chunks", "rows_flushed", "keys_written",
-                       "errors"} and all(v == 0 for v in d.values()),
+                       "errors", "memory_statements", "memory_refused", "memory_keys_held",
+                       "memory_rounds", "memory_chunks", "memory_keys_written", "memory_errors",
+                       "memory_keys_lost"} and all(v == 0 for v in d.values()),
             "SHOW DELAYED counters, all zero with no delayed rule", d)
     expect_error("FLUSH DELAYED with no delayed rule", 1047, "nothing to flush",
                  lambda: one(c, "FLUSH DELAYED"))

@@ -12,12 +12,16 @@ prepared DELAYED statements in staged mode; a proxy of its own, the real mariadb
     that flush there is room again; nothing taken is dropped;
   * a chunk that fails (its row locked past the lock wait timeout) is kept and applied once;
   * every refused form gets its error text; FLUSH DELAYED of an unknown table too;
-  * prepared UPDATE DELAYED: staged mode stages the executed values, memory mode refuses;
+  * prepared UPDATE DELAYED (hand-built COM_STMT_PREPARE / EXECUTE): staged mode stages the
+    executed values; memory mode answers each execute itself (types kept across executes,
+    NULL and fractional values refused, COM_STMT_CLOSE forgets the statement);
+  * flush_early wakes the staged and the memory flusher before an hourly interval;
   * SIGTERM runs a final flush of an hourly table.
 Environment: MR_DELAYED_MEM_PORT (26071), MR_BIN.
 """
 import os
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -59,6 +63,21 @@ mode = memory
 memory_max_keys = 3
 flush_interval = 1h
 
+[delayed staged_early]
+table = test.m_early
+key = id
+columns = n
+flush_interval = 1h
+flush_early = 10
+
+[delayed mem_early]
+table = test.m_early_mem
+key = id
+columns = n
+mode = memory
+flush_interval = 1h
+flush_early = 4
+
 [delayed staged_prep]
 table = test.m_staged
 key = id
@@ -86,11 +105,16 @@ def start_proxy(name):
 
 def setup(d):
     cur = d.cursor()
-    cur.execute("DROP TABLE IF EXISTS m_counters, m_pages, m_small, m_staged, m_staged_delayed")
+    cur.execute("DROP TABLE IF EXISTS m_counters, m_pages, m_small, m_staged, m_staged_delayed, "
+                "m_early, m_early_delayed, m_early_mem")
+    for tbl in ("m_early", "m_early_mem"):
+        cur.execute("CREATE TABLE %s (id INT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0) "
+                    "ENGINE=InnoDB" % tbl)
+        cur.execute("INSERT INTO %s (id) SELECT seq FROM seq_1_to_10" % tbl)
     cur.execute("CREATE TABLE m_counters (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0, "
                 "misses BIGINT NOT NULL DEFAULT 0, note VARCHAR(40)) ENGINE=InnoDB")
     cur.execute("INSERT INTO m_counters (id) VALUES " +
-                ", ".join("(%d)" % i for i in list(range(1, 11)) + [50, 51, 52, 60]))
+                ", ".join("(%d)" % i for i in list(range(1, 11)) + [50, 51, 52, 57, 58, 59, 60]))
     cur.execute("CREATE TABLE m_pages (day DATE, page VARCHAR(100), views BIGINT NOT NULL, "
                 "PRIMARY KEY (day, page)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
     cur.execute("CREATE TABLE m_small (id INT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0) "
@@ -155,8 +179,24 @@ def refusals():
     c.close()
 
 
+def execute_again(c, stmt_id, params):
+    """COM_STMT_EXECUTE with new-params-bound = 0: the values are encoded as `params` say,
+    which must be the types of the previous execute, and the types are not sent."""
+    p = rp.execute_packet(stmt_id, params)
+    nulls = (len(params) + 7) // 8
+    p = p[:10 + nulls] + b"\x00" + p[10 + nulls + 1 + 2 * len(params):]
+    c.send_command(p)
+    return c.read_result(c._logged("execute again"))
+
+
+def refused_execute(r, want, desc):
+    t.check(r.kind == "err" and r.err[0] == 1235 and r.err[1].startswith(want), desc,
+            r.err if r.kind == "err" else r.kind)
+
+
 def prepared(d):
-    """Staged: the executed values are staged; memory: the PREPARE is refused."""
+    """Server-side prepared UPDATE DELAYED, hand-built COM_STMT_PREPARE / EXECUTE: staged mode
+    stages the executed values; memory mode answers each execute itself."""
     c = rp.Conn(PORT)
     st = c.prepare("UPDATE DELAYED m_staged SET n = n + ? WHERE id = ?")
     t.eq("prepared staged UPDATE DELAYED has 2 parameters", 2, st.params)
@@ -164,19 +204,43 @@ def prepared(d):
         r = c.execute(st.stmt_id, [(rp.TYPE_LONGLONG, val), (rp.TYPE_LONGLONG, key)])
         t.eq("prepared staged execute (%d, %d) reports one row staged" % (val, key), 1,
              r.ok[0] if r.kind == "ok" else r.err)
-    try:
-        c.prepare("UPDATE DELAYED m_counters SET hits = hits + ? WHERE id = ?")
-        t.not_ok("prepared memory-mode UPDATE DELAYED is refused", "it was prepared")
-    except rp.ServerError as e:
-        t.check(e.code == 1235 and str(e).startswith(
-            "server error 1235: DELAYED on test.m_counters (mode = memory) is not taken in a "
-            "server-side prepared statement yet; send it as a text query"),
-            "prepared memory-mode UPDATE DELAYED is refused with its reason", str(e))
-    r = c.query("FLUSH DELAYED m_staged")
-    t.eq("FLUSH DELAYED m_staged through the proxy answers OK", "ok", r.kind)
+    m = c.prepare("UPDATE DELAYED m_counters SET hits = hits + ? WHERE id IN (?, ?)")
+    t.eq("prepared memory-mode UPDATE DELAYED has 3 parameters, no columns", (3, 0),
+         (m.params, m.columns))
+    r = c.execute(m.stmt_id, [(rp.TYPE_LONGLONG, 5), (rp.TYPE_LONG, 57),
+                              (rp.TYPE_VAR_STRING, "58")])
+    t.eq("memory-mode execute answers OK with the 2 keys touched", ("ok", 2),
+         (r.kind, r.ok[0] if r.kind == "ok" else r.err))
+    r = execute_again(c, m.stmt_id, [(rp.TYPE_LONGLONG, -2), (rp.TYPE_LONG, 58),
+                                      (rp.TYPE_VAR_STRING, "59")])
+    t.eq("an execute without new types keeps the previous ones", ("ok", 2),
+         (r.kind, r.ok[0] if r.kind == "ok" else r.err))
+    r = c.execute(m.stmt_id, [(rp.TYPE_LONGLONG, 1), (rp.TYPE_LONGLONG, None),
+                              (rp.TYPE_LONGLONG, 57)])
+    refused_execute(r, "DELAYED: parameter 2 is NULL; keys and values must not be NULL",
+                    "a NULL key is refused with its reason")
+    r = c.execute(m.stmt_id, [(rp.TYPE_VAR_STRING, "1.5"), (rp.TYPE_LONGLONG, 57),
+                              (rp.TYPE_LONGLONG, 58)])
+    refused_execute(r, "UPDATE DELAYED: parameter 1 is not a whole number in the signed 64-bit "
+                    "range", "a fractional delta is refused with its reason")
+    sn = c.prepare("UPDATE DELAYED m_counters SET note = ?, misses = ? WHERE id = ?")
+    r = c.execute(sn.stmt_id, [(rp.TYPE_VAR_STRING, "pre'pared"), (rp.TYPE_LONGLONG, 9),
+                               (rp.TYPE_LONGLONG, 57)])
+    t.eq("memory-mode prepared SET answers OK", "ok", r.kind)
+    c.send_command(struct.pack("<BI", rp.COM_STMT_CLOSE, m.stmt_id))  # no response
+    r = c.execute(m.stmt_id, [(rp.TYPE_LONGLONG, 100), (rp.TYPE_LONGLONG, 57),
+                              (rp.TYPE_LONGLONG, 58)])
+    t.check(r.kind == "err" and r.err[0] == 1243, "after COM_STMT_CLOSE the id is the server's "
+            "again (unknown statement), nothing is added", r.err if r.kind == "err" else r.kind)
+    r = c.query("FLUSH DELAYED")
+    t.eq("FLUSH DELAYED through the proxy answers OK", "ok", r.kind)
     c.close()
     t.eq("prepared staged increments applied once", ((1, 7), (2, 10)),
          rows(d, "SELECT id, n FROM m_staged ORDER BY id"))
+    t.eq("prepared memory-mode increments and sets applied once",
+         ((57, 5, 9, "pre'pared"), (58, 3, 0, None), (59, -2, 0, None)),
+         rows(d, "SELECT id, hits, misses, note FROM m_counters WHERE id IN (57, 58, 59) "
+                 "ORDER BY id"))
 
 
 # ---- concurrent increments ---------------------------------------------------------------------
@@ -311,6 +375,41 @@ def bound(d):
          ((1, 1), (2, 1), (3, 1), (4, 1), (5, 0)), rows(d, "SELECT id, n FROM m_small ORDER BY id"))
 
 
+# ---- flush_early -------------------------------------------------------------------------------
+
+def wait_rows(d, sql, want, timeout=10):
+    end = time.time() + timeout
+    got = None
+    while time.time() < end:
+        got = rows(d, sql)
+        if got == want:
+            break
+        time.sleep(0.05)
+    return got
+
+
+def early(d):
+    """Hourly tables: flush_early wakes the flushers long before the interval."""
+    time.sleep(0.5)  # the first rounds at start are over; the next are an hour away
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    for _ in range(4):  # 8 staged rows: below flush_early = 10
+        cur.execute("UPDATE DELAYED m_early SET n = n + 1 WHERE id IN (1, 2)")
+    for k in (1, 2, 3):  # 3 keys in memory: below flush_early = 4
+        cur.execute("UPDATE DELAYED m_early_mem SET n = n + 1 WHERE id = %d" % k)
+    time.sleep(1.0)
+    t.eq("below flush_early nothing is flushed before the interval",
+         (((0,),), ((0,),)), (rows(d, "SELECT SUM(n) FROM m_early"),
+                              rows(d, "SELECT SUM(n) FROM m_early_mem")))
+    cur.execute("UPDATE DELAYED m_early SET n = n + 1 WHERE id IN (1, 2)")  # rows 9 and 10
+    cur.execute("UPDATE DELAYED m_early_mem SET n = n + 1 WHERE id = 4")    # the 4th key
+    c.close()
+    t.eq("staged: the 10th staged row woke the flusher", ((10,),),
+         wait_rows(d, "SELECT SUM(n) FROM m_early", ((10,),)))
+    t.eq("memory: the 4th key woke the flusher", ((4,),),
+         wait_rows(d, "SELECT SUM(n) FROM m_early_mem", ((4,),)))
+
+
 # ---- a failing chunk ---------------------------------------------------------------------------
 
 def failing_chunk(d):
@@ -368,6 +467,7 @@ def main():
         set_and_delete(d)
         upserts(d)
         bound(d)
+        early(d)
         failing_chunk(d)
         final_flush(d, proc)
     finally:
