@@ -143,9 +143,8 @@ static void refusals(void **state)
 {
     (void)state;
     static const mr_stmt_ctx prep = {.schema = "test", .prepared = true};
-    expect_refused(&prep, "UPDATE DELAYED counters SET hits = hits + ? WHERE id = ?",
-                   "DELAYED on test.counters (mode = memory) is not taken in a server-side "
-                   "prepared statement yet; send it as a text query");
+    expect_refused(&prep, "UPDATE DELAYED counters SET nope = nope + ? WHERE id = ?",
+                   "UPDATE DELAYED on test.counters: nope is not one of the rule's columns");
     expect_refused(&CTX, "SELECT 1; UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 1",
                    "DELAYED on test.counters (mode = memory) is not taken in a multi-statement "
                    "query; send it on its own");
@@ -164,6 +163,50 @@ static void refusals(void **state)
                    "UPDATE DELAYED: 9223372036854775808 is out of range for a delta");
     expect_refused(&CTX, "UPDATE DELAYED counters SET note = 'a', note = 'b' WHERE id = 1",
                    "UPDATE DELAYED: note is set twice");
+}
+
+/* PREPARE: a stand-in with the same `?`; EXECUTE: the values bound to them. */
+static void prepared(void **state)
+{
+    (void)state;
+    static const mr_stmt_ctx prep = {.schema = "test", .prepared = true};
+    const char *sql = "UPDATE DELAYED counters SET hits = hits - ?, note = ? WHERE id IN (?, ?)";
+    expect_sent(rs, &prep, sql, MR_ACT_REWRITE, "DO ?, ?, ?, ?");
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    apply_ctx(rs, sql, &prep, s, &res);
+    assert_true(res.dmem_prepare);
+    assert_int_equal(res.dmem_nparams, 4);
+    expect_sent(rs, &prep, "DELETE DELAYED FROM counters WHERE id = 5", MR_ACT_REWRITE, "DO 0");
+    mr_dmem_param v[4] = {{.kind = MR_DMEM_PARAM_INT, .n = 7},
+                          {.kind = MR_DMEM_PARAM_TEXT, .p = "a'b", .len = 3},
+                          {.kind = MR_DMEM_PARAM_INT, .n = -3},
+                          {.kind = MR_DMEM_PARAM_TEXT, .p = "9", .len = 1}};
+    mr_dmem_params ps = {v, 4};
+    mr_stmt_ctx exec = prep;
+    exec.params = &ps;
+    const mr_dmem_batch *b = NULL;
+    apply_ctx(rs, sql, &exec, s, &res);
+    assert_int_equal(res.action, MR_ACT_DELAYED_MEMORY);
+    b = res.dmem;
+    assert_int_equal(b->ops[0].n, -7);
+    assert_int_equal(b->ops[1].op, MR_DMEM_SET_TEXT);
+    assert_memory_equal(b->text.data + b->ops[1].off, "a'b", 3);
+    assert_string_equal(tuples(b, 1), "-3;9;");
+    v[0] = (mr_dmem_param){.kind = MR_DMEM_PARAM_TEXT, .p = "2.5", .len = 3};
+    apply_ctx(rs, sql, &exec, s, &res);
+    assert_int_equal(res.action, MR_ACT_BLOCK);
+    assert_non_null(strstr(res.message, "parameter 1 is not a whole number"));
+    v[0] = (mr_dmem_param){.kind = MR_DMEM_PARAM_INT, .n = 1};
+    v[3] = (mr_dmem_param){.kind = MR_DMEM_PARAM_NULL};
+    apply_ctx(rs, sql, &exec, s, &res);
+    assert_int_equal(res.action, MR_ACT_BLOCK);
+    assert_non_null(strstr(res.message, "parameter 4 is NULL"));
+    ps.n = 3;
+    apply_ctx(rs, sql, &exec, s, &res);
+    assert_non_null(strstr(res.message, "parameter 4 has no value"));
+    result_free(&res);
+    mr_rules_scratch_free(s);
 }
 
 static void loads(void **state)
@@ -306,6 +349,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reads_adds),           cmocka_unit_test(reads_sets_and_deletes),
         cmocka_unit_test(refusals),             cmocka_unit_test(loads),
+        cmocka_unit_test(prepared),
         cmocka_unit_test(sql_delete_and_upsert), cmocka_unit_test(sql_sets_and_update),
         cmocka_unit_test(sql_two_keys),         cmocka_unit_test(syntax_by_version),
     };
