@@ -392,6 +392,35 @@ static struct mr_dmem_table *table_new(const mr_rule *r)
     return t;
 }
 
+static bool same_names(char *const *a, size_t na, char *const *b, size_t nb)
+{
+    if (na != nb)
+        return false;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return false;
+    return true;
+}
+
+/* A table configured before for the same rule, unchanged: reloads reuse it,
+ * so the list does not grow and held keys keep coalescing. */
+static struct mr_dmem_table *reusable(const mr_rule *r)
+{
+    const mr_delayed_def *d = r->delayed;
+    for (struct mr_dmem_table *t = M.tables; t; t = t->next) {
+        const mr_delayed_def *o = &t->def;
+        if (strcmp(t->rule, r->name) == 0 && strcmp(o->schema, d->schema) == 0 &&
+            strcmp(o->table, d->table) == 0 && o->missing == d->missing &&
+            o->flush_interval_ms == d->flush_interval_ms && o->flush_rows == d->flush_rows &&
+            o->flush_early == d->flush_early && o->memory_max_keys == d->memory_max_keys &&
+            same_names(o->keys, o->nkeys, d->keys, d->nkeys) &&
+            same_names(o->columns, o->ncolumns, d->columns, d->ncolumns) &&
+            same_names(o->set_columns, o->nset_columns, d->set_columns, d->nset_columns))
+            return t;
+    }
+    return NULL;
+}
+
 void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
 {
     size_t total = mr_ruleset_count(rs), n = 0;
@@ -414,13 +443,16 @@ void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
         const mr_rule *r = mr_ruleset_rule(rs, i);
         if (r->kind != MR_RULE_DELAYED || !r->enabled || r->delayed->mode != MR_DELAYED_MEMORY)
             continue;
-        struct mr_dmem_table *t = table_new(r);
-        if (!t) {
+        struct mr_dmem_table *t = reusable(r);
+        if (t) {
+            t->live = true;
+        } else if ((t = table_new(r)) != NULL) {
+            t->next = M.tables;
+            M.tables = t;
+        } else {
             mr_error(0, "delayed %s: out of memory; its statements are refused", r->name);
             continue;
         }
-        t->next = M.tables;
-        M.tables = t;
         /* set once, before the set reaches any worker */
         ((mr_delayed_def *)(uintptr_t)r->delayed)->mem = t;
     }

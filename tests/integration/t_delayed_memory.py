@@ -16,6 +16,7 @@ prepared DELAYED statements in staged mode; a proxy of its own, the real mariadb
     executed values; memory mode answers each execute itself (types kept across executes,
     NULL and fractional values refused, COM_STMT_CLOSE forgets the statement);
   * flush_early wakes the staged and the memory flusher before an hourly interval;
+  * deltas held across a SIGHUP reload are flushed once;
   * SIGTERM runs a final flush of an hourly table.
 Environment: MR_DELAYED_MEM_PORT (26071), MR_BIN.
 """
@@ -435,6 +436,25 @@ def failing_chunk(d):
          rows(d, "SELECT hits FROM m_counters WHERE id = 9"))
 
 
+# ---- reload ------------------------------------------------------------------------------------
+
+def reload(d, proc):
+    """Deltas held across a SIGHUP reload of the same rules are flushed once."""
+    base = rows(d, "SELECT hits FROM m_counters WHERE id = 10")[0][0]
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    for _ in range(5):
+        cur.execute("UPDATE DELAYED m_counters SET hits = hits + 3 WHERE id = 10")
+    proc.send_signal(signal.SIGHUP)
+    time.sleep(0.5)
+    for _ in range(5):
+        cur.execute("UPDATE DELAYED m_counters SET hits = hits + 1 WHERE id = 10")
+    flush(c)
+    c.close()
+    t.eq("deltas taken before and after a reload are all flushed, once", ((base + 20,),),
+         rows(d, "SELECT hits FROM m_counters WHERE id = 10"))
+
+
 # ---- final flush ------------------------------------------------------------------------------
 
 def final_flush(d, proc):
@@ -469,6 +489,7 @@ def main():
         bound(d)
         early(d)
         failing_chunk(d)
+        reload(d, proc)
         final_flush(d, proc)
     finally:
         if proc.poll() is None:
