@@ -13,9 +13,8 @@
  * committed: it is dropped (and logged), never retried, so it is applied
  * at most once (README, "memory mode").
  *
- * Threads: start/stop/set_interval on the main thread (or under the reload
- * lock); wake, flush_now and flush_async from any thread; the rest on the
- * flusher thread. Counters are written by the flusher thread only.
+ * Threads: start/stop on the main thread (or under the reload lock); wake
+ * and flush_now from any thread; the rest on the flusher thread. Counters are written by the flusher thread only.
  */
 #include <inttypes.h>
 #include <mysql.h>
@@ -31,18 +30,11 @@
 #define KEYS_PER_STATEMENT 500
 #define IDLE_MS 60000
 
-typedef struct waiter {
-    void (*done)(void *arg, bool ok);
-    void *arg;
-    struct waiter *next;
-} waiter;
-
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     /* guarded by lock */
     mr_bgconn *bg;
-    waiter *waiters;             /* FLUSH DELAYED through the proxy */
     uint64_t asked, served;      /* mr_dmem_flush_now requests and the last one served */
     bool served_ok;              /* that round left nothing pending for a table it flushed */
     bool final_wanted, final_done;
@@ -287,30 +279,17 @@ static bool on_connect(MYSQL *db, void *arg)
     return true;
 }
 
-static void call_waiters(waiter *w, bool ok)
-{
-    while (w) {
-        waiter *next = w->next;
-        w->done(w->arg, ok);
-        free(w);
-        w = next;
-    }
-}
-
 static uint64_t tick(MYSQL *db, void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&F.lock);
-    waiter *ws = F.waiters;
-    F.waiters = NULL;
     uint64_t asked = F.asked;
     bool final = F.final_wanted;
     uint64_t deadline = F.deadline_ms;
     pthread_mutex_unlock(&F.lock);
     uint64_t wait;
-    bool all = ws || asked > F.served || final;
+    bool all = asked > F.served || final;
     bool ok = round_due(db, all, final ? deadline : 0, &wait);
-    call_waiters(ws, ok);
     pthread_mutex_lock(&F.lock);
     F.served = asked;
     F.served_ok = ok;
@@ -393,27 +372,6 @@ int mr_dmem_flush_now(const char *table_filter, uint64_t timeout_ms)
     return rc;
 }
 
-bool mr_dmem_flush_async(void (*done)(void *arg, bool ok), void *arg)
-{
-    waiter *w = malloc(sizeof *w);
-    if (!w)
-        return false;
-    *w = (waiter){.done = done, .arg = arg};
-    pthread_mutex_lock(&F.lock);
-    mr_bgconn *bg = F.bg;
-    if (bg) {
-        w->next = F.waiters;
-        F.waiters = w;
-    }
-    pthread_mutex_unlock(&F.lock);
-    if (!bg) {
-        free(w);
-        return false;
-    }
-    mr_bgconn_wake(bg);
-    return true;
-}
-
 void dm_flusher_stop(uint64_t drain_ms)
 {
     struct timespec until = realtime_in(drain_ms);
@@ -434,10 +392,7 @@ void dm_flusher_stop(uint64_t drain_ms)
     mr_bgconn_stop(bg);
     pthread_mutex_lock(&F.lock);
     F.bg = NULL;
-    waiter *ws = F.waiters;
-    F.waiters = NULL;
     pthread_mutex_unlock(&F.lock);
-    call_waiters(ws, false);
     gather(); /* what the final round did not take: count it as lost, loudly */
     if (F.pending.n)
         mr_error(0, "delayed: %zu keys held in memory were not flushed before shutdown "

@@ -136,9 +136,5 @@ void mr_dmem_stats_read(mr_dmem_stats *out);
  * timeout; 2: done, but a chunk failed (its keys are kept and retried);
  * -1: no memory-mode rule. Not on a worker (it waits). */
 int mr_dmem_flush_now(const char *table_filter, uint64_t timeout_ms);
-/* Asks for a round and returns at once; `done(arg, ok)` is called on the
- * flusher thread when the round finished (ok false: the server failed).
- * False when there is no memory flusher (done is not called). */
-bool mr_dmem_flush_async(void (*done)(void *arg, bool ok), void *arg);
 
 #endif
