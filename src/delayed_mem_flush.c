@@ -200,7 +200,50 @@ static chunk_rc flush_chunk(MYSQL *db, const struct mr_dmem_table *t, dm_entry *
     return CHUNK_FAILED;
 }
 
-/* Applies table t's pending keys in chunks; false when a chunk failed. */
+/* Counts a chunk's outcome and marks its keys done; false when it failed. */
+static bool settle(const struct mr_dmem_table *t, chunk_rc rc, dm_entry **es, size_t m)
+{
+    if (rc == CHUNK_FAILED)
+        return false;
+    for (size_t i = 0; i < m; i++)
+        es[i]->done = true;
+    if (rc == CHUNK_UNKNOWN) {
+        mr_error(0, "delayed %s: the connection broke during COMMIT; the %zu keys of that "
+                 "chunk may or may not have been written and are not retried (never applied "
+                 "twice)", t->rule, m);
+        count(&F.lost, m);
+        return false;
+    }
+    count(&F.chunks, 1);
+    count(&F.keys, m);
+    return true;
+}
+
+/* Lock waits and deadlocks pass; other refusals come from the data. */
+static bool data_error(MYSQL *db)
+{
+    unsigned e = mysql_errno(db);
+    return !mr_bg_conn_broken(db) && e != 1205 && e != 1213;
+}
+
+/* A chunk the server refused for its data (a value out of a column's
+ * range, a key it cannot convert): its keys one by one, each in its own
+ * transaction, so one bad key does not hold back the others. Keys that
+ * still fail stay pending and are retried every round. */
+static bool isolate(MYSQL *db, const struct mr_dmem_table *t, dm_entry **es, size_t m,
+                    mr_dmem_row *rows)
+{
+    bool all = true;
+    for (size_t i = 0; i < m && !mr_bg_conn_broken(db); i++) {
+        chunk_rc rc = flush_chunk(db, t, &es[i], 1, rows);
+        all = settle(t, rc, &es[i], 1) && all;
+        if (rc == CHUNK_UNKNOWN)
+            return false;
+    }
+    return all && !mr_bg_conn_broken(db);
+}
+
+/* Applies table t's pending keys in chunks; false when some stay pending. */
 static bool flush_table(MYSQL *db, const struct mr_dmem_table *t, uint64_t deadline)
 {
     size_t n = 0;
@@ -212,30 +255,25 @@ static bool flush_table(MYSQL *db, const struct mr_dmem_table *t, uint64_t deadl
     dm_entry **es = malloc(n * sizeof *es);
     size_t chunk = t->def.flush_rows;
     mr_dmem_row *rows = malloc((n < chunk ? n : chunk) * sizeof *rows);
-    bool ok = es && rows;
+    bool ok = es && rows, go = ok;
     size_t k = 0;
     for (size_t b = 0; ok && b <= F.pending.mask; b++)
         for (dm_entry *e = F.pending.b[b]; e; e = e->next)
             if (e->t == t && !e->done)
                 es[k++] = e;
-    for (size_t at = 0; ok && at < n; at += chunk) {
+    for (size_t at = 0; go && at < n; at += chunk) {
         size_t m = n - at < chunk ? n - at : chunk;
         chunk_rc rc = flush_chunk(db, t, es + at, m, rows);
-        if (rc == CHUNK_FAILED || (deadline && mono_ms() >= deadline))
+        if (!settle(t, rc, es + at, m)) {
             ok = false;
-        if (rc == CHUNK_FAILED)
-            break;
-        for (size_t i = at; i < at + m; i++)
-            es[i]->done = true;
-        if (rc == CHUNK_UNKNOWN) {
-            mr_error(0, "delayed %s: the connection broke during COMMIT; the %zu keys of that "
-                     "chunk may or may not have been written and are not retried (never "
-                     "applied twice)", t->rule, m);
-            count(&F.lost, m);
-            break;
+            if (rc == CHUNK_FAILED && m > 1 && data_error(db))
+                ok = isolate(db, t, es + at, m, rows);
+            go = rc == CHUNK_FAILED && !mr_bg_conn_broken(db) && data_error(db);
         }
-        count(&F.chunks, 1);
-        count(&F.keys, m);
+        if (deadline && mono_ms() >= deadline) {
+            ok = ok && at + m >= n;
+            go = false;
+        }
     }
     free(es);
     free(rows);
@@ -253,9 +291,9 @@ static bool round_due(MYSQL *db, bool all, uint64_t deadline, uint64_t *wait)
     *wait = IDLE_MS;
     for (struct mr_dmem_table *t = dm_tables(); t; t = t->next) {
         bool wanted = atomic_exchange(&t->wanted, false);
-        if ((all || wanted || now >= t->next_ms) && ok && !mr_bg_conn_broken(db)) {
+        if ((all || wanted || now >= t->next_ms) && !mr_bg_conn_broken(db)) {
             any = true;
-            ok = flush_table(db, t, deadline);
+            ok = flush_table(db, t, deadline) && ok; /* one table's trouble holds back no other */
             now = mono_ms();
             t->next_ms = now + t->def.flush_interval_ms;
         }

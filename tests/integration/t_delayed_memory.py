@@ -8,6 +8,8 @@ prepared DELAYED statements in staged mode; a proxy of its own, the real mariadb
   * DELETE DELAYED: a tombstone drops the adds before it; with missing = insert the adds
     after it bring the row back; with missing = ignore an absent key is not inserted;
   * string keys with quotes, backslashes and non-ASCII text, written as '5' or 5, coalesce;
+  * a key the server refuses is isolated: the rest of its chunk is written, FLUSH DELAYED
+    reports it, and it stays in memory until a DELETE DELAYED of it;
   * memory_max_keys: the key past the bound gets its ERR, which wakes the flusher, and after
     that flush there is room again; nothing taken is dropped;
   * a chunk that fails (its row locked past the lock wait timeout) is kept and applied once;
@@ -346,6 +348,31 @@ def upserts(d):
          rows(d, "SELECT views FROM m_pages WHERE page = '/home'"))
 
 
+def poison(d):
+    """A key the server refuses (too long for its column) is isolated: the keys flushed with it
+    are written, it stays in memory and FLUSH DELAYED says so, until a DELETE DELAYED of it."""
+    bad = "/" + "x" * 150  # page is VARCHAR(100): strict mode refuses it
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    for page in ("/good1", bad, "/good2"):
+        cur.execute("UPDATE DELAYED m_pages SET views = views + 5 WHERE day = '2026-12-01' AND "
+                    "page = '%s'" % page)
+    try:
+        flush(c, "m_pages")
+        t.not_ok("FLUSH DELAYED reports the key the server refused", "it answered OK")
+    except pymysql.err.MySQLError as e:
+        t.check(e.args[0] == 1235 and e.args[1].startswith(
+            "FLUSH DELAYED: a chunk failed (see the proxy's log); its deltas are kept and "
+            "retried at the next round"), "FLUSH DELAYED reports the key the server refused",
+            e.args)
+    t.eq("the other keys of that chunk were written", {"/good1": 5, "/good2": 5},
+         dict(rows(d, "SELECT page, views FROM m_pages WHERE day = '2026-12-01'")))
+    cur.execute("DELETE DELAYED FROM m_pages WHERE day = '2026-12-01' AND page = '%s'" % bad)
+    flush(c)
+    c.close()
+    t.ok("a DELETE DELAYED of the refused key clears it: FLUSH DELAYED answers OK again")
+
+
 # ---- memory_max_keys ---------------------------------------------------------------------------
 
 def bound(d):
@@ -486,6 +513,7 @@ def main():
         concurrent(d)
         set_and_delete(d)
         upserts(d)
+        poison(d)
         bound(d)
         early(d)
         failing_chunk(d)
