@@ -13,6 +13,11 @@
  * id (and goes on to the server); COM_RESET_CONNECTION and a successful
  * COM_CHANGE_USER forget them all, as the server does.
  *
+ * MariaDB's direct execution (PREPARE and EXECUTE sent together, the
+ * execute naming statement 0xffffffff: the one prepared last) works the
+ * same: the execute waits in the client's buffer until the prepare's
+ * answer is in, so the id is known by then.
+ *
  * Not taken (ERR 1235, nothing applied): an execute whose packet is larger
  * than relay_buffer, parameters sent with COM_STMT_SEND_LONG_DATA, and
  * COM_STMT_BULK_EXECUTE. Runs on the session's worker thread.
@@ -27,6 +32,8 @@
 #include "session_impl.h"
 
 #define MAX_PARAMS 256
+#define LAST_PREPARED 0xffffffffu /* statement id of MariaDB's direct execution */
+#define LAST_NOT_MEMORY 0xffffffffu /* s->dlast: the last prepare was not a memory stand-in */
 
 struct ss_dstmt {
     struct ss_dstmt *next;
@@ -69,6 +76,7 @@ void ss_dmem_forget_all(mr_session *s)
     }
     free(s->dprep);
     s->dprep = NULL;
+    s->dlast = LAST_NOT_MEMORY;
 }
 
 bool ss_dmem_note_prepare(mr_session *s, const char *sql, size_t len, unsigned nparams)
@@ -91,6 +99,8 @@ void ss_dmem_prepared(mr_session *s, bool ok, uint32_t id)
 {
     struct ss_dstmt *d = s->dprep;
     s->dprep = NULL;
+    if (ok) /* the id MariaDB's direct execution means by 0xffffffff */
+        s->dlast = d ? id : LAST_NOT_MEMORY;
     if (!d)
         return;
     if (!ok) {
@@ -310,7 +320,9 @@ bool ss_dmem_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uin
     if (!s->dstmts || n < 5)
         return false;
     uint32_t id = (uint32_t)le(p + 1, 4);
-    struct ss_dstmt *d = find(s, id);
+    if (id == LAST_PREPARED) /* MariaDB: the statement prepared last on this connection */
+        id = s->dlast;
+    struct ss_dstmt *d = id == LAST_NOT_MEMORY ? NULL : find(s, id);
     if (!d)
         return false;
     switch (cmd) {

@@ -76,6 +76,8 @@ struct mr_session {
     struct ss_flush *flush;          /* FLUSH DELAYED waiting for the flushers (session_flush.c) */
     struct ss_dstmt *dstmts;         /* prepared memory-mode DELAYED statements (session_dmem.c) */
     struct ss_dstmt *dprep;          /* the one being prepared */
+    uint32_t dlast;                  /* id of the last prepared, if a memory stand-in; else
+                                        0xffffffff (session_dmem.c) */
     uint64_t command_start_ns;
 };
 

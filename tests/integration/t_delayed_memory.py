@@ -230,6 +230,16 @@ def prepared(d):
     r = c.execute(sn.stmt_id, [(rp.TYPE_VAR_STRING, "pre'pared"), (rp.TYPE_LONGLONG, 9),
                                (rp.TYPE_LONGLONG, 57)])
     t.eq("memory-mode prepared SET answers OK", "ok", r.kind)
+    # MariaDB's direct execution: PREPARE and an EXECUTE of statement 0xffffffff sent together
+    c.send_command(bytes([rp.COM_STMT_PREPARE]) +
+                   b"UPDATE DELAYED m_counters SET hits = hits + ? WHERE id = ?")
+    c.send_command(rp.execute_packet(0xFFFFFFFF, [(rp.TYPE_LONGLONG, 20),
+                                                  (rp.TYPE_LONGLONG, 59)]))
+    pr = c.read_prepare(c._logged("direct prepare"))
+    r = c.read_result(c._logged("direct execute"))
+    t.eq("direct execution (statement 0xffffffff) of a memory-mode statement is answered by "
+         "the proxy", ("ok", 2, "ok", 1),
+         (pr.kind, pr.params, r.kind, r.ok[0] if r.kind == "ok" else r.err))
     c.send_command(struct.pack("<BI", rp.COM_STMT_CLOSE, m.stmt_id))  # no response
     r = c.execute(m.stmt_id, [(rp.TYPE_LONGLONG, 100), (rp.TYPE_LONGLONG, 57),
                               (rp.TYPE_LONGLONG, 58)])
@@ -241,7 +251,7 @@ def prepared(d):
     t.eq("prepared staged increments applied once", ((1, 7), (2, 10)),
          rows(d, "SELECT id, n FROM m_staged ORDER BY id"))
     t.eq("prepared memory-mode increments and sets applied once",
-         ((57, 5, 9, "pre'pared"), (58, 3, 0, None), (59, -2, 0, None)),
+         ((57, 5, 9, "pre'pared"), (58, 3, 0, None), (59, 18, 0, None)),
          rows(d, "SELECT id, hits, misses, note FROM m_counters WHERE id IN (57, 58, 59) "
                  "ORDER BY id"))
 
