@@ -256,6 +256,26 @@ def prepared(d):
                  "ORDER BY id"))
 
 
+def real_driver(d):
+    """The same through libmariadb's statement API (tests/integration/delayed_stmt_client.c)."""
+    prog = os.path.join(os.environ.get("MR_BUILD", os.path.join(os.path.dirname(__file__), "..",
+                                                                 "..", "build")),
+                        "tests", "integration", "delayed_stmt_client")
+    if not os.path.exists(prog):
+        t.not_ok("libmariadb prepared UPDATE DELAYED", "%s is not built" % prog)
+        return
+    before = rows(d, "SELECT SUM(hits) FROM m_counters WHERE id IN (57, 58, 59)")[0][0]
+    out = subprocess.run([prog, t.HOST, str(PORT), t.USER, t.PASSWORD, t.DB],
+                         capture_output=True, text=True, timeout=60)
+    t.eq("libmariadb: prepare sees 2 parameters and no field, every execute 1 affected row",
+         (0, "params=2 fields=0 sum=6050"), (out.returncode, out.stdout.strip()))
+    c = t.connect(PORT, autocommit=True)
+    flush(c)
+    c.close()
+    t.eq("libmariadb: every executed value applied once", before + 6050,
+         rows(d, "SELECT SUM(hits) FROM m_counters WHERE id IN (57, 58, 59)")[0][0])
+
+
 # ---- concurrent increments ---------------------------------------------------------------------
 
 UPD = "UPDATE DELAYED m_counters SET hits = hits %s %d WHERE id %s"
@@ -520,6 +540,7 @@ def main():
     try:
         refusals()
         prepared(d)
+        real_driver(d)
         concurrent(d)
         set_and_delete(d)
         upserts(d)
