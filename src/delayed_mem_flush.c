@@ -20,6 +20,7 @@
 #include <mysql.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -36,7 +37,8 @@ static struct {
     /* guarded by lock */
     mr_bgconn *bg;
     uint64_t asked, served;      /* mr_dmem_flush_now requests and the last one served */
-    bool served_ok;              /* that round left nothing pending for a table it flushed */
+    bool served_ok;              /* that round left nothing pending in the tables asked for */
+    char filter[140];            /* the tables asked for: `t`, `schema.t`, "" = all */
     bool final_wanted, final_done;
     uint64_t deadline_ms;
     /* any thread */
@@ -280,22 +282,49 @@ static bool flush_table(MYSQL *db, const struct mr_dmem_table *t, uint64_t deadl
     return ok;
 }
 
-/* Gathers every shard, then flushes the tables that are due (all of them
- * when `all`). False when a due table keeps keys pending. *wait is the
- * time until the next table is due. */
-static bool round_due(MYSQL *db, bool all, uint64_t deadline, uint64_t *wait)
+/* FLUSH DELAYED's argument names `table` or `schema.table`; empty: all. */
+static bool matches(const struct mr_dmem_table *t, const char *filter)
+{
+    if (!filter[0])
+        return true;
+    const char *dot = strchr(filter, '.');
+    if (!dot)
+        return strcmp(filter, t->def.table) == 0;
+    size_t n = (size_t)(dot - filter);
+    return strlen(t->def.schema) == n && strncmp(filter, t->def.schema, n) == 0 &&
+           strcmp(dot + 1, t->def.table) == 0;
+}
+
+/* What one round is asked to do beyond the tables that are due. */
+typedef struct round_ask {
+    bool all;               /* every table (final flush) */
+    const char *filter;     /* FLUSH DELAYED's tables; NULL: none asked */
+    uint64_t deadline;      /* final flush: stop chunking then (0 = none) */
+    bool asked_ok;          /* out: the tables asked for have nothing pending */
+} round_ask;
+
+/* Gathers every shard, then flushes the tables that are due or asked for.
+ * False when a flushed table keeps keys pending. *wait is the time until
+ * the next table is due. */
+static bool round_due(MYSQL *db, round_ask *a, uint64_t *wait)
 {
     gather();
     bool ok = true, any = false;
     uint64_t now = mono_ms();
     *wait = IDLE_MS;
+    a->asked_ok = true;
     for (struct mr_dmem_table *t = dm_tables(); t; t = t->next) {
         bool wanted = atomic_exchange(&t->wanted, false);
-        if ((all || wanted || now >= t->next_ms) && !mr_bg_conn_broken(db)) {
+        bool asked = a->all || (a->filter && matches(t, a->filter));
+        if ((asked || wanted || now >= t->next_ms) && !mr_bg_conn_broken(db)) {
             any = true;
-            ok = flush_table(db, t, deadline) && ok; /* one table's trouble holds back no other */
+            bool tok = flush_table(db, t, a->deadline);
+            ok = tok && ok; /* one table's trouble holds back no other */
+            a->asked_ok = a->asked_ok && (tok || !asked);
             now = mono_ms();
             t->next_ms = now + t->def.flush_interval_ms;
+        } else if (asked) {
+            a->asked_ok = false; /* the connection broke */
         }
         uint64_t left = t->next_ms > now ? t->next_ms - now : 0;
         *wait = left < *wait ? left : *wait;
@@ -320,17 +349,20 @@ static bool on_connect(MYSQL *db, void *arg)
 static uint64_t tick(MYSQL *db, void *arg)
 {
     (void)arg;
+    char filter[sizeof F.filter];
     pthread_mutex_lock(&F.lock);
     uint64_t asked = F.asked;
     bool final = F.final_wanted;
     uint64_t deadline = F.deadline_ms;
+    memcpy(filter, F.filter, sizeof filter);
     pthread_mutex_unlock(&F.lock);
     uint64_t wait;
-    bool all = asked > F.served || final;
-    bool ok = round_due(db, all, final ? deadline : 0, &wait);
+    round_ask a = {.all = final, .filter = asked > F.served ? filter : NULL,
+                   .deadline = final ? deadline : 0};
+    bool ok = round_due(db, &a, &wait);
     pthread_mutex_lock(&F.lock);
     F.served = asked;
-    F.served_ok = ok;
+    F.served_ok = a.asked_ok;
     F.final_done = F.final_done || final;
     pthread_cond_broadcast(&F.cond);
     pthread_mutex_unlock(&F.lock);
@@ -393,10 +425,14 @@ static struct timespec realtime_in(uint64_t ms)
 
 int mr_dmem_flush_now(const char *table_filter, uint64_t timeout_ms)
 {
-    (void)table_filter; /* a round flushes every memory table: a superset of the one asked */
     struct timespec until = realtime_in(timeout_ms);
     pthread_mutex_lock(&F.lock);
     mr_bgconn *bg = F.bg;
+    const char *want = table_filter ? table_filter : "";
+    /* two requests for different tables before the round: it takes them all */
+    if (F.asked > F.served && strcmp(F.filter, want) != 0)
+        want = "";
+    snprintf(F.filter, sizeof F.filter, "%s", want);
     uint64_t mine = ++F.asked;
     pthread_mutex_unlock(&F.lock);
     if (!bg)

@@ -131,10 +131,11 @@ void mr_dmem_stop(uint64_t drain_ms);
 void mr_dmem_stats_read(mr_dmem_stats *out);
 
 /* FLUSH DELAYED for memory tables: a round now over the tables matching
- * the filter (`t`, `schema.t`, "" = all; a round takes every memory table,
- * a superset); waits up to timeout_ms. 0: done; 1: still running at the
- * timeout; 2: done, but a chunk failed (its keys are kept and retried);
- * -1: no memory-mode rule. Not on a worker (it waits). */
+ * the filter (`t`, `schema.t`, "" = all; two requests for different
+ * tables before the round make it take all); waits up to timeout_ms. 0:
+ * done; 1: still running at the timeout; 2: done, but a chunk of a table
+ * asked for failed (its keys are kept and retried); -1: no memory-mode
+ * rule. Not on a worker (it waits). */
 int mr_dmem_flush_now(const char *table_filter, uint64_t timeout_ms);
 
 #endif
