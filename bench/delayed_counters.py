@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """delayed_counters.py - hot counters with and without UPDATE DELAYED, through myrewrite.
 
-Run by bench/delayed_counters.sh, which starts mariadbd and two proxies: one with a
-delayed rule on test.counters (key id, column hits, flush_interval 1s), one with no rules.
+Run by bench/delayed_counters.sh, which starts mariadbd and three proxies: one with a
+delayed rule on test.counters (key id, column hits, flush_interval 1s), one with the same
+rule in mode = memory, one with no rules.
 Table: counters (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0), ids 1..1000, InnoDB.
 
 For each number of hot rows H and each number of clients C, three modes one after the
@@ -12,10 +13,16 @@ statement on an id picked uniformly from 1..H, autocommit:
   direct   UPDATE counters SET hits = hits + 1 WHERE id = ?          to mariadbd
   proxy    the same statement through the proxy without rules
   delayed  UPDATE DELAYED counters SET hits = hits + 1 WHERE id = ?  through the rule proxy
+  memory   the same through the memory-mode proxy
+
+With --loadgen (the C program bench/delayed_load.c) the clients are connections driven by
+--load-threads threads, one statement in flight on each; without it, one Python process per
+client (pymysql), which tops out near 20,000 statements/s on its own here.
 
 incr/s counts acknowledged statements (OK packets) over the window, from the common start
 to the last acknowledgement. The check compares the growth of SUM(hits), read on a direct
-connection once the staging table is empty, with the acknowledged increments.
+connection once the staging table is empty (staged) or after FLUSH DELAYED through the
+memory proxy (memory), with the acknowledged increments.
 
 Then the flush rate: N rows (key ids spread over the 1000 counters, delta +1 each) are
 inserted straight into the staging table on a direct connection, in multi-row INSERTs inside
@@ -27,6 +34,7 @@ import argparse
 import multiprocessing as mp
 import os
 import random
+import subprocess
 import sys
 import time
 
@@ -41,6 +49,7 @@ MODES = [
     ("direct", "direct", "UPDATE counters SET hits = hits + 1 WHERE id = %d"),
     ("proxy", "plain", "UPDATE counters SET hits = hits + 1 WHERE id = %d"),
     ("delayed", "rule", "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = %d"),
+    ("memory", "memory", "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = %d"),
 ]
 DRAIN_TIMEOUT = 120.0
 STAGE_LIMIT = 60.0
@@ -148,7 +157,23 @@ def worker(cfg, port, sql, hot, seed, ready, go, start_at, results):
     results.put(counts)
 
 
+def run_cell_c(cfg, port, sql, hot, clients):
+    """The C load generator: clients connections over cfg.load_threads threads."""
+    threads = min(cfg.load_threads, clients)
+    out = subprocess.run([cfg.loadgen, cfg.host, str(port), cfg.user, cfg.password, cfg.db,
+                          str(clients), str(threads), str(cfg.seconds), str(hot), sql],
+                         capture_output=True, text=True, timeout=cfg.seconds + 300)
+    line = out.stdout.strip()
+    if out.returncode != 0 or not line.startswith("acks="):
+        return 0, 1, ["load generator: %s %s" % (line, out.stderr.strip()[:200])], cfg.seconds
+    f = dict(kv.split("=", 1) for kv in line.split(" ", 4))
+    msgs = [f["first_error"]] if f["first_error"] else []
+    return int(f["acks"]), int(f["errors"]), msgs, float(f["elapsed"])
+
+
 def run_cell(cfg, port, sql, hot, clients):
+    if cfg.loadgen:
+        return run_cell_c(cfg, port, sql, hot, clients)
     ctx = mp.get_context("fork")
     ready, results = ctx.Queue(), ctx.Queue()
     go = ctx.Event()
@@ -174,11 +199,28 @@ def run_cell(cfg, port, sql, hot, clients):
     return acks, errors, msgs, elapsed
 
 
+def flush_memory(cfg):
+    """FLUSH DELAYED through the memory proxy; its duration in seconds (None on error)."""
+    t0 = time.monotonic()
+    try:
+        m = connect(cfg, cfg.memory_port)
+        m.cursor().execute("FLUSH DELAYED counters")
+        m.close()
+    except pymysql.err.MySQLError as e:
+        print("#   FLUSH DELAYED failed: %s" % (e,))
+        return None
+    return time.monotonic() - t0
+
+
 def counters_part(cfg, d):
     cur = d.cursor()
-    ports = {"direct": cfg.direct_port, "plain": cfg.plain_port, "rule": cfg.rule_port}
+    ports = {"direct": cfg.direct_port, "plain": cfg.plain_port, "rule": cfg.rule_port,
+             "memory": cfg.memory_port}
     print("# %g s per run; clients %s; hot rows %s; load average at start %s"
           % (cfg.seconds, cfg.clients, cfg.hot, " ".join(loadavg())))
+    print("# clients: %s" % ("C load generator, %d threads, one statement in flight per "
+                             "connection" % cfg.load_threads if cfg.loadgen
+                             else "one Python process (pymysql) each"))
     print("%4s %7s  %-8s %11s %7s %7s %9s  %-8s %5s %5s"
           % ("hot", "clients", "mode", "incr/s", "vs_a", "errors", "drain_s", "check", "load1",
              "cpu%"))
@@ -186,13 +228,18 @@ def counters_part(cfg, d):
     for hot in [int(h) for h in cfg.hot.split()]:
         for clients in [int(c) for c in cfg.clients.split()]:
             base = None
-            for name, which, sql in MODES:
+            for name, which, sql in [m for m in MODES if m[0] in cfg.modes.split()]:
                 before = total_hits(cur)
                 c0 = cpu_ticks()
                 acks, errors, msgs, elapsed = run_cell(cfg, ports[which], sql, hot, clients)
                 cpu = busy_pct(c0, cpu_ticks())
                 load1 = loadavg()[0]
-                drain = wait_drained(cur, DRAIN_TIMEOUT) if which == "rule" else 0.0
+                if which == "rule":
+                    drain = wait_drained(cur, DRAIN_TIMEOUT)
+                elif which == "memory":
+                    drain = flush_memory(cfg)
+                else:
+                    drain = 0.0
                 grown = total_hits(cur) - before
                 ok = drain is not None and grown == acks
                 all_ok = all_ok and ok
@@ -202,7 +249,7 @@ def counters_part(cfg, d):
                     base = rate
                 print("%4d %7d  %-8s %11.0f %7.2f %7d %9s  %-8s %5s %5.0f"
                       % (hot, clients, name, rate, rate / base if base else 0.0, errors,
-                         "-" if which != "rule" else
+                         "-" if which not in ("rule", "memory") else
                          ("%.2f" % drain if drain is not None else "timeout"),
                          check, load1, cpu), flush=True)
                 if not ok:
@@ -210,7 +257,8 @@ def counters_part(cfg, d):
                 for m in msgs:
                     print("#   error: %s" % m)
     print("# drain_s: seconds from the end of the delayed run until the staging table was "
-          "empty (flush_interval 1s)")
+          "empty (flush_interval 1s);")
+    print("#   memory: how long FLUSH DELAYED through the memory proxy took after the run")
     print("# load1: 1-minute load average read after the run (it lags and includes earlier "
           "runs);")
     print("#   cpu%%: busy share of all %d CPUs during the run (clients, proxies, mariadbd and "
@@ -342,6 +390,10 @@ def main():
     ap.add_argument("--direct-port", type=int, default=23346)
     ap.add_argument("--rule-port", type=int, default=26073)
     ap.add_argument("--plain-port", type=int, default=26074)
+    ap.add_argument("--memory-port", type=int, default=26075)
+    ap.add_argument("--loadgen", default="", help="the C load generator (delayed_load)")
+    ap.add_argument("--load-threads", type=int, default=2)
+    ap.add_argument("--modes", default="direct proxy delayed memory")
     ap.add_argument("--user", default="app")
     ap.add_argument("--password", default="apppw")
     ap.add_argument("--db", default="test")

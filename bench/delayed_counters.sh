@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # delayed_counters.sh - hot counters: plain UPDATE direct and through myrewrite, versus
-# UPDATE DELAYED (staged mode) through myrewrite, side by side; then the flush rate.
+# UPDATE DELAYED (staged mode and memory mode) through myrewrite, side by side; then the
+# flush rate of staged rows.
 #
-# Starts a throwaway mariadbd "dbench" and two proxies (tests/lib/env.sh):
+# Starts a throwaway mariadbd "dbench" and three proxies (tests/lib/env.sh):
 #   :26073  rules dir with one delayed rule on test.counters (key id, column hits,
 #           flush_interval 1s) and the proxy's own account (proxy_user=app), which the
 #           flusher uses;
-#   :26074  an empty rules dir: the plain UPDATE of mode (b) goes through it untouched.
+#   :26074  an empty rules dir: the plain UPDATE of mode (b) goes through it untouched;
+#   :26075  the same delayed rule with mode = memory.
 # Then bench/delayed_counters.py runs, for hot rows 1 and 10 and each client count,
 #   (a) direct    UPDATE counters SET hits = hits + 1 WHERE id = ?    to mariadbd
 #   (b) proxy     the same statement through the proxy without rules
 #   (c) delayed   UPDATE DELAYED counters SET hits = hits + 1 WHERE id = ?  through the rule proxy
-# with worker processes for SECONDS each, prints acknowledged increments/s, the ratio to (a)
+#   (d) memory    the same through the memory-mode proxy (checked after FLUSH DELAYED)
+# with the C load generator (build/delayed_load; BENCH_DRIVER=python for one pymysql process
+# per client instead) for SECONDS each, prints acknowledged increments/s, the ratio to (a)
 # and, after the staging table has drained, whether the counters grew by exactly the number
 # of acknowledged increments (OK / MISMATCH). Last, the flush rate: 10^5 rows (and 10^6 if
 # staging them is quick enough) inserted straight into the staging table in one transaction,
@@ -20,11 +24,14 @@
 # Usage: bench/delayed_counters.sh [SECONDS_PER_RUN]        (default 8)
 # Env:   BENCH_CLIENTS="32 128" (client processes)  BENCH_HOT="1 10" (hot rows)
 #        BENCH_FLUSH_ROWS="100000 1000000"  BENCH_PROXY_THREADS=2 (proxy worker threads)
+#        BENCH_DRIVER=c|python  BENCH_LOAD_THREADS=2 (load generator threads)
+#        BENCH_MODES="direct proxy delayed memory"
 set -uo pipefail  # env.sh helpers are not written for set -e
 . "$(dirname "$0")/../tests/lib/env.sh"
 
 COMMAND=$(printf '%q ' "$0" "$@")
-for v in BENCH_PROXY_THREADS BENCH_FLUSH_ROWS BENCH_HOT BENCH_CLIENTS; do
+for v in BENCH_PROXY_THREADS BENCH_FLUSH_ROWS BENCH_HOT BENCH_CLIENTS BENCH_DRIVER \
+    BENCH_LOAD_THREADS BENCH_MODES; do
     [[ -n ${!v:-} ]] && COMMAND="$v=$(printf '%q' "${!v}") $COMMAND"
 done
 
@@ -37,14 +44,20 @@ MR_TMP=$MR_ROOT/.tmp/dbench
 MR_DIRECT_PORT=23346
 MR_PROXY_PORT=26073
 PLAIN_PORT=26074
+MEMORY_PORT=26075
+DRIVER=${BENCH_DRIVER:-c}
+LOAD_THREADS=${BENCH_LOAD_THREADS:-2}
+MODES=${BENCH_MODES:-"direct proxy delayed memory"}
+LOADGEN=$MR_BUILD/delayed_load
 export MR_TMP MR_DIRECT_PORT MR_PROXY_PORT
 mkdir -p "$MR_TMP"
 trap mr_cleanup EXIT
 
 RULES_DELAYED=$MR_TMP/rules_delayed
 RULES_NONE=$MR_TMP/rules_none
-rm -rf "$RULES_DELAYED" "$RULES_NONE"
-mkdir -p "$RULES_DELAYED" "$RULES_NONE"
+RULES_MEMORY=$MR_TMP/rules_memory
+rm -rf "$RULES_DELAYED" "$RULES_NONE" "$RULES_MEMORY"
+mkdir -p "$RULES_DELAYED" "$RULES_NONE" "$RULES_MEMORY"
 cat >"$RULES_DELAYED/10-dbench.rules" <<'RULES'
 [delayed dbench]
 table = test.counters
@@ -53,29 +66,50 @@ columns = hits
 flush_interval = 1s
 RULES
 
+cat >"$RULES_MEMORY/10-dbench.rules" <<'RULES'
+[delayed dbench_memory]
+table = test.counters
+key = id
+columns = hits
+mode = memory
+flush_interval = 1s
+RULES
+
 "$MR_BIN" --rules "$RULES_DELAYED" --check >&2 || mr_die "the delayed rule does not load"
+"$MR_BIN" --rules "$RULES_MEMORY" --check >&2 || mr_die "the memory rule does not load"
+if [[ $DRIVER == c ]]; then
+    [[ -x $LOADGEN ]] || mr_die "$LOADGEN not built (cmake --build build)"
+else
+    LOADGEN=""
+fi
 
 mr_start_mariadb dbench "$MR_DIRECT_PORT" >/dev/null || mr_die "mariadbd dbench did not start"
 PY_ARGS=(--seconds "$SECS" --clients "$CLIENTS" --hot "$HOT" --flush-rows "$FLUSH_ROWS"
     --host "$MR_HOST" --direct-port "$MR_DIRECT_PORT" --rule-port "$MR_PROXY_PORT"
-    --plain-port "$PLAIN_PORT" --user "$MR_USER" --password "$MR_PASSWORD" --db "$MR_DB")
+    --plain-port "$PLAIN_PORT" --memory-port "$MEMORY_PORT" --user "$MR_USER"
+    --password "$MR_PASSWORD" --db "$MR_DB" --loadgen "$LOADGEN" --load-threads "$LOAD_THREADS"
+    --modes "$MODES")
 # The table exists before the rule proxy starts, so its flusher finds it at once and
 # creates the staging table.
 "$MR_PY" "$MR_ROOT/bench/delayed_counters.py" "${PY_ARGS[@]}" --setup-only \
     || mr_die "table setup failed"
 : >"$MR_TMP/dbench_rule.log"
 : >"$MR_TMP/dbench_plain.log"
+: >"$MR_TMP/dbench_memory.log"
 mr_start_proxy dbench_rule "$MR_PROXY_PORT" "$MR_DIRECT_PORT" --rules "$RULES_DELAYED" \
     --workers "$PROXY_THREADS" --set proxy_user="$MR_USER" --set proxy_password="$MR_PASSWORD" \
     || mr_die "proxy with the delayed rule did not start"
 mr_start_proxy dbench_plain "$PLAIN_PORT" "$MR_DIRECT_PORT" --rules "$RULES_NONE" \
     --workers "$PROXY_THREADS" \
     || mr_die "proxy without rules did not start"
+mr_start_proxy dbench_memory "$MEMORY_PORT" "$MR_DIRECT_PORT" --rules "$RULES_MEMORY" \
+    --workers "$PROXY_THREADS" --set proxy_user="$MR_USER" --set proxy_password="$MR_PASSWORD" \
+    || mr_die "proxy with the memory rule did not start"
 
 "$MR_PY" "$MR_ROOT/bench/delayed_counters.py" "${PY_ARGS[@]}"
 rc=$?
 
-for name in dbench_rule dbench_plain; do
+for name in dbench_rule dbench_plain dbench_memory; do
     # The admin console notice is expected: no admin_password is set.
     n=$(grep -E '^\S+ (warn|error) ' "$MR_TMP/$name.log" | grep -vc 'admin console not started')
     if ((n > 0)); then

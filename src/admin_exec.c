@@ -13,6 +13,7 @@
 #include "myrewrite/admin_proto.h"
 #include "myrewrite/codec.h"
 #include "myrewrite/delayed_flush.h"
+#include "myrewrite/delayed_mem.h"
 
 #define ER_PARSE_ERROR 1064
 
@@ -50,11 +51,17 @@ static void unknown(mr_buf *out)
 static void flush_delayed(const mr_buf *arg, mr_buf *out)
 {
     const char *table = arg->len ? (const char *)arg->data : "";
-    switch (mr_delayed_flush_now(table, FLUSH_WAIT_MS)) {
+    int staged = mr_delayed_flush_now(table, FLUSH_WAIT_MS);
+    int memory = mr_dmem_flush_now(table, FLUSH_WAIT_MS);
+    switch (staged < 0 ? memory : memory < 0 ? staged : staged > memory ? staged : memory) {
     case 0: mr_admin_lines_result(out, "result", "flushed"); return;
     case 1:
         mr_admin_lines_result(out, "result", "still flushing after 10 s; it goes on in the "
                                              "background");
+        return;
+    case 2:
+        mr_admin_lines_result(out, "result", "a memory-mode chunk failed (see the log); its "
+                                             "deltas are kept and retried");
         return;
     default:
         mr_admin_error(out, MR_ER_UNKNOWN_COM, "42000",

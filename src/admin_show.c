@@ -16,6 +16,7 @@
 #include "admin_impl.h"
 #include "myrewrite/admin_proto.h"
 #include "myrewrite/config.h"
+#include "myrewrite/delayed_mem.h"
 #include "myrewrite/queue.h"
 #include "myrewrite/stats.h"
 #include "myrewrite/worker.h"
@@ -107,6 +108,22 @@ static const struct {
     {"bytes_from_backend", STAT(bytes_from_backend)},
 };
 
+/* DELAYED rules in mode = memory, all tables together (SHOW DELAYED has
+ * the staged tables' rows). */
+static void memory_rows(mr_resultset *rs)
+{
+    mr_dmem_stats m;
+    mr_dmem_stats_read(&m);
+    counter_row(rs, "delayed_memory_statements", m.statements);
+    counter_row(rs, "delayed_memory_refused", m.refused);
+    counter_row(rs, "delayed_memory_keys_held", m.keys_held);
+    counter_row(rs, "delayed_memory_rounds", m.rounds);
+    counter_row(rs, "delayed_memory_chunks", m.chunks);
+    counter_row(rs, "delayed_memory_keys_written", m.keys);
+    counter_row(rs, "delayed_memory_errors", m.errors);
+    counter_row(rs, "delayed_memory_keys_lost", m.lost);
+}
+
 void mr_admin_show_stats(mr_proxy *p, mr_buf *out)
 {
     mr_resultset rs;
@@ -118,6 +135,7 @@ void mr_admin_show_stats(mr_proxy *p, mr_buf *out)
         snprintf(name, sizeof(name), "closes_%s", mr_close_reason_name((mr_close_reason)r));
         counter_row(&rs, name, sum_stat(p, STAT(closes) + (size_t)r * sizeof(mr_counter)));
     }
+    memory_rows(&rs);
     mr_rs_end(&rs);
 }
 

@@ -137,6 +137,10 @@ static bool table_copy(table *t, const mr_rule *r)
     bool ok = true;
     memset(t, 0, sizeof *t);
     t->def = *s;
+    t->def.set_columns = NULL; /* not copied: staged rules take no SET col = literal */
+    t->def.nset_columns = 0;
+    t->def.mem = NULL;
+    t->def.staged_rows = NULL;
     t->def.schema = dup_or_null(s->schema, &ok);
     t->def.table = dup_or_null(s->table, &ok);
     t->def.keys = names_copy(s->keys, s->nkeys, &ok);
@@ -159,19 +163,25 @@ static void tables_free(tables *ts)
     memset(ts, 0, sizeof *ts);
 }
 
+/* mode = memory rules have their own flusher (delayed_mem_flush.c). */
+static bool is_staged(const mr_rule *r)
+{
+    return r->kind == MR_RULE_DELAYED && r->enabled && r->delayed->mode == MR_DELAYED_STAGED;
+}
+
 static bool tables_from(tables *ts, const mr_ruleset *rs)
 {
     size_t n = 0, total = mr_ruleset_count(rs);
     memset(ts, 0, sizeof *ts);
     for (size_t i = 0; i < total; i++)
-        n += mr_ruleset_rule(rs, i)->kind == MR_RULE_DELAYED && mr_ruleset_rule(rs, i)->enabled;
+        n += is_staged(mr_ruleset_rule(rs, i));
     if (!n)
         return true;
     if (!(ts->t = calloc(n, sizeof *ts->t)))
         return false;
     for (size_t i = 0; i < total; i++) {
         const mr_rule *r = mr_ruleset_rule(rs, i);
-        if (r->kind != MR_RULE_DELAYED || !r->enabled)
+        if (!is_staged(r))
             continue;
         bool ok = table_copy(&ts->t[ts->n], r);
         ts->n++;
@@ -949,6 +959,17 @@ int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms)
     bool done = D.flush_done >= mine;
     pthread_mutex_unlock(&D.lock);
     return done ? 0 : 1;
+}
+
+void mr_delayed_wake(void)
+{
+    pthread_mutex_lock(&D.lock);
+    mr_bgconn *bg = D.bg;
+    D.flush_asked++;
+    D.flush_filter[0] = '\0'; /* all tables: a superset of any filter asked concurrently */
+    pthread_mutex_unlock(&D.lock);
+    if (bg)
+        mr_bgconn_wake(bg);
 }
 
 void mr_delayed_configure(const mr_proxy *p, const mr_ruleset *rs)

@@ -18,15 +18,15 @@
 
 const char mr_delayed_grammar[] =
     "supported: UPDATE DELAYED [LOW_PRIORITY] tbl SET col = col + N [, col2 = col2 - N ...] "
+    "(and col = literal on a set_columns column in mode = memory) "
     "WHERE key = literal [AND key2 = literal ...] (one key may be key IN (literal, ...)); "
     "DELETE DELAYED FROM tbl WHERE <the same>; N is a whole number or ?, a literal a string, "
     "number, hex/bit literal or ?";
 
-/* Formats the reason, then the grammar; always returns false. */
-static bool fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define fail mr_delayed_fail
 
-static bool fail(char *err, size_t errlen, const char *fmt, ...)
+/* Formats the reason, then the grammar; always returns false. */
+bool mr_delayed_fail(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!errlen)
         return false;
@@ -166,7 +166,7 @@ static bool read_table(const char *text, const sql_token *tok, const sql_stmt *s
     return true;
 }
 
-/* col = col + N | col = col - N */
+/* col = col + N | col = col - N | col = literal */
 static bool read_assign(const char *text, const sql_token *tok, const sql_assign *a,
                         mr_delayed_set *out, char *err, size_t errlen)
 {
@@ -176,17 +176,27 @@ static bool read_assign(const char *text, const sql_token *tok, const sql_assign
         skip(tok, c + 1, a->column.end) != a->column.end)
         return fail(err, errlen, "UPDATE DELAYED: SET takes plain column names");
     uint32_t e = a->expr.end;
-    uint32_t i = skip(tok, a->expr.first, e);
+    uint32_t i = skip(tok, a->expr.first, e), past;
+    if (read_literal(tok, i, e, &past) && skip(tok, past, e) == e) {
+        *out = (mr_delayed_set){.col = c, .num = i, .is_set = true};
+        return true;
+    }
     bool ok = i < e && tok_name(text, &tok[i], again) && strcasecmp(col, again) == 0;
     uint32_t op = ok ? skip(tok, i + 1, e) : e;
     ok = op < e && (is_op(&tok[op], SQL_OP_PLUS) || is_op(&tok[op], SQL_OP_MINUS));
     uint32_t num = ok ? skip(tok, op + 1, e) : e;
     ok = ok && num < e && whole_number(text, &tok[num]) && skip(tok, num + 1, e) == e;
     if (!ok)
-        return fail(err, errlen, "UPDATE DELAYED: SET %s = ... must read %s = %s + N or "
-                    "%s = %s - N with N a whole number or ?", col, col, col, col, col);
+        return fail(err, errlen, "UPDATE DELAYED: SET %s = ... must read %s = %s + N, "
+                    "%s = %s - N with N a whole number or ?, or %s = literal", col, col, col,
+                    col, col, col);
     *out = (mr_delayed_set){.col = c, .num = num, .minus = is_op(&tok[op], SQL_OP_MINUS)};
     return true;
+}
+
+bool mr_delayed_literal_at(const sql_token *tok, uint32_t i, uint32_t end, uint32_t *next)
+{
+    return read_literal(tok, i, end, next);
 }
 
 static bool read_set(const char *text, const sql_token *tok, const sql_stmt *st,
@@ -327,21 +337,43 @@ static int find_name(char *const *list, size_t n, const char *name)
     return -1;
 }
 
-/* Every SET column is a counter column, each once. */
+/* The place of set_columns[s] among the set columns that are not also
+ * counters (those come after the counters in a memory table's columns). */
+static int set_only_index(const mr_delayed_def *def, int s)
+{
+    int n = 0;
+    for (int j = 0; j < s; j++)
+        n += find_name(def->columns, def->ncolumns, def->set_columns[j]) < 0;
+    return n;
+}
+
+/* Every `col = col + N` names a counter column, every `col = literal` a
+ * set_columns column, each column once. */
 static bool check_columns(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
                           const mr_delayed_def *def, int *col, char *err, size_t errlen)
 {
     char nm[NAME_MAX_LEN + 1];
-    unsigned seen = 0;
+    uint64_t seen = 0;
     for (unsigned i = 0; i < d->nset; i++) {
         tok_name(text, &tok[d->set[i].col], nm);
-        col[i] = find_name(def->columns, def->ncolumns, nm);
-        if (col[i] < 0)
+        int c = find_name(def->columns, def->ncolumns, nm);
+        if (d->set[i].is_set && def->mode != MR_DELAYED_MEMORY)
+            return fail(err, errlen, "UPDATE DELAYED on %s.%s: SET %s = literal is taken in "
+                        "mode = memory only so far", def->schema, def->table, nm);
+        if (d->set[i].is_set) {
+            int s = find_name(def->set_columns, def->nset_columns, nm);
+            if (s < 0)
+                return fail(err, errlen, "UPDATE DELAYED on %s.%s: SET %s = literal needs %s "
+                            "in the rule's set_columns", def->schema, def->table, nm, nm);
+            c = c >= 0 ? c : (int)def->ncolumns + set_only_index(def, s);
+        } else if (c < 0) {
             return fail(err, errlen, "UPDATE DELAYED on %s.%s: %s is not one of the rule's "
                         "columns", def->schema, def->table, nm);
-        if (seen & (1u << col[i]))
+        }
+        col[i] = c;
+        if (seen & (1ull << c))
             return fail(err, errlen, "UPDATE DELAYED: %s is set twice", nm);
-        seen |= 1u << col[i];
+        seen |= 1ull << c;
     }
     return true;
 }
@@ -463,14 +495,20 @@ static size_t count_params(const sql_token *tok, size_t ntok)
     return n;
 }
 
+bool mr_delayed_check(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
+                      const mr_delayed_def *def, int *col, int *key, char *err, size_t errlen)
+{
+    return check_columns(text, tok, d, def, col, err, errlen) &&
+           check_keys(text, tok, d, def, key, err, errlen);
+}
+
 bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok,
                       const mr_delayed_stmt *d, const mr_delayed_def *def, bool prepared,
                       mr_buf *out, char *err, size_t errlen)
 {
     int col[MR_DELAYED_MAX_TERMS], key[MR_DELAYED_MAX_TERMS];
-    if (!check_columns(text, tok, d, def, col, err, errlen) ||
-        !check_keys(text, tok, d, def, key, err, errlen))
-        return false;
+    if (!mr_delayed_check(text, tok, d, def, col, key, err, errlen))
+        return false; /* refuses col = literal in staged mode */
     uint32_t rows = d->in_term >= 0 ? d->key[d->in_term].count : 1;
     if (rows > MR_DELAYED_MAX_ROWS)
         return fail(err, errlen, "%s: at most %d values in the IN list", verb(d),

@@ -12,10 +12,12 @@
 #include <event2/buffer.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "http_impl.h"
 #include "myrewrite/delayed_flush.h"
 #include "myrewrite/schema_cache.h"
+#include "myrewrite/delayed_mem.h"
 #include "myrewrite/queue.h"
 #include "myrewrite/reload.h"
 #include "myrewrite/rules.h"
@@ -26,7 +28,8 @@ typedef struct counter_def {
     const char *name;
     const char *type; /* "counter" or "gauge" */
     const char *help;
-    size_t offset;    /* of the mr_counter in mr_stats or mr_queue_stats */
+    size_t offset;    /* of the mr_counter in mr_stats or mr_queue_stats (uint64_t in
+                         mr_dmem_stats) */
 } counter_def;
 
 #define W(field) offsetof(mr_stats, field)
@@ -214,6 +217,40 @@ static void write_schema_cache(struct evbuffer *out)
     write_counters(out, schema_counters, COUNT(schema_counters), mr_schema_cache_stats_get());
 }
 
+/* Memory mode (delayed_mem.h): a snapshot, plain numbers. */
+#define M(field) offsetof(mr_dmem_stats, field)
+static const counter_def memory_counters[] = {
+    {"myrewrite_delayed_memory_statements_total", "counter",
+     "DELAYED statements taken into memory (mode = memory).", M(statements)},
+    {"myrewrite_delayed_memory_refused_total", "counter",
+     "Memory-mode DELAYED statements refused at memory_max_keys.", M(refused)},
+    {"myrewrite_delayed_memory_keys_held", "gauge",
+     "Keys held in memory, waiting for a flush.", M(keys_held)},
+    {"myrewrite_delayed_memory_rounds_total", "counter",
+     "Memory flush rounds that flushed at least one table.", M(rounds)},
+    {"myrewrite_delayed_memory_chunks_total", "counter",
+     "Memory flush transactions committed.", M(chunks)},
+    {"myrewrite_delayed_memory_keys_written_total", "counter",
+     "Keys written by committed memory flushes.", M(keys)},
+    {"myrewrite_delayed_memory_errors_total", "counter",
+     "Failed memory flush chunks (kept and retried).", M(errors)},
+    {"myrewrite_delayed_memory_keys_lost_total", "counter",
+     "Keys dropped after a COMMIT whose outcome is unknown (connection lost).", M(lost)},
+};
+
+static void write_memory(struct evbuffer *out)
+{
+    mr_dmem_stats m;
+    mr_dmem_stats_read(&m);
+    for (size_t i = 0; i < COUNT(memory_counters); i++) {
+        const counter_def *c = &memory_counters[i];
+        uint64_t v;
+        memcpy(&v, (const char *)&m + c->offset, sizeof v);
+        mr_metrics_family(out, c->name, c->type, c->help);
+        mr_metrics_sample(out, c->name, v);
+    }
+}
+
 static void write_queue(struct evbuffer *out)
 {
     write_counters(out, queue_counters, COUNT(queue_counters), mr_queue_stats_get());
@@ -238,4 +275,5 @@ void mr_metrics_write(mr_proxy *p, struct evbuffer *out)
     write_delayed(out);
     mr_metrics_write_ops(p, out);
     write_schema_cache(out);
+    write_memory(out);
 }

@@ -21,6 +21,7 @@
 #include "myrewrite/backend.h"
 #include "myrewrite/config.h"
 #include "myrewrite/delayed_flush.h"
+#include "myrewrite/delayed_mem.h"
 #include "myrewrite/http.h"
 #include "myrewrite/listener.h"
 #include "myrewrite/log.h"
@@ -232,6 +233,8 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     mr_schema_cache_start(c, p->backend_name);
     mr_queue_configure(p, rules);
     mr_delayed_configure(p, rules);
+    if (mr_dmem_init(p->nworkers))
+        mr_dmem_configure(p, rules); /* before the workers see the rules */
     if (!base || !start_workers(p, rules))
         return 1;
     mr_listener *l = mr_listener_start(base, p);
@@ -254,6 +257,7 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
         mr_worker_join(&p->workers[i]);
     mr_queue_stop(c->shutdown_timeout_ms);
     mr_delayed_stop(c->shutdown_timeout_ms); /* its final flush runs here */
+    mr_dmem_stop(c->shutdown_timeout_ms);    /* and the memory tables' */
     mr_schema_cache_stop();
     mr_shared_rules_release(p->rules);
     p->rules = NULL;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "myrewrite/delayed_flush.h"
+#include "myrewrite/delayed_mem.h"
 #include "myrewrite/log.h"
 #include "myrewrite/queue.h"
 #include "myrewrite/worker.h"
@@ -106,6 +107,7 @@ static int reload_locked(mr_proxy *p, FILE *errors)
         mr_ruleset_free(set);
         return 1;
     }
+    mr_dmem_configure(p, set); /* sets def->mem: before any other thread sees the set */
     set_current(p, shared);
     mr_queue_configure(p, set);
     mr_delayed_configure(p, set);

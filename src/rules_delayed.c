@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "myrewrite/delayed_mem.h"
 #include "myrewrite/delayed_sql.h"
 #include "myrewrite/schema_desc.h"
 #include "rules_run.h"
@@ -112,6 +113,80 @@ static bool key_from_schema(run *R, mr_delayed_def *def, mr_row_key *rk, char **
     return true;
 }
 
+/* COM_STMT_PREPARE of a memory-mode statement: the server prepares `DO ?,
+ * ...` with as many parameters, so the client gets a statement id and its
+ * parameter count; the session keeps the original text and answers each
+ * COM_STMT_EXECUTE itself (session_dmem.c). */
+static delayed_step prepare_stand_in(run *R, stmt *S, const mr_delayed_stmt *d, size_t i)
+{
+    mr_rules_scratch *s = R->s;
+    const mr_delayed_def *def = R->rs->rules[i].delayed;
+    int col[MR_DELAYED_MAX_TERMS], key[MR_DELAYED_MAX_TERMS];
+    if (!mr_delayed_check(S->text, s->tok, d, def, col, key, s->delayed_msg,
+                          sizeof s->delayed_msg))
+        return refuse(R, i);
+    unsigned n = 0;
+    for (uint32_t k = 0; k < S->st.end; k++)
+        n += s->tok[k].kind == SQL_TOK_PARAM;
+    mr_buf_reset(&s->delayed_out);
+    mr_buf_put_str(&s->delayed_out, n ? "DO ?" : "DO 0");
+    for (unsigned k = 1; k < n; k++)
+        mr_buf_put_str(&s->delayed_out, ", ?");
+    if (s->delayed_out.failed) {
+        snprintf(s->delayed_msg, sizeof s->delayed_msg, "DELAYED: out of memory");
+        return refuse(R, i);
+    }
+    rules_count_hit(R, i);
+    trace(R, i, WHY_MATCHED, "prepared as a stand-in; executes are answered by the proxy");
+    R->res->dmem_prepare = true;
+    R->res->dmem_nparams = n;
+    S->text = (const char *)s->delayed_out.data;
+    S->len = s->delayed_out.len;
+    S->version++;
+    S->parsed = false;
+    S->nparams = -1;
+    return DELAYED_DONE;
+}
+
+/* mode = memory: the deltas go to the worker's shard (the session adds
+ * them, delayed_mem.h) and the proxy answers; one statement only, since
+ * the answer is the proxy's own OK. In a COM_STMT_EXECUTE the `?` take
+ * the executed values (ctx->params). */
+static delayed_step into_memory(run *R, stmt *S, const mr_delayed_stmt *d, size_t i)
+{
+    mr_rules_scratch *s = R->s;
+    const mr_delayed_def *def = R->rs->rules[i].delayed;
+    if (R->multi) {
+        snprintf(s->delayed_msg, sizeof s->delayed_msg, "DELAYED on %s.%s (mode = memory) is "
+                 "not taken in a multi-statement query; send it on its own", def->schema,
+                 def->table);
+        return refuse(R, i);
+    }
+    if (R->ctx->prepared && !R->ctx->params)
+        return prepare_stand_in(R, S, d, i);
+    bool no_bs = (R->ctx->lex_flags & SQL_LEX_NO_BACKSLASH_ESCAPES) != 0;
+    if (!mr_dmem_read_stmt(S->text, s->tok, d, def, no_bs, R->ctx->params, &s->dmem,
+                           s->delayed_msg, sizeof s->delayed_msg))
+        return refuse(R, i);
+    rules_count_hit(R, i);
+    trace(R, i, WHY_MATCHED, "added to the proxy's memory");
+    R->res->action = MR_ACT_DELAYED_MEMORY;
+    R->res->dmem = &s->dmem;
+    return DELAYED_MEMORY;
+}
+
+/* flush_early in staged mode: every flush_early rows staged through this
+ * proxy (counted as the INSERTs are sent) the flusher is woken. */
+static void note_staged(run *R, const mr_delayed_def *def, const mr_delayed_stmt *d)
+{
+    if (!def->staged_rows || R->tr)
+        return;
+    uint64_t rows = d->in_term >= 0 ? d->key[d->in_term].count : 1;
+    uint64_t before = atomic_fetch_add_explicit(def->staged_rows, rows, memory_order_relaxed);
+    if (before / def->flush_early != (before + rows) / def->flush_early)
+        R->res->wake_flusher = true;
+}
+
 bool mr_ruleset_has_delayed(const mr_ruleset *rs)
 {
     return rs && rs->has_delayed;
@@ -136,6 +211,8 @@ delayed_step rules_delayed(run *R, stmt *S)
         return refuse(R, SIZE_MAX);
     }
     const mr_rule *r = &R->rs->rules[i];
+    if (r->delayed->mode == MR_DELAYED_MEMORY)
+        return into_memory(R, S, &d, i); /* memory rules name their key */
     mr_delayed_def def = *r->delayed;
     mr_row_key rk;
     char *names[MR_SD_MAX_KEY_COLS];
@@ -150,6 +227,7 @@ delayed_step rules_delayed(run *R, stmt *S)
         R->res->matched[R->res->nmatched - 1] == r)
         R->res->staged_rows[R->res->nmatched - 1] = d.in_term >= 0 ? d.key[d.in_term].count : 1;
     trace(R, i, WHY_MATCHED, "staging INSERT");
+    note_staged(R, r->delayed, &d);
     S->text = (const char *)s->delayed_out.data;
     S->len = s->delayed_out.len;
     S->version++;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "myrewrite/delayed_mem.h"
 #include "myrewrite/sql_digest.h"
 #include "rules_impl.h"
 
@@ -169,6 +170,10 @@ static void outcome(FILE *out, const mr_match_result *res)
     case MR_ACT_BLOCK:
         fprintf(out, "action: block\nerror: %u (%s) %s\n", res->err_code, res->sqlstate,
                 res->message);
+        break;
+    case MR_ACT_DELAYED_MEMORY:
+        fprintf(out, "action: delayed memory\nkeys: %u (added to the proxy's memory, answered "
+                "with OK; nothing is sent)\n", res->dmem ? res->dmem->nrows : 0);
         break;
     }
     fputs("matched:", out);

@@ -29,7 +29,8 @@ typedef enum key_id {
     K_TABLE, K_OWNER_COLUMN, K_STATUS_COLUMN, K_CLAIMED_VALUE, K_UNCLAIMED_VALUE,
     K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT, K_RELEASE, K_REAP, K_SKIP_LOCKED,
     K_CLAIM_READ_COMMITTED, K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE,
-    K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET,
+    K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, K_SET_COLUMNS,
+    K_MEMORY_MAX_KEYS, K_FLUSH_EARLY, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET,
     K_MAX_BOOKMARKS, K_BOOKMARK_TTL, K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_LOG_SAMPLE,
     K_USER, K_SCHEMA,
     K_MAX
@@ -42,7 +43,8 @@ static const char *const key_names[K_MAX] = {
     "unclaimed_owner", "claimed_at_column", "timeout", "release", "reap", "skip_locked",
     "claim_read_committed",
     "key", "columns", "staging_table", "staging_engine", "flush_interval", "flush_rows",
-    "missing", "mode", "threshold", "strategy", "max_offset", "max_bookmarks", "bookmark_ttl",
+    "missing", "mode", "set_columns", "memory_max_keys", "flush_early",
+    "threshold", "strategy", "max_offset", "max_bookmarks", "bookmark_ttl",
     "enabled", "continue", "log_only", "log", "log_sample", "user", "schema",
 };
 
@@ -86,7 +88,8 @@ static const kind_def kinds[MR_RULE_KIND_MAX] = {
                         K_RELEASE, K_REAP, K_SKIP_LOCKED, K_CLAIM_READ_COMMITTED, COMMON_KEYS},
                        19, finish_queue},
     [MR_RULE_DELAYED] = {{K_TABLE, K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE,
-                          K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, COMMON_KEYS}, 16,
+                          K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, K_SET_COLUMNS,
+                          K_MEMORY_MAX_KEYS, K_FLUSH_EARLY, COMMON_KEYS}, 19,
                          finish_delayed},
     [MR_RULE_PAGINATE] = {{K_TABLE, K_KEY, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET, K_MESSAGE,
                            K_MAX_BOOKMARKS, K_BOOKMARK_TTL, COMMON_KEYS}, 15, finish_paginate},
@@ -229,6 +232,8 @@ static void delayed_def_free(mr_delayed_def *d)
     free(d->table);
     names_free(d->keys, d->nkeys);
     names_free(d->columns, d->ncolumns);
+    names_free(d->set_columns, d->nset_columns);
+    free(d->staged_rows);
     free(d->staging_table);
     free(d->staging_engine);
     free(d);
@@ -872,7 +877,7 @@ static bool delayed_staging(loader *L, const draft *dr, mr_delayed_def *d)
     return ok && d->staging_table && d->staging_engine;
 }
 
-/* missing = ignore | insert; mode = staged (memory is not there yet). */
+/* missing = ignore | insert; mode = staged | memory. */
 static bool delayed_modes(loader *L, const draft *dr, mr_delayed_def *d)
 {
     bool ok = true;
@@ -885,12 +890,24 @@ static bool delayed_modes(loader *L, const draft *dr, mr_delayed_def *d)
         ok = false;
     }
     const char *mode = dr->val[K_MODE];
+    d->mode = MR_DELAYED_STAGED;
     if (mode && strcasecmp(mode, "memory") == 0) {
-        mr_diag_error(L->d, L->file, dr->vline[K_MODE], "mode = memory in [delayed %s] is not "
-                      "supported yet; use mode = staged", dr->name);
-        ok = false;
+        d->mode = MR_DELAYED_MEMORY;
     } else if (mode && strcasecmp(mode, "staged") != 0) {
-        bad_value(L, dr, K_MODE, "staged (memory is not supported yet)");
+        bad_value(L, dr, K_MODE, "staged or memory");
+        ok = false;
+    }
+    if (dr->val[K_MEMORY_MAX_KEYS] && d->mode != MR_DELAYED_MEMORY) {
+        mr_diag_error(L->d, L->file, dr->vline[K_MEMORY_MAX_KEYS], "[delayed %s]: "
+                      "memory_max_keys needs mode = memory", dr->name);
+        ok = false;
+    }
+    ok &= parse_count(L, dr, K_MEMORY_MAX_KEYS, 1000000, 100000000, &d->memory_max_keys);
+    if (dr->val[K_FLUSH_EARLY])
+        ok &= parse_count(L, dr, K_FLUSH_EARLY, 0, 100000000, &d->flush_early);
+    if (ok && d->flush_early && d->mode == MR_DELAYED_STAGED &&
+        !(d->staged_rows = calloc(1, sizeof *d->staged_rows))) {
+        oom(L);
         ok = false;
     }
     return ok;
@@ -906,6 +923,23 @@ static bool delayed_consistent(loader *L, const draft *dr, const mr_delayed_def 
                               "key column and a counter column", dr->name, d->columns[i]);
                 return false;
             }
+    for (size_t i = 0; i < d->nset_columns; i++)
+        for (size_t j = 0; j < d->nkeys; j++)
+            if (strcasecmp(d->set_columns[i], d->keys[j]) == 0) {
+                mr_diag_error(L->d, L->file, dr->vline[K_SET_COLUMNS], "[delayed %s]: %s is both "
+                              "a key column and in set_columns", dr->name, d->set_columns[i]);
+                return false;
+            }
+    if (!d->nkeys && d->mode == MR_DELAYED_MEMORY) {
+        mr_diag_error(L->d, L->file, dr->line, "[delayed %s]: mode = memory needs key (only "
+                      "staged rules read the primary key from the schema)", dr->name);
+        return false;
+    }
+    if (d->nset_columns && d->mode != MR_DELAYED_MEMORY) {
+        mr_diag_error(L->d, L->file, dr->vline[K_SET_COLUMNS], "[delayed %s]: set_columns "
+                      "needs mode = memory (staged rows carry only deltas so far)", dr->name);
+        return false;
+    }
     if (strcmp(d->staging_table, d->table) == 0) {
         mr_diag_error(L->d, L->file, dr->vline[K_STAGING_TABLE], "[delayed %s]: staging_table "
                       "must not be the table itself", dr->name);
@@ -939,6 +973,8 @@ static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im
      * information_schema (the flusher) */
     ok = ok && (!dr->val[K_KEY] || name_list(L, dr, K_KEY, &d->keys, &d->nkeys));
     ok = ok && name_list(L, dr, K_COLUMNS, &d->columns, &d->ncolumns);
+    if (ok && dr->val[K_SET_COLUMNS])
+        ok = name_list(L, dr, K_SET_COLUMNS, &d->set_columns, &d->nset_columns);
     ok = ok && delayed_staging(L, dr, d) && delayed_consistent(L, dr, d);
     if (!ok)
         return false;

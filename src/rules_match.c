@@ -80,6 +80,7 @@ void mr_rules_scratch_free(mr_rules_scratch *s)
     free(s->ver[0].p);
     free(s->ver[1].p);
     mr_buf_free(&s->delayed_out);
+    mr_dmem_batch_free(&s->dmem);
     mr_buf_free(&s->paginate_out);
     pcre2_match_data_free(s->md);
     pcre2_match_context_free(s->mctx);
@@ -470,7 +471,7 @@ static bool statement(run *R, stmt *S, unsigned index)
     if (S->dig) {
         delayed_step ds = rules_delayed(R, S);
         if (ds != DELAYED_NONE)
-            return ds == DELAYED_DONE;
+            return ds == DELAYED_DONE; /* blocked or taken into memory: nothing is sent */
     }
     for (bool first = true;; first = false) {
         if (!first)
@@ -536,6 +537,7 @@ static void statements(run *R, const char *sql, size_t len, bool whole_lexes)
         n = split(R, sql, len, &rc);
         spans = s->spans;
     }
+    R->multi = n > 1;
     size_t emitted = 0;
     for (size_t k = 0; k < n; k++) {
         stmt S = {.text = sql + spans[k].off, .len = spans[k].len, .nparams = -1};
@@ -576,6 +578,10 @@ static void result_init(mr_match_result *res)
     res->digest = "";
     memset(&res->keyset, 0, sizeof res->keyset);
     res->read_committed = false;
+    res->dmem = NULL;
+    res->wake_flusher = false;
+    res->dmem_prepare = false;
+    res->dmem_nparams = 0;
 }
 
 void rules_run(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,

@@ -10,6 +10,7 @@
 #define MYREWRITE_RULES_RUN_H
 
 #include "myrewrite/paginate_sql.h"
+#include "myrewrite/delayed_mem.h"
 #include "myrewrite/sql_stmt.h"
 #include "rules_impl.h"
 
@@ -56,6 +57,7 @@ struct mr_rules_scratch {
     uint64_t regex_runs;
     mr_buf delayed_out;   /* staging INSERT of the latest DELAYED statement */
     char delayed_msg[1024]; /* refusal of the latest DELAYED statement (res->message) */
+    mr_dmem_batch dmem;   /* deltas of the latest memory-mode DELAYED statement (res->dmem) */
     mr_buf paginate_out;  /* deferred join of the latest paginate rule */
     char paginate_msg[512]; /* guardrail refusal of the latest paginate rule (res->message) */
 };
@@ -86,6 +88,7 @@ typedef struct run {
     int spare;         /* ver[] buffer a rewrite may write */
     char detail[256];  /* trace detail of the latest rule */
     const char *block_msg; /* set by a rule of another kind that blocks (paginate's guardrail) */
+    bool multi;        /* the text holds more than one statement */
 } run;
 
 /* Grows the array `ptr` (any T *, capacity `cap` elements) to hold at
@@ -119,6 +122,7 @@ typedef enum delayed_step {
     DELAYED_NONE,    /* not a DELAYED statement (or no delayed rule): the rules meet it */
     DELAYED_DONE,    /* S now holds its staging INSERT; no other rule meets it */
     DELAYED_BLOCKED, /* refused: res is a block with the reason */
+    DELAYED_MEMORY,  /* res is MR_ACT_DELAYED_MEMORY with the deltas; nothing is sent */
 } delayed_step;
 
 /* Takes over UPDATE/DELETE DELAYED when the set has a delayed rule. */

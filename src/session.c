@@ -222,6 +222,8 @@ void ss_free(mr_session *s)
     s->ddl_hold = 0;
     ss_set_state(s, SS_CLOSED);
     mr_client_unregister(&w->clients, &s->slot);
+    ss_flush_orphan(s);
+    ss_dmem_forget_all(s);
     if (s->prev)
         s->prev->next = s->next;
     else

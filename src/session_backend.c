@@ -28,8 +28,13 @@ static void apply_pending(mr_session *s, bool ok)
 
 static void response_done(mr_session *s)
 {
+    bool ok = !s->tracker.ended_with_err;
     mr_stat_add(&s->w->stats.commands, 1);
-    apply_pending(s, !s->tracker.ended_with_err);
+    apply_pending(s, ok);
+    if (s->command == MR_COM_STMT_PREPARE)
+        ss_dmem_prepared(s, ok, s->tracker.stmt_id);
+    else if (ok && (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER))
+        ss_dmem_forget_all(s); /* the server dropped its prepared statements */
     mr_schema_cache_ddl_end(s->ddl_hold); /* the server is done with the DDL */
     s->ddl_hold = 0;
     if (s->digest) {

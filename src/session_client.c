@@ -79,10 +79,13 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
         return false;
     }
     ss_keyset_command(s, cmd, p, n, len);
+    stmt_verdict dv;
+    if (ss_dmem_command(s, cmd, p, n, len, &dv)) /* a prepared memory-mode DELAYED */
+        return dv == STMT_ANSWERED;
     if (n == len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE)) {
         stmt_verdict v = ss_statement_start(s, cmd, (const char *)p + 1, len - 1);
         if (v != STMT_RELAY)
-            return v == STMT_ANSWERED;
+            return v == STMT_ANSWERED || v == STMT_WAITING;
     } else if (n == len && cmd == MR_COM_INIT_DB) {
         ss_copy_name(s->pending_schema, sizeof(s->pending_schema), (const char *)p + 1, len - 1,
                   &s->schema_pending);
@@ -172,6 +175,7 @@ static bool wants_whole_packet(const mr_session *s, const uint8_t *head, uint32_
     case MR_COM_STMT_PREPARE:
     case MR_COM_INIT_DB:
     case MR_COM_CHANGE_USER: return true;
+    case MR_COM_STMT_EXECUTE: return s->dstmts != NULL; /* maybe a memory-mode DELAYED */
     default: return false;
     }
 }

@@ -78,6 +78,11 @@ struct mr_session {
     bool user_pending, schema_pending;
     mr_digest_entry *digest;         /* stats entry of the statement in flight */
     uint64_t ddl_hold;               /* schema cache hold of the DDL in flight (0: none) */
+    struct ss_flush *flush;          /* FLUSH DELAYED waiting for the flushers (session_flush.c) */
+    struct ss_dstmt *dstmts;         /* prepared memory-mode DELAYED statements (session_dmem.c) */
+    struct ss_dstmt *dprep;          /* the one being prepared */
+    uint32_t dlast;                  /* id of the last prepared, if a memory stand-in; else
+                                        0xffffffff (session_dmem.c) */
     uint64_t command_start_ns;
     ss_keyset *keyset;               /* keyset pagination state; NULL until used (owned) */
     mr_client_slot slot;             /* what SHOW CLIENTS sees (client_info.h) */
@@ -88,6 +93,7 @@ typedef enum stmt_verdict {
     STMT_RELAY,    /* send it (as written or rewritten) and relay the answer */
     STMT_ANSWERED, /* the proxy answered it (a block); nothing goes to the backend */
     STMT_CLOSED,   /* the session had to close */
+    STMT_WAITING,  /* the proxy answers later (FLUSH DELAYED); nothing goes to the backend */
 } stmt_verdict;
 
 static inline const mr_config *cfg(const mr_session *s) { return s->w->proxy->cfg; }
@@ -150,5 +156,23 @@ void ss_keyset_free(mr_session *s);
  * mr_rules_apply. */
 void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared,
                         uint64_t frontend_ns);
+/* session_statement.c: adds a memory batch and answers OK (or the ERR of a full table) */
+stmt_verdict ss_delayed_memory(mr_session *s, const struct mr_dmem_batch *b);
+
+/* session_dmem.c */
+/* COM_STMT_PREPARE of a memory-mode statement is going out as its stand-in;
+ * false: it cannot be kept (too many parameters, out of memory). */
+bool ss_dmem_note_prepare(mr_session *s, const char *sql, size_t len, unsigned nparams);
+/* The prepare's response ended (ok: with a prepare-OK for statement id). */
+void ss_dmem_prepared(mr_session *s, bool ok, uint32_t id);
+/* A statement command on a kept id: true when it was answered here (*v). */
+bool ss_dmem_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len,
+                     stmt_verdict *v);
+void ss_dmem_forget_all(mr_session *s);
+
+/* session_flush.c */
+stmt_verdict ss_flush_delayed(mr_session *s, const char *sql, size_t len, unsigned lex_flags);
+/* The session ends: a FLUSH DELAYED in flight answers nobody. */
+void ss_flush_orphan(mr_session *s);
 
 #endif

@@ -6,6 +6,8 @@
  */
 #include <string.h>
 
+#include "myrewrite/delayed_flush.h"
+#include "myrewrite/delayed_mem.h"
 #include "myrewrite/log.h"
 #include "myrewrite/rules.h"
 #include "myrewrite/schema_cache.h"
@@ -64,6 +66,32 @@ static void log_matches(mr_session *s, const mr_match_result *res, const char *s
     }
 }
 
+/* A memory-mode DELAYED statement: its deltas go into this worker's shard
+ * and the proxy answers itself, OK with the keys touched as affected rows
+ * (or the ERR of a full table). Nothing reaches the backend. */
+stmt_verdict ss_delayed_memory(mr_session *s, const mr_dmem_batch *b)
+{
+    char err[512];
+    uint64_t affected = 0;
+    s->from_client.discard = true;
+    s->digest = NULL;
+    s->schema_pending = false;
+    if (mr_dmem_apply(s->w->id, b, &affected, err, sizeof err) != 0) {
+        mr_stat_add(&s->w->stats.statements_blocked, 1);
+        ss_send_err(s, 1, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, err);
+        return STMT_ANSWERED;
+    }
+    mr_stat_add(&s->w->stats.statements_rewritten, 1);
+    mr_buf ok;
+    mr_buf_init(&ok);
+    /* the session's own status (autocommit, in transaction), never "more results" */
+    mr_ok_build(&ok, 1, affected, 0, (uint16_t)(s->tracker.status & ~MR_STATUS_MORE_RESULTS), 0);
+    if (!ok.failed)
+        mr_conn_write(s->client, ok.data, ok.len);
+    mr_buf_free(&ok);
+    return STMT_ANSWERED;
+}
+
 /* A whole COM_QUERY or COM_STMT_PREPARE: run the front end and act on it. */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len)
 {
@@ -80,6 +108,11 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         .skip_locked = s->skip_locked,
         .schema_src = mr_schema_cache_source(),
     };
+    if (cmd == MR_COM_QUERY) {
+        stmt_verdict v = ss_flush_delayed(s, sql, len, lex_flags);
+        if (v != STMT_RELAY)
+            return v;
+    }
     mr_buf_reset(&res->text);
     /* The command's start time was read just before this call, a few
      * instructions ago: it stands in for a clock read of its own here. */
@@ -103,6 +136,17 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     }
     if (res->read_committed && cmd == MR_COM_QUERY)
         ss_prelude_read_committed(s); /* ahead of the statement, rewritten or not */
+    if (res->wake_flusher)
+        mr_delayed_wake(); /* a staged rule's flush_early was passed */
+    if (res->action == MR_ACT_DELAYED_MEMORY)
+        return ss_delayed_memory(s, res->dmem);
+    if (res->dmem_prepare && !ss_dmem_note_prepare(s, sql, len, res->dmem_nparams)) {
+        ss_send_err(s, 1, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, "DELAYED in mode = memory: "
+                    "a prepared statement takes at most 256 parameters");
+        s->from_client.discard = true;
+        s->digest = NULL;
+        return STMT_ANSWERED;
+    }
     if (res->action == MR_ACT_REWRITE) {
         mr_buf out;
         mr_buf_init(&out);

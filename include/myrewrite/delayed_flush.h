@@ -47,6 +47,9 @@ void mr_delayed_stop(uint64_t drain_ms);
  * timeout_ms for it. 0: done; 1: still running at the timeout; -1: no
  * flusher (no delayed rule or no proxy_user). Any thread but a worker. */
 int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms);
+/* Asks for a round of every staged table now, without waiting (a rule's
+ * flush_early was passed). Any thread; a mutex for a few instructions. */
+void mr_delayed_wake(void);
 /* Relaxed atomics, readable from any thread. */
 const mr_delayed_stats *mr_delayed_stats_get(void);
 

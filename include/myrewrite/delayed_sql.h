@@ -4,7 +4,7 @@
  *
  * Accepted (keywords any case, names bare or `quoted`, comments anywhere):
  *   UPDATE DELAYED [LOW_PRIORITY] [schema.]tbl
- *       SET col = col + N [, col2 = col2 - N ...]
+ *       SET col = col + N [, col2 = col2 - N | col3 = literal ...]
  *       WHERE key = literal [AND key2 = literal ...]
  *   DELETE DELAYED [LOW_PRIORITY] FROM [schema.]tbl WHERE <same WHERE>
  * where N is a whole number or `?`, a literal is a string, a number (with
@@ -38,11 +38,14 @@
 #define MR_DELAYED_ERR_CODE 1235 /* ER_NOT_SUPPORTED_YET */
 #define MR_DELAYED_SQLSTATE "42000"
 
-/* col = col + N: the column token and the number (NUMBER or `?`). */
+/* col = col + N: the column token and the number (NUMBER or `?`); or,
+ * with is_set, col = literal: `num` is the literal's first token (a `-`
+ * before a number included). */
 typedef struct mr_delayed_set {
     uint32_t col;
     uint32_t num;
     bool minus;
+    bool is_set;
 } mr_delayed_set;
 
 /* key = literal, or key IN (...): literal tokens are in [first, end). */
@@ -82,13 +85,30 @@ bool mr_delayed_parse(const char *text, const sql_token *tok, const sql_stmt *st
 bool mr_delayed_table_is(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
                          const char *default_schema, const mr_delayed_def *def);
 
+/* The message of a refusal: the reason, then what is supported. */
+bool mr_delayed_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Checks the statement against the rule: SET columns are the rule's
+ * (counter columns for `col = col + N`, set_columns for `col = literal`),
+ * each once, and the WHERE gives every key column once. col[i] is the
+ * index of set[i]'s column in the rule's counters, or ncolumns + its index
+ * in set_columns; key[i] the index of key[i] in the rule's keys. */
+bool mr_delayed_check(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
+                      const mr_delayed_def *def, int *col, int *key, char *err, size_t errlen);
+
+/* True when token i starts a literal (a `-` before a number included);
+ * *next is past it. */
+bool mr_delayed_literal_at(const sql_token *tok, uint32_t i, uint32_t end, uint32_t *next);
+
 /* "no delayed rule for table X; ..." into err. */
 void mr_delayed_no_rule(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
                         const char *default_schema, char *err, size_t errlen);
 
 /* Appends the staging INSERT to out. False with a message in err when the
- * statement does not fit the rule (unknown column, missing key...) or, in
- * a prepared statement, when a `?` would be repeated or moved. */
+ * statement does not fit the rule (unknown column, missing key, a
+ * `col = literal`, which only mode = memory takes so far...) or, in a
+ * prepared statement, when a `?` would be repeated or moved. */
 bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok,
                       const mr_delayed_stmt *d, const mr_delayed_def *def, bool prepared,
                       mr_buf *out, char *err, size_t errlen);

@@ -73,7 +73,16 @@ typedef enum mr_delayed_missing {
     MR_DELAYED_MISSING_INSERT, /* INSERT ... ON DUPLICATE KEY UPDATE */
 } mr_delayed_missing;
 
-/* A delayed rule's settings (rules/README.md, "delayed"); immutable.
+/* Where a delayed rule keeps its deltas until the flush. */
+typedef enum mr_delayed_mode {
+    MR_DELAYED_STAGED, /* an INSERT into the staging table on the client's connection */
+    MR_DELAYED_MEMORY, /* the proxy's memory (delayed_mem.h); OK at once */
+} mr_delayed_mode;
+
+struct mr_dmem_table;
+
+/* A delayed rule's settings (rules/README.md, "delayed"); immutable once
+ * the set is published (`mem` is set by mr_dmem_configure before that).
  * Names are as written in the file, unquoted, without backticks. */
 typedef struct mr_delayed_def {
     char *schema;              /* from `table = s.t` or the `schema` key */
@@ -85,8 +94,17 @@ typedef struct mr_delayed_def {
     char *staging_table;       /* default <table>_delayed, same schema */
     char *staging_engine;      /* default InnoDB */
     uint64_t flush_interval_ms;/* default 1000 */
-    uint64_t flush_rows;       /* chunk size and flush-early threshold; default 10000 */
+    uint64_t flush_rows;       /* staged rows per flush transaction; default 10000 */
+    uint64_t flush_early;      /* wake the flusher once this many staged rows (staged) or
+                                  keys (memory) wait; 0 = only the interval */
     mr_delayed_missing missing;
+    mr_delayed_mode mode;
+    char **set_columns;        /* columns `SET col = literal` may write (last write wins) */
+    size_t nset_columns;
+    uint64_t memory_max_keys;  /* memory mode: distinct keys held before new ones are refused */
+    struct mr_dmem_table *mem; /* memory mode: its in-memory table; NULL without a flusher */
+    mr_counter *staged_rows;   /* staged mode with flush_early: rows staged so far (any
+                                  worker, atomic adds); NULL otherwise */
 } mr_delayed_def;
 
 /* How a paginate rule rewrites deep pages. */
@@ -169,6 +187,8 @@ typedef struct mr_stmt_ctx {
     /* row keys of tables, for paginate and delayed rules without `key`
      * (schema_desc.h; the schema cache on workers); NULL: none known */
     const struct mr_schema_source *schema_src;
+    const struct mr_dmem_params *params; /* prepared: the values of a COM_STMT_EXECUTE,
+                           when the text is a memory-mode DELAYED statement's; else NULL */
 } mr_stmt_ctx;
 
 /* True when a server whose greeting carries this version string accepts
@@ -185,6 +205,8 @@ typedef enum mr_action {
     MR_ACT_PASS,    /* send the original text */
     MR_ACT_REWRITE, /* send res->text */
     MR_ACT_BLOCK,   /* answer res->err_code / sqlstate / message; send nothing */
+    MR_ACT_DELAYED_MEMORY, /* a memory-mode DELAYED statement: add res->dmem to its
+                              in-memory table and answer OK; send nothing */
 } mr_action;
 
 #define MR_MATCH_MAX_RULES 16
@@ -217,6 +239,13 @@ typedef struct mr_match_result {
     bool read_committed;  /* the text is one UPDATE of a queue table with claim_read_committed:
                              in autocommit mode outside a transaction, the session sends it
                              after SET TRANSACTION ISOLATION LEVEL READ COMMITTED */
+    const struct mr_dmem_batch *dmem; /* DELAYED_MEMORY: the deltas, in the scratch */
+    bool wake_flusher;    /* a staged DELAYED rule passed a multiple of its flush_early:
+                             the caller wakes the staged flusher (mr_delayed_wake) */
+    bool dmem_prepare;    /* COM_STMT_PREPARE of a memory-mode DELAYED statement: text is a
+                             stand-in (`DO ?, ...`) with the same parameters; the caller
+                             keeps the original and answers its executes itself */
+    unsigned dmem_nparams; /* its parameters */
 } mr_match_result;
 
 /* Runs the rules over one COM_QUERY or COM_STMT_PREPARE text. Multi-statement

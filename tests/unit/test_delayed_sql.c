@@ -148,7 +148,7 @@ static void multi_statement(void **state)
                 MR_ACT_REWRITE,
                 INS "(`hits`, `id`, `op`) VALUES (1, 1, 0); SELECT 1; "
                 INS "(`id`, `op`) VALUES (2, 1)");
-    expect_refused(&CTX, "SELECT 1; UPDATE DELAYED counters SET hits = 3 WHERE id = 1",
+    expect_refused(&CTX, "SELECT 1; UPDATE DELAYED counters SET hits = hits * 3 WHERE id = 1",
                    "UPDATE DELAYED: SET hits = ... must read hits = hits + N");
 }
 
@@ -157,7 +157,11 @@ static void refusals(void **state)
     (void)state;
     static const struct { const char *sql, *want; } cases[] = {
         {"UPDATE DELAYED counters SET hits = 3 WHERE id = 1",
-         "UPDATE DELAYED: SET hits = ... must read hits = hits + N or hits = hits - N"},
+         "UPDATE DELAYED on test.counters: SET hits = literal is taken in mode = memory only "
+         "so far"},
+        {"UPDATE DELAYED counters SET hits = misses WHERE id = 1",
+         "UPDATE DELAYED: SET hits = ... must read hits = hits + N, hits = hits - N with N a "
+         "whole number or ?, or hits = literal"},
         {"UPDATE DELAYED counters SET hits = misses + 1 WHERE id = 1", "UPDATE DELAYED: SET hits"},
         {"UPDATE DELAYED counters SET hits = hits + 1.5 WHERE id = 1", "UPDATE DELAYED: SET hits"},
         {"UPDATE DELAYED counters SET hits = hits * 2 WHERE id = 1", "UPDATE DELAYED: SET hits"},
@@ -339,9 +343,20 @@ static void load_errors(void **state)
     expect_error("[delayed x]\ntable = t\nkey = k\ncolumns = c\n",
                  "t.rules:2: [delayed x] needs the table's schema, which the proxy's own "
                  "connection has no default for: write table = shop.t, or schema = shop\n");
-    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmode = memory\n",
-                 "t.rules:5: mode = memory in [delayed x] is not supported yet; use mode = "
-                 "staged\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmode = fast\n",
+                 "t.rules:5: mode = 'fast' in [delayed x]: expected staged or memory\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nset_columns = note\n",
+                 "t.rules:5: [delayed x]: set_columns needs mode = memory (staged rows carry "
+                 "only deltas so far)\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmemory_max_keys = 5\n",
+                 "t.rules:5: [delayed x]: memory_max_keys needs mode = memory\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmode = memory\n"
+                 "set_columns = k\n",
+                 "t.rules:6: [delayed x]: k is both a key column and in set_columns\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmode = memory\n"
+                 "memory_max_keys = 0\n",
+                 "t.rules:6: memory_max_keys = '0' in [delayed x]: expected a whole number from "
+                 "1 to 100000000\n");
     expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmissing = upsert\n",
                  "t.rules:5: missing = 'upsert' in [delayed x]: expected ignore or insert\n");
     expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nflush_rows = 0\n",

@@ -1,0 +1,563 @@
+#!/usr/bin/env python3
+"""UPDATE DELAYED / DELETE DELAYED in mode = memory, FLUSH DELAYED through the proxy, and
+prepared DELAYED statements in staged mode; a proxy of its own, the real mariadbd.
+
+  * 32 client threads send increments, decrements and IN lists; every OK reports the keys
+    touched; after FLUSH DELAYED (sent through the proxy) each counter is the exact sum;
+  * SET col = literal: last write wins; a set followed by adds gives set + adds;
+  * DELETE DELAYED: a tombstone drops the adds before it; with missing = insert the adds
+    after it bring the row back; with missing = ignore an absent key is not inserted;
+  * string keys with quotes, backslashes and non-ASCII text, written as '5' or 5, coalesce;
+  * a key the server refuses is isolated: the rest of its chunk is written, FLUSH DELAYED
+    reports it, and it stays in memory until a DELETE DELAYED of it;
+  * memory_max_keys: the key past the bound gets its ERR, which wakes the flusher, and after
+    that flush there is room again; nothing taken is dropped;
+  * a chunk that fails (its row locked past the lock wait timeout) is kept and applied once;
+  * every refused form gets its error text; FLUSH DELAYED of an unknown table too;
+  * prepared UPDATE DELAYED (hand-built COM_STMT_PREPARE / EXECUTE): staged mode stages the
+    executed values; memory mode answers each execute itself (types kept across executes,
+    NULL and fractional values refused, COM_STMT_CLOSE forgets the statement);
+  * flush_early wakes the staged and the memory flusher before an hourly interval;
+  * deltas held across a SIGHUP reload are flushed once;
+  * SIGTERM runs a final flush of an hourly table.
+Environment: MR_DELAYED_MEM_PORT (26071), MR_BIN.
+"""
+import os
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.dirname(__file__))
+import mrtest as t  # noqa: E402
+import pymysql  # noqa: E402
+import rawproto_lib as rp  # noqa: E402
+
+PORT = int(os.environ.get("MR_DELAYED_MEM_PORT", "26071"))
+BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
+                                            "myrewrite"))
+CLIENTS = 32
+RULES_DIR = os.path.join(t.TMP, "delayed_memory_rules")
+RULES = """
+[delayed mem_counters]
+table = test.m_counters
+key = id
+columns = hits, misses
+set_columns = note, misses
+mode = memory
+flush_interval = 200ms
+
+[delayed mem_pages]
+table = test.m_pages
+key = day, page
+columns = views
+mode = memory
+missing = insert
+flush_interval = 1h
+
+[delayed mem_small]
+table = test.m_small
+key = id
+columns = n
+mode = memory
+memory_max_keys = 3
+flush_interval = 1h
+
+[delayed staged_early]
+table = test.m_early
+key = id
+columns = n
+flush_interval = 1h
+flush_early = 10
+
+[delayed mem_early]
+table = test.m_early_mem
+key = id
+columns = n
+mode = memory
+flush_interval = 1h
+flush_early = 4
+
+[delayed staged_prep]
+table = test.m_staged
+key = id
+columns = n
+flush_interval = 1h
+"""
+
+
+def start_proxy(name):
+    log = open(os.path.join(t.TMP, name + ".log"), "w")
+    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
+                          "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
+                          "--workers", "2", "--log-level", "info",
+                          "--set", "proxy_user=%s" % t.USER,
+                          "--set", "proxy_password=%s" % t.PASSWORD],
+                         stdout=log, stderr=log)
+    for _ in range(100):
+        try:
+            t.connect(PORT).close()
+            return p
+        except pymysql.err.OperationalError:
+            time.sleep(0.1)
+    raise RuntimeError("memory-mode proxy did not come up")
+
+
+def setup(d):
+    cur = d.cursor()
+    cur.execute("DROP TABLE IF EXISTS m_counters, m_pages, m_small, m_staged, m_staged_delayed, "
+                "m_early, m_early_delayed, m_early_mem")
+    for tbl in ("m_early", "m_early_mem"):
+        cur.execute("CREATE TABLE %s (id INT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0) "
+                    "ENGINE=InnoDB" % tbl)
+        cur.execute("INSERT INTO %s (id) SELECT seq FROM seq_1_to_10" % tbl)
+    cur.execute("CREATE TABLE m_counters (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0, "
+                "misses BIGINT NOT NULL DEFAULT 0, note VARCHAR(40)) ENGINE=InnoDB")
+    cur.execute("INSERT INTO m_counters (id) VALUES " +
+                ", ".join("(%d)" % i for i in list(range(1, 11)) + [50, 51, 52, 57, 58, 59, 60]))
+    cur.execute("CREATE TABLE m_pages (day DATE, page VARCHAR(100), views BIGINT NOT NULL, "
+                "PRIMARY KEY (day, page)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
+    cur.execute("CREATE TABLE m_small (id INT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0) "
+                "ENGINE=InnoDB")
+    cur.execute("INSERT INTO m_small (id) VALUES (1), (2), (3), (4), (5)")
+    cur.execute("CREATE TABLE m_staged (id INT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0) "
+                "ENGINE=InnoDB")
+    cur.execute("INSERT INTO m_staged (id) VALUES (1), (2)")
+
+
+def rows(d, sql):
+    cur = d.cursor()
+    cur.execute(sql)
+    return cur.fetchall()
+
+
+def flush(c, table=None):
+    c.cursor().execute("FLUSH DELAYED" + (" " + table if table else ""))
+
+
+# ---- refusals --------------------------------------------------------------------------------
+
+REFUSED = [
+    ("UPDATE DELAYED m_counters SET hits = hits + 1 WHERE id = 1; SELECT 1",
+     "DELAYED on test.m_counters (mode = memory) is not taken in a multi-statement query; "
+     "send it on its own"),
+    ("UPDATE DELAYED m_counters SET hits = 5 WHERE id = 1",
+     "UPDATE DELAYED on test.m_counters: SET hits = literal needs hits in the rule's "
+     "set_columns"),
+    ("UPDATE DELAYED m_counters SET misses = 'x' WHERE id = 1",
+     "UPDATE DELAYED on test.m_counters: misses is a counter column, so SET misses = takes a "
+     "whole number"),
+    ("UPDATE DELAYED m_counters SET note = note + 1 WHERE id = 1",
+     "UPDATE DELAYED on test.m_counters: note is not one of the rule's columns"),
+    ("UPDATE DELAYED m_counters SET hits = hits + 1 WHERE id = b'101'",
+     "DELAYED in mode = memory: bit literals are not taken"),
+    ("UPDATE DELAYED m_counters SET hits = hits + 1 WHERE id = _utf8mb4'1'",
+     "DELAYED in mode = memory: a string with a charset introducer (_utf8'...', N'...') is not "
+     "taken; send it plain"),
+    ("UPDATE DELAYED m_counters SET hits = hits + 99999999999999999999 WHERE id = 1",
+     "UPDATE DELAYED: 99999999999999999999 is out of range for a delta"),
+    ("UPDATE DELAYED m_staged SET n = 4 WHERE id = 1",
+     "UPDATE DELAYED on test.m_staged: SET n = literal is taken in mode = memory only so far"),
+    ("FLUSH DELAYED m_nothing",
+     "FLUSH DELAYED: no delayed rule for table test.m_nothing"),
+    ("FLUSH DELAYED a b",
+     "FLUSH DELAYED takes nothing or one table name: FLUSH DELAYED [[schema.]table]"),
+]
+
+
+def refusals():
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    for sql, want in REFUSED:
+        try:
+            cur.execute(sql)
+            t.not_ok("refused: %s" % sql, "it succeeded")
+        except pymysql.err.MySQLError as e:
+            code, msg = e.args[0], e.args[1]
+            t.check(code == 1235 and msg.startswith(want), "refused with its reason: %s" % sql,
+                    "%s %s" % (code, msg))
+    c.close()
+
+
+def execute_again(c, stmt_id, params):
+    """COM_STMT_EXECUTE with new-params-bound = 0: the values are encoded as `params` say,
+    which must be the types of the previous execute, and the types are not sent."""
+    p = rp.execute_packet(stmt_id, params)
+    nulls = (len(params) + 7) // 8
+    p = p[:10 + nulls] + b"\x00" + p[10 + nulls + 1 + 2 * len(params):]
+    c.send_command(p)
+    return c.read_result(c._logged("execute again"))
+
+
+def refused_execute(r, want, desc):
+    t.check(r.kind == "err" and r.err[0] == 1235 and r.err[1].startswith(want), desc,
+            r.err if r.kind == "err" else r.kind)
+
+
+def prepared(d):
+    """Server-side prepared UPDATE DELAYED, hand-built COM_STMT_PREPARE / EXECUTE: staged mode
+    stages the executed values; memory mode answers each execute itself."""
+    c = rp.Conn(PORT)
+    st = c.prepare("UPDATE DELAYED m_staged SET n = n + ? WHERE id = ?")
+    t.eq("prepared staged UPDATE DELAYED has 2 parameters", 2, st.params)
+    for val, key in ((3, 1), (4, 1), (10, 2)):
+        r = c.execute(st.stmt_id, [(rp.TYPE_LONGLONG, val), (rp.TYPE_LONGLONG, key)])
+        t.eq("prepared staged execute (%d, %d) reports one row staged" % (val, key), 1,
+             r.ok[0] if r.kind == "ok" else r.err)
+    m = c.prepare("UPDATE DELAYED m_counters SET hits = hits + ? WHERE id IN (?, ?)")
+    t.eq("prepared memory-mode UPDATE DELAYED has 3 parameters, no columns", (3, 0),
+         (m.params, m.columns))
+    r = c.execute(m.stmt_id, [(rp.TYPE_LONGLONG, 5), (rp.TYPE_LONG, 57),
+                              (rp.TYPE_VAR_STRING, "58")])
+    t.eq("memory-mode execute answers OK with the 2 keys touched", ("ok", 2),
+         (r.kind, r.ok[0] if r.kind == "ok" else r.err))
+    r = execute_again(c, m.stmt_id, [(rp.TYPE_LONGLONG, -2), (rp.TYPE_LONG, 58),
+                                      (rp.TYPE_VAR_STRING, "59")])
+    t.eq("an execute without new types keeps the previous ones", ("ok", 2),
+         (r.kind, r.ok[0] if r.kind == "ok" else r.err))
+    r = c.execute(m.stmt_id, [(rp.TYPE_LONGLONG, 1), (rp.TYPE_LONGLONG, None),
+                              (rp.TYPE_LONGLONG, 57)])
+    refused_execute(r, "DELAYED: parameter 2 is NULL; keys and values must not be NULL",
+                    "a NULL key is refused with its reason")
+    r = c.execute(m.stmt_id, [(rp.TYPE_VAR_STRING, "1.5"), (rp.TYPE_LONGLONG, 57),
+                              (rp.TYPE_LONGLONG, 58)])
+    refused_execute(r, "UPDATE DELAYED: parameter 1 is not a whole number in the signed 64-bit "
+                    "range", "a fractional delta is refused with its reason")
+    sn = c.prepare("UPDATE DELAYED m_counters SET note = ?, misses = ? WHERE id = ?")
+    r = c.execute(sn.stmt_id, [(rp.TYPE_VAR_STRING, "pre'pared"), (rp.TYPE_LONGLONG, 9),
+                               (rp.TYPE_LONGLONG, 57)])
+    t.eq("memory-mode prepared SET answers OK", "ok", r.kind)
+    # MariaDB's direct execution: PREPARE and an EXECUTE of statement 0xffffffff sent together
+    c.send_command(bytes([rp.COM_STMT_PREPARE]) +
+                   b"UPDATE DELAYED m_counters SET hits = hits + ? WHERE id = ?")
+    c.send_command(rp.execute_packet(0xFFFFFFFF, [(rp.TYPE_LONGLONG, 20),
+                                                  (rp.TYPE_LONGLONG, 59)]))
+    pr = c.read_prepare(c._logged("direct prepare"))
+    r = c.read_result(c._logged("direct execute"))
+    t.eq("direct execution (statement 0xffffffff) of a memory-mode statement is answered by "
+         "the proxy", ("ok", 2, "ok", 1),
+         (pr.kind, pr.params, r.kind, r.ok[0] if r.kind == "ok" else r.err))
+    c.send_command(struct.pack("<BI", rp.COM_STMT_CLOSE, m.stmt_id))  # no response
+    r = c.execute(m.stmt_id, [(rp.TYPE_LONGLONG, 100), (rp.TYPE_LONGLONG, 57),
+                              (rp.TYPE_LONGLONG, 58)])
+    t.check(r.kind == "err" and r.err[0] == 1243, "after COM_STMT_CLOSE the id is the server's "
+            "again (unknown statement), nothing is added", r.err if r.kind == "err" else r.kind)
+    r = c.query("FLUSH DELAYED")
+    t.eq("FLUSH DELAYED through the proxy answers OK", "ok", r.kind)
+    c.close()
+    t.eq("prepared staged increments applied once", ((1, 7), (2, 10)),
+         rows(d, "SELECT id, n FROM m_staged ORDER BY id"))
+    t.eq("prepared memory-mode increments and sets applied once",
+         ((57, 5, 9, "pre'pared"), (58, 3, 0, None), (59, 18, 0, None)),
+         rows(d, "SELECT id, hits, misses, note FROM m_counters WHERE id IN (57, 58, 59) "
+                 "ORDER BY id"))
+
+
+def real_driver(d):
+    """The same through libmariadb's statement API (tests/integration/delayed_stmt_client.c)."""
+    prog = os.path.join(os.environ.get("MR_BUILD", os.path.join(os.path.dirname(__file__), "..",
+                                                                 "..", "build")),
+                        "tests", "integration", "delayed_stmt_client")
+    if not os.path.exists(prog):
+        t.not_ok("libmariadb prepared UPDATE DELAYED", "%s is not built" % prog)
+        return
+    before = rows(d, "SELECT SUM(hits) FROM m_counters WHERE id IN (57, 58, 59)")[0][0]
+    out = subprocess.run([prog, t.HOST, str(PORT), t.USER, t.PASSWORD, t.DB],
+                         capture_output=True, text=True, timeout=60)
+    t.eq("libmariadb: prepare sees 2 parameters and no field, every execute 1 affected row",
+         (0, "params=2 fields=0 sum=6050"), (out.returncode, out.stdout.strip()))
+    c = t.connect(PORT, autocommit=True)
+    flush(c)
+    c.close()
+    t.eq("libmariadb: every executed value applied once", before + 6050,
+         rows(d, "SELECT SUM(hits) FROM m_counters WHERE id IN (57, 58, 59)")[0][0])
+
+
+# ---- concurrent increments ---------------------------------------------------------------------
+
+UPD = "UPDATE DELAYED m_counters SET hits = hits %s %d WHERE id %s"
+
+
+def client(wid, n, expect, lock, bad):
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    mine, wrong = {}, 0
+    for i in range(n):
+        k = (wid + i) % 10 + 1
+        if i % 7 == 3:
+            ids, delta = [2, 4, 6, 8], 3
+            got = cur.execute(UPD % ("+", 3, "IN (2, 4, 6, 8)"))
+        elif i % 5 == 4:
+            ids, delta = [k], -2
+            got = cur.execute(UPD % ("-", 2, "= '%d'" % k))
+        else:
+            ids, delta = [k], 1
+            got = cur.execute(UPD % ("+", 1, "= %d" % k))
+        wrong += got != len(ids)
+        for x in ids:
+            mine[x] = mine.get(x, 0) + delta
+    c.close()
+    with lock:
+        for x, v in mine.items():
+            expect[x] = expect.get(x, 0) + v
+        bad.append(wrong)
+
+
+def concurrent(d):
+    expect, lock, bad = {}, threading.Lock(), []
+    threads = [threading.Thread(target=client, args=(w, 300, expect, lock, bad))
+               for w in range(CLIENTS)]
+    t0 = time.time()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    took = time.time() - t0
+    t.eq("every OK reported the keys touched", 0, sum(bad))
+    c = t.connect(PORT, autocommit=True)
+    flush(c, "m_counters")
+    c.close()
+    got = dict(rows(d, "SELECT id, hits FROM m_counters WHERE id <= 10"))
+    t.eq("after FLUSH DELAYED each counter equals the exact sum", expect, got)
+    t.log("%d clients x 300 memory-mode UPDATE DELAYED in %.2f s" % (CLIENTS, took))
+
+
+# ---- SET, DELETE, missing keys -----------------------------------------------------------------
+
+def set_and_delete(d):
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    cur.execute("UPDATE DELAYED m_counters SET note = 'first' WHERE id = 50")
+    cur.execute("UPDATE DELAYED m_counters SET note = 'it''s \\\\ last' WHERE id = 50")
+    cur.execute("UPDATE DELAYED m_counters SET misses = misses + 4 WHERE id = 51")
+    cur.execute("UPDATE DELAYED m_counters SET misses = 100, hits = hits + 1 WHERE id = 51")
+    cur.execute("UPDATE DELAYED m_counters SET misses = misses + 5 WHERE id = 51")
+    cur.execute("UPDATE DELAYED m_counters SET hits = hits + 7 WHERE id = 52")
+    cur.execute("DELETE DELAYED FROM m_counters WHERE id IN (52, 60)")
+    t.eq("DELETE DELAYED with IN reports 2 keys", 2, cur.rowcount)
+    cur.execute("UPDATE DELAYED m_counters SET hits = hits + 1 WHERE id = 52")
+    cur.execute("UPDATE DELAYED m_counters SET hits = hits + 1 WHERE id = 999")
+    before = rows(d, "SELECT note FROM m_counters WHERE id = 50")
+    flush(c)
+    c.close()
+    t.eq("SET col = literal waits for the flush", ((None,),), before)
+    t.eq("SET col = literal: the last write wins", (("it's \\ last",),),
+         rows(d, "SELECT note FROM m_counters WHERE id = 50"))
+    t.eq("a set followed by adds gives set + adds", ((1, 105),),
+         rows(d, "SELECT hits, misses FROM m_counters WHERE id = 51"))
+    t.eq("DELETE DELAYED removed the rows; with missing = ignore later adds do not bring them "
+         "back", ((0,),), rows(d, "SELECT COUNT(*) FROM m_counters WHERE id IN (52, 60, 999)"))
+
+
+def upserts(d):
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    pages = ["/home", "/it's", "/back\\slash", "/caf\u00e9 \u2603"]
+    for p in pages:
+        esc = p.replace("\\", "\\\\").replace("'", "''")
+        for _ in range(3):
+            cur.execute("UPDATE DELAYED m_pages SET views = views + 2 WHERE day = '2026-11-30' "
+                        "AND page = '%s'" % esc)
+    cur.execute("UPDATE DELAYED m_pages SET views = views + 1 WHERE page = '/home' AND "
+                "day = '2026-11-30'")
+    flush(c, "test.m_pages")
+    got = dict(rows(d, "SELECT page, views FROM m_pages WHERE day = '2026-11-30'"))
+    want = {p: 6 for p in pages}
+    want["/home"] = 7
+    t.eq("missing = insert: absent keys inserted, hostile strings intact, keys coalesced", want,
+         got)
+    cur.execute("DELETE DELAYED FROM m_pages WHERE day = '2026-11-30' AND page = '/home'")
+    cur.execute("UPDATE DELAYED m_pages SET views = views + 4 WHERE day = '2026-11-30' AND "
+                "page = '/home'")
+    flush(c)
+    c.close()
+    t.eq("missing = insert: adds after a tombstone bring the row back with only them", ((4,),),
+         rows(d, "SELECT views FROM m_pages WHERE page = '/home'"))
+
+
+def poison(d):
+    """A key the server refuses (too long for its column) is isolated: the keys flushed with it
+    are written, it stays in memory and FLUSH DELAYED says so, until a DELETE DELAYED of it."""
+    bad = "/" + "x" * 150  # page is VARCHAR(100): strict mode refuses it
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    for page in ("/good1", bad, "/good2"):
+        cur.execute("UPDATE DELAYED m_pages SET views = views + 5 WHERE day = '2026-12-01' AND "
+                    "page = '%s'" % page)
+    try:
+        flush(c, "m_pages")
+        t.not_ok("FLUSH DELAYED reports the key the server refused", "it answered OK")
+    except pymysql.err.MySQLError as e:
+        t.check(e.args[0] == 1235 and e.args[1].startswith(
+            "FLUSH DELAYED: a chunk failed (see the proxy's log); its deltas are kept and "
+            "retried at the next round"), "FLUSH DELAYED reports the key the server refused",
+            e.args)
+    t.eq("the other keys of that chunk were written", {"/good1": 5, "/good2": 5},
+         dict(rows(d, "SELECT page, views FROM m_pages WHERE day = '2026-12-01'")))
+    cur.execute("UPDATE DELAYED m_counters SET hits = hits + 1 WHERE id = 3")
+    flush(c, "test.m_counters")
+    t.ok("FLUSH DELAYED of another table answers OK meanwhile")
+    cur.execute("DELETE DELAYED FROM m_pages WHERE day = '2026-12-01' AND page = '%s'" % bad)
+    flush(c)
+    c.close()
+    t.ok("a DELETE DELAYED of the refused key clears it: FLUSH DELAYED answers OK again")
+
+
+# ---- memory_max_keys ---------------------------------------------------------------------------
+
+def bound(d):
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    for k in (1, 2, 3):
+        cur.execute("UPDATE DELAYED m_small SET n = n + 1 WHERE id = %d" % k)
+    try:
+        cur.execute("UPDATE DELAYED m_small SET n = n + 1 WHERE id = 4")
+        t.not_ok("the key past memory_max_keys is refused", "it was taken")
+    except pymysql.err.MySQLError as e:
+        t.check(e.args[0] == 1235 and e.args[1].startswith(
+            "DELAYED on test.m_small: the proxy holds 3 keys of this table in memory, its "
+            "memory_max_keys (3); a flush has been asked for, retry shortly"),
+            "the key past memory_max_keys is refused with its reason", e.args)
+    deadline = time.time() + 10
+    while True:  # the refusal woke the flusher: room comes back without FLUSH DELAYED
+        try:
+            cur.execute("UPDATE DELAYED m_small SET n = n + 1 WHERE id = 4")
+            break
+        except pymysql.err.MySQLError:
+            if time.time() > deadline:
+                break
+            time.sleep(0.05)
+    flush(c)
+    c.close()
+    t.eq("after the forced flush the new key went in; nothing was dropped",
+         ((1, 1), (2, 1), (3, 1), (4, 1), (5, 0)), rows(d, "SELECT id, n FROM m_small ORDER BY id"))
+
+
+# ---- flush_early -------------------------------------------------------------------------------
+
+def wait_rows(d, sql, want, timeout=10):
+    end = time.time() + timeout
+    got = None
+    while time.time() < end:
+        got = rows(d, sql)
+        if got == want:
+            break
+        time.sleep(0.05)
+    return got
+
+
+def early(d):
+    """Hourly tables: flush_early wakes the flushers long before the interval."""
+    time.sleep(0.5)  # the first rounds at start are over; the next are an hour away
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    for _ in range(4):  # 8 staged rows: below flush_early = 10
+        cur.execute("UPDATE DELAYED m_early SET n = n + 1 WHERE id IN (1, 2)")
+    for k in (1, 2, 3):  # 3 keys in memory: below flush_early = 4
+        cur.execute("UPDATE DELAYED m_early_mem SET n = n + 1 WHERE id = %d" % k)
+    time.sleep(1.0)
+    t.eq("below flush_early nothing is flushed before the interval",
+         (((0,),), ((0,),)), (rows(d, "SELECT SUM(n) FROM m_early"),
+                              rows(d, "SELECT SUM(n) FROM m_early_mem")))
+    cur.execute("UPDATE DELAYED m_early SET n = n + 1 WHERE id IN (1, 2)")  # rows 9 and 10
+    cur.execute("UPDATE DELAYED m_early_mem SET n = n + 1 WHERE id = 4")    # the 4th key
+    c.close()
+    t.eq("staged: the 10th staged row woke the flusher", ((10,),),
+         wait_rows(d, "SELECT SUM(n) FROM m_early", ((10,),)))
+    t.eq("memory: the 4th key woke the flusher", ((4,),),
+         wait_rows(d, "SELECT SUM(n) FROM m_early_mem", ((4,),)))
+
+
+# ---- a failing chunk ---------------------------------------------------------------------------
+
+def failing_chunk(d):
+    """The flusher waits for a row lock past innodb_lock_wait_timeout (10 s on its
+    connection): its chunk fails and is rolled back; the next round applies it once."""
+    locker = t.direct()
+    lcur = locker.cursor()
+    lcur.execute("START TRANSACTION")
+    lcur.execute("SELECT hits FROM m_counters WHERE id = 9 FOR UPDATE")
+    base = lcur.fetchone()[0]
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    for _ in range(5):
+        cur.execute("UPDATE DELAYED m_counters SET hits = hits + 10 WHERE id = 9")
+    time.sleep(11.5)  # at least one round timed out on the lock
+    for _ in range(2):
+        cur.execute("UPDATE DELAYED m_counters SET hits = hits + 1 WHERE id = 9")
+    locker.rollback()
+    locker.close()
+    flush(c)
+    c.close()
+    t.eq("a failed chunk is kept, merged with newer deltas and applied once", ((base + 52,),),
+         rows(d, "SELECT hits FROM m_counters WHERE id = 9"))
+
+
+# ---- reload ------------------------------------------------------------------------------------
+
+def reload(d, proc):
+    """Deltas held across a SIGHUP reload of the same rules are flushed once."""
+    base = rows(d, "SELECT hits FROM m_counters WHERE id = 10")[0][0]
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    for _ in range(5):
+        cur.execute("UPDATE DELAYED m_counters SET hits = hits + 3 WHERE id = 10")
+    proc.send_signal(signal.SIGHUP)
+    time.sleep(0.5)
+    for _ in range(5):
+        cur.execute("UPDATE DELAYED m_counters SET hits = hits + 1 WHERE id = 10")
+    flush(c)
+    c.close()
+    t.eq("deltas taken before and after a reload are all flushed, once", ((base + 20,),),
+         rows(d, "SELECT hits FROM m_counters WHERE id = 10"))
+
+
+# ---- final flush ------------------------------------------------------------------------------
+
+def final_flush(d, proc):
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    for _ in range(10):
+        cur.execute("UPDATE DELAYED m_small SET n = n + 3 WHERE id = 5")
+    c.close()
+    before = rows(d, "SELECT n FROM m_small WHERE id = 5")
+    proc.send_signal(signal.SIGTERM)
+    t.eq("memory-mode proxy exits 0 on SIGTERM", 0, proc.wait(30))
+    t.eq("SIGTERM's final flush wrote what the hourly flush had not", (((0,),), ((30,),)),
+         (before, rows(d, "SELECT n FROM m_small WHERE id = 5")))
+
+
+def main():
+    if t.DIRECT_ONLY:
+        print("skip: needs its own proxy")
+        sys.exit(77)
+    os.makedirs(RULES_DIR, exist_ok=True)
+    with open(os.path.join(RULES_DIR, "10-memory.rules"), "w") as f:
+        f.write(RULES)
+    d = t.direct(autocommit=True)
+    setup(d)
+    proc = start_proxy("delayed_memory_proxy")
+    try:
+        refusals()
+        prepared(d)
+        real_driver(d)
+        concurrent(d)
+        set_and_delete(d)
+        upserts(d)
+        poison(d)
+        bound(d)
+        early(d)
+        failing_chunk(d)
+        reload(d, proc)
+        final_flush(d, proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    t.done()
+
+
+if __name__ == "__main__":
+    main()
