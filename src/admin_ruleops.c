@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "admin_impl.h"
+#include "myrewrite/clock.h"
 #include "myrewrite/admin_proto.h"
 #include "myrewrite/paginate_stats.h"
 #include "myrewrite/reload.h"
@@ -132,13 +133,6 @@ static const char *utc_ms(uint64_t ms, char *buf, size_t n)
     return buf;
 }
 
-static uint64_t unix_ms_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static const char *ms_as_seconds(uint64_t ms, char *buf, size_t n)
 {
     snprintf(buf, n, "%" PRIu64 ".%03" PRIu64, ms / 1000, ms % 1000);
@@ -153,7 +147,7 @@ static void delayed_row(mr_resultset *rs, const mr_rule *r)
         lag[32], errs[24], err[MR_RULE_STATS_ERR_MAX];
     snprintf(table, sizeof table, "%s.%s", d->schema ? d->schema : "", d->table);
     snprintf(staging, sizeof staging, "%s.%s", d->schema ? d->schema : "", d->staging_table);
-    uint64_t at = e ? mr_stat_get(&e->last_flush_at) : 0, now = unix_ms_now();
+    uint64_t at = e ? mr_stat_get(&e->last_flush_at) : 0, now = mr_unix_ms();
     err[0] = '\0';
     if (e)
         mr_rule_stats_last_error(e, err, sizeof err);

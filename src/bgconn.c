@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "myrewrite/clock.h"
 #include "myrewrite/log.h"
 
 #define BACKOFF_FIRST_MS 100
@@ -135,14 +136,7 @@ static bool connect_db(mr_bgconn *b)
 /* Sleeps up to ms, or until woken or stopped. False once stopping. */
 static bool wait_for(mr_bgconn *b, uint64_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = mr_deadline_in(CLOCK_MONOTONIC, ms);
     pthread_mutex_lock(&b->lock);
     while (!b->woken && !b->stop && pthread_cond_timedwait(&b->cond, &b->lock, &ts) != ETIMEDOUT)
         ;

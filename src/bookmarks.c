@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "myrewrite/clock.h"
 #include "myrewrite/bookmarks.h"
 
 #define GEN_SLOTS 4096
@@ -54,12 +55,7 @@ bool mr_bookmarks_armed(void) { return atomic_load_explicit(&armed, memory_order
 
 size_t mr_keyset_bookmarks(void) { return atomic_load_explicit(&held, memory_order_relaxed); }
 
-uint64_t mr_bookmarks_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+uint64_t mr_bookmarks_now_ms(void) { return mr_mono_ms(); }
 
 /* ---- generations ------------------------------------------------------------- */
 

@@ -8,6 +8,7 @@
  * the main thread asks for a final flush and waits for it, bounded.
  * Owns the rule copies, the per-chunk buffers and the counters.
  */
+#include "myrewrite/clock.h"
 #include "myrewrite/delayed_flush.h"
 
 #include <inttypes.h>
@@ -57,22 +58,6 @@ static struct {
     /* flusher thread */
     tables cur;
 } D = {.lock = PTHREAD_MUTEX_INITIALIZER, .done_cond = PTHREAD_COND_INITIALIZER};
-
-static struct timespec realtime_in(uint64_t ms);
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static uint64_t unix_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 const mr_delayed_stats *mr_delayed_stats_get(void)
 {
@@ -821,7 +806,7 @@ static void note_round(table *t, bool ok, uint64_t us)
     mr_stat_add(&t->stats->rounds, 1);
     if (ok) {
         atomic_store_explicit(&t->stats->last_flush_us, us, memory_order_relaxed);
-        atomic_store_explicit(&t->stats->last_flush_at, unix_ms(), memory_order_relaxed);
+        atomic_store_explicit(&t->stats->last_flush_at, mr_unix_ms(), memory_order_relaxed);
     }
 }
 
@@ -829,10 +814,10 @@ static void note_round(table *t, bool ok, uint64_t us)
  * (or the deadline passes, 0 = none). */
 static void flush_table(MYSQL *db, table *t, uint64_t deadline)
 {
-    if (!t->ready && mono_ms() < t->setup_after_ms)
+    if (!t->ready && mr_mono_ms() < t->setup_after_ms)
         return; /* a failed check is not repeated (and logged) every round */
     if (!t->ready && !setup_table(db, t)) {
-        t->setup_after_ms = mono_ms() + SETUP_RETRY_MS;
+        t->setup_after_ms = mr_mono_ms() + SETUP_RETRY_MS;
         return;
     }
     if (!named_lock(db, t, "GET_LOCK")) {
@@ -840,15 +825,12 @@ static void flush_table(MYSQL *db, table *t, uint64_t deadline)
         return;
     }
     mr_stat_add(&D.stats.rounds, 1);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = mr_mono_ns();
     long n;
     do
         n = t->locked ? dflush_locked_chunk(db, t) : flush_chunk(db, t);
-    while (n >= (long)t->def.flush_rows && (!deadline || mono_ms() < deadline));
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    note_round(t, n >= 0, (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 +
-                                     (t1.tv_nsec - t0.tv_nsec) / 1000));
+    while (n >= (long)t->def.flush_rows && (!deadline || mr_mono_ms() < deadline));
+    note_round(t, n >= 0, (mr_mono_ns() - t0) / 1000);
     if (!mr_bg_conn_broken(db))
         (void)named_lock(db, t, "RELEASE_LOCK");
 }
@@ -904,7 +886,7 @@ static uint64_t tick(MYSQL *db, void *arg)
     bool asked_now = asked > D.flush_done;
     memcpy(filter, D.flush_filter, sizeof filter);
     pthread_mutex_unlock(&D.lock);
-    uint64_t now = mono_ms(), wait = IDLE_MS;
+    uint64_t now = mr_mono_ms(), wait = IDLE_MS;
     for (size_t i = 0; i < D.cur.n && !mr_bg_conn_broken(db); i++) {
         table *t = &D.cur.t[i];
         bool drain = final || (asked_now && matches_filter(t, filter));
@@ -912,7 +894,7 @@ static uint64_t tick(MYSQL *db, void *arg)
             /* a round reads everything staged so far (in chunks), so a
              * requested flush is an ordinary round run now */
             flush_table(db, t, final ? deadline : 0);
-            now = mono_ms();
+            now = mr_mono_ms();
             t->next_ms = now + t->def.flush_interval_ms;
         }
         uint64_t left = t->next_ms > now ? t->next_ms - now : 0;
@@ -944,7 +926,7 @@ static bool start_thread(const mr_proxy *p)
 
 int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms)
 {
-    struct timespec until = realtime_in(timeout_ms);
+    struct timespec until = mr_deadline_in(CLOCK_REALTIME, timeout_ms);
     pthread_mutex_lock(&D.lock);
     mr_bgconn *bg = D.bg;
     uint64_t mine = ++D.flush_asked;
@@ -995,28 +977,15 @@ void mr_delayed_configure(const mr_proxy *p, const mr_ruleset *rs)
         mr_bgconn_wake(D.bg);
 }
 
-static struct timespec realtime_in(uint64_t ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
 void mr_delayed_stop(uint64_t drain_ms)
 {
     if (!D.bg)
         return;
-    struct timespec until = realtime_in(drain_ms);
+    struct timespec until = mr_deadline_in(CLOCK_REALTIME, drain_ms);
     pthread_mutex_lock(&D.lock);
     D.final_wanted = true;
     D.final_done = false;
-    D.deadline_ms = mono_ms() + drain_ms;
+    D.deadline_ms = mr_mono_ms() + drain_ms;
     pthread_mutex_unlock(&D.lock);
     mr_bgconn_wake(D.bg);
     pthread_mutex_lock(&D.lock);
@@ -1082,5 +1051,5 @@ void dflush_count_error(const table *t, const char *what, unsigned code, const c
         return;
     mr_stat_add(&t->stats->errors, 1);
     mr_rule_stats_set_error(t->stats, what, code, msg);
-    atomic_store_explicit(&t->stats->last_error_at, unix_ms(), memory_order_relaxed);
+    atomic_store_explicit(&t->stats->last_error_at, mr_unix_ms(), memory_order_relaxed);
 }

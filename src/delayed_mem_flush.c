@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "delayed_mem_impl.h"
+#include "myrewrite/clock.h"
 #include "myrewrite/bgconn.h"
 #include "myrewrite/log.h"
 
@@ -47,13 +48,6 @@ static struct {
     dm_map pending;
     mr_dmem_syntax syntax;
 } F = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void count(mr_counter *c, uint64_t n)
 {
@@ -272,7 +266,7 @@ static bool flush_table(MYSQL *db, const struct mr_dmem_table *t, uint64_t deadl
                 ok = isolate(db, t, es + at, m, rows);
             go = rc == CHUNK_FAILED && !mr_bg_conn_broken(db) && data_error(db);
         }
-        if (deadline && mono_ms() >= deadline) {
+        if (deadline && mr_mono_ms() >= deadline) {
             ok = ok && at + m >= n;
             go = false;
         }
@@ -310,7 +304,7 @@ static bool round_due(MYSQL *db, round_ask *a, uint64_t *wait)
 {
     gather();
     bool ok = true, any = false;
-    uint64_t now = mono_ms();
+    uint64_t now = mr_mono_ms();
     *wait = IDLE_MS;
     a->asked_ok = true;
     for (struct mr_dmem_table *t = dm_tables(); t; t = t->next) {
@@ -321,7 +315,7 @@ static bool round_due(MYSQL *db, round_ask *a, uint64_t *wait)
             bool tok = flush_table(db, t, a->deadline);
             ok = tok && ok; /* one table's trouble holds back no other */
             a->asked_ok = a->asked_ok && (tok || !asked);
-            now = mono_ms();
+            now = mr_mono_ms();
             t->next_ms = now + t->def.flush_interval_ms;
         } else if (asked) {
             a->asked_ok = false; /* the connection broke */
@@ -410,22 +404,9 @@ void dm_flusher_stats(mr_dmem_stats *out)
     out->lost = atomic_load(&F.lost);
 }
 
-static struct timespec realtime_in(uint64_t ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
 int mr_dmem_flush_now(const char *table_filter, uint64_t timeout_ms)
 {
-    struct timespec until = realtime_in(timeout_ms);
+    struct timespec until = mr_deadline_in(CLOCK_REALTIME, timeout_ms);
     pthread_mutex_lock(&F.lock);
     mr_bgconn *bg = F.bg;
     const char *want = table_filter ? table_filter : "";
@@ -448,12 +429,12 @@ int mr_dmem_flush_now(const char *table_filter, uint64_t timeout_ms)
 
 void dm_flusher_stop(uint64_t drain_ms)
 {
-    struct timespec until = realtime_in(drain_ms);
+    struct timespec until = mr_deadline_in(CLOCK_REALTIME, drain_ms);
     pthread_mutex_lock(&F.lock);
     mr_bgconn *bg = F.bg;
     F.final_wanted = true;
     F.final_done = false;
-    F.deadline_ms = mono_ms() + drain_ms;
+    F.deadline_ms = mr_mono_ms() + drain_ms;
     pthread_mutex_unlock(&F.lock);
     if (!bg)
         return;

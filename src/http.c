@@ -13,6 +13,7 @@
  * answer is cached in between and requests that arrive while a check runs
  * wait for its result.
  */
+#include "myrewrite/clock.h"
 #include "myrewrite/http.h"
 
 #include <errno.h>
@@ -59,13 +60,6 @@ static struct {
     bool running;
     probe probe;
 } H = {.wake = {-1, -1}, .probe = {.fd = -1}};
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- replies ------------------------------------------------------------------- */
 
@@ -199,7 +193,7 @@ static void probe_start(void)
 {
     probe *pr = &H.probe;
     const struct sockaddr *sa = (const struct sockaddr *)&H.p->backend_addr;
-    pr->started_ns = now_ns();
+    pr->started_ns = mr_mono_ns();
     pr->fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (pr->fd < 0) {
         probe_finish(false, strerror(errno));
@@ -224,7 +218,7 @@ static void serve_ready(struct evhttp_request *req)
 {
     probe *pr = &H.probe;
     bool running = pr->fd >= 0;
-    bool fresh = pr->checked && now_ns() - pr->started_ns < PROBE_EVERY_NS;
+    bool fresh = pr->checked && mr_mono_ns() - pr->started_ns < PROBE_EVERY_NS;
     if ((fresh && !running) || (running && pr->nwaiters == READY_WAITERS_MAX)) {
         answer_ready(req); /* cached answer */
         return;

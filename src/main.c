@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "myrewrite/clock.h"
 #include "myrewrite/admin.h"
 #include "myrewrite/backend.h"
 #include "myrewrite/config.h"
@@ -192,14 +193,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 /* Joins every worker, forcing the stragglers once the deadline passes. */
 static void stop_workers(mr_proxy *p)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += (time_t)(p->cfg->shutdown_timeout_ms / 1000);
-    deadline.tv_nsec += (long)(p->cfg->shutdown_timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = mr_deadline_in(CLOCK_REALTIME, p->cfg->shutdown_timeout_ms);
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_signal(&p->workers[i], MR_WORKER_MSG_DRAIN);
     for (unsigned i = 0; i < p->nworkers; i++) {

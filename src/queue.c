@@ -8,6 +8,7 @@
  * claims in every queue table. The same thread runs the reaper rounds.
  * Owns the copies of the queue rules, the id lists and the counters.
  */
+#include "myrewrite/clock.h"
 #include "myrewrite/queue.h"
 
 #include <inttypes.h>
@@ -66,13 +67,6 @@ static struct {
     size_t nwait, wait_cap;
     bool process_priv;
 } Q = {.lock = PTHREAD_MUTEX_INITIALIZER, .idle_cond = PTHREAD_COND_INITIALIZER, .idle = true};
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 const mr_queue_stats *mr_queue_stats_get(void)
 {
@@ -234,14 +228,7 @@ void mr_queue_stop(uint64_t drain_ms)
     if (!Q.bg)
         return;
     atomic_store(&Q.active, false);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(drain_ms / 1000);
-    ts.tv_nsec += (long)(drain_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = mr_deadline_in(CLOCK_REALTIME, drain_ms);
     mr_bgconn_wake(Q.bg);
     pthread_mutex_lock(&Q.lock);
     while (!Q.idle && pthread_cond_timedwait(&Q.idle_cond, &Q.lock, &ts) == 0)
@@ -661,14 +648,14 @@ static uint64_t reap_due(MYSQL *db, uint64_t now)
 static uint64_t tick(MYSQL *db, void *arg)
 {
     (void)arg;
-    uint64_t now = mono_ms();
+    uint64_t now = mr_mono_ms();
     adopt_defs();
     take_ended(now);
     if (!Q.cur.n)
         Q.nwait = 0; /* no queue tables any more: nothing to release */
     if (Q.nwait)
         release_waiting(db, now);
-    uint64_t delay = reap_due(db, mono_ms());
+    uint64_t delay = reap_due(db, mr_mono_ms());
     pthread_mutex_lock(&Q.lock);
     Q.idle = Q.nwait == 0 && Q.nended == 0;
     if (Q.idle)

@@ -10,6 +10,7 @@
  * generation it was queued for, so a load that raced with DDL is dropped.
  * Owns the entries, their descriptions, the queue and the holds.
  */
+#include "myrewrite/clock.h"
 #include "myrewrite/schema_cache.h"
 
 #include <inttypes.h>
@@ -75,13 +76,6 @@ static struct {
     mr_bgconn *bg;
     mr_schema_cache_stats stats;  /* any thread, relaxed atomics */
 } C = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static uint64_t name_hash(const char *schema, const char *table)
 {
@@ -265,7 +259,7 @@ mr_key_status mr_schema_cache_row_key(const char *schema, const char *table, mr_
         unknown(out, W_OFF, schema, table);
         return MR_KEY_UNKNOWN;
     }
-    uint64_t h = name_hash(schema, table), now = mono_ms();
+    uint64_t h = name_hash(schema, table), now = mr_mono_ms();
     pthread_mutex_lock(&C.lock);
     entry *e = find(schema, table, h);
     if (!e)
@@ -512,7 +506,7 @@ static void install(const req *r, mr_table_desc *td)
         mr_td_free(e->desc);
         e->desc = td;
         e->loaded = true;
-        e->loaded_ms = mono_ms();
+        e->loaded_ms = mr_mono_ms();
         td = NULL;
     }
     pthread_mutex_unlock(&C.lock);

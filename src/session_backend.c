@@ -38,7 +38,7 @@ static void response_done(mr_session *s)
     mr_schema_cache_ddl_end(s->ddl_hold); /* the server is done with the DDL */
     s->ddl_hold = 0;
     if (s->digest) {
-        mr_digest_stats_record(s->digest, (now_ns() - s->command_start_ns) / 1000);
+        mr_digest_stats_record(s->digest, (mr_mono_ns() - s->command_start_ns) / 1000);
         s->digest = NULL;
     }
     ss_set_state(s, SS_IDLE);

@@ -69,7 +69,7 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     mr_expect expect = mr_expect_for_command(cmd);
     s->command = cmd;
     mr_client_set_command(&s->slot, cmd);
-    s->command_start_ns = now_ns();
+    s->command_start_ns = mr_mono_ns();
     if (expect == MR_EXPECT_UNSUPPORTED) {
         refuse_command(s, cmd);
         return true;

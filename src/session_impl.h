@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "myrewrite/client_info.h"
+#include "myrewrite/clock.h"
 #include "myrewrite/codec.h"
 #include "myrewrite/conn.h"
 #include "myrewrite/digest_stats.h"
@@ -99,13 +100,6 @@ typedef enum stmt_verdict {
 static inline const mr_config *cfg(const mr_session *s) { return s->w->proxy->cfg; }
 
 static inline size_t queued(struct evbuffer *b) { return evbuffer_get_length(b); }
-
-static inline uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* session.c */
 const char *ss_state_name(session_state st);

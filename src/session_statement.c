@@ -117,7 +117,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     /* The command's start time was read just before this call, a few
      * instructions ago: it stands in for a clock read of its own here. */
     mr_rules_apply(w->rules->set, sql, len, &ctx, w->scratch, res);
-    ss_count_statement(s, res, ctx.prepared, now_ns() - s->command_start_ns);
+    ss_count_statement(s, res, ctx.prepared, mr_mono_ns() - s->command_start_ns);
     s->digest = mr_digest_stats_get(&w->digests, res->digest_hash, res->digest ? res->digest : "");
     if (res->nmatched)
         log_matches(s, res, sql, len);
