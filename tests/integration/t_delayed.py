@@ -19,7 +19,6 @@ MR_DELAYED_HTTP_PORT (26083), MR_BIN.
 """
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -31,8 +30,6 @@ import pymysql  # noqa: E402
 
 PORTS = [int(os.environ.get("MR_DELAYED_PORT_A", "26046")),
          int(os.environ.get("MR_DELAYED_PORT_B", "26047"))]
-BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
-                                            "myrewrite"))
 CLIENTS = 32
 ADMIN_PORT = int(os.environ.get("MR_DELAYED_ADMIN_PORT", "26049"))  # proxy B's console
 HTTP_PORT = int(os.environ.get("MR_DELAYED_HTTP_PORT", "26083"))  # proxy B's /metrics
@@ -55,23 +52,11 @@ UPD = "UPDATE DELAYED d_counters SET hits = hits %s %d WHERE id %s"
 
 
 def start_proxy(port, name):
-    log = open(os.path.join(t.TMP, name + ".log"), "w")
     console = (["--set", "admin_password=adminpw",
                 "--set", "admin_listen=%s:%d" % (t.HOST, ADMIN_PORT),
                 "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)] if port == PORTS[1] else [])
-    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, port),
-                          "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
-                          "--workers", "2", "--log-level", "info",
-                          "--set", "proxy_user=%s" % t.USER,
-                          "--set", "proxy_password=%s" % t.PASSWORD] + console,
-                         stdout=log, stderr=log)
-    for _ in range(100):
-        try:
-            t.connect(port).close()
-            return p
-        except pymysql.err.OperationalError:
-            time.sleep(0.1)
-    raise RuntimeError("delayed proxy %s did not come up" % name)
+    return t.start_proxy(port, os.path.join(t.TMP, name + ".log"), RULES_DIR, own_conn=True,
+                         extra=console)
 
 
 def setup(d):

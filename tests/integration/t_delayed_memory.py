@@ -37,8 +37,6 @@ import pymysql  # noqa: E402
 import rawproto_lib as rp  # noqa: E402
 
 PORT = int(os.environ.get("MR_DELAYED_MEM_PORT", "26071"))
-BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
-                                            "myrewrite"))
 CLIENTS = 32
 RULES_DIR = os.path.join(t.TMP, "delayed_memory_rules")
 RULES = """
@@ -90,20 +88,7 @@ flush_interval = 1h
 
 
 def start_proxy(name):
-    log = open(os.path.join(t.TMP, name + ".log"), "w")
-    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
-                          "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
-                          "--workers", "2", "--log-level", "info",
-                          "--set", "proxy_user=%s" % t.USER,
-                          "--set", "proxy_password=%s" % t.PASSWORD],
-                         stdout=log, stderr=log)
-    for _ in range(100):
-        try:
-            t.connect(PORT).close()
-            return p
-        except pymysql.err.OperationalError:
-            time.sleep(0.1)
-    raise RuntimeError("memory-mode proxy did not come up")
+    return t.start_proxy(PORT, os.path.join(t.TMP, name + ".log"), RULES_DIR, own_conn=True)
 
 
 def setup(d):

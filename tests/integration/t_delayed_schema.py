@@ -16,10 +16,9 @@ so the schema cache and the flusher run) in front of the real mariadbd.
     logs which columns are missing and counts an error in SHOW DELAYED;
   * an ARCHIVE table is refused by the flusher with its reason (when the server has
     the ARCHIVE engine loaded).
-Environment: MR_DELAYED_SCHEMA_PORT (26071), MR_DELAYED_SCHEMA_ADMIN_PORT (26072), MR_BIN.
+Environment: MR_DELAYED_SCHEMA_PORT (26073), MR_DELAYED_SCHEMA_ADMIN_PORT (26072), MR_BIN.
 """
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -28,10 +27,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-PORT = int(os.environ.get("MR_DELAYED_SCHEMA_PORT", "26071"))
+PORT = int(os.environ.get("MR_DELAYED_SCHEMA_PORT", "26073"))
 ADMIN_PORT = int(os.environ.get("MR_DELAYED_SCHEMA_ADMIN_PORT", "26072"))
-BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
-                                            "myrewrite"))
 CLIENTS = 32
 PER_CLIENT = 60
 RULES_DIR = os.path.join(t.TMP, "delayed_schema_rules")
@@ -70,26 +67,10 @@ TABLES = ("dk_my, dk_my_delayed, dk_mem, dk_mem_delayed, dk_stale, dk_stale_dela
 
 
 def start_proxy():
-    os.makedirs(RULES_DIR, exist_ok=True)
-    with open(os.path.join(RULES_DIR, "delayed.rules"), "w") as f:
-        f.write(RULES)
-    log = open(LOG, "w")
-    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
-                          "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
-                          "--workers", "2", "--log-level", "info",
-                          "--set", "proxy_user=%s" % t.USER,
-                          "--set", "proxy_password=%s" % t.PASSWORD,
-                          "--set", "admin_password=adminpw",
-                          "--set", "admin_listen=%s:%d" % (t.HOST, ADMIN_PORT)],
-                         stdout=log, stderr=log)
-    for _ in range(100):
-        try:
-            t.connect(PORT).close()
-            return p
-        except pymysql.err.OperationalError:
-            time.sleep(0.1)
-    p.kill()
-    raise RuntimeError("delayed schema proxy did not come up")
+    t.write_rules(RULES_DIR, RULES)
+    return t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True,
+                         extra=["--set", "admin_password=adminpw",
+                                "--set", "admin_listen=%s:%d" % (t.HOST, ADMIN_PORT)])
 
 
 def setup(d):

@@ -15,11 +15,10 @@ real mariadbd.
   * EXPLAIN of the seek texts the proxy sent uses a range on an index, no filesort;
   * a jump to a deep page with no bookmark: auto sends the deferred join, keyset the
     page with its key appended; a bookmark is not used after bookmark_ttl.
-Environment: MR_KEYSET_PORT (26083), MR_BIN.
+Environment: MR_KEYSET_PORT (26091), MR_BIN.
 """
 import os
 import re
-import subprocess
 import sys
 import time
 
@@ -27,9 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-PORT = int(os.environ.get("MR_KEYSET_PORT", "26083"))
-BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
-                                            "myrewrite"))
+PORT = int(os.environ.get("MR_KEYSET_PORT", "26091"))
 ROWS = 3000
 PAGE = 37
 THRESHOLD = 50
@@ -87,24 +84,8 @@ HOSTILE = ["plain", "it's", "it''s", "back\\slash", "back\\\\two", "\\'", "'", "
 
 
 def start_proxy():
-    os.makedirs(RULES_DIR, exist_ok=True)
-    with open(os.path.join(RULES_DIR, "keyset.rules"), "w") as f:
-        f.write(RULES)
-    log = open(LOG, "w")
-    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
-                          "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
-                          "--workers", "2", "--log-level", "info",
-                          "--set", "proxy_user=%s" % t.USER,
-                          "--set", "proxy_password=%s" % t.PASSWORD],
-                         stdout=log, stderr=log)
-    for _ in range(100):
-        try:
-            t.connect(PORT).close()
-            return p
-        except pymysql.err.OperationalError:
-            time.sleep(0.1)
-    p.kill()
-    raise RuntimeError("keyset proxy did not come up")
+    t.write_rules(RULES_DIR, RULES)
+    return t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True)
 
 
 def setup(d):

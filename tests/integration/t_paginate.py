@@ -11,12 +11,12 @@ paginate rules in front of the real mariadbd.
   * the proxy's log shows the pages were rewritten (log = full);
   * a page beyond max_offset gets ERR 1235 naming the limit; the page at max_offset
     does not.
-Environment: MR_PAGINATE_PORT (26048), MR_BIN, MR_PAGINATE_SEED, MR_PAGINATE_ROWS\n(10^6), MR_PAGINATE_PAGES (25 random pages per shape).
+Environment: MR_PAGINATE_PORT (26048), MR_BIN, MR_PAGINATE_SEED, MR_PAGINATE_ROWS
+(10^6), MR_PAGINATE_PAGES (25 random pages per shape).
 """
 import os
 import random
 import re
-import subprocess
 import sys
 import time
 
@@ -25,8 +25,6 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
 PORT = int(os.environ.get("MR_PAGINATE_PORT", "26048"))
-BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
-                                            "myrewrite"))
 ROWS = int(os.environ.get("MR_PAGINATE_ROWS", "1000000"))
 PAGES = int(os.environ.get("MR_PAGINATE_PAGES", "25"))
 MAX_OFFSET = ROWS * 9 // 10  # the items rule's guardrail
@@ -75,22 +73,8 @@ UNINDEXED_WHERE = "WHERE name LIKE 'n1%' AND pad <> 'it''s'"
 
 
 def start_proxy():
-    os.makedirs(RULES_DIR, exist_ok=True)
-    with open(os.path.join(RULES_DIR, "paginate.rules"), "w") as f:
-        f.write(RULES)
-    log = open(LOG, "w")
-    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
-                          "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
-                          "--workers", "2", "--log-level", "info"],
-                         stdout=log, stderr=log)
-    for _ in range(100):
-        try:
-            t.connect(PORT).close()
-            return p
-        except pymysql.err.OperationalError:
-            time.sleep(0.1)
-    p.kill()
-    raise RuntimeError("paginate proxy did not come up")
+    t.write_rules(RULES_DIR, RULES)
+    return t.start_proxy(PORT, LOG, RULES_DIR)
 
 
 def setup(d):

@@ -27,8 +27,6 @@ import pymysql  # noqa: E402
 
 PORTS = [int(os.environ.get("MR_QUEUE_PORT_A", "26038")),
          int(os.environ.get("MR_QUEUE_PORT_B", "26039"))]
-BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
-                                            "myrewrite"))
 ROWS = int(os.environ.get("MR_QUEUE_ROWS", "10000"))
 WORKERS = int(os.environ.get("MR_QUEUE_WORKERS", "30"))
 TIMEOUT_S = 3
@@ -121,20 +119,7 @@ def read_line(p, prefix, timeout=60):
 # ---- proxies ------------------------------------------------------------------------------
 
 def start_proxy(port, name):
-    log = open(os.path.join(t.TMP, name + ".log"), "w")
-    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, port),
-                          "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
-                          "--workers", "2", "--log-level", "info",
-                          "--set", "proxy_user=%s" % t.USER,
-                          "--set", "proxy_password=%s" % t.PASSWORD],
-                         stdout=log, stderr=log)
-    for _ in range(100):
-        try:
-            t.connect(port).close()
-            return p
-        except pymysql.err.OperationalError:
-            time.sleep(0.1)
-    raise RuntimeError("queue proxy %s did not come up" % name)
+    return t.start_proxy(port, os.path.join(t.TMP, name + ".log"), RULES_DIR, own_conn=True)
 
 
 def proxy_log(name):

@@ -30,11 +30,10 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BIN = os.environ.get("MR_BIN", os.path.join(ROOT, "build", "myrewrite"))
 PORT_A = int(os.environ.get("MR_QPATHS_PORT_A", "26081"))  # proxy_user app
 PORT_B = int(os.environ.get("MR_QPATHS_PORT_B", "26082"))  # proxy_user qp_nokill
-PORT_C = int(os.environ.get("MR_QPATHS_PORT_C", "26083"))  # proxy_user qp_noproc
-HTTP_C = int(os.environ.get("MR_QPATHS_HTTP_C", "26084"))
+PORT_C = int(os.environ.get("MR_QPATHS_PORT_C", "26092"))  # proxy_user qp_noproc
+HTTP_C = int(os.environ.get("MR_QPATHS_HTTP_C", "26093"))
 DB_NAME = os.environ.get("MR_QPATHS_DB_NAME", "main")  # the env.sh name of mariadbd
 TIMEOUT_S = 2
 GIVE_UP_S = 30  # GIVE_UP_MS in src/queue.c
@@ -99,24 +98,10 @@ def db_root(sql):
 
 
 def start_proxy(port, name, rules, user, password, extra=()):
-    rules_dir = os.path.join(t.TMP, name + "_rules")
-    os.makedirs(rules_dir, exist_ok=True)
-    with open(os.path.join(rules_dir, "10-queue.rules"), "w") as f:
-        f.write(rules)
-    log = open(os.path.join(t.TMP, name + ".log"), "w")
-    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, port),
-                          "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", rules_dir,
-                          "--workers", "2", "--log-level", "info",
-                          "--set", "proxy_user=%s" % user,
-                          "--set", "proxy_password=%s" % password] + list(extra),
-                         stdout=log, stderr=log)
-    for _ in range(100):
-        try:
-            t.connect(port).close()
-            return p
-        except pymysql.err.OperationalError:
-            time.sleep(0.1)
-    raise RuntimeError("queue proxy %s did not come up" % name)
+    rules_dir = t.write_rules(os.path.join(t.TMP, name + "_rules"), rules, "10-queue.rules")
+    return t.start_proxy(port, os.path.join(t.TMP, name + ".log"), rules_dir,
+                         extra=["--set", "proxy_user=%s" % user,
+                                "--set", "proxy_password=%s" % password] + list(extra))
 
 
 def proxy_log(name):

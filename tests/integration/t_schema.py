@@ -51,26 +51,10 @@ STMT_BIN = os.path.join(os.path.dirname(os.path.abspath(BIN)), "tests", "integra
 
 
 def start_proxy():
-    os.makedirs(RULES_DIR, exist_ok=True)
-    with open(os.path.join(RULES_DIR, "schema.rules"), "w") as f:
-        f.write(RULES)
-    log = open(LOG, "w")
-    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
-                          "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
-                          "--workers", "2", "--log-level", "info",
-                          "--set", "proxy_user=%s" % t.USER,
-                          "--set", "proxy_password=%s" % t.PASSWORD,
-                          "--set", "schema_cache_ttl=1s",
-                          "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)],
-                         stdout=log, stderr=log)
-    for _ in range(100):
-        try:
-            t.connect(PORT).close()
-            return p
-        except pymysql.err.OperationalError:
-            time.sleep(0.1)
-    p.kill()
-    raise RuntimeError("schema proxy did not come up")
+    t.write_rules(RULES_DIR, RULES)
+    return t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True,
+                         extra=["--set", "schema_cache_ttl=1s",
+                                "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)])
 
 
 def setup(d):

@@ -7,6 +7,7 @@ if any check failed.
 """
 import hashlib
 import os
+import subprocess
 import sys
 import time
 
@@ -21,6 +22,8 @@ DB = os.environ.get("MR_DB", "test")
 TMP = os.environ.get(
     "MR_TMP", os.path.join(os.path.dirname(__file__), "..", "..", ".tmp", "it"))
 DIRECT_ONLY = os.environ.get("MR_DIRECT_ONLY", "0") == "1"
+BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
+                                            "myrewrite"))
 
 _failures = 0
 
@@ -40,6 +43,41 @@ def direct(**kw):
 
 def proxy(**kw):
     return connect(PROXY_PORT, **kw)
+
+
+def write_rules(rules_dir, text, name="test.rules"):
+    """Writes one rule file into rules_dir (made if missing); returns the dir."""
+    os.makedirs(rules_dir, exist_ok=True)
+    with open(os.path.join(rules_dir, name), "w") as f:
+        f.write(text)
+    return rules_dir
+
+
+def start_proxy(port, log_path, rules_dir=None, own_conn=False, extra=(), workers=2):
+    """A proxy of the test's own on `port` in front of the direct mariadbd,
+    logging at info into log_path (truncated); own_conn gives it proxy_user
+    (the test account) for its background connection. Returns the process
+    once it accepts connections; raises if it exits or never does."""
+    args = [BIN, "--listen", "%s:%d" % (HOST, port),
+            "--backend", "%s:%d" % (HOST, DIRECT_PORT),
+            "--workers", str(workers), "--log-level", "info"]
+    if rules_dir:
+        args += ["--rules", rules_dir]
+    if own_conn:
+        args += ["--set", "proxy_user=%s" % USER, "--set", "proxy_password=%s" % PASSWORD]
+    log_file = open(log_path, "w")
+    p = subprocess.Popen(args + list(extra), stdout=log_file, stderr=log_file)
+    for _ in range(100):
+        if p.poll() is not None:
+            raise RuntimeError("proxy on port %d exited (%s): see %s" % (port, p.returncode,
+                                                                        log_path))
+        try:
+            connect(port).close()
+            return p
+        except pymysql.err.OperationalError:
+            time.sleep(0.1)
+    p.kill()
+    raise RuntimeError("proxy on port %d did not come up: see %s" % (port, log_path))
 
 
 def log(msg):
