@@ -110,6 +110,8 @@ rule_why rules_paginate(run *R, stmt *S, const mr_rule *r, bytes *out)
     mr_buf_reset(b);
     mr_pag_info info;
     mr_paginate_def def = *r->paginate;
+    mr_row_key rk;                      /* the key read from the schema: def.keys */
+    char *names[MR_SD_MAX_KEY_COLS];    /* points into rk, and both outlive def */
     /* the statement's text is not NUL-terminated: the tail is copied by length */
     mr_pag_outcome o = mr_paginate_sql(S->text, S->len, R->s->tok, &S->st, &def,
                                        R->ctx->schema, b, &info);
@@ -118,8 +120,6 @@ rule_why rules_paginate(run *R, stmt *S, const mr_rule *r, bytes *out)
         /* a page the rewrite would take, but the rule names no key: only now is
          * the schema asked (a lookup per SELECT would load every table read);
          * keyset also orders shallow pages by the key, to bookmark them */
-        mr_row_key rk;
-        char *names[MR_SD_MAX_KEY_COLS];
         key_from_schema(R, S, &rk, names, &def);
         if (!def.nkeys)
             return WHY_NOT_KIND; /* R->detail says why the key is not known */
