@@ -115,6 +115,10 @@ def main():
     if a.setup_only:
         setup(a)
         return 0
+    unknown = [n for n in a.listings.split() if n not in LISTINGS]
+    if unknown:
+        p.error("unknown listing(s) %s: the listings are %s" % (" ".join(unknown),
+                                                                " ".join(LISTINGS)))
     offsets = [int(x) for x in a.offsets.split()]
     direct = connect(a, a.direct_port).cursor()
     dj = connect(a, a.dj_port).cursor()
