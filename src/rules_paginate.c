@@ -114,12 +114,14 @@ rule_why rules_paginate(run *R, stmt *S, const mr_rule *r, bytes *out)
     mr_pag_outcome o = mr_paginate_sql(S->text, S->len, R->s->tok, &S->st, &def,
                                        R->ctx->schema, b, &info);
     bool keyset = r->paginate->strategy != MR_PAGINATE_DEFERRED_JOIN;
+    /* def.keys may point into these (a key from the schema): they must live as
+     * long as def, down to the keyset code below */
+    mr_row_key rk;
+    char *names[MR_SD_MAX_KEY_COLS];
     if (o == MR_PAG_PASS && !def.nkeys && (info.no_key || keyset)) {
         /* a page the rewrite would take, but the rule names no key: only now is
          * the schema asked (a lookup per SELECT would load every table read);
          * keyset also orders shallow pages by the key, to bookmark them */
-        mr_row_key rk;
-        char *names[MR_SD_MAX_KEY_COLS];
         key_from_schema(R, S, &rk, names, &def);
         if (!def.nkeys)
             return WHY_NOT_KIND; /* R->detail says why the key is not known */
