@@ -7,7 +7,16 @@ import time
 
 import pymysql
 
-QUERY = "SELECT * FROM pbench ORDER BY id LIMIT %d, %d"
+# The listings timed, side by side. Ordered by the primary key, the deferred join's inner
+# query walks the clustered index, which holds the whole rows, so it saves little. Ordered
+# by the secondary index on k (with the key appended, so the order is total), the direct
+# page must reach offset + 20 full rows through that index (a clustered-index lookup per
+# row) or sort the table, while the inner query of the deferred join walks only the small
+# index (k, id) and the outer query reads 20 rows.
+LISTINGS = {
+    "pk": "SELECT * FROM pbench ORDER BY id LIMIT %d, %d",
+    "k": "SELECT * FROM pbench ORDER BY k, id LIMIT %d, %d",
+}
 
 
 def connect(a, port):
@@ -36,6 +45,8 @@ def setup(a):
     # read the whole table once so every mode starts from a warm buffer pool
     cur.execute("SELECT COUNT(*), SUM(LENGTH(pad)) FROM pbench FORCE INDEX (PRIMARY)")
     cur.fetchall()
+    cur.execute("SELECT COUNT(*), SUM(k) FROM pbench FORCE INDEX (k)")
+    cur.fetchall()
     c.close()
 
 
@@ -46,16 +57,16 @@ def timed(cur, sql):
     return (time.perf_counter() - t0) * 1000.0, rows
 
 
-def repeated(cur, off, a):
+def repeated(cur, query, off, a):
     times = []
     rows = None
     for _ in range(a.repeat):
-        ms, rows = timed(cur, QUERY % (off, a.page))
+        ms, rows = timed(cur, query % (off, a.page))
         times.append(ms)
     return statistics.median(times), rows
 
 
-def keyset_walk(a, offsets, direct):
+def keyset_walk(a, query, offsets, direct):
     """Pages from 0 on; the `repeat` pages from the first page boundary at or after each
     offset are timed and checked."""
     cur = connect(a, a.ks_port).cursor()
@@ -70,7 +81,7 @@ def keyset_walk(a, offsets, direct):
     off = 0
     t0 = time.monotonic()
     while off <= last:
-        ms, rows = timed(cur, QUERY % (off, a.page))
+        ms, rows = timed(cur, query % (off, a.page))
         if off in want_at:
             times[want_at[off]].append(ms)
             got[off] = rows
@@ -79,7 +90,7 @@ def keyset_walk(a, offsets, direct):
     # checked after the walk: a deep direct query between two pages would slow the next one
     bad = 0
     for off, rows in got.items():
-        direct.execute(QUERY % (off, a.page))
+        direct.execute(query % (off, a.page))
         bad += direct.fetchall() != rows
     return {o: statistics.median(t) for o, t in times.items()}, bad, walk_s, last // a.page + 1
 
@@ -97,22 +108,50 @@ def main():
     p.add_argument("--user", required=True)
     p.add_argument("--password", required=True)
     p.add_argument("--db", required=True)
+    p.add_argument("--listings", default="pk k",
+                   help="which of %s to time, in this order" % " ".join(LISTINGS))
     p.add_argument("--setup-only", action="store_true")
     a = p.parse_args()
     if a.setup_only:
         setup(a)
         return 0
+    unknown = [n for n in a.listings.split() if n not in LISTINGS]
+    if unknown:
+        p.error("unknown listing(s) %s: the listings are %s" % (" ".join(unknown),
+                                                                " ".join(LISTINGS)))
     offsets = [int(x) for x in a.offsets.split()]
     direct = connect(a, a.direct_port).cursor()
     dj = connect(a, a.dj_port).cursor()
+    bad = 0
+    for name in a.listings.split():
+        bad += run_listing(a, LISTINGS[name], offsets, direct, dj)
+    return 1 if bad else 0
+
+
+def plan(cur, sql):
+    """The access path of sql, as EXPLAIN's type / key / Extra of its first row."""
+    cur.execute("EXPLAIN " + sql)
+    cols = [d[0] for d in cur.description]
+    r = dict(zip(cols, cur.fetchone()))
+    cur.fetchall()
+    return "type=%s key=%s rows=%s extra=%s" % (r["type"], r["key"], r["rows"], r["Extra"])
+
+
+def run_listing(a, query, offsets, direct, dj):
     res = {}
     bad = 0
     for off in offsets:
-        d_ms, d_rows = repeated(direct, off, a)
-        j_ms, j_rows = repeated(dj, off, a)
+        d_ms, d_rows = repeated(direct, query, off, a)
+        j_ms, j_rows = repeated(dj, query, off, a)
         bad += d_rows != j_rows
         res[off] = [d_ms, j_ms]
-    ks, ks_bad, walk_s, pages = keyset_walk(a, offsets, direct)
+    ks, ks_bad, walk_s, pages = keyset_walk(a, query, offsets, direct)
+    deepest = query % (offsets[-1], a.page)
+    print()
+    print("# " + query % (0, a.page) + "   (offset varies)")
+    print("# direct plan at offset %d: %s" % (offsets[-1], plan(direct, deepest)))
+    print("# the deferred join's inner query: %s"
+          % plan(direct, deepest.replace("SELECT *", "SELECT id", 1)))
     print("# %d rows, page %d, median of %d runs per offset; keyset: a walk of %d pages "
           "(%.0f s), %d timed pages from the first page boundary at or after each offset"
           % (a.rows, a.page, a.repeat, pages, walk_s, a.repeat))
@@ -124,8 +163,8 @@ def main():
         d_ms, j_ms = res[off]
         print("%10d %12.2f %12.2f %12.2f %10.1f %10.1f %12.2f" % (
             off, d_ms, j_ms, ks[off], d_ms / j_ms, d_ms / ks[off], ks[off] / first))
-    print("rows differing from direct: deferred_join %d, keyset %d" % (bad, ks_bad))
-    return 1 if bad or ks_bad else 0
+    print("rows differing from direct: deferred_join %d, keyset %d" % (bad, ks_bad), flush=True)
+    return bad + ks_bad
 
 
 if __name__ == "__main__":

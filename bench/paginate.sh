@@ -9,21 +9,24 @@
 #   :26096  [paginate] strategy = deferred_join, threshold 1000
 #   :26097  [paginate] strategy = keyset, threshold 1000
 # bench/paginate.py fills test.pbench (ROWS rows of about 0.5 KB: INT key, two INT
-# columns, a 480-byte VARCHAR) unless it already holds them, then for each offset runs
-# `SELECT * FROM pbench ORDER BY id LIMIT off, 20` REPEAT times direct and through the
-# deferred-join proxy, walks the keyset proxy page by page from offset 0 past the deepest
-# offset timing the REPEAT pages from each offset on, checks every timed page against
-# the direct rows once the walk is over, and prints medians (ms) and ratios.
+# columns, one of them, k, with a secondary index, a 480-byte VARCHAR) unless it already
+# holds them. Then, for each listing, `SELECT * FROM pbench ORDER BY id LIMIT off, 20`
+# ("pk") and `SELECT * FROM pbench ORDER BY k, id LIMIT off, 20` ("k", served by the
+# secondary index), it runs each offset REPEAT times direct and through the deferred-join
+# proxy, walks the keyset proxy page by page from offset 0 past the deepest offset timing
+# the REPEAT pages from each offset on, checks every timed page against the direct rows
+# once the walk is over, and prints medians (ms), ratios and EXPLAIN's access paths.
 #
 # Usage: bench/paginate.sh [REPEAT]        (default 7)
 # Env:   BENCH_ROWS=2000000  BENCH_OFFSETS="10 10000 100000 1000000"  BENCH_PAGE=20
+#        BENCH_LISTINGS="pk k" (which listings, in this order)
 #        BENCH_POOL=4294967296 (innodb_buffer_pool_size; 268435456 leaves most of the table
 #        out of the buffer pool, in the OS page cache)
 set -uo pipefail  # env.sh helpers are not written for set -e
 . "$(dirname "$0")/../tests/lib/env.sh"
 
 COMMAND=$(printf '%q ' "$0" "$@")
-for v in BENCH_POOL BENCH_PAGE BENCH_OFFSETS BENCH_ROWS; do
+for v in BENCH_LISTINGS BENCH_POOL BENCH_PAGE BENCH_OFFSETS BENCH_ROWS; do
     [[ -n ${!v:-} ]] && COMMAND="$v=$(printf '%q' "${!v}") $COMMAND"
 done
 
@@ -31,6 +34,7 @@ REPEAT=${1:-7}
 ROWS=${BENCH_ROWS:-2000000}
 OFFSETS=${BENCH_OFFSETS:-"10 10000 100000 1000000"}
 PAGE=${BENCH_PAGE:-20}
+LISTINGS=${BENCH_LISTINGS:-"pk k"}
 POOL=${BENCH_POOL:-4294967296}
 MR_TMP=$MR_ROOT/.tmp/pbench
 MR_DIRECT_PORT=23366
@@ -68,7 +72,7 @@ for s in deferred_join keyset; do
         --workers 2 || mr_die "proxy $s did not start"
 done
 
-"$MR_PY" "$MR_ROOT/bench/paginate.py" "${PY_ARGS[@]}"
+"$MR_PY" "$MR_ROOT/bench/paginate.py" "${PY_ARGS[@]}" --listings "$LISTINGS"
 rc=$?
 
 for name in pbench_deferred_join pbench_keyset; do

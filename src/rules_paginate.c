@@ -110,12 +110,14 @@ rule_why rules_paginate(run *R, stmt *S, const mr_rule *r, bytes *out)
     mr_buf_reset(b);
     mr_pag_info info;
     mr_paginate_def def = *r->paginate;
-    mr_row_key rk;                      /* the key read from the schema: def.keys */
-    char *names[MR_SD_MAX_KEY_COLS];    /* points into rk, and both outlive def */
     /* the statement's text is not NUL-terminated: the tail is copied by length */
     mr_pag_outcome o = mr_paginate_sql(S->text, S->len, R->s->tok, &S->st, &def,
                                        R->ctx->schema, b, &info);
     bool keyset = r->paginate->strategy != MR_PAGINATE_DEFERRED_JOIN;
+    /* def.keys may point into these (a key from the schema): they must live as
+     * long as def, down to the keyset code below */
+    mr_row_key rk;
+    char *names[MR_SD_MAX_KEY_COLS];
     if (o == MR_PAG_PASS && !def.nkeys && (info.no_key || keyset)) {
         /* a page the rewrite would take, but the rule names no key: only now is
          * the schema asked (a lookup per SELECT would load every table read);

@@ -14,11 +14,15 @@ real mariadbd.
     untouched (a miss), rows still right, and the page after it seeks again;
   * EXPLAIN of the seek texts the proxy sent uses a range on an index, no filesort;
   * a jump to a deep page with no bookmark: auto sends the deferred join, keyset the
-    page with its key appended; a bookmark is not used after bookmark_ttl.
+    page with its key appended; a bookmark is not used after bookmark_ttl;
+  * prepared `LIMIT ?, ?` pages under a keyset rule (mr_stmt_paginate, the C client) are
+    prepared as deferred joins and never seek, even once a text walk of the same
+    listing has left bookmarks: their rows equal direct ones at every offset.
 Environment: MR_KEYSET_PORT (26091), MR_BIN.
 """
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -30,6 +34,10 @@ PORT = int(os.environ.get("MR_KEYSET_PORT", "26091"))
 ROWS = 3000
 PAGE = 37
 THRESHOLD = 50
+BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
+                                            "myrewrite"))
+STMT_BIN = os.path.join(os.path.dirname(os.path.abspath(BIN)), "tests", "integration",
+                        "mr_stmt_paginate")
 RULES_DIR = os.path.join(t.TMP, "keyset_rules")
 LOG = os.path.join(t.TMP, "keyset.log")
 RULES = """
@@ -68,6 +76,13 @@ threshold = %(th)d
 strategy = keyset
 log = full
 
+[paginate ps]
+table = ps_items
+key = id
+threshold = %(th)d
+strategy = keyset
+log = full
+
 [paginate nulls]
 table = k_null
 key = id
@@ -90,7 +105,13 @@ def start_proxy():
 
 def setup(d):
     cur = d.cursor()
-    cur.execute("DROP TABLE IF EXISTS k_items, k_pairs, k_str, k_bin, k_null, k_nokey")
+    cur.execute("DROP TABLE IF EXISTS k_items, k_pairs, k_str, k_bin, k_null, k_nokey, "
+                "ps_items")
+    # the table and rows mr_stmt_paginate expects (as t_schema.py makes them)
+    cur.execute("CREATE TABLE ps_items (id INT PRIMARY KEY, v INT NOT NULL, name VARCHAR(20) "
+                "NOT NULL, UNIQUE KEY (name), KEY (v)) ENGINE=InnoDB")
+    cur.execute("INSERT INTO ps_items SELECT seq, seq % 11, CONCAT('n', seq) "
+                "FROM seq_1_to_20000")
     cur.execute("CREATE TABLE k_nokey (id INT PRIMARY KEY, score INT NOT NULL, KEY (score))"
                 " ENGINE=InnoDB")
     cur.execute("INSERT INTO k_nokey SELECT seq, seq %% 40 FROM seq_1_to_%d" % ROWS)
@@ -303,6 +324,28 @@ def ttl(conns):
          len(sent_texts("bins")) - before)
 
 
+def prepared(d, conns):
+    """Prepared pages under a keyset rule: deferred joins, never seeks (the proxy does
+    not read COM_STMT_EXECUTE's binary rows, so it has no bookmark of its own for them,
+    and a text walk's bookmarks must not be applied to a statement prepared once)."""
+    if not os.access(STMT_BIN, os.X_OK):
+        t.not_ok("mr_stmt_paginate is built", STMT_BIN)
+        return
+    # a text walk of the listing the first prepared shape pages: it leaves bookmarks
+    check_walk(d, conns, "ps", "SELECT * FROM ps_items ORDER BY id LIMIT %(off)d, %(n)d",
+               "SELECT * FROM ps_items ORDER BY id", page=500)
+    before = len(sent_texts("ps"))
+    r = subprocess.run([STMT_BIN, t.HOST, str(t.DIRECT_PORT), str(PORT), t.USER, t.PASSWORD,
+                        t.DB], capture_output=True, text=True, timeout=120)
+    sys.stdout.write(r.stdout)
+    t.check(r.returncode == 0, "prepared LIMIT ?, ? pages under a keyset rule equal direct ones",
+            r.stderr[-1500:])
+    sent = sent_texts("ps")[before:]
+    t.eq("each of the 3 prepared statements was rewritten once, at prepare", 3, len(sent))
+    t.check(all("?) AS myrewrite_dj USING" in s and "((" not in s for s in sent),
+            "prepared pages under a keyset rule are deferred joins, not seeks", sent)
+
+
 def main():
     if t.DIRECT_ONLY:
         print("skip: needs its own proxy")
@@ -321,12 +364,13 @@ def main():
         jumps(d, conns)
         nullable(d, conns)
         write_drops(d, conns)
+        prepared(d, conns)
         for c in conns:
             c.close()
     finally:
         p.terminate()
         p.wait(30)
-    d.cursor().execute("DROP TABLE IF EXISTS k_items, k_pairs, k_str, k_bin, k_null")
+    d.cursor().execute("DROP TABLE IF EXISTS k_items, k_pairs, k_str, k_bin, k_null, ps_items")
     d.close()
     t.done()
 

@@ -328,6 +328,38 @@ static void key_from_schema(void **state)
     mr_ruleset_free(any);
 }
 
+/* A keyset rule without `key`: the key the schema gave is part of the
+ * listing's order and of the text sent (the key's names must outlive the
+ * lookup: the keyset code reads them after it). */
+static void keyset_key_from_schema(void **state)
+{
+    (void)state;
+    int calls = 0;
+    mr_schema_source src = {.row_key = fake_row_key, .arg = &calls};
+    mr_stmt_ctx ctx = {.schema = "shop", .schema_src = &src};
+    mr_ruleset *ks = load_ok("[paginate ks]\ntable = lines\nthreshold = 100\n"
+                             "strategy = keyset\n");
+    const char *sql = "SELECT * FROM lines ORDER BY sku DESC LIMIT 20, 5";
+    mr_match_result res = result_new();
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    apply_ctx(ks, sql, &ctx, s, &res);
+    assert_true(calls > 0);
+    assert_true(res.keyset.watch);
+    const mr_keyset_listing *ls = &res.keyset.listing;
+    assert_int_equal(ls->ncols, 3);
+    assert_string_equal(ls->cols[0].name, "sku");
+    assert_string_equal(ls->cols[1].name, "order_id");
+    assert_string_equal(ls->cols[2].name, "line_no");
+    assert_true(ls->cols[1].desc && ls->cols[2].desc);
+    char *got = sent_text(&res, sql);
+    assert_string_equal(got, "SELECT * FROM lines ORDER BY sku DESC, lines.`order_id` DESC, "
+                             "lines.`line_no` DESC LIMIT 20, 5");
+    free(got);
+    result_free(&res);
+    mr_rules_scratch_free(s);
+    mr_ruleset_free(ks);
+}
+
 static void load_errors(void **state)
 {
     (void)state;
@@ -361,7 +393,7 @@ int main(void)
         cmocka_unit_test(hostile_literals), cmocka_unit_test(passes_untouched),
         cmocka_unit_test(prepared), cmocka_unit_test(edges),
         cmocka_unit_test(multi_statement), cmocka_unit_test(star_rule),
-        cmocka_unit_test(key_from_schema),
+        cmocka_unit_test(key_from_schema), cmocka_unit_test(keyset_key_from_schema),
         cmocka_unit_test(load_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
