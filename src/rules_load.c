@@ -913,6 +913,26 @@ static bool delayed_modes(loader *L, const draft *dr, mr_delayed_def *d)
     return ok;
 }
 
+/* Staged rows carry each set column as `<col>_set` plus a bit of `set_mask`
+ * (BIGINT UNSIGNED): at most 64 of them, each name short enough for the
+ * suffix within MySQL's 64-character column names. */
+static bool staged_set_columns_ok(loader *L, const draft *dr, const mr_delayed_def *d)
+{
+    if (d->nset_columns > 64) {
+        mr_diag_error(L->d, L->file, dr->vline[K_SET_COLUMNS], "[delayed %s]: at most 64 "
+                      "set_columns in mode = staged", dr->name);
+        return false;
+    }
+    for (size_t i = 0; i < d->nset_columns; i++)
+        if (strlen(d->set_columns[i]) > 60) {
+            mr_diag_error(L->d, L->file, dr->vline[K_SET_COLUMNS], "[delayed %s]: %s: a "
+                          "set_columns name may have at most 60 characters in mode = staged "
+                          "(the staging table adds _set)", dr->name, d->set_columns[i]);
+            return false;
+        }
+    return true;
+}
+
 /* No column is both a key and a counter, and the staging table is not the table. */
 static bool delayed_consistent(loader *L, const draft *dr, const mr_delayed_def *d)
 {
@@ -935,11 +955,8 @@ static bool delayed_consistent(loader *L, const draft *dr, const mr_delayed_def 
                       "staged rules read the primary key from the schema)", dr->name);
         return false;
     }
-    if (d->nset_columns && d->mode != MR_DELAYED_MEMORY) {
-        mr_diag_error(L->d, L->file, dr->vline[K_SET_COLUMNS], "[delayed %s]: set_columns "
-                      "needs mode = memory (staged rows carry only deltas so far)", dr->name);
+    if (d->mode == MR_DELAYED_STAGED && !staged_set_columns_ok(L, dr, d))
         return false;
-    }
     if (strcmp(d->staging_table, d->table) == 0) {
         mr_diag_error(L->d, L->file, dr->vline[K_STAGING_TABLE], "[delayed %s]: staging_table "
                       "must not be the table itself", dr->name);

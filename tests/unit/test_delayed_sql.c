@@ -19,7 +19,12 @@ static const char RULES[] =
     "table = test.pairs\n"
     "key = a, b\n"
     "columns = n\n"
-    "staging_table = pairs_stage\n";
+    "staging_table = pairs_stage\n"
+    "[delayed pages]\n"
+    "table = test.pages\n"
+    "key = id\n"
+    "columns = hits, views\n"
+    "set_columns = title, hits\n";
 
 static const mr_stmt_ctx CTX = {.schema = "test"};
 static const mr_stmt_ctx PREP = {.schema = "test", .prepared = true};
@@ -76,6 +81,35 @@ static void update_forms(void **state)
     expect_sent(rs, &CTX, "UPDATE DELAYED pairs SET n = n + 1 WHERE b = X'0A' AND a = b'1'",
                 MR_ACT_REWRITE,
                 "INSERT INTO `test`.`pairs_stage` (`n`, `b`, `a`, `op`) VALUES (1, X'0A', b'1', 0)");
+}
+
+/* Staged SET col = literal: the value goes to `<col>_set`, its bit (the
+ * column's place in set_columns) to set_mask; adds stay in the counters. */
+static void staged_sets(void **state)
+{
+    (void)state;
+    expect_sent(rs, &CTX, "UPDATE DELAYED pages SET title = 'x''y' WHERE id = 5", MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pages_delayed` (`title_set`, `id`, `set_mask`, `op`) "
+                "VALUES ('x''y', 5, 1, 0)");
+    expect_sent(rs, &CTX, "UPDATE DELAYED pages SET hits = -7, views = views + 2 WHERE id = 5",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pages_delayed` (`hits_set`, `views`, `id`, `set_mask`, "
+                "`op`) VALUES (-7, 2, 5, 2, 0)");
+    expect_sent(rs, &CTX, "UPDATE DELAYED pages SET hits = 0, title = X'41' WHERE id IN (1, 2)",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pages_delayed` (`hits_set`, `title_set`, `id`, `set_mask`, "
+                "`op`) VALUES (0, X'41', 1, 3, 0), (0, X'41', 2, 3, 0)");
+    expect_sent(rs, &CTX, "UPDATE DELAYED pages SET hits = hits + 1 WHERE id = 5",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pages_delayed` (`hits`, `id`, `op`) VALUES (1, 5, 0)");
+    expect_sent(rs, &PREP, "UPDATE DELAYED pages SET title = ?, views = views + ? WHERE id = ?",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pages_delayed` (`title_set`, `views`, `id`, `set_mask`, "
+                "`op`) VALUES (?, ?, ?, 1, 0)");
+    expect_sent(rs, &PREP, "UPDATE DELAYED pages SET hits = ?, title = ? WHERE id = ?",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pages_delayed` (`hits_set`, `title_set`, `id`, `set_mask`, "
+                "`op`) VALUES (?, ?, ?, 3, 0)");
 }
 
 static void in_lists(void **state)
@@ -157,8 +191,15 @@ static void refusals(void **state)
     (void)state;
     static const struct { const char *sql, *want; } cases[] = {
         {"UPDATE DELAYED counters SET hits = 3 WHERE id = 1",
-         "UPDATE DELAYED on test.counters: SET hits = literal is taken in mode = memory only "
-         "so far"},
+         "UPDATE DELAYED on test.counters: SET hits = literal needs hits in the rule's "
+         "set_columns"},
+        {"UPDATE DELAYED pages SET views = 3 WHERE id = 1",
+         "UPDATE DELAYED on test.pages: SET views = literal needs views in the rule's "
+         "set_columns"},
+        {"UPDATE DELAYED pages SET title = 'a', title = 'b' WHERE id = 1",
+         "UPDATE DELAYED: title is set twice"},
+        {"UPDATE DELAYED pages SET hits = 1, hits = hits + 1 WHERE id = 1",
+         "UPDATE DELAYED: hits is set twice"},
         {"UPDATE DELAYED counters SET hits = misses WHERE id = 1",
          "UPDATE DELAYED: SET hits = ... must read hits = hits + N, hits = hits - N with N a "
          "whole number or ?, or hits = literal"},
@@ -345,9 +386,11 @@ static void load_errors(void **state)
                  "connection has no default for: write table = shop.t, or schema = shop\n");
     expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmode = fast\n",
                  "t.rules:5: mode = 'fast' in [delayed x]: expected staged or memory\n");
-    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nset_columns = note\n",
-                 "t.rules:5: [delayed x]: set_columns needs mode = memory (staged rows carry "
-                 "only deltas so far)\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nset_columns = "
+                 "a234567890123456789012345678901234567890123456789012345678901\n",
+                 "t.rules:5: [delayed x]: a234567890123456789012345678901234567890123456789012"
+                 "345678901: a set_columns name may have at most 60 characters in mode = staged "
+                 "(the staging table adds _set)\n");
     expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmemory_max_keys = 5\n",
                  "t.rules:5: [delayed x]: memory_max_keys needs mode = memory\n");
     expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmode = memory\n"
@@ -381,6 +424,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(update_forms),   cmocka_unit_test(in_lists),
+        cmocka_unit_test(staged_sets),
         cmocka_unit_test(deletes),        cmocka_unit_test(hostile_literals),
         cmocka_unit_test(prepared),       cmocka_unit_test(multi_statement),
         cmocka_unit_test(refusals),       cmocka_unit_test(no_rule),
