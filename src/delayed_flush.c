@@ -84,6 +84,22 @@ static char **names_copy(char *const *v, size_t n, bool *ok)
     return c;
 }
 
+/* The rule's keys and, last, its bucket column: to the flusher the bucket
+ * is one more key column, staged with each row and grouped on. */
+static char **names_copy_bucket(const mr_delayed_def *s, bool *ok)
+{
+    size_t n = s->nkeys + (s->bucket_column != NULL);
+    char **c = calloc(n ? n : 1, sizeof *c);
+    if (!c) {
+        *ok = false;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!(c[i] = strdup(i < s->nkeys ? s->keys[i] : s->bucket_column)))
+            *ok = false;
+    return c;
+}
+
 static void names_free(char **v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++)
@@ -128,7 +144,9 @@ static bool table_copy(table *t, const mr_rule *r)
     t->def.staged_rows = NULL;
     t->def.schema = dup_or_null(s->schema, &ok);
     t->def.table = dup_or_null(s->table, &ok);
-    t->def.keys = names_copy(s->keys, s->nkeys, &ok);
+    t->def.keys = names_copy_bucket(s, &ok);
+    t->def.nkeys = s->nkeys + (s->bucket_column != NULL);
+    t->def.bucket_column = NULL; /* one of the keys here, the last */
     t->key_from_schema = s->nkeys == 0;
     t->def.columns = names_copy(s->columns, s->ncolumns, &ok);
     t->def.staging_table = dup_or_null(s->staging_table, &ok);

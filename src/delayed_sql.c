@@ -9,6 +9,8 @@
  */
 #include "myrewrite/delayed_sql.h"
 
+#include "myrewrite/delayed_bucket.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -502,10 +504,15 @@ static void put_columns(const writer *w, const mr_delayed_stmt *d, const mr_dela
         put_ident(b, def->keys[key[i]]);
         mr_buf_put(b, ", ", 2);
     }
+    if (def->bucket_column) {
+        put_ident(b, def->bucket_column);
+        mr_buf_put(b, ", ", 2);
+    }
     mr_buf_put_str(b, mask ? "`set_mask`, `op`) VALUES " : "`op`) VALUES ");
 }
 
-static void put_row(writer *w, const mr_delayed_stmt *d, uint32_t row, uint64_t mask)
+static void put_row(writer *w, const mr_delayed_stmt *d, const mr_delayed_def *def,
+                    uint32_t row, uint64_t mask)
 {
     mr_buf_put(w->out, row ? ", (" : "(", row ? 3 : 1);
     for (unsigned i = 0; i < d->nset; i++) {
@@ -520,6 +527,10 @@ static void put_row(writer *w, const mr_delayed_stmt *d, uint32_t row, uint64_t 
     }
     for (unsigned i = 0; i < d->nkey; i++) {
         put_key_value(w, &d->key[i], (int)i == d->in_term ? row : 0);
+        mr_buf_put(w->out, ", ", 2);
+    }
+    if (def->bucket_column) { /* the time the row is staged, by the server's clock */
+        mr_buf_put_str(w->out, mr_bucket_sql(def->bucket));
         mr_buf_put(w->out, ", ", 2);
     }
     if (mask) {
@@ -560,7 +571,7 @@ bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok,
     uint64_t mask = set_mask_of(text, tok, d, def);
     put_columns(&w, d, def, col, key, mask);
     for (uint32_t r = 0; r < rows; r++)
-        put_row(&w, d, r, mask);
+        put_row(&w, d, def, r, mask);
     if (prepared && (w.param_moved || w.params != count_params(tok, ntok))) {
         out->len = start;
         return fail(err, errlen, "%s in a prepared statement: a ? would be repeated (one per "
