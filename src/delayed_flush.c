@@ -84,6 +84,22 @@ static char **names_copy(char *const *v, size_t n, bool *ok)
     return c;
 }
 
+/* The rule's keys and, last, its bucket column: to the flusher the bucket
+ * is one more key column, staged with each row and grouped on. */
+static char **names_copy_bucket(const mr_delayed_def *s, bool *ok)
+{
+    size_t n = s->nkeys + (s->bucket_column != NULL);
+    char **c = calloc(n ? n : 1, sizeof *c);
+    if (!c) {
+        *ok = false;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!(c[i] = strdup(i < s->nkeys ? s->keys[i] : s->bucket_column)))
+            *ok = false;
+    return c;
+}
+
 static void names_free(char **v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++)
@@ -97,6 +113,7 @@ static void table_free(table *t)
     free(t->def.table);
     names_free(t->def.keys, t->def.nkeys);
     names_free(t->def.columns, t->def.ncolumns);
+    names_free(t->def.set_columns, t->def.nset_columns);
     free(t->def.staging_table);
     free(t->def.staging_engine);
     free(t->rule);
@@ -122,13 +139,14 @@ static bool table_copy(table *t, const mr_rule *r)
     bool ok = true;
     memset(t, 0, sizeof *t);
     t->def = *s;
-    t->def.set_columns = NULL; /* not copied: staged rules take no SET col = literal */
-    t->def.nset_columns = 0;
+    t->def.set_columns = names_copy(s->set_columns, s->nset_columns, &ok);
     t->def.mem = NULL;
     t->def.staged_rows = NULL;
     t->def.schema = dup_or_null(s->schema, &ok);
     t->def.table = dup_or_null(s->table, &ok);
-    t->def.keys = names_copy(s->keys, s->nkeys, &ok);
+    t->def.keys = names_copy_bucket(s, &ok);
+    t->def.nkeys = s->nkeys + (s->bucket_column != NULL);
+    t->def.bucket_column = NULL; /* one of the keys here, the last */
     t->key_from_schema = s->nkeys == 0;
     t->def.columns = names_copy(s->columns, s->ncolumns, &ok);
     t->def.staging_table = dup_or_null(s->staging_table, &ok);
@@ -326,21 +344,35 @@ static bool key_from_schema(MYSQL *db, table *t)
     return ok;
 }
 
-/* Appends the staging table's column for key `name`, typed as the main table's. */
-static bool key_column(mr_buf *b, MYSQL_RES *cols, const table *t, const char *name)
+/* `<name>_set`: where a staged row keeps the value of SET name = literal. */
+static void put_set_ident(mr_buf *b, const char *name)
+{
+    mr_buf_put(b, "`", 1);
+    mr_buf_put_str(b, name);
+    mr_buf_put_str(b, "_set`");
+}
+
+/* Appends the staging table's column for key `name` (NOT NULL), or for the
+ * value of set column `name` (`<name>_set`, NULL allowed as a value), typed
+ * as the main table's column. */
+static bool typed_column(mr_buf *b, MYSQL_RES *cols, const table *t, const char *name,
+                         bool set_value)
 {
     mysql_data_seek(cols, 0);
     MYSQL_ROW row;
     while ((row = mysql_fetch_row(cols)))
         if (row[0] && row[1] && strcasecmp(row[0], name) == 0) {
-            put_ident(b, name);
+            if (set_value)
+                put_set_ident(b, name);
+            else
+                put_ident(b, name);
             mr_buf_put(b, " ", 1);
             mr_buf_put_str(b, row[1]);
             if (row[2]) {
                 mr_buf_put_str(b, " COLLATE ");
                 mr_buf_put_str(b, row[2]);
             }
-            mr_buf_put_str(b, " NOT NULL, ");
+            mr_buf_put_str(b, set_value ? " NULL DEFAULT NULL, " : " NOT NULL, ");
             return true;
         }
     mr_error(0, "delayed %s: %s.%s has no column %s; not flushing", t->rule, t->def.schema,
@@ -369,12 +401,16 @@ static bool create_staging(MYSQL *db, const table *t, MYSQL_RES *cols)
     mr_buf_put_str(&b, " (`seq` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, ");
     bool ok = true;
     for (size_t i = 0; ok && i < t->def.nkeys; i++)
-        ok = key_column(&b, cols, t, t->def.keys[i]);
+        ok = typed_column(&b, cols, t, t->def.keys[i], false);
     for (size_t i = 0; ok && i < t->def.ncolumns; i++) {
         ok = has_column(cols, t, t->def.columns[i]);
         put_ident(&b, t->def.columns[i]);
         mr_buf_put_str(&b, " BIGINT NOT NULL DEFAULT 0, ");
     }
+    for (size_t i = 0; ok && i < t->def.nset_columns; i++)
+        ok = typed_column(&b, cols, t, t->def.set_columns[i], true);
+    if (t->def.nset_columns) /* bit s: the row sets set_columns[s] */
+        mr_buf_put_str(&b, "`set_mask` BIGINT UNSIGNED NOT NULL DEFAULT 0, ");
     mr_buf_put_str(&b, "`op` TINYINT NOT NULL DEFAULT 0, `staged_at` TIMESTAMP(6) NOT NULL "
                        "DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=");
     mr_buf_put_str(&b, t->def.staging_engine);
@@ -392,12 +428,16 @@ static bool staging_columns_ok(MYSQL *db, const table *t)
                                   t->def.staging_table);
     if (!res)
         return false;
-    char missing[300] = "";
-    size_t total = 3 + t->def.nkeys + t->def.ncolumns;
+    char missing[300] = "", set_name[80];
+    size_t nk = t->def.nkeys, nc = t->def.ncolumns, ns = t->def.nset_columns;
+    size_t total = 3 + nk + nc + ns + (ns ? 1 : 0);
     for (size_t i = 0; i < total; i++) {
         const char *want = i == 0 ? "seq" : i == 1 ? "op" : i == 2 ? "staged_at"
-                         : i < 3 + t->def.nkeys ? t->def.keys[i - 3]
-                         : t->def.columns[i - 3 - t->def.nkeys];
+                         : i < 3 + nk ? t->def.keys[i - 3]
+                         : i < 3 + nk + nc ? t->def.columns[i - 3 - nk]
+                         : i == 3 + nk + nc + ns ? "set_mask" : set_name;
+        if (want == set_name)
+            snprintf(set_name, sizeof set_name, "%s_set", t->def.set_columns[i - 3 - nk - nc]);
         bool found = false;
         MYSQL_ROW row;
         mysql_data_seek(res, 0);
@@ -437,28 +477,40 @@ static bool setup_table(MYSQL *db, table *t)
 
 /* ---- one chunk: read and aggregate ----------------------------------------------- */
 
+/* A set column's value as an SQL literal in the arena ("NULL", '...', or
+ * the bare digits of a counter column's value). */
+typedef struct lit {
+    size_t off, len;
+} lit;
+
 /* One staged row: its key as SQL literals ("'1', 'a'") in the arena. */
 typedef struct staged {
     uint64_t seq;
     size_t koff, klen;
     int64_t *delta;  /* ncolumns values */
+    lit *val;        /* nset_columns values (those in mask) */
+    uint64_t mask;   /* set_mask: bit s sets set_columns[s] */
     bool del;
 } staged;
 
 /* A key's net effect within the chunk. */
 typedef struct net {
     size_t koff, klen;
-    int64_t *delta;  /* sums of the adds after the last delete */
+    int64_t *delta;  /* sums of the adds after the last delete (and after the last set
+                        of a counter that is also a set column) */
+    lit *val;        /* the last value set per set column (those in mask) */
+    uint64_t mask;   /* set columns set after the last delete */
     bool del;        /* delete the row (before the adds) */
     bool add;        /* an add follows the last delete (or there is no delete) */
 } net;
 
 typedef struct chunk {
     MYSQL_RES *res;
-    mr_buf arena;     /* key literals */
+    mr_buf arena;     /* key literals, set values */
     staged *rows;
     size_t nrows;
     int64_t *deltas;  /* nrows * ncolumns, then nkeys * ncolumns sums */
+    lit *vals;        /* nrows * nset_columns, then nkeys * nset_columns */
     net *keys;
     size_t nkeys;
 } chunk;
@@ -469,6 +521,7 @@ static void chunk_free(chunk *c)
     mr_buf_free(&c->arena);
     free(c->rows);
     free(c->deltas);
+    free(c->vals);
     free(c->keys);
     memset(c, 0, sizeof *c);
 }
@@ -486,7 +539,11 @@ static bool read_rows(MYSQL *db, const table *t, chunk *c)
         mr_buf_put(&b, ", ", 2);
         put_ident(&b, t->def.columns[i]);
     }
-    mr_buf_put_str(&b, ", `op` FROM ");
+    for (size_t i = 0; i < t->def.nset_columns; i++) {
+        mr_buf_put(&b, ", ", 2);
+        put_set_ident(&b, t->def.set_columns[i]);
+    }
+    mr_buf_put_str(&b, t->def.nset_columns ? ", `set_mask`, `op` FROM " : ", `op` FROM ");
     put_table(&b, t->def.schema, t->read_from ? t->read_from : t->def.staging_table);
     put_fmt(&b, " ORDER BY `seq` LIMIT %" PRIu64 "%s", t->def.flush_rows,
             t->read_from ? "" : " FOR UPDATE");
@@ -495,14 +552,66 @@ static bool read_rows(MYSQL *db, const table *t, chunk *c)
     return ok && (c->res = mysql_store_result(db)) != NULL;
 }
 
+/* Index of set column s among the counters, or -1 (a set-only column). */
+static int counter_of(const table *t, size_t s)
+{
+    for (size_t j = 0; j < t->def.ncolumns; j++)
+        if (strcasecmp(t->def.columns[j], t->def.set_columns[s]) == 0)
+            return (int)j;
+    return -1;
+}
+
+/* A whole number as the server prints an integer column: -?[0-9]+ */
+static bool is_integer_text(const char *v, size_t n)
+{
+    size_t i = n && v[0] == '-';
+    if (i == n)
+        return false;
+    for (; i < n; i++)
+        if (v[i] < '0' || v[i] > '9')
+            return false;
+    return true;
+}
+
+/* The value of set column s as a literal: NULL, or a counter's integer bare
+ * (so `value + adds` stays integer arithmetic), or quoted. */
+static void load_value(MYSQL *db, const table *t, chunk *c, size_t s, const char *v, size_t n,
+                       lit *out)
+{
+    out->off = c->arena.len;
+    if (!v)
+        mr_buf_put_str(&c->arena, "NULL");
+    else if (counter_of(t, s) >= 0 && is_integer_text(v, n))
+        mr_buf_put(&c->arena, v, n);
+    else
+        put_quoted(db, &c->arena, v, n);
+    out->len = c->arena.len - out->off;
+}
+
+/* set_mask and the values it names, after the counters in a result row. */
+static void load_sets(MYSQL *db, const table *t, chunk *c, MYSQL_ROW row, unsigned long *len,
+                      size_t first, staged *s)
+{
+    size_t ns = t->def.nset_columns;
+    if (!ns)
+        return;
+    s->val = &c->vals[c->nrows * ns];
+    s->mask = row[first + ns] ? strtoull(row[first + ns], NULL, 10) : 0;
+    for (size_t j = 0; j < ns; j++)
+        if (s->mask & (1ull << j))
+            load_value(db, t, c, j, row[first + j], len[first + j], &s->val[j]);
+}
+
 /* Copies the result into rows[] with each key as escaped literals. */
 static bool load_rows(MYSQL *db, const table *t, chunk *c)
 {
     size_t n = (size_t)mysql_num_rows(c->res), nk = t->def.nkeys, nc = t->def.ncolumns;
+    size_t ns = t->def.nset_columns;
     c->rows = calloc(n ? n : 1, sizeof *c->rows);
     c->deltas = calloc((2 * n + 1) * (nc ? nc : 1), sizeof *c->deltas);
+    c->vals = calloc((2 * n + 1) * (ns ? ns : 1), sizeof *c->vals);
     c->keys = calloc(n ? n : 1, sizeof *c->keys);
-    if (!c->rows || !c->deltas || !c->keys)
+    if (!c->rows || !c->deltas || !c->vals || !c->keys)
         return false;
     MYSQL_ROW row;
     while ((row = mysql_fetch_row(c->res))) {
@@ -519,7 +628,9 @@ static bool load_rows(MYSQL *db, const table *t, chunk *c)
         s->delta = &c->deltas[c->nrows * nc];
         for (size_t j = 0; j < nc; j++)
             s->delta[j] = row[1 + nk + j] ? strtoll(row[1 + nk + j], NULL, 10) : 0;
-        s->del = row[1 + nk + nc] && row[1 + nk + nc][0] == '1';
+        load_sets(db, t, c, row, len, 1 + nk + nc, s);
+        size_t op = 1 + nk + nc + (ns ? ns + 1 : 0);
+        s->del = row[op] && row[op][0] == '1';
         c->nrows++;
     }
     return !c->arena.failed;
@@ -537,29 +648,48 @@ static int by_key_then_seq(const void *a, const void *b)
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+/* A staged row's sets: each value replaces the key's last one, and a set
+ * of a counter drops the adds before it (last set + adds after it). */
+static void apply_sets(const table *t, net *k, const staged *s)
+{
+    for (size_t j = 0; j < t->def.nset_columns; j++) {
+        if (!(s->mask & (1ull << j)))
+            continue;
+        k->val[j] = s->val[j];
+        int ci = counter_of(t, j);
+        if (ci >= 0)
+            k->delta[ci] = 0;
+    }
+    k->mask |= s->mask;
+}
+
 /* Per key, in seq order: a delete drops what came before it. */
 static void aggregate(const table *t, chunk *c)
 {
-    size_t nc = t->def.ncolumns;
+    size_t nc = t->def.ncolumns, ns = t->def.nset_columns;
     sort_arena = (const char *)c->arena.data;
     qsort(c->rows, c->nrows, sizeof *c->rows, by_key_then_seq);
     int64_t *sums = &c->deltas[c->nrows * nc];
+    lit *vals = &c->vals[c->nrows * ns];
     for (size_t i = 0; i < c->nrows; i++) {
         const staged *s = &c->rows[i];
         net *k = c->nkeys ? &c->keys[c->nkeys - 1] : NULL;
         if (!k || k->klen != s->klen || memcmp(c->arena.data + k->koff, c->arena.data + s->koff,
                                                s->klen) != 0) {
             k = &c->keys[c->nkeys];
-            *k = (net){.koff = s->koff, .klen = s->klen, .delta = &sums[c->nkeys * nc]};
+            *k = (net){.koff = s->koff, .klen = s->klen, .delta = &sums[c->nkeys * nc],
+                       .val = &vals[c->nkeys * ns]};
             c->nkeys++;
         }
         if (s->del) {
             k->del = true;
             k->add = false;
+            k->mask = 0;
             memset(k->delta, 0, nc * sizeof *k->delta);
             continue;
         }
         k->add = true;
+        apply_sets(t, k, s);
         for (size_t j = 0; j < nc; j++)
             k->delta[j] += s->delta[j];
     }
@@ -618,6 +748,41 @@ static bool wants_add(const table *t, const net *k)
     return k->add && (!k->del || t->def.missing == MR_DELAYED_MISSING_INSERT);
 }
 
+/* Index of counter j among the set columns when the mask sets it, or -1. */
+static int set_in_mask(const table *t, size_t j, uint64_t mask)
+{
+    for (size_t s = 0; s < t->def.nset_columns; s++)
+        if ((mask & (1ull << s)) && strcasecmp(t->def.set_columns[s], t->def.columns[j]) == 0)
+            return (int)s;
+    return -1;
+}
+
+/* Is set column s one that no counter shares? */
+static bool set_only(const table *t, size_t s)
+{
+    return counter_of(t, s) < 0;
+}
+
+static void put_lit(mr_buf *b, const chunk *c, const lit *v)
+{
+    mr_buf_put(b, c->arena.data + v->off, v->len);
+}
+
+/* Counter j's value for key k: its delta, or (last set value) + the adds
+ * after it when the mask sets it. */
+static void put_counter_value(mr_buf *b, const table *t, const chunk *c, const net *k, size_t j,
+                              uint64_t mask)
+{
+    int s = set_in_mask(t, j, mask);
+    if (s < 0) {
+        put_fmt(b, "%" PRId64, k->delta[j]);
+        return;
+    }
+    mr_buf_put(b, "(", 1);
+    put_lit(b, c, &k->val[s]);
+    put_fmt(b, ") + %" PRId64, k->delta[j]);
+}
+
 /* The derived table's first row names its columns: SELECT k AS `key`, ... */
 static void put_first_select(mr_buf *b, const table *t, const chunk *c, const net *k)
 {
@@ -637,27 +802,51 @@ static void put_first_select(mr_buf *b, const table *t, const chunk *c, const ne
         left = left > len + 3 ? left - len - 3 : 0;
     }
     for (size_t j = 0; j < t->def.ncolumns; j++) {
-        put_fmt(b, "%s%" PRId64 " AS ", j ? ", " : "", k->delta[j]);
+        if (j)
+            mr_buf_put(b, ", ", 2);
+        put_counter_value(b, t, c, k, j, k->mask);
+        mr_buf_put_str(b, " AS ");
         put_ident(b, t->def.columns[j]);
     }
+    for (size_t s = 0; s < t->def.nset_columns; s++)
+        if ((k->mask & (1ull << s)) && set_only(t, s)) {
+            mr_buf_put(b, ", ", 2);
+            put_lit(b, c, &k->val[s]);
+            mr_buf_put_str(b, " AS ");
+            put_set_ident(b, t->def.set_columns[s]);
+        }
+}
+
+/* The values of a later row: counters, then the set-only columns of the mask. */
+static void put_values(mr_buf *b, const table *t, const chunk *c, const net *k)
+{
+    for (size_t j = 0; j < t->def.ncolumns; j++) {
+        mr_buf_put(b, ", ", 2);
+        put_counter_value(b, t, c, k, j, k->mask);
+    }
+    for (size_t s = 0; s < t->def.nset_columns; s++)
+        if ((k->mask & (1ull << s)) && set_only(t, s)) {
+            mr_buf_put(b, ", ", 2);
+            put_lit(b, c, &k->val[s]);
+        }
 }
 
 /* UPDATE main AS m JOIN (SELECT ... UNION ALL ...) AS d USING (keys)
  * SET m.c = m.c + d.c: rows without a delta are not touched. */
-static void build_update(mr_buf *b, const table *t, const chunk *c, size_t *at, size_t *n)
+static void build_update(mr_buf *b, const table *t, const chunk *c, uint64_t mask, size_t *at,
+                         size_t *n)
 {
     mr_buf_put_str(b, t->locked ? "UPDATE LOW_PRIORITY " : "UPDATE ");
     put_table(b, t->def.schema, t->def.table);
     mr_buf_put_str(b, " AS `m` JOIN (");
     for (; *at < c->nkeys && *n < KEYS_PER_STATEMENT; (*at)++) {
         const net *k = &c->keys[*at];
-        if (!wants_add(t, k))
+        if (!wants_add(t, k) || k->mask != mask)
             continue;
         if ((*n)++) {
             mr_buf_put_str(b, " UNION ALL SELECT ");
             mr_buf_put(b, c->arena.data + k->koff, k->klen);
-            for (size_t j = 0; j < t->def.ncolumns; j++)
-                put_fmt(b, ", %" PRId64, k->delta[j]);
+            put_values(b, t, c, k);
         } else {
             put_first_select(b, t, c, k);
         }
@@ -669,15 +858,27 @@ static void build_update(mr_buf *b, const table *t, const chunk *c, size_t *at, 
         const char *col = t->def.columns[j];
         mr_buf_put_str(b, j ? ", `m`." : "`m`.");
         put_ident(b, col);
-        mr_buf_put_str(b, " = `m`.");
-        put_ident(b, col);
-        mr_buf_put_str(b, " + `d`.");
+        if (set_in_mask(t, j, mask) < 0) {
+            mr_buf_put_str(b, " = `m`.");
+            put_ident(b, col);
+            mr_buf_put_str(b, " + `d`.");
+        } else {
+            mr_buf_put_str(b, " = `d`.");
+        }
         put_ident(b, col);
     }
+    for (size_t s = 0; s < t->def.nset_columns; s++)
+        if ((mask & (1ull << s)) && set_only(t, s)) {
+            mr_buf_put_str(b, ", `m`.");
+            put_ident(b, t->def.set_columns[s]);
+            mr_buf_put_str(b, " = `d`.");
+            put_set_ident(b, t->def.set_columns[s]);
+        }
 }
 
 /* INSERT INTO main (keys, cols) VALUES ... ON DUPLICATE KEY UPDATE c = c + VALUES(c). */
-static void build_upsert(mr_buf *b, const table *t, const chunk *c, size_t *at, size_t *n)
+static void build_upsert(mr_buf *b, const table *t, const chunk *c, uint64_t mask, size_t *at,
+                         size_t *n)
 {
     mr_buf_put_str(b, "INSERT INTO ");
     put_table(b, t->def.schema, t->def.table);
@@ -687,15 +888,19 @@ static void build_upsert(mr_buf *b, const table *t, const chunk *c, size_t *at, 
         mr_buf_put(b, ", ", 2);
         put_ident(b, t->def.columns[j]);
     }
+    for (size_t s = 0; s < t->def.nset_columns; s++)
+        if ((mask & (1ull << s)) && set_only(t, s)) {
+            mr_buf_put(b, ", ", 2);
+            put_ident(b, t->def.set_columns[s]);
+        }
     mr_buf_put_str(b, ") VALUES ");
     for (; *at < c->nkeys && *n < KEYS_PER_STATEMENT; (*at)++) {
         const net *k = &c->keys[*at];
-        if (!wants_add(t, k))
+        if (!wants_add(t, k) || k->mask != mask)
             continue;
         mr_buf_put_str(b, (*n)++ ? ", (" : "(");
         mr_buf_put(b, c->arena.data + k->koff, k->klen);
-        for (size_t j = 0; j < t->def.ncolumns; j++)
-            put_fmt(b, ", %" PRId64, k->delta[j]);
+        put_values(b, t, c, k);
         mr_buf_put(b, ")", 1);
     }
     mr_buf_put_str(b, " ON DUPLICATE KEY UPDATE ");
@@ -705,14 +910,27 @@ static void build_upsert(mr_buf *b, const table *t, const chunk *c, size_t *at, 
             mr_buf_put(b, ", ", 2);
         put_ident(b, col);
         mr_buf_put_str(b, " = ");
-        put_ident(b, col);
-        mr_buf_put_str(b, " + VALUES(");
+        if (set_in_mask(t, j, mask) < 0) {
+            put_ident(b, col);
+            mr_buf_put_str(b, " + ");
+        }
+        mr_buf_put_str(b, "VALUES(");
         put_ident(b, col);
         mr_buf_put(b, ")", 1);
     }
+    for (size_t s = 0; s < t->def.nset_columns; s++)
+        if ((mask & (1ull << s)) && set_only(t, s)) {
+            mr_buf_put_str(b, ", ");
+            put_ident(b, t->def.set_columns[s]);
+            mr_buf_put_str(b, " = VALUES(");
+            put_ident(b, t->def.set_columns[s]);
+            mr_buf_put(b, ")", 1);
+        }
 }
 
-static bool apply_adds(MYSQL *db, const table *t, const chunk *c)
+/* The keys whose sets are `mask`: one statement shape per mask (which
+ * columns are replaced rather than added to). */
+static bool apply_mask(MYSQL *db, const table *t, const chunk *c, uint64_t mask)
 {
     bool upsert = t->def.missing == MR_DELAYED_MISSING_INSERT;
     for (size_t at = 0; at < c->nkeys;) {
@@ -720,9 +938,9 @@ static bool apply_adds(MYSQL *db, const table *t, const chunk *c)
         mr_buf_init(&b);
         size_t n = 0;
         if (upsert)
-            build_upsert(&b, t, c, &at, &n);
+            build_upsert(&b, t, c, mask, &at, &n);
         else
-            build_update(&b, t, c, &at, &n);
+            build_update(&b, t, c, mask, &at, &n);
         bool ok = !n || exec_buf(db, &b, t, upsert ? "upserting deltas" : "adding deltas");
         mr_buf_free(&b);
         if (!ok)
@@ -730,6 +948,37 @@ static bool apply_adds(MYSQL *db, const table *t, const chunk *c)
         mr_stat_add(&D.stats.keys, n);
     }
     return true;
+}
+
+static int by_mask(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Adds (mask 0), then each distinct set of set columns in turn. */
+static bool apply_adds(MYSQL *db, const table *t, const chunk *c)
+{
+    if (!apply_mask(db, t, c, 0))
+        return false;
+    if (!t->def.nset_columns)
+        return true;
+    uint64_t *masks = malloc((c->nkeys ? c->nkeys : 1) * sizeof *masks);
+    if (!masks) {
+        mr_error(0, "delayed %s: out of memory sorting set columns", t->rule);
+        return false;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < c->nkeys; i++)
+        if (c->keys[i].mask && wants_add(t, &c->keys[i]))
+            masks[n++] = c->keys[i].mask;
+    qsort(masks, n, sizeof *masks, by_mask);
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i++)
+        if (i == 0 || masks[i] != masks[i - 1])
+            ok = apply_mask(db, t, c, masks[i]);
+    free(masks);
+    return ok;
 }
 
 /* DELETE FROM staging WHERE seq IN (exactly the rows read). */

@@ -348,6 +348,30 @@ static char **names_dup(char *const *v, size_t n, bool *ok)
     return c;
 }
 
+/* The rule's keys and, last, its bucket column: in memory and in the flush
+ * the bucket is one more key column, filled by the proxy (delayed_bucket.h). */
+static char **keys_with_bucket(const mr_delayed_def *s, bool *ok)
+{
+    size_t n = s->nkeys + (s->bucket_column != NULL);
+    char **c = calloc(n ? n : 1, sizeof *c);
+    *ok = *ok && c;
+    for (size_t i = 0; c && i < n; i++)
+        *ok = *ok && (c[i] = strdup(i < s->nkeys ? s->keys[i] : s->bucket_column)) != NULL;
+    return c;
+}
+
+/* Do a table's keys (bucket column last) come from rule settings d? */
+static bool same_keys(const mr_delayed_def *o, const mr_delayed_def *d)
+{
+    size_t n = d->nkeys + (d->bucket_column != NULL);
+    if (o->nkeys != n || o->bucket != d->bucket)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(o->keys[i], i < d->nkeys ? d->keys[i] : d->bucket_column) != 0)
+            return false;
+    return true;
+}
+
 static void names_free(char **v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++)
@@ -380,7 +404,9 @@ static struct mr_dmem_table *table_new(const mr_rule *r)
     t->def.table = strdup(s->table);
     t->rule = strdup(r->name);
     ok = t->def.schema && t->def.table && t->rule;
-    t->def.keys = names_dup(s->keys, s->nkeys, &ok);
+    t->def.keys = keys_with_bucket(s, &ok);
+    t->def.nkeys = s->nkeys + (s->bucket_column != NULL);
+    t->def.bucket_column = NULL; /* the last of the keys here */
     t->def.columns = names_dup(s->columns, s->ncolumns, &ok);
     t->def.set_columns = names_dup(s->set_columns, s->nset_columns, &ok);
     t->ncols = mr_dmem_columns(&t->def);
@@ -413,7 +439,7 @@ static struct mr_dmem_table *reusable(const mr_rule *r)
             strcmp(o->table, d->table) == 0 && o->missing == d->missing &&
             o->flush_interval_ms == d->flush_interval_ms && o->flush_rows == d->flush_rows &&
             o->flush_early == d->flush_early && o->memory_max_keys == d->memory_max_keys &&
-            same_names(o->keys, o->nkeys, d->keys, d->nkeys) &&
+            same_keys(o, d) &&
             same_names(o->columns, o->ncolumns, d->columns, d->ncolumns) &&
             same_names(o->set_columns, o->nset_columns, d->set_columns, d->nset_columns))
             return t;

@@ -14,6 +14,9 @@
 
 #include "myrewrite/delayed_mem.h"
 
+#include "myrewrite/clock.h"
+#include "myrewrite/delayed_bucket.h"
+
 static bool is_counter(const mr_delayed_def *def, const char *name)
 {
     for (size_t i = 0; i < def->ncolumns; i++)
@@ -245,6 +248,22 @@ static bool put_tuple(const rd *r, const mr_delayed_stmt *d, const int *key, siz
     return true;
 }
 
+/* bucket_column: the UTC day or hour of now (the proxy answers at once, so
+ * this is the time the statement is acknowledged) as the tuple's last key
+ * value, the memory table's last key column. */
+static bool put_bucket(const rd *r, const mr_delayed_def *def, mr_dmem_batch *b)
+{
+    char v[MR_BUCKET_TEXT_MAX];
+    size_t n = mr_bucket_text(def->bucket, (int64_t)(mr_unix_ms() / 1000), v);
+    if (!n)
+        return mr_delayed_fail(r->err, r->errlen, "DELAYED on %s.%s: the clock gives no "
+                               "bucket", def->schema, def->table);
+    uint32_t len = (uint32_t)n;
+    mr_buf_put(&b->keys, &len, 4); /* little endian hosts only, as put_tuple */
+    mr_buf_put(&b->keys, v, n);
+    return true;
+}
+
 /* Digits, with an optional leading '-'. */
 static bool whole(const char *v, size_t n)
 {
@@ -362,7 +381,8 @@ bool mr_dmem_read_stmt(const char *text, const sql_token *tok, const mr_delayed_
         return mr_delayed_fail(err, errlen, "DELAYED: at most %d values in the IN list",
                                MR_DELAYED_MAX_ROWS);
     for (uint32_t row = 0; row < rows; row++)
-        if (!put_tuple(&r, d, key, def->nkeys, row, b))
+        if (!put_tuple(&r, d, key, def->nkeys, row, b) ||
+            (def->bucket_column && !put_bucket(&r, def, b)))
             return false;
     b->nrows = rows;
     if (b->keys.failed || b->text.failed)

@@ -9,6 +9,8 @@
  */
 #include "myrewrite/delayed_sql.h"
 
+#include "myrewrite/delayed_bucket.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +20,7 @@
 
 const char mr_delayed_grammar[] =
     "supported: UPDATE DELAYED [LOW_PRIORITY] tbl SET col = col + N [, col2 = col2 - N ...] "
-    "(and col = literal on a set_columns column in mode = memory) "
+    "(and col = literal on a column of the rule's set_columns) "
     "WHERE key = literal [AND key2 = literal ...] (one key may be key IN (literal, ...)); "
     "DELETE DELAYED FROM tbl WHERE <the same>; N is a whole number or ?, a literal a string, "
     "number, hex/bit literal or ?";
@@ -353,13 +355,9 @@ static bool check_columns(const char *text, const sql_token *tok, const mr_delay
                           const mr_delayed_def *def, int *col, char *err, size_t errlen)
 {
     char nm[NAME_MAX_LEN + 1];
-    uint64_t seen = 0;
     for (unsigned i = 0; i < d->nset; i++) {
         tok_name(text, &tok[d->set[i].col], nm);
         int c = find_name(def->columns, def->ncolumns, nm);
-        if (d->set[i].is_set && def->mode != MR_DELAYED_MEMORY)
-            return fail(err, errlen, "UPDATE DELAYED on %s.%s: SET %s = literal is taken in "
-                        "mode = memory only so far", def->schema, def->table, nm);
         if (d->set[i].is_set) {
             int s = find_name(def->set_columns, def->nset_columns, nm);
             if (s < 0)
@@ -371,9 +369,9 @@ static bool check_columns(const char *text, const sql_token *tok, const mr_delay
                         "columns", def->schema, def->table, nm);
         }
         col[i] = c;
-        if (seen & (1ull << c))
-            return fail(err, errlen, "UPDATE DELAYED: %s is set twice", nm);
-        seen |= 1ull << c;
+        for (unsigned j = 0; j < i; j++)
+            if (col[j] == c)
+                return fail(err, errlen, "UPDATE DELAYED: %s is set twice", nm);
     }
     return true;
 }
@@ -405,6 +403,7 @@ static bool check_keys(const char *text, const sql_token *tok, const mr_delayed_
 typedef struct writer {
     const char *text;
     const sql_token *tok;
+    size_t ntok;
     mr_buf *out;
     uint32_t last_param; /* token of the latest ? written, SQL_NONE before any */
     bool param_moved;    /* a ? written twice or out of order */
@@ -452,37 +451,91 @@ static void put_key_value(writer *w, const mr_delayed_key *k, uint32_t nth)
     put_literal(w, i, k->end);
 }
 
-static void put_columns(mr_buf *b, const mr_delayed_stmt *d, const mr_delayed_def *def,
-                        const int *col, const int *key)
+/* The bits of set_mask for the statement's `col = literal` assignments:
+ * bit s for set_columns[s] (col[i] >= ncolumns, or a counter that is also a
+ * set column, tells which assignments those are). */
+static uint64_t set_mask_of(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
+                            const mr_delayed_def *def)
 {
+    char nm[NAME_MAX_LEN + 1];
+    uint64_t mask = 0;
+    for (unsigned i = 0; i < d->nset; i++) {
+        if (!d->set[i].is_set || !tok_name(text, &tok[d->set[i].col], nm))
+            continue;
+        int s = find_name(def->set_columns, def->nset_columns, nm);
+        if (s >= 0 && s < 64)
+            mask |= 1ull << s;
+    }
+    return mask;
+}
+
+/* Staged mode keeps `col = literal` in `<col>_set` (the value, typed as the
+ * main table's column) with its bit in `set_mask`, so one staged row can
+ * carry adds and sets; the flusher replays them in seq order per key. */
+static void put_column_of(mr_buf *b, const mr_delayed_def *def, const mr_delayed_set *a,
+                          int col, const char *name)
+{
+    if (!a->is_set) {
+        put_ident(b, def->columns[col]);
+        return;
+    }
+    mr_buf_put(b, "`", 1);
+    mr_buf_put_str(b, name);
+    mr_buf_put_str(b, "_set`");
+}
+
+static void put_columns(const writer *w, const mr_delayed_stmt *d, const mr_delayed_def *def,
+                        const int *col, const int *key, uint64_t mask)
+{
+    mr_buf *b = w->out;
+    char nm[NAME_MAX_LEN + 1];
     mr_buf_put_str(b, "INSERT INTO ");
     put_ident(b, def->schema);
     mr_buf_put(b, ".", 1);
     put_ident(b, def->staging_table);
     mr_buf_put(b, " (", 2);
     for (unsigned i = 0; i < d->nset; i++) {
-        put_ident(b, def->columns[col[i]]);
+        if (!tok_name(w->text, &w->tok[d->set[i].col], nm))
+            nm[0] = '\0'; /* read once already by check_columns */
+        put_column_of(b, def, &d->set[i], col[i], nm);
         mr_buf_put(b, ", ", 2);
     }
     for (unsigned i = 0; i < d->nkey; i++) {
         put_ident(b, def->keys[key[i]]);
         mr_buf_put(b, ", ", 2);
     }
-    mr_buf_put_str(b, "`op`) VALUES ");
+    if (def->bucket_column) {
+        put_ident(b, def->bucket_column);
+        mr_buf_put(b, ", ", 2);
+    }
+    mr_buf_put_str(b, mask ? "`set_mask`, `op`) VALUES " : "`op`) VALUES ");
 }
 
-static void put_row(writer *w, const mr_delayed_stmt *d, uint32_t row)
+static void put_row(writer *w, const mr_delayed_stmt *d, const mr_delayed_def *def,
+                    uint32_t row, uint64_t mask)
 {
     mr_buf_put(w->out, row ? ", (" : "(", row ? 3 : 1);
     for (unsigned i = 0; i < d->nset; i++) {
-        if (d->set[i].minus)
-            mr_buf_put(w->out, "-", 1);
-        put_tok(w, d->set[i].num);
+        if (d->set[i].is_set) {
+            put_literal(w, d->set[i].num, (uint32_t)w->ntok);
+        } else {
+            if (d->set[i].minus)
+                mr_buf_put(w->out, "-", 1);
+            put_tok(w, d->set[i].num);
+        }
         mr_buf_put(w->out, ", ", 2);
     }
     for (unsigned i = 0; i < d->nkey; i++) {
         put_key_value(w, &d->key[i], (int)i == d->in_term ? row : 0);
         mr_buf_put(w->out, ", ", 2);
+    }
+    if (def->bucket_column) { /* the time the row is staged, by the server's clock */
+        mr_buf_put_str(w->out, mr_bucket_sql(def->bucket));
+        mr_buf_put(w->out, ", ", 2);
+    }
+    if (mask) {
+        char m[24];
+        mr_buf_put(w->out, m, (size_t)snprintf(m, sizeof m, "%llu, ", (unsigned long long)mask));
     }
     mr_buf_put_str(w->out, d->is_delete ? "1)" : "0)");
 }
@@ -508,16 +561,17 @@ bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok,
 {
     int col[MR_DELAYED_MAX_TERMS], key[MR_DELAYED_MAX_TERMS];
     if (!mr_delayed_check(text, tok, d, def, col, key, err, errlen))
-        return false; /* refuses col = literal in staged mode */
+        return false;
     uint32_t rows = d->in_term >= 0 ? d->key[d->in_term].count : 1;
     if (rows > MR_DELAYED_MAX_ROWS)
         return fail(err, errlen, "%s: at most %d values in the IN list", verb(d),
                     MR_DELAYED_MAX_ROWS);
     size_t start = out->len;
-    writer w = {.text = text, .tok = tok, .out = out, .last_param = SQL_NONE};
-    put_columns(out, d, def, col, key);
+    writer w = {.text = text, .tok = tok, .ntok = ntok, .out = out, .last_param = SQL_NONE};
+    uint64_t mask = set_mask_of(text, tok, d, def);
+    put_columns(&w, d, def, col, key, mask);
     for (uint32_t r = 0; r < rows; r++)
-        put_row(&w, d, r);
+        put_row(&w, d, def, r, mask);
     if (prepared && (w.param_moved || w.params != count_params(tok, ntok))) {
         out->len = start;
         return fail(err, errlen, "%s in a prepared statement: a ? would be repeated (one per "

@@ -99,11 +99,14 @@ static bool key_from_schema(run *R, mr_delayed_def *def, mr_row_key *rk, char **
         return false;
     }
     for (uint8_t k = 0; k < rk->ncols; k++) {
-        for (size_t j = 0; j < def->ncolumns; j++)
-            if (strcasecmp(def->columns[j], rk->cols[k]) == 0) {
+        for (size_t j = 0; j < def->ncolumns + def->nset_columns; j++)
+            if (strcasecmp(j < def->ncolumns ? def->columns[j]
+                                             : def->set_columns[j - def->ncolumns],
+                           rk->cols[k]) == 0) {
                 snprintf(s->delayed_msg, sizeof s->delayed_msg, "myrewrite: %s, a column of the "
-                         "primary key of %s.%s, is also a counter column of its delayed rule",
-                         rk->cols[k], def->schema, def->table);
+                         "primary key of %s.%s, is also a %s column of its delayed rule",
+                         rk->cols[k], def->schema, def->table,
+                         j < def->ncolumns ? "counter" : "set");
                 return false;
             }
         names[k] = rk->cols[k];

@@ -30,7 +30,7 @@ typedef enum key_id {
     K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT, K_RELEASE, K_REAP, K_SKIP_LOCKED,
     K_CLAIM_READ_COMMITTED, K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE,
     K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, K_SET_COLUMNS,
-    K_MEMORY_MAX_KEYS, K_FLUSH_EARLY, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET,
+    K_MEMORY_MAX_KEYS, K_FLUSH_EARLY, K_BUCKET_COLUMN, K_BUCKET, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET,
     K_MAX_BOOKMARKS, K_BOOKMARK_TTL, K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_LOG_SAMPLE,
     K_USER, K_SCHEMA,
     K_MAX
@@ -43,7 +43,7 @@ static const char *const key_names[K_MAX] = {
     "unclaimed_owner", "claimed_at_column", "timeout", "release", "reap", "skip_locked",
     "claim_read_committed",
     "key", "columns", "staging_table", "staging_engine", "flush_interval", "flush_rows",
-    "missing", "mode", "set_columns", "memory_max_keys", "flush_early",
+    "missing", "mode", "set_columns", "memory_max_keys", "flush_early", "bucket_column", "bucket",
     "threshold", "strategy", "max_offset", "max_bookmarks", "bookmark_ttl",
     "enabled", "continue", "log_only", "log", "log_sample", "user", "schema",
 };
@@ -89,7 +89,8 @@ static const kind_def kinds[MR_RULE_KIND_MAX] = {
                        19, finish_queue},
     [MR_RULE_DELAYED] = {{K_TABLE, K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE,
                           K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, K_SET_COLUMNS,
-                          K_MEMORY_MAX_KEYS, K_FLUSH_EARLY, COMMON_KEYS}, 19,
+                          K_MEMORY_MAX_KEYS, K_FLUSH_EARLY, K_BUCKET_COLUMN, K_BUCKET,
+                          COMMON_KEYS}, 21,
                          finish_delayed},
     [MR_RULE_PAGINATE] = {{K_TABLE, K_KEY, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET, K_MESSAGE,
                            K_MAX_BOOKMARKS, K_BOOKMARK_TTL, COMMON_KEYS}, 15, finish_paginate},
@@ -233,6 +234,7 @@ static void delayed_def_free(mr_delayed_def *d)
     names_free(d->keys, d->nkeys);
     names_free(d->columns, d->ncolumns);
     names_free(d->set_columns, d->nset_columns);
+    free(d->bucket_column);
     free(d->staged_rows);
     free(d->staging_table);
     free(d->staging_engine);
@@ -913,6 +915,66 @@ static bool delayed_modes(loader *L, const draft *dr, mr_delayed_def *d)
     return ok;
 }
 
+/* bucket_column = col and bucket = day | hour (default day): col is a key
+ * column the statements do not give; the proxy fills it. It needs `key`
+ * (a primary key read from the schema would hold it) and no other role. */
+static bool delayed_bucket(loader *L, const draft *dr, mr_delayed_def *d)
+{
+    const char *b = dr->val[K_BUCKET];
+    if (!dr->val[K_BUCKET_COLUMN]) {
+        if (!b)
+            return true;
+        mr_diag_error(L->d, L->file, dr->vline[K_BUCKET], "[delayed %s]: bucket needs "
+                      "bucket_column", dr->name);
+        return false;
+    }
+    d->bucket = MR_BUCKET_DAY;
+    if (b && strcasecmp(b, "hour") == 0) {
+        d->bucket = MR_BUCKET_HOUR;
+    } else if (b && strcasecmp(b, "day") != 0) {
+        bad_value(L, dr, K_BUCKET, "day or hour");
+        return false;
+    }
+    if (!name_value(L, dr, K_BUCKET_COLUMN, &d->bucket_column) || !d->bucket_column)
+        return false;
+    if (!d->nkeys) {
+        mr_diag_error(L->d, L->file, dr->vline[K_BUCKET_COLUMN], "[delayed %s]: bucket_column "
+                      "needs key (the key columns the statements give)", dr->name);
+        return false;
+    }
+    char *const *lists[] = {d->keys, d->columns, d->set_columns};
+    size_t counts[] = {d->nkeys, d->ncolumns, d->nset_columns};
+    for (size_t l = 0; l < 3; l++)
+        for (size_t i = 0; i < counts[l]; i++)
+            if (strcasecmp(lists[l][i], d->bucket_column) == 0) {
+                mr_diag_error(L->d, L->file, dr->vline[K_BUCKET_COLUMN], "[delayed %s]: %s is "
+                              "the bucket column, so it may not be in key, columns or "
+                              "set_columns", dr->name, d->bucket_column);
+                return false;
+            }
+    return true;
+}
+
+/* Staged rows carry each set column as `<col>_set` plus a bit of `set_mask`
+ * (BIGINT UNSIGNED): at most 64 of them, each name short enough for the
+ * suffix within MySQL's 64-character column names. */
+static bool staged_set_columns_ok(loader *L, const draft *dr, const mr_delayed_def *d)
+{
+    if (d->nset_columns > 64) {
+        mr_diag_error(L->d, L->file, dr->vline[K_SET_COLUMNS], "[delayed %s]: at most 64 "
+                      "set_columns in mode = staged", dr->name);
+        return false;
+    }
+    for (size_t i = 0; i < d->nset_columns; i++)
+        if (strlen(d->set_columns[i]) > 60) {
+            mr_diag_error(L->d, L->file, dr->vline[K_SET_COLUMNS], "[delayed %s]: %s: a "
+                          "set_columns name may have at most 60 characters in mode = staged "
+                          "(the staging table adds _set)", dr->name, d->set_columns[i]);
+            return false;
+        }
+    return true;
+}
+
 /* No column is both a key and a counter, and the staging table is not the table. */
 static bool delayed_consistent(loader *L, const draft *dr, const mr_delayed_def *d)
 {
@@ -935,11 +997,8 @@ static bool delayed_consistent(loader *L, const draft *dr, const mr_delayed_def 
                       "staged rules read the primary key from the schema)", dr->name);
         return false;
     }
-    if (d->nset_columns && d->mode != MR_DELAYED_MEMORY) {
-        mr_diag_error(L->d, L->file, dr->vline[K_SET_COLUMNS], "[delayed %s]: set_columns "
-                      "needs mode = memory (staged rows carry only deltas so far)", dr->name);
+    if (d->mode == MR_DELAYED_STAGED && !staged_set_columns_ok(L, dr, d))
         return false;
-    }
     if (strcmp(d->staging_table, d->table) == 0) {
         mr_diag_error(L->d, L->file, dr->vline[K_STAGING_TABLE], "[delayed %s]: staging_table "
                       "must not be the table itself", dr->name);
@@ -975,7 +1034,8 @@ static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im
     ok = ok && name_list(L, dr, K_COLUMNS, &d->columns, &d->ncolumns);
     if (ok && dr->val[K_SET_COLUMNS])
         ok = name_list(L, dr, K_SET_COLUMNS, &d->set_columns, &d->nset_columns);
-    ok = ok && delayed_staging(L, dr, d) && delayed_consistent(L, dr, d);
+    ok = ok && delayed_staging(L, dr, d) && delayed_consistent(L, dr, d) &&
+         delayed_bucket(L, dr, d);
     if (!ok)
         return false;
     char text[160];

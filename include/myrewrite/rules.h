@@ -79,6 +79,14 @@ typedef enum mr_delayed_mode {
     MR_DELAYED_MEMORY, /* the proxy's memory (delayed_mem.h); OK at once */
 } mr_delayed_mode;
 
+/* A delayed rule's time bucket: the key column the proxy fills with the
+ * UTC day or hour a statement was acknowledged (delayed_bucket.h). */
+typedef enum mr_delayed_bucket {
+    MR_BUCKET_NONE,
+    MR_BUCKET_DAY,  /* 'YYYY-MM-DD' */
+    MR_BUCKET_HOUR, /* 'YYYY-MM-DD HH:00:00' */
+} mr_delayed_bucket;
+
 struct mr_dmem_table;
 
 /* A delayed rule's settings (rules/README.md, "delayed"); immutable once
@@ -102,6 +110,8 @@ typedef struct mr_delayed_def {
     char **set_columns;        /* columns `SET col = literal` may write (last write wins) */
     size_t nset_columns;
     uint64_t memory_max_keys;  /* memory mode: distinct keys held before new ones are refused */
+    char *bucket_column;       /* key column the proxy fills with the bucket; NULL: none */
+    mr_delayed_bucket bucket;  /* MR_BUCKET_NONE exactly when bucket_column is NULL */
     struct mr_dmem_table *mem; /* memory mode: its in-memory table; NULL without a flusher */
     mr_counter *staged_rows;   /* staged mode with flush_early: rows staged so far (any
                                   worker, atomic adds); NULL otherwise */

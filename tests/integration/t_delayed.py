@@ -98,8 +98,8 @@ def hits(d, ids):
 
 REFUSED = [
     ("UPDATE DELAYED d_counters SET hits = 5 WHERE id = 1",
-     "UPDATE DELAYED on test.d_counters: SET hits = literal is taken in mode = memory only so "
-     "far"),
+     "UPDATE DELAYED on test.d_counters: SET hits = literal needs hits in the rule's "
+     "set_columns"),
     ("UPDATE DELAYED d_counters SET hits = misses + 1 WHERE id = 1",
      "UPDATE DELAYED: SET hits = ... must read hits = hits + N, hits = hits - N with N a whole "
      "number or ?, or hits = literal"),

@@ -145,7 +145,7 @@ REFUSED = [
     ("UPDATE DELAYED m_counters SET hits = hits + 99999999999999999999 WHERE id = 1",
      "UPDATE DELAYED: 99999999999999999999 is out of range for a delta"),
     ("UPDATE DELAYED m_staged SET n = 4 WHERE id = 1",
-     "UPDATE DELAYED on test.m_staged: SET n = literal is taken in mode = memory only so far"),
+     "UPDATE DELAYED on test.m_staged: SET n = literal needs n in the rule's set_columns"),
     ("FLUSH DELAYED m_nothing",
      "FLUSH DELAYED: no delayed rule for table test.m_nothing"),
     ("FLUSH DELAYED a b",

@@ -8,6 +8,7 @@
 
 #include "myrewrite/schema_desc.h"
 
+#include "myrewrite/delayed_bucket.h"
 #include "myrewrite/delayed_sql.h"
 
 static const char RULES[] =
@@ -19,7 +20,24 @@ static const char RULES[] =
     "table = test.pairs\n"
     "key = a, b\n"
     "columns = n\n"
-    "staging_table = pairs_stage\n";
+    "staging_table = pairs_stage\n"
+    "[delayed pages]\n"
+    "table = test.pages\n"
+    "key = id\n"
+    "columns = hits, views\n"
+    "set_columns = title, hits\n"
+    "[delayed daily]\n"
+    "table = test.daily\n"
+    "key = page_id\n"
+    "columns = views\n"
+    "bucket_column = day\n"
+    "missing = insert\n"
+    "[delayed hourly]\n"
+    "table = test.hourly\n"
+    "key = page_id, lang\n"
+    "columns = views\n"
+    "bucket_column = hr\n"
+    "bucket = HOUR\n";
 
 static const mr_stmt_ctx CTX = {.schema = "test"};
 static const mr_stmt_ctx PREP = {.schema = "test", .prepared = true};
@@ -76,6 +94,87 @@ static void update_forms(void **state)
     expect_sent(rs, &CTX, "UPDATE DELAYED pairs SET n = n + 1 WHERE b = X'0A' AND a = b'1'",
                 MR_ACT_REWRITE,
                 "INSERT INTO `test`.`pairs_stage` (`n`, `b`, `a`, `op`) VALUES (1, X'0A', b'1', 0)");
+}
+
+/* Staged SET col = literal: the value goes to `<col>_set`, its bit (the
+ * column's place in set_columns) to set_mask; adds stay in the counters. */
+static void staged_sets(void **state)
+{
+    (void)state;
+    expect_sent(rs, &CTX, "UPDATE DELAYED pages SET title = 'x''y' WHERE id = 5", MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pages_delayed` (`title_set`, `id`, `set_mask`, `op`) "
+                "VALUES ('x''y', 5, 1, 0)");
+    expect_sent(rs, &CTX, "UPDATE DELAYED pages SET hits = -7, views = views + 2 WHERE id = 5",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pages_delayed` (`hits_set`, `views`, `id`, `set_mask`, "
+                "`op`) VALUES (-7, 2, 5, 2, 0)");
+    expect_sent(rs, &CTX, "UPDATE DELAYED pages SET hits = 0, title = X'41' WHERE id IN (1, 2)",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pages_delayed` (`hits_set`, `title_set`, `id`, `set_mask`, "
+                "`op`) VALUES (0, X'41', 1, 3, 0), (0, X'41', 2, 3, 0)");
+    expect_sent(rs, &CTX, "UPDATE DELAYED pages SET hits = hits + 1 WHERE id = 5",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pages_delayed` (`hits`, `id`, `op`) VALUES (1, 5, 0)");
+    expect_sent(rs, &PREP, "UPDATE DELAYED pages SET title = ?, views = views + ? WHERE id = ?",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pages_delayed` (`title_set`, `views`, `id`, `set_mask`, "
+                "`op`) VALUES (?, ?, ?, 1, 0)");
+    expect_sent(rs, &PREP, "UPDATE DELAYED pages SET hits = ?, title = ? WHERE id = ?",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`pages_delayed` (`hits_set`, `title_set`, `id`, `set_mask`, "
+                "`op`) VALUES (?, ?, ?, 3, 0)");
+}
+
+/* The bucket column follows the keys, filled with the server's UTC clock at
+ * the staging INSERT; the statement never names it. */
+static void staged_buckets(void **state)
+{
+    (void)state;
+    expect_sent(rs, &CTX, "UPDATE DELAYED daily SET views = views + 1 WHERE page_id = 5",
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`daily_delayed` (`views`, `page_id`, `day`, `op`) VALUES "
+                "(1, 5, UTC_DATE(), 0)");
+    expect_sent(rs, &CTX, "UPDATE DELAYED hourly SET views = views + 2 WHERE lang = 'en' AND "
+                "page_id IN (1, 2)", MR_ACT_REWRITE,
+                "INSERT INTO `test`.`hourly_delayed` (`views`, `lang`, `page_id`, `hr`, `op`) "
+                "VALUES (2, 'en', 1, DATE_FORMAT(UTC_TIMESTAMP(), '%Y-%m-%d %H:00:00'), 0), "
+                "(2, 'en', 2, DATE_FORMAT(UTC_TIMESTAMP(), '%Y-%m-%d %H:00:00'), 0)");
+    expect_sent(rs, &PREP, "UPDATE DELAYED hourly SET views = views + ? WHERE page_id = ? AND "
+                "lang = ?", MR_ACT_REWRITE,
+                "INSERT INTO `test`.`hourly_delayed` (`views`, `page_id`, `lang`, `hr`, `op`) "
+                "VALUES (?, ?, ?, DATE_FORMAT(UTC_TIMESTAMP(), '%Y-%m-%d %H:00:00'), 0)");
+    expect_sent(rs, &CTX, "DELETE DELAYED FROM daily WHERE page_id = 5", MR_ACT_REWRITE,
+                "INSERT INTO `test`.`daily_delayed` (`page_id`, `day`, `op`) VALUES "
+                "(5, UTC_DATE(), 1)");
+    expect_refused(&CTX, "UPDATE DELAYED daily SET views = views + 1 WHERE page_id = 5 AND "
+                   "day = '2026-01-01'",
+                   "UPDATE DELAYED on test.daily: day is not a key column of the rule");
+    const mr_delayed_def *d = mr_ruleset_rule(rs, 4)->delayed;
+    assert_string_equal(d->bucket_column, "hr");
+    assert_int_equal(d->bucket, MR_BUCKET_HOUR);
+    assert_int_equal(mr_ruleset_rule(rs, 0)->delayed->bucket, MR_BUCKET_NONE);
+}
+
+/* Truncation of given times to the UTC day and hour. */
+static void bucket_text(void **state)
+{
+    (void)state;
+    char v[MR_BUCKET_TEXT_MAX];
+    assert_int_equal(mr_bucket_text(MR_BUCKET_DAY, 1796083199, v), 10); /* 23:59:59 */
+    assert_string_equal(v, "2026-11-30");
+    assert_int_equal(mr_bucket_text(MR_BUCKET_HOUR, 1796083199, v), 19);
+    assert_string_equal(v, "2026-11-30 23:00:00");
+    assert_int_equal(mr_bucket_text(MR_BUCKET_DAY, 1796083200, v), 10); /* a second later */
+    assert_string_equal(v, "2026-12-01");
+    assert_int_equal(mr_bucket_text(MR_BUCKET_HOUR, 1709164800 + 3600 + 59, v), 19);
+    assert_string_equal(v, "2024-02-29 01:00:00");
+    assert_int_equal(mr_bucket_text(MR_BUCKET_HOUR, 0, v), 19);
+    assert_string_equal(v, "1970-01-01 00:00:00");
+    assert_int_equal(mr_bucket_text(MR_BUCKET_NONE, 1796083199, v), 0);
+    assert_string_equal(v, "");
+    assert_int_equal(mr_bucket_text(MR_BUCKET_DAY, INT64_MAX, v), 0);
+    assert_string_equal(mr_bucket_sql(MR_BUCKET_DAY), "UTC_DATE()");
+    assert_null(mr_bucket_sql(MR_BUCKET_NONE));
 }
 
 static void in_lists(void **state)
@@ -157,8 +256,15 @@ static void refusals(void **state)
     (void)state;
     static const struct { const char *sql, *want; } cases[] = {
         {"UPDATE DELAYED counters SET hits = 3 WHERE id = 1",
-         "UPDATE DELAYED on test.counters: SET hits = literal is taken in mode = memory only "
-         "so far"},
+         "UPDATE DELAYED on test.counters: SET hits = literal needs hits in the rule's "
+         "set_columns"},
+        {"UPDATE DELAYED pages SET views = 3 WHERE id = 1",
+         "UPDATE DELAYED on test.pages: SET views = literal needs views in the rule's "
+         "set_columns"},
+        {"UPDATE DELAYED pages SET title = 'a', title = 'b' WHERE id = 1",
+         "UPDATE DELAYED: title is set twice"},
+        {"UPDATE DELAYED pages SET hits = 1, hits = hits + 1 WHERE id = 1",
+         "UPDATE DELAYED: hits is set twice"},
         {"UPDATE DELAYED counters SET hits = misses WHERE id = 1",
          "UPDATE DELAYED: SET hits = ... must read hits = hits + N, hits = hits - N with N a "
          "whole number or ?, or hits = literal"},
@@ -345,9 +451,22 @@ static void load_errors(void **state)
                  "connection has no default for: write table = shop.t, or schema = shop\n");
     expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmode = fast\n",
                  "t.rules:5: mode = 'fast' in [delayed x]: expected staged or memory\n");
-    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nset_columns = note\n",
-                 "t.rules:5: [delayed x]: set_columns needs mode = memory (staged rows carry "
-                 "only deltas so far)\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nset_columns = "
+                 "a234567890123456789012345678901234567890123456789012345678901\n",
+                 "t.rules:5: [delayed x]: a234567890123456789012345678901234567890123456789012"
+                 "345678901: a set_columns name may have at most 60 characters in mode = staged "
+                 "(the staging table adds _set)\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nbucket = day\n",
+                 "t.rules:5: [delayed x]: bucket needs bucket_column\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nbucket_column = d\n"
+                 "bucket = week\n",
+                 "t.rules:6: bucket = 'week' in [delayed x]: expected day or hour\n");
+    expect_error("[delayed x]\ntable = s.t\ncolumns = c\nbucket_column = d\n",
+                 "t.rules:4: [delayed x]: bucket_column needs key (the key columns the "
+                 "statements give)\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k, d\ncolumns = c\nbucket_column = d\n",
+                 "t.rules:5: [delayed x]: d is the bucket column, so it may not be in key, "
+                 "columns or set_columns\n");
     expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmemory_max_keys = 5\n",
                  "t.rules:5: [delayed x]: memory_max_keys needs mode = memory\n");
     expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmode = memory\n"
@@ -381,6 +500,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(update_forms),   cmocka_unit_test(in_lists),
+        cmocka_unit_test(staged_sets),    cmocka_unit_test(staged_buckets),
+        cmocka_unit_test(bucket_text),
         cmocka_unit_test(deletes),        cmocka_unit_test(hostile_literals),
         cmocka_unit_test(prepared),       cmocka_unit_test(multi_statement),
         cmocka_unit_test(refusals),       cmocka_unit_test(no_rule),
