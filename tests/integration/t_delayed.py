@@ -175,12 +175,7 @@ def concurrent(d):
     expect, lock, bad = {}, threading.Lock(), []
     threads = [threading.Thread(target=client, args=(PORTS[w % 2], w, 150, expect, lock, bad))
                for w in range(CLIENTS)]
-    t0 = time.time()
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    took = time.time() - t0
+    took = t.run_threads(threads)
     t.eq("every OK reported the rows staged", 0, sum(bad))
     t.check(staged_left(d) == ((0,),), "staging table drained by the flushers")
     t.eq("each counter equals the exact sum", expect, hits(d, range(1, 6)))

@@ -101,10 +101,7 @@ def run(d, table):
     before = utc_bucket(bucket)
     out = {}
     threads = [threading.Thread(target=client, args=(table, w, out)) for w in range(CLIENTS)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    t.run_threads(threads)
     after = utc_bucket(bucket)
     t.eq("%s: every OK reported one row" % table, 0, sum(b for _, b in out.values()))
     c = t.connect(PORT, autocommit=True)

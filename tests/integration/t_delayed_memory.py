@@ -295,12 +295,7 @@ def concurrent(d):
     expect, lock, bad = {}, threading.Lock(), []
     threads = [threading.Thread(target=client, args=(w, 300, expect, lock, bad))
                for w in range(CLIENTS)]
-    t0 = time.time()
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    took = time.time() - t0
+    took = t.run_threads(threads)
     t.eq("every OK reported the keys touched", 0, sum(bad))
     c = t.connect(PORT, autocommit=True)
     flush(c, "m_counters")

@@ -185,10 +185,7 @@ def concurrent(d, table):
     expect, lock, errors = {}, threading.Lock(), []
     threads = [threading.Thread(target=client, args=(table, w, expect, lock, errors))
                for w in range(CLIENTS)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    t.run_threads(threads)
     t.eq("%d clients x %d UPDATE DELAYED on %s: all acknowledged with their row counts"
          % (CLIENTS, PER_CLIENT, table), [], errors[:3])
     t.eq("%s's staging table drained" % table, ((0,),),

@@ -147,12 +147,7 @@ def concurrent(d, table):
                for k in range(1, KEYS + 1)]
     threads += [threading.Thread(target=adder, args=(table, w, barrier, adds))
                 for w in range(ADDERS)]
-    t0 = time.time()
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    took = time.time() - t0
+    took = t.run_threads(threads)
     t.eq("%s: every adder's OK reported one row staged" % table, 0,
          sum(bad for _, bad in adds.values()))
     t.eq("%s: every setter's OKs reported one row each" % table, [ROUNDS + 1] * KEYS,

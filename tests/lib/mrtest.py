@@ -80,6 +80,16 @@ def start_proxy(port, log_path, rules_dir=None, own_conn=False, extra=(), worker
     raise RuntimeError("proxy on port %d did not come up: see %s" % (port, log_path))
 
 
+def run_threads(threads):
+    """Starts every thread, waits for all; returns the seconds it took."""
+    t0 = time.time()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return time.time() - t0
+
+
 def log(msg):
     print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
 
