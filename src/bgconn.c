@@ -24,7 +24,7 @@
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
 #define IO_TIMEOUT_S 30
-/* A connection idle this long is pinged before it is used again. */
+/* A connection not checked for this long is pinged before the next round. */
 #define IDLE_PING_MS 1000
 
 typedef struct job {
@@ -47,7 +47,7 @@ struct mr_bgconn {
     _Atomic bool connected;
     MYSQL *db;                /* thread only */
     bool failing;             /* the last connect failed (thread only): quieter logs */
-    uint64_t used_ms;         /* when the thread last used db (thread only) */
+    uint64_t checked_ms;      /* when db was last pinged or connected (thread only) */
 };
 
 bool mr_bg_conn_broken(MYSQL *db)
@@ -130,7 +130,7 @@ static bool connect_db(mr_bgconn *b)
     mr_info(0, "%s: own connection to %s as %s up (connection id %lu)", b->ops.name, b->backend,
             b->user, mysql_thread_id(b->db));
     b->failing = false;
-    b->used_ms = mr_mono_ms();
+    b->checked_ms = mr_mono_ms();
     atomic_store(&b->connected, true);
     return true;
 }
@@ -187,16 +187,19 @@ static bool run_jobs(mr_bgconn *b)
     return true;
 }
 
-/* True when db went away while idle (say mysqld restarted): the server's
+/* True when db went away meanwhile (say mysqld restarted): the server's
  * close is only seen on the next use, and that use may be a flush that a
- * client waits for, or the final flush at shutdown; one ping finds it first,
- * so the owner's next tick runs on a fresh connection instead of failing. */
+ * client waits for, or the final flush at shutdown; a ping finds it first,
+ * so the owner's next tick runs on a fresh connection instead of failing.
+ * Ticks that find nothing to do do not touch db, so the ping goes by time
+ * since the last check, not since the last tick: at most one a second. */
 static bool gone_while_idle(mr_bgconn *b)
 {
     uint64_t now = mr_mono_ms();
-    bool idle = now - b->used_ms >= IDLE_PING_MS;
-    b->used_ms = now;
-    return idle && mysql_ping(b->db) != 0 && mr_bg_conn_broken(b->db);
+    if (now - b->checked_ms < IDLE_PING_MS)
+        return false;
+    b->checked_ms = now;
+    return mysql_ping(b->db) != 0 && mr_bg_conn_broken(b->db);
 }
 
 static void *thread_main(void *arg)
@@ -222,7 +225,6 @@ static void *thread_main(void *arg)
         bool ok = run_jobs(b);
         if (ok && b->ops.tick)
             delay = b->ops.tick(b->db, b->ops.arg);
-        b->used_ms = mr_mono_ms();
         if (!ok || mr_bg_conn_broken(b->db)) {
             mr_warn(0, "%s: own connection lost (%u %s); reconnecting", b->ops.name,
                     mysql_errno(b->db), mysql_error(b->db));
