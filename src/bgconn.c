@@ -216,7 +216,7 @@ static void *thread_main(void *arg)
         }
         backoff = BACKOFF_FIRST_MS;
         if (gone_while_idle(b)) {
-            mr_warn(0, "%s: own connection found gone after idling (%u %s); reconnecting",
+            mr_warn(0, "%s: own connection lost (%u %s, found by a ping); reconnecting",
                     b->ops.name, mysql_errno(b->db), mysql_error(b->db));
             drop_connection(b);
             continue;
