@@ -256,6 +256,8 @@ def memory(d):
     # The memory flusher's connection went down with the first crash while it idled: the
     # first FLUSH DELAYED since must still work (the flusher pings an idle connection before
     # using it, and reconnects), not fail on the stale connection.
+    # It checks at most once a second: give it that second since the restart.
+    time.sleep(1.2)
     c = t.connect(PORT, autocommit=True)
     c.cursor().execute("UPDATE DELAYED dc_mem SET hits = hits + 1 WHERE id = %d" % MEM_KEYS)
     try:
