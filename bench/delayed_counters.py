@@ -19,6 +19,12 @@ With --loadgen (the C program bench/delayed_load.c) the clients are connections 
 --load-threads threads, one statement in flight on each; without it, one Python process per
 client (pymysql), which tops out near 20,000 statements/s on its own here.
 
+With the C load generator, --readers (8) more connections read the hot rows straight from
+mariadbd during every run (SELECT hits FROM counters WHERE id = ?, each reader paced at one
+read per --read-interval-us at most), and the table reports their p50 and p99 latency; for
+each number of hot rows a run of the readers alone ("readers") comes first, the baseline of
+the p99_x column.
+
 incr/s counts acknowledged statements (OK packets) over the window, from the common start
 to the last acknowledgement. The check compares the growth of SUM(hits), read on a direct
 connection once the staging table is empty (staged) or after FLUSH DELAYED through the
@@ -51,6 +57,8 @@ MODES = [
     ("delayed", "rule", "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = %d"),
     ("memory", "memory", "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = %d"),
 ]
+# What the readers send, straight to mariadbd: a point read of one of the hot rows.
+READ_SQL = "SELECT hits FROM counters WHERE id = %d"
 DRAIN_TIMEOUT = 120.0
 STAGE_LIMIT = 60.0
 INSERT_BATCH = 5000
@@ -158,17 +166,25 @@ def worker(cfg, port, sql, hot, seed, ready, go, start_at, results):
 
 
 def run_cell_c(cfg, port, sql, hot, clients):
-    """The C load generator: clients connections over cfg.load_threads threads."""
+    """The C load generator: clients connections over cfg.load_threads threads, and
+    cfg.readers paced point readers on mariadbd. Returns (acks, errors, messages, elapsed,
+    reads) with reads a dict of the readers' figures (empty without readers)."""
     threads = min(cfg.load_threads, clients)
-    out = subprocess.run([cfg.loadgen, cfg.host, str(port), cfg.user, cfg.password, cfg.db,
-                          str(clients), str(threads), str(cfg.seconds), str(hot), sql],
-                         capture_output=True, text=True, timeout=cfg.seconds + 300)
+    argv = [cfg.loadgen, cfg.host, str(port), cfg.user, cfg.password, cfg.db, str(clients),
+            str(threads), str(cfg.seconds), str(hot), sql]
+    if cfg.readers:
+        argv += [str(cfg.readers), str(cfg.direct_port), str(cfg.read_interval_us), READ_SQL]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=cfg.seconds + 300)
     line = out.stdout.strip()
     if out.returncode != 0 or not line.startswith("acks="):
-        return 0, 1, ["load generator: %s %s" % (line, out.stderr.strip()[:200])], cfg.seconds
-    f = dict(kv.split("=", 1) for kv in line.split(" ", 4))
-    msgs = [f["first_error"]] if f["first_error"] else []
-    return int(f["acks"]), int(f["errors"]), msgs, float(f["elapsed"])
+        return 0, 1, ["load generator: %s %s" % (line, out.stderr.strip()[:200])], \
+            cfg.seconds, {}
+    head, _, first_error = line.partition(" first_error=")
+    f = dict(kv.split("=", 1) for kv in head.split())
+    msgs = [first_error] if first_error else []
+    reads = {k: f[k] for k in ("reads", "read_errors", "read_p50_us", "read_p99_us")
+             if k in f and cfg.readers}
+    return int(f["acks"]), int(f["errors"]), msgs, float(f["elapsed"]), reads
 
 
 def run_cell(cfg, port, sql, hot, clients):
@@ -196,7 +212,32 @@ def run_cell(cfg, port, sql, hot, clients):
     msgs = [m for g in got for m in g["msgs"]][:3]
     last = max([g["last"] for g in got] + [start_at.value + cfg.seconds])
     elapsed = last - start_at.value
-    return acks, errors, msgs, elapsed
+    return acks, errors, msgs, elapsed, {}
+
+
+def reads_cols(reads, base_p99):
+    """The three reader columns of a row: p50, p99, p99 over the no-writer p99."""
+    if not reads or reads.get("read_p99_us", "-") == "-":
+        return "%8s %8s %6s" % ("-", "-", "-")
+    p99 = int(reads["read_p99_us"])
+    ratio = "%.2f" % (p99 / base_p99) if base_p99 else "-"
+    errs = int(reads.get("read_errors", 0))
+    return "%8s %8d %6s%s" % (reads["read_p50_us"], p99, ratio,
+                             "  (%d read errors)" % errs if errs else "")
+
+
+def reader_baseline(cfg, hot):
+    """The readers alone for cfg.seconds (no writer): prints its row, returns its p99."""
+    if not cfg.loadgen:
+        return None
+    _, errors, msgs, _, reads = run_cell_c(cfg, cfg.direct_port, READ_SQL, hot, 0)
+    print("%4d %7d  %-8s %11s %7s %7d %9s  %-8s %5s %5s %s"
+          % (hot, 0, "readers", "-", "-", errors, "-", "-", loadavg()[0], "-",
+             reads_cols(reads, int(reads["read_p99_us"]) if reads.get("read_p99_us", "-")
+                        != "-" else None)), flush=True)
+    for m in msgs:
+        print("#   error: %s" % m)
+    return int(reads["read_p99_us"]) if reads.get("read_p99_us", "-") != "-" else None
 
 
 def flush_memory(cfg):
@@ -221,17 +262,23 @@ def counters_part(cfg, d):
     print("# clients: %s" % ("C load generator, %d threads, one statement in flight per "
                              "connection" % cfg.load_threads if cfg.loadgen
                              else "one Python process (pymysql) each"))
-    print("%4s %7s  %-8s %11s %7s %7s %9s  %-8s %5s %5s"
+    if cfg.readers:
+        print("# readers: %d connections to mariadbd, each sending %s (an id among the hot "
+              "rows) at most every %d us, during every run" % (cfg.readers, READ_SQL,
+                                                               cfg.read_interval_us))
+    print("%4s %7s  %-8s %11s %7s %7s %9s  %-8s %5s %5s %8s %8s %6s"
           % ("hot", "clients", "mode", "incr/s", "vs_a", "errors", "drain_s", "check", "load1",
-             "cpu%"))
+             "cpu%", "rd_p50us", "rd_p99us", "p99_x"))
     all_ok = True
     for hot in [int(h) for h in cfg.hot.split()]:
+        base_p99 = reader_baseline(cfg, hot) if cfg.readers else None
         for clients in [int(c) for c in cfg.clients.split()]:
             base = None
             for name, which, sql in [m for m in MODES if m[0] in cfg.modes.split()]:
                 before = total_hits(cur)
                 c0 = cpu_ticks()
-                acks, errors, msgs, elapsed = run_cell(cfg, ports[which], sql, hot, clients)
+                acks, errors, msgs, elapsed, reads = run_cell(cfg, ports[which], sql, hot,
+                                                              clients)
                 cpu = busy_pct(c0, cpu_ticks())
                 load1 = loadavg()[0]
                 if which == "rule":
@@ -247,11 +294,11 @@ def counters_part(cfg, d):
                 rate = acks / elapsed if elapsed > 0 else 0.0
                 if base is None:
                     base = rate
-                print("%4d %7d  %-8s %11.0f %7.2f %7d %9s  %-8s %5s %5.0f"
+                print("%4d %7d  %-8s %11.0f %7.2f %7d %9s  %-8s %5s %5.0f %s"
                       % (hot, clients, name, rate, rate / base if base else 0.0, errors,
                          "-" if which not in ("rule", "memory") else
                          ("%.2f" % drain if drain is not None else "timeout"),
-                         check, load1, cpu), flush=True)
+                         check, load1, cpu, reads_cols(reads, base_p99)), flush=True)
                 if not ok:
                     print("#   acknowledged %d, SUM(hits) grew by %d" % (acks, grown))
                 for m in msgs:
@@ -259,6 +306,11 @@ def counters_part(cfg, d):
     print("# drain_s: seconds from the end of the delayed run until the staging table was "
           "empty (flush_interval 1s);")
     print("#   memory: how long FLUSH DELAYED through the memory proxy took after the run")
+    if cfg.readers:
+        print("# rd_p50us / rd_p99us: the readers' median and 99th percentile latency in us "
+              "(send to last row);")
+        print("#   p99_x: rd_p99us / the p99 of the 'readers' run (the same readers, no "
+              "writer)")
     print("# load1: 1-minute load average read after the run (it lags and includes earlier "
           "runs);")
     print("#   cpu%%: busy share of all %d CPUs during the run (clients, proxies, mariadbd and "
@@ -394,6 +446,10 @@ def main():
     ap.add_argument("--loadgen", default="", help="the C load generator (delayed_load)")
     ap.add_argument("--load-threads", type=int, default=2)
     ap.add_argument("--modes", default="direct proxy delayed memory")
+    ap.add_argument("--readers", type=int, default=8,
+                    help="point readers on mariadbd during every run (C load generator only)")
+    ap.add_argument("--read-interval-us", type=int, default=2000,
+                    help="each reader sends at most one read per this many microseconds")
     ap.add_argument("--user", default="app")
     ap.add_argument("--password", default="apppw")
     ap.add_argument("--db", default="test")
@@ -403,6 +459,8 @@ def main():
     if cfg.setup_only:
         setup(cfg)
         return 0
+    if not cfg.loadgen:
+        cfg.readers = 0  # the readers are threads of the C load generator
     d = connect(cfg, cfg.direct_port)
     # The rule proxy's flusher creates the staging table; give it a moment after start.
     cur = d.cursor()

@@ -17,21 +17,25 @@
 # with the C load generator (build/delayed_load; BENCH_DRIVER=python for one pymysql process
 # per client instead) for SECONDS each, prints acknowledged increments/s, the ratio to (a)
 # and, after the staging table has drained, whether the counters grew by exactly the number
-# of acknowledged increments (OK / MISMATCH). Last, the flush rate: 10^5 rows (and 10^6 if
-# staging them is quick enough) inserted straight into the staging table in one transaction,
-# timed from the COMMIT until the staging table is empty.
+# of acknowledged increments (OK / MISMATCH). Meanwhile 8 readers (threads of the load
+# generator) read the hot rows straight from mariadbd, one point read every 2 ms each at most,
+# and their p50 / p99 latency is printed next to that of a run of the readers alone.
+# Last, the flush rate: 10^5 rows (and 10^6 if staging them is quick enough) inserted
+# straight into the staging table in one transaction, timed from the COMMIT until the
+# staging table is empty.
 #
 # Usage: bench/delayed_counters.sh [SECONDS_PER_RUN]        (default 8)
 # Env:   BENCH_CLIENTS="32 128" (client processes)  BENCH_HOT="1 10" (hot rows)
 #        BENCH_FLUSH_ROWS="100000 1000000"  BENCH_PROXY_THREADS=2 (proxy worker threads)
 #        BENCH_DRIVER=c|python  BENCH_LOAD_THREADS=2 (load generator threads)
-#        BENCH_MODES="direct proxy delayed memory"
+#        BENCH_MODES="direct proxy delayed memory"  BENCH_READERS=8 (0: no readers)
+#        BENCH_READ_INTERVAL_US=2000 (per reader, between the starts of two reads)
 set -uo pipefail  # env.sh helpers are not written for set -e
 . "$(dirname "$0")/../tests/lib/env.sh"
 
 COMMAND=$(printf '%q ' "$0" "$@")
 for v in BENCH_PROXY_THREADS BENCH_FLUSH_ROWS BENCH_HOT BENCH_CLIENTS BENCH_DRIVER \
-    BENCH_LOAD_THREADS BENCH_MODES; do
+    BENCH_LOAD_THREADS BENCH_MODES BENCH_READERS BENCH_READ_INTERVAL_US; do
     [[ -n ${!v:-} ]] && COMMAND="$v=$(printf '%q' "${!v}") $COMMAND"
 done
 
@@ -88,7 +92,8 @@ PY_ARGS=(--seconds "$SECS" --clients "$CLIENTS" --hot "$HOT" --flush-rows "$FLUS
     --host "$MR_HOST" --direct-port "$MR_DIRECT_PORT" --rule-port "$MR_PROXY_PORT"
     --plain-port "$PLAIN_PORT" --memory-port "$MEMORY_PORT" --user "$MR_USER"
     --password "$MR_PASSWORD" --db "$MR_DB" --loadgen "$LOADGEN" --load-threads "$LOAD_THREADS"
-    --modes "$MODES")
+    --modes "$MODES" --readers "${BENCH_READERS:-8}"
+    --read-interval-us "${BENCH_READ_INTERVAL_US:-2000}")
 # The table exists before the rule proxy starts, so its flusher finds it at once and
 # creates the staging table.
 "$MR_PY" "$MR_ROOT/bench/delayed_counters.py" "${PY_ARGS[@]}" --setup-only \

@@ -8,10 +8,21 @@
  *
  * Every statement is TEMPLATE with its %d replaced by an id drawn uniformly
  * from 1..HOT. Runs for SECONDS and prints one line:
- *   acks=N errors=N affected=N elapsed=S first_error=...
+ *   acks=N errors=N affected=N elapsed=S reads=N read_errors=N read_p50_us=X
+ *   read_p99_us=X first_error=...
  * where acks counts OK packets, affected sums their affected rows.
  *
+ * With READERS > 0, that many more connections to READ_PORT (each on a thread
+ * of its own) send READ_TEMPLATE (a point read, its %d an id from 1..HOT) one
+ * at a time, one every READ_INTERVAL_US at most, over the same window, and the
+ * latency of each (send to last row read) goes into the read percentiles. The
+ * readers are paced rather than flat out so that on a small machine they
+ * measure how long a read waits behind the writers, not how many CPUs eight
+ * busy loops take from them. CONNS may be 0 (with THREADS 0): readers alone,
+ * the no-writer baseline.
+ *
  * Usage: delayed_load HOST PORT USER PASSWORD DB CONNS THREADS SECONDS HOT TEMPLATE
+ *                     [READERS READ_PORT READ_INTERVAL_US READ_TEMPLATE]
  */
 #include <mysql.h>
 #include <pthread.h>
@@ -23,9 +34,9 @@
 #include <time.h>
 
 typedef struct args {
-    const char *host, *user, *password, *db, *tpl;
-    size_t pre, post_off;    /* the template around its %d */
+    const char *host, *user, *password, *db, *tpl, *read_tpl;
     unsigned port, conns, threads, hot;
+    unsigned readers, read_port, read_interval_us;
     double seconds;
 } args;
 
@@ -37,7 +48,7 @@ typedef struct worker {
     unsigned seed;
 } worker;
 
-static pthread_barrier_t connected, started; /* threads + main */
+static pthread_barrier_t connected, started; /* threads + readers + main */
 static double start_at, end_at;
 
 static double now_s(void)
@@ -54,24 +65,134 @@ static void note_error(worker *w, MYSQL *db)
                  mysql_error(db));
 }
 
-/* The template with the id in place of its %d. */
-static int fill(const args *a, char *out, size_t cap, unsigned id)
+/* TPL with the id in place of its %d (the caller checked it has one). */
+static int fill_tpl(const char *tpl, char *out, size_t cap, unsigned id)
 {
-    int n = snprintf(out, cap, "%.*s%u%s", (int)a->pre, a->tpl, id, a->tpl + a->post_off);
+    size_t pre = (size_t)(strstr(tpl, "%d") - tpl);
+    int n = snprintf(out, cap, "%.*s%u%s", (int)pre, tpl, id, tpl + pre + 2);
     return n < (int)cap ? n : (int)cap - 1;
 }
 
-static MYSQL *open_conn(const args *a)
+static int fill(const args *a, char *out, size_t cap, unsigned id)
+{
+    return fill_tpl(a->tpl, out, cap, id);
+}
+
+static MYSQL *open_conn_port(const args *a, unsigned port)
 {
     MYSQL *db = mysql_init(NULL);
     unsigned proto = MYSQL_PROTOCOL_TCP;
     mysql_options(db, MYSQL_OPT_PROTOCOL, &proto);
-    if (!mysql_real_connect(db, a->host, a->user, a->password, a->db, a->port, NULL, 0)) {
+    if (!mysql_real_connect(db, a->host, a->user, a->password, a->db, port, NULL, 0)) {
         fprintf(stderr, "connect: %s\n", mysql_error(db));
         mysql_close(db);
         return NULL;
     }
     return db;
+}
+
+static MYSQL *open_conn(const args *a)
+{
+    return open_conn_port(a, a->port);
+}
+
+
+/* ---- readers: paced point reads, each one's latency kept ---- */
+
+typedef struct reader {
+    const args *a;
+    unsigned seed;
+    uint64_t errors;
+    uint32_t *us;            /* one latency per read, in microseconds */
+    size_t n, cap;
+} reader;
+
+static void keep_latency(reader *r, double secs)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 4096;
+        uint32_t *p = realloc(r->us, cap * sizeof *p);
+        if (!p)
+            exit(3);
+        r->us = p;
+        r->cap = cap;
+    }
+    double us = secs * 1e6;
+    r->us[r->n++] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
+
+/* One read, every row fetched; false on an error. */
+static bool read_one(MYSQL *db, const char *sql, int len)
+{
+    if (mysql_real_query(db, sql, (unsigned long)len) != 0)
+        return false;
+    MYSQL_RES *res = mysql_store_result(db);
+    if (!res)
+        return mysql_field_count(db) == 0;
+    mysql_free_result(res);
+    return true;
+}
+
+static void *read_loop(void *arg)
+{
+    reader *r = arg;
+    const args *a = r->a;
+    MYSQL *db = open_conn_port(a, a->read_port);
+    if (!db)
+        exit(2);
+    pthread_barrier_wait(&connected);
+    pthread_barrier_wait(&started);
+    double interval = a->read_interval_us / 1e6, next = now_s();
+    char sql[512];
+    while (now_s() < end_at) {
+        int n = fill_tpl(a->read_tpl, sql, sizeof sql, (unsigned)rand_r(&r->seed) % a->hot + 1);
+        double t0 = now_s();
+        if (read_one(db, sql, n))
+            keep_latency(r, now_s() - t0);
+        else
+            r->errors++;
+        /* A fixed schedule, but no burst to catch up after a slow read. */
+        next += interval;
+        double now = now_s();
+        if (next < now)
+            next = now;
+        else
+            nanosleep(&(struct timespec){.tv_sec = (time_t)(next - now),
+                                         .tv_nsec = (long)((next - now - (time_t)(next - now))
+                                                           * 1e9)}, NULL);
+    }
+    mysql_close(db);
+    return NULL;
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* All readers' latencies in one sorted array; prints reads, errors, p50, p99. */
+static void report_reads(reader *rs, unsigned count)
+{
+    size_t n = 0, at = 0;
+    uint64_t errors = 0;
+    for (unsigned i = 0; i < count; i++)
+        n += rs[i].n;
+    uint32_t *all = malloc((n ? n : 1) * sizeof *all);
+    for (unsigned i = 0; i < count; i++) {
+        if (rs[i].n)
+            memcpy(all + at, rs[i].us, rs[i].n * sizeof *all);
+        at += rs[i].n;
+        errors += rs[i].errors;
+        free(rs[i].us);
+    }
+    qsort(all, n, sizeof *all, cmp_u32);
+    printf(" reads=%zu read_errors=%llu", n, (unsigned long long)errors);
+    if (n)
+        printf(" read_p50_us=%u read_p99_us=%u", all[n / 2], all[n * 99 / 100]);
+    else
+        printf(" read_p50_us=- read_p99_us=-");
+    free(all);
 }
 
 static void *run(void *arg)
@@ -113,30 +234,42 @@ static void *run(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc != 11) {
+    if (argc != 11 && argc != 15) {
         fprintf(stderr, "usage: %s HOST PORT USER PASSWORD DB CONNS THREADS SECONDS HOT "
-                "TEMPLATE\n", argv[0]);
+                "TEMPLATE [READERS READ_PORT READ_INTERVAL_US READ_TEMPLATE]\n", argv[0]);
         return 2;
     }
     args a = {.host = argv[1], .port = (unsigned)atoi(argv[2]), .user = argv[3],
               .password = argv[4], .db = argv[5], .conns = (unsigned)atoi(argv[6]),
               .threads = (unsigned)atoi(argv[7]), .seconds = atof(argv[8]),
               .hot = (unsigned)atoi(argv[9]), .tpl = argv[10]};
-    const char *hole = strstr(a.tpl, "%d");
-    if (!hole || !a.conns || !a.threads || a.threads > a.conns || !a.hot || a.seconds <= 0)
+    if (argc == 15) {
+        a.readers = (unsigned)atoi(argv[11]);
+        a.read_port = (unsigned)atoi(argv[12]);
+        a.read_interval_us = (unsigned)atoi(argv[13]);
+        a.read_tpl = argv[14];
+        if (a.readers && !strstr(a.read_tpl, "%d"))
+            return 2;
+    }
+    /* No writers (CONNS and THREADS 0) only makes sense with readers. */
+    bool writers_ok = a.conns ? a.threads && a.threads <= a.conns : !a.threads && a.readers;
+    if (!strstr(a.tpl, "%d") || !writers_ok || !a.hot || a.seconds <= 0)
         return 2;
-    a.pre = (size_t)(hole - a.tpl);
-    a.post_off = a.pre + 2;
     mysql_library_init(0, NULL, NULL);
-    worker *ws = calloc(a.threads, sizeof *ws);
-    pthread_t *th = calloc(a.threads, sizeof *th);
-    pthread_barrier_init(&connected, NULL, a.threads + 1);
-    pthread_barrier_init(&started, NULL, a.threads + 1);
+    worker *ws = calloc(a.threads + 1, sizeof *ws);
+    reader *rs = calloc(a.readers + 1, sizeof *rs);
+    pthread_t *th = calloc(a.threads + a.readers + 1, sizeof *th);
+    pthread_barrier_init(&connected, NULL, a.threads + a.readers + 1);
+    pthread_barrier_init(&started, NULL, a.threads + a.readers + 1);
     for (unsigned t = 0, at = 0; t < a.threads; t++) {
         unsigned n = a.conns / a.threads + (t < a.conns % a.threads);
         ws[t] = (worker){.a = &a, .first = at, .count = n, .seed = 7919u * (t + 1)};
         at += n;
         pthread_create(&th[t], NULL, run, &ws[t]);
+    }
+    for (unsigned r = 0; r < a.readers; r++) {
+        rs[r] = (reader){.a = &a, .seed = 104729u * (r + 1)};
+        pthread_create(&th[a.threads + r], NULL, read_loop, &rs[r]);
     }
     pthread_barrier_wait(&connected);
     start_at = now_s();
@@ -152,10 +285,14 @@ int main(int argc, char **argv)
         if (!first[0])
             first = ws[t].first_error;
     }
-    printf("acks=%llu errors=%llu affected=%llu elapsed=%.3f first_error=%s\n",
-           (unsigned long long)acks, (unsigned long long)errors, (unsigned long long)affected,
-           now_s() - start_at, first);
+    for (unsigned r = 0; r < a.readers; r++)
+        pthread_join(th[a.threads + r], NULL);
+    printf("acks=%llu errors=%llu affected=%llu elapsed=%.3f", (unsigned long long)acks,
+           (unsigned long long)errors, (unsigned long long)affected, now_s() - start_at);
+    report_reads(rs, a.readers);
+    printf(" first_error=%s\n", first);
     free(ws);
+    free(rs);
     free(th);
     mysql_library_end();
     return 0;

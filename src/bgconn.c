@@ -24,6 +24,8 @@
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
 #define IO_TIMEOUT_S 30
+/* A connection not checked for this long is pinged before the next round. */
+#define IDLE_PING_MS 1000
 
 typedef struct job {
     mr_bg_job_fn fn;
@@ -45,6 +47,7 @@ struct mr_bgconn {
     _Atomic bool connected;
     MYSQL *db;                /* thread only */
     bool failing;             /* the last connect failed (thread only): quieter logs */
+    uint64_t checked_ms;      /* when db was last pinged or connected (thread only) */
 };
 
 bool mr_bg_conn_broken(MYSQL *db)
@@ -127,6 +130,7 @@ static bool connect_db(mr_bgconn *b)
     mr_info(0, "%s: own connection to %s as %s up (connection id %lu)", b->ops.name, b->backend,
             b->user, mysql_thread_id(b->db));
     b->failing = false;
+    b->checked_ms = mr_mono_ms();
     atomic_store(&b->connected, true);
     return true;
 }
@@ -183,6 +187,21 @@ static bool run_jobs(mr_bgconn *b)
     return true;
 }
 
+/* True when db went away meanwhile (say mysqld restarted): the server's
+ * close is only seen on the next use, and that use may be a flush that a
+ * client waits for, or the final flush at shutdown; a ping finds it first,
+ * so the owner's next tick runs on a fresh connection instead of failing.
+ * Ticks that find nothing to do do not touch db, so the ping goes by time
+ * since the last check, not since the last tick: at most one a second. */
+static bool gone_while_idle(mr_bgconn *b)
+{
+    uint64_t now = mr_mono_ms();
+    if (now - b->checked_ms < IDLE_PING_MS)
+        return false;
+    b->checked_ms = now;
+    return mysql_ping(b->db) != 0 && mr_bg_conn_broken(b->db);
+}
+
 static void *thread_main(void *arg)
 {
     mr_bgconn *b = arg;
@@ -196,6 +215,12 @@ static void *thread_main(void *arg)
             continue;
         }
         backoff = BACKOFF_FIRST_MS;
+        if (gone_while_idle(b)) {
+            mr_warn(0, "%s: own connection lost (%u %s, found by a ping); reconnecting",
+                    b->ops.name, mysql_errno(b->db), mysql_error(b->db));
+            drop_connection(b);
+            continue;
+        }
         uint64_t delay = 60000;
         bool ok = run_jobs(b);
         if (ok && b->ops.tick)
