@@ -14,12 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "myrewrite/clock.h"
 #include "myrewrite/admin.h"
 #include "myrewrite/backend.h"
+#include "myrewrite/clock.h"
 #include "myrewrite/config.h"
 #include "myrewrite/delayed_flush.h"
 #include "myrewrite/delayed_mem.h"
@@ -145,6 +146,20 @@ static int parse_args(int argc, char **argv, mr_config *c, options *o, mr_diag *
         }
     }
     return -1; /* go on */
+}
+
+/* The proxy's and the console's passwords are read from the config file:
+ * when every user of the machine can read that file, they can read the
+ * passwords. Fills msg and returns true then. */
+static bool secrets_exposed(const char *path, const mr_config *c, char *msg, size_t n)
+{
+    struct stat st;
+    if (!path || (!c->proxy_password[0] && !c->admin_password[0]) || stat(path, &st) != 0 ||
+        !(st.st_mode & S_IROTH))
+        return false;
+    snprintf(msg, n, "%s sets a password and is readable by every user of this machine "
+             "(mode %03o); chmod o-r it", path, (unsigned)(st.st_mode & 0777));
+    return true;
 }
 
 static bool validate(mr_config *c, mr_proxy *p, mr_diag *d)
@@ -299,7 +314,11 @@ int main(int argc, char **argv)
         mr_config_free(&cfg);
         return 1;
     }
+    char exposed[1200]; /* a path that long is cut short, the warning stays */
+    bool warn_exposed = secrets_exposed(o.config_path, &cfg, exposed, sizeof exposed);
     if (o.check || o.print_config) {
+        if (warn_exposed)
+            fprintf(stderr, "warning: %s\n", exposed);
         if (o.print_config)
             mr_config_dump(&cfg, stdout);
         else
@@ -313,6 +332,8 @@ int main(int argc, char **argv)
     mr_log_set_level(level);
     signal(SIGPIPE, SIG_IGN);
     mr_log_start();
+    if (warn_exposed)
+        mr_warn(0, "%s", exposed);
     rc = run(&cfg, &proxy, rules);
     mr_log_stop();
     mr_config_free(&cfg);

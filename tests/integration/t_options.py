@@ -154,6 +154,19 @@ def check_config_files():
     r = run("--config", good, "--check")
     t.check(r.returncode == 0 and "configuration OK" in r.stdout, "--check accepts a good file",
             r.stdout + r.stderr)
+    secret = os.path.join(t.TMP, "secret.conf")
+    with open(secret, "w") as f:
+        f.write("[myrewrite]\nbackend = 127.0.0.1:%d\nrules_dir = %s\nproxy_user = app\n"
+                "proxy_password = apppw\n" % (t.DIRECT_PORT, os.path.join(t.TMP, "no_rules")))
+    os.chmod(secret, 0o644)
+    r = run("--config", secret, "--check")
+    t.check(r.returncode == 0 and "secret.conf sets a password and is readable by every user"
+            in r.stderr and "mode 644" in r.stderr,
+            "a world-readable config file with a password is warned about", r.stderr)
+    os.chmod(secret, 0o640)
+    r = run("--config", secret, "--check")
+    t.check(r.returncode == 0 and "readable" not in r.stderr,
+            "no warning once others cannot read it", r.stderr)
     r = run("--config", good, "--workers", "3", "--print-config")
     t.check("workers = 3" in r.stdout, "command line overrides the file", r.stdout)
     r = run("--help")
