@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "myrewrite/buf.h"
 #include "myrewrite/clock.h"
 #include "myrewrite/log.h"
 
@@ -63,6 +64,18 @@ bool mr_bg_query(MYSQL *db, const char *sql, const char *what)
     if (mysql_query(db, sql) == 0)
         return true;
     mr_warn(0, "%s failed: %u %s", what, mysql_errno(db), mysql_error(db));
+    return false;
+}
+
+bool mr_bg_query_buf(MYSQL *db, const mr_buf *b, const char *rule, const char *what)
+{
+    if (b->failed) {
+        mr_error(0, "delayed %s: out of memory building %s", rule, what);
+        return false;
+    }
+    if (mysql_real_query(db, (const char *)b->data, (unsigned long)b->len) == 0)
+        return true;
+    mr_warn(0, "delayed %s: %s failed: %u %s", rule, what, mysql_errno(db), mysql_error(db));
     return false;
 }
 

@@ -243,13 +243,8 @@ static void put_fmt(mr_buf *b, const char *fmt, ...)
 /* Runs the text built in b; logs and counts a failure. */
 static bool exec_buf(MYSQL *db, const mr_buf *b, const table *t, const char *what)
 {
-    if (b->failed) {
-        mr_error(0, "delayed %s: out of memory building %s", t->rule, what);
-        return false;
-    }
-    if (mysql_real_query(db, (const char *)b->data, (unsigned long)b->len) == 0)
+    if (mr_bg_query_buf(db, b, t->rule, what))
         return true;
-    mr_warn(0, "delayed %s: %s failed: %u %s", t->rule, what, mysql_errno(db), mysql_error(db));
     dflush_count_error(t, what, mysql_errno(db), mysql_error(db));
     return false;
 }

@@ -105,14 +105,7 @@ static void sweep(void)
 
 static bool run(MYSQL *db, const mr_buf *b, const struct mr_dmem_table *t, const char *what)
 {
-    if (b->failed) {
-        mr_error(0, "delayed %s: out of memory building %s", t->rule, what);
-        return false;
-    }
-    if (mysql_real_query(db, (const char *)b->data, (unsigned long)b->len) == 0)
-        return true;
-    mr_warn(0, "delayed %s: %s failed: %u %s", t->rule, what, mysql_errno(db), mysql_error(db));
-    return false;
+    return mr_bg_query_buf(db, b, t->rule, what);
 }
 
 static const mr_delayed_def *sort_def; /* the table being sorted (flusher thread only) */

@@ -54,6 +54,11 @@ void mr_bgconn_stop(mr_bgconn *b);
 /* A query on a bgconn connection; logs the error (with `what`) and returns
  * false on failure. */
 bool mr_bg_query(struct st_mysql *db, const char *sql, const char *what);
+/* The same for a statement built in `b` (by length: it may hold NULs), run
+ * for delayed rule `rule`: a failed build (out of memory) is an error too. */
+struct mr_buf;
+bool mr_bg_query_buf(struct st_mysql *db, const struct mr_buf *b, const char *rule,
+                     const char *what);
 /* True when the connection itself broke (server gone, lost, timeout). */
 bool mr_bg_conn_broken(struct st_mysql *db);
 
