@@ -27,6 +27,10 @@ filter=${1:-}
 logs=$MR_TMP/logs
 rm -rf "$logs"
 mkdir -p "$logs"
+# Rule directories are loaded whole: a file left by an older run of a test
+# would be loaded beside the one the test writes now. Every test's rules
+# directory has "rules" in its name.
+rm -rf "${MR_TMP:?}"/*rules*
 
 passed=0
 failed=0
