@@ -294,15 +294,19 @@ mr_rc mr_handshake_response_parse(const uint8_t *p, size_t n, mr_handshake_respo
 }
 
 mr_rc mr_change_user_parse(const uint8_t *p, size_t n, uint32_t caps, const char **user,
-                           size_t *user_len, const char **db, size_t *db_len)
+                           size_t *user_len, const char **db, size_t *db_len, int *charset)
 {
     mr_reader r = {p, n, 0};
     uint8_t cmd;
+    uint16_t cs;
+    *charset = -1;
     TRY(mr_read_u8(&r, &cmd));
     TRY(mr_read_cstr(&r, user, user_len));
     /* COM_CHANGE_USER carries a 1-byte auth length under SECURE_CONNECTION. */
     TRY(skip_auth_response(&r, caps & ~(uint32_t)MR_CAP_PLUGIN_AUTH_LENENC));
     TRY(mr_read_cstr(&r, db, db_len));
+    if ((caps & MR_CAP_PROTOCOL_41) && mr_read_u16(&r, &cs) == MR_OK)
+        *charset = cs; /* optional: absent in old clients' packets */
     return MR_OK;
 }
 

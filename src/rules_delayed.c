@@ -204,6 +204,13 @@ delayed_step rules_delayed(run *R, stmt *S)
     if (!mr_delayed_is_delayed(&S->st))
         return DELAYED_NONE;
     mr_rules_scratch *s = R->s;
+    if (R->ctx->charset_unsafe) {
+        snprintf(s->delayed_msg, sizeof s->delayed_msg, "DELAYED is not taken when the client "
+                 "character set is %s: the proxy cannot read its statements safely (a "
+                 "character may end in the byte '\\'); use utf8mb4, latin1 or another "
+                 "ASCII-safe character set for DELAYED statements", R->ctx->charset_unsafe);
+        return refuse(R, SIZE_MAX);
+    }
     mr_delayed_stmt d;
     if (!mr_delayed_parse(S->text, s->tok, &S->st, &d, s->delayed_msg, sizeof s->delayed_msg))
         return refuse(R, SIZE_MAX);

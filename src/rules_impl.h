@@ -176,6 +176,7 @@ typedef enum rule_why {
     WHY_PREPARED,       /* would change the prepared statement's parameters */
     WHY_BAD_RESULT,     /* the rewritten text does not lex as one statement */
     WHY_SLOTS,          /* literal slots differ from the pattern's */
+    WHY_CHARSET,        /* the session's character set: only blocks run (charset_guard.h) */
 } rule_why;
 
 /* Called by the matcher when tracing (explain); any may be NULL. */

@@ -336,6 +336,13 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
     rule_why why = filters(R, r);
     if (why != WHY_MATCHED)
         return why;
+    /* In a charset the lexer misreads, a rewrite (or claim_read_committed's
+     * prelude) could change what the server runs; a block can only refuse. */
+    if (R->ctx->charset_unsafe && r->kind != MR_RULE_BLOCK) {
+        snprintf(R->detail, sizeof R->detail, "the session's character set is %s, which the "
+                 "rules cannot read safely: only block rules run", R->ctx->charset_unsafe);
+        return WHY_CHARSET;
+    }
     switch (im->how) {
     case HOW_DIGEST:
         if (!candidate || S->dig_len != im->digest_len || memcmp(S->dig, im->digest, S->dig_len))

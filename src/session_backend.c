@@ -10,13 +10,31 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "myrewrite/charset_guard.h"
 #include "myrewrite/log.h"
 #include "myrewrite/schema_cache.h"
 #include "session_impl.h"
 
+/* The guard of charset_guard.h follows a character set change. An unsafe
+ * one is taken even when the response ended in an error (a multi-statement
+ * text may have applied it before failing): reading a session as unsafe
+ * only costs it its rewrites. */
+static void apply_charset(mr_session *s, bool ok)
+{
+    if (!s->charset_pending || (!ok && !s->pending_charset))
+        return;
+    if (s->pending_charset != s->charset_unsafe)
+        mr_info(s->id, s->pending_charset ? "client character set is now %s: statements are "
+                "relayed without rewrites" : "client character set is now%s one the rules "
+                "can read: rewrites apply again", s->pending_charset ? s->pending_charset : "");
+    s->charset_unsafe = s->pending_charset;
+}
+
 /* A schema or user change takes effect only once the server accepted it. */
 static void apply_pending(mr_session *s, bool ok)
 {
+    apply_charset(s, ok);
+    s->charset_pending = false;
     if (ok && s->schema_pending)
         memcpy(s->schema, s->pending_schema, sizeof(s->schema));
     if (ok && s->user_pending)
@@ -35,6 +53,8 @@ static void response_done(mr_session *s)
         ss_dmem_prepared(s, ok, s->tracker.stmt_id);
     else if (ok && (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER))
         ss_dmem_forget_all(s); /* the server dropped its prepared statements */
+    if (ok && s->command == MR_COM_RESET_CONNECTION && !s->charset_unsafe)
+        s->charset_unsafe = s->server_charset_unsafe; /* the server's default may be back */
     mr_schema_cache_ddl_end(s->ddl_hold); /* the server is done with the DDL */
     s->ddl_hold = 0;
     if (s->digest) {
@@ -113,6 +133,7 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
     s->backend_thread_id = g.thread_id;
     atomic_store_explicit(&s->slot.backend_id, g.thread_id, memory_order_relaxed);
     s->skip_locked = mr_server_has_skip_locked(g.server_version, g.server_version_len);
+    s->server_charset_unsafe = mr_charset_unsafe_collation(g.charset);
     s->seq = h.seq;
     s->from_backend.remaining = total; /* ss_pump_backend relays it */
     mr_conn_set_timeout(s->backend, NULL);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "myrewrite/charset_guard.h"
 #include "myrewrite/log.h"
 #include "session_impl.h"
 
@@ -36,6 +37,8 @@ static bool check_handshake_response(mr_session *s, const uint8_t *p, uint32_t l
     ss_copy_name(s->pending_user, sizeof(s->pending_user), hr.user, hr.user_len, &s->user_pending);
     ss_copy_name(s->pending_schema, sizeof(s->pending_schema), hr.db, hr.db_len,
               &s->schema_pending);
+    s->pending_charset = mr_charset_unsafe_collation(hr.charset);
+    s->charset_pending = true;
     mr_tracker_init(&s->tracker, (s->caps & MR_CAP_DEPRECATE_EOF) != 0);
     mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
     return true;
@@ -92,9 +95,13 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     } else if (n == len && cmd == MR_COM_CHANGE_USER) {
         const char *u, *db;
         size_t ul, dl;
-        if (mr_change_user_parse(p, n, s->caps, &u, &ul, &db, &dl) == MR_OK) {
+        int charset;
+        if (mr_change_user_parse(p, n, s->caps, &u, &ul, &db, &dl, &charset) == MR_OK) {
             ss_copy_name(s->pending_user, sizeof(s->pending_user), u, ul, &s->user_pending);
             ss_copy_name(s->pending_schema, sizeof(s->pending_schema), db, dl, &s->schema_pending);
+            s->pending_charset = charset >= 0 ? mr_charset_unsafe_collation((unsigned)charset)
+                                              : s->charset_unsafe;
+            s->charset_pending = true;
         }
     }
     mr_tracker_begin(&s->tracker, expect);

@@ -77,6 +77,13 @@ struct mr_session {
     char pending_user[96];           /* COM_CHANGE_USER: applied on success */
     char pending_schema[200];        /* COM_INIT_DB / USE: applied on success */
     bool user_pending, schema_pending;
+    /* The client character set when the byte lexer cannot read it (gbk...,
+     * charset_guard.h): statements are then relayed without rewrites.
+     * NULL: rewrite as usual. A static name. */
+    const char *charset_unsafe;
+    const char *server_charset_unsafe; /* the server's default, for COM_RESET_CONNECTION */
+    const char *pending_charset;     /* SET NAMES, COM_CHANGE_USER: applied on success */
+    bool charset_pending;
     mr_digest_entry *digest;         /* stats entry of the statement in flight */
     uint64_t ddl_hold;               /* schema cache hold of the DDL in flight (0: none) */
     struct ss_flush *flush;          /* FLUSH DELAYED waiting for the flushers (session_flush.c) */

@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "myrewrite/charset_guard.h"
 #include "myrewrite/delayed_flush.h"
 #include "myrewrite/delayed_mem.h"
 #include "myrewrite/log.h"
@@ -30,6 +31,16 @@ static void note_use_statement(mr_session *s, const char *sql, size_t len, unsig
         n -= 2;
     }
     ss_copy_name(s->pending_schema, sizeof(s->pending_schema), sql + off, n, &s->schema_pending);
+}
+
+/* SET NAMES and the like: the guard follows once the server accepted it. */
+static void note_charset_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
+{
+    const char *unsafe;
+    if (mr_charset_statement(sql, len, lex_flags, &unsafe) == MR_CHARSET_SAME)
+        return;
+    s->pending_charset = unsafe;
+    s->charset_pending = true;
 }
 
 /* Original and rewritten text; for a log_only rule, the text it would
@@ -107,11 +118,13 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         .shard = w->id,
         .skip_locked = s->skip_locked,
         .schema_src = mr_schema_cache_source(),
+        .charset_unsafe = s->charset_unsafe,
     };
     if (cmd == MR_COM_QUERY) {
         stmt_verdict v = ss_flush_delayed(s, sql, len, lex_flags);
         if (v != STMT_RELAY)
             return v;
+        note_charset_statement(s, sql, len, lex_flags);
     }
     mr_buf_reset(&res->text);
     /* The command's start time was read just before this call, a few
@@ -131,7 +144,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         ss_send_err(s, 1, res->err_code, res->sqlstate, res->message);
         s->from_client.discard = true;
         s->digest = NULL;
-        s->schema_pending = false;
+        s->schema_pending = s->charset_pending = false;
         return STMT_ANSWERED;
     }
     if (res->read_committed && cmd == MR_COM_QUERY)

@@ -215,9 +215,10 @@ typedef struct mr_handshake_response {
  * user and schema when the bytes given reach them. */
 mr_rc mr_handshake_response_parse(const uint8_t *p, size_t n, mr_handshake_response *hr);
 
-/* Parses the user and schema of a whole COM_CHANGE_USER payload. */
+/* Parses the user, schema and collation id (-1 when the packet has none)
+ * of a whole COM_CHANGE_USER payload. */
 mr_rc mr_change_user_parse(const uint8_t *p, size_t n, uint32_t caps, const char **user,
-                           size_t *user_len, const char **db, size_t *db_len);
+                           size_t *user_len, const char **db, size_t *db_len, int *charset);
 
 /* Appends a command as packets (header included), splitting payloads of
  * 16 MiB and more as the protocol requires. */

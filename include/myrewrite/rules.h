@@ -199,6 +199,9 @@ typedef struct mr_stmt_ctx {
     const struct mr_schema_source *schema_src;
     const struct mr_dmem_params *params; /* prepared: the values of a COM_STMT_EXECUTE,
                            when the text is a memory-mode DELAYED statement's; else NULL */
+    /* The session's client character set when the lexer cannot read it
+     * (charset_guard.h): only block rules run, DELAYED is refused. NULL: all rules. */
+    const char *charset_unsafe;
 } mr_stmt_ctx;
 
 /* True when a server whose greeting carries this version string accepts

@@ -3,8 +3,9 @@
  * length) view into the caller's text, which is never copied or changed.
  * Byte-oriented: assumes an ASCII-compatible connection charset in which
  * bytes >= 0x80 never encode ASCII (utf8mb4, utf8mb3, latin1, binary).
- * Callers must not rewrite text sent in gbk/sjis/big5/cp932, where a
- * multibyte character can end in 0x5c ('\') and shift string boundaries. */
+ * Callers must not rewrite text sent in big5/cp932/gbk/gb18030/sjis, where a
+ * multibyte character can end in 0x5c ('\') and shift string boundaries
+ * (charset_guard.h tells which sessions use them). */
 #ifndef MYREWRITE_SQL_LEXER_H
 #define MYREWRITE_SQL_LEXER_H
 

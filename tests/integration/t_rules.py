@@ -7,6 +7,8 @@ Starts myrewrite on its own port with a rules directory written here, then:
   * block rules answer with the DBA's message, and the session goes on;
   * a log_only rule changes nothing;
   * rewrites apply to COM_STMT_PREPARE text, keeping the parameters;
+  * a session in gbk (whose characters may end in '\\') gets no rewrites,
+    only blocks; SET NAMES switches that both ways;
   * log_sample = 4 logs exactly 3 of 10 matches, log = digest never logs a
     literal, and a rule without log_sample logs every match;
   * SIGHUP under load swaps rules with no failed statement;
@@ -164,6 +166,37 @@ def check_prepared():
     c.close()
 
 
+def check_charsets():
+    """In gbk (a character may end in the byte '\\') rewrites stay off and blocks
+    still run; SET NAMES switches the guard both ways, also as mysqldump writes it."""
+    offset = os.path.getsize(os.path.join(t.TMP, "rules_proxy.log"))
+    upper = "SELECT name FROM rt_items WHERE id = 1"
+    g = pymysql.connect(host=t.HOST, port=PORT, user=t.USER, password=t.PASSWORD,
+                        database=t.DB, charset="gbk", autocommit=True)
+    t.eq("gbk login: the rewrite does not apply", (("apple",),), one(g, upper))
+    expect_block(g, "drop table rt_keep", 1148, "rt_keep must not be dropped",
+                 "gbk login: block rules still run")
+    one(g, "SET NAMES utf8mb4")
+    t.eq("SET NAMES utf8mb4: rewrites apply again", (("APPLE",),), one(g, upper))
+    g.close()
+    c = conn()
+    t.eq("utf8mb4 login: the rewrite applies", (("APPLE",),), one(c, upper))
+    one(c, "SET NAMES gbk")
+    t.eq("SET NAMES gbk: the rewrite stops", (("apple",),), one(c, upper))
+    one(c, "SET NAMES utf8mb4")
+    one(c, "/*!40101 SET NAMES gbk */")
+    t.eq("SET NAMES in an executable comment is followed", (("apple",),), one(c, upper))
+    one(c, "SET character_set_client = utf8mb4")
+    t.eq("SET character_set_client = utf8mb4: rewrites again", (("APPLE",),), one(c, upper))
+    try:
+        one(c, "SET NAMES no_such_charset")
+    except pymysql.err.MySQLError:
+        pass
+    t.eq("a refused SET NAMES changes nothing", (("APPLE",),), one(c, upper))
+    c.close()
+    lines = wait_log_lines(offset, "client character set is now gbk", 3)
+    t.eq("each switch to gbk is logged", 3, len(lines))
+
 def load(stop, errors):
     """Queries in a loop while rules are reloaded; any error is recorded."""
     c = conn()
@@ -266,6 +299,7 @@ def main():
         check_blocks(c)
         c.close()
         check_prepared()
+        check_charsets()
         check_log_sampling()
         check_reload(proxy)
     finally:

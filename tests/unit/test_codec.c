@@ -1082,6 +1082,35 @@ static void handshake_response_mysql_client_ignores_filler(void **state)
     mr_buf_free(&b);
 }
 
+/* COM_CHANGE_USER: user, 1-byte auth length, schema, then an optional collation id. */
+static void change_user_reads_the_collation(void **state)
+{
+    (void)state;
+    uint32_t caps = MR_CAP_PROTOCOL_41 | MR_CAP_SECURE_CONNECTION;
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_u8(&b, MR_COM_CHANGE_USER);
+    put_cstr(&b, "app");
+    mr_buf_put_u8(&b, 3);
+    mr_buf_put(&b, "abc", 3);
+    put_cstr(&b, "shop");
+    size_t without_charset = b.len;
+    mr_buf_put_u16(&b, 1052); /* gbk_chinese_nopad_ci: all 16 bits count */
+    put_cstr(&b, "mysql_native_password");
+    const char *user, *db;
+    size_t ul, dl;
+    int charset;
+    assert_int_equal(mr_change_user_parse(b.data, b.len, caps, &user, &ul, &db, &dl, &charset),
+                     MR_OK);
+    assert_int_equal(ul, 3);
+    assert_memory_equal(db, "shop", 4);
+    assert_int_equal(charset, 1052);
+    assert_int_equal(mr_change_user_parse(b.data, without_charset, caps, &user, &ul, &db, &dl,
+                                          &charset), MR_OK);
+    assert_int_equal(charset, -1);
+    mr_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1145,6 +1174,7 @@ int main(void)
         cmocka_unit_test(handshake_response_shorter_than_32_is_malformed),
         cmocka_unit_test(handshake_response_mariadb_ext_caps_in_filler),
         cmocka_unit_test(handshake_response_mysql_client_ignores_filler),
+        cmocka_unit_test(change_user_reads_the_collation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

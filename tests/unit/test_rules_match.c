@@ -167,6 +167,41 @@ static void nul_bytes_in_literals(void **state)
     mr_ruleset_free(rs);
 }
 
+/* A session in gbk (charset_guard.h): rewrites and DELAYED stay off, blocks run. */
+static void unsafe_charset_runs_only_blocks(void **state)
+{
+    (void)state;
+    mr_ruleset *rs = load_ok("[rewrite orders_cols]\n"
+                             "pattern = SELECT * FROM orders WHERE id = ?\n"
+                             "replacement = SELECT id, total FROM orders WHERE id = ?\n"
+                             "[block no_drop]\n"
+                             "match = ^DROP\n"
+                             "message = no DROP here\n"
+                             "[delayed counters]\n"
+                             "table = test.counters\n"
+                             "key = id\n"
+                             "columns = hits\n");
+    mr_stmt_ctx gbk = {.schema = "test", .charset_unsafe = "gbk"};
+    const char *sel = "SELECT * FROM orders WHERE id = 1";
+    expect_sent(rs, &gbk, sel, PASS, sel);
+    expect_sent(rs, &gbk, "DROP TABLE x", BLOCK, "DROP TABLE x");
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    apply_ctx(rs, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 1", &gbk, s, &res);
+    assert_int_equal(res.action, BLOCK);
+    assert_int_equal(res.err_code, 1235);
+    assert_non_null(strstr(res.message, "client character set is gbk"));
+    result_free(&res);
+    mr_rules_scratch_free(s);
+    char *text = explain_text(rs, &gbk, sel);
+    assert_non_null(strstr(text, "not applied: the session's character set is gbk"));
+    free(text);
+    /* the same session in utf8mb4 */
+    mr_stmt_ctx utf8 = {.schema = "test"};
+    expect_sent(rs, &utf8, sel, REWRITE, "SELECT id, total FROM orders WHERE id = 1");
+    mr_ruleset_free(rs);
+}
+
 static void no_backslash_escapes_mode(void **state)
 {
     (void)state;
@@ -741,6 +776,7 @@ int main(void)
         cmocka_unit_test(hostile_literals_keep_their_meaning),
         cmocka_unit_test(nul_bytes_in_literals),
         cmocka_unit_test(no_backslash_escapes_mode),
+        cmocka_unit_test(unsafe_charset_runs_only_blocks),
         cmocka_unit_test(regex_groups_caseless_global),
         cmocka_unit_test(regex_result_must_stay_one_statement),
         cmocka_unit_test(block_by_pattern_match_and_statement),
