@@ -125,12 +125,15 @@ bool rules_queue_claim(run *R, stmt *S, const mr_rule *r)
                       SQL_SF_MULTI_TABLE | SQL_SF_WITH | SQL_SF_MULTI_STMT)) ||
         !reads_table(R, S, q))
         return false;
-    bool apply = !r->log_only && !R->ctx->prepared;
+    bool apply = !r->log_only;
     if (apply)
         R->res->read_committed = true;
     snprintf(R->detail, sizeof R->detail, "an UPDATE of the queue table: text kept%s",
-             apply ? "; sent alone in autocommit mode outside a transaction, it runs READ "
-                     "COMMITTED (claim_read_committed)" : " (log_only or prepared: nothing done)");
+             !apply ? " (log_only: nothing done)"
+             : R->ctx->prepared ? "; each execute sent in autocommit mode outside a transaction "
+                                  "runs READ COMMITTED (claim_read_committed)"
+                                : "; sent alone in autocommit mode outside a transaction, it "
+                                  "runs READ COMMITTED (claim_read_committed)");
     return true;
 }
 

@@ -72,6 +72,9 @@ struct mr_session {
     bool authenticated;              /* the backend accepted the login */
     bool skip_locked;                /* the backend supports FOR UPDATE SKIP LOCKED */
     bool prelude_pending;            /* the answer to a prelude comes first (session_prelude.c) */
+    bool claim_preparing;            /* the COM_STMT_PREPARE going out is a claim */
+    uint32_t *claim_ids;             /* prepared claims: their statement ids (owned) */
+    size_t nclaim_ids, claim_ids_cap;
     char user[96];                   /* authenticated user, for rule filters */
     char schema[200];                /* default schema, for rule filters */
     char pending_user[96];           /* COM_CHANGE_USER: applied on success */
@@ -134,6 +137,14 @@ void ss_pump_client(mr_session *s);
  * answer off the backend input: 1 taken, 0 not all there yet, -1 closed. */
 void ss_prelude_read_committed(mr_session *s);
 int ss_prelude_take(mr_session *s, struct evbuffer *in);
+/* Prepared claims: a COM_STMT_PREPARE the rules found to be one is going
+ * out; its response ended (ok: statement `id`); a statement command (each
+ * COM_STMT_EXECUTE of a claim gets the prelude; COM_STMT_CLOSE forgets it);
+ * the server dropped every prepared statement (reset, change user, close). */
+void ss_prelude_note_prepare(mr_session *s);
+void ss_prelude_prepared(mr_session *s, bool ok, uint32_t id);
+void ss_prelude_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n);
+void ss_prelude_forget_all(mr_session *s);
 
 /* session_statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);

@@ -149,6 +149,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     }
     if (res->read_committed && cmd == MR_COM_QUERY)
         ss_prelude_read_committed(s); /* ahead of the statement, rewritten or not */
+    else if (res->read_committed)
+        ss_prelude_note_prepare(s); /* ahead of each COM_STMT_EXECUTE of it */
     if (res->wake_flusher)
         mr_delayed_wake(); /* a staged rule's flush_early was passed */
     if (res->action == MR_ACT_DELAYED_MEMORY)

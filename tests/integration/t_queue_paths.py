@@ -26,8 +26,10 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.dirname(__file__))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
+import rawproto_lib as raw  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PORT_A = int(os.environ.get("MR_QPATHS_PORT_A", "26081"))  # proxy_user app
@@ -389,8 +391,33 @@ def claim_isolation(d):
     claim_step(d, "s5", 1)
     t.eq("control: the same claim sent direct runs REPEATABLE READ", ["REPEATABLE READ"],
          levels(d, "s5"))
+    prepared_claim_isolation(d)
     t.check("SET TRANSACTION ISOLATION LEVEL READ COMMITTED refused" not in
             proxy_log("qp_proxy_a"), "the proxy never had its SET TRANSACTION refused")
+
+
+def prepared_claim_isolation(d):
+    """A server-side prepared claim gets the prelude before each COM_STMT_EXECUTE."""
+    c = raw.Conn(PORT_A)
+    stmt = c.prepare("UPDATE qp_iso SET status = ?, owner = CONNECTION_ID() "
+                     "WHERE owner = 0 AND status = 'unsent' LIMIT ?")
+
+    def execute(step):
+        res = c.execute(stmt.stmt_id, params=[(raw.TYPE_VAR_STRING, step), (raw.TYPE_LONG, 1)])
+        return res.ok[0] if res.kind == "ok" else res.err
+
+    t.eq("a prepared claim's execute gets its own OK (1 row)", 1, execute("s6"))
+    t.eq("a prepared claim executed in autocommit mode runs READ COMMITTED",
+         ["READ COMMITTED"], levels(d, "s6"))
+    execute("s7")
+    t.eq("... at every execute", ["READ COMMITTED"], levels(d, "s7"))
+    c.must("BEGIN")
+    execute("s8")
+    c.must("COMMIT")
+    t.eq("a prepared claim inside a transaction runs at the session's level",
+         ["REPEATABLE READ"], levels(d, "s8"))
+    t.eq("the session goes on after the prelude", 1, execute("s9"))
+    c.close()
 
 
 # ---- main ------------------------------------------------------------------------------------
