@@ -51,11 +51,11 @@ static void response_done(mr_session *s)
     apply_pending(s, ok);
     if (s->command == MR_COM_STMT_PREPARE) {
         ss_dmem_prepared(s, ok, s->tracker.stmt_id);
-        ss_prelude_prepared(s, ok, s->tracker.stmt_id);
+        ss_prepared_done(s, ok, s->tracker.stmt_id);
     } else if (ok && (s->command == MR_COM_RESET_CONNECTION ||
                       s->command == MR_COM_CHANGE_USER)) {
         ss_dmem_forget_all(s); /* the server dropped its prepared statements */
-        ss_prelude_forget_all(s);
+        ss_prepared_forget_all(s);
     }
     if (ok && s->command == MR_COM_RESET_CONNECTION && !s->charset_unsafe)
         s->charset_unsafe = s->server_charset_unsafe; /* the server's default may be back */

@@ -82,7 +82,7 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
         return false;
     }
     ss_keyset_command(s, cmd, p, n, len);
-    ss_prelude_command(s, cmd, p, n);
+    ss_prepared_command(s, cmd, p, n);
     stmt_verdict dv;
     if (ss_dmem_command(s, cmd, p, n, len, &dv)) /* a prepared memory-mode DELAYED */
         return dv == STMT_ANSWERED;

@@ -53,6 +53,16 @@ typedef struct framing {
 
 typedef struct ss_keyset ss_keyset;
 
+/* A server-side prepared statement whose text the front end acted on:
+ * what each COM_STMT_EXECUTE of it must repeat (session_prepared.c). */
+typedef struct ss_pnote {
+    uint32_t id;
+    bool claim;                      /* claim_read_committed: the prelude goes first */
+    bool page;                       /* a paginate rule sends it as a deferred join */
+    uint32_t rows;                   /* a staged DELAYED rule: staging rows it sends */
+    struct mr_rule_stats *page_rule, *staged_rule; /* their counters (NULL: none) */
+} ss_pnote;
+
 struct mr_session {
     uint64_t id;
     mr_worker *w;
@@ -72,9 +82,9 @@ struct mr_session {
     bool authenticated;              /* the backend accepted the login */
     bool skip_locked;                /* the backend supports FOR UPDATE SKIP LOCKED */
     bool prelude_pending;            /* the answer to a prelude comes first (session_prelude.c) */
-    bool claim_preparing;            /* the COM_STMT_PREPARE going out is a claim */
-    uint32_t *claim_ids;             /* prepared claims: their statement ids (owned) */
-    size_t nclaim_ids, claim_ids_cap;
+    ss_pnote pnote_next;             /* the COM_STMT_PREPARE going out (session_prepared.c) */
+    ss_pnote *pnotes;                /* prepared statements the front end acted on (owned) */
+    size_t npnotes, pnotes_cap;
     char user[96];                   /* authenticated user, for rule filters */
     char schema[200];                /* default schema, for rule filters */
     char pending_user[96];           /* COM_CHANGE_USER: applied on success */
@@ -137,14 +147,20 @@ void ss_pump_client(mr_session *s);
  * answer off the backend input: 1 taken, 0 not all there yet, -1 closed. */
 void ss_prelude_read_committed(mr_session *s);
 int ss_prelude_take(mr_session *s, struct evbuffer *in);
-/* Prepared claims: a COM_STMT_PREPARE the rules found to be one is going
- * out; its response ended (ok: statement `id`); a statement command (each
- * COM_STMT_EXECUTE of a claim gets the prelude; COM_STMT_CLOSE forgets it);
- * the server dropped every prepared statement (reset, change user, close). */
-void ss_prelude_note_prepare(mr_session *s);
-void ss_prelude_prepared(mr_session *s, bool ok, uint32_t id);
-void ss_prelude_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n);
-void ss_prelude_forget_all(mr_session *s);
+
+/* session_prepared.c: a COM_STMT_PREPARE's response ended (ok: statement
+ * `id`), keeping s->pnote_next when the front end acted on its text; a
+ * statement command on a kept id (COM_STMT_EXECUTE: the claim's prelude
+ * and the rules' counts; COM_STMT_CLOSE: forgotten); the server dropped
+ * every prepared statement (reset, change user, session closed). */
+void ss_prepared_done(mr_session *s, bool ok, uint32_t id);
+void ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n);
+void ss_prepared_forget_all(mr_session *s);
+
+/* session_counts.c: one paginated page sent as a deferred join (or refused),
+ * and `rows` staging rows of a DELAYED statement sent; `e` may be NULL. */
+void ss_count_page(mr_worker *w, struct mr_rule_stats *e, bool refused);
+void ss_count_staged(mr_worker *w, struct mr_rule_stats *e, uint32_t rows);
 
 /* session_statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);

@@ -8,16 +8,13 @@
  * mysqld drops it after that statement whatever its outcome, even a syntax
  * error, so nothing leaks into the client's later transactions.
  *
- * A prepared claim gets the prelude before each COM_STMT_EXECUTE: the
- * session keeps the ids of the statements whose prepared text the rules
- * found to be claims, until COM_STMT_CLOSE, COM_RESET_CONNECTION or
- * COM_CHANGE_USER drops them on the server too.
+ * A prepared claim gets the prelude before each COM_STMT_EXECUTE
+ * (session_prepared.c).
  *
  * Runs on the session's worker thread. The prelude goes out right before
  * the client's command, so its single OK or ERR packet is the first one of
  * the response the backend sends; ss_pump_backend hands it here first.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "myrewrite/log.h"
@@ -64,61 +61,4 @@ int ss_prelude_take(mr_session *s, struct evbuffer *in)
     evbuffer_drain(in, total);
     s->prelude_pending = false;
     return 1;
-}
-
-/* ---- prepared claims ------------------------------------------------------------------- */
-
-void ss_prelude_note_prepare(mr_session *s)
-{
-    s->claim_preparing = true;
-}
-
-void ss_prelude_prepared(mr_session *s, bool ok, uint32_t id)
-{
-    bool claim = s->claim_preparing;
-    s->claim_preparing = false;
-    if (!ok || !claim)
-        return;
-    if (s->nclaim_ids == s->claim_ids_cap) {
-        size_t cap = s->claim_ids_cap ? s->claim_ids_cap * 2 : 8;
-        uint32_t *ids = realloc(s->claim_ids, cap * sizeof *ids);
-        if (!ids) {
-            mr_warn(s->id, "out of memory: prepared claim %u runs at the session's level", id);
-            return;
-        }
-        s->claim_ids = ids;
-        s->claim_ids_cap = cap;
-    }
-    s->claim_ids[s->nclaim_ids++] = id;
-}
-
-static size_t claim_index(const mr_session *s, uint32_t id)
-{
-    for (size_t i = 0; i < s->nclaim_ids; i++)
-        if (s->claim_ids[i] == id)
-            return i;
-    return SIZE_MAX;
-}
-
-void ss_prelude_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n)
-{
-    if (!s->nclaim_ids || (cmd != MR_COM_STMT_EXECUTE && cmd != MR_COM_STMT_CLOSE) || n < 5)
-        return;
-    uint32_t id = (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
-                  (uint32_t)p[4] << 24;
-    size_t i = claim_index(s, id);
-    if (i == SIZE_MAX)
-        return;
-    if (cmd == MR_COM_STMT_EXECUTE)
-        ss_prelude_read_committed(s);
-    else
-        s->claim_ids[i] = s->claim_ids[--s->nclaim_ids];
-}
-
-void ss_prelude_forget_all(mr_session *s)
-{
-    free(s->claim_ids);
-    s->claim_ids = NULL;
-    s->nclaim_ids = s->claim_ids_cap = 0;
-    s->claim_preparing = false;
 }

@@ -127,6 +127,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         note_charset_statement(s, sql, len, lex_flags);
     }
     mr_buf_reset(&res->text);
+    if (ctx.prepared)
+        s->pnote_next = (ss_pnote){0};
     /* The command's start time was read just before this call, a few
      * instructions ago: it stands in for a clock read of its own here. */
     mr_rules_apply(w->rules->set, sql, len, &ctx, w->scratch, res);
@@ -150,7 +152,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     if (res->read_committed && cmd == MR_COM_QUERY)
         ss_prelude_read_committed(s); /* ahead of the statement, rewritten or not */
     else if (res->read_committed)
-        ss_prelude_note_prepare(s); /* ahead of each COM_STMT_EXECUTE of it */
+        s->pnote_next.claim = true; /* ahead of each COM_STMT_EXECUTE of it */
     if (res->wake_flusher)
         mr_delayed_wake(); /* a staged rule's flush_early was passed */
     if (res->action == MR_ACT_DELAYED_MEMORY)

@@ -36,8 +36,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.dirname(__file__))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
+import rawproto_lib as raw  # noqa: E402
 
 PORT = int(os.environ.get("MR_ADMIN_TEST_PORT", "26040"))
 ADMIN_PORT = int(os.environ.get("MR_ADMIN_TEST_ADMIN_PORT", "26041"))
@@ -449,10 +451,30 @@ def check_pagination(c):
          (2, 1), (int(a1[5]) - int(a0[5]), int(a1[6]) - int(a0[6])))
     t.eq("keyset counters and bookmarks: none without a keyset strategy", ("0", "0", "0"),
          (str(a1[7]), str(a1[8]), str(a1[9])))
+    check_prepared_pages(c, r1, a1)
     os.unlink(os.path.join(RULES_DIR, "30-pages.rules"))
     t.eq("RELOAD RULES without it", (("ok, 3 rules",),), one(c, "RELOAD RULES"))
     _, rows = pagination(c)
     t.eq("SHOW PAGINATION lists only rules in force", ["(all)"], list(rows))
+
+
+def check_prepared_pages(c, r1, a1):
+    """A prepared page meets the rule once, at COM_STMT_PREPARE; each COM_STMT_EXECUTE
+    sends the deferred join again and is counted as one."""
+    p = raw.Conn(PORT)
+    deep = p.prepare("SELECT id FROM adm_pages ORDER BY id LIMIT 20, 3")
+    by_param = p.prepare("SELECT id FROM adm_pages ORDER BY id LIMIT ?, 3")
+    got = [p.execute(deep.stmt_id).rows, p.execute(deep.stmt_id).rows,
+           p.execute(by_param.stmt_id, params=[(raw.TYPE_LONG, 30)]).rows]
+    p.send_command(struct.pack("<BI", raw.COM_STMT_CLOSE, deep.stmt_id))  # no answer
+    t.eq("the session goes on after COM_STMT_CLOSE", 1, len(p.must("SELECT 1").rows))
+    p.close()
+    t.eq("prepared pages come back right", 3, len([r for r in got if len(r) == 3]))
+    _, rows = pagination(c)
+    r2, a2 = rows["adm_pages"], rows["(all)"]
+    t.eq("prepared: deferred +3 (one per execute), hits +2 (one per prepare)",
+         (3, 2), (int(r2[5]) - int(r1[5]), int(r2[4]) - int(r1[4])))
+    t.eq("prepared: the (all) row's deferred +3", 3, int(a2[5]) - int(a1[5]))
 
 
 def clients(c):

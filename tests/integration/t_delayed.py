@@ -25,8 +25,10 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.dirname(__file__))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
+import rawproto_lib as raw  # noqa: E402
 
 PORTS = [int(os.environ.get("MR_DELAYED_PORT_A", "26046")),
          int(os.environ.get("MR_DELAYED_PORT_B", "26047"))]
@@ -276,28 +278,34 @@ def flush_command(d):
         c.cursor().execute("UPDATE DELAYED d_slow SET n = n + 2 WHERE id = 2")
     c.cursor().execute("UPDATE DELAYED d_slow SET n = n + 1 WHERE id IN (2, 99)")  # 2 rows
     c.close()
+    r = raw.Conn(PORTS[1])  # a prepared statement: 2 rows at each of its 2 executes
+    stmt = r.prepare("UPDATE DELAYED d_slow SET n = n + 3 WHERE id IN (2, 99)")
+    t.eq("each execute of a prepared DELAYED statement reports its 2 rows staged",
+         [2, 2], [r.execute(stmt.stmt_id).ok[0] for _ in range(2)])
+    r.close()
     cur.execute("SELECT n FROM d_slow WHERE id = 2")
     t.eq("the hourly table is not flushed by itself", (0,), cur.fetchone())
     s1 = show_delayed(a)["slow"]
-    t.eq("SHOW DELAYED: rows_staged moves by the 7 staging rows sent, nothing flushed yet",
-         (7, 0), (s1["rows_staged"] - s0["rows_staged"], s1["rows_flushed"] - s0["rows_flushed"]))
+    t.eq("SHOW DELAYED: rows_staged moves by the 11 staging rows sent (4 by executes), "
+         "nothing flushed yet", (11, 0),
+         (s1["rows_staged"] - s0["rows_staged"], s1["rows_flushed"] - s0["rows_flushed"]))
     ac = a.cursor()
     ac.execute("FLUSH DELAYED test.d_slow")
     t.eq("FLUSH DELAYED answers once the round is done", (("flushed",),), ac.fetchall())
     cur.execute("SELECT n FROM d_slow WHERE id = 2")
-    t.eq("FLUSH DELAYED applied the staged increments (id 99 has no row: ignored)", (11,),
+    t.eq("FLUSH DELAYED applied the staged increments (id 99 has no row: ignored)", (17,),
          cur.fetchone())
     s2, m2 = show_delayed(a)["slow"], metrics()
     a.close()
-    t.eq("SHOW DELAYED: rows_flushed moves by the 7 rows, one more round, no error",
-         (7, 1, 0), (s2["rows_flushed"] - s0["rows_flushed"],
+    t.eq("SHOW DELAYED: rows_flushed moves by the 11 rows, one more round, no error",
+         (11, 1, 0), (s2["rows_flushed"] - s0["rows_flushed"],
                      s2["flush_rounds"] - s0["flush_rounds"], s2["errors"] - s0["errors"]))
     t.check(s2["table"] == "test.d_slow" and s2["staging_table"] == "test.d_slow_delayed" and
             s2["last_flush"] and s2["last_flush_ms"] is not None and
             0 <= s2["lag_seconds"] < 5 and s2["last_error"] is None,
             "SHOW DELAYED: tables, last flush, its duration and the lag since", s2)
-    t.eq("/metrics: the table's staged and flushed rows move by 7",
-         (7, 7), (m2[SLOW_STAGED] - m0[SLOW_STAGED], m2[SLOW_FLUSHED] - m0[SLOW_FLUSHED]))
+    t.eq("/metrics: the table's staged and flushed rows move by 11",
+         (11, 11), (m2[SLOW_STAGED] - m0[SLOW_STAGED], m2[SLOW_FLUSHED] - m0[SLOW_FLUSHED]))
     count = m2[FLUSH_HIST + "_count"]
     t.check(count >= m0[FLUSH_HIST + "_count"] + 1 and
             m2[FLUSH_HIST + '_bucket{le="+Inf"}'] == count and
