@@ -50,6 +50,10 @@ int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms);
 /* Asks for a round of every staged table now, without waiting (a rule's
  * flush_early was passed). Any thread; a mutex for a few instructions. */
 void mr_delayed_wake(void);
+/* The process's registry of tables derived by default rules
+ * (delayed_derive.h), for the workers' mr_stmt_ctx; NULL when out of
+ * memory. Any thread. */
+struct mr_derive_reg *mr_delayed_derived(void);
 /* Relaxed atomics, readable from any thread. */
 const mr_delayed_stats *mr_delayed_stats_get(void);
 
