@@ -854,17 +854,22 @@ static bool parse_count(loader *L, const draft *dr, key_id k, uint64_t dflt, uin
 }
 
 /* staging_table (default <table>_delayed) and staging_engine (default InnoDB). */
-static bool delayed_staging(loader *L, const draft *dr, mr_delayed_def *d)
+static bool staging_engine_ok(loader *L, const draft *dr)
 {
-    bool ok = name_value(L, dr, K_STAGING_TABLE, &d->staging_table);
     const char *e = dr->val[K_STAGING_ENGINE] ? dr->val[K_STAGING_ENGINE] : "InnoDB";
     bool eok = *e && strlen(e) <= 64;
     for (size_t i = 0; eok && e[i]; i++)
         eok = isalnum((unsigned char)e[i]) || e[i] == '_';
-    if (!eok) {
+    if (!eok)
         bad_value(L, dr, K_STAGING_ENGINE, "an engine name, like InnoDB");
-        ok = false;
-    }
+    return eok;
+}
+
+static bool delayed_staging(loader *L, const draft *dr, mr_delayed_def *d)
+{
+    bool ok = name_value(L, dr, K_STAGING_TABLE, &d->staging_table);
+    const char *e = dr->val[K_STAGING_ENGINE] ? dr->val[K_STAGING_ENGINE] : "InnoDB";
+    ok &= staging_engine_ok(L, dr);
     if (ok && !d->staging_table) {
         char name[80];
         snprintf(name, sizeof name, "%s_delayed", d->table);
@@ -1124,16 +1129,10 @@ static bool finish_delayed_default(loader *L, const draft *dr, mr_rule *r, mr_de
 {
     d->derive = true;
     bool ok = default_keys_absent(L, dr) && delayed_modes(L, dr, d) && default_schema(L, dr, d);
-    char *pattern = NULL;
-    ok = ok && default_staging(L, dr, d);
-    if (ok) {
-        pattern = d->staging_table;
-        d->staging_table = NULL; /* delayed_staging checks the engine; the name is ours */
-        ok = name_value(L, dr, K_STAGING_ENGINE, &d->staging_engine);
-        if (ok && !d->staging_engine)
-            ok = (d->staging_engine = dup_str(L, "InnoDB")) != NULL;
-        d->staging_table = pattern;
-    }
+    ok = ok && default_staging(L, dr, d) && staging_engine_ok(L, dr);
+    if (ok)
+        ok = (d->staging_engine = dup_str(L, dr->val[K_STAGING_ENGINE] ? dr->val[K_STAGING_ENGINE]
+                                                                       : "InnoDB")) != NULL;
     if (!ok)
         return false;
     char text[200];
