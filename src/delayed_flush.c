@@ -1273,8 +1273,8 @@ static uint64_t tick(MYSQL *db, void *arg)
     bool asked_now = asked > D.flush_done;
     memcpy(filter, D.flush_filter, sizeof filter);
     pthread_mutex_unlock(&D.lock);
+    adopt_staging(db); /* before deriving: an adopted table is flushed in this very round */
     derive_pending(db);
-    adopt_staging(db);
     uint64_t now = mr_mono_ms(), wait = IDLE_MS;
     for (size_t i = 0; i < D.cur.n + D.derived.n && !mr_bg_conn_broken(db); i++) {
         table *t = i < D.cur.n ? &D.cur.t[i] : &D.derived.t[i - D.cur.n];
