@@ -270,7 +270,8 @@ def main():
     finally:
         c.close()
         p.terminate()
-        p.wait(timeout=30)
+        rc = p.wait(timeout=30)
+    t.eq("the proxy exits 0 after SIGTERM (no sanitizer report)", 0, rc)
     t.done()
 
 
