@@ -11,6 +11,11 @@
  * exactly the rows read, commit. Whatever dies when, every staged row is
  * applied once. Several proxies share the work through GET_LOCK.
  *
+ * Default rules (`table = s.*`): the flusher also derives the rules of the
+ * tables workers registered (delayed_derive.h), adopts staging tables such
+ * a rule would own, and flushes derived tables like the others; they stay
+ * across reloads.
+ *
  * Threads: mr_delayed_configure at start on the main thread and on reloads
  * under the proxy's reload_lock (main thread or admin console, never two at
  * once); mr_delayed_stop on the main thread after the console stopped;
