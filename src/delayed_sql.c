@@ -324,7 +324,8 @@ bool mr_delayed_strip(const char *text, size_t len, const sql_token *tok, const 
         return false;
     const sql_token *w = &tok[st->mod_tok[SQL_MOD_DELAYED]];
     size_t from = w->off + w->len;
-    while (from < len && strchr(" \t\r\n", text[from]))
+    while (from < len && (text[from] == ' ' || text[from] == '\t' || text[from] == '\r' ||
+                          text[from] == '\n'))
         from++;
     mr_buf_put(out, text, w->off);
     mr_buf_put(out, text + from, len - from);
