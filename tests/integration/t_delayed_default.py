@@ -12,10 +12,12 @@ end against the real mariadbd, through a proxy of its own with its own flusher c
   4. SET col = literal and a column that is not a counter are refused;
   5. kill -9 of the proxy with rows staged; a restart; without any statement on that table,
      FLUSH DELAYED applies them (the flusher adopted the staging table);
-  6. an explicit rule for a table of the schema wins over the default rule.
+  6. an explicit rule for a table of the schema wins over the default rule;
+  7. a reload that drops the default rule: the usual refusal, staged rows still flushed.
 Environment: MR_DDEFAULT_PORT (26051), MR_BIN, MR_BUILD.
 """
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -251,6 +253,38 @@ def test_adoption(p, c):
     return p, c
 
 
+def test_reload(p, c):
+    """A reload that drops the default rule: statements on a derived table get the usual
+    refusal, and what it has staged is still flushed."""
+    for _ in range(100):  # staged once derived (adopted at the restart: at once)
+        if staging_rows_after(c, "UPDATE DELAYED hits SET n = n + 1 WHERE id = 2"):
+            break
+        time.sleep(0.05)
+    before = one("SELECT n FROM dflt.hits WHERE id = 2")
+    staged = one("SELECT COUNT(*) FROM dflt.hits_delayed")
+    t.check(staged > 0, "hits: a row is staged before the reload", staged)
+    t.write_rules(RULES_DIR, "[delayed dflt_explicit]" + RULES.split("[delayed dflt_explicit]")[1])
+    p.send_signal(signal.SIGHUP)
+    for _ in range(100):
+        with open(LOG + ".2") as f:
+            if "rules reloaded" in f.read():
+                break
+        time.sleep(0.05)
+    r = run(c, "UPDATE DELAYED hits SET n = n + 1 WHERE id = 2")
+    t.check(isinstance(r, tuple) and r[0] == 1235 and "no delayed rule for table dflt.hits" in r[1],
+            "after a reload without the default rule: the usual refusal", r)
+    t.eq("FLUSH DELAYED dflt.hits still answers OK", 0, flush(c, "dflt.hits"))
+    t.eq("the rows staged before the reload are applied", before + staged,
+         one("SELECT n FROM dflt.hits WHERE id = 2"))
+
+
+def staging_rows_after(c, sql):
+    """Runs sql; true when it was staged (a row more in hits_delayed), not applied."""
+    n = one("SELECT COUNT(*) FROM dflt.hits_delayed")
+    run(c, sql)
+    return one("SELECT COUNT(*) FROM dflt.hits_delayed") > n
+
+
 def main():
     if t.DIRECT_ONLY:
         t.log("direct mode: nothing to test here (the proxy derives the rules)")
@@ -267,6 +301,7 @@ def main():
         test_nopk(c)
         test_refusals(c)
         p, c = test_adoption(p, c)
+        test_reload(p, c)
     finally:
         c.close()
         p.terminate()
