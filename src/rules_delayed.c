@@ -225,9 +225,10 @@ static delayed_step send_instead(run *R, stmt *S)
 }
 
 /* A table whose rule is being derived: the statement goes to the server
- * without DELAYED, so the change is applied (and durable) at once. Staged
- * rows of the table are only ever applied after it, so nothing is reordered
- * against a later staged statement. */
+ * without DELAYED, so the change is applied (and durable) at once. Nothing
+ * is staged for the table before its rule is ready, so staged rows follow
+ * the direct statements (but for one still in flight when it becomes
+ * ready: adds commute; rules/README.md notes the DELETE case). */
 static delayed_step send_plain(run *R, stmt *S, size_t i, const char *why)
 {
     mr_rules_scratch *s = R->s;
@@ -241,8 +242,8 @@ static delayed_step send_plain(run *R, stmt *S, size_t i, const char *why)
     return send_instead(R, S);
 }
 
-/* The staging INSERT of a statement under `def` (an explicit rule, or a
- * derived one: `rule` is then the default rule, whose counters it shares). */
+/* The staging INSERT of a statement under `def` (an explicit rule's, or a
+ * derived one: rule i is then the default rule, whose counters it shares). */
 static delayed_step stage(run *R, stmt *S, const mr_delayed_stmt *d, size_t i,
                           const mr_delayed_def *def)
 {
