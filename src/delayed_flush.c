@@ -23,6 +23,7 @@
 
 #include "myrewrite/bgconn.h"
 #include "myrewrite/buf.h"
+#include "myrewrite/delayed_derive.h"
 #include "myrewrite/log.h"
 #include "myrewrite/rule_stats.h"
 #include "myrewrite/schema_cache.h"
@@ -33,11 +34,14 @@
 #define SEQS_PER_STATEMENT 5000 /* staged rows per DELETE FROM staging */
 #define IDLE_MS 60000
 #define SETUP_RETRY_MS 10000    /* a table whose check failed is checked again after this */
+#define ADOPT_MS 60000          /* between scans for staging tables of default rules */
 
 
 typedef struct tables {
     table *t;
     size_t n;
+    dflush_default *d; /* default rules (derive = yes) */
+    size_t nd;
 } tables;
 
 static struct {
@@ -57,6 +61,8 @@ static struct {
     mr_delayed_stats stats;
     /* flusher thread */
     tables cur;
+    tables derived;          /* tables derived by default rules (t only); kept across reloads */
+    uint64_t next_adopt_ms;  /* next scan for staging tables a default rule would own */
 } D = {.lock = PTHREAD_MUTEX_INITIALIZER, .done_cond = PTHREAD_COND_INITIALIZER};
 
 const mr_delayed_stats *mr_delayed_stats_get(void)
@@ -133,9 +139,10 @@ static void set_lock_name(table *t)
     }
 }
 
-static bool table_copy(table *t, const mr_rule *r)
+/* The flusher's copy of the rule `s` named `rule`. */
+static bool table_from_def(table *t, const mr_delayed_def *s, const char *rule,
+                           struct mr_rule_stats *stats)
 {
-    const mr_delayed_def *s = r->delayed;
     bool ok = true;
     memset(t, 0, sizeof *t);
     t->def = *s;
@@ -151,11 +158,16 @@ static bool table_copy(table *t, const mr_rule *r)
     t->def.columns = names_copy(s->columns, s->ncolumns, &ok);
     t->def.staging_table = dup_or_null(s->staging_table, &ok);
     t->def.staging_engine = dup_or_null(s->staging_engine, &ok);
-    t->rule = dup_or_null(r->name, &ok);
-    t->stats = mr_rule_stats_of(r);
+    t->rule = dup_or_null(rule, &ok);
+    t->stats = stats;
     if (ok)
         set_lock_name(t);
     return ok;
+}
+
+static bool table_copy(table *t, const mr_rule *r)
+{
+    return table_from_def(t, r->delayed, r->name, mr_rule_stats_of(r));
 }
 
 static void tables_free(tables *ts)
@@ -163,19 +175,50 @@ static void tables_free(tables *ts)
     for (size_t i = 0; i < ts->n; i++)
         table_free(&ts->t[i]);
     free(ts->t);
+    free(ts->d);
     memset(ts, 0, sizeof *ts);
 }
 
-/* mode = memory rules have their own flusher (delayed_mem_flush.c). */
+/* mode = memory rules have their own flusher (delayed_mem_flush.c); default
+ * rules name no table (their tables are derived, below). */
 static bool is_staged(const mr_rule *r)
 {
-    return r->kind == MR_RULE_DELAYED && r->enabled && r->delayed->mode == MR_DELAYED_STAGED;
+    return r->kind == MR_RULE_DELAYED && r->enabled && r->delayed->mode == MR_DELAYED_STAGED &&
+           !r->delayed->derive;
+}
+
+static bool is_default(const mr_rule *r)
+{
+    return r->kind == MR_RULE_DELAYED && r->enabled && r->delayed->derive;
+}
+
+/* The default rules, for adopting staging tables left by another proxy. */
+static bool defaults_from(tables *ts, const mr_ruleset *rs)
+{
+    size_t total = mr_ruleset_count(rs);
+    for (size_t i = 0; i < total; i++)
+        ts->nd += is_default(mr_ruleset_rule(rs, i));
+    if (!ts->nd)
+        return true;
+    if (!(ts->d = calloc(ts->nd, sizeof *ts->d)))
+        return false;
+    for (size_t i = 0, k = 0; i < total; i++) {
+        const mr_rule *r = mr_ruleset_rule(rs, i);
+        if (!is_default(r))
+            continue;
+        snprintf(ts->d[k].schema, sizeof ts->d[k].schema, "%s", r->delayed->schema);
+        mr_derive_how_of(r->name, r->delayed, &ts->d[k].how);
+        ts->d[k++].stats = mr_rule_stats_of(r);
+    }
+    return true;
 }
 
 static bool tables_from(tables *ts, const mr_ruleset *rs)
 {
     size_t n = 0, total = mr_ruleset_count(rs);
     memset(ts, 0, sizeof *ts);
+    if (!defaults_from(ts, rs))
+        return false;
     for (size_t i = 0; i < total; i++)
         n += is_staged(mr_ruleset_rule(rs, i));
     if (!n)
@@ -452,7 +495,7 @@ static bool staging_columns_ok(MYSQL *db, const table *t)
     return false;
 }
 
-static bool setup_table(MYSQL *db, table *t)
+bool dflush_setup_table(MYSQL *db, table *t)
 {
     if (!check_engines(db, t) || !key_from_schema(db, t))
         return false;
@@ -1060,7 +1103,7 @@ static void flush_table(MYSQL *db, table *t, uint64_t deadline)
 {
     if (!t->ready && mr_mono_ms() < t->setup_after_ms)
         return; /* a failed check is not repeated (and logged) every round */
-    if (!t->ready && !setup_table(db, t)) {
+    if (!t->ready && !dflush_setup_table(db, t)) {
         t->setup_after_ms = mr_mono_ms() + SETUP_RETRY_MS;
         return;
     }
@@ -1105,17 +1148,117 @@ static void adopt_tables(void)
         return;
     tables_free(&D.cur);
     D.cur = ts;
+    D.next_adopt_ms = 0; /* a new default rule may own staging tables already */
 }
 
 static bool on_connect(MYSQL *db, void *arg)
 {
     (void)db;
     (void)arg;
-    for (size_t i = 0; i < D.cur.n; i++) {
-        D.cur.t[i].ready = false;
-        D.cur.t[i].setup_after_ms = 0;
+    for (size_t i = 0; i < D.cur.n + D.derived.n; i++) {
+        table *t = i < D.cur.n ? &D.cur.t[i] : &D.derived.t[i - D.cur.n];
+        t->ready = false;
+        t->setup_after_ms = 0;
     }
+    D.next_adopt_ms = 0; /* a new connection may find staging tables a dead proxy left */
     return true;
+}
+
+/* ---- derived tables --------------------------------------------------------------- */
+
+static mr_derive_reg *derived_reg;
+
+static void derived_init(void)
+{
+    derived_reg = mr_derive_reg_new(); /* NULL: DELAYED on derived tables is sent plain */
+}
+
+struct mr_derive_reg *mr_delayed_derived(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, derived_init);
+    return derived_reg;
+}
+
+/* The default rule named `rule` in the current set, or NULL (reloaded away). */
+static const dflush_default *default_named(const char *rule)
+{
+    for (size_t i = 0; i < D.cur.nd; i++)
+        if (strcmp(D.cur.d[i].how.rule, rule) == 0)
+            return &D.cur.d[i];
+    return NULL;
+}
+
+/* Is schema.name (a table or a staging table) another rule's than d's: an
+ * explicit rule's, or, for the default rule of any schema, in a schema
+ * with a default rule of its own? */
+static bool owned(const dflush_default *dd, const char *schema, const char *name)
+{
+    for (size_t i = 0; strcmp(dd->schema, "*") == 0 && i < D.cur.nd; i++)
+        if (strcmp(D.cur.d[i].schema, schema) == 0)
+            return true;
+    for (size_t i = 0; i < D.cur.n; i++) {
+        const mr_delayed_def *d = &D.cur.t[i].def;
+        if (strcmp(d->schema, schema) == 0 &&
+            (strcmp(d->table, name) == 0 || strcmp(d->staging_table, name) == 0))
+            return true;
+    }
+    return false;
+}
+
+static bool derived_push(table *t)
+{
+    table *grown = realloc(D.derived.t, (D.derived.n + 1) * sizeof *grown);
+    if (!grown)
+        return false;
+    D.derived.t = grown;
+    D.derived.t[D.derived.n++] = *t;
+    return true;
+}
+
+/* Derives the pending tables (a bounded number per tick, so the flushes of
+ * the others are not held back by a burst of new tables). */
+static void derive_pending(MYSQL *db)
+{
+    mr_derive_reg *g = mr_delayed_derived();
+    mr_derived *e;
+    for (int n = 0; g && n < 50 && !mr_bg_conn_broken(db) && (e = mr_derive_take(g)); n++) {
+        const dflush_default *dd = default_named(e->how.rule);
+        table t;
+        mr_delayed_def *def = NULL;
+        char why[300];
+        switch (dflush_derive(db, e, dd ? dd->stats : NULL, &t, &def, why, sizeof why)) {
+        case DERIVE_OK:
+            if (!derived_push(&t)) {
+                table_free(&t);
+                mr_derive_def_free(def);
+                mr_derive_fail(g, e, "myrewrite: out of memory deriving the delayed rule");
+                break;
+            }
+            mr_derive_publish(g, e, def);
+            break;
+        case DERIVE_FAILED:
+            mr_error(0, "delayed %s: %s", e->how.rule, why);
+            mr_derive_fail(g, e, why);
+            break;
+        default:
+            mr_derive_untake(g, e); /* the connection broke: again after the reconnect */
+        }
+    }
+}
+
+/* At start, after a reconnect and every ADOPT_MS: registers the tables
+ * whose staging tables a default rule would own, so rows a dead proxy
+ * staged are flushed without a statement on them. */
+static void adopt_staging(MYSQL *db)
+{
+    uint64_t now = mr_mono_ms();
+    mr_derive_reg *g = mr_delayed_derived();
+    if (!g || now < D.next_adopt_ms || !D.cur.nd)
+        return;
+    D.next_adopt_ms = now + ADOPT_MS;
+    for (size_t i = 0; i < D.cur.nd && !mr_bg_conn_broken(db); i++)
+        dflush_adopt(db, g, &D.cur.d[i], owned);
 }
 
 static uint64_t tick(MYSQL *db, void *arg)
@@ -1130,9 +1273,11 @@ static uint64_t tick(MYSQL *db, void *arg)
     bool asked_now = asked > D.flush_done;
     memcpy(filter, D.flush_filter, sizeof filter);
     pthread_mutex_unlock(&D.lock);
+    adopt_staging(db); /* before deriving: an adopted table is flushed in this very round */
+    derive_pending(db);
     uint64_t now = mr_mono_ms(), wait = IDLE_MS;
-    for (size_t i = 0; i < D.cur.n && !mr_bg_conn_broken(db); i++) {
-        table *t = &D.cur.t[i];
+    for (size_t i = 0; i < D.cur.n + D.derived.n && !mr_bg_conn_broken(db); i++) {
+        table *t = i < D.cur.n ? &D.cur.t[i] : &D.derived.t[i - D.cur.n];
         bool drain = final || (asked_now && matches_filter(t, filter));
         if (drain || now >= t->next_ms) {
             /* a round reads everything staged so far (in chunks), so a
@@ -1205,7 +1350,7 @@ void mr_delayed_configure(const mr_proxy *p, const mr_ruleset *rs)
         mr_error(0, "delayed: out of memory reading the delayed rules; they stay as they were");
         return;
     }
-    if (ts.n && !D.bg && !start_thread(p)) {
+    if ((ts.n || ts.nd) && !D.bg && !start_thread(p)) {
         mr_error(0, "delayed: no own connection, so nothing is flushed: staged rows wait in "
                  "their staging tables until proxy_user is set");
         tables_free(&ts);
@@ -1244,13 +1389,36 @@ void mr_delayed_stop(uint64_t drain_ms)
     mr_bgconn_stop(D.bg);
     D.bg = NULL;
     tables_free(&D.cur);
+    tables_free(&D.derived);
     if (D.have_next)
         tables_free(&D.next);
     D.have_next = false;
     D.final_wanted = false;
 }
 
-/* ---- shared with delayed_flush_locked.c ------------------------------------------- */
+/* ---- shared with delayed_flush_locked.c and delayed_flush_derive.c ----------------- */
+
+MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head,
+                               const char *name)
+{
+    return schema_query(db, t, sql_head, name);
+}
+
+void dflush_put_quoted(MYSQL *db, mr_buf *b, const char *v)
+{
+    put_quoted(db, b, v, strlen(v));
+}
+
+bool dflush_table_from_def(table *t, const mr_delayed_def *def, const char *rule,
+                           struct mr_rule_stats *stats)
+{
+    return table_from_def(t, def, rule, stats);
+}
+
+void dflush_table_free(table *t)
+{
+    table_free(t);
+}
 
 bool dflush_exec(MYSQL *db, const mr_buf *b, const table *t, const char *what)
 {

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "myrewrite/buf.h"
+#include "myrewrite/delayed_derive.h"
 #include "myrewrite/rules.h"
 
 /* One delayed rule as the flusher sees it. */
@@ -47,6 +48,47 @@ void dflush_count_chunk(const table *t, long n);
 /* Counts a failure (`what` failed with `code`, 0 when not a server error,
  * and `msg`) globally and on the rule's SHOW DELAYED row. */
 void dflush_count_error(const table *t, const char *what, unsigned code, const char *msg);
+
+/* Checks the table and creates its staging table if missing; sets ready. */
+bool dflush_setup_table(MYSQL *db, table *t);
+/* The result of `sql_head WHERE TABLE_SCHEMA = <t's schema> AND TABLE_NAME =
+ * name`; NULL when the query failed (logged). */
+MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head,
+                               const char *name);
+/* 'v' escaped for the connection. */
+void dflush_put_quoted(MYSQL *db, mr_buf *b, const char *v);
+/* The flusher's copy of rule def (named rule); false when out of memory. */
+bool dflush_table_from_def(table *t, const mr_delayed_def *def, const char *rule,
+                           struct mr_rule_stats *stats);
+void dflush_table_free(table *t);
+
+/* ---- default rules (delayed_flush_derive.c) ---- */
+
+struct mr_derive_reg;
+struct mr_derived;
+
+/* A default rule as the flusher keeps it. */
+typedef struct dflush_default {
+    char schema[65];           /* "*": any */
+    mr_derive_how how;
+    struct mr_rule_stats *stats; /* its SHOW DELAYED row: derived tables count there */
+} dflush_default;
+
+typedef enum dflush_derived {
+    DERIVE_OK,     /* *out set up (staging table ready), *def the rule to publish */
+    DERIVE_FAILED, /* why says why; permanent */
+    DERIVE_RETRY,  /* the connection broke; try again later */
+} dflush_derived;
+
+/* Derives the rule of e's table from information_schema: key = its primary
+ * key, counters = its other integer and DECIMAL columns; creates the
+ * staging table. */
+dflush_derived dflush_derive(MYSQL *db, const struct mr_derived *e, struct mr_rule_stats *stats,
+                             table *out, mr_delayed_def **def, char *why, size_t whylen);
+/* Registers as pending the tables of d's schemas whose staging table
+ * exists, skipping names `owned` says are another rule's. */
+void dflush_adopt(MYSQL *db, struct mr_derive_reg *g, const dflush_default *d,
+                  bool (*owned)(const dflush_default *d, const char *schema, const char *name));
 
 /* The locked path's chunk (delayed_flush_locked.c): snapshot, delete,
  * unlock, apply. The rows applied, or -1. */

@@ -317,6 +317,34 @@ bool mr_delayed_table_is(const char *text, const sql_token *tok, const mr_delaye
     return tok_name(text, &tok[d->schema], nm) && strcmp(nm, def->schema) == 0;
 }
 
+bool mr_delayed_strip(const char *text, size_t len, const sql_token *tok, const sql_stmt *st,
+                      mr_buf *out)
+{
+    if (!mr_delayed_is_delayed(st) || st->mod_tok[SQL_MOD_DELAYED] == SQL_NONE)
+        return false;
+    const sql_token *w = &tok[st->mod_tok[SQL_MOD_DELAYED]];
+    size_t from = w->off + w->len;
+    while (from < len && (text[from] == ' ' || text[from] == '\t' || text[from] == '\r' ||
+                          text[from] == '\n'))
+        from++;
+    mr_buf_put(out, text, w->off);
+    mr_buf_put(out, text + from, len - from);
+    return !out->failed;
+}
+
+bool mr_delayed_names(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
+                      const char *default_schema, char *schema, char *table)
+{
+    if (!tok_name(text, &tok[d->table], table))
+        return false;
+    if (d->schema != SQL_NONE)
+        return tok_name(text, &tok[d->schema], schema);
+    if (!default_schema || strlen(default_schema) > NAME_MAX_LEN)
+        return false;
+    memcpy(schema, default_schema, strlen(default_schema) + 1);
+    return true;
+}
+
 void mr_delayed_no_rule(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
                         const char *default_schema, char *err, size_t errlen)
 {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "myrewrite/delayed_derive.h"
 #include "myrewrite/delayed_mem.h"
 #include "myrewrite/delayed_sql.h"
 #include "myrewrite/schema_desc.h"
@@ -53,20 +54,41 @@ static delayed_step refuse(run *R, size_t rule)
     return DELAYED_BLOCKED;
 }
 
+static bool rule_applies(const run *R, const mr_rule *r)
+{
+    return r->kind == MR_RULE_DELAYED && r->enabled &&
+           (!r->user || (R->ctx->user && strcmp(r->user, R->ctx->user) == 0));
+}
+
 /* The first enabled delayed rule for the statement's table (user filter
- * applied; `schema` names the table's schema here), or SIZE_MAX. */
+ * applied; `schema` names the table's schema here), or SIZE_MAX. Default
+ * rules never match here: an explicit rule wins over them. */
 static size_t find_rule(const run *R, const stmt *S, const mr_delayed_stmt *d)
 {
     for (size_t i = 0; i < R->rs->n; i++) {
         const mr_rule *r = &R->rs->rules[i];
-        if (r->kind != MR_RULE_DELAYED || !r->enabled)
-            continue;
-        if (r->user && (!R->ctx->user || strcmp(r->user, R->ctx->user) != 0))
-            continue;
-        if (mr_delayed_table_is(S->text, R->s->tok, d, R->ctx->schema, r->delayed))
+        if (rule_applies(R, r) && !r->delayed->derive &&
+            mr_delayed_table_is(S->text, R->s->tok, d, R->ctx->schema, r->delayed))
             return i;
     }
     return SIZE_MAX;
+}
+
+/* The default rule for a table of `schema`: the one of that schema, else
+ * the one of any schema (`*`); SIZE_MAX when none. */
+static size_t find_default(const run *R, const char *schema)
+{
+    size_t any = SIZE_MAX;
+    for (size_t i = 0; i < R->rs->n; i++) {
+        const mr_rule *r = &R->rs->rules[i];
+        if (!rule_applies(R, r) || !r->delayed->derive)
+            continue;
+        if (strcmp(r->delayed->schema, schema) == 0)
+            return i;
+        if (strcmp(r->delayed->schema, "*") == 0 && any == SIZE_MAX)
+            any = i;
+    }
+    return any;
 }
 
 /* A rule without `key`: the table's row key from the schema source, into a
@@ -190,6 +212,92 @@ static void note_staged(run *R, const mr_delayed_def *def, const mr_delayed_stmt
         R->res->wake_flusher = true;
 }
 
+/* The text as it goes to the server in place of the statement. */
+static delayed_step send_instead(run *R, stmt *S)
+{
+    mr_rules_scratch *s = R->s;
+    S->text = (const char *)s->delayed_out.data;
+    S->len = s->delayed_out.len;
+    S->version++;
+    S->parsed = false;
+    S->nparams = -1;
+    return DELAYED_DONE;
+}
+
+/* A table whose rule is being derived: the statement goes to the server
+ * without DELAYED, so the change is applied (and durable) at once. Nothing
+ * is staged for the table before its rule is ready, so staged rows follow
+ * the direct statements (but for one still in flight when it becomes
+ * ready: adds commute; rules/README.md notes the DELETE case). */
+static delayed_step send_plain(run *R, stmt *S, size_t i, const char *why)
+{
+    mr_rules_scratch *s = R->s;
+    mr_buf_reset(&s->delayed_out);
+    if (!mr_delayed_strip(S->text, S->len, s->tok, &S->st, &s->delayed_out)) {
+        snprintf(s->delayed_msg, sizeof s->delayed_msg, "DELAYED: out of memory");
+        return refuse(R, i);
+    }
+    rules_count_hit(R, i);
+    trace(R, i, WHY_MATCHED, why);
+    return send_instead(R, S);
+}
+
+/* The staging INSERT of a statement under `def` (an explicit rule's, or a
+ * derived one: rule i is then the default rule, whose counters it shares). */
+static delayed_step stage(run *R, stmt *S, const mr_delayed_stmt *d, size_t i,
+                          const mr_delayed_def *def)
+{
+    mr_rules_scratch *s = R->s;
+    const mr_rule *r = &R->rs->rules[i];
+    mr_buf_reset(&s->delayed_out);
+    if (!mr_delayed_build(S->text, s->tok, S->st.end, d, def, R->ctx->prepared,
+                          &s->delayed_out, s->delayed_msg, sizeof s->delayed_msg))
+        return refuse(R, i);
+    rules_count_hit(R, i);
+    if (R->res->nmatched <= MR_MATCH_MAX_RULES && R->res->nmatched > 0 &&
+        R->res->matched[R->res->nmatched - 1] == r)
+        R->res->staged_rows[R->res->nmatched - 1] = d->in_term >= 0 ? d->key[d->in_term].count : 1;
+    trace(R, i, WHY_MATCHED, "staging INSERT");
+    note_staged(R, r->delayed, d);
+    return send_instead(R, S);
+}
+
+/* A table with no rule of its own and a default rule for its schema: the
+ * state of its derived rule decides (delayed_derive.h). A dry run (no
+ * registry) adds nothing and shows the pending phase. */
+static delayed_step by_default(run *R, stmt *S, const mr_delayed_stmt *d, size_t i,
+                               const char *schema, const char *table)
+{
+    mr_rules_scratch *s = R->s;
+    const mr_rule *r = &R->rs->rules[i];
+    for (unsigned k = 0; k < d->nset; k++)
+        if (d->set[k].is_set) {
+            snprintf(s->delayed_msg, sizeof s->delayed_msg, "DELAYED on %s.%s: SET col = literal "
+                     "is not taken on a table whose rule the default rule %s derives (derived "
+                     "rules have no set_columns); give the table a [delayed ...] rule with "
+                     "set_columns", schema, table, r->name);
+            return refuse(R, i);
+        }
+    if (!R->ctx->derived)
+        return send_plain(R, S, i, "default rule: the table's rule is derived from the schema "
+                          "at run time; until then the statement is sent without DELAYED");
+    mr_derive_how how;
+    mr_derive_how_of(r->name, r->delayed, &how);
+    bool added;
+    const mr_delayed_def *def;
+    switch (mr_derive_lookup(R->ctx->derived, schema, table, &how, &added, &def,
+                             s->delayed_msg, sizeof s->delayed_msg)) {
+    case MR_DERIVE_READY:
+        return stage(R, S, d, i, def);
+    case MR_DERIVE_FAILED:
+        return refuse(R, i);
+    default:
+        R->res->wake_flusher |= added; /* the flusher derives it now, not at its next round */
+        return send_plain(R, S, i, "default rule: the derived rule is pending, sent without "
+                          "DELAYED");
+    }
+}
+
 bool mr_ruleset_has_delayed(const mr_ruleset *rs)
 {
     return rs && rs->has_delayed;
@@ -215,6 +323,10 @@ delayed_step rules_delayed(run *R, stmt *S)
     if (!mr_delayed_parse(S->text, s->tok, &S->st, &d, s->delayed_msg, sizeof s->delayed_msg))
         return refuse(R, SIZE_MAX);
     size_t i = find_rule(R, S, &d);
+    char schema[65], table[65];
+    if (i == SIZE_MAX && mr_delayed_names(S->text, s->tok, &d, R->ctx->schema, schema, table) &&
+        (i = find_default(R, schema)) != SIZE_MAX)
+        return by_default(R, S, &d, i, schema, table);
     if (i == SIZE_MAX) {
         mr_delayed_no_rule(S->text, s->tok, &d, R->ctx->schema, s->delayed_msg,
                            sizeof s->delayed_msg);
@@ -228,20 +340,5 @@ delayed_step rules_delayed(run *R, stmt *S)
     char *names[MR_SD_MAX_KEY_COLS];
     if (!def.nkeys && !key_from_schema(R, &def, &rk, names))
         return refuse(R, i);
-    mr_buf_reset(&s->delayed_out);
-    if (!mr_delayed_build(S->text, s->tok, S->st.end, &d, &def, R->ctx->prepared,
-                          &s->delayed_out, s->delayed_msg, sizeof s->delayed_msg))
-        return refuse(R, i);
-    rules_count_hit(R, i);
-    if (R->res->nmatched <= MR_MATCH_MAX_RULES && R->res->nmatched > 0 &&
-        R->res->matched[R->res->nmatched - 1] == r)
-        R->res->staged_rows[R->res->nmatched - 1] = d.in_term >= 0 ? d.key[d.in_term].count : 1;
-    trace(R, i, WHY_MATCHED, "staging INSERT");
-    note_staged(R, r->delayed, &d);
-    S->text = (const char *)s->delayed_out.data;
-    S->len = s->delayed_out.len;
-    S->version++;
-    S->parsed = false;
-    S->nparams = -1;
-    return DELAYED_DONE;
+    return stage(R, S, &d, i, &def);
 }

@@ -81,6 +81,8 @@ static void why_text(explainer *E, const mr_ruleset *rs, size_t i, rule_why why,
          * page with its key appended: its detail says which */
         if (r->kind == MR_RULE_PAGINATE && detail && detail[0])
             fprintf(out, "matched: paginate (%s)", detail);
+        else if (r->kind == MR_RULE_DELAYED && r->delayed->derive && detail && detail[0])
+            fprintf(out, "matched: %s (%s)", action_word(r), detail); /* which phase */
         else
             fprintf(out, "matched: %s", action_word(r));
         if (r->cont && r->kind != MR_RULE_BLOCK)

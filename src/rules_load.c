@@ -854,17 +854,22 @@ static bool parse_count(loader *L, const draft *dr, key_id k, uint64_t dflt, uin
 }
 
 /* staging_table (default <table>_delayed) and staging_engine (default InnoDB). */
-static bool delayed_staging(loader *L, const draft *dr, mr_delayed_def *d)
+static bool staging_engine_ok(loader *L, const draft *dr)
 {
-    bool ok = name_value(L, dr, K_STAGING_TABLE, &d->staging_table);
     const char *e = dr->val[K_STAGING_ENGINE] ? dr->val[K_STAGING_ENGINE] : "InnoDB";
     bool eok = *e && strlen(e) <= 64;
     for (size_t i = 0; eok && e[i]; i++)
         eok = isalnum((unsigned char)e[i]) || e[i] == '_';
-    if (!eok) {
+    if (!eok)
         bad_value(L, dr, K_STAGING_ENGINE, "an engine name, like InnoDB");
-        ok = false;
-    }
+    return eok;
+}
+
+static bool delayed_staging(loader *L, const draft *dr, mr_delayed_def *d)
+{
+    bool ok = name_value(L, dr, K_STAGING_TABLE, &d->staging_table);
+    const char *e = dr->val[K_STAGING_ENGINE] ? dr->val[K_STAGING_ENGINE] : "InnoDB";
+    ok &= staging_engine_ok(L, dr);
     if (ok && !d->staging_table) {
         char name[80];
         snprintf(name, sizeof name, "%s_delayed", d->table);
@@ -1007,6 +1012,136 @@ static bool delayed_consistent(loader *L, const draft *dr, const mr_delayed_def 
     return true;
 }
 
+/* flush_interval (default 1 s) and flush_rows (default 10000). */
+static bool delayed_flush_settings(loader *L, const draft *dr, mr_delayed_def *d)
+{
+    bool ok = true;
+    d->flush_interval_ms = 1000;
+    if (dr->val[K_FLUSH_INTERVAL] &&
+        !parse_duration_value(dr->val[K_FLUSH_INTERVAL], &d->flush_interval_ms)) {
+        bad_value(L, dr, K_FLUSH_INTERVAL, "a duration above zero, like 500ms, 1s or 1m");
+        ok = false;
+    }
+    return parse_count(L, dr, K_FLUSH_ROWS, 10000, 1000000, &d->flush_rows) && ok;
+}
+
+/* ---- delayed default rule -------------------------------------------------------- */
+
+/* `table = s.*` or `*`: a default rule, whose tables' rules are derived. */
+static bool is_default_table(const char *v)
+{
+    size_t n = v ? strlen(v) : 0;
+    return n && v[n - 1] == '*' && (n == 1 || v[n - 2] == '.');
+}
+
+/* Keys a default rule may not give: its tables' rules are derived from the
+ * schema, and while one is being derived its statements go to the server as
+ * plain UPDATEs, which cannot insert a missing row. */
+static bool default_keys_absent(loader *L, const draft *dr)
+{
+    static const struct {
+        key_id k;
+        const char *why;
+    } no[] = {
+        {K_KEY, "the key is the table's primary key"},
+        {K_COLUMNS, "the counter columns are the table's integer and DECIMAL columns"},
+        {K_SET_COLUMNS, "derived rules have no set_columns"},
+        {K_BUCKET_COLUMN, "derived rules have no bucket"},
+        {K_BUCKET, "derived rules have no bucket"},
+        {K_MEMORY_MAX_KEYS, "a default rule is staged only"},
+    };
+    bool ok = true;
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (dr->val[no[i].k]) {
+            mr_diag_error(L->d, L->file, dr->vline[no[i].k], "[delayed %s]: a default rule "
+                          "(table = %s) may not give %s: the table's rule is derived from the "
+                          "schema (%s)", dr->name, dr->val[K_TABLE], key_names[no[i].k],
+                          no[i].why);
+            ok = false;
+        }
+    const char *m = dr->val[K_MODE], *miss = dr->val[K_MISSING];
+    if (m && strcasecmp(m, "memory") == 0) {
+        mr_diag_error(L->d, L->file, dr->vline[K_MODE], "[delayed %s]: a default rule is staged "
+                      "only (mode = memory needs a key and columns written in the rule)",
+                      dr->name);
+        ok = false;
+    }
+    if (miss && strcasecmp(miss, "insert") == 0) {
+        mr_diag_error(L->d, L->file, dr->vline[K_MISSING], "[delayed %s]: a default rule may not "
+                      "give missing = insert: while a table's rule is being derived its "
+                      "statements are sent as plain UPDATEs, which cannot insert a missing row",
+                      dr->name);
+        ok = false;
+    }
+    return ok;
+}
+
+/* The schema part of `s.*` ("*" for any), unique among default rules. */
+static bool default_schema(loader *L, const draft *dr, mr_delayed_def *d)
+{
+    const char *v = dr->val[K_TABLE];
+    size_t n = strlen(v) > 1 ? strlen(v) - 2 : 0;
+    if ((strlen(v) > 1 && (n == 0 || n > 64)) || strchr(v, '`') || memchr(v, '.', n) ||
+        memchr(v, '*', n)) {
+        bad_value(L, dr, K_TABLE, "schema.* or * for a default rule");
+        return false;
+    }
+    if (dr->val[K_SCHEMA] && (n != strlen(dr->val[K_SCHEMA]) ||
+                              strncmp(dr->val[K_SCHEMA], v, n) != 0)) {
+        mr_diag_error(L->d, L->file, dr->vline[K_TABLE], "[delayed %s]: write table = %s.*, "
+                      "not the schema key, for a default rule of one schema", dr->name,
+                      dr->val[K_SCHEMA]);
+        return false;
+    }
+    d->schema = n ? strndup(v, n) : dup_str(L, "*");
+    d->table = dup_str(L, "*");
+    if (!d->schema)
+        oom(L);
+    for (size_t i = 0; d->schema && i < L->n; i++) {
+        const mr_delayed_def *o = L->rules[i].delayed;
+        if (L->rules[i].kind == MR_RULE_DELAYED && o && o->derive &&
+            strcmp(o->schema, d->schema) == 0) {
+            mr_diag_error(L->d, L->file, dr->vline[K_TABLE], "[delayed %s]: rule %s (%s:%d) is "
+                          "already the default rule for %s; at most one default rule per schema",
+                          dr->name, L->rules[i].name, L->rules[i].file, L->rules[i].line,
+                          dr->val[K_TABLE]);
+            return false;
+        }
+    }
+    return d->schema && d->table;
+}
+
+/* staging_table: a pattern holding {table} once (default {table}_delayed). */
+static bool default_staging(loader *L, const draft *dr, mr_delayed_def *d)
+{
+    const char *v = dr->val[K_STAGING_TABLE] ? dr->val[K_STAGING_TABLE] : "{table}_delayed";
+    const char *at = strstr(v, "{table}");
+    if (!at || strstr(at + 1, "{table}") || strlen(v) > 64 || strchr(v, '`') ||
+        strchr(v, '.') || strcmp(v, "{table}") == 0) {
+        bad_value(L, dr, K_STAGING_TABLE, "a name holding {table} once, like {table}_delayed");
+        return false;
+    }
+    d->staging_table = dup_str(L, v);
+    return d->staging_table != NULL;
+}
+
+static bool finish_delayed_default(loader *L, const draft *dr, mr_rule *r, mr_delayed_def *d)
+{
+    d->derive = true;
+    bool ok = default_keys_absent(L, dr) && delayed_modes(L, dr, d) && default_schema(L, dr, d);
+    ok = ok && default_staging(L, dr, d) && staging_engine_ok(L, dr);
+    if (ok)
+        ok = (d->staging_engine = dup_str(L, dr->val[K_STAGING_ENGINE] ? dr->val[K_STAGING_ENGINE]
+                                                                       : "InnoDB")) != NULL;
+    if (!ok)
+        return false;
+    char text[200];
+    snprintf(text, sizeof text, "delayed default %s.* -> %s, derived from the schema at run time",
+             d->schema, d->staging_table);
+    r->pattern = dup_str(L, text);
+    return r->pattern != NULL;
+}
+
 static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
 {
     mr_delayed_def *d = calloc(1, sizeof *d);
@@ -1017,15 +1152,13 @@ static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im
     r->delayed = d;
     im->how = HOW_DELAYED;
     bool ok = need(L, dr, K_TABLE, "delayed rules need the table whose counters are delayed");
+    if (ok && is_default_table(dr->val[K_TABLE])) {
+        ok = delayed_flush_settings(L, dr, d);
+        return finish_delayed_default(L, dr, r, d) && ok;
+    }
     ok &= need(L, dr, K_COLUMNS, "delayed rules need columns, the counter columns UPDATE "
                "DELAYED may add to");
-    d->flush_interval_ms = 1000;
-    if (dr->val[K_FLUSH_INTERVAL] &&
-        !parse_duration_value(dr->val[K_FLUSH_INTERVAL], &d->flush_interval_ms)) {
-        bad_value(L, dr, K_FLUSH_INTERVAL, "a duration above zero, like 500ms, 1s or 1m");
-        ok = false;
-    }
-    ok &= parse_count(L, dr, K_FLUSH_ROWS, 10000, 1000000, &d->flush_rows);
+    ok &= delayed_flush_settings(L, dr, d);
     ok &= delayed_modes(L, dr, d);
     ok = ok && table_value(L, dr, &d->schema, &d->table);
     /* without key: the table's primary key, from the schema cache (workers) and

@@ -21,6 +21,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "myrewrite/delayed_derive.h"
 #include "myrewrite/delayed_flush.h"
 #include "myrewrite/delayed_mem.h"
 #include "myrewrite/delayed_sql.h"
@@ -100,11 +101,22 @@ static bool find_tables(const mr_ruleset *rs, const char *schema, const char *ta
         if (r->kind != MR_RULE_DELAYED || !r->enabled)
             continue;
         const mr_delayed_def *d = r->delayed;
+        /* a default rule's tables are flushed with the staged ones (those
+         * not derived yet are derived first, in the same round) */
+        if (d->derive && (!table[0] || (schema && (strcmp(d->schema, "*") == 0 ||
+                                                   strcmp(d->schema, schema) == 0)))) {
+            *staged = true;
+            continue;
+        }
         if (table[0] && (strcmp(d->table, table) != 0 || !schema || strcmp(d->schema, schema)))
             continue;
         *staged |= d->mode == MR_DELAYED_STAGED;
         *memory |= d->mode == MR_DELAYED_MEMORY;
     }
+    /* derived tables stay flushed after their default rule is reloaded away */
+    struct mr_derive_reg *g = mr_delayed_derived();
+    if (!*staged && table[0] && schema && g && mr_derive_known(g, schema, table))
+        *staged = true;
     return *staged || *memory;
 }
 

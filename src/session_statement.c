@@ -119,6 +119,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         .skip_locked = s->skip_locked,
         .schema_src = mr_schema_cache_source(),
         .charset_unsafe = s->charset_unsafe,
+        .derived = mr_delayed_derived(),
     };
     if (cmd == MR_COM_QUERY) {
         stmt_verdict v = ss_flush_delayed(s, sql, len, lex_flags);

@@ -11,6 +11,11 @@
  * exactly the rows read, commit. Whatever dies when, every staged row is
  * applied once. Several proxies share the work through GET_LOCK.
  *
+ * Default rules (`table = s.*`): the flusher also derives the rules of the
+ * tables workers registered (delayed_derive.h), adopts staging tables such
+ * a rule would own, and flushes derived tables like the others; they stay
+ * across reloads.
+ *
  * Threads: mr_delayed_configure at start on the main thread and on reloads
  * under the proxy's reload_lock (main thread or admin console, never two at
  * once); mr_delayed_stop on the main thread after the console stopped;
@@ -50,6 +55,10 @@ int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms);
 /* Asks for a round of every staged table now, without waiting (a rule's
  * flush_early was passed). Any thread; a mutex for a few instructions. */
 void mr_delayed_wake(void);
+/* The process's registry of tables derived by default rules
+ * (delayed_derive.h), for the workers' mr_stmt_ctx; NULL when out of
+ * memory. Any thread. */
+struct mr_derive_reg *mr_delayed_derived(void);
 /* Relaxed atomics, readable from any thread. */
 const mr_delayed_stats *mr_delayed_stats_get(void);
 

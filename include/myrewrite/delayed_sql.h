@@ -105,6 +105,18 @@ bool mr_delayed_literal_at(const sql_token *tok, uint32_t i, uint32_t end, uint3
 void mr_delayed_no_rule(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
                         const char *default_schema, char *err, size_t errlen);
 
+/* The statement as a plain UPDATE/DELETE: text with its DELAYED word (and
+ * the blanks after it) left out, every other byte as written, appended to
+ * out. For a table whose default-rule derivation is pending: the server
+ * applies the change at once. False when st has no DELAYED modifier. */
+bool mr_delayed_strip(const char *text, size_t len, const sql_token *tok, const sql_stmt *st,
+                      mr_buf *out);
+
+/* The statement's table as names: its schema (default_schema when
+ * unqualified; false when that is NULL) and table, each 65 bytes. */
+bool mr_delayed_names(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
+                      const char *default_schema, char *schema, char *table);
+
 /* Appends the staging INSERT to out. False with a message in err when the
  * statement does not fit the rule (unknown column, missing key, a
  * `col = literal`, which only mode = memory takes so far...) or, in a

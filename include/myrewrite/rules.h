@@ -115,6 +115,10 @@ typedef struct mr_delayed_def {
     struct mr_dmem_table *mem; /* memory mode: its in-memory table; NULL without a flusher */
     mr_counter *staged_rows;   /* staged mode with flush_early: rows staged so far (any
                                   worker, atomic adds); NULL otherwise */
+    bool derive;               /* a default rule (`table = s.*` or `*`): each table's rule is
+                                  derived from the schema at run time (delayed_derive.h);
+                                  table is "*", schema the schema or "*" for any, and
+                                  staging_table a pattern holding {table}; no keys, columns */
 } mr_delayed_def;
 
 /* How a paginate rule rewrites deep pages. */
@@ -202,6 +206,9 @@ typedef struct mr_stmt_ctx {
     /* The session's client character set when the lexer cannot read it
      * (charset_guard.h): only block rules run, DELAYED is refused. NULL: all rules. */
     const char *charset_unsafe;
+    /* tables whose delayed rule a default rule derives (delayed_derive.h; the
+     * process's registry on workers); NULL: a dry run, which adds nothing */
+    struct mr_derive_reg *derived;
 } mr_stmt_ctx;
 
 /* True when a server whose greeting carries this version string accepts

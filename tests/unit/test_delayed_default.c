@@ -1,0 +1,273 @@
+/*
+ * test_delayed_default.c - default delayed rules (`table = s.*` or `*`):
+ * their load-time checks, the plain text a pending table's statement is
+ * sent as, and the worker's path through the registry of derived tables
+ * (pending, ready, failed), with an explicit rule winning over the default.
+ */
+#include "test_rules.h"
+
+#include "myrewrite/delayed_derive.h"
+#include "myrewrite/delayed_sql.h"
+#include "myrewrite/sql_lexer.h"
+#include "myrewrite/sql_stmt.h"
+
+static const char RULES[] =
+    "[delayed counters]\n"
+    "table = app.counters\n"
+    "key = id\n"
+    "columns = hits\n"
+    "[delayed app_default]\n"
+    "table = app.*\n"
+    "flush_interval = 200ms\n"
+    "[delayed any_default]\n"
+    "table = *\n"
+    "staging_table = stage_{table}\n";
+
+/* Applies and checks a refusal (1235) whose message holds `want`. */
+static void refused(const mr_ruleset *set, const mr_stmt_ctx *ctx, const char *sql,
+                    const char *want)
+{
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    apply_ctx(set, sql, ctx, s, &res);
+    if (res.action != MR_ACT_BLOCK || !res.message || !strstr(res.message, want))
+        fail_msg("statement: %s\nwanted refusal with: %s\ngot action %d: %s", sql, want,
+                 res.action, res.message ? res.message : "(none)");
+    assert_int_equal(res.err_code, 1235);
+    result_free(&res);
+    mr_rules_scratch_free(s);
+}
+
+/* ---- load-time checks ---------------------------------------------------------------- */
+
+static void load_default(void **state)
+{
+    (void)state;
+    mr_ruleset *rs = load_ok(RULES);
+    const mr_delayed_def *d = mr_ruleset_rule(rs, 1)->delayed;
+    assert_true(d->derive);
+    assert_string_equal(d->schema, "app");
+    assert_string_equal(d->table, "*");
+    assert_string_equal(d->staging_table, "{table}_delayed");
+    assert_string_equal(d->staging_engine, "InnoDB");
+    assert_int_equal(d->flush_interval_ms, 200);
+    assert_int_equal(d->nkeys, 0);
+    assert_int_equal(d->ncolumns, 0);
+    d = mr_ruleset_rule(rs, 2)->delayed;
+    assert_true(d->derive);
+    assert_string_equal(d->schema, "*");
+    assert_string_equal(d->staging_table, "stage_{table}");
+    assert_false(mr_ruleset_rule(rs, 0)->delayed->derive);
+    mr_ruleset_free(rs);
+}
+
+static void load_refusals(void **state)
+{
+    (void)state;
+    expect_error("[delayed d]\ntable = app.*\nkey = id\n",
+                 "t.rules:3: [delayed d]: a default rule (table = app.*) may not give key: the "
+                 "table's rule is derived from the schema (the key is the table's primary key)\n");
+    expect_error("[delayed d]\ntable = app.*\ncolumns = hits\n",
+                 "t.rules:3: [delayed d]: a default rule (table = app.*) may not give columns: "
+                 "the table's rule is derived from the schema (the counter columns are the "
+                 "table's integer and DECIMAL columns)\n");
+    expect_error("[delayed d]\ntable = *\nset_columns = title\n",
+                 "t.rules:3: [delayed d]: a default rule (table = *) may not give set_columns: "
+                 "the table's rule is derived from the schema (derived rules have no "
+                 "set_columns)\n");
+    expect_error("[delayed d]\ntable = app.*\nbucket_column = day\n",
+                 "t.rules:3: [delayed d]: a default rule (table = app.*) may not give "
+                 "bucket_column: the table's rule is derived from the schema (derived rules "
+                 "have no bucket)\n");
+    expect_error("[delayed d]\ntable = app.*\nmode = memory\n",
+                 "t.rules:3: [delayed d]: a default rule is staged only (mode = memory needs a "
+                 "key and columns written in the rule)\n");
+    expect_error("[delayed d]\ntable = app.*\nmissing = insert\n",
+                 "t.rules:3: [delayed d]: a default rule may not give missing = insert: while a "
+                 "table's rule is being derived its statements are sent as plain UPDATEs, which "
+                 "cannot insert a missing row\n");
+    expect_error("[delayed d]\ntable = app.*\n[delayed e]\ntable = app.*\n",
+                 "t.rules:4: [delayed e]: rule d (t.rules:1) is already the default rule for "
+                 "app.*; at most one default rule per schema\n");
+    expect_error("[delayed d]\ntable = app.*\nstaging_table = counters_stage\n",
+                 "t.rules:3: staging_table = 'counters_stage' in [delayed d]: expected a name "
+                 "holding {table} once, like {table}_delayed\n");
+    expect_error("[delayed d]\ntable = app.*\nstaging_table = {table}\n",
+                 "t.rules:3: staging_table = '{table}' in [delayed d]: expected a name holding "
+                 "{table} once, like {table}_delayed\n");
+    expect_error("[delayed d]\ntable = a.b.*\n",
+                 "t.rules:2: table = 'a.b.*' in [delayed d]: expected schema.* or * for a "
+                 "default rule\n");
+    expect_error("[delayed d]\ntable = app.*\nstaging_engine = a;b\n",
+                 "t.rules:3: staging_engine = 'a;b' in [delayed d]: expected an engine name, "
+                 "like InnoDB\n");
+    /* one per schema pattern: app.* and * together are fine */
+    mr_ruleset_free(load_ok("[delayed d]\ntable = app.*\n[delayed e]\ntable = *\n"));
+}
+
+/* ---- the text sent while pending -------------------------------------------------- */
+
+static void expect_strip(const char *sql, const char *want)
+{
+    sql_token tok[64];
+    size_t n = 0;
+    assert_int_equal(sql_lex(sql, strlen(sql), 0, tok, 64, &n), SQL_OK);
+    sql_stmt st;
+    sql_stmt_parse(sql, tok, n, &st);
+    mr_buf out;
+    mr_buf_init(&out);
+    bool ok = mr_delayed_strip(sql, strlen(sql), tok, &st, &out);
+    if (!want) {
+        assert_false(ok);
+    } else {
+        assert_true(ok);
+        mr_buf_put(&out, "", 1);
+        assert_string_equal((const char *)out.data, want);
+    }
+    mr_buf_free(&out);
+}
+
+static void strip_delayed(void **state)
+{
+    (void)state;
+    expect_strip("UPDATE DELAYED t SET hits = hits + 1 WHERE id = 5",
+                 "UPDATE t SET hits = hits + 1 WHERE id = 5");
+    expect_strip("UPDATE DELAYED LOW_PRIORITY t SET hits = hits + 1 WHERE id = 5",
+                 "UPDATE LOW_PRIORITY t SET hits = hits + 1 WHERE id = 5");
+    expect_strip("update delayed\n\tt set a = a - 2 where id = 'delayed'",
+                 "update t set a = a - 2 where id = 'delayed'");
+    expect_strip("DELETE DELAYED FROM t WHERE id = 9", "DELETE FROM t WHERE id = 9");
+    expect_strip("DELETE LOW_PRIORITY DELAYED FROM t WHERE id = 9",
+                 "DELETE LOW_PRIORITY FROM t WHERE id = 9");
+    expect_strip("UPDATE /* DELAYED */ DELAYED /* x */ `delayed` SET `delayed` = `delayed` + 1 "
+                 "WHERE id = 1",
+                 "UPDATE /* DELAYED */ /* x */ `delayed` SET `delayed` = `delayed` + 1 "
+                 "WHERE id = 1");
+    expect_strip("UPDATE/**/DELAYED`t` SET n = n + 1 WHERE k = 1",
+                 "UPDATE/**/`t` SET n = n + 1 WHERE k = 1");
+    expect_strip("UPDATE t SET n = n + 1 WHERE k = 1", NULL);
+}
+
+/* ---- the worker's path ------------------------------------------------------------- */
+
+static const mr_stmt_ctx *ctx_with(mr_derive_reg *g)
+{
+    static mr_stmt_ctx ctx;
+    ctx = (mr_stmt_ctx){.schema = "app", .derived = g};
+    return &ctx;
+}
+
+/* What the flusher would publish for app.t: key id, counters hits, views. */
+static void publish(mr_derive_reg *g, const char *table)
+{
+    mr_derived *e = mr_derive_take(g);
+    assert_non_null(e);
+    assert_string_equal(e->table, table);
+    char *keys[] = {"id"}, *cols[] = {"hits", "views"}, staging[MR_DERIVE_NAME];
+    assert_true(mr_derive_staging_name(e->how.staging_pattern, e->table, staging,
+                                       sizeof staging));
+    mr_delayed_def *def = mr_derive_def_new(e, staging, keys, 1, cols, 2);
+    assert_non_null(def);
+    mr_derive_publish(g, e, def);
+}
+
+static void pending_then_ready(void **state)
+{
+    (void)state;
+    mr_ruleset *rs = load_ok(RULES);
+    mr_derive_reg *g = mr_derive_reg_new();
+    const char *sql = "UPDATE DELAYED t SET hits = hits + 1 WHERE id = 5";
+    /* first statement: registered as pending, sent plain, the flusher woken */
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    apply_ctx(rs, sql, ctx_with(g), s, &res);
+    assert_int_equal(res.action, MR_ACT_REWRITE);
+    assert_true(res.wake_flusher);
+    result_free(&res);
+    mr_rules_scratch_free(s);
+    assert_true(mr_derive_known(g, "app", "t"));
+    expect_sent(rs, ctx_with(g), sql, MR_ACT_REWRITE,
+                "UPDATE t SET hits = hits + 1 WHERE id = 5");
+    /* SET col = literal is refused in every phase */
+    refused(rs, ctx_with(g), "UPDATE DELAYED t SET hits = 5 WHERE id = 1",
+            "derived rules have no set_columns");
+    publish(g, "t");
+    expect_sent(rs, ctx_with(g), sql, MR_ACT_REWRITE,
+                "INSERT INTO `app`.`t_delayed` (`hits`, `id`, `op`) VALUES (1, 5, 0)");
+    expect_sent(rs, ctx_with(g), "DELETE DELAYED FROM app.t WHERE id IN (1, 2)",
+                MR_ACT_REWRITE, "INSERT INTO `app`.`t_delayed` (`id`, `op`) VALUES (1, 1), "
+                "(2, 1)");
+    refused(rs, ctx_with(g), "UPDATE DELAYED t SET title = title + 1 WHERE id = 1",
+            "title");
+    refused(rs, ctx_with(g), "UPDATE DELAYED t SET hits = hits + 1 WHERE other = 1", "key");
+    mr_derive_reg_free(g);
+    mr_ruleset_free(rs);
+}
+
+static void failed_and_explicit(void **state)
+{
+    (void)state;
+    mr_ruleset *rs = load_ok(RULES);
+    mr_derive_reg *g = mr_derive_reg_new();
+    expect_sent(rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1",
+                MR_ACT_REWRITE, "UPDATE nopk SET n = n + 1 WHERE id = 1");
+    mr_derived *e = mr_derive_take(g);
+    assert_non_null(e);
+    assert_null(mr_derive_take(g)); /* taken: not handed out twice */
+    mr_derive_fail(g, e, "myrewrite: table app.nopk has no primary key; give a [delayed ...] "
+                   "rule with key");
+    refused(rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1",
+            "myrewrite: table app.nopk has no primary key; give a [delayed ...] rule with key");
+    /* the explicit rule of app.counters wins: staged at once, nothing registered */
+    expect_sent(rs, ctx_with(g), "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 3",
+                MR_ACT_REWRITE, "INSERT INTO `app`.`counters_delayed` (`hits`, `id`, `op`) "
+                "VALUES (1, 3, 0)");
+    assert_false(mr_derive_known(g, "app", "counters"));
+    /* another schema takes the `*` rule, with its staging pattern */
+    expect_sent(rs, ctx_with(g), "UPDATE DELAYED shop.x SET n = n + 1 WHERE id = 1",
+                MR_ACT_REWRITE, "UPDATE shop.x SET n = n + 1 WHERE id = 1");
+    e = mr_derive_take(g);
+    assert_non_null(e);
+    assert_string_equal(e->how.rule, "any_default");
+    assert_string_equal(e->how.staging_pattern, "stage_{table}");
+    mr_derive_untake(g, e);
+    assert_ptr_equal(mr_derive_take(g), e); /* given back: pending again */
+    mr_derive_reg_free(g);
+    mr_ruleset_free(rs);
+}
+
+/* Without a registry (a dry run) nothing is registered and the statement
+ * shows as sent plain; without a default rule the usual refusal stays. */
+static void dry_run_and_no_default(void **state)
+{
+    (void)state;
+    mr_ruleset *rs = load_ok(RULES);
+    mr_stmt_ctx ctx = {.schema = "app"};
+    expect_sent(rs, &ctx, "UPDATE DELAYED t SET hits = hits + 1 WHERE id = 5", MR_ACT_REWRITE,
+                "UPDATE t SET hits = hits + 1 WHERE id = 5");
+    expect_explain_line(rs, &ctx, "UPDATE DELAYED t SET hits = hits + 1 WHERE id = 5",
+                        "  rule app_default (t.rules:5): matched: rewrite (default rule: the "
+                        "table's rule is derived from the schema at run time; until then the "
+                        "statement is sent without DELAYED)");
+    mr_ruleset *only = load_ok("[delayed d]\ntable = app.*\n");
+    mr_derive_reg *g = mr_derive_reg_new();
+    refused(only, ctx_with(g), "UPDATE DELAYED shop.t SET n = n + 1 WHERE id = 1",
+            "no delayed rule for table shop.t");
+    mr_stmt_ctx noschema = {.derived = g};
+    refused(only, &noschema, "UPDATE DELAYED t SET n = n + 1 WHERE id = 1",
+            "no delayed rule for table t");
+    assert_false(mr_derive_known(g, "shop", "t"));
+    mr_derive_reg_free(g);
+    mr_ruleset_free(only);
+    mr_ruleset_free(rs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(load_default),       cmocka_unit_test(load_refusals),
+        cmocka_unit_test(strip_delayed),      cmocka_unit_test(pending_then_ready),
+        cmocka_unit_test(failed_and_explicit), cmocka_unit_test(dry_run_and_no_default),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
