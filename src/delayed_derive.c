@@ -153,12 +153,23 @@ mr_derived *mr_derive_take(mr_derive_reg *g)
 {
     pthread_mutex_lock(&g->lock);
     mr_derived *e = g->all;
-    while (e && (e->state != MR_DERIVE_PENDING || e->taken))
+    while (e && (e->taken || !(e->state == MR_DERIVE_PENDING ||
+                               (e->state == MR_DERIVE_FAILED && e->retry))))
         e = e->all;
-    if (e)
+    if (e) {
         e->taken = true;
+        e->retry = false;
+    }
     pthread_mutex_unlock(&g->lock);
     return e;
+}
+
+void mr_derive_retry_failed(mr_derive_reg *g)
+{
+    pthread_mutex_lock(&g->lock);
+    for (mr_derived *e = g->all; e; e = e->all)
+        e->retry = e->state == MR_DERIVE_FAILED;
+    pthread_mutex_unlock(&g->lock);
 }
 
 void mr_derive_publish(mr_derive_reg *g, mr_derived *e, mr_delayed_def *def)

@@ -1238,7 +1238,8 @@ static void derive_pending(MYSQL *db)
             mr_derive_publish(g, e, def);
             break;
         case DERIVE_FAILED:
-            mr_error(0, "delayed %s: %s", e->how.rule, why);
+            if (e->state != MR_DERIVE_FAILED) /* a retry that fails again is not logged again */
+                mr_error(0, "delayed %s: %s", e->how.rule, why);
             mr_derive_fail(g, e, why);
             break;
         default:
@@ -1249,7 +1250,8 @@ static void derive_pending(MYSQL *db)
 
 /* At start, after a reconnect and every ADOPT_MS: registers the tables
  * whose staging tables a default rule would own, so rows a dead proxy
- * staged are flushed without a statement on them. */
+ * staged are flushed without a statement on them; and gives the tables
+ * that could not be derived another try. */
 static void adopt_staging(MYSQL *db)
 {
     uint64_t now = mr_mono_ms();
@@ -1257,6 +1259,7 @@ static void adopt_staging(MYSQL *db)
     if (!g || now < D.next_adopt_ms || !D.cur.nd)
         return;
     D.next_adopt_ms = now + ADOPT_MS;
+    mr_derive_retry_failed(g);
     for (size_t i = 0; i < D.cur.nd && !mr_bg_conn_broken(db); i++)
         dflush_adopt(db, g, &D.cur.d[i], owned);
 }

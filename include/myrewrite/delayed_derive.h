@@ -54,6 +54,7 @@ typedef struct mr_derived {
     mr_derive_how how;
     mr_derive_state state;
     bool taken;                /* the flusher is deriving it */
+    bool retry;                /* failed: derive it again (the schema may have changed) */
     char why[300];             /* failed: the reason */
     mr_delayed_def *def;       /* ready: owned by the registry, immutable */
     struct mr_derived *next;   /* hash chain */
@@ -77,8 +78,10 @@ mr_derive_state mr_derive_lookup(mr_derive_reg *g, const char *schema, const cha
                                  const mr_derive_how *how, bool *added,
                                  const mr_delayed_def **def, char *why, size_t whylen);
 
-/* The flusher: a pending entry nobody is deriving, now marked taken (its
- * names and how may be read without the lock); NULL when none. */
+/* The flusher: a pending entry nobody is deriving, or a failed one marked
+ * for a retry, now marked taken (its names and how may be read without the
+ * lock; a failed one stays failed, and refused, until it is published);
+ * NULL when none. */
 mr_derived *mr_derive_take(mr_derive_reg *g);
 /* The flusher publishes what it derived: the entry becomes ready and the
  * registry owns def (made by mr_derive_def_new). */
@@ -88,6 +91,10 @@ void mr_derive_fail(mr_derive_reg *g, mr_derived *e, const char *why);
 /* ... or gives it back, still pending (the connection broke meanwhile). */
 void mr_derive_untake(mr_derive_reg *g, mr_derived *e);
 
+/* Marks every failed entry for another try: the flusher calls it now and
+ * then, so a table created, or given a primary key, after its first
+ * DELAYED statement is derived without a restart. */
+void mr_derive_retry_failed(mr_derive_reg *g);
 /* Is schema.table in the registry (any state)? */
 bool mr_derive_known(mr_derive_reg *g, const char *schema, const char *table);
 /* Counts of entries per state (index mr_derive_state). */

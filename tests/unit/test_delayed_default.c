@@ -218,6 +218,14 @@ static void failed_and_explicit(void **state)
                    "rule with key");
     refused(rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1",
             "myrewrite: table app.nopk has no primary key; give a [delayed ...] rule with key");
+    assert_null(mr_derive_take(g)); /* failed: not taken again until a retry is asked */
+    mr_derive_retry_failed(g);
+    assert_ptr_equal(mr_derive_take(g), e);
+    refused(rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1",
+            "myrewrite: table app.nopk has no primary key"); /* still refused while retried */
+    mr_derive_fail(g, e, "myrewrite: table app.nopk has no primary key; give a [delayed ...] "
+                   "rule with key");
+    assert_null(mr_derive_take(g)); /* one retry per request */
     /* the explicit rule of app.counters wins: staged at once, nothing registered */
     expect_sent(rs, ctx_with(g), "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 3",
                 MR_ACT_REWRITE, "INSERT INTO `app`.`counters_delayed` (`hits`, `id`, `op`) "
