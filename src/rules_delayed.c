@@ -138,6 +138,18 @@ static bool key_from_schema(run *R, mr_delayed_def *def, mr_row_key *rk, char **
     return true;
 }
 
+/* The text as it goes to the server in place of the statement. */
+static delayed_step send_instead(run *R, stmt *S)
+{
+    mr_rules_scratch *s = R->s;
+    S->text = (const char *)s->delayed_out.data;
+    S->len = s->delayed_out.len;
+    S->version++;
+    S->parsed = false;
+    S->nparams = -1;
+    return DELAYED_DONE;
+}
+
 /* COM_STMT_PREPARE of a memory-mode statement: the server prepares `DO ?,
  * ...` with as many parameters, so the client gets a statement id and its
  * parameter count; the session keeps the original text and answers each
@@ -165,12 +177,7 @@ static delayed_step prepare_stand_in(run *R, stmt *S, const mr_delayed_stmt *d, 
     trace(R, i, WHY_MATCHED, "prepared as a stand-in; executes are answered by the proxy");
     R->res->dmem_prepare = true;
     R->res->dmem_nparams = n;
-    S->text = (const char *)s->delayed_out.data;
-    S->len = s->delayed_out.len;
-    S->version++;
-    S->parsed = false;
-    S->nparams = -1;
-    return DELAYED_DONE;
+    return send_instead(R, S);
 }
 
 /* mode = memory: the deltas go to the worker's shard (the session adds
@@ -212,17 +219,6 @@ static void note_staged(run *R, const mr_delayed_def *def, const mr_delayed_stmt
         R->res->wake_flusher = true;
 }
 
-/* The text as it goes to the server in place of the statement. */
-static delayed_step send_instead(run *R, stmt *S)
-{
-    mr_rules_scratch *s = R->s;
-    S->text = (const char *)s->delayed_out.data;
-    S->len = s->delayed_out.len;
-    S->version++;
-    S->parsed = false;
-    S->nparams = -1;
-    return DELAYED_DONE;
-}
 
 /* A table whose rule is being derived: the statement goes to the server
  * without DELAYED, so the change is applied (and durable) at once. Nothing

@@ -23,21 +23,6 @@ static const char RULES[] =
     "table = *\n"
     "staging_table = stage_{table}\n";
 
-/* Applies and checks a refusal (1235) whose message holds `want`. */
-static void refused(const mr_ruleset *set, const mr_stmt_ctx *ctx, const char *sql,
-                    const char *want)
-{
-    mr_rules_scratch *s = mr_rules_scratch_new();
-    mr_match_result res = result_new();
-    apply_ctx(set, sql, ctx, s, &res);
-    if (res.action != MR_ACT_BLOCK || !res.message || !strstr(res.message, want))
-        fail_msg("statement: %s\nwanted refusal with: %s\ngot action %d: %s", sql, want,
-                 res.action, res.message ? res.message : "(none)");
-    assert_int_equal(res.err_code, 1235);
-    result_free(&res);
-    mr_rules_scratch_free(s);
-}
-
 /* ---- load-time checks ---------------------------------------------------------------- */
 
 static void load_default(void **state)
@@ -189,7 +174,7 @@ static void pending_then_ready(void **state)
     expect_sent(rs, ctx_with(g), sql, MR_ACT_REWRITE,
                 "UPDATE t SET hits = hits + 1 WHERE id = 5");
     /* SET col = literal is refused in every phase */
-    refused(rs, ctx_with(g), "UPDATE DELAYED t SET hits = 5 WHERE id = 1",
+    expect_refused_with(rs, ctx_with(g), "UPDATE DELAYED t SET hits = 5 WHERE id = 1",
             "derived rules have no set_columns");
     publish(g, "t");
     expect_sent(rs, ctx_with(g), sql, MR_ACT_REWRITE,
@@ -197,9 +182,9 @@ static void pending_then_ready(void **state)
     expect_sent(rs, ctx_with(g), "DELETE DELAYED FROM app.t WHERE id IN (1, 2)",
                 MR_ACT_REWRITE, "INSERT INTO `app`.`t_delayed` (`id`, `op`) VALUES (1, 1), "
                 "(2, 1)");
-    refused(rs, ctx_with(g), "UPDATE DELAYED t SET title = title + 1 WHERE id = 1",
+    expect_refused_with(rs, ctx_with(g), "UPDATE DELAYED t SET title = title + 1 WHERE id = 1",
             "title");
-    refused(rs, ctx_with(g), "UPDATE DELAYED t SET hits = hits + 1 WHERE other = 1", "key");
+    expect_refused_with(rs, ctx_with(g), "UPDATE DELAYED t SET hits = hits + 1 WHERE other = 1", "key");
     mr_derive_reg_free(g);
     mr_ruleset_free(rs);
 }
@@ -216,12 +201,12 @@ static void failed_and_explicit(void **state)
     assert_null(mr_derive_take(g)); /* taken: not handed out twice */
     mr_derive_fail(g, e, "myrewrite: table app.nopk has no primary key; give a [delayed ...] "
                    "rule with key");
-    refused(rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1",
+    expect_refused_with(rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1",
             "myrewrite: table app.nopk has no primary key; give a [delayed ...] rule with key");
     assert_null(mr_derive_take(g)); /* failed: not taken again until a retry is asked */
     mr_derive_retry_failed(g);
     assert_ptr_equal(mr_derive_take(g), e);
-    refused(rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1",
+    expect_refused_with(rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1",
             "myrewrite: table app.nopk has no primary key"); /* still refused while retried */
     mr_derive_fail(g, e, "myrewrite: table app.nopk has no primary key; give a [delayed ...] "
                    "rule with key");
@@ -259,10 +244,10 @@ static void dry_run_and_no_default(void **state)
                         "statement is sent without DELAYED)");
     mr_ruleset *only = load_ok("[delayed d]\ntable = app.*\n");
     mr_derive_reg *g = mr_derive_reg_new();
-    refused(only, ctx_with(g), "UPDATE DELAYED shop.t SET n = n + 1 WHERE id = 1",
+    expect_refused_with(only, ctx_with(g), "UPDATE DELAYED shop.t SET n = n + 1 WHERE id = 1",
             "no delayed rule for table shop.t");
     mr_stmt_ctx noschema = {.derived = g};
-    refused(only, &noschema, "UPDATE DELAYED t SET n = n + 1 WHERE id = 1",
+    expect_refused_with(only, &noschema, "UPDATE DELAYED t SET n = n + 1 WHERE id = 1",
             "no delayed rule for table t");
     assert_false(mr_derive_known(g, "shop", "t"));
     mr_derive_reg_free(g);

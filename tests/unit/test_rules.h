@@ -116,6 +116,21 @@ static inline void expect_sent(const mr_ruleset *rs, const mr_stmt_ctx *ctx, con
     mr_rules_scratch_free(s);
 }
 
+/* Applies and checks a DELAYED refusal (1235) whose message holds `want`. */
+static inline void expect_refused_with(const mr_ruleset *set, const mr_stmt_ctx *ctx,
+                                       const char *sql, const char *want)
+{
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    apply_ctx(set, sql, ctx, s, &res);
+    if (res.action != MR_ACT_BLOCK || !res.message || !strstr(res.message, want))
+        fail_msg("statement: %s\nwanted refusal with: %s\ngot action %d: %s", sql, want,
+                 res.action, res.message ? res.message : "(none)");
+    assert_int_equal(res.err_code, 1235);
+    result_free(&res);
+    mr_rules_scratch_free(s);
+}
+
 static inline char *explain_text(const mr_ruleset *rs, const mr_stmt_ctx *ctx, const char *sql)
 {
     static const mr_stmt_ctx none = {0};
