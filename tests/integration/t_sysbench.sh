@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # sysbench OLTP load through the proxy: 16 threads for 10 s of
 # oltp_read_write (prepared statements), then a short text-protocol
-# point-select run. Any error or reconnect is a failure.
+# point-select run. Any error or reconnect is a failure; deadlocks (which
+# InnoDB can raise direct too) are allowed up to 1% of the transactions.
 set -uo pipefail
 # shellcheck source=../lib/env.sh
 . "$(dirname "$0")/../lib/env.sh"
@@ -17,7 +18,8 @@ sb() {
     # few hot rows and makes deadlocks (ignored errors) likely even direct.
     sysbench "$test" --db-driver=mysql --mysql-host="$MR_HOST" --mysql-port="$port" \
         --mysql-user="$MR_USER" --mysql-password="$MR_PASSWORD" --mysql-db="$MR_DB" \
-        --tables=$TABLES --table-size=$ROWS --rand-type=uniform "$@"
+        --tables=$TABLES --table-size=$ROWS --rand-type=uniform \
+        --mysql-ignore-errors=1213,1205,1020 "$@"
 }
 
 # Pull "N" out of a line like "    ignored errors:   0      (0.00 per sec.)".
@@ -33,7 +35,18 @@ check_run() {
     if grep -qE '^[[:space:]]+errors:' "$log"; then
         mr_eq "$label: errors" 0 "$(stat errors "$log")"
     fi
-    mr_eq "$label: ignored errors" 0 "$(stat 'ignored errors' "$log")"
+    # Ignored errors are only the codes given above: a deadlock (1213), a
+    # lock wait timeout (1205) or a changed record (1020) that InnoDB can
+    # raise between two transactions direct as well; sysbench rolls back
+    # and retries. Anything else the proxy could cause (a wrong answer, a
+    # lost connection) is a FATAL line or a reconnect, checked below.
+    local ignored
+    ignored=$(stat 'ignored errors' "$log")
+    if [[ ${ignored:-0} -le $(( ${n:-0} / 100 )) ]]; then
+        mr_ok "$label: ignored errors (deadlocks and lock waits) $ignored, at most 1% of $n"
+    else
+        mr_not_ok "$label: $ignored ignored errors (deadlocks or lock waits) in $n transactions"
+    fi
     mr_eq "$label: reconnects" 0 "$(stat reconnects "$log")"
     if grep -qiE 'FATAL|error [0-9]+|Lost connection' "$log"; then
         mr_not_ok "$label: sysbench logged errors"
