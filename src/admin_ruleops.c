@@ -45,7 +45,7 @@ static void paginate_row(mr_resultset *rs, const mr_ruleset *set, size_t i)
     const mr_rule *r = mr_ruleset_rule(set, i);
     const mr_paginate_def *d = r->paginate;
     mr_rule_stats *e = entry(r);
-    char table[256], thr[24], max[24], hits[24], def[24], ref[24];
+    char table[256], thr[24], max[24], hits[24], def[24], ref[24], kh[24], km[24];
     if (!d->table)
         snprintf(table, sizeof table, "*");
     else
@@ -59,9 +59,9 @@ static void paginate_row(mr_resultset *rs, const mr_ruleset *set, size_t i)
         u64(mr_ruleset_hits(set, i), hits, sizeof hits),
         u64(e ? load(&e->deferred) : 0, def, sizeof def),
         u64(e ? load(&e->refused) : 0, ref, sizeof ref),
-        NULL, /* keyset reads are counted per worker only: see the total row */
-        NULL,
-        NULL,
+        u64(e ? load(&e->keyset_hits) : 0, kh, sizeof kh),
+        u64(e ? load(&e->keyset_misses) : 0, km, sizeof km),
+        NULL, /* bookmarks are held per listing, not per rule: see the total row */
     };
     mr_rs_row(rs, row);
 }

@@ -95,7 +95,8 @@ static void write_paginate(mr_proxy *p, struct evbuffer *out)
     if (!have_kind(MR_RULE_PAGINATE))
         return;
     mr_metrics_family(out, per_rule, "counter",
-                      "Pages each paginate rule rewrote (deferred) or refused, by rule name; "
+                      "Pages each paginate rule rewrote (deferred), refused, or read by "
+                      "keyset (keyset_hit: a seek; keyset_miss: no bookmark), by rule name; "
                       "kept across reloads.");
     for (size_t i = 0; i < mr_rule_stats_count(); i++) {
         mr_rule_stats *e = mr_rule_stats_at(i);
@@ -105,6 +106,10 @@ static void write_paginate(mr_proxy *p, struct evbuffer *out)
                  atomic_load_explicit(&e->deferred, memory_order_relaxed));
         labeled2(out, per_rule, "rule", e->name, "outcome", "refused",
                  atomic_load_explicit(&e->refused, memory_order_relaxed));
+        labeled2(out, per_rule, "rule", e->name, "outcome", "keyset_hit",
+                 atomic_load_explicit(&e->keyset_hits, memory_order_relaxed));
+        labeled2(out, per_rule, "rule", e->name, "outcome", "keyset_miss",
+                 atomic_load_explicit(&e->keyset_misses, memory_order_relaxed));
     }
 }
 

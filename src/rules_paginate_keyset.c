@@ -68,8 +68,10 @@ static rule_why ordered(run *R, stmt *S, bytes *out, const char *why)
 static rule_why miss(run *R, stmt *S, const mr_rule *r, mr_pag_outcome o,
                      const mr_pag_info *info, bytes *out)
 {
-    if (!r->log_only)
+    if (!r->log_only) {
         R->res->keyset.outcome = MR_KEYSET_MISS;
+        R->res->keyset.rule = r;
+    }
     if (r->paginate->strategy == MR_PAGINATE_AUTO)
         return deferred(R, o, info, out, "no bookmark close enough");
     return ordered(R, S, out, "keyset: no bookmark within threshold rows before the offset; "
@@ -87,8 +89,10 @@ static rule_why seek(run *R, stmt *S, const mr_rule *r, uint64_t pos, const char
     rule_why w = copy_out(R, out);
     if (w != WHY_MATCHED)
         return w;
-    if (!r->log_only)
+    if (!r->log_only) {
         note->outcome = MR_KEYSET_HIT;
+        note->rule = r;
+    }
     snprintf(R->detail, sizeof R->detail, "keyset seek from the bookmark at row %llu for "
              "offset %llu", (unsigned long long)pos, (unsigned long long)note->listing.offset);
     return WHY_MATCHED;

@@ -18,6 +18,7 @@
 
 #include "myrewrite/bookmarks.h"
 #include "myrewrite/paginate_keyset.h"
+#include "myrewrite/rule_stats.h"
 #include "myrewrite/rules.h"
 #include "myrewrite/sql_lexer.h"
 #include "session_impl.h"
@@ -98,10 +99,14 @@ void ss_keyset_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, u
 
 static void count(mr_session *s, const mr_keyset_note *no)
 {
-    if (no->outcome == MR_KEYSET_HIT)
-        mr_stat_add(&s->w->stats.paginate_keyset_hits, 1);
-    else if (no->outcome == MR_KEYSET_MISS)
-        mr_stat_add(&s->w->stats.paginate_keyset_misses, 1);
+    if (no->outcome != MR_KEYSET_HIT && no->outcome != MR_KEYSET_MISS)
+        return;
+    bool hit = no->outcome == MR_KEYSET_HIT;
+    mr_stat_add(hit ? &s->w->stats.paginate_keyset_hits : &s->w->stats.paginate_keyset_misses, 1);
+    mr_rule_stats *e = no->rule ? mr_rule_stats_of(no->rule) : NULL;
+    if (e)
+        atomic_fetch_add_explicit(hit ? &e->keyset_hits : &e->keyset_misses, 1,
+                                  memory_order_relaxed);
 }
 
 void ss_keyset_statement(mr_session *s, uint8_t cmd, const char *sql, size_t len,

@@ -58,6 +58,7 @@ typedef enum mr_keyset_outcome {
 
 typedef struct mr_keyset_note {
     mr_keyset_outcome outcome;
+    const struct mr_rule *rule;        /* HIT or MISS: the paginate rule that decided it */
     bool watch;                        /* read the page's last row for a bookmark */
     uint64_t ttl_ms;                   /* the rule's bookmark_ttl */
     uint64_t max_bookmarks;            /* the rule's max_bookmarks */

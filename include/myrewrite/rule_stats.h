@@ -36,6 +36,8 @@ typedef struct mr_rule_stats {
     /* paginate, written by workers */
     _Atomic uint64_t deferred;   /* deep pages sent as a deferred join */
     _Atomic uint64_t refused;    /* pages refused beyond max_offset */
+    _Atomic uint64_t keyset_hits;   /* deep pages sent as a keyset seek */
+    _Atomic uint64_t keyset_misses; /* keyset wanted, no usable bookmark */
     /* delayed, written by workers */
     _Atomic uint64_t staged;     /* staging rows in DELAYED statements the proxy sent */
     /* delayed, written by the flusher thread */

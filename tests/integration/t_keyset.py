@@ -11,26 +11,29 @@ real mariadbd.
   * a nullable ORDER BY column is refused for keyset: deep pages go as deferred joins,
     rows still right;
   * a write through the proxy drops the table's bookmarks: the next deep page is sent
-    untouched (a miss), rows still right, and the page after it seeks again;
+    untouched (a miss), rows still right, and the page after it seeks again; /metrics
+    counts those hits and the miss for the rule and in total;
   * EXPLAIN of the seek texts the proxy sent uses a range on an index, no filesort;
   * a jump to a deep page with no bookmark: auto sends the deferred join, keyset the
     page with its key appended; a bookmark is not used after bookmark_ttl;
   * prepared `LIMIT ?, ?` pages under a keyset rule (mr_stmt_paginate, the C client) are
     prepared as deferred joins and never seek, even once a text walk of the same
     listing has left bookmarks: their rows equal direct ones at every offset.
-Environment: MR_KEYSET_PORT (26091), MR_BIN.
+Environment: MR_KEYSET_PORT (26091), MR_KEYSET_HTTP_PORT (26094), MR_BIN.
 """
 import os
 import re
 import subprocess
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
 PORT = int(os.environ.get("MR_KEYSET_PORT", "26091"))
+HTTP = int(os.environ.get("MR_KEYSET_HTTP_PORT", "26094"))
 ROWS = 3000
 PAGE = 37
 THRESHOLD = 50
@@ -100,7 +103,22 @@ HOSTILE = ["plain", "it's", "it''s", "back\\slash", "back\\\\two", "\\'", "'", "
 
 def start_proxy():
     t.write_rules(RULES_DIR, RULES)
-    return t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True)
+    return t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True,
+                         extra=["--set", "http_listen=%s:%d" % (t.HOST, HTTP)])
+
+
+def keyset_counts(rule):
+    """(hits, misses) of a rule, and of all rules, from /metrics."""
+    with urllib.request.urlopen("http://%s:%d/metrics" % (t.HOST, HTTP), timeout=5) as r:
+        body = r.read().decode()
+
+    def sample(pattern):
+        m = re.search(r"^%s (\d+)$" % pattern, body, re.M)
+        return int(m.group(1)) if m else None
+    per_rule = 'myrewrite_paginate_rule_pages_total\\{rule="%s",outcome="keyset_%s"\\}'
+    return (sample(per_rule % (rule, "hit")), sample(per_rule % (rule, "miss")),
+            sample("myrewrite_paginate_keyset_hits_total"),
+            sample("myrewrite_paginate_keyset_misses_total"))
 
 
 def setup(d):
@@ -275,6 +293,7 @@ def write_drops(d, conns):
         t.eq("page at %d has the rows sent direct" % off, dc.fetchall(), got)
         return sent_texts("items")[before:]
 
+    c0 = keyset_counts("items")
     for off in range(0, 3 * PAGE, PAGE):
         page(off)
     t.eq("the walk seeks before the write", 1, len(page(3 * PAGE)))
@@ -282,6 +301,10 @@ def write_drops(d, conns):
     t.eq("after a write through the proxy the next page misses (sent untouched)", [],
          page(4 * PAGE))
     t.eq("and the page after it seeks again", 1, len(page(5 * PAGE)))
+    c1 = keyset_counts("items")
+    # pages at 74, 111 and 185 seek (hits), 148 follows the write (a miss)
+    t.eq("/metrics: the rule's keyset hits +3, misses +1, and the totals the same",
+         (3, 1, 3, 1), tuple(b - a for a, b in zip(c0, c1)))
 
 
 def jumps(d, conns):
