@@ -13,6 +13,7 @@
  * answer is cached in between and requests that arrive while a check runs
  * wait for its result.
  */
+#include "myrewrite/backend.h"
 #include "myrewrite/clock.h"
 #include "myrewrite/http.h"
 
@@ -192,14 +193,17 @@ static void on_probe(evutil_socket_t fd, short what, void *arg)
 static void probe_start(void)
 {
     probe *pr = &H.probe;
-    const struct sockaddr *sa = (const struct sockaddr *)&H.p->backend_addr;
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    mr_backend_addr(H.p, &addr, &addr_len);
+    const struct sockaddr *sa = (const struct sockaddr *)&addr;
     pr->started_ns = mr_mono_ns();
     pr->fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (pr->fd < 0) {
         probe_finish(false, strerror(errno));
         return;
     }
-    if (connect(pr->fd, sa, H.p->backend_addr_len) == 0) {
+    if (connect(pr->fd, sa, addr_len) == 0) {
         probe_finish(true, NULL);
         return;
     }

@@ -257,6 +257,7 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     event_add(sighup, NULL);
     mr_info(0, "myrewrite %s listening on %s%s%s, backend %s, %u workers", MYREWRITE_VERSION,
             c->listen, c->socket[0] ? " and " : "", c->socket, p->backend_name, p->nworkers);
+    mr_backend_watch_start(p, c->backend);
     event_base_dispatch(base);
     mr_http_stop();
     mr_listener_stop(l);
@@ -264,6 +265,7 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     stop_workers(p);
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_join(&p->workers[i]);
+    mr_backend_watch_stop(); /* after the workers, which wake it */
     mr_queue_stop(c->shutdown_timeout_ms);
     mr_delayed_stop(c->shutdown_timeout_ms); /* its final flush runs here */
     mr_dmem_stop(c->shutdown_timeout_ms);    /* and the memory tables' */
@@ -297,6 +299,7 @@ int main(int argc, char **argv)
     proxy.cfg = &cfg;
     pthread_mutex_init(&proxy.rules_lock, NULL);
     pthread_mutex_init(&proxy.reload_lock, NULL);
+    pthread_mutex_init(&proxy.backend_lock, NULL);
     unsigned n = cfg.workers ? (unsigned)cfg.workers : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     proxy.nworkers = n ? n : 1;
     if (o.explain) { /* needs the rules only, not a reachable backend */

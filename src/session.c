@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "myrewrite/backend.h"
 #include "myrewrite/log.h"
 #include "myrewrite/queue.h"
 #include "myrewrite/schema_cache.h"
@@ -147,11 +148,13 @@ void ss_copy_name(char *dst, size_t cap, const char *src, size_t len, bool *set)
 
 static bool connect_backend(mr_session *s)
 {
-    mr_proxy *p = s->w->proxy;
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    mr_backend_addr(s->w->proxy, &addr, &addr_len);
     struct timeval tv = {(time_t)(cfg(s)->connect_timeout_ms / 1000),
                          (suseconds_t)(cfg(s)->connect_timeout_ms % 1000) * 1000};
-    s->backend = mr_conn_connect(s->w->base, (struct sockaddr *)&p->backend_addr,
-                                 p->backend_addr_len, &tv, &ss_backend_callbacks, s);
+    s->backend = mr_conn_connect(s->w->base, (struct sockaddr *)&addr, addr_len, &tv,
+                                 &ss_backend_callbacks, s);
     if (!s->backend)
         return false;
     mr_conn_set_low_mark(s->backend, cfg(s)->relay_buffer / 2);

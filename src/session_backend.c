@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "myrewrite/backend.h"
 #include "myrewrite/charset_guard.h"
 #include "myrewrite/log.h"
 #include "myrewrite/schema_cache.h"
@@ -271,6 +272,8 @@ void ss_backend_failed(mr_session *s, const char *what)
 {
     char msg[512];
     if (s->state == SS_CONNECTING || s->state == SS_GREETING) {
+        if (s->state == SS_CONNECTING)
+            mr_backend_suspect(); /* its address may have changed */
         snprintf(msg, sizeof(msg), "backend unavailable: %s %s", s->w->proxy->backend_name, what);
         ss_send_err(s, 0, MR_ER_BACKEND_UNAVAILABLE, "08S01", msg);
         mr_warn(s->id, "%s", msg);

@@ -1,8 +1,11 @@
 /*
  * backend.h - where the backend mysqld is.
  *
- * Main thread, at start-up: resolving a host name is a blocking call, so it
- * happens once here and never on a worker.
+ * Resolving a host name is a blocking call: it happens on the main thread
+ * at start, then, for a host name (not an IP literal or a socket path), on
+ * a resolver thread of its own every 10 s and within a second of a failed
+ * connect, so new connections follow a backend whose address changes.
+ * Connections already open stay where they are.
  */
 #ifndef MYREWRITE_BACKEND_H
 #define MYREWRITE_BACKEND_H
@@ -12,7 +15,17 @@
 
 #include "myrewrite/proxy.h"
 
-/* Fills p->backend_addr from `spec` (host:port or a unix socket path). */
+/* Main thread, at start: fills p->backend_addr from `spec` (host:port or a
+ * unix socket path). p->backend_lock must be initialised. */
 bool mr_backend_resolve(mr_proxy *p, const char *spec, char *err, size_t errlen);
+/* Any thread: a copy of the address to connect to (a mutex for a memcpy). */
+void mr_backend_addr(mr_proxy *p, struct sockaddr_storage *addr, socklen_t *len);
+/* Main thread: starts resolving `spec` again in the background (nothing
+ * for an IP literal or a socket path); stops and joins that thread. */
+void mr_backend_watch_start(mr_proxy *p, const char *spec);
+void mr_backend_watch_stop(void);
+/* Any thread, never waits: a connect to the backend failed; look the name
+ * up again soon. */
+void mr_backend_suspect(void);
 
 #endif

@@ -2,8 +2,8 @@
  * proxy.h - the process-wide runtime shared by the listener and workers.
  *
  * Built by main before any thread starts; read-only afterwards except for
- * the atomics, which any thread may update, and the rule set in force,
- * guarded by rules_lock.
+ * the atomics, which any thread may update, the rule set in force, guarded
+ * by rules_lock, and the backend address, guarded by backend_lock.
  */
 #ifndef MYREWRITE_PROXY_H
 #define MYREWRITE_PROXY_H
@@ -20,7 +20,8 @@ struct mr_shared_rules;
 
 typedef struct mr_proxy {
     const mr_config *cfg;
-    struct sockaddr_storage backend_addr; /* resolved once at start */
+    pthread_mutex_t backend_lock;         /* guards backend_addr: read with mr_backend_addr */
+    struct sockaddr_storage backend_addr; /* resolved at start, then again (backend.h) */
     socklen_t backend_addr_len;
     char backend_name[300];               /* for messages: "127.0.0.1:3306" */
     struct mr_worker *workers;

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""The proxy follows a backend host name whose address changes (a database container
+restarted by docker compose comes back on a new address).
+
+The test names the backend through a line of its own in /etc/hosts (it needs root;
+the line is removed at the end), starts a proxy with `--backend NAME:PORT`, then:
+  * with NAME at 127.0.0.1 (mariadbd), statements work;
+  * NAME moved to 127.0.0.9, where nothing listens: within the resolver's 10 s new
+    connections get "backend unavailable", the log names the new address, and a
+    connection opened before keeps working on the old one;
+  * NAME moved back: the failed connects make the proxy look again at once, and new
+    connections work within 3 s.
+Environment: MR_DNS_PORT (26095), MR_BIN.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import mrtest as t  # noqa: E402
+import pymysql  # noqa: E402
+
+PORT = int(os.environ.get("MR_DNS_PORT", "26095"))
+NAME = "myrewrite-it-backend"
+HOSTS = "/etc/hosts"
+LOG = os.path.join(t.TMP, "backend_dns.log")
+
+
+def set_hosts(ip):
+    """Points NAME at ip (None: removes it), keeping every other line."""
+    with open(HOSTS) as f:
+        lines = [line for line in f.read().splitlines() if not line.endswith(" " + NAME)]
+    if ip:
+        lines.append("%s %s" % (ip, NAME))
+    with open(HOSTS, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def works():
+    try:
+        c = t.connect(PORT)
+        with c.cursor() as cur:
+            cur.execute("SELECT 1")
+            ok = cur.fetchone() == (1,)
+        c.close()
+        return ok
+    except pymysql.err.MySQLError as e:
+        return e
+
+
+def wait_for(want_ok, seconds):
+    """Seconds until a new connection works (want_ok) or fails with the proxy's
+    "backend unavailable"; None if that never happens within `seconds`."""
+    t0 = time.time()
+    while time.time() - t0 < seconds:
+        r = works()
+        if (r is True) == want_ok and (want_ok or "backend unavailable" in str(r)):
+            return time.time() - t0
+        time.sleep(0.25)
+    return None
+
+
+def log_text():
+    with open(LOG, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def main():
+    if t.DIRECT_ONLY:
+        print("skip: needs its own proxy")
+        sys.exit(77)
+    if not os.access(HOSTS, os.W_OK):
+        print("skip: %s is not writable (run as root)" % HOSTS)
+        sys.exit(77)
+    set_hosts("127.0.0.1")
+    p = None
+    try:
+        p = t.start_proxy(PORT, LOG, extra=["--backend", "%s:%d" % (NAME, t.DIRECT_PORT)])
+        t.eq("through a backend host name: statements work", True, works())
+        old = t.connect(PORT, autocommit=True)
+        set_hosts("127.0.0.9")
+        took = wait_for(False, 15)
+        t.check(took is not None, "NAME moved: new connections get \"backend unavailable\" "
+                "within the resolver's 10 s (%s s)" % (None if took is None else round(took, 1)))
+        t.check("now resolves to 127.0.0.9" in log_text(), "the log names the new address")
+        with old.cursor() as cur:
+            cur.execute("SELECT 2")
+            t.eq("a connection opened before keeps working", (2,), cur.fetchone())
+        old.close()
+        set_hosts("127.0.0.1")
+        took = wait_for(True, 10)
+        t.check(took is not None and took < 3, "NAME moved back: failed connects make the "
+                "proxy look again, new connections work within 3 s (%s s)"
+                % (None if took is None else round(took, 1)))
+        t.check("now resolves to 127.0.0.1" in log_text(), "the log names the address again")
+    finally:
+        set_hosts(None)
+        if p:
+            p.terminate()
+            p.wait(30)
+    t.eq("proxy exits 0 on SIGTERM", 0, p.returncode if p else None)
+    t.done()
+
+
+if __name__ == "__main__":
+    main()
