@@ -24,6 +24,7 @@
 #include "myrewrite/bgconn.h"
 #include "myrewrite/buf.h"
 #include "myrewrite/delayed_derive.h"
+#include "myrewrite/delayed_sql.h"
 #include "myrewrite/log.h"
 #include "myrewrite/rule_stats.h"
 #include "myrewrite/schema_cache.h"
@@ -1124,19 +1125,6 @@ static void flush_table(MYSQL *db, table *t, uint64_t deadline)
 
 /* ---- flusher thread ------------------------------------------------------------------ */
 
-/* FLUSH DELAYED's argument names `table` or `schema.table`; empty: all. */
-static bool matches_filter(const table *t, const char *filter)
-{
-    if (!filter[0])
-        return true;
-    const char *dot = strchr(filter, '.');
-    if (!dot)
-        return strcmp(filter, t->def.table) == 0;
-    size_t n = (size_t)(dot - filter);
-    return t->def.schema && strlen(t->def.schema) == n &&
-           strncmp(filter, t->def.schema, n) == 0 && strcmp(dot + 1, t->def.table) == 0;
-}
-
 static void adopt_tables(void)
 {
     pthread_mutex_lock(&D.lock);
@@ -1281,7 +1269,7 @@ static uint64_t tick(MYSQL *db, void *arg)
     uint64_t now = mr_mono_ms(), wait = IDLE_MS;
     for (size_t i = 0; i < D.cur.n + D.derived.n && !mr_bg_conn_broken(db); i++) {
         table *t = i < D.cur.n ? &D.cur.t[i] : &D.derived.t[i - D.cur.n];
-        bool drain = final || (asked_now && matches_filter(t, filter));
+        bool drain = final || (asked_now && mr_delayed_filter_matches(filter, &t->def));
         if (drain || now >= t->next_ms) {
             /* a round reads everything staged so far (in chunks), so a
              * requested flush is an ordinary round run now */

@@ -269,19 +269,6 @@ static bool flush_table(MYSQL *db, const struct mr_dmem_table *t, uint64_t deadl
     return ok;
 }
 
-/* FLUSH DELAYED's argument names `table` or `schema.table`; empty: all. */
-static bool matches(const struct mr_dmem_table *t, const char *filter)
-{
-    if (!filter[0])
-        return true;
-    const char *dot = strchr(filter, '.');
-    if (!dot)
-        return strcmp(filter, t->def.table) == 0;
-    size_t n = (size_t)(dot - filter);
-    return strlen(t->def.schema) == n && strncmp(filter, t->def.schema, n) == 0 &&
-           strcmp(dot + 1, t->def.table) == 0;
-}
-
 /* What one round is asked to do beyond the tables that are due. */
 typedef struct round_ask {
     bool all;               /* every table (final flush) */
@@ -302,7 +289,7 @@ static bool round_due(MYSQL *db, round_ask *a, uint64_t *wait)
     a->asked_ok = true;
     for (struct mr_dmem_table *t = dm_tables(); t; t = t->next) {
         bool wanted = atomic_exchange(&t->wanted, false);
-        bool asked = a->all || (a->filter && matches(t, a->filter));
+        bool asked = a->all || (a->filter && mr_delayed_filter_matches(a->filter, &t->def));
         if ((asked || wanted || now >= t->next_ms) && !mr_bg_conn_broken(db)) {
             any = true;
             bool tok = flush_table(db, t, a->deadline);

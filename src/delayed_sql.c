@@ -609,3 +609,15 @@ bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok,
         return fail(err, errlen, "%s: out of memory", verb(d));
     return true;
 }
+
+bool mr_delayed_filter_matches(const char *filter, const mr_delayed_def *def)
+{
+    if (!filter[0])
+        return true;
+    const char *dot = strchr(filter, '.');
+    if (!dot)
+        return strcmp(filter, def->table) == 0;
+    size_t n = (size_t)(dot - filter);
+    return def->schema && strlen(def->schema) == n && strncmp(filter, def->schema, n) == 0 &&
+           strcmp(dot + 1, def->table) == 0;
+}

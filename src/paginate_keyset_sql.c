@@ -274,6 +274,20 @@ static void put_u64(mr_buf *b, uint64_t v)
     mr_buf_put(b, d + i, sizeof d - (size_t)i);
 }
 
+/* The key columns the listing's ORDER BY lacks, as ", col [DESC]" each:
+ * they make the order total, as the deferred join appends them. */
+static void put_appended_keys(mr_buf *out, const char *text, const sql_token *tok,
+                              const sql_stmt *st, const mr_keyset_listing *ls)
+{
+    for (unsigned k = 0; k < ls->ncols; k++)
+        if (ls->cols[k].expr_first == SQL_NONE) {
+            mr_buf_put_str(out, ", ");
+            put_col(out, text, tok, st, &ls->cols[k]);
+            if (ls->cols[k].desc)
+                mr_buf_put_str(out, " DESC");
+        }
+}
+
 void mr_keyset_seek_sql(const char *text, size_t len, const sql_token *tok, const sql_stmt *st,
                         const mr_keyset_listing *ls, const char *values, size_t values_len,
                         uint64_t skip, mr_buf *out)
@@ -289,13 +303,7 @@ void mr_keyset_seek_sql(const char *text, size_t len, const sql_token *tok, cons
     put_seek(out, text, tok, st, ls, values, values_len);
     mr_buf_put_str(out, " ORDER BY ");
     put_range(out, text, tok, st->order_by.body.first, st->order_by.body.end);
-    for (unsigned k = 0; k < ls->ncols; k++)
-        if (ls->cols[k].expr_first == SQL_NONE) {
-            mr_buf_put_str(out, ", ");
-            put_col(out, text, tok, st, &ls->cols[k]);
-            if (ls->cols[k].desc)
-                mr_buf_put_str(out, " DESC");
-        }
+    put_appended_keys(out, text, tok, st, ls);
     mr_buf_put_str(out, " LIMIT ");
     put_u64(out, skip);
     mr_buf_put_str(out, ", ");
@@ -318,13 +326,7 @@ bool mr_keyset_ordered_sql(const char *text, size_t len, const sql_token *tok, c
         last--;
     size_t cut = (size_t)tok[last - 1].off + tok[last - 1].len;
     mr_buf_put(out, text, cut);
-    for (unsigned k = 0; k < ls->ncols; k++)
-        if (ls->cols[k].expr_first == SQL_NONE) {
-            mr_buf_put_str(out, ", ");
-            put_col(out, text, tok, st, &ls->cols[k]);
-            if (ls->cols[k].desc)
-                mr_buf_put_str(out, " DESC");
-        }
+    put_appended_keys(out, text, tok, st, ls);
     mr_buf_put(out, text + cut, len - cut);
     return true;
 }

@@ -101,6 +101,11 @@ bool mr_delayed_check(const char *text, const sql_token *tok, const mr_delayed_s
  * *next is past it. */
 bool mr_delayed_literal_at(const sql_token *tok, uint32_t i, uint32_t end, uint32_t *next);
 
+/* FLUSH DELAYED's argument (`table` or `schema.table`; empty: every
+ * table) against a rule's table; schema may be NULL (matches only the
+ * unqualified form). */
+bool mr_delayed_filter_matches(const char *filter, const mr_delayed_def *def);
+
 /* "no delayed rule for table X; ..." into err. */
 void mr_delayed_no_rule(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
                         const char *default_schema, char *err, size_t errlen);

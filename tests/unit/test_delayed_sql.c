@@ -330,6 +330,24 @@ static void no_rule(void **state)
                    "no delayed rule for table shop.counters;");
 }
 
+/* FLUSH DELAYED's table argument against a rule's table. */
+static void flush_filter(void **state)
+{
+    (void)state;
+    char schema[] = "shop", table[] = "counters";
+    mr_delayed_def def = {.schema = schema, .table = table};
+    assert_true(mr_delayed_filter_matches("", &def));
+    assert_true(mr_delayed_filter_matches("counters", &def));
+    assert_true(mr_delayed_filter_matches("shop.counters", &def));
+    assert_false(mr_delayed_filter_matches("other.counters", &def));
+    assert_false(mr_delayed_filter_matches("sho.counters", &def));
+    assert_false(mr_delayed_filter_matches("shop.count", &def));
+    assert_false(mr_delayed_filter_matches("counter", &def));
+    def.schema = NULL;
+    assert_false(mr_delayed_filter_matches("shop.counters", &def));
+    assert_true(mr_delayed_filter_matches("counters", &def));
+}
+
 /* Without a delayed rule nothing changes; plain statements pass. */
 static void untouched(void **state)
 {
@@ -491,6 +509,7 @@ int main(void)
         cmocka_unit_test(deletes),        cmocka_unit_test(hostile_literals),
         cmocka_unit_test(prepared),       cmocka_unit_test(multi_statement),
         cmocka_unit_test(refusals),       cmocka_unit_test(no_rule),
+        cmocka_unit_test(flush_filter),
         cmocka_unit_test(untouched),      cmocka_unit_test(load_defaults),
         cmocka_unit_test(load_errors),    cmocka_unit_test(key_from_schema),
     };
