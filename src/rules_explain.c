@@ -109,6 +109,7 @@ static void why_text(explainer *E, const mr_ruleset *rs, size_t i, rule_why why,
     case WHY_BAD_RESULT: fprintf(out, "not matched: %s", detail); break;
     case WHY_SLOTS: fprintf(out, "not matched: %s", detail); break;
     case WHY_CHARSET: fprintf(out, "not applied: %s", detail); break;
+    case WHY_NOTED: fprintf(out, "matched, the rules go on: %s", detail); break;
     }
 }
 

@@ -177,6 +177,7 @@ typedef enum rule_why {
     WHY_BAD_RESULT,     /* the rewritten text does not lex as one statement */
     WHY_SLOTS,          /* literal slots differ from the pattern's */
     WHY_CHARSET,        /* the session's character set: only blocks run (charset_guard.h) */
+    WHY_NOTED,          /* matched and counted, text kept, the rules go on (a queue claim) */
 } rule_why;
 
 /* Called by the matcher when tracing (explain); any may be NULL. */

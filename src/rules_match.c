@@ -357,7 +357,7 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
     case HOW_QUEUE:
         if (rules_queue_claim(R, S, r)) {
             rules_count_hit(R, i); /* counted and logged, yet not a rewrite: the rules go on */
-            return WHY_NOT_KIND;
+            return WHY_NOTED;
         }
         why = rules_queue_rewrite(R, S, r, &R->s->ver[R->spare]);
         return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;

@@ -361,9 +361,9 @@ static void claim_read_committed(void **state)
     /* SKIP LOCKED still applies to the same rule's SELECTs */
     expect_sent(rs, &shop, "SELECT id FROM unsent_emails FOR UPDATE", MR_ACT_REWRITE,
                 "SELECT id FROM unsent_emails FOR UPDATE SKIP LOCKED");
-    expect_explain_line(rs, &shop, claim, "  rule mails (t.rules:1): not matched: an UPDATE of "
-                        "the queue table: text kept; sent alone in autocommit mode outside a "
-                        "transaction, it runs READ COMMITTED (claim_read_committed)");
+    expect_explain_line(rs, &shop, claim, "  rule mails (t.rules:1): matched, the rules go on: "
+                        "an UPDATE of the queue table: text kept; sent alone in autocommit mode "
+                        "outside a transaction, it runs READ COMMITTED (claim_read_committed)");
     mr_ruleset_free(rs);
     rs = load_ok(FULL); /* claim_read_committed off */
     assert_false(read_committed(rs, &shop, claim));
