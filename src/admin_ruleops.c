@@ -1,18 +1,22 @@
 /*
  * admin_ruleops.c - the admin console's SHOW PAGINATION and SHOW DELAYED:
  * one row per paginate or delayed rule in force, with what it did
- * (rule_stats.h; those counters outlive reloads, by rule name).
+ * (rule_stats.h; those counters outlive reloads, by rule name), and under
+ * a default delayed rule one row per table it derived.
  *
  * Admin console thread. Holds a reference to the rule set in force for one
  * command; reads counters other threads write with relaxed loads.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "admin_impl.h"
 #include "myrewrite/clock.h"
 #include "myrewrite/admin_proto.h"
+#include "myrewrite/delayed_derive.h"
+#include "myrewrite/delayed_flush.h"
 #include "myrewrite/paginate_stats.h"
 #include "myrewrite/reload.h"
 #include "myrewrite/rule_stats.h"
@@ -139,20 +143,19 @@ static const char *ms_as_seconds(uint64_t ms, char *buf, size_t n)
     return buf;
 }
 
-static void delayed_row(mr_resultset *rs, const mr_rule *r)
+/* One row: the counters e (NULL: nothing done yet) of rule `name` on
+ * table, staged in staging. */
+static void delayed_row(mr_resultset *rs, const char *name, const char *table,
+                        const char *staging, mr_rule_stats *e)
 {
-    const mr_delayed_def *d = r->delayed;
-    mr_rule_stats *e = entry(r);
-    char table[256], staging[256], staged[24], flushed[24], rounds[24], last[40], dur[32],
-        lag[32], errs[24], err[MR_RULE_STATS_ERR_MAX];
-    snprintf(table, sizeof table, "%s.%s", d->schema ? d->schema : "", d->table);
-    snprintf(staging, sizeof staging, "%s.%s", d->schema ? d->schema : "", d->staging_table);
+    char staged[24], flushed[24], rounds[24], last[40], dur[32], lag[32], errs[24],
+        err[MR_RULE_STATS_ERR_MAX];
     uint64_t at = e ? mr_stat_get(&e->last_flush_at) : 0, now = mr_unix_ms();
     err[0] = '\0';
     if (e)
         mr_rule_stats_last_error(e, err, sizeof err);
     const char *row[DEL_COLS] = {
-        r->name,
+        name,
         table,
         staging,
         u64(e ? load(&e->staged) : 0, staged, sizeof staged),
@@ -165,6 +168,23 @@ static void delayed_row(mr_resultset *rs, const mr_rule *r)
         err[0] ? err : NULL,
     };
     mr_rs_row(rs, row);
+}
+
+/* A rule's row; a default rule's (the sum of its tables) is followed by
+ * one row per table it derived, in table name order. */
+static void delayed_rows(mr_resultset *rs, const mr_rule *r)
+{
+    const mr_delayed_def *d = r->delayed;
+    char table[256], staging[256];
+    snprintf(table, sizeof table, "%s.%s", d->schema ? d->schema : "", d->table);
+    snprintf(staging, sizeof staging, "%s.%s", d->schema ? d->schema : "", d->staging_table);
+    delayed_row(rs, r->name, table, staging, entry(r));
+    struct mr_derive_reg *g = d->derive ? mr_delayed_derived() : NULL;
+    size_t n = 0;
+    mr_rule_stats **v = g ? mr_derive_stats_of(g, r->name, &n) : NULL;
+    for (size_t k = 0; k < n; k++)
+        delayed_row(rs, v[k]->name, v[k]->table, v[k]->staging, v[k]);
+    free(v);
 }
 
 void mr_admin_show_delayed(mr_proxy *p, mr_buf *out)
@@ -182,7 +202,7 @@ void mr_admin_show_delayed(mr_proxy *p, mr_buf *out)
     for (size_t i = 0; cur && i < mr_ruleset_count(cur->set); i++) {
         const mr_rule *r = mr_ruleset_rule(cur->set, i);
         if (r->kind == MR_RULE_DELAYED && r->enabled)
-            delayed_row(&rs, r);
+            delayed_rows(&rs, r);
     }
     mr_rs_end(&rs);
     mr_shared_rules_release(cur);

@@ -4,6 +4,7 @@
  * removed, under one mutex held only for lookups and state changes.
  */
 #include "myrewrite/delayed_derive.h"
+#include "myrewrite/rule_stats.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ void mr_derive_def_free(mr_delayed_def *d)
     free_names(d->columns, d->ncolumns);
     free(d->staging_table);
     free(d->staging_engine);
+    mr_rule_stats_free(d->table_stats);
     free(d);
 }
 
@@ -214,6 +216,26 @@ void mr_derive_counts(mr_derive_reg *g, uint64_t counts[4])
     pthread_mutex_unlock(&g->lock);
 }
 
+static int by_table(const void *a, const void *b)
+{
+    const mr_rule_stats *x = *(mr_rule_stats *const *)a, *y = *(mr_rule_stats *const *)b;
+    return strcmp(x->table, y->table);
+}
+
+mr_rule_stats **mr_derive_stats_of(mr_derive_reg *g, const char *rule, size_t *n)
+{
+    *n = 0;
+    pthread_mutex_lock(&g->lock);
+    mr_rule_stats **v = malloc((g->n ? g->n : 1) * sizeof *v);
+    for (mr_derived *e = g->all; v && e; e = e->all)
+        if (e->state == MR_DERIVE_READY && strcmp(e->how.rule, rule) == 0)
+            v[(*n)++] = e->def->table_stats;
+    pthread_mutex_unlock(&g->lock);
+    if (v)
+        qsort(v, *n, sizeof *v, by_table);
+    return v;
+}
+
 bool mr_derive_staging_name(const char *pattern, const char *table, char *out, size_t cap)
 {
     const char *at = strstr(pattern, "{table}");
@@ -254,7 +276,12 @@ mr_delayed_def *mr_derive_def_new(const mr_derived *e, const char *staging,
     d->flush_rows = e->how.flush_rows;
     d->mode = MR_DELAYED_STAGED;
     d->missing = MR_DELAYED_MISSING_IGNORE;
-    if (!ok || !d->schema || !d->table || !d->staging_table || !d->staging_engine) {
+    char table[2 * MR_DERIVE_NAME], staging_q[2 * MR_DERIVE_NAME];
+    snprintf(table, sizeof table, "%s.%s", e->schema, e->table);
+    snprintf(staging_q, sizeof staging_q, "%s.%s", e->schema, staging);
+    d->table_stats = mr_rule_stats_new(MR_RULE_DELAYED, e->how.rule, table, staging_q);
+    if (!ok || !d->schema || !d->table || !d->staging_table || !d->staging_engine ||
+        !d->table_stats) {
         mr_derive_def_free(d);
         return NULL;
     }

@@ -1089,12 +1089,15 @@ static bool named_lock(MYSQL *db, const table *t, const char *fn)
 static void note_round(table *t, bool ok, uint64_t us)
 {
     mr_flush_observe(us);
-    if (!t->stats)
-        return;
-    mr_stat_add(&t->stats->rounds, 1);
-    if (ok) {
-        atomic_store_explicit(&t->stats->last_flush_us, us, memory_order_relaxed);
-        atomic_store_explicit(&t->stats->last_flush_at, mr_unix_ms(), memory_order_relaxed);
+    struct mr_rule_stats *rows[2] = {t->stats, t->def.table_stats};
+    for (int k = 0; k < 2; k++) {
+        if (!rows[k])
+            continue;
+        mr_stat_add(&rows[k]->rounds, 1);
+        if (ok) {
+            atomic_store_explicit(&rows[k]->last_flush_us, us, memory_order_relaxed);
+            atomic_store_explicit(&rows[k]->last_flush_at, mr_unix_ms(), memory_order_relaxed);
+        }
     }
 }
 
@@ -1443,16 +1446,21 @@ void dflush_count_chunk(const table *t, long n)
         return;
     mr_stat_add(&D.stats.chunks, 1);
     mr_stat_add(&D.stats.rows, (uint64_t)n);
-    if (t->stats)
-        mr_stat_add(&t->stats->flushed, (uint64_t)n);
+    struct mr_rule_stats *rows[2] = {t->stats, t->def.table_stats};
+    for (int k = 0; k < 2; k++)
+        if (rows[k])
+            mr_stat_add(&rows[k]->flushed, (uint64_t)n);
 }
 
 void dflush_count_error(const table *t, const char *what, unsigned code, const char *msg)
 {
     mr_stat_add(&D.stats.errors, 1);
-    if (!t->stats)
-        return;
-    mr_stat_add(&t->stats->errors, 1);
-    mr_rule_stats_set_error(t->stats, what, code, msg);
-    atomic_store_explicit(&t->stats->last_error_at, mr_unix_ms(), memory_order_relaxed);
+    struct mr_rule_stats *rows[2] = {t->stats, t->def.table_stats};
+    for (int k = 0; k < 2; k++) {
+        if (!rows[k])
+            continue;
+        mr_stat_add(&rows[k]->errors, 1);
+        mr_rule_stats_set_error(rows[k], what, code, msg);
+        atomic_store_explicit(&rows[k]->last_error_at, mr_unix_ms(), memory_order_relaxed);
+    }
 }

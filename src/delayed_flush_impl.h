@@ -29,7 +29,8 @@ typedef struct table {
     const char *read_from; /* table the chunk reads: NULL for staging (FOR UPDATE), or
                               the locked path's snapshot (a TEMPORARY table) */
     char tmp_name[65];   /* locked path: the snapshot's name, `<staging>_mrsnap` */
-    struct mr_rule_stats *stats; /* this rule's SHOW DELAYED row; NULL when out of room */
+    struct mr_rule_stats *stats; /* the rule's SHOW DELAYED row (NULL when out of room); a
+                           derived table counts there and on def.table_stats, its own */
     bool tmp_ready;      /* locked path: the snapshot exists on this connection */
 } table;
 

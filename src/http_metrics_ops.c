@@ -1,7 +1,8 @@
 /*
  * http_metrics_ops.c - the /metrics families of the operations side:
  * rule reloads, time in the SQL front end, paginate outcomes and the
- * bookmark gauge, DELAYED rows staged and flushed per rule, and the flush
+ * bookmark gauge, DELAYED rows staged and flushed per rule and staging
+ * table (each table a default rule derived has its own series), and the flush
  * duration histogram (see http_impl.h).
  *
  * HTTP thread. Reads relaxed atomics other threads write, and the
@@ -10,8 +11,12 @@
 #include <event2/buffer.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "http_impl.h"
+#include "myrewrite/delayed_derive.h"
+#include "myrewrite/delayed_flush.h"
 #include "myrewrite/paginate_stats.h"
 #include "myrewrite/reload.h"
 #include "myrewrite/rule_stats.h"
@@ -113,6 +118,28 @@ static void write_paginate(mr_proxy *p, struct evbuffer *out)
     }
 }
 
+/* The staging-table series of entry e: its own, or for a default rule
+ * (whose staging table is a {table} pattern) those of each table it
+ * derived, so that a sum over the family counts every row once. */
+static void delayed_series(struct evbuffer *out, const char *family, mr_rule_stats *e,
+                           bool flushed)
+{
+    if (!strstr(e->staging ? e->staging : "", "{table}")) {
+        labeled2(out, family, "rule", e->name, "table", e->staging,
+                 flushed ? mr_stat_get(&e->flushed)
+                         : atomic_load_explicit(&e->staged, memory_order_relaxed));
+        return;
+    }
+    struct mr_derive_reg *g = mr_delayed_derived();
+    size_t n = 0;
+    mr_rule_stats **v = g ? mr_derive_stats_of(g, e->name, &n) : NULL;
+    for (size_t k = 0; k < n; k++)
+        labeled2(out, family, "rule", v[k]->name, "table", v[k]->staging,
+                 flushed ? mr_stat_get(&v[k]->flushed)
+                         : atomic_load_explicit(&v[k]->staged, memory_order_relaxed));
+    free(v);
+}
+
 static void write_delayed_tables(mr_proxy *p, struct evbuffer *out)
 {
     static const char staged[] = "myrewrite_delayed_table_rows_staged_total";
@@ -124,20 +151,14 @@ static void write_delayed_tables(mr_proxy *p, struct evbuffer *out)
         return;
     mr_metrics_family(out, staged, "counter",
                       "Staging rows sent, by delayed rule and staging table.");
-    for (size_t i = 0; i < mr_rule_stats_count(); i++) {
-        mr_rule_stats *e = mr_rule_stats_at(i);
-        if (e->kind == MR_RULE_DELAYED)
-            labeled2(out, staged, "rule", e->name, "table", e->staging,
-                     atomic_load_explicit(&e->staged, memory_order_relaxed));
-    }
+    for (size_t i = 0; i < mr_rule_stats_count(); i++)
+        if (mr_rule_stats_at(i)->kind == MR_RULE_DELAYED)
+            delayed_series(out, staged, mr_rule_stats_at(i), false);
     mr_metrics_family(out, flushed, "counter",
                       "Staged rows applied by the flusher, by delayed rule and staging table.");
-    for (size_t i = 0; i < mr_rule_stats_count(); i++) {
-        mr_rule_stats *e = mr_rule_stats_at(i);
-        if (e->kind == MR_RULE_DELAYED)
-            labeled2(out, flushed, "rule", e->name, "table", e->staging,
-                     mr_stat_get(&e->flushed));
-    }
+    for (size_t i = 0; i < mr_rule_stats_count(); i++)
+        if (mr_rule_stats_at(i)->kind == MR_RULE_DELAYED)
+            delayed_series(out, flushed, mr_rule_stats_at(i), true);
 }
 
 static void us_as_seconds(struct evbuffer *out, uint64_t us)

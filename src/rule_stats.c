@@ -5,7 +5,8 @@
  * Entries live in a fixed array for the life of the process; `count` is
  * published with release order after an entry is complete, so readers
  * that load it with acquire order see finished entries without a lock.
- * Only creation takes `lock`.
+ * Only creation and the error texts take `lock`. Entries of derived tables
+ * (mr_rule_stats_new) live with their derived rule instead.
  */
 #include "myrewrite/rule_stats.h"
 
@@ -18,7 +19,6 @@ static struct {
     pthread_mutex_t lock;              /* creation; error texts */
     _Atomic size_t count;
     mr_rule_stats e[MR_RULE_STATS_MAX];
-    char err[MR_RULE_STATS_MAX][MR_RULE_STATS_ERR_MAX]; /* guarded by lock */
     mr_counter bucket[MR_FLUSH_BUCKETS + 1];            /* the last one is +Inf */
     mr_counter sum_us;
 } S = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -43,15 +43,6 @@ static mr_rule_stats *lookup(size_t n, mr_rule_kind kind, const char *name)
     return NULL;
 }
 
-static char *dup_opt(const char *s, bool *ok)
-{
-    if (!s)
-        return NULL;
-    char *d = strdup(s);
-    *ok = *ok && d;
-    return d;
-}
-
 static mr_rule_stats *create(mr_rule_kind kind, const char *name, const char *table,
                              const char *staging)
 {
@@ -60,18 +51,8 @@ static mr_rule_stats *create(mr_rule_kind kind, const char *name, const char *ta
     if (e || n == MR_RULE_STATS_MAX)
         return e;
     e = &S.e[n];
-    bool ok = true;
-    e->kind = kind;
-    e->name = dup_opt(name, &ok);
-    e->table = dup_opt(table, &ok);
-    e->staging = dup_opt(staging, &ok);
-    if (!ok) {
-        free(e->name);
-        free(e->table);
-        free(e->staging);
-        memset(e, 0, sizeof *e);
+    if (!mr_rule_stats_init(e, kind, name, table, staging))
         return NULL;
-    }
     atomic_store_explicit(&S.count, n + 1, memory_order_release);
     return e;
 }
@@ -130,17 +111,15 @@ mr_rule_stats *mr_rule_stats_at(size_t i)
 
 void mr_rule_stats_set_error(mr_rule_stats *e, const char *what, unsigned code, const char *msg)
 {
-    size_t i = (size_t)(e - S.e);
     pthread_mutex_lock(&S.lock);
-    snprintf(S.err[i], sizeof S.err[i], "%s: %u %s", what, code, msg ? msg : "");
+    snprintf(e->last_error, sizeof e->last_error, "%s: %u %s", what, code, msg ? msg : "");
     pthread_mutex_unlock(&S.lock);
 }
 
 void mr_rule_stats_last_error(mr_rule_stats *e, char *out, size_t cap)
 {
-    size_t i = (size_t)(e - S.e);
     pthread_mutex_lock(&S.lock);
-    snprintf(out, cap, "%s", S.err[i]);
+    snprintf(out, cap, "%s", e->last_error);
     pthread_mutex_unlock(&S.lock);
 }
 

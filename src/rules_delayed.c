@@ -251,8 +251,11 @@ static delayed_step stage(run *R, stmt *S, const mr_delayed_stmt *d, size_t i,
         return refuse(R, i);
     rules_count_hit(R, i);
     if (R->res->nmatched <= MR_MATCH_MAX_RULES && R->res->nmatched > 0 &&
-        R->res->matched[R->res->nmatched - 1] == r)
-        R->res->staged_rows[R->res->nmatched - 1] = d->in_term >= 0 ? d->key[d->in_term].count : 1;
+        R->res->matched[R->res->nmatched - 1] == r) {
+        unsigned m = R->res->nmatched - 1;
+        R->res->staged_rows[m] = d->in_term >= 0 ? d->key[d->in_term].count : 1;
+        R->res->staged_table[m] = def->table_stats;
+    }
     trace(R, i, WHY_MATCHED, "staging INSERT");
     note_staged(R, r->delayed, d);
     return send_instead(R, S);

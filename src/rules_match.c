@@ -384,6 +384,7 @@ void rules_count_hit(run *R, size_t i)
         res->matched[m] = &R->rs->rules[i];
         res->sampled[m] = true;
         res->staged_rows[m] = 0;
+        res->staged_table[m] = NULL;
     }
     if (R->tr)
         return; /* a dry run counts nothing */

@@ -32,11 +32,13 @@ void ss_count_page(mr_worker *w, mr_rule_stats *e, bool refused)
         atomic_fetch_add_explicit(refused ? &e->refused : &e->deferred, 1, memory_order_relaxed);
 }
 
-void ss_count_staged(mr_worker *w, mr_rule_stats *e, uint32_t rows)
+void ss_count_staged(mr_worker *w, mr_rule_stats *rule, mr_rule_stats *table, uint32_t rows)
 {
     mr_stat_add(&w->stats.delayed_rows_staged, rows);
-    if (e)
-        atomic_fetch_add_explicit(&e->staged, rows, memory_order_relaxed);
+    if (rule)
+        atomic_fetch_add_explicit(&rule->staged, rows, memory_order_relaxed);
+    if (table)
+        atomic_fetch_add_explicit(&table->staged, rows, memory_order_relaxed);
 }
 
 /* A paginate rule's outcome: the guardrail blocks (it is then the last
@@ -64,9 +66,10 @@ static void count_delayed(mr_session *s, const mr_match_result *res, unsigned i,
         return;
     if (prepared) {
         s->pnote_next.staged_rule = mr_rule_stats_of(res->matched[i]);
+        s->pnote_next.staged_table = res->staged_table[i];
         s->pnote_next.rows = rows;
     } else {
-        ss_count_staged(s->w, mr_rule_stats_of(res->matched[i]), rows);
+        ss_count_staged(s->w, mr_rule_stats_of(res->matched[i]), res->staged_table[i], rows);
     }
 }
 

@@ -61,6 +61,7 @@ typedef struct ss_pnote {
     bool page;                       /* a paginate rule sends it as a deferred join */
     uint32_t rows;                   /* a staged DELAYED rule: staging rows it sends */
     struct mr_rule_stats *page_rule, *staged_rule; /* their counters (NULL: none) */
+    struct mr_rule_stats *staged_table; /* a derived table's own counters (NULL: none) */
 } ss_pnote;
 
 struct mr_session {
@@ -158,9 +159,11 @@ void ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n)
 void ss_prepared_forget_all(mr_session *s);
 
 /* session_counts.c: one paginated page sent as a deferred join (or refused),
- * and `rows` staging rows of a DELAYED statement sent; `e` may be NULL. */
+ * and `rows` staging rows of a DELAYED statement sent, on the rule's
+ * counters and, for a derived rule, its table's; any entry may be NULL. */
 void ss_count_page(mr_worker *w, struct mr_rule_stats *e, bool refused);
-void ss_count_staged(mr_worker *w, struct mr_rule_stats *e, uint32_t rows);
+void ss_count_staged(mr_worker *w, struct mr_rule_stats *rule, struct mr_rule_stats *table,
+                     uint32_t rows);
 
 /* session_statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);

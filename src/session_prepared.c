@@ -67,7 +67,7 @@ void ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n)
     if (note->page)
         ss_count_page(s->w, note->page_rule, false);
     if (note->rows)
-        ss_count_staged(s->w, note->staged_rule, note->rows);
+        ss_count_staged(s->w, note->staged_rule, note->staged_table, note->rows);
 }
 
 void ss_prepared_forget_all(mr_session *s)

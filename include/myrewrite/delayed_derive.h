@@ -15,7 +15,9 @@
  *
  * Threads: any; every call holds the registry's mutex for a few
  * instructions (a hash lookup, a copy of a short reason) and never waits
- * for anything else.
+ * for anything else, but for the walks of every entry that the flusher's
+ * retries and the console's and /metrics' listings make (a pointer per
+ * entry).
  */
 #ifndef MYREWRITE_DELAYED_DERIVE_H
 #define MYREWRITE_DELAYED_DERIVE_H
@@ -99,13 +101,18 @@ void mr_derive_retry_failed(mr_derive_reg *g);
 bool mr_derive_known(mr_derive_reg *g, const char *schema, const char *table);
 /* Counts of entries per state (index mr_derive_state). */
 void mr_derive_counts(mr_derive_reg *g, uint64_t counts[4]);
+/* The SHOW DELAYED rows (def->table_stats) of the ready tables default rule
+ * `rule` derived, ordered by table name: an array the caller frees, NULL
+ * when out of memory. The entries stay valid until mr_derive_reg_free. */
+struct mr_rule_stats **mr_derive_stats_of(mr_derive_reg *g, const char *rule, size_t *n);
 
 /* The staging table's name: pattern with {table} replaced. False when it
  * passes 64 characters. */
 bool mr_derive_staging_name(const char *pattern, const char *table, char *out, size_t cap);
 
 /* A derived rule: staged, missing = ignore, the given key and counter
- * columns (copied). NULL when out of memory. */
+ * columns (copied), and counters of its own for SHOW DELAYED and /metrics
+ * (table_stats). NULL when out of memory. */
 mr_delayed_def *mr_derive_def_new(const mr_derived *e, const char *staging,
                                   char *const *keys, size_t nkeys, char *const *cols,
                                   size_t ncols);

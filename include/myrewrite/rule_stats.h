@@ -47,6 +47,7 @@ typedef struct mr_rule_stats {
     mr_counter last_flush_at;    /* unix ms of the end of the latest successful round, 0 = never */
     mr_counter last_flush_us;    /* its duration */
     mr_counter last_error_at;    /* unix ms of the latest error, 0 = never */
+    char last_error[MR_RULE_STATS_ERR_MAX]; /* under the module's mutex */
 } mr_rule_stats;
 
 /* The entry of rule `name` of this kind; created (with `table` and
@@ -56,6 +57,18 @@ mr_rule_stats *mr_rule_stats_find(mr_rule_kind kind, const char *name, const cha
                                   const char *staging, bool create);
 /* The entry of a loaded paginate or delayed rule, created on first use. */
 mr_rule_stats *mr_rule_stats_of(const mr_rule *r);
+
+/* Fills a zeroed entry (names copied); false, e zeroed again, when out of
+ * memory. */
+bool mr_rule_stats_init(mr_rule_stats *e, mr_rule_kind kind, const char *name,
+                        const char *table, const char *staging);
+/* An entry of its own, outside the table above (a table a default delayed
+ * rule derives: one SHOW DELAYED row per table, as many as there are
+ * tables); NULL when out of memory. mr_rule_stats_free frees it, once no
+ * thread can reach it. */
+mr_rule_stats *mr_rule_stats_new(mr_rule_kind kind, const char *name, const char *table,
+                                 const char *staging);
+void mr_rule_stats_free(mr_rule_stats *e);
 
 /* Entries published so far, and the i-th of them (i < count). */
 size_t mr_rule_stats_count(void);

@@ -119,6 +119,9 @@ typedef struct mr_delayed_def {
                                   derived from the schema at run time (delayed_derive.h);
                                   table is "*", schema the schema or "*" for any, and
                                   staging_table a pattern holding {table}; no keys, columns */
+    struct mr_rule_stats *table_stats; /* a rule a default rule derived: its table's own
+                                  SHOW DELAYED row (counted besides the default rule's); NULL
+                                  for the rules of rule files */
 } mr_delayed_def;
 
 /* How a paginate rule rewrites deep pages. */
@@ -252,6 +255,8 @@ typedef struct mr_match_result {
     const mr_rule *matched[MR_MATCH_MAX_RULES]; /* every rule that matched, in order */
     bool sampled[MR_MATCH_MAX_RULES];   /* this match is one the rule's log_sample picks */
     uint32_t staged_rows[MR_MATCH_MAX_RULES]; /* delayed rules: staging rows written */
+    struct mr_rule_stats *staged_table[MR_MATCH_MAX_RULES]; /* ... and the derived table's
+                             SHOW DELAYED row they also count on (NULL: none) */
     unsigned nmatched;
     uint64_t digest_hash; /* digest of the original statement text */
     const char *digest;   /* normalized text, NUL-terminated, in the scratch (valid until next call) */

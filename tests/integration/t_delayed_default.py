@@ -13,8 +13,12 @@ end against the real mariadbd, through a proxy of its own with its own flusher c
   5. kill -9 of the proxy with rows staged; a restart; without any statement on that table,
      FLUSH DELAYED applies them (the flusher adopted the staging table);
   6. an explicit rule for a table of the schema wins over the default rule;
-  7. a reload that drops the default rule: the usual refusal, staged rows still flushed.
-Environment: MR_DDEFAULT_PORT (26051), MR_BIN, MR_BUILD.
+  7. a reload that drops the default rule: the usual refusal, staged rows still flushed;
+  8. SHOW DELAYED has a row per derived table under the default rule's row (their sum), and
+     /metrics a series per derived staging table, counting exactly the rows staged and
+     flushed.
+Environment: MR_DDEFAULT_PORT (26051), MR_DDEFAULT_ADMIN_PORT (26052),
+MR_DDEFAULT_HTTP_PORT (26053), MR_BIN, MR_BUILD.
 """
 import os
 import signal
@@ -22,12 +26,17 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
 PORT = int(os.environ.get("MR_DDEFAULT_PORT", "26051"))
+ADMIN_PORT = int(os.environ.get("MR_DDEFAULT_ADMIN_PORT", "26052"))
+HTTP_PORT = int(os.environ.get("MR_DDEFAULT_HTTP_PORT", "26053"))
+CONSOLE = ("--set", "admin_password=adminpw", "--set", "admin_listen=%s:%d" % (t.HOST, ADMIN_PORT),
+           "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT))
 LOG = os.path.join(t.TMP, "ddefault_proxy.log")
 RULES_DIR = os.path.join(t.TMP, "ddefault_rules")
 SCHEMA = "dflt"
@@ -133,6 +142,7 @@ def test_pending_then_staged(c):
     t.eq("ready: one row staged", 1, one("SELECT COUNT(*) FROM dflt.hits_delayed"))
     t.eq("FLUSH DELAYED dflt.hits answers OK", 0, flush(c, "dflt.hits"))
     t.eq("after the flush", 6, one("SELECT n FROM dflt.hits WHERE id = 1"))
+    return 1
 
 
 def test_concurrent(c):
@@ -172,13 +182,14 @@ def test_concurrent(c):
     exp = {i: (before[i][0] + want[i][0], before[i][1] + want[i][1]) for i in before}
     t.eq("every counter equals the exact sum", exp, after)
     t.eq("the staging table is empty", 0, one("SELECT COUNT(*) FROM dflt.hits_delayed"))
+    return CLIENTS * PER_CLIENT - len(errors)
 
 
 def test_prepared(c):
     client = os.path.join(BUILD, "tests", "integration", "delayed_stmt_client")
     if not os.access(client, os.X_OK):
         t.log("skip prepared: %s not built" % client)
-        return
+        return False
     t.eq("m_counters: first statement applied directly", 1,
          run(c, "UPDATE DELAYED m_counters SET hits = hits + 1 WHERE id = 57"))
     t.check(wait_ready("m_counters_delayed"), "m_counters derived")
@@ -189,6 +200,60 @@ def test_prepared(c):
     t.eq("FLUSH DELAYED answers OK", 0, flush(c))
     got = dict(q("SELECT id, hits FROM dflt.m_counters"))
     t.eq("prepared: exact sums", {57: 1 + 2683, 58: 1717, 59: 1650}, got)
+    return True
+
+
+def show_delayed():
+    """SHOW DELAYED on the console: {(rule, table): {column: value}}."""
+    a = pymysql.connect(host=t.HOST, port=ADMIN_PORT, user="admin", password="adminpw")
+    try:
+        cur = a.cursor()
+        cur.execute("SHOW DELAYED")
+        cols = [x[0] for x in cur.description]
+        return {(r[0], r[1]): dict(zip(cols, r)) for r in cur.fetchall()}
+    finally:
+        a.close()
+
+
+def metrics(prefix):
+    """The /metrics samples whose name starts with prefix: {'name{labels}': int}."""
+    with urllib.request.urlopen("http://%s:%d/metrics" % (t.HOST, HTTP_PORT), timeout=10) as r:
+        text = r.read().decode()
+    return {line.rpartition(" ")[0]: int(float(line.rpartition(" ")[2]))
+            for line in text.split("\n") if line.startswith(prefix)}
+
+
+def test_stats(hits_staged, prepared):
+    """After test_pending_then_staged, test_concurrent and test_prepared (all flushed);
+    m_counters is derived only when test_prepared ran."""
+    rows = show_delayed()
+    mine = {k[1]: v for k, v in rows.items() if k[0] == "dflt_default"}
+    tables = ["hits", "m_counters"] if prepared else ["hits"]
+    t.eq("SHOW DELAYED: the default rule's row, then one per table it derived, by name",
+         ["dflt.*"] + ["dflt." + x for x in tables], list(mine))
+    t.eq("SHOW DELAYED: the derived tables' staging tables",
+         ["dflt.{table}_delayed"] + ["dflt.%s_delayed" % x for x in tables],
+         [v["staging_table"] for v in mine.values()])
+    none = {"rows_staged": 0, "rows_flushed": 0}
+    hits, mc, total = mine["dflt.hits"], mine.get("dflt.m_counters", none), mine["dflt.*"]
+    t.eq("SHOW DELAYED dflt.hits: every row staged through the proxy, all flushed, no error",
+         (hits_staged, hits_staged, 0), (hits["rows_staged"], hits["rows_flushed"], hits["errors"]))
+    t.check(hits["last_flush"] is not None and hits["flush_rounds"] > 0,
+            "SHOW DELAYED dflt.hits: its last flush and rounds", hits)
+    t.check(mc["rows_staged"] == mc["rows_flushed"] and (mc["rows_staged"] > 0) == prepared,
+            "SHOW DELAYED dflt.m_counters: prepared executes counted, all flushed", mc)
+    t.eq("SHOW DELAYED: the default rule's row is the sum of its tables' rows",
+         (hits_staged + mc["rows_staged"], hits_staged + mc["rows_flushed"]),
+         (total["rows_staged"], total["rows_flushed"]))
+    got = metrics("myrewrite_delayed_table_rows_")
+    want = {}
+    for name in ("staged", "flushed"):
+        for tbl in tables:
+            n = hits_staged if tbl == "hits" else mc["rows_staged"]
+            want['myrewrite_delayed_table_rows_%s_total{rule="dflt_default",'
+                 'table="dflt.%s_delayed"}' % (name, tbl)] = n
+    t.eq("/metrics: a series per derived staging table, none for the {table} pattern", want,
+         {k: v for k, v in got.items() if 'rule="dflt_default"' in k})
 
 
 def test_nopk(c):
@@ -291,13 +356,13 @@ def main():
         sys.exit(77)
     setup_schema()
     t.write_rules(RULES_DIR, RULES)
-    p = t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True)
+    p = t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True, extra=CONSOLE)
     c = px()
     try:
         test_explicit(c)
-        test_pending_then_staged(c)
-        test_concurrent(c)
-        test_prepared(c)
+        staged = test_pending_then_staged(c)
+        staged += test_concurrent(c)
+        test_stats(staged, test_prepared(c))
         test_nopk(c)
         test_refusals(c)
         p, c = test_adoption(p, c)

@@ -8,6 +8,7 @@
 
 #include "myrewrite/delayed_derive.h"
 #include "myrewrite/delayed_sql.h"
+#include "myrewrite/rule_stats.h"
 #include "myrewrite/sql_lexer.h"
 #include "myrewrite/sql_stmt.h"
 
@@ -189,6 +190,57 @@ static void pending_then_ready(void **state)
     mr_ruleset_free(rs);
 }
 
+/* Runs sql (a DELAYED statement on a registered table of app) once. */
+static void apply_once(const mr_ruleset *rs, mr_derive_reg *g, const char *sql,
+                       mr_match_result *res)
+{
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    apply_ctx(rs, sql, ctx_with(g), s, res);
+    mr_rules_scratch_free(s);
+}
+
+/* Each derived table has SHOW DELAYED counters of its own: a staged
+ * statement names them, and the registry lists the ready tables of a
+ * default rule by name. */
+static void table_rows(void **state)
+{
+    (void)state;
+    mr_ruleset *rs = load_ok(RULES);
+    mr_derive_reg *g = mr_derive_reg_new();
+    mr_match_result res = result_new();
+    const char *names[] = {"zeta", "alpha", "pend"};
+    for (int k = 0; k < 3; k++) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "UPDATE DELAYED %s SET hits = hits + 1 WHERE id = 1", names[k]);
+        apply_once(rs, g, sql, &res);
+        assert_int_equal(res.action, MR_ACT_REWRITE); /* pending: sent plain */
+        assert_null(res.staged_table[0]);
+    }
+    publish(g, "pend"); /* newest first */
+    publish(g, "alpha");
+    size_t n = 0;
+    mr_rule_stats **v = mr_derive_stats_of(g, "app_default", &n);
+    assert_int_equal(n, 2);
+    assert_string_equal(v[0]->table, "app.alpha");
+    assert_string_equal(v[0]->staging, "app.alpha_delayed");
+    assert_string_equal(v[0]->name, "app_default");
+    assert_string_equal(v[1]->table, "app.pend");
+    mr_rule_stats *alpha = v[0];
+    free(v);
+    v = mr_derive_stats_of(g, "any_default", &n);
+    assert_int_equal(n, 0);
+    free(v);
+    apply_once(rs, g, "UPDATE DELAYED alpha SET hits = hits + 1 WHERE id IN (1, 2)", &res);
+    assert_int_equal(res.nmatched, 1);
+    assert_int_equal(res.staged_rows[0], 2);
+    assert_ptr_equal(res.staged_table[0], alpha);
+    apply_once(rs, g, "UPDATE DELAYED zeta SET hits = hits + 1 WHERE id = 1", &res);
+    assert_null(res.staged_table[0]); /* still pending */
+    result_free(&res);
+    mr_derive_reg_free(g);
+    mr_ruleset_free(rs);
+}
+
 static void failed_and_explicit(void **state)
 {
     (void)state;
@@ -261,6 +313,7 @@ int main(void)
         cmocka_unit_test(load_default),       cmocka_unit_test(load_refusals),
         cmocka_unit_test(strip_delayed),      cmocka_unit_test(pending_then_ready),
         cmocka_unit_test(failed_and_explicit), cmocka_unit_test(dry_run_and_no_default),
+        cmocka_unit_test(table_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
