@@ -151,6 +151,19 @@ static void put_qualifier(const pg *P, mr_buf *b)
 
 /* ---- LIMIT and the guardrail --------------------------------------------------- */
 
+/* Which `?` of the statement the offset (token `at`) is, and how many
+ * there are: an execute's values are found by position. */
+static void count_params(pg *P, uint32_t at)
+{
+    P->info->offset_index = P->info->nparams = 0;
+    for (uint32_t k = 0; k < P->st->end; k++) {
+        if (P->tok[k].kind != SQL_TOK_PARAM)
+            continue;
+        P->info->offset_index += k < at;
+        P->info->nparams++;
+    }
+}
+
 static mr_pag_outcome read_limit(pg *P, uint64_t *off)
 {
     const sql_limit *l = &P->st->limit;
@@ -158,6 +171,8 @@ static mr_pag_outcome read_limit(pg *P, uint64_t *off)
     if (l->kw == SQL_NONE || l->offset == SQL_NONE)
         return pass(P, "no LIMIT with an offset");
     P->info->offset_param = P->tok[l->offset].kind == SQL_TOK_PARAM;
+    if (P->info->offset_param)
+        count_params(P, l->offset);
     *off = 0;
     if ((!P->info->offset_param && !read_count(P, l->offset, off)) ||
         (P->tok[l->count].kind != SQL_TOK_PARAM && !read_count(P, l->count, &count)))
@@ -462,6 +477,7 @@ mr_pag_outcome mr_paginate_sql(const char *text, size_t len, const sql_token *to
     pg P = {.text = text, .len = len, .tok = tok, .st = st, .def = def, .info = info};
     info->offset = 0;
     info->offset_param = info->no_key = false;
+    info->offset_index = info->nparams = 0;
     if (st->kind != SQL_STMT_SELECT)
         return pass(&P, "not a SELECT");
     if (st->flags & UNREADABLE)
@@ -505,12 +521,21 @@ bool mr_paginate_takes(const char *text, size_t len, const sql_token *tok, const
     return false;
 }
 
+void mr_paginate_too_deep_text(uint64_t max_offset, const char *where, uint64_t offset,
+                               char *buf, size_t size)
+{
+    snprintf(buf, size, "myrewrite: OFFSET %llu is deeper than the %llu allowed for %s; "
+             "page with a keyset instead (WHERE key > last key seen ORDER BY key LIMIT n)",
+             (unsigned long long)offset, (unsigned long long)max_offset,
+             where ? where : "this table");
+}
+
 void mr_paginate_too_deep_msg(const mr_paginate_def *def, uint64_t offset, char *buf,
                               size_t size)
 {
-    snprintf(buf, size, "myrewrite: OFFSET %llu is deeper than the %llu allowed for %s%s%s; "
-             "page with a keyset instead (WHERE key > last key seen ORDER BY key LIMIT n)",
-             (unsigned long long)offset, (unsigned long long)def->max_offset,
-             def->schema ? def->schema : "", def->schema ? "." : "",
-             def->table ? def->table : "this table");
+    char where[2 * 65 + 2];
+    if (def->table)
+        snprintf(where, sizeof where, "%s%s%s", def->schema ? def->schema : "",
+                 def->schema ? "." : "", def->table);
+    mr_paginate_too_deep_text(def->max_offset, def->table ? where : NULL, offset, buf, size);
 }

@@ -590,6 +590,7 @@ static void result_init(mr_match_result *res)
     res->wake_flusher = false;
     res->dmem_prepare = false;
     res->dmem_nparams = 0;
+    res->page_guard.rule = NULL;
 }
 
 void rules_run(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,

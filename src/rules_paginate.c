@@ -44,6 +44,19 @@ static rule_why too_deep(run *R, const mr_rule *r, uint64_t offset)
     return WHY_MATCHED;
 }
 
+/* A `?` offset cannot meet max_offset before COM_STMT_EXECUTE: the first
+ * such rule is noted for the session to check each execute against,
+ * whether or not the page is rewritten (as a literal offset is). */
+static void note_guard(run *R, const mr_rule *r, const mr_pag_info *info)
+{
+    mr_page_guard *g = &R->res->page_guard;
+    if (!r->paginate->max_offset || g->rule || r->log_only || !R->ctx->prepared)
+        return;
+    g->rule = r;
+    g->param = info->offset_index;
+    g->nparams = info->nparams;
+}
+
 static rule_why copy_out(run *R, const mr_buf *b, bytes *out, const mr_pag_info *info)
 {
     if (b->failed || !GROW(out->p, out->cap, b->len + 1))
@@ -52,7 +65,8 @@ static rule_why copy_out(run *R, const mr_buf *b, bytes *out, const mr_pag_info 
     out->len = b->len;
     if (info->offset_param)
         snprintf(R->detail, sizeof R->detail, "deferred join for every offset (LIMIT ? is "
-                 "rewritten at prepare time)");
+                 "rewritten at prepare time)%s", R->res->page_guard.rule ? "; max_offset is "
+                 "checked at each execute" : "");
     else
         snprintf(R->detail, sizeof R->detail, "deferred join from offset %llu",
                  (unsigned long long)info->offset);
@@ -130,6 +144,8 @@ rule_why rules_paginate(run *R, stmt *S, const mr_rule *r, bytes *out)
     }
     if (o == MR_PAG_TOO_DEEP)
         return too_deep(R, r, info.offset);
+    if (info.offset_param)
+        note_guard(R, r, &info);
     if (keyset)
         return rules_paginate_keyset(R, S, r, &def, o, &info, out);
     if (o == MR_PAG_PASS)

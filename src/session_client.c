@@ -82,7 +82,8 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
         return false;
     }
     ss_keyset_command(s, cmd, p, n, len);
-    ss_prepared_command(s, cmd, p, n);
+    if (ss_prepared_command(s, cmd, p, n, len)) /* a prepared page beyond max_offset */
+        return true;
     stmt_verdict dv;
     if (ss_dmem_command(s, cmd, p, n, len, &dv)) /* a prepared memory-mode DELAYED */
         return dv == STMT_ANSWERED;
@@ -169,7 +170,7 @@ static bool client_packet_start(mr_session *s, const uint8_t *p, size_t n, uint3
 /* The front end reads whole statements (up to relay_buffer; larger ones
  * are relayed unexamined), and the handshake and user/schema changes are
  * read whole for the user and schema the rules filter on. */
-static bool wants_whole_packet(const mr_session *s, const uint8_t *head, uint32_t len)
+static bool wants_whole_packet(mr_session *s, const uint8_t *head, uint32_t len)
 {
     if (s->from_client.continuation || len == 0 || len >= MR_PKT_MAX_PAYLOAD ||
         MR_PKT_HEADER + (uint64_t)len > cfg(s)->relay_buffer)
@@ -183,7 +184,8 @@ static bool wants_whole_packet(const mr_session *s, const uint8_t *head, uint32_
     case MR_COM_STMT_PREPARE:
     case MR_COM_INIT_DB:
     case MR_COM_CHANGE_USER: return true;
-    case MR_COM_STMT_EXECUTE: return s->dstmts != NULL; /* maybe a memory-mode DELAYED */
+    case MR_COM_STMT_EXECUTE: /* maybe a memory-mode DELAYED, or a page under max_offset */
+        return s->dstmts != NULL || ss_prepared_guarded(s, head, len);
     default: return false;
     }
 }

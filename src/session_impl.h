@@ -53,10 +53,13 @@ typedef struct framing {
 
 typedef struct ss_keyset ss_keyset;
 
+typedef struct ss_pguard ss_pguard;
+
 /* A server-side prepared statement whose text the front end acted on:
  * what each COM_STMT_EXECUTE of it must repeat (session_prepared.c). */
 typedef struct ss_pnote {
     uint32_t id;
+    ss_pguard *guard;                /* max_offset for its `?` offset (owned; NULL: none) */
     bool claim;                      /* claim_read_committed: the prelude goes first */
     bool page;                       /* a paginate rule sends it as a deferred join */
     uint32_t rows;                   /* a staged DELAYED rule: staging rows it sends */
@@ -86,6 +89,8 @@ struct mr_session {
     ss_pnote pnote_next;             /* the COM_STMT_PREPARE going out (session_prepared.c) */
     ss_pnote *pnotes;                /* prepared statements the front end acted on (owned) */
     size_t npnotes, pnotes_cap;
+    uint32_t plast;                  /* id of the last statement prepared (for MariaDB's
+                                        direct execution, which names it 0xffffffff) */
     char user[96];                   /* authenticated user, for rule filters */
     char schema[200];                /* default schema, for rule filters */
     char pending_user[96];           /* COM_CHANGE_USER: applied on success */
@@ -151,12 +156,22 @@ int ss_prelude_take(mr_session *s, struct evbuffer *in);
 
 /* session_prepared.c: a COM_STMT_PREPARE's response ended (ok: statement
  * `id`), keeping s->pnote_next when the front end acted on its text; a
- * statement command on a kept id (COM_STMT_EXECUTE: the claim's prelude
- * and the rules' counts; COM_STMT_CLOSE: forgotten); the server dropped
- * every prepared statement (reset, change user, session closed). */
+ * statement command on a kept id (COM_STMT_EXECUTE: the guardrail, the
+ * claim's prelude and the rules' counts; COM_STMT_CLOSE: forgotten); the
+ * server dropped every prepared statement (reset, change user, session
+ * closed). */
 void ss_prepared_done(mr_session *s, bool ok, uint32_t id);
-void ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n);
 void ss_prepared_forget_all(mr_session *s);
+/* The COM_STMT_PREPARE going out: s->pnote_next starts empty; a page whose
+ * `?` offset a rule's max_offset guards is noted (g->rule set). */
+void ss_prepared_begin(mr_session *s);
+void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g);
+/* p[0..n) of a len-byte command: true when the proxy answered it itself
+ * (an execute whose offset is beyond max_offset gets the rule's ERR). */
+bool ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len);
+/* Is the COM_STMT_EXECUTE starting with head (at least 5 of len bytes) one
+ * the guardrail must read whole? */
+bool ss_prepared_guarded(mr_session *s, const uint8_t *head, uint32_t len);
 
 /* session_counts.c: one paginated page sent as a deferred join (or refused),
  * and `rows` staging rows of a DELAYED statement sent, on the rule's

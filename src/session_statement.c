@@ -129,7 +129,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     }
     mr_buf_reset(&res->text);
     if (ctx.prepared)
-        s->pnote_next = (ss_pnote){0};
+        ss_prepared_begin(s);
     /* The command's start time was read just before this call, a few
      * instructions ago: it stands in for a clock read of its own here. */
     mr_rules_apply(w->rules->set, sql, len, &ctx, w->scratch, res);
@@ -150,6 +150,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         s->schema_pending = s->charset_pending = false;
         return STMT_ANSWERED;
     }
+    if (res->page_guard.rule)
+        ss_prepared_note_guard(s, &res->page_guard); /* checked at each COM_STMT_EXECUTE */
     if (res->read_committed && cmd == MR_COM_QUERY)
         ss_prelude_read_committed(s); /* ahead of the statement, rewritten or not */
     else if (res->read_committed)

@@ -32,6 +32,8 @@ typedef struct mr_pag_info {
     const char *why; /* static text: why it passed, or what was done */
     uint64_t offset; /* the LIMIT offset, once read (0 before) */
     bool offset_param; /* the offset is a `?`: rewritten whatever its value */
+    unsigned offset_index; /* offset_param: which `?` of the statement it is (from 0) */
+    unsigned nparams;      /* offset_param: the statement's `?` count */
     bool no_key;     /* passed only because def has no key columns */
 } mr_pag_info;
 
@@ -41,7 +43,9 @@ typedef struct mr_pag_info {
  * appended to `out`. A `?` offset (prepared statements) cannot be compared
  * with the threshold or max_offset before COM_STMT_EXECUTE: such a page is
  * rewritten for every offset (the deferred join returns the same rows at
- * any depth). A def without key columns never rewrites (no_key). */
+ * any depth), and info says which `?` it is, so that the session can hold
+ * each execute to max_offset. A def without key columns never rewrites
+ * (no_key). */
 mr_pag_outcome mr_paginate_sql(const char *text, size_t len, const sql_token *tok,
                                const sql_stmt *st,
                                const mr_paginate_def *def, const char *schema, mr_buf *out,
@@ -57,5 +61,8 @@ bool mr_paginate_takes(const char *text, size_t len, const sql_token *tok, const
  * (truncated to size). */
 void mr_paginate_too_deep_msg(const mr_paginate_def *def, uint64_t offset, char *buf,
                               size_t size);
+/* The same for a rule whose table is `where` (schema.table, or NULL: any). */
+void mr_paginate_too_deep_text(uint64_t max_offset, const char *where, uint64_t offset,
+                               char *buf, size_t size);
 
 #endif

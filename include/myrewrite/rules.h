@@ -243,6 +243,13 @@ void mr_rules_scratch_free(mr_rules_scratch *s);
  * shows the word prefilter at work in tests and benchmarks. */
 uint64_t mr_rules_scratch_regex_runs(const mr_rules_scratch *s);
 
+/* max_offset for a `?` offset, decided at each COM_STMT_EXECUTE. */
+typedef struct mr_page_guard {
+    const mr_rule *rule;  /* NULL: none; valid while the rule set the statement met is */
+    unsigned param;       /* which `?` the offset is (from 0) */
+    unsigned nparams;     /* the statement's `?` count */
+} mr_page_guard;
+
 typedef struct mr_match_result {
     mr_action action;
     mr_buf text;          /* REWRITE: the statement to send; caller inits/frees */
@@ -271,6 +278,8 @@ typedef struct mr_match_result {
                              stand-in (`DO ?, ...`) with the same parameters; the caller
                              keeps the original and answers its executes itself */
     unsigned dmem_nparams; /* its parameters */
+    mr_page_guard page_guard; /* COM_STMT_PREPARE of a page whose LIMIT offset is a `?`
+                             under a rule with max_offset: the caller checks each execute */
 } mr_match_result;
 
 /* Runs the rules over one COM_QUERY or COM_STMT_PREPARE text. Multi-statement

@@ -10,19 +10,23 @@ paginate rules in front of the real mariadbd.
     over a table whose key is not its first column;
   * the proxy's log shows the pages were rewritten (log = full);
   * a page beyond max_offset gets ERR 1235 naming the limit; the page at max_offset
-    does not.
+    does not; the same for a prepared `LIMIT ?, ?` at each COM_STMT_EXECUTE, whether the
+    offset is bound as an integer or a string, with its types bound or reused, or executed
+    by MariaDB's direct execution (statement id -1).
 Environment: MR_PAGINATE_PORT (26048), MR_BIN, MR_PAGINATE_SEED, MR_PAGINATE_ROWS
 (10^6), MR_PAGINATE_PAGES (25 random pages per shape).
 """
 import os
 import random
 import re
+import struct
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
+import rawproto_lib as rp  # noqa: E402
 
 PORT = int(os.environ.get("MR_PAGINATE_PORT", "26048"))
 ROWS = int(os.environ.get("MR_PAGINATE_ROWS", "1000000"))
@@ -117,6 +121,8 @@ def rewritten_forms():
         for line in f:
             if " -> " in line and "myrewrite_dj" in line:
                 text = line.rstrip("\n").split(" -> ", 1)[1]
+                if re.search(r"LIMIT \?|OFFSET \?", text):
+                    continue  # a prepared page: EXPLAIN takes no parameters
                 forms.setdefault(re.sub(r"LIMIT \d+(, \d+| OFFSET \d+)", "LIMIT", text), text)
     return list(forms.values())
 
@@ -161,6 +167,56 @@ def guardrail(c):
     t.eq("the session goes on after the refusal", ((1,),), cur.fetchall())
 
 
+def refused(res, offset):
+    """True when res is the guardrail's ERR 1235 for a page at offset."""
+    return (res.kind == "err" and res.err[0] == 1235 and str(offset) in res.err[1] and
+            "%d allowed" % MAX_OFFSET in res.err[1])
+
+
+def execute_reusing_types(p, stmt_id, offset, count):
+    """COM_STMT_EXECUTE with new-params-bound 0: the server and the proxy use the types
+    the statement's previous execute bound (LONGLONG, LONGLONG)."""
+    body = struct.pack("<BIBI", rp.COM_STMT_EXECUTE, stmt_id, 0, 1) + b"\x00\x00"
+    p.send_command(body + struct.pack("<qq", offset, count))
+    return p.read_result(p._logged("execute, types reused"))
+
+
+def prepared_guardrail():
+    """max_offset for a `?` offset, decided at each COM_STMT_EXECUTE."""
+    p = rp.Conn(PORT)
+    try:
+        st = p.prepare("SELECT id FROM p_items ORDER BY id LIMIT ?, ?")
+        text = p.execute(st.stmt_id, [(rp.TYPE_VAR_STRING, str(MAX_OFFSET + 5)),
+                                      (rp.TYPE_LONGLONG, 3)])
+        t.check(refused(text, MAX_OFFSET + 5), "prepared: an offset bound as a string too",
+                (text.kind, text.err))
+        at = p.execute(st.stmt_id, [(rp.TYPE_LONGLONG, MAX_OFFSET), (rp.TYPE_LONGLONG, 3)])
+        t.eq("prepared: the page at max_offset is served (3 rows)", ("rows", 3),
+             (at.kind, len(at.rows)))
+        deep = p.execute(st.stmt_id, [(rp.TYPE_LONGLONG, MAX_OFFSET + 1), (rp.TYPE_LONGLONG, 3)])
+        t.check(refused(deep, MAX_OFFSET + 1),
+                "prepared: an execute beyond max_offset gets ERR 1235 naming the limit",
+                (deep.kind, deep.err))
+        # the types bound last (by the refused execute) were LONGLONG, LONGLONG
+        again = execute_reusing_types(p, st.stmt_id, MAX_OFFSET - 1, 2)
+        t.eq("prepared: an execute reusing the types is served", ("rows", 2),
+             (again.kind, len(again.rows)))
+        again = execute_reusing_types(p, st.stmt_id, MAX_OFFSET + 2, 2)
+        t.check(refused(again, MAX_OFFSET + 2), "prepared: ... and refused beyond max_offset",
+                (again.kind, again.err))
+        st2 = p.prepare("SELECT id FROM p_items WHERE grp <> ? ORDER BY id LIMIT ? OFFSET ?")
+        last = p.execute(0xFFFFFFFF, [(rp.TYPE_LONGLONG, 99), (rp.TYPE_LONGLONG, 1),
+                                      (rp.TYPE_LONGLONG, MAX_OFFSET + 3)])
+        t.check(refused(last, MAX_OFFSET + 3), "prepared: MariaDB's direct execution (id -1) "
+                "of LIMIT ? OFFSET ? is held to max_offset", (last.kind, last.err))
+        ok = p.execute(st2.stmt_id, [(rp.TYPE_LONGLONG, 99), (rp.TYPE_LONGLONG, 1),
+                                     (rp.TYPE_LONGLONG, 10)])
+        t.eq("prepared: the session goes on after the refusals", ("rows", 1),
+             (ok.kind, len(ok.rows)))
+    finally:
+        p.close()
+
+
 def main():
     if t.DIRECT_ONLY:
         print("skip: needs its own proxy")
@@ -178,6 +234,7 @@ def main():
         c = t.connect(PORT, autocommit=True)
         n = pages(d, c, random.Random(seed))
         guardrail(c)
+        prepared_guardrail()
         explain_forms(d)
         c.close()
         time.sleep(0.2)

@@ -231,6 +231,52 @@ static void edges(void **state)
                 DJ " ORDER BY id");
 }
 
+/* The rule of sql's page guard (prepared with ctx), and which `?` is the offset. */
+static const mr_rule *guard_of(const mr_stmt_ctx *ctx, const char *sql, unsigned *param,
+                               unsigned *nparams)
+{
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    apply_ctx(rs, sql, ctx, s, &res);
+    const mr_rule *r = res.page_guard.rule;
+    *param = res.page_guard.param;
+    *nparams = res.page_guard.nparams;
+    result_free(&res);
+    mr_rules_scratch_free(s);
+    return r;
+}
+
+/* A `?` offset under a rule with max_offset is noted for the session to
+ * check at each execute: which parameter it is, out of how many. */
+static void prepared_guard(void **state)
+{
+    (void)state;
+    unsigned param = 99, n = 99;
+    const mr_rule *r = guard_of(&PREP, "SELECT a, ? FROM lines WHERE s = ? ORDER BY order_id, "
+                                "line_no LIMIT ?, ?", &param, &n);
+    assert_non_null(r);
+    assert_string_equal(r->name, "lines");
+    assert_int_equal(param, 2);
+    assert_int_equal(n, 4);
+    r = guard_of(&PREP, "SELECT * FROM capped WHERE s = ? ORDER BY id LIMIT ? OFFSET ?", &param,
+                 &n);
+    assert_non_null(r);
+    assert_string_equal(r->name, "capped");
+    assert_int_equal(param, 2); /* OFFSET ? comes after the count's ? */
+    assert_int_equal(n, 3);
+    assert_non_null(guard_of(&PREP, "SELECT id FROM lines WHERE grp <> ? ORDER BY order_id, "
+                             "line_no LIMIT ? OFFSET ?", &param, &n));
+    assert_int_equal(param, 2);
+    /* a shape the rewrite leaves alone is still guarded, as a literal offset is */
+    assert_non_null(guard_of(&PREP, "SELECT * FROM lines JOIN x USING (sku) ORDER BY sku LIMIT "
+                             "?, 1", &param, &n));
+    assert_int_equal(param, 0);
+    /* no max_offset, a literal offset, or not a prepare: nothing to check later */
+    assert_null(guard_of(&PREP, "SELECT * FROM orders ORDER BY id LIMIT ?, ?", &param, &n));
+    assert_null(guard_of(&PREP, "SELECT * FROM capped ORDER BY id LIMIT 10, ?", &param, &n));
+    assert_null(guard_of(&CTX, "SELECT * FROM capped ORDER BY id LIMIT 10, 1", &param, &n));
+}
+
 static void multi_statement(void **state)
 {
     (void)state;
@@ -391,7 +437,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(accepted_shapes), cmocka_unit_test(composite_key),
         cmocka_unit_test(hostile_literals), cmocka_unit_test(passes_untouched),
-        cmocka_unit_test(prepared), cmocka_unit_test(edges),
+        cmocka_unit_test(prepared), cmocka_unit_test(edges), cmocka_unit_test(prepared_guard),
         cmocka_unit_test(multi_statement), cmocka_unit_test(star_rule),
         cmocka_unit_test(key_from_schema), cmocka_unit_test(keyset_key_from_schema),
         cmocka_unit_test(load_errors),

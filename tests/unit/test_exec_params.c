@@ -1,0 +1,129 @@
+/*
+ * test_exec_params.c - decoding COM_STMT_EXECUTE parameters from hand-built
+ * packets: types bound and reused, NULLs, integers of each width and sign,
+ * strings, doubles and dates written out, only the leading ones when asked,
+ * and packets cut short.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "myrewrite/exec_params.h"
+
+typedef struct pkt {
+    uint8_t b[256];
+    size_t n;
+} pkt;
+
+static void put(pkt *p, const void *v, size_t n)
+{
+    memcpy(p->b + p->n, v, n);
+    p->n += n;
+}
+
+static void put1(pkt *p, uint8_t v)
+{
+    put(p, &v, 1);
+}
+
+/* Three parameters: LONGLONG -7, VAR_STRING "abc", and a NULL TINY. */
+static pkt three(bool bind_types)
+{
+    pkt p = {.n = 0};
+    put1(&p, 0x04); /* null bitmap: the third */
+    put1(&p, bind_types ? 1 : 0);
+    if (bind_types) {
+        const uint8_t types[] = {8, 0, 253, 0, 1, 0};
+        put(&p, types, sizeof types);
+    }
+    int64_t v = -7;
+    put(&p, &v, 8); /* little-endian hosts, as the decoder */
+    put1(&p, 3);
+    put(&p, "abc", 3);
+    return p;
+}
+
+static void bound_and_reused(void **state)
+{
+    (void)state;
+    uint8_t types[6];
+    bool have = false;
+    mr_dmem_param v[3];
+    char bufs[3][32];
+    pkt p = three(false);
+    assert_string_equal(mr_exec_params_read(p.b, p.n, 3, 3, types, &have, v, bufs),
+                        "COM_STMT_EXECUTE bound no parameter types");
+    p = three(true);
+    assert_null(mr_exec_params_read(p.b, p.n, 3, 3, types, &have, v, bufs));
+    assert_true(have);
+    assert_int_equal(v[0].kind, MR_DMEM_PARAM_INT);
+    assert_int_equal(v[0].n, -7);
+    assert_int_equal(v[1].kind, MR_DMEM_PARAM_TEXT);
+    assert_int_equal(v[1].len, 3);
+    assert_memory_equal(v[1].p, "abc", 3);
+    assert_int_equal(v[2].kind, MR_DMEM_PARAM_NULL);
+    p = three(false); /* the types of the execute before */
+    memset(v, 0xff, sizeof v);
+    assert_null(mr_exec_params_read(p.b, p.n, 3, 3, types, &have, v, bufs));
+    assert_int_equal(v[0].n, -7);
+    assert_int_equal(v[2].kind, MR_DMEM_PARAM_NULL);
+}
+
+static void leading_only_and_short(void **state)
+{
+    (void)state;
+    uint8_t types[6];
+    bool have = false;
+    mr_dmem_param v[3];
+    char bufs[3][32];
+    pkt p = three(true);
+    /* the first alone: the rest is not read, so a cut after it does not matter */
+    assert_null(mr_exec_params_read(p.b, p.n - 4, 3, 1, types, &have, v, bufs));
+    assert_int_equal(v[0].n, -7);
+    assert_non_null(mr_exec_params_read(p.b, p.n - 4, 3, 3, types, &have, v, bufs));
+    assert_non_null(mr_exec_params_read(p.b, 1, 3, 1, types, &have, v, bufs));
+    assert_non_null(mr_exec_params_read(p.b, 5, 3, 1, types, &have, v, bufs));
+}
+
+static void widths_and_text(void **state)
+{
+    (void)state;
+    uint8_t types[10];
+    bool have = false;
+    mr_dmem_param v[5];
+    char bufs[5][32];
+    pkt p = {.n = 0};
+    put1(&p, 0);
+    put1(&p, 1);
+    /* TINY signed, SHORT unsigned, LONG signed, LONGLONG unsigned > INT64_MAX, DOUBLE */
+    const uint8_t t[] = {1, 0, 2, 0x80, 3, 0, 8, 0x80, 5, 0};
+    put(&p, t, sizeof t);
+    put1(&p, 0xfe);                  /* -2 */
+    put(&p, "\xff\xff", 2);          /* 65535 */
+    put(&p, "\x00\x00\x00\x80", 4);  /* INT32_MIN */
+    put(&p, "\xff\xff\xff\xff\xff\xff\xff\xff", 8);
+    double d = 2.5;
+    put(&p, &d, 8);
+    assert_null(mr_exec_params_read(p.b, p.n, 5, 5, types, &have, v, bufs));
+    assert_int_equal(v[0].n, -2);
+    assert_int_equal(v[1].n, 65535);
+    assert_int_equal(v[2].n, INT32_MIN);
+    assert_int_equal(v[3].kind, MR_DMEM_PARAM_TEXT);
+    assert_memory_equal(v[3].p, "18446744073709551615", v[3].len);
+    assert_int_equal(v[4].kind, MR_DMEM_PARAM_TEXT);
+    assert_memory_equal(v[4].p, "2.5", v[4].len);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bound_and_reused),
+        cmocka_unit_test(leading_only_and_short),
+        cmocka_unit_test(widths_and_text),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
