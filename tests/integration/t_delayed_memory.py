@@ -279,6 +279,18 @@ def real_driver(d):
 UPD = "UPDATE DELAYED m_counters SET hits = hits %s %d WHERE id %s"
 
 
+def tally(sums, keys, delta):
+    """Adds delta to each key's sum."""
+    for k in keys:
+        sums[k] = sums.get(k, 0) + delta
+
+
+def merge(expect, mine):
+    """One client's sums into everyone's (under the caller's lock)."""
+    for k, v in mine.items():
+        tally(expect, [k], v)
+
+
 def client(wid, n, expect, lock, bad):
     c = t.connect(PORT, autocommit=True)
     cur = c.cursor()
@@ -295,12 +307,10 @@ def client(wid, n, expect, lock, bad):
             ids, delta = [k], 1
             got = cur.execute(UPD % ("+", 1, "= %d" % k))
         wrong += got != len(ids)
-        for x in ids:
-            mine[x] = mine.get(x, 0) + delta
+        tally(mine, ids, delta)
     c.close()
     with lock:
-        for x, v in mine.items():
-            expect[x] = expect.get(x, 0) + v
+        merge(expect, mine)
         bad.append(wrong)
 
 
@@ -544,13 +554,11 @@ def nokey_client(wid, expect, lock, bad, retries):
                                      "'%s' AND day = %d" % (site, i % 4), tries)
         if got != len(keys):
             wrong.append(got)
-            continue
-        for k in keys:
-            mine[k] = mine.get(k, 0) + delta
+        else:
+            tally(mine, keys, delta)
     c.close()
     with lock:
-        for k, v in mine.items():
-            expect[k] = expect.get(k, 0) + v
+        merge(expect, mine)
         bad.extend(wrong)
         retries[0] += tries[0]
 
