@@ -18,6 +18,7 @@
 
 #include "delayed_mem_impl.h"
 #include "myrewrite/log.h"
+#include "myrewrite/schema_cache.h"
 
 #define FIRST_BUCKETS 64
 
@@ -313,6 +314,11 @@ void dm_swap_shard(unsigned i, dm_map *fresh)
     *fresh = old;
 }
 
+bool dm_table_keyed(const struct mr_dmem_table *t)
+{
+    return !t->from_schema || mr_dmem_keys_known(&t->learn);
+}
+
 unsigned dm_shards(void)
 {
     return M.shards ? M.nshards : 0;
@@ -360,9 +366,31 @@ static char **keys_with_bucket(const mr_delayed_def *s, bool *ok)
     return c;
 }
 
-/* Do a table's keys (bucket column last) come from rule settings d? */
-static bool same_keys(const mr_delayed_def *o, const mr_delayed_def *d)
+/* A table that learned its key from the schema is reused only while the
+ * schema cache still gives that key: after an ALTER of the primary key a
+ * reload gives the rule a fresh table, which learns the new one, while
+ * the old table flushes what it holds under the old key. A key the cache
+ * does not know now also gets a fresh table: reuse only saves coalescing. */
+static bool key_still_current(const struct mr_dmem_table *t)
 {
+    if (!mr_dmem_keys_known(&t->learn))
+        return true;
+    mr_row_key rk;
+    char *cols[MR_SD_MAX_KEY_COLS];
+    if (mr_schema_cache_row_key(t->def.schema, t->def.table, &rk) != MR_KEY_FOUND ||
+        !rk.primary)
+        return false;
+    for (uint8_t i = 0; i < rk.ncols; i++)
+        cols[i] = rk.cols[i];
+    return mr_dmem_keys_same(&t->learn, cols, rk.ncols);
+}
+
+/* Do a table's keys (bucket column last) come from rule settings d? */
+static bool same_keys(const struct mr_dmem_table *t, const mr_delayed_def *d)
+{
+    const mr_delayed_def *o = &t->def;
+    if (t->from_schema || !d->nkeys)
+        return t->from_schema && !d->nkeys && key_still_current(t);
     size_t n = d->nkeys + (d->bucket_column != NULL);
     if (o->nkeys != n || o->bucket != d->bucket)
         return false;
@@ -383,7 +411,10 @@ static void table_free(struct mr_dmem_table *t)
 {
     free(t->def.schema);
     free(t->def.table);
-    names_free(t->def.keys, t->def.nkeys);
+    if (t->from_schema)
+        mr_dmem_keys_free(&t->learn); /* owns the names def.keys points at */
+    else
+        names_free(t->def.keys, t->def.nkeys);
     names_free(t->def.columns, t->def.ncolumns);
     names_free(t->def.set_columns, t->def.nset_columns);
     free(t->rule);
@@ -404,8 +435,15 @@ static struct mr_dmem_table *table_new(const mr_rule *r)
     t->def.table = strdup(s->table);
     t->rule = strdup(r->name);
     ok = t->def.schema && t->def.table && t->rule;
-    t->def.keys = keys_with_bucket(s, &ok);
-    t->def.nkeys = s->nkeys + (s->bucket_column != NULL);
+    t->from_schema = !s->nkeys;
+    if (t->from_schema) {
+        t->def.keys = NULL; /* until a worker learns them */
+        t->def.nkeys = 0;
+        mr_dmem_keys_init(&t->learn, &t->def);
+    } else {
+        t->def.keys = keys_with_bucket(s, &ok);
+        t->def.nkeys = s->nkeys + (s->bucket_column != NULL);
+    }
     t->def.bucket_column = NULL; /* the last of the keys here */
     t->def.columns = names_dup(s->columns, s->ncolumns, &ok);
     t->def.set_columns = names_dup(s->set_columns, s->nset_columns, &ok);
@@ -439,7 +477,7 @@ static struct mr_dmem_table *reusable(const mr_rule *r)
             strcmp(o->table, d->table) == 0 && o->missing == d->missing &&
             o->flush_interval_ms == d->flush_interval_ms && o->flush_rows == d->flush_rows &&
             o->flush_early == d->flush_early && o->memory_max_keys == d->memory_max_keys &&
-            same_keys(o, d) &&
+            same_keys(t, d) &&
             same_names(o->columns, o->ncolumns, d->columns, d->ncolumns) &&
             same_names(o->set_columns, o->nset_columns, d->set_columns, d->nset_columns))
             return t;
@@ -480,7 +518,9 @@ void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
             continue;
         }
         /* set once, before the set reaches any worker */
-        ((mr_delayed_def *)(uintptr_t)r->delayed)->mem = t;
+        mr_delayed_def *rd = (mr_delayed_def *)(uintptr_t)r->delayed;
+        rd->mem = t;
+        rd->mem_keys = t->from_schema ? &t->learn : NULL;
     }
     pthread_mutex_unlock(&M.cfg_lock);
     dm_flusher_wake(NULL); /* new tables get their first round now */

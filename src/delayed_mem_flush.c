@@ -235,6 +235,8 @@ static bool isolate(MYSQL *db, const struct mr_dmem_table *t, dm_entry **es, siz
 /* Applies table t's pending keys in chunks; false when some stay pending. */
 static bool flush_table(MYSQL *db, const struct mr_dmem_table *t, uint64_t deadline)
 {
+    if (!dm_table_keyed(t))
+        return true; /* no statement has reached it yet: nothing held, no key to write with */
     size_t n = 0;
     for (size_t b = 0; F.pending.b && b <= F.pending.mask; b++)
         for (dm_entry *e = F.pending.b[b]; e; e = e->next)

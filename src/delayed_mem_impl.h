@@ -15,14 +15,18 @@
 #include <stdint.h>
 
 #include "myrewrite/delayed_mem.h"
+#include "myrewrite/delayed_mem_keys.h"
 #include "myrewrite/delayed_mem_sql.h"
 
 /* One memory-mode rule's table, with its own copy of the rule. Tables of
  * older rule sets live on (not `live`) until their keys are flushed and
  * are freed at stop. */
 struct mr_dmem_table {
-    mr_delayed_def def;       /* own copy; def.mem is NULL */
+    mr_delayed_def def;       /* own copy; def.mem is NULL. From the schema: no keys
+                                 until `learn` knows them, then learn's names */
     char *rule;
+    bool from_schema;         /* the rule names no key (and so has no bucket) */
+    mr_dmem_keys learn;       /* from_schema: the primary key, learned by workers */
     size_t ncols;             /* mr_dmem_columns(&def) */
     _Atomic uint64_t nkeys;   /* keys held in shards and by the flusher */
     bool live;                /* in the rule set in force (configure lock) */
@@ -65,6 +69,9 @@ void dm_swap_shard(unsigned i, dm_map *fresh);
 unsigned dm_shards(void);
 /* The tables configured so far (the list only grows until stop). */
 struct mr_dmem_table *dm_tables(void);
+/* Are t's key columns known? Not for a table from the schema before its
+ * first statement, which then holds no keys either: flushers skip it. */
+bool dm_table_keyed(const struct mr_dmem_table *t);
 
 /* delayed_mem_flush.c */
 bool dm_flusher_start(const mr_proxy *p);

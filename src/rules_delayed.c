@@ -3,19 +3,21 @@
  * one, an UPDATE/DELETE DELAYED meets no other rule. It becomes the staging
  * INSERT of the delayed rule for its table (delayed_sql.h), or is refused
  * with ERR 1235 saying why: outside the grammar, or no rule for the table.
- * A rule without `key` takes the table's primary key from the schema cache;
- * until it is loaded the statement is refused with "retry".
+ * A rule without `key` (either mode) takes the table's primary key from the
+ * schema cache; until it is loaded the statement is refused with "retry".
  * A DELAYED statement is never sent as written. Sets without a delayed rule
  * leave DELAYED statements to the other rules and the server.
  *
  * Pure, any thread; writes only the caller's scratch and result (see
- * rules_match.c), plus the matched rule's hit counter.
+ * rules_match.c), plus the matched rule's hit counter and, once, the key
+ * a keyless memory rule's table learns (delayed_mem_keys.h).
  */
 #include <string.h>
 #include <strings.h>
 
 #include "myrewrite/delayed_derive.h"
 #include "myrewrite/delayed_mem.h"
+#include "myrewrite/delayed_mem_keys.h"
 #include "myrewrite/delayed_sql.h"
 #include "myrewrite/schema_desc.h"
 #include "rules_run.h"
@@ -154,10 +156,10 @@ static delayed_step send_instead(run *R, stmt *S)
  * ...` with as many parameters, so the client gets a statement id and its
  * parameter count; the session keeps the original text and answers each
  * COM_STMT_EXECUTE itself (session_dmem.c). */
-static delayed_step prepare_stand_in(run *R, stmt *S, const mr_delayed_stmt *d, size_t i)
+static delayed_step prepare_stand_in(run *R, stmt *S, const mr_delayed_stmt *d, size_t i,
+                                     const mr_delayed_def *def)
 {
     mr_rules_scratch *s = R->s;
-    const mr_delayed_def *def = R->rs->rules[i].delayed;
     int col[MR_DELAYED_MAX_TERMS], key[MR_DELAYED_MAX_TERMS];
     if (!mr_delayed_check(S->text, s->tok, d, def, col, key, s->delayed_msg,
                           sizeof s->delayed_msg))
@@ -180,6 +182,18 @@ static delayed_step prepare_stand_in(run *R, stmt *S, const mr_delayed_stmt *d, 
     return send_instead(R, S);
 }
 
+/* A memory rule without `key`: the primary key as staged mode takes it,
+ * which must also be the one the rule's table learned (delayed_mem_keys.h):
+ * a table never holds tuples of two key shapes. Without a table (no
+ * flusher, a dry run) there is nothing to learn; the store refuses. */
+static bool memory_key(run *R, mr_delayed_def *def, mr_row_key *rk, char **names)
+{
+    return key_from_schema(R, def, rk, names) &&
+           (!def->mem_keys ||
+            mr_dmem_keys_take(def->mem_keys, def->schema, def->table, def->keys, def->nkeys,
+                              R->s->delayed_msg, sizeof R->s->delayed_msg));
+}
+
 /* mode = memory: the deltas go to the worker's shard (the session adds
  * them, delayed_mem.h) and the proxy answers; one statement only, since
  * the answer is the proxy's own OK. In a COM_STMT_EXECUTE the `?` take
@@ -187,19 +201,25 @@ static delayed_step prepare_stand_in(run *R, stmt *S, const mr_delayed_stmt *d, 
 static delayed_step into_memory(run *R, stmt *S, const mr_delayed_stmt *d, size_t i)
 {
     mr_rules_scratch *s = R->s;
-    const mr_delayed_def *def = R->rs->rules[i].delayed;
+    const mr_delayed_def *rule = R->rs->rules[i].delayed;
     if (R->multi) {
         snprintf(s->delayed_msg, sizeof s->delayed_msg, "DELAYED on %s.%s (mode = memory) is "
-                 "not taken in a multi-statement query; send it on its own", def->schema,
-                 def->table);
+                 "not taken in a multi-statement query; send it on its own", rule->schema,
+                 rule->table);
         return refuse(R, i);
     }
+    mr_delayed_def def = *rule;
+    mr_row_key rk;
+    char *names[MR_SD_MAX_KEY_COLS];
+    if (!def.nkeys && !memory_key(R, &def, &rk, names))
+        return refuse(R, i);
     if (R->ctx->prepared && !R->ctx->params)
-        return prepare_stand_in(R, S, d, i);
+        return prepare_stand_in(R, S, d, i, &def);
     bool no_bs = (R->ctx->lex_flags & SQL_LEX_NO_BACKSLASH_ESCAPES) != 0;
-    if (!mr_dmem_read_stmt(S->text, s->tok, d, def, no_bs, R->ctx->params, &s->dmem,
+    if (!mr_dmem_read_stmt(S->text, s->tok, d, &def, no_bs, R->ctx->params, &s->dmem,
                            s->delayed_msg, sizeof s->delayed_msg))
         return refuse(R, i);
+    s->dmem.def = rule; /* outlives the copy; the store needs only its table */
     rules_count_hit(R, i);
     trace(R, i, WHY_MATCHED, "added to the proxy's memory");
     R->res->action = MR_ACT_DELAYED_MEMORY;
@@ -333,7 +353,7 @@ delayed_step rules_delayed(run *R, stmt *S)
     }
     const mr_rule *r = &R->rs->rules[i];
     if (r->delayed->mode == MR_DELAYED_MEMORY)
-        return into_memory(R, S, &d, i); /* memory rules name their key */
+        return into_memory(R, S, &d, i);
     mr_delayed_def def = *r->delayed;
     mr_row_key rk;
     char *names[MR_SD_MAX_KEY_COLS];

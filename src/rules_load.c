@@ -997,11 +997,6 @@ static bool delayed_consistent(loader *L, const draft *dr, const mr_delayed_def 
                               "a key column and in set_columns", dr->name, d->set_columns[i]);
                 return false;
             }
-    if (!d->nkeys && d->mode == MR_DELAYED_MEMORY) {
-        mr_diag_error(L->d, L->file, dr->line, "[delayed %s]: mode = memory needs key (only "
-                      "staged rules read the primary key from the schema)", dr->name);
-        return false;
-    }
     if (d->mode == MR_DELAYED_STAGED && !staged_set_columns_ok(L, dr, d))
         return false;
     if (strcmp(d->staging_table, d->table) == 0) {
@@ -1062,7 +1057,7 @@ static bool default_keys_absent(loader *L, const draft *dr)
     const char *m = dr->val[K_MODE], *miss = dr->val[K_MISSING];
     if (m && strcasecmp(m, "memory") == 0) {
         mr_diag_error(L->d, L->file, dr->vline[K_MODE], "[delayed %s]: a default rule is staged "
-                      "only (mode = memory needs a key and columns written in the rule)",
+                      "only (mode = memory needs its columns written in the rule)",
                       dr->name);
         ok = false;
     }
@@ -1161,8 +1156,9 @@ static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im
     ok &= delayed_flush_settings(L, dr, d);
     ok &= delayed_modes(L, dr, d);
     ok = ok && table_value(L, dr, &d->schema, &d->table);
-    /* without key: the table's primary key, from the schema cache (workers) and
-     * information_schema (the flusher) */
+    /* without key: the table's primary key, from the schema cache (workers) and,
+     * staged, information_schema (the flusher); a memory table learns it from
+     * the workers (delayed_mem_keys.h) */
     ok = ok && (!dr->val[K_KEY] || name_list(L, dr, K_KEY, &d->keys, &d->nkeys));
     ok = ok && name_list(L, dr, K_COLUMNS, &d->columns, &d->ncolumns);
     if (ok && dr->val[K_SET_COLUMNS])

@@ -115,8 +115,9 @@ typedef struct mr_dmem_stats {
 
 /* Sets up one shard per worker; main thread, before the workers start. */
 bool mr_dmem_init(unsigned shards);
-/* Gives every memory-mode rule of rs its table (def->mem); tables of older
- * sets stay until their deltas are flushed. Main thread or under the
+/* Gives every memory-mode rule of rs its table (def->mem, and def->mem_keys
+ * for a rule without key); tables of older sets stay until their deltas are
+ * flushed. Main thread or under the
  * reload lock, before rs is handed to the workers. False: no flusher
  * (logged), so memory-mode statements are refused. */
 void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs);

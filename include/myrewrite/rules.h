@@ -113,6 +113,8 @@ typedef struct mr_delayed_def {
     char *bucket_column;       /* key column the proxy fills with the bucket; NULL: none */
     mr_delayed_bucket bucket;  /* MR_BUCKET_NONE exactly when bucket_column is NULL */
     struct mr_dmem_table *mem; /* memory mode: its in-memory table; NULL without a flusher */
+    struct mr_dmem_keys *mem_keys; /* memory mode without key: the key that table learned
+                                  from the schema (delayed_mem_keys.h); NULL otherwise */
     mr_counter *staged_rows;   /* staged mode with flush_early: rows staged so far (any
                                   worker, atomic adds); NULL otherwise */
     bool derive;               /* a default rule (`table = s.*` or `*`): each table's rule is

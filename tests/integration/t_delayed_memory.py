@@ -19,6 +19,10 @@ prepared DELAYED statements in staged mode; a proxy of its own, the real mariadb
     NULL and fractional values refused, COM_STMT_CLOSE forgets the statement);
   * flush_early wakes the staged and the memory flusher before an hourly interval;
   * deltas held across a SIGHUP reload are flushed once;
+  * a rule without key takes the composite primary key from the schema cache: 8 threads
+    retry the documented "schema not loaded yet, retry" ERR and the sums are exact for every
+    OK; after an ALTER of the primary key a statement gets "primary key ... changed" until a
+    SIGHUP reload, after which the new key is taken;
   * SIGTERM runs a final flush of an hourly table.
 Environment: MR_DELAYED_MEM_PORT (26071), MR_BIN.
 """
@@ -84,6 +88,13 @@ table = test.m_staged
 key = id
 columns = n
 flush_interval = 1h
+
+[delayed mem_nokey]
+table = test.m_nokey
+columns = hits
+mode = memory
+missing = insert
+flush_interval = 1h
 """
 
 
@@ -94,7 +105,9 @@ def start_proxy(name):
 def setup(d):
     cur = d.cursor()
     cur.execute("DROP TABLE IF EXISTS m_counters, m_pages, m_small, m_staged, m_staged_delayed, "
-                "m_early, m_early_delayed, m_early_mem")
+                "m_early, m_early_delayed, m_early_mem, m_nokey")
+    cur.execute("CREATE TABLE m_nokey (site VARCHAR(20), day INT, zone INT NOT NULL DEFAULT 0, "
+                "hits BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (site, day)) ENGINE=InnoDB")
     for tbl in ("m_early", "m_early_mem"):
         cur.execute("CREATE TABLE %s (id INT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0) "
                     "ENGINE=InnoDB" % tbl)
@@ -266,6 +279,18 @@ def real_driver(d):
 UPD = "UPDATE DELAYED m_counters SET hits = hits %s %d WHERE id %s"
 
 
+def tally(sums, keys, delta):
+    """Adds delta to each key's sum."""
+    for k in keys:
+        sums[k] = sums.get(k, 0) + delta
+
+
+def merge(expect, mine):
+    """One client's sums into everyone's (under the caller's lock)."""
+    for k, v in mine.items():
+        tally(expect, [k], v)
+
+
 def client(wid, n, expect, lock, bad):
     c = t.connect(PORT, autocommit=True)
     cur = c.cursor()
@@ -282,12 +307,10 @@ def client(wid, n, expect, lock, bad):
             ids, delta = [k], 1
             got = cur.execute(UPD % ("+", 1, "= %d" % k))
         wrong += got != len(ids)
-        for x in ids:
-            mine[x] = mine.get(x, 0) + delta
+        tally(mine, ids, delta)
     c.close()
     with lock:
-        for x, v in mine.items():
-            expect[x] = expect.get(x, 0) + v
+        merge(expect, mine)
         bad.append(wrong)
 
 
@@ -495,6 +518,95 @@ def reload(d, proc):
          rows(d, "SELECT hits FROM m_counters WHERE id = 10"))
 
 
+# ---- a rule without key ----------------------------------------------------------------------
+
+RETRY = "myrewrite: schema not loaded yet, retry"
+
+
+def send_retrying(cur, sql, retries):
+    """Sends sql until it is not refused with the documented retry ERR; returns its result or
+    the other error; retries[0] counts the retries."""
+    for _ in range(500):
+        try:
+            return cur.execute(sql)
+        except pymysql.err.MySQLError as e:
+            if not (e.args[0] == 1235 and e.args[1].startswith(RETRY)):
+                return e
+            retries[0] += 1
+            time.sleep(0.01)
+    return "still not loaded"
+
+
+def nokey_client(wid, expect, lock, bad, retries):
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    mine, wrong, tries = {}, [], [0]
+    for i in range(150):
+        site = "abc"[(wid + i) % 3]
+        if i % 4 == 1:  # the WHERE in the other order, an IN over the second key column
+            keys = [(site, 1), (site, 2)]
+            got = send_retrying(cur, "UPDATE DELAYED m_nokey SET hits = hits + 2 WHERE day IN "
+                                     "(1, 2) AND site = '%s'" % site, tries)
+            delta = 2
+        else:
+            keys, delta = [(site, i % 4)], 1
+            got = send_retrying(cur, "UPDATE DELAYED m_nokey SET hits = hits + 1 WHERE site = "
+                                     "'%s' AND day = %d" % (site, i % 4), tries)
+        if got != len(keys):
+            wrong.append(got)
+        else:
+            tally(mine, keys, delta)
+    c.close()
+    with lock:
+        merge(expect, mine)
+        bad.extend(wrong)
+        retries[0] += tries[0]
+
+
+def nokey_concurrent(d):
+    """Statements race the first load of the table's key: some get the retry ERR, none is
+    lost or doubled, and the tuples follow the primary key's order (site, day)."""
+    expect, lock, bad, retries = {}, threading.Lock(), [], [0]
+    t.run_threads([threading.Thread(target=nokey_client, args=(w, expect, lock, bad, retries))
+                   for w in range(8)])
+    t.eq("every keyless memory statement was taken with the keys touched", [], bad[:3])
+    c = t.connect(PORT, autocommit=True)
+    flush(c, "m_nokey")
+    c.close()
+    got = {(s, dy): h for s, dy, h in rows(d, "SELECT site, day, hits FROM m_nokey")}
+    t.eq("keyless memory rule: after FLUSH DELAYED each (site, day) is the exact sum", expect,
+         got)
+    t.log("keyless memory rule: %d retries while the key loaded" % retries[0])
+
+
+def nokey_alter(d, proc):
+    """An ALTER of the primary key: the table holds (site, day) tuples, so a statement is
+    refused; a reload gives the rule a table that takes the new key."""
+    c = t.connect(PORT, autocommit=True)
+    cur = c.cursor()
+    cur.execute("ALTER TABLE m_nokey DROP PRIMARY KEY, ADD PRIMARY KEY (site, day, zone)")
+    sql = "UPDATE DELAYED m_nokey SET hits = hits + 5 WHERE site = 'a' AND day = 1 AND zone = 0"
+    got = send_retrying(cur, sql, [0])
+    want = ("myrewrite: the primary key of test.m_nokey changed since the proxy started holding "
+            "its deltas (now (site, day, zone), was (site, day)); nothing was taken")
+    t.check(isinstance(got, pymysql.err.MySQLError) and got.args[0] == 1235 and
+            got.args[1].startswith(want), "a changed primary key is refused with its reason",
+            got)
+    before = rows(d, "SELECT hits FROM m_nokey WHERE site = 'a' AND day = 1")[0][0]
+    proc.send_signal(signal.SIGHUP)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        got = send_retrying(cur, sql, [0])
+        if got == 1:
+            break
+        time.sleep(0.1)
+    t.eq("after a reload the new primary key is taken", 1, got)
+    flush(c, "m_nokey")
+    c.close()
+    t.eq("the statement under the new key is flushed once", ((before + 5,),),
+         rows(d, "SELECT hits FROM m_nokey WHERE site = 'a' AND day = 1"))
+
+
 # ---- final flush ------------------------------------------------------------------------------
 
 def final_flush(d, proc):
@@ -531,7 +643,9 @@ def main():
         bound(d)
         early(d)
         failing_chunk(d)
+        nokey_concurrent(d)
         reload(d, proc)
+        nokey_alter(d, proc)
         final_flush(d, proc)
     finally:
         if proc.poll() is None:

@@ -66,8 +66,8 @@ static void load_refusals(void **state)
                  "bucket_column: the table's rule is derived from the schema (derived rules "
                  "have no bucket)\n");
     expect_error("[delayed d]\ntable = app.*\nmode = memory\n",
-                 "t.rules:3: [delayed d]: a default rule is staged only (mode = memory needs a "
-                 "key and columns written in the rule)\n");
+                 "t.rules:3: [delayed d]: a default rule is staged only (mode = memory needs its "
+                 "columns written in the rule)\n");
     expect_error("[delayed d]\ntable = app.*\nmissing = insert\n",
                  "t.rules:3: [delayed d]: a default rule may not give missing = insert: while a "
                  "table's rule is being derived its statements are sent as plain UPDATEs, which "
