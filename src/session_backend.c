@@ -12,6 +12,7 @@
 
 #include "myrewrite/backend.h"
 #include "myrewrite/charset_guard.h"
+#include "myrewrite/delayed_flush.h"
 #include "myrewrite/log.h"
 #include "myrewrite/schema_cache.h"
 #include "session_impl.h"
@@ -49,6 +50,9 @@ static void response_done(mr_session *s)
 {
     bool ok = !s->tracker.ended_with_err;
     mr_stat_add(&s->w->stats.commands, 1);
+    if (s->wake_flusher)
+        mr_delayed_wake(); /* set by ss_statement_start */
+    s->wake_flusher = false;
     apply_pending(s, ok);
     if (s->command == MR_COM_STMT_PREPARE) {
         ss_dmem_prepared(s, ok, s->tracker.stmt_id);

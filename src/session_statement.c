@@ -156,8 +156,11 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         ss_prelude_read_committed(s); /* ahead of the statement, rewritten or not */
     else if (res->read_committed)
         s->pnote_next.claim = true; /* ahead of each COM_STMT_EXECUTE of it */
-    if (res->wake_flusher)
-        mr_delayed_wake(); /* a staged rule's flush_early was passed */
+    /* A staged rule's flush_early was passed, or a default rule's table is
+     * new: the flusher is woken once the server has answered, so that the
+     * staging rows of this very statement are committed (in autocommit
+     * mode) when it looks. */
+    s->wake_flusher = res->wake_flusher;
     if (res->action == MR_ACT_DELAYED_MEMORY)
         return ss_delayed_memory(s, res->dmem);
     if (res->dmem_prepare && !ss_dmem_note_prepare(s, sql, len, res->dmem_nparams)) {
