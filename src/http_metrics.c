@@ -52,6 +52,9 @@ static const counter_def worker_counters[] = {
     {"myrewrite_statements_blocked_total", "counter",
      "Statements answered with a block rule's error instead of being sent.",
      W(statements_blocked)},
+    {"myrewrite_statements_unexamined_total", "counter",
+     "COM_QUERY and COM_STMT_PREPARE texts larger than relay_buffer, relayed without meeting "
+     "the rules.", W(statements_unexamined)},
     {"myrewrite_bytes_from_clients_total", "counter",
      "Bytes of MySQL protocol packets read from clients, headers included.",
      W(bytes_from_clients)},

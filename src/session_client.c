@@ -5,6 +5,7 @@
  * authentication data are relayed while the backend waits for them. Runs
  * on the session's worker thread.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +58,20 @@ static void refuse_command(mr_session *s, uint8_t cmd)
     s->from_client.discard = true;
 }
 
+/* A statement too large for relay_buffer goes out without meeting the
+ * rules (a block rule included): counted, and said once per session so a
+ * DBA can see it. */
+static void note_unexamined(mr_session *s, uint32_t len)
+{
+    mr_stat_add(&s->w->stats.statements_unexamined, 1);
+    if (s->unexamined_logged)
+        return;
+    s->unexamined_logged = true;
+    mr_warn(s->id, "a statement of %u bytes is larger than relay_buffer (%" PRIu64 "): relayed "
+            "without meeting the rules (said once per session; counted in "
+            "myrewrite_statements_unexamined_total)", (unsigned)len, cfg(s)->relay_buffer);
+}
+
 /* The first packet of a command: decide how its response will look. `p`
  * holds `n` bytes of the `len`-byte payload: the whole of it for the
  * commands the front end reads, else at least MR_TRACK_PREFIX. */
@@ -87,6 +102,8 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     stmt_verdict dv;
     if (ss_dmem_command(s, cmd, p, n, len, &dv)) /* a prepared memory-mode DELAYED */
         return dv == STMT_ANSWERED;
+    if (n < len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE))
+        note_unexamined(s, len);
     if (n == len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE)) {
         stmt_verdict v = ss_statement_start(s, cmd, (const char *)p + 1, len - 1);
         if (v != STMT_RELAY)

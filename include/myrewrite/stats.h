@@ -37,6 +37,7 @@ typedef struct mr_stats {
     mr_counter commands_refused;
     mr_counter statements_rewritten;
     mr_counter statements_blocked;
+    mr_counter statements_unexamined;  /* texts over relay_buffer: relayed, no rule met */
     mr_counter bytes_from_clients;
     mr_counter bytes_from_backend;
     mr_counter closes[MR_CLOSE_MAX];

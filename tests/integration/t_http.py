@@ -344,7 +344,7 @@ def check_format():
     for name in ["myrewrite_connections_accepted_total", "myrewrite_connections_active",
                  "myrewrite_commands_total", "myrewrite_commands_refused_total",
                  "myrewrite_statements_rewritten_total", "myrewrite_statements_blocked_total",
-                 "myrewrite_bytes_from_clients_total", "myrewrite_bytes_from_backend_total",
+                 "myrewrite_statements_unexamined_total", "myrewrite_bytes_from_clients_total", "myrewrite_bytes_from_backend_total",
                  "myrewrite_workers", "myrewrite_rules_loaded",
                  "myrewrite_queue_rows_released_total", "myrewrite_queue_reaper_runs_total",
                  "myrewrite_frontend_statements_total", "myrewrite_frontend_seconds_total",
@@ -414,6 +414,16 @@ def check_counters():
     t.eq("statements_rewritten moves by 3", r1 + 3,
          value(m2, "myrewrite_statements_rewritten_total"))
     t.check(value(m2, "myrewrite_bytes_from_clients_total") > b1, "bytes from clients move")
+    u0 = value(m2, "myrewrite_statements_unexamined_total")
+    big = []
+    for _ in range(2):  # larger than relay_buffer (256K): relayed without meeting http_upper
+        cur.execute("SELECT name FROM ht_items WHERE id = 1 /* %s */" % ("x" * 300000))
+        big.append(cur.fetchone()[0])
+    t.eq("statements over relay_buffer are relayed as sent, not rewritten", ["apple"] * 2, big)
+    t.eq("... counted in statements_unexamined", u0 + 2,
+         settle("myrewrite_statements_unexamined_total", u0 + 2))
+    t.eq("... and logged once for the session", 1,
+         proxy_log("http_on").count("larger than relay_buffer"))
     q0 = value(m2, "myrewrite_connection_closes_total", reason="client_quit")
     c.close()  # COM_QUIT
     t.eq("a COM_QUIT counts as reason client_quit", q0 + 1,
