@@ -3,8 +3,9 @@
  * thread at start, then, for a host name, again on a thread of its own
  * every RESOLVE_MS and soon after a connect fails, so the proxy follows a
  * backend whose address changes (a database container restarted by
- * docker compose gets a new one). Workers copy the address under a mutex
- * held for a memcpy.
+ * docker compose gets a new one), and every UNRESOLVED_MS while it has
+ * never resolved (one that is not up yet when the proxy starts). Workers
+ * copy the address under a mutex held for a memcpy.
  */
 #include "myrewrite/backend.h"
 
@@ -19,6 +20,7 @@
 
 #define RESOLVE_MS 10000      /* between lookups of a host name */
 #define SUSPECT_GAP_MS 1000   /* at most one extra lookup per second after failed connects */
+#define UNRESOLVED_MS 1000    /* between lookups of a name that has never resolved */
 
 static struct {
     pthread_mutex_t lock; /* the fields below but p's address */
@@ -71,12 +73,13 @@ bool mr_backend_resolve(mr_proxy *p, const char *spec, char *err, size_t errlen)
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res;
+    p->backend_addr_len = 0;
     int rc = getaddrinfo(a.host, a.port, &hints, &res);
     if (rc != 0) {
-        snprintf(err, errlen, "backend '%s': %s", spec, gai_strerror(rc));
-        return false;
+        mr_warn(0, "backend %s: %s; starting anyway, looking it up every second (clients get "
+                "an ERR until it resolves)", spec, gai_strerror(rc));
+        return true;
     }
-    p->backend_addr_len = 0;
     publish(p, res);
     freeaddrinfo(res);
     return true;
@@ -90,6 +93,14 @@ void mr_backend_addr(mr_proxy *p, struct sockaddr_storage *addr, socklen_t *len)
     pthread_mutex_unlock(&p->backend_lock);
 }
 
+static bool unresolved(void)
+{
+    struct sockaddr_storage a;
+    socklen_t len;
+    mr_backend_addr(R.p, &a, &len);
+    return len == 0;
+}
+
 static void lookup(void)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
@@ -97,8 +108,9 @@ static void lookup(void)
     int rc = getaddrinfo(R.a.host, R.a.port, &hints, &res);
     if (rc != 0) {
         if (!R.failing)
-            mr_warn(0, "backend %s: %s; connecting to the address it had", R.p->backend_name,
-                    gai_strerror(rc));
+            mr_warn(0, "backend %s: %s; %s", R.p->backend_name, gai_strerror(rc),
+                    unresolved() ? "still no address to connect to"
+                                 : "connecting to the address it had");
         R.failing = true;
         return;
     }
@@ -119,13 +131,15 @@ static void lookup(void)
 static void *watch(void *arg)
 {
     (void)arg;
-    uint64_t last = mr_mono_ms();
+    uint64_t last = unresolved() ? 0 : mr_mono_ms();
     pthread_mutex_lock(&R.lock);
     while (!R.stop) {
         uint64_t now = mr_mono_ms();
-        bool due = now - last >= RESOLVE_MS || (R.suspect && now - last >= SUSPECT_GAP_MS);
+        uint64_t every = unresolved() ? UNRESOLVED_MS : RESOLVE_MS;
+        bool due = now - last >= every || (R.suspect && now - last >= SUSPECT_GAP_MS);
         if (!due) {
-            uint64_t wait = R.suspect ? SUSPECT_GAP_MS - (now - last) : RESOLVE_MS - (now - last);
+            uint64_t gap = R.suspect && SUSPECT_GAP_MS < every ? SUSPECT_GAP_MS : every;
+            uint64_t wait = gap - (now - last);
             struct timespec until = mr_deadline_in(CLOCK_MONOTONIC, wait);
             pthread_cond_timedwait(&R.cond, &R.lock, &until);
             continue;

@@ -198,6 +198,10 @@ static void probe_start(void)
     mr_backend_addr(H.p, &addr, &addr_len);
     const struct sockaddr *sa = (const struct sockaddr *)&addr;
     pr->started_ns = mr_mono_ns();
+    if (addr_len == 0) {
+        probe_finish(false, "the backend's host name does not resolve (yet)");
+        return;
+    }
     pr->fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (pr->fd < 0) {
         probe_finish(false, strerror(errno));

@@ -146,11 +146,16 @@ void ss_copy_name(char *dst, size_t cap, const char *src, size_t len, bool *set)
     *set = true;
 }
 
-static bool connect_backend(mr_session *s)
+/* False with *why when no connect could be started. */
+static bool connect_backend(mr_session *s, const char **why)
 {
     struct sockaddr_storage addr;
     socklen_t addr_len;
     mr_backend_addr(s->w->proxy, &addr, &addr_len);
+    *why = "does not resolve (yet): the proxy looks it up every second";
+    if (addr_len == 0)
+        return false;
+    *why = "connect failed";
     struct timeval tv = {(time_t)(cfg(s)->connect_timeout_ms / 1000),
                          (suseconds_t)(cfg(s)->connect_timeout_ms % 1000) * 1000};
     s->backend = mr_conn_connect(s->w->base, (struct sockaddr *)&addr, addr_len, &tv,
@@ -191,8 +196,9 @@ void mr_session_start(mr_worker *w, int fd)
     mr_conn_read_enable(s->client, true);
     mr_debug(s->id, "client connected on worker %u", w->id);
     ss_set_state(s, SS_CONNECTING);
-    if (!connect_backend(s))
-        ss_backend_failed(s, "connect failed");
+    const char *why;
+    if (!connect_backend(s, &why))
+        ss_backend_failed(s, why);
 }
 
 void mr_session_drain(mr_session *s, int force)

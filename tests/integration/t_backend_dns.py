@@ -9,7 +9,10 @@ the line is removed at the end), starts a proxy with `--backend NAME:PORT`, then
     connections get "backend unavailable", the log names the new address, and a
     connection opened before keeps working on the old one;
   * NAME moved back: the failed connects make the proxy look again at once, and new
-    connections work within 3 s.
+    connections work within 3 s;
+  * a proxy started with a name that does not resolve yet (a database container not up):
+    it starts, clients get "backend unavailable: ... does not resolve", /etc/hosts gains
+    the name, and new connections work within 3 s.
 Environment: MR_DNS_PORT (26095), MR_BIN.
 """
 import os
@@ -22,16 +25,17 @@ import pymysql  # noqa: E402
 
 PORT = int(os.environ.get("MR_DNS_PORT", "26095"))
 NAME = "myrewrite-it-backend"
+LATE = "myrewrite-it-late"
 HOSTS = "/etc/hosts"
 LOG = os.path.join(t.TMP, "backend_dns.log")
 
 
-def set_hosts(ip):
-    """Points NAME at ip (None: removes it), keeping every other line."""
+def set_hosts(ip, name=NAME):
+    """Points name at ip (None: removes it), keeping every other line."""
     with open(HOSTS) as f:
-        lines = [line for line in f.read().splitlines() if not line.endswith(" " + NAME)]
+        lines = [line for line in f.read().splitlines() if not line.endswith(" " + name)]
     if ip:
-        lines.append("%s %s" % (ip, NAME))
+        lines.append("%s %s" % (ip, name))
     with open(HOSTS, "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -63,6 +67,26 @@ def wait_for(want_ok, seconds):
 def log_text():
     with open(LOG, encoding="utf-8", errors="replace") as f:
         return f.read()
+
+
+def late_name():
+    """A backend name that resolves only after the proxy started."""
+    set_hosts(None, LATE)
+    p = t.start_proxy(PORT, LOG + ".late", extra=["--backend", "%s:%d" % (LATE, t.DIRECT_PORT)],
+                      through=False)
+    try:
+        r = works()
+        t.check("backend unavailable" in str(r) and "does not resolve" in str(r),
+                "a name that does not resolve yet: the proxy runs, clients get why", r)
+        set_hosts("127.0.0.1", LATE)
+        took = wait_for(True, 10)
+        t.check(took is not None and took < 3, "once the name resolves, new connections work "
+                "within 3 s (%s s)" % (None if took is None else round(took, 1)))
+    finally:
+        set_hosts(None, LATE)
+        p.terminate()
+        p.wait(30)
+    t.eq("that proxy exits 0 on SIGTERM", 0, p.returncode)
 
 
 def main():
@@ -99,6 +123,7 @@ def main():
             p.terminate()
             p.wait(30)
     t.eq("proxy exits 0 on SIGTERM", 0, p.returncode if p else None)
+    late_name()
     t.done()
 
 

@@ -7,6 +7,7 @@ if any check failed.
 """
 import hashlib
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -53,11 +54,14 @@ def write_rules(rules_dir, text, name="test.rules"):
     return rules_dir
 
 
-def start_proxy(port, log_path, rules_dir=None, own_conn=False, extra=(), workers=2):
+def start_proxy(port, log_path, rules_dir=None, own_conn=False, extra=(), workers=2,
+                through=True):
     """A proxy of the test's own on `port` in front of the direct mariadbd,
     logging at info into log_path (truncated); own_conn gives it proxy_user
     (the test account) for its background connection. Returns the process
-    once it accepts connections; raises if it exits or never does."""
+    once a client can log in through it (through=False: once it accepts TCP
+    connections, for a backend that is not reachable yet); raises if it
+    exits or never does."""
     args = [BIN, "--listen", "%s:%d" % (HOST, port),
             "--backend", "%s:%d" % (HOST, DIRECT_PORT),
             "--workers", str(workers), "--log-level", "info"]
@@ -72,9 +76,12 @@ def start_proxy(port, log_path, rules_dir=None, own_conn=False, extra=(), worker
             raise RuntimeError("proxy on port %d exited (%s): see %s" % (port, p.returncode,
                                                                         log_path))
         try:
-            connect(port).close()
+            if through:
+                connect(port).close()
+            else:
+                socket.create_connection((HOST, port), timeout=1).close()
             return p
-        except pymysql.err.OperationalError:
+        except (pymysql.err.OperationalError, OSError):
             time.sleep(0.1)
     p.kill()
     raise RuntimeError("proxy on port %d did not come up: see %s" % (port, log_path))
