@@ -19,6 +19,7 @@
 #include "myrewrite/delayed_flush.h"
 #include "myrewrite/paginate_stats.h"
 #include "myrewrite/reload.h"
+#include "myrewrite/rule_hits.h"
 #include "myrewrite/rule_stats.h"
 #include "myrewrite/worker.h"
 
@@ -60,7 +61,7 @@ static void paginate_row(mr_resultset *rs, const mr_ruleset *set, size_t i)
         table,
         u64(d->threshold, thr, sizeof thr),
         d->max_offset ? u64(d->max_offset, max, sizeof max) : NULL,
-        u64(mr_ruleset_hits(set, i), hits, sizeof hits),
+        u64(mr_rule_hits_total(set, i), hits, sizeof hits),
         u64(e ? load(&e->deferred) : 0, def, sizeof def),
         u64(e ? load(&e->refused) : 0, ref, sizeof ref),
         u64(e ? load(&e->keyset_hits) : 0, kh, sizeof kh),

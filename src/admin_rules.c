@@ -17,6 +17,7 @@
 #include "myrewrite/admin_cmd.h"
 #include "myrewrite/admin_proto.h"
 #include "myrewrite/reload.h"
+#include "myrewrite/rule_hits.h"
 #include "myrewrite/rules.h"
 #include "myrewrite/schema_cache.h"
 #include "myrewrite/worker.h"
@@ -46,9 +47,9 @@ static void rule_row(mr_resultset *rs, const mr_ruleset *set, size_t i)
     const mr_rule *r = mr_ruleset_rule(set, i);
     char line[16], hits[24], last[32];
     snprintf(line, sizeof(line), "%d", r->line);
-    snprintf(hits, sizeof(hits), "%" PRIu64, mr_ruleset_hits(set, i));
+    snprintf(hits, sizeof(hits), "%" PRIu64, mr_rule_hits_total(set, i));
     const char *row[7] = {r->name, kind_name(r->kind), r->file, line, r->enabled ? "yes" : "no",
-                          hits, utc_time(mr_ruleset_last_hit(set, i), last, sizeof(last))};
+                          hits, utc_time(mr_rule_hits_last(set, i), last, sizeof(last))};
     mr_rs_row(rs, row);
 }
 

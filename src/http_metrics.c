@@ -20,6 +20,7 @@
 #include "myrewrite/delayed_mem.h"
 #include "myrewrite/queue.h"
 #include "myrewrite/reload.h"
+#include "myrewrite/rule_hits.h"
 #include "myrewrite/rules.h"
 #include "myrewrite/stats.h"
 #include "myrewrite/worker.h"
@@ -162,9 +163,10 @@ static void write_rules(mr_proxy *p, struct evbuffer *out)
     mr_metrics_family(out, "myrewrite_rules_loaded", "gauge", "Rules in the rule set in force.");
     mr_metrics_sample(out, "myrewrite_rules_loaded", n);
     mr_metrics_family(out, hits, "counter",
-           "Statements each rule matched; starts again from 0 when the rules are reloaded.");
+           "Statements each rule matched since the proxy started, across reloads, by rule "
+           "name.");
     for (size_t i = 0; i < n; i++)
-        labeled(out, hits, "rule", mr_ruleset_rule(rs, i)->name, mr_ruleset_hits(rs, i));
+        labeled(out, hits, "rule", mr_ruleset_rule(rs, i)->name, mr_rule_hits_total(rs, i));
     if (cur)
         mr_shared_rules_release(cur);
 }

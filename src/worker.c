@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "myrewrite/log.h"
+#include "myrewrite/rule_hits.h"
 #include "myrewrite/session.h"
 
 static void drain_sessions(mr_worker *w, int force)
@@ -38,6 +39,7 @@ mr_shared_rules *mr_shared_rules_new(mr_ruleset *set, unsigned refs)
 void mr_shared_rules_release(mr_shared_rules *r)
 {
     if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+        mr_rule_hits_fold(r->set); /* its hits outlive it, by rule name */
         mr_ruleset_free(r->set);
         free(r);
     }

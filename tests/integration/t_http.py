@@ -480,8 +480,17 @@ def check_reload_counters(proxy):
         return got
 
     ok0, failed0 = reloads()
+    h0 = value(scrape(), "myrewrite_rule_hits_total", rule="http_upper")
+    t.check(h0 and h0 > 0, "http_upper has hits before the reload", h0)
     proxy.send_signal(signal.SIGHUP)
     t.eq("a good reload counts as ok", (ok0 + 1, failed0), settled_reloads((ok0 + 1, failed0)))
+    t.eq("a rule's hits outlive the reload (kept by name)", h0,
+         settle("myrewrite_rule_hits_total", h0, rule="http_upper"))
+    c = t.connect(PORT, autocommit=True)
+    c.cursor().execute("SELECT name FROM ht_items WHERE id = 2")
+    c.close()
+    t.eq("... and go on from there", h0 + 1,
+         settle("myrewrite_rule_hits_total", h0 + 1, rule="http_upper"))
     broken = os.path.join(RULES_DIR, "20-broken.rules")
     with open(broken, "w") as f:
         f.write(BROKEN_RULES)
