@@ -241,6 +241,8 @@ void ss_pump_backend(mr_session *s)
         if (f->ends_response && s->state == SS_RESPONSE)
             ss_keyset_response_done(s); /* before the client has the end and asks again */
     }
+    if (complete && s->state == SS_RESPONSE) /* published before the client can have the end */
+        mr_client_set_state(&s->slot, ss_state_name(SS_IDLE)); /* and ask SHOW CLIENTS */
     if (move > 0) {
         evbuffer_remove_buffer(in, mr_conn_output(s->client), move);
         mr_conn_flush(s->client);
