@@ -47,6 +47,7 @@ typedef enum want {
     WANT_SET,   /* after CHARACTER: SET makes it CHARACTER SET */
     WANT_EQ,    /* after character_set_client: = or := */
     WANT_VALUE, /* the character set's name (or number) */
+    WANT_CALL,  /* after a name taken as the value: `(` makes it a function call */
 } want;
 
 typedef struct scan {
@@ -100,12 +101,16 @@ static void take_value(scan *sc, const sql_token *t)
     } else if (t->kind == SQL_TOK_WORD && t->id != SQL_KW_DEFAULT) {
         unsafe = mr_charset_unsafe_name(p, n);
     } else {
-        return; /* DEFAULT, a variable, an expression: not known here */
+        /* DEFAULT, a variable, an expression: the value is not known here,
+         * and a wrong guess could rewrite a multibyte statement's bytes */
+        unsafe = MR_CHARSET_UNKNOWN;
     }
     if (sc->global)
         return; /* the server-wide default, not this session's */
     sc->result = unsafe ? MR_CHARSET_UNSAFE : MR_CHARSET_SAFE;
     sc->name = unsafe;
+    if (t->kind == SQL_TOK_WORD)
+        sc->want = WANT_CALL;
 }
 
 /* Moves the little state machine over one token of a SET statement. */
@@ -115,6 +120,11 @@ static void set_token(scan *sc, const sql_token *t)
     sc->want = WANT_NOTHING;
     if (w == WANT_VALUE) {
         take_value(sc, t);
+        return;
+    }
+    if (w == WANT_CALL && t->kind == SQL_TOK_LPAREN) { /* CONCAT(...): not a name after all */
+        sc->result = MR_CHARSET_UNSAFE;
+        sc->name = MR_CHARSET_UNKNOWN;
         return;
     }
     if (w == WANT_SET && t->kind == SQL_TOK_WORD && t->id == SQL_KW_SET) {

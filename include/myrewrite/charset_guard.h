@@ -29,11 +29,15 @@ const char *mr_charset_unsafe_collation(unsigned id);
 const char *mr_charset_unsafe_name(const char *name, size_t len);
 
 typedef enum mr_charset_change {
-    MR_CHARSET_SAME,   /* the text changes no client character set (or to a value not
-                          known here: DEFAULT, a variable) */
+    MR_CHARSET_SAME,   /* the text changes no client character set */
     MR_CHARSET_SAFE,   /* it sets one the lexer reads correctly */
-    MR_CHARSET_UNSAFE, /* it sets one of the unsafe ones: *name says which */
+    MR_CHARSET_UNSAFE, /* it sets one of the unsafe ones, *name says which; or one the
+                          proxy cannot know (DEFAULT, a variable, an expression), *name
+                          then MR_CHARSET_UNKNOWN: taken as unsafe until a known one */
 } mr_charset_change;
+
+#define MR_CHARSET_UNKNOWN "one the proxy cannot know (set from DEFAULT, a variable or an " \
+                           "expression)"
 
 /* What a COM_QUERY text does to the client character set: its last
  * SET NAMES / SET CHARACTER SET / SET CHARSET / SET character_set_client,

@@ -193,6 +193,12 @@ def check_charsets():
     except pymysql.err.MySQLError:
         pass
     t.eq("a refused SET NAMES changes nothing", (("APPLE",),), one(c, upper))
+    one(c, "SET @cs = 'utf8mb4'")
+    one(c, "SET character_set_client = @cs")
+    t.eq("a character set from a variable is not known: taken as unsafe", (("apple",),),
+         one(c, upper))
+    one(c, "SET NAMES utf8mb4")
+    t.eq("... until a known one is set", (("APPLE",),), one(c, upper))
     c.close()
     lines = wait_log_lines(offset, "client character set is now gbk", 3)
     t.eq("each switch to gbk is logged", 3, len(lines))

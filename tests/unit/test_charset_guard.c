@@ -60,7 +60,10 @@ static void set_names(void **state)
     assert_int_equal(change("SET NAMES utf8mb4", &n), MR_CHARSET_SAFE);
     assert_null(n);
     assert_int_equal(change("SET CHARACTER SET latin1", &n), MR_CHARSET_SAFE);
-    assert_int_equal(change("SET NAMES DEFAULT", &n), MR_CHARSET_SAME);
+    /* a value the proxy cannot know is taken as unsafe */
+    assert_int_equal(change("SET NAMES DEFAULT", &n), MR_CHARSET_UNSAFE);
+    assert_string_equal(n, MR_CHARSET_UNKNOWN);
+    assert_int_equal(change("SET NAMES DEFAULT; SET NAMES latin1", &n), MR_CHARSET_SAFE);
 }
 
 static void set_variable(void **state)
@@ -76,7 +79,11 @@ static void set_variable(void **state)
     assert_int_equal(change("SET @@local.character_set_client = utf8mb4", &n), MR_CHARSET_SAFE);
     assert_int_equal(change("SET character_set_client = 28", &n), MR_CHARSET_UNSAFE);
     assert_int_equal(change("SET character_set_client = 45", &n), MR_CHARSET_SAFE);
-    assert_int_equal(change("SET character_set_client = @saved", &n), MR_CHARSET_SAME);
+    assert_int_equal(change("SET character_set_client = @saved", &n), MR_CHARSET_UNSAFE);
+    assert_string_equal(n, MR_CHARSET_UNKNOWN);
+    assert_int_equal(change("SET character_set_client = CONCAT('gb', 'k')", &n),
+                     MR_CHARSET_UNSAFE);
+    assert_int_equal(change("SET GLOBAL character_set_client = @x", &n), MR_CHARSET_SAME);
     /* the server-wide default leaves this session as it is */
     assert_int_equal(change("SET GLOBAL character_set_client = gbk", &n), MR_CHARSET_SAME);
     assert_int_equal(change("SET @@global.character_set_client = gbk", &n), MR_CHARSET_SAME);
@@ -97,6 +104,7 @@ static void several_statements(void **state)
     assert_int_equal(change("SET NAMES gbk; SET NAMES utf8mb4", &n), MR_CHARSET_SAFE);
     assert_int_equal(change("SET NAMES utf8mb4; SELECT 1; SET NAMES gbk", &n), MR_CHARSET_UNSAFE);
     assert_int_equal(change("SET NAMES gbk; SET NAMES DEFAULT", &n), MR_CHARSET_UNSAFE);
+    assert_string_equal(n, MR_CHARSET_UNKNOWN);
     assert_int_equal(change("SET autocommit = 1, NAMES gbk", &n), MR_CHARSET_UNSAFE);
     /* as mysqldump writes it */
     assert_int_equal(change("/*!40101 SET NAMES gbk */", &n), MR_CHARSET_UNSAFE);
