@@ -60,27 +60,31 @@ void mr_rule_hits_fold(const mr_ruleset *rs)
     pthread_mutex_unlock(&C.lock);
 }
 
-uint64_t mr_rule_hits_total(const mr_ruleset *rs, size_t i)
+/* What earlier sets counted for rule i of rs: hits and latest hit. */
+static void carried_of(const mr_ruleset *rs, size_t i, uint64_t *hits, uint64_t *last)
 {
     const mr_rule *r = mr_ruleset_rule(rs, i);
+    *hits = *last = 0;
     if (!r)
-        return 0;
+        return;
     pthread_mutex_lock(&C.lock);
     const carried *c = entry(r, false);
-    uint64_t before = c ? c->hits : 0;
+    if (c)
+        *hits = c->hits, *last = c->last;
     pthread_mutex_unlock(&C.lock);
-    return before + mr_ruleset_hits(rs, i);
+}
+
+uint64_t mr_rule_hits_total(const mr_ruleset *rs, size_t i)
+{
+    uint64_t hits, last;
+    carried_of(rs, i, &hits, &last);
+    return hits + mr_ruleset_hits(rs, i);
 }
 
 uint64_t mr_rule_hits_last(const mr_ruleset *rs, size_t i)
 {
-    const mr_rule *r = mr_ruleset_rule(rs, i);
-    if (!r)
-        return 0;
-    pthread_mutex_lock(&C.lock);
-    const carried *c = entry(r, false);
-    uint64_t before = c ? c->last : 0;
-    pthread_mutex_unlock(&C.lock);
+    uint64_t hits, last;
+    carried_of(rs, i, &hits, &last);
     uint64_t now = mr_ruleset_last_hit(rs, i);
-    return now > before ? now : before;
+    return now > last ? now : last;
 }
