@@ -71,10 +71,7 @@ def setup(d):
         cur.execute("INSERT INTO " + name + " VALUES (1, %s, 100)", (old,))
 
 
-def rows(d, sql, args=None):
-    cur = d.cursor()
-    cur.execute(sql, args)
-    return tuple(cur.fetchall())
+rows = t.rows  # (connection, sql[, args]): a tuple of row tuples
 
 
 def client(table, w, out):

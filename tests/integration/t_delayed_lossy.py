@@ -36,10 +36,7 @@ flush_rows = 1000
 CLIENTS, PER_CLIENT = 8, 50
 
 
-def rows(d, sql):
-    cur = d.cursor()
-    cur.execute(sql)
-    return tuple(cur.fetchall())
+rows = t.rows  # (connection, sql[, args]): a tuple of row tuples
 
 
 def wait_for(d, sql, want, timeout=20):

@@ -126,10 +126,7 @@ def setup(d):
     cur.execute("INSERT INTO m_staged (id) VALUES (1), (2)")
 
 
-def rows(d, sql):
-    cur = d.cursor()
-    cur.execute(sql)
-    return cur.fetchall()
+rows = t.rows  # (connection, sql[, args]): a tuple of row tuples
 
 
 def flush(c, table=None):

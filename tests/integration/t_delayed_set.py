@@ -81,10 +81,7 @@ def setup(d):
                 "NULL DEFAULT 0, staged_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))")
 
 
-def rows(d, sql):
-    cur = d.cursor()
-    cur.execute(sql)
-    return tuple(cur.fetchall())
+rows = t.rows  # (connection, sql[, args]): a tuple of row tuples
 
 
 def drained(d, table):

@@ -87,6 +87,13 @@ def start_proxy(port, log_path, rules_dir=None, own_conn=False, extra=(), worker
     raise RuntimeError("proxy on port %d did not come up: see %s" % (port, log_path))
 
 
+def rows(conn, sql, args=None):
+    """The rows of sql on conn, as a tuple of tuples."""
+    cur = conn.cursor()
+    cur.execute(sql, args)
+    return tuple(cur.fetchall())
+
+
 def run_threads(threads):
     """Starts every thread, waits for all; returns the seconds it took."""
     t0 = time.time()
