@@ -34,6 +34,7 @@ struct ss_pguard {
     char *message;               /* the rule's own message, or NULL: the default */
     char where[132];             /* schema.table for the default message; "" = any */
     bool have_types;
+    bool owe_types;              /* a refused execute bound types the server never got */
     uint8_t types[];             /* 2 * nparams: kept between executes */
 };
 
@@ -138,6 +139,12 @@ static bool offset_of(ss_pguard *g, const uint8_t *p, size_t n, uint64_t *off)
     return true;
 }
 
+/* Where the new-params-bound flag of an execute of g's statement is. */
+static size_t flag_at(const ss_pguard *g)
+{
+    return MR_EXEC_HEADER + (g->nparams + 7) / 8;
+}
+
 /* An execute deeper than max_offset: the rule's ERR, nothing sent. An
  * execute the proxy cannot read (cut at relay_buffer, malformed, a type
  * that is no number) goes on: the server judges it. */
@@ -147,6 +154,8 @@ static bool guard_refuses(mr_session *s, ss_pguard *g, const uint8_t *p, size_t 
     uint64_t off;
     if (n != len || !offset_of(g, p, n, &off) || off <= g->max_offset)
         return false;
+    if (p[flag_at(g)] == 1) /* the client now takes these types as sent: they are owed */
+        g->owe_types = true;
     char msg[512];
     if (!g->message)
         mr_paginate_too_deep_text(g->max_offset, g->where[0] ? g->where : NULL, off, msg,
@@ -174,6 +183,38 @@ bool ss_prepared_guarded(mr_session *s, const uint8_t *head, uint32_t len)
     return note && note->guard;
 }
 
+/* The first execute sent after a refused one that bound types: if it
+ * binds none itself (the client believes the server has them), it goes out
+ * with the owed types put in and its flag set, in place of the client's
+ * bytes. One the proxy did not read whole cannot be mended (see
+ * rules/README.md). */
+static void pay_types(mr_session *s, ss_pguard *g, const uint8_t *p, size_t n, uint32_t len)
+{
+    size_t at = flag_at(g), ntypes = 2 * (size_t)g->nparams;
+    if (n != len || n <= at)
+        return;
+    g->owe_types = false;
+    if (p[at] == 1)
+        return; /* it binds its own */
+    mr_buf body, out;
+    mr_buf_init(&body);
+    mr_buf_init(&out);
+    mr_buf_put(&body, p + 1, at - 1);
+    mr_buf_put(&body, "\x01", 1);
+    mr_buf_put(&body, g->types, ntypes);
+    mr_buf_put(&body, p + at + 1, n - at - 1);
+    if (!body.failed)
+        mr_command_build(&out, MR_COM_STMT_EXECUTE, body.data, body.len);
+    if (!body.failed && !out.failed) {
+        mr_conn_write(s->backend, out.data, out.len);
+        s->from_client.discard = true; /* the client's bytes are dropped as they come */
+    } else {
+        mr_warn(s->id, "out of memory: an execute goes out without the parameter types it owes");
+    }
+    mr_buf_free(&body);
+    mr_buf_free(&out);
+}
+
 bool ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len)
 {
     if (!s->npnotes || (cmd != MR_COM_STMT_EXECUTE && cmd != MR_COM_STMT_CLOSE) || n < 5)
@@ -194,6 +235,8 @@ bool ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n,
         ss_count_page(s->w, note->page_rule, false);
     if (note->rows)
         ss_count_staged(s->w, note->staged_rule, note->staged_table, note->rows);
+    if (note->guard && note->guard->owe_types)
+        pay_types(s, note->guard, p, n, len); /* after the prelude: it goes out first */
     return false;
 }
 

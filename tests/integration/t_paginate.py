@@ -173,11 +173,12 @@ def refused(res, offset):
             "%d allowed" % MAX_OFFSET in res.err[1])
 
 
-def execute_reusing_types(p, stmt_id, offset, count):
-    """COM_STMT_EXECUTE with new-params-bound 0: the server and the proxy use the types
-    the statement's previous execute bound (LONGLONG, LONGLONG)."""
-    body = struct.pack("<BIBI", rp.COM_STMT_EXECUTE, stmt_id, 0, 1) + b"\x00\x00"
-    p.send_command(body + struct.pack("<qq", offset, count))
+def execute_reusing_types(p, stmt_id, params):
+    """COM_STMT_EXECUTE with new-params-bound 0: the values are written for `params`'
+    types, which the server and the proxy must take from an earlier execute."""
+    full = rp.execute_packet(stmt_id, params)
+    flag = 10 + (len(params) + 7) // 8
+    p.send_command(full[:flag] + b"\x00" + full[flag + 1 + 2 * len(params):])
     return p.read_result(p._logged("execute, types reused"))
 
 
@@ -190,6 +191,12 @@ def prepared_guardrail():
                                       (rp.TYPE_LONGLONG, 3)])
         t.check(refused(text, MAX_OFFSET + 5), "prepared: an offset bound as a string too",
                 (text.kind, text.err))
+        # the refused execute was the first to bind types: the server never got them, the
+        # client will not send them again, so the proxy puts them in the next one it sends
+        owed = execute_reusing_types(p, st.stmt_id, [(rp.TYPE_VAR_STRING, str(MAX_OFFSET - 1)),
+                                                      (rp.TYPE_LONGLONG, 2)])
+        t.eq("prepared: the next execute gets the types the refused one bound", ("rows", 2),
+             (owed.kind, len(owed.rows)))
         at = p.execute(st.stmt_id, [(rp.TYPE_LONGLONG, MAX_OFFSET), (rp.TYPE_LONGLONG, 3)])
         t.eq("prepared: the page at max_offset is served (3 rows)", ("rows", 3),
              (at.kind, len(at.rows)))
@@ -198,10 +205,12 @@ def prepared_guardrail():
                 "prepared: an execute beyond max_offset gets ERR 1235 naming the limit",
                 (deep.kind, deep.err))
         # the types bound last (by the refused execute) were LONGLONG, LONGLONG
-        again = execute_reusing_types(p, st.stmt_id, MAX_OFFSET - 1, 2)
+        again = execute_reusing_types(p, st.stmt_id, [(rp.TYPE_LONGLONG, MAX_OFFSET - 1),
+                                                      (rp.TYPE_LONGLONG, 2)])
         t.eq("prepared: an execute reusing the types is served", ("rows", 2),
              (again.kind, len(again.rows)))
-        again = execute_reusing_types(p, st.stmt_id, MAX_OFFSET + 2, 2)
+        again = execute_reusing_types(p, st.stmt_id, [(rp.TYPE_LONGLONG, MAX_OFFSET + 2),
+                                                      (rp.TYPE_LONGLONG, 2)])
         t.check(refused(again, MAX_OFFSET + 2), "prepared: ... and refused beyond max_offset",
                 (again.kind, again.err))
         st2 = p.prepare("SELECT id FROM p_items WHERE grp <> ? ORDER BY id LIMIT ? OFFSET ?")
