@@ -16,6 +16,7 @@ the line is removed at the end), starts a proxy with `--backend NAME:PORT`, then
 Environment: MR_DNS_PORT (26095), MR_BIN.
 """
 import os
+import subprocess
 import sys
 import time
 
@@ -72,6 +73,12 @@ def log_text():
 def late_name():
     """A backend name that resolves only after the proxy started."""
     set_hosts(None, LATE)
+    t0 = time.time()
+    subprocess.run(["getent", "hosts", LATE], stdout=subprocess.DEVNULL)
+    if time.time() - t0 > 2:  # this machine's DNS answers slowly: the proxy's start would wait
+        t.log("skip the late-name part: looking up an absent name took %.1f s here"
+              % (time.time() - t0))
+        return
     p = t.start_proxy(PORT, LOG + ".late", extra=["--backend", "%s:%d" % (LATE, t.DIRECT_PORT)],
                       through=False)
     try:
