@@ -32,7 +32,6 @@
 #include "session_impl.h"
 
 #define MAX_PARAMS MR_EXEC_MAX_PARAMS
-#define LAST_PREPARED 0xffffffffu /* statement id of MariaDB's direct execution */
 #define LAST_NOT_MEMORY 0xffffffffu /* s->dlast: the last prepare was not a memory stand-in */
 
 struct ss_dstmt {
@@ -162,9 +161,8 @@ bool ss_dmem_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uin
 {
     if (!s->dstmts || n < 5)
         return false;
-    uint32_t id = (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
-                  (uint32_t)p[4] << 24;
-    if (id == LAST_PREPARED) /* MariaDB: the statement prepared last on this connection */
+    uint32_t id = ss_stmt_id(p);
+    if (id == SS_STMT_LAST) /* MariaDB: the statement prepared last on this connection */
         id = s->dlast;
     struct ss_dstmt *d = id == LAST_NOT_MEMORY ? NULL : find(s, id);
     if (!d)

@@ -53,6 +53,14 @@ typedef struct framing {
 
 typedef struct ss_keyset ss_keyset;
 
+/* The statement id a COM_STMT_* command names (p[1..4]); MariaDB's direct
+ * execution names SS_STMT_LAST: the statement prepared last. */
+#define SS_STMT_LAST 0xffffffffu
+static inline uint32_t ss_stmt_id(const uint8_t *p)
+{
+    return (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 24;
+}
+
 typedef struct ss_pguard ss_pguard;
 
 /* A server-side prepared statement whose text the front end acted on:

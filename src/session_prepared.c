@@ -21,8 +21,6 @@
 #include "myrewrite/rule_stats.h"
 #include "session_impl.h"
 
-#define LAST_PREPARED 0xffffffffu /* statement id of MariaDB's direct execution */
-
 /* What the guardrail needs at each execute, copied at prepare time: the
  * rule set may be reloaded in between. */
 struct ss_pguard {
@@ -170,9 +168,8 @@ static bool guard_refuses(mr_session *s, ss_pguard *g, const uint8_t *p, size_t 
 /* The note of the statement a COM_STMT_EXECUTE / CLOSE names (p[0..5)). */
 static ss_pnote *named(mr_session *s, const uint8_t *p)
 {
-    uint32_t id = (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
-                  (uint32_t)p[4] << 24;
-    return find(s, id == LAST_PREPARED ? s->plast : id);
+    uint32_t id = ss_stmt_id(p);
+    return find(s, id == SS_STMT_LAST ? s->plast : id);
 }
 
 bool ss_prepared_guarded(mr_session *s, const uint8_t *head, uint32_t len)
