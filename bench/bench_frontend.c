@@ -24,9 +24,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "myrewrite/rules.h"
-#include "myrewrite/sql_digest.h"
-#include "myrewrite/sql_lexer.h"
+#include "myrewrite/rules/rules.h"
+#include "myrewrite/sql/digest.h"
+#include "myrewrite/sql/lexer.h"
 
 /* ---- allocation counting (-Wl,--wrap=...) ---- */
 
@@ -163,7 +163,7 @@ static double bench_digest(long iters)
     return (now_ns() - t0) / ((double)iters * NMIX);
 }
 
-/* ns per pair of clock reads, the way session_statement.c takes them. */
+/* ns per pair of clock reads, the way session/statement.c takes them. */
 static double bench_clock_pair(clockid_t id, long iters)
 {
     double t0 = now_ns();

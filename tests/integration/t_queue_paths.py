@@ -38,7 +38,7 @@ PORT_C = int(os.environ.get("MR_QPATHS_PORT_C", "26092"))  # proxy_user qp_nopro
 HTTP_C = int(os.environ.get("MR_QPATHS_HTTP_C", "26093"))
 DB_NAME = os.environ.get("MR_QPATHS_DB_NAME", "main")  # the env.sh name of mariadbd
 TIMEOUT_S = 2
-GIVE_UP_S = 30  # GIVE_UP_MS in src/queue.c
+GIVE_UP_S = 30  # GIVE_UP_MS in src/queue/release.c
 
 RULES_AB = """
 [queue jobs]

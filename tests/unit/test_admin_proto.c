@@ -1,7 +1,7 @@
 /*
  * test_admin_proto.c - unit tests for the admin console's pure parts:
- * admin_proto.c (greeting, login packet, native password check, auth
- * switch, result sets) and admin_cmd.c (command recognition, digest merge).
+ * admin/proto.c (greeting, login packet, native password check, auth
+ * switch, result sets) and admin/cmd.c (command recognition, digest merge).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,10 +14,10 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/admin_cmd.h"
-#include "myrewrite/admin_proto.h"
-#include "myrewrite/buf.h"
-#include "myrewrite/codec.h"
+#include "myrewrite/admin/cmd.h"
+#include "myrewrite/admin/proto.h"
+#include "myrewrite/base/buf.h"
+#include "myrewrite/proto/codec.h"
 
 /* ---- helpers ---- */
 

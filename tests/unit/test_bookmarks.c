@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/bookmarks.h"
+#include "myrewrite/paginate/bookmarks.h"
 
 #define TTL 1000
 #define MAX 1000

@@ -1,4 +1,4 @@
-/* Unit tests for charset_guard.c: unsafe collations and charset names, and
+/* Unit tests for sql/charset_guard.c: unsafe collations and charset names, and
  * the SET statements that change a session's client character set. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/charset_guard.h"
-#include "myrewrite/sql_lexer.h"
+#include "myrewrite/sql/charset_guard.h"
+#include "myrewrite/sql/lexer.h"
 
 static mr_charset_change change(const char *sql, const char **name)
 {

@@ -1,5 +1,5 @@
 /*
- * test_codec.c - unit tests for buf.c and codec.c: framing, primitive
+ * test_codec.c - unit tests for base/buf.c and proto/codec.c: framing, primitive
  * readers, OK/EOF/ERR packets, greetings and handshake responses.
  */
 #include <setjmp.h>
@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/buf.h"
-#include "myrewrite/codec.h"
+#include "myrewrite/base/buf.h"
+#include "myrewrite/proto/codec.h"
 
 /* ---- helpers ---- */
 

@@ -1,5 +1,5 @@
 /*
- * test_config.c - unit tests for config.c: defaults, value parsing per key
+ * test_config.c - unit tests for base/config.c: defaults, value parsing per key
  * type, addresses, `file:line: message` diagnostics and file loading.
  */
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/config.h"
+#include "myrewrite/base/config.h"
 
 /* ---- fixture: a config, a diagnostics capture and a temp file ---- */
 
@@ -184,7 +184,7 @@ static void duration_invalid_values(void **state)
 }
 
 /*
- * Regression (config.c, parse_duration, fixed): strtod accepts "inf", "nan" and huge
+ * Regression (base/config.c, parse_duration, fixed): strtod accepts "inf", "nan" and huge
  * values such as "1e30"; they pass the checks and are converted to
  * uint64_t, which is undefined behaviour for values out of range.
  */
@@ -230,7 +230,7 @@ static void count_invalid_values(void **state)
 }
 
 /*
- * Regression (config.c, parse_count and parse_size, fixed): the '-' check looks only at
+ * Regression (base/config.c, parse_count and parse_size, fixed): the '-' check looks only at
  * the first character, but strtoull skips leading white space first, so
  * " -1" (reachable through --set / command-line values, which are not
  * trimmed) is accepted and wraps to 18446744073709551615.

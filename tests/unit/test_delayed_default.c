@@ -6,11 +6,11 @@
  */
 #include "test_rules.h"
 
-#include "myrewrite/delayed_derive.h"
-#include "myrewrite/delayed_sql.h"
-#include "myrewrite/rule_stats.h"
-#include "myrewrite/sql_lexer.h"
-#include "myrewrite/sql_stmt.h"
+#include "myrewrite/delayed/derive.h"
+#include "myrewrite/delayed/staging_sql.h"
+#include "myrewrite/stats/rule_stats.h"
+#include "myrewrite/sql/lexer.h"
+#include "myrewrite/sql/stmt.h"
 
 static const char RULES[] =
     "[delayed counters]\n"

@@ -6,8 +6,8 @@
  */
 #include "test_rules.h"
 
-#include "myrewrite/delayed_mem.h"
-#include "myrewrite/delayed_mem_sql.h"
+#include "myrewrite/delayed/mem.h"
+#include "myrewrite/delayed/mem_sql.h"
 
 static const char RULES[] =
     "[delayed counters]\n"

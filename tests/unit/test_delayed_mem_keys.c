@@ -8,9 +8,9 @@
 
 #include "test_rules.h"
 
-#include "myrewrite/delayed_mem.h"
-#include "myrewrite/delayed_mem_keys.h"
-#include "myrewrite/schema_desc.h"
+#include "myrewrite/delayed/mem.h"
+#include "myrewrite/delayed/mem_keys.h"
+#include "myrewrite/schema/desc.h"
 
 /* What the fake schema cache answers for every table: not loaded while
  * ncols is 0, else a key of those columns (primary or only unique). */

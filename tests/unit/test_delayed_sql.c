@@ -6,10 +6,10 @@
  */
 #include "test_rules.h"
 
-#include "myrewrite/schema_desc.h"
+#include "myrewrite/schema/desc.h"
 
-#include "myrewrite/delayed_bucket.h"
-#include "myrewrite/delayed_sql.h"
+#include "myrewrite/delayed/bucket.h"
+#include "myrewrite/delayed/staging_sql.h"
 
 static const char RULES[] =
     "[delayed counters]\n"

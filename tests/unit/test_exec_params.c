@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/exec_params.h"
+#include "myrewrite/proto/stmt_execute.h"
 
 typedef struct pkt {
     uint8_t b[256];

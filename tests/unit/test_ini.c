@@ -1,5 +1,5 @@
 /*
- * test_ini.c - unit tests for ini.c: sections, pairs, comments,
+ * test_ini.c - unit tests for base/ini.c: sections, pairs, comments,
  * continuation lines, line numbers and syntax errors.
  */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/ini.h"
+#include "myrewrite/base/ini.h"
 
 /* ---- a recorder for callbacks ---- */
 
@@ -254,9 +254,9 @@ static void line_numbers_after_continuations(void **state)
 }
 
 /*
- * Regression (ini.c, on_line/flush_pair, fixed): a value that starts empty and is then
+ * Regression (base/ini.c, on_line/flush_pair, fixed): a value that starts empty and is then
  * continued keeps the joining space: "k =" + "  v" gives " v", although
- * values are documented as trimmed (ini.h).
+ * values are documented as trimmed (base/ini.h).
  */
 static void continued_empty_value_has_no_leading_space(void **state)
 {

@@ -7,9 +7,9 @@
  */
 #include "test_rules.h"
 
-#include "myrewrite/bookmarks.h"
-#include "myrewrite/paginate_keyset.h"
-#include "myrewrite/tracker.h"
+#include "myrewrite/paginate/bookmarks.h"
+#include "myrewrite/paginate/keyset.h"
+#include "myrewrite/proto/tracker.h"
 
 static const char RULES[] =
     "[paginate items]\n"

@@ -6,8 +6,8 @@
  */
 #include "test_rules.h"
 
-#include "myrewrite/paginate_sql.h"
-#include "myrewrite/schema_desc.h"
+#include "myrewrite/paginate/deferred_sql.h"
+#include "myrewrite/schema/desc.h"
 
 static const char RULES[] =
     "[paginate orders]\n"

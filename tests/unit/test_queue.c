@@ -5,7 +5,7 @@
  */
 #include "test_rules.h"
 
-#include "myrewrite/queue_sql.h"
+#include "myrewrite/queue/release_sql.h"
 
 static const char *const FULL =
     "[queue mails]\n"

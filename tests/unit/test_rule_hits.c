@@ -1,10 +1,10 @@
 /*
  * test_rule_hits.c - hit counts folded from a replaced rule set into the
- * next one by rule kind and name (rule_hits.h).
+ * next one by rule kind and name (stats/rule_hits.h).
  */
 #include "test_rules.h"
 
-#include "myrewrite/rule_hits.h"
+#include "myrewrite/stats/rule_hits.h"
 
 static void hit(const mr_ruleset *rs, const char *sql, unsigned times)
 {

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/rules.h"
+#include "myrewrite/rules/rules.h"
 
 typedef struct loaded {
     mr_ruleset *rs;

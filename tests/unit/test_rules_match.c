@@ -5,7 +5,7 @@
  */
 #include <pthread.h>
 
-#include "myrewrite/sql_lexer.h"
+#include "myrewrite/sql/lexer.h"
 #include "test_rules.h"
 
 #define PASS MR_ACT_PASS
@@ -167,7 +167,7 @@ static void nul_bytes_in_literals(void **state)
     mr_ruleset_free(rs);
 }
 
-/* A session in gbk (charset_guard.h): rewrites and DELAYED stay off, blocks run. */
+/* A session in gbk (sql/charset_guard.h): rewrites and DELAYED stay off, blocks run. */
 static void unsafe_charset_runs_only_blocks(void **state)
 {
     (void)state;

@@ -4,8 +4,8 @@
  * from a statement is never run. Also the literal slots behind rewrites,
  * checked against the digest they must agree with.
  */
-#include "../../src/rules_impl.h"
-#include "myrewrite/sql_digest.h"
+#include "rules/rules_impl.h"
+#include "myrewrite/sql/digest.h"
 #include "test_rules.h"
 
 /* ---- derivation ---- */

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/log.h"
-#include "myrewrite/schema_cache.h"
+#include "myrewrite/base/log.h"
+#include "myrewrite/schema/cache.h"
 
 static mr_config cfg;
 

@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/schema_desc.h"
-#include "myrewrite/sql_lexer.h"
-#include "myrewrite/sql_stmt.h"
+#include "myrewrite/schema/desc.h"
+#include "myrewrite/sql/lexer.h"
+#include "myrewrite/sql/stmt.h"
 
 /* COLUMNS rows "name:YES|NO", then STATISTICS rows "index:non_unique:column". */
 static mr_table_desc *desc(const char *engine, const char *const *cols, const char *const *idx)

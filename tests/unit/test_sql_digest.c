@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/sql_digest.h"
+#include "myrewrite/sql/digest.h"
 
 typedef struct digest_case {
     const char *sql;

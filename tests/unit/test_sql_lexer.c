@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/sql_lexer.h"
+#include "myrewrite/sql/lexer.h"
 
 #define W SQL_TOK_WORD
 #define QI SQL_TOK_QIDENT

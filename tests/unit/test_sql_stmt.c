@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/sql_stmt.h"
+#include "myrewrite/sql/stmt.h"
 
 #define MAXTOK 512
 

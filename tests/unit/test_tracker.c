@@ -1,5 +1,5 @@
 /*
- * test_tracker.c - unit tests for tracker.c: every response shape is a
+ * test_tracker.c - unit tests for proto/tracker.c: every response shape is a
  * sequence of server packets built by hand and fed the way the session
  * feeds them (the first min(len, MR_TRACK_PREFIX) bytes of each payload).
  */
@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "myrewrite/buf.h"
-#include "myrewrite/codec.h"
-#include "myrewrite/tracker.h"
+#include "myrewrite/base/buf.h"
+#include "myrewrite/proto/codec.h"
+#include "myrewrite/proto/tracker.h"
 
 #define SESSION_STATE_CHANGED 0x4000 /* SERVER_SESSION_STATE_CHANGED */
 
@@ -963,7 +963,7 @@ static void init_db_err_is_done(void **state)
 }
 
 /*
- * Regression (tracker.c, mr_tracker_feed, case MR_TS_ONE, fixed): a single-packet response
+ * Regression (proto/tracker.c, mr_tracker_feed, case MR_TS_ONE, fixed): a single-packet response
  * is not inspected, so an ERR does not set `ended_with_err`.
  */
 static void one_err_sets_ended_with_err(void **state)
@@ -976,7 +976,7 @@ static void one_err_sets_ended_with_err(void **state)
 }
 
 /*
- * Regression (tracker.c, mr_tracker_feed, case MR_TS_ONE, fixed): the OK answering a
+ * Regression (proto/tracker.c, mr_tracker_feed, case MR_TS_ONE, fixed): the OK answering a
  * single-packet command (COM_RESET_CONNECTION here) does not update
  * `status` / `last_ok`, so the tracker keeps the stale IN_TRANS status.
  */

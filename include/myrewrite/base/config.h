@@ -1,0 +1,64 @@
+/*
+ * base/config.h - the proxy's settings: one table of keys, an INI loader and
+ * command-line overrides.
+ *
+ * Loaded on the main thread at start; the resulting mr_config is read-only
+ * afterwards and may be read by every thread.
+ */
+#ifndef MYREWRITE_CONFIG_H
+#define MYREWRITE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "myrewrite/base/diag.h"
+
+typedef struct mr_config {
+    char *admin_listen;         /* host:port of the admin console; "" = off */
+    char *admin_password;       /* "" = the console does not start */
+    char *admin_user;
+    char *backend;              /* host:port or /path/to/mysqld.sock */
+    uint64_t connect_timeout_ms;
+    uint64_t handshake_timeout_ms;
+    char *http_listen;          /* host:port of /metrics, /health, /ready; "" = off */
+    char *listen;               /* host:port */
+    char *log_level;
+    uint64_t max_connections;
+    uint64_t max_packet_size;
+    char *proxy_password;       /* the proxy's own account (flusher, janitor) */
+    char *proxy_user;           /* "" = no own connection: features needing it are off */
+    uint64_t relay_buffer;
+    char *rules_dir;
+    uint64_t schema_cache_max_tables; /* entries of the schema cache */
+    uint64_t schema_cache_ttl_ms;     /* age at which a table's keys are read again */
+    uint64_t shutdown_timeout_ms;
+    char *socket;               /* unix socket path, "" = none */
+    uint64_t workers;           /* 0 = one per core */
+} mr_config;
+
+
+void mr_config_defaults(mr_config *c);
+void mr_config_free(mr_config *c);
+/* Reads an INI file ([myrewrite] section); returns false on any error. */
+bool mr_config_load(mr_config *c, const char *path, mr_diag *d);
+/* Sets one key as if it stood in the file; `origin` names the source. */
+bool mr_config_set(mr_config *c, const char *key, const char *value, const char *origin, int line,
+                   mr_diag *d);
+/* Writes the key reference (name, default, meaning) as a Markdown table. */
+void mr_config_reference(FILE *out);
+/* Writes the effective settings as an INI file. */
+void mr_config_dump(const mr_config *c, FILE *out);
+
+/* A parsed listen/backend address: either host+port or a unix path. */
+typedef struct mr_addr {
+    char host[256];
+    char port[8];
+    char path[108];
+    bool is_unix;
+} mr_addr;
+
+bool mr_addr_parse(const char *s, mr_addr *a);
+
+#endif

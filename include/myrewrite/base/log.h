@@ -1,0 +1,45 @@
+/*
+ * base/log.h - leveled log lines on stderr: time, level, connection id, text.
+ *
+ * Any thread may log. Lines are formatted by the caller and queued; a
+ * background thread writes them, so a slow stderr never stalls a worker.
+ * When the queue is full, lines are dropped and the drop is counted and
+ * reported with the next line that gets through.
+ */
+#ifndef MYREWRITE_LOG_H
+#define MYREWRITE_LOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum mr_log_level {
+    MR_LOG_DEBUG,
+    MR_LOG_INFO,
+    MR_LOG_WARN,
+    MR_LOG_ERROR,
+} mr_log_level;
+
+/* Parses "debug", "info", "warn", "error"; false when unknown. */
+bool mr_log_level_parse(const char *s, mr_log_level *out);
+void mr_log_set_level(mr_log_level min);
+bool mr_log_enabled(mr_log_level level);
+
+/* Starts the writer thread; before this, lines are written directly. */
+void mr_log_start(void);
+/* Writes what is queued and stops the writer thread. */
+void mr_log_stop(void);
+
+/* conn_id 0 means "not about a connection". */
+void mr_log(mr_log_level level, uint64_t conn_id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define mr_debug(conn, ...)                                                                        \
+    do {                                                                                           \
+        if (mr_log_enabled(MR_LOG_DEBUG))                                                          \
+            mr_log(MR_LOG_DEBUG, conn, __VA_ARGS__);                                               \
+    } while (0)
+#define mr_info(conn, ...) mr_log(MR_LOG_INFO, conn, __VA_ARGS__)
+#define mr_warn(conn, ...) mr_log(MR_LOG_WARN, conn, __VA_ARGS__)
+#define mr_error(conn, ...) mr_log(MR_LOG_ERROR, conn, __VA_ARGS__)
+
+#endif

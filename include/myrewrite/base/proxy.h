@@ -1,0 +1,36 @@
+/*
+ * base/proxy.h - the process-wide runtime shared by the listener and workers.
+ *
+ * Built by main before any thread starts; read-only afterwards except for
+ * the atomics, which any thread may update, the rule set in force, guarded
+ * by rules_lock, and the backend address, guarded by backend_lock.
+ */
+#ifndef MYREWRITE_PROXY_H
+#define MYREWRITE_PROXY_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "myrewrite/base/config.h"
+
+struct mr_worker;
+struct mr_shared_rules;
+
+typedef struct mr_proxy {
+    const mr_config *cfg;
+    pthread_mutex_t backend_lock;         /* guards backend_addr: read with mr_backend_addr */
+    struct sockaddr_storage backend_addr; /* resolved at start, then again (net/backend_addr.h) */
+    socklen_t backend_addr_len;
+    char backend_name[300];               /* for messages: "127.0.0.1:3306" */
+    struct mr_worker *workers;
+    unsigned nworkers;
+    _Atomic uint64_t next_conn_id;
+    _Atomic uint64_t connections;         /* open client connections */
+    pthread_mutex_t rules_lock;           /* guards `rules` */
+    struct mr_shared_rules *rules;        /* the set in force; one reference held here */
+    pthread_mutex_t reload_lock;          /* one reload at a time (SIGHUP, admin console) */
+} mr_proxy;
+
+#endif

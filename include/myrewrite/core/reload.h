@@ -1,0 +1,44 @@
+/*
+ * core/reload.h - loading the rule files at start and swapping them on SIGHUP.
+ *
+ * Main thread (file I/O never runs on a worker). A reload parses every file
+ * into a complete new rule set; only when all of it is valid is it handed
+ * to the workers, each of which switches between two statements. On any
+ * error the old rules stay in force and every error is logged.
+ */
+#ifndef MYREWRITE_RELOAD_H
+#define MYREWRITE_RELOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "myrewrite/base/config.h"
+#include "myrewrite/base/proxy.h"
+#include "myrewrite/rules/rules.h"
+
+/* Loads cfg->rules_dir. A missing directory is an error unless it is the
+ * default one, which then counts as empty. Errors go to `d`. */
+mr_ruleset *mr_rules_load_configured(const mr_config *cfg, unsigned shards, mr_diag *d);
+
+/* Reloads and, on success, publishes to every worker. Returns the number of
+ * errors; when `errors` is given, the diagnostics are written there too.
+ * Any thread but a worker (it reads files); reloads are serialized. */
+int mr_rules_reload(mr_proxy *p, FILE *errors);
+
+/* Reloads so far (SIGHUP and RELOAD RULES) that swapped a new set in, and
+ * those that failed and kept the old one. Any thread. */
+typedef struct mr_reload_counts {
+    uint64_t ok, failed;
+} mr_reload_counts;
+mr_reload_counts mr_rules_reload_counts(void);
+
+/* Makes `set` the one in force at start: one reference for each worker plus
+ * one for the proxy. NULL when out of memory. */
+struct mr_shared_rules *mr_rules_publish_initial(mr_proxy *p, mr_ruleset *set);
+
+/* The set in force, with a reference for the caller, who releases it with
+ * mr_shared_rules_release(). Any thread. */
+struct mr_shared_rules *mr_rules_current(mr_proxy *p);
+
+#endif

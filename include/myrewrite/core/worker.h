@@ -1,0 +1,74 @@
+/*
+ * core/worker.h - worker threads, one libevent event_base each.
+ *
+ * The listener (main thread) hands accepted sockets to workers round-robin
+ * through each worker's pipe; from then on the worker owns the connection
+ * and everything about it. Workers never block: no DNS, no file I/O, no
+ * libmysqlclient calls.
+ */
+#ifndef MYREWRITE_WORKER_H
+#define MYREWRITE_WORKER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "myrewrite/stats/client_info.h"
+#include "myrewrite/stats/digest_stats.h"
+#include "myrewrite/base/proxy.h"
+#include "myrewrite/rules/rules.h"
+#include "myrewrite/base/counters.h"
+
+struct event_base;
+struct event;
+struct mr_session;
+
+typedef struct mr_worker {
+    unsigned id;
+    mr_proxy *proxy;            /* shared runtime */
+    pthread_t thread;
+    bool joined;                /* the thread has been joined (main thread only) */
+    struct event_base *base;    /* owned; only this worker's thread runs it */
+    int pipe_rd, pipe_wr;       /* hand-off pipe: listener writes, worker reads */
+    struct event *pipe_ev;
+    struct mr_session *sessions; /* intrusive list of live sessions; worker thread only */
+    unsigned nsessions;
+    bool draining;              /* shutdown: close sessions as they go idle */
+    mr_stats stats;             /* written by this worker only */
+    mr_digest_stats digests;    /* written by this worker only */
+    mr_client_registry clients; /* SHOW CLIENTS snapshots of the sessions (stats/client_info.h) */
+    struct mr_shared_rules *rules; /* current rule set; one reference held */
+    mr_rules_scratch *scratch;  /* front-end working memory */
+    mr_match_result match;      /* reused for every statement */
+    pthread_mutex_t pending_lock;
+    struct mr_shared_rules *pending_rules; /* from the main thread; guarded by pending_lock */
+} mr_worker;
+
+/* A rule set shared by all workers; the last one to let go frees it. */
+typedef struct mr_shared_rules {
+    _Atomic unsigned refs;
+    mr_ruleset *set; /* owned */
+} mr_shared_rules;
+
+/* Wraps `set` with `refs` references (one per worker that will hold it). */
+mr_shared_rules *mr_shared_rules_new(mr_ruleset *set, unsigned refs);
+void mr_shared_rules_release(mr_shared_rules *r);
+
+/* Control messages on the hand-off pipe besides socket descriptors. */
+#define MR_WORKER_MSG_DRAIN (-1)
+#define MR_WORKER_MSG_STOP (-2)
+#define MR_WORKER_MSG_RULES (-3) /* pick up pending_rules */
+
+/* One reference to `rules` moves to the worker. */
+bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *rules);
+/* Hands a new rule set to the worker (one reference moves with it); the
+ * worker switches between two statements and releases the old one. */
+void mr_worker_set_rules(mr_worker *w, mr_shared_rules *rules);
+/* Hands a connected client socket to the worker (called by the listener). */
+bool mr_worker_hand_off(mr_worker *w, int fd);
+/* Sends a control message; the worker acts on it in its own thread. */
+void mr_worker_signal(mr_worker *w, int msg);
+void mr_worker_join(mr_worker *w);
+/* Called by a session as it ends; stops the loop once drained. */
+void mr_worker_session_ended(mr_worker *w);
+
+#endif

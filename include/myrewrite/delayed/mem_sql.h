@@ -1,0 +1,77 @@
+/*
+ * delayed/mem_sql.h - the statements the memory-mode flusher sends
+ * (delayed/mem_flush.c): one key's net effect per row, written as
+ *   DELETE FROM t WHERE (keys) IN ((...), ...)                tombstones
+ *   INSERT INTO t (keys, cols) VALUES ... ON DUPLICATE KEY UPDATE
+ *       c = c + VALUES(c), s = VALUES(s)                     missing = insert
+ *     (MySQL 8.0.20 and later, which warn on VALUES(): `... AS d ON
+ *      DUPLICATE KEY UPDATE c = c + d.c`)
+ *   UPDATE t AS m JOIN (SELECT keys, SUM(c), MAX(s) FROM (SELECT ... UNION
+ *       ALL ...) GROUP BY keys) AS d USING (keys) SET m.c = m.c + d.c, m.s = d.s
+ *                                                            missing = ignore
+ * The GROUP BY sums two spellings of a key the column's collation takes
+ * as one ('abc' and 'ABC'): a multi-table UPDATE changes a row once.
+ *
+ * Literals are quoted with backslash escapes for a utf8mb4 connection
+ * without NO_BACKSLASH_ESCAPES (what bgconn sets up). Pure, any thread.
+ */
+#ifndef MYREWRITE_DELAYED_MEM_SQL_H
+#define MYREWRITE_DELAYED_MEM_SQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "myrewrite/base/buf.h"
+#include "myrewrite/rules/rules.h"
+
+/* A column's net change for one key. */
+typedef enum mr_dmem_val_op {
+    MR_DMEM_VAL_NONE, /* untouched */
+    MR_DMEM_VAL_ADD,  /* + n */
+    MR_DMEM_VAL_INT,  /* = n */
+    MR_DMEM_VAL_TEXT, /* = 'text' */
+} mr_dmem_val_op;
+
+typedef struct mr_dmem_val {
+    int64_t n;
+    const char *text;
+    uint32_t len;
+    uint8_t op;       /* mr_dmem_val_op */
+} mr_dmem_val;
+
+/* One key: its encoded values (see mr_dmem_batch.keys) and, per column of
+ * the table (mr_dmem_columns), its change. */
+typedef struct mr_dmem_row {
+    const char *key;
+    uint32_t klen;
+    bool del;                /* delete the row first */
+    const mr_dmem_val *v;
+} mr_dmem_row;
+
+/* Which upsert the server takes. */
+typedef enum mr_dmem_syntax {
+    MR_DMEM_SYNTAX_VALUES,    /* col = col + VALUES(col): MariaDB, MySQL before 8.0.20 */
+    MR_DMEM_SYNTAX_ROW_ALIAS, /* ... AS d ON DUPLICATE KEY UPDATE col = col + d.col */
+} mr_dmem_syntax;
+
+/* From the connected server's version string and number
+ * (mysql_get_server_info, mysql_get_server_version). */
+mr_dmem_syntax mr_dmem_syntax_for(const char *server_info, unsigned long version);
+
+/* Rows are written together when their shape is the same: for every column
+ * whether it is added to, set, or (a set-only column) left alone. */
+uint64_t mr_dmem_shape(const mr_delayed_def *def, const mr_dmem_val *v);
+/* Does the row write any column after its delete? */
+bool mr_dmem_row_writes(const mr_delayed_def *def, const mr_dmem_row *r);
+
+/* Each appends one statement over rows[0..n) to out (rows of one shape
+ * for the upsert and the update); false when out of memory. */
+bool mr_dmem_sql_delete(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows,
+                        size_t n);
+bool mr_dmem_sql_upsert(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows,
+                        size_t n, mr_dmem_syntax syntax);
+bool mr_dmem_sql_update(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows,
+                        size_t n);
+
+#endif

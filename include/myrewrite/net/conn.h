@@ -1,0 +1,64 @@
+/*
+ * net/conn.h - a non-blocking socket with an input and an output evbuffer.
+ *
+ * Runs on the thread whose event_base it was created on. A slimmer
+ * bufferevent: writes go out at once when the socket takes them (no
+ * epoll_ctl round trip per write), reads use a reserved buffer (no
+ * FIONREAD ioctl per read). Measured on point selects this halves the
+ * system calls per relayed query.
+ *
+ * Callbacks are only invoked from the event loop, never from inside
+ * mr_conn_flush(), so a caller relaying bytes is never re-entered.
+ */
+#ifndef MYREWRITE_CONN_H
+#define MYREWRITE_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+struct event_base;
+struct event;
+struct evbuffer;
+
+typedef struct mr_conn mr_conn;
+
+/* Events passed to the event callback. */
+#define MR_CONN_CONNECTED 0x01
+#define MR_CONN_EOF 0x02
+#define MR_CONN_ERROR 0x04
+#define MR_CONN_TIMEOUT 0x08
+
+typedef struct mr_conn_callbacks {
+    void (*read)(mr_conn *c, void *arg);             /* new bytes in input */
+    void (*drained)(mr_conn *c, void *arg);          /* output fell to the low mark */
+    void (*event)(mr_conn *c, int what, void *arg);  /* connected, EOF, error, timeout */
+} mr_conn_callbacks;
+
+/* Wraps a connected socket (takes ownership of fd). */
+mr_conn *mr_conn_new(struct event_base *base, int fd, const mr_conn_callbacks *cb, void *arg);
+/* Starts a non-blocking connect; MR_CONN_CONNECTED or an error follows. */
+mr_conn *mr_conn_connect(struct event_base *base, const struct sockaddr *sa, socklen_t len,
+                         const struct timeval *timeout, const mr_conn_callbacks *cb, void *arg);
+/* Closes the socket and frees the buffers. */
+void mr_conn_free(mr_conn *c);
+
+struct evbuffer *mr_conn_input(mr_conn *c);
+struct evbuffer *mr_conn_output(mr_conn *c);
+int mr_conn_fd(const mr_conn *c);
+/* errno of the last failure, for messages. */
+int mr_conn_errno(const mr_conn *c);
+
+/* Sends what the output holds, as far as the socket takes it now. */
+void mr_conn_flush(mr_conn *c);
+void mr_conn_write(mr_conn *c, const void *data, size_t len);
+
+void mr_conn_read_enable(mr_conn *c, bool on);
+/* A deadline: MR_CONN_TIMEOUT fires once `tv` from now unless it is set
+ * again or cleared with NULL. */
+void mr_conn_set_timeout(mr_conn *c, const struct timeval *tv);
+/* `drained` is called when pending output falls to `low` bytes or fewer. */
+void mr_conn_set_low_mark(mr_conn *c, size_t low);
+
+#endif

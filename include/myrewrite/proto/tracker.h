@@ -1,0 +1,83 @@
+/*
+ * proto/tracker.h - knows where each backend response ends.
+ *
+ * Pure, any thread. The session feeds the tracker the start of every logical
+ * server packet (continuation packets of a payload >= 16 MiB are not fed)
+ * and learns whether the response goes on, is complete, or waits for the
+ * client (LOCAL INFILE data, an authentication answer).
+ */
+#ifndef MYREWRITE_TRACKER_H
+#define MYREWRITE_TRACKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "myrewrite/proto/codec.h"
+
+/* Bytes of payload the tracker needs to classify a packet (or the whole
+ * payload when it is shorter): enough for any OK, EOF or prepare-OK head. */
+#define MR_TRACK_PREFIX 32
+
+/* What a command's response looks like. */
+typedef enum mr_expect {
+    MR_EXPECT_UNSUPPORTED = 0, /* the proxy does not relay this command */
+    MR_EXPECT_NONE,            /* no response (COM_QUIT, STMT_CLOSE, SEND_LONG_DATA) */
+    MR_EXPECT_ONE,             /* exactly one packet (OK, ERR, EOF or a string) */
+    MR_EXPECT_RESULT,          /* OK | ERR | LOCAL INFILE | text result sets */
+    MR_EXPECT_EXECUTE,         /* OK | ERR | binary result sets, maybe a cursor */
+    MR_EXPECT_FETCH,           /* binary rows until EOF/OK or ERR */
+    MR_EXPECT_FIELD_LIST,      /* column definitions until EOF or ERR */
+    MR_EXPECT_PREPARE,         /* ERR | prepare-OK + parameter and column definitions */
+    MR_EXPECT_AUTH,            /* authentication exchange until OK or ERR */
+} mr_expect;
+
+typedef enum mr_track_state {
+    MR_TS_IDLE = 0,      /* no response pending */
+    MR_TS_FIRST,         /* first packet of a (next) result */
+    MR_TS_COLUMNS,       /* column definitions, `remaining` to go */
+    MR_TS_COLUMNS_EOF,   /* the EOF after column definitions */
+    MR_TS_ROWS,          /* rows until the terminating EOF/OK or ERR */
+    MR_TS_PREP_PARAMS,   /* prepare: parameter definitions */
+    MR_TS_PREP_PARAMS_EOF,
+    MR_TS_PREP_COLUMNS,  /* prepare: column definitions */
+    MR_TS_PREP_COLUMNS_EOF,
+    MR_TS_FIELDS,        /* COM_FIELD_LIST definitions */
+    MR_TS_ONE,           /* any single packet */
+    MR_TS_AUTH,          /* auth exchange */
+    MR_TS_INFILE,        /* the client is sending LOCAL INFILE data */
+    MR_TS_MAX
+} mr_track_state;
+
+typedef enum mr_track_result {
+    MR_TRACK_MORE,        /* more server packets follow */
+    MR_TRACK_DONE,        /* this packet ends the response */
+    MR_TRACK_CLIENT_NEXT, /* the client sends next (LOCAL INFILE contents) */
+    MR_TRACK_MALFORMED,   /* the packet does not fit the response */
+} mr_track_result;
+
+typedef struct mr_tracker {
+    mr_track_state state;
+    mr_expect expect;
+    bool deprecate_eof; /* negotiated CLIENT_DEPRECATE_EOF */
+    uint64_t remaining; /* definitions left in the current block */
+    uint16_t prep_columns;
+    uint16_t status;    /* server status from the last OK/EOF seen */
+    bool ended_with_err;
+    mr_ok last_ok;      /* the last OK packet (affected rows etc.) */
+    uint32_t stmt_id;   /* from a prepare-OK */
+} mr_tracker;
+
+mr_expect mr_expect_for_command(uint8_t command);
+const char *mr_command_name(uint8_t command);
+
+void mr_tracker_init(mr_tracker *t, bool deprecate_eof);
+/* Starts tracking the response to a command with the given expectation. */
+void mr_tracker_begin(mr_tracker *t, mr_expect expect);
+/* Feeds the first min(payload_len, MR_TRACK_PREFIX) bytes of a server packet. */
+mr_track_result mr_tracker_feed(mr_tracker *t, const uint8_t *prefix, size_t prefix_len,
+                                uint32_t payload_len);
+/* The client finished its LOCAL INFILE data (sent the empty packet). */
+void mr_tracker_infile_done(mr_tracker *t);
+
+#endif

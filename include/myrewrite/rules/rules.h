@@ -1,0 +1,301 @@
+/*
+ * rules/rules.h - DBA rule files (rules/NAME.rules) and the matcher that applies them.
+ *
+ * Pure, any thread: a rule set is built from files on the main thread (at
+ * start, on SIGHUP, on RELOAD RULES) and is immutable afterwards; workers
+ * share it read-only. Only the hit counters change, and each worker writes
+ * its own shard of them (single-writer relaxed atomics), so matching takes
+ * no lock.
+ *
+ * File format (INI, see rules/README.md): one rule per section, the header
+ * names the kind and the rule, `[rewrite no_star_orders]`. Kinds:
+ *   rewrite  digest pattern -> replacement reusing the matched literals
+ *   regex    pcre2 pattern -> replacement with $1 groups
+ *   block    the client gets an ERR with the DBA's message
+ *   queue    a table used as a queue: the proxy releases the claims of
+ *            sessions that end (queue/release.h) and may add SKIP LOCKED
+ *   delayed  UPDATE/DELETE DELAYED on a table become staging INSERTs that a
+ *            background flusher applies (delayed/staging_sql.h, delayed/flush.h)
+ *   paginate deep `LIMIT off, n` pages of one table become a deferred join
+ *            (paginate/deferred_sql.h); pages deeper than max_offset are refused
+ */
+#ifndef MYREWRITE_RULES_H
+#define MYREWRITE_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "myrewrite/base/buf.h"
+#include "myrewrite/base/config.h"
+#include "myrewrite/paginate/keyset.h"
+#include "myrewrite/base/counters.h"
+
+typedef enum mr_rule_kind {
+    MR_RULE_REWRITE,
+    MR_RULE_REGEX,
+    MR_RULE_BLOCK,
+    MR_RULE_QUEUE,
+    MR_RULE_DELAYED,
+    MR_RULE_PAGINATE,
+    MR_RULE_KIND_MAX
+} mr_rule_kind;
+
+/* What a rule asks to log when it matches. */
+typedef enum mr_rule_log {
+    MR_RULE_LOG_OFF,    /* nothing */
+    MR_RULE_LOG_DIGEST, /* rule name and the digest (no literals) */
+    MR_RULE_LOG_FULL,   /* original and rewritten text */
+} mr_rule_log;
+
+/* A queue rule's settings (rules/README.md, "queue"); immutable. Every
+ * name is as written in the file, unquoted. */
+typedef struct mr_queue_def {
+    char *schema;            /* schema of the table: from `table = s.t` or the `schema` key */
+    char *table;
+    char *owner_column;      /* NULL when `release` is given */
+    char *status_column;
+    char *claimed_value;
+    char *unclaimed_value;
+    char *unclaimed_owner;   /* SQL literal as written: 0, -1, NULL or a string */
+    char *claimed_at_column; /* NULL: no claim time, so no reaper */
+    uint64_t timeout_ms;     /* a claim older than this with a dead owner is a zombie */
+    char *release;           /* statement template with {owner}; NULL: built from the columns */
+    char *reap;              /* with release: the reaper's template ({live}, {cutoff}); or NULL */
+    bool skip_locked;        /* add SKIP LOCKED to SELECT ... FROM table ... FOR UPDATE */
+    bool claim_read_committed; /* single-table UPDATEs of the table sent alone run READ COMMITTED */
+} mr_queue_def;
+
+/* What a delayed rule does with deltas for keys absent from the table. */
+typedef enum mr_delayed_missing {
+    MR_DELAYED_MISSING_IGNORE, /* dropped */
+    MR_DELAYED_MISSING_INSERT, /* INSERT ... ON DUPLICATE KEY UPDATE */
+} mr_delayed_missing;
+
+/* Where a delayed rule keeps its deltas until the flush. */
+typedef enum mr_delayed_mode {
+    MR_DELAYED_STAGED, /* an INSERT into the staging table on the client's connection */
+    MR_DELAYED_MEMORY, /* the proxy's memory (delayed/mem.h); OK at once */
+} mr_delayed_mode;
+
+/* A delayed rule's time bucket: the key column the proxy fills with the
+ * UTC day or hour a statement was acknowledged (delayed/bucket.h). */
+typedef enum mr_delayed_bucket {
+    MR_BUCKET_NONE,
+    MR_BUCKET_DAY,  /* 'YYYY-MM-DD' */
+    MR_BUCKET_HOUR, /* 'YYYY-MM-DD HH:00:00' */
+} mr_delayed_bucket;
+
+struct mr_dmem_table;
+
+/* A delayed rule's settings (rules/README.md, "delayed"); immutable once
+ * the set is published (`mem` is set by mr_dmem_configure before that).
+ * Names are as written in the file, unquoted, without backticks. */
+typedef struct mr_delayed_def {
+    char *schema;              /* from `table = s.t` or the `schema` key */
+    char *table;
+    char **keys;               /* key columns, in the order of the `key` list */
+    size_t nkeys;
+    char **columns;            /* counter columns UPDATE DELAYED may add to */
+    size_t ncolumns;
+    char *staging_table;       /* default <table>_delayed, same schema */
+    char *staging_engine;      /* default InnoDB */
+    uint64_t flush_interval_ms;/* default 1000 */
+    uint64_t flush_rows;       /* staged rows per flush transaction; default 10000 */
+    uint64_t flush_early;      /* wake the flusher once this many staged rows (staged) or
+                                  keys (memory) wait; 0 = only the interval */
+    mr_delayed_missing missing;
+    mr_delayed_mode mode;
+    char **set_columns;        /* columns `SET col = literal` may write (last write wins) */
+    size_t nset_columns;
+    uint64_t memory_max_keys;  /* memory mode: distinct keys held before new ones are refused */
+    char *bucket_column;       /* key column the proxy fills with the bucket; NULL: none */
+    mr_delayed_bucket bucket;  /* MR_BUCKET_NONE exactly when bucket_column is NULL */
+    struct mr_dmem_table *mem; /* memory mode: its in-memory table; NULL without a flusher */
+    struct mr_dmem_keys *mem_keys; /* memory mode without key: the key that table learned
+                                  from the schema (delayed/mem_keys.h); NULL otherwise */
+    mr_counter *staged_rows;   /* staged mode with flush_early: rows staged so far (any
+                                  worker, atomic adds); NULL otherwise */
+    bool derive;               /* a default rule (`table = s.*` or `*`): each table's rule is
+                                  derived from the schema at run time (delayed/derive.h);
+                                  table is "*", schema the schema or "*" for any, and
+                                  staging_table a pattern holding {table}; no keys, columns */
+    struct mr_rule_stats *table_stats; /* a rule a default rule derived: its table's own
+                                  SHOW DELAYED row (counted besides the default rule's); NULL
+                                  for the rules of rule files */
+} mr_delayed_def;
+
+/* How a paginate rule rewrites deep pages. */
+typedef enum mr_paginate_strategy {
+    MR_PAGINATE_DEFERRED_JOIN,
+    MR_PAGINATE_KEYSET, /* seek from a bookmark; without one the page passes untouched */
+    MR_PAGINATE_AUTO,   /* seek from a bookmark; without one the deferred join */
+} mr_paginate_strategy;
+
+/* A paginate rule's settings (rules/README.md, "paginate"); immutable.
+ * Names are as written in the file, unquoted, without backticks. */
+typedef struct mr_paginate_def {
+    char *schema;              /* from `table = s.t`; NULL: any schema */
+    char *table;               /* NULL for `table = *`: any table */
+    char **keys;               /* primary-key columns, from the `key` list */
+    size_t nkeys;
+    uint64_t threshold;        /* rewrite from this offset on; default 1000 */
+    uint64_t max_offset;       /* deeper offsets are refused; 0 = no limit */
+    mr_paginate_strategy strategy;
+    uint64_t max_bookmarks;    /* keyset: bound of the bookmark store; default 10000 */
+    uint64_t bookmark_ttl_ms;  /* keyset: a bookmark's life; default 60 s */
+} mr_paginate_def;
+
+/* The error a paginate rule's guardrail answers with (ER_NOT_SUPPORTED_YET). */
+#define MR_PAGINATE_ERR_CODE 1235
+#define MR_PAGINATE_SQLSTATE "42000"
+
+/* One rule as loaded; immutable. */
+typedef struct mr_rule {
+    char *name;
+    char *file;        /* path as given to the loader */
+    int line;          /* line of the section header */
+    mr_rule_kind kind;
+    bool enabled;      /* `enabled = no` keeps the rule listed but never matched */
+    bool cont;         /* `continue = yes`: later rules see the rewritten text */
+    bool log_only;     /* match and log, but send the original */
+    mr_rule_log log;
+    uint32_t log_sample; /* log one match in this many (per worker); 1 = every match */
+    char *user;        /* filter: only this user (NULL = any) */
+    char *schema;      /* filter: only this default schema (NULL = any) */
+    char *pattern;     /* as written in the file */
+    char *replacement; /* rewrite/regex; NULL for block */
+    char *message;     /* block; paginate's guardrail (NULL: the default message) */
+    const mr_queue_def *queue; /* queue; NULL for other kinds (owned by the rule) */
+    const mr_delayed_def *delayed; /* delayed; NULL for other kinds (owned by the rule) */
+    const mr_paginate_def *paginate; /* paginate; NULL for other kinds (owned by the rule) */
+    uint16_t err_code; /* block; default 1148 */
+    char sqlstate[6];  /* block; default 42000 */
+    void *impl;        /* kind-specific compiled form (owned by the rule set) */
+} mr_rule;
+
+typedef struct mr_ruleset mr_ruleset;
+
+/* Loads every *.rules file in `dir`, in file-name order. Returns NULL when
+ * any file has an error; every error is reported through `d` as
+ * `file:line: message`. A missing directory is an error; an empty one gives
+ * an empty set. `shards` is the number of hit-counter shards (workers). */
+mr_ruleset *mr_rules_load_dir(const char *dir, unsigned shards, mr_diag *d);
+/* Loads rules from a string (tests, the dry run); `name` stands in for the
+ * file name in diagnostics. */
+mr_ruleset *mr_rules_load_string(const char *text, const char *name, unsigned shards, mr_diag *d);
+mr_ruleset *mr_rules_empty(unsigned shards);
+void mr_ruleset_free(mr_ruleset *rs);
+
+size_t mr_ruleset_count(const mr_ruleset *rs);
+const mr_rule *mr_ruleset_rule(const mr_ruleset *rs, size_t i);
+/* Hits of rule i summed over all shards, and the latest hit (unix seconds, 0 = never). */
+uint64_t mr_ruleset_hits(const mr_ruleset *rs, size_t i);
+uint64_t mr_ruleset_last_hit(const mr_ruleset *rs, size_t i);
+
+/* Who sends the statement and how. */
+typedef struct mr_stmt_ctx {
+    const char *user;   /* NULL when unknown */
+    const char *schema; /* current default schema, NULL when none */
+    bool prepared;      /* COM_STMT_PREPARE text: `?` are the statement's parameters */
+    unsigned lex_flags; /* SQL_LEX_NO_BACKSLASH_ESCAPES etc., from the session's sql_mode */
+    unsigned shard;     /* hit-counter shard of the calling worker */
+    bool skip_locked;   /* the server accepts FOR UPDATE SKIP LOCKED
+                           (mr_server_has_skip_locked on its greeting's version) */
+    /* row keys of tables, for paginate and delayed rules without `key`
+     * (schema/desc.h; the schema cache on workers); NULL: none known */
+    const struct mr_schema_source *schema_src;
+    const struct mr_dmem_params *params; /* prepared: the values of a COM_STMT_EXECUTE,
+                           when the text is a memory-mode DELAYED statement's; else NULL */
+    /* The session's client character set when the lexer cannot read it
+     * (sql/charset_guard.h): only block rules run, DELAYED is refused. NULL: all rules. */
+    const char *charset_unsafe;
+    /* tables whose delayed rule a default rule derives (delayed/derive.h; the
+     * process's registry on workers); NULL: a dry run, which adds nothing */
+    struct mr_derive_reg *derived;
+} mr_stmt_ctx;
+
+/* True when a server whose greeting carries this version string accepts
+ * FOR UPDATE SKIP LOCKED: MariaDB 10.6 and later, MySQL 8.0.1 and later.
+ * Unknown or unreadable versions give false. */
+bool mr_server_has_skip_locked(const char *version, size_t len);
+/* True when the set holds at least one enabled queue rule. */
+bool mr_ruleset_has_queue(const mr_ruleset *rs);
+/* True when the set holds at least one enabled delayed rule: only then are
+ * UPDATE/DELETE DELAYED statements taken over (others pass untouched). */
+bool mr_ruleset_has_delayed(const mr_ruleset *rs);
+
+typedef enum mr_action {
+    MR_ACT_PASS,    /* send the original text */
+    MR_ACT_REWRITE, /* send res->text */
+    MR_ACT_BLOCK,   /* answer res->err_code / sqlstate / message; send nothing */
+    MR_ACT_DELAYED_MEMORY, /* a memory-mode DELAYED statement: add res->dmem to its
+                              in-memory table and answer OK; send nothing */
+} mr_action;
+
+#define MR_MATCH_MAX_RULES 16
+
+/* Reusable per-worker scratch (token arrays, digest buffer, pcre2 match
+ * data); create one per thread. */
+typedef struct mr_rules_scratch mr_rules_scratch;
+mr_rules_scratch *mr_rules_scratch_new(void);
+void mr_rules_scratch_free(mr_rules_scratch *s);
+/* Regex executions (pcre2_match calls) made through this scratch so far:
+ * shows the word prefilter at work in tests and benchmarks. */
+uint64_t mr_rules_scratch_regex_runs(const mr_rules_scratch *s);
+
+/* max_offset for a `?` offset, decided at each COM_STMT_EXECUTE. */
+typedef struct mr_page_guard {
+    const mr_rule *rule;  /* NULL: none; valid while the rule set the statement met is */
+    unsigned param;       /* which `?` the offset is (from 0) */
+    unsigned nparams;     /* the statement's `?` count */
+} mr_page_guard;
+
+typedef struct mr_match_result {
+    mr_action action;
+    mr_buf text;          /* REWRITE: the statement to send; caller inits/frees */
+    mr_buf would_be;      /* the first log_only rewrite's statement as it would have
+                             been sent (that statement alone), for the log;
+                             caller inits/frees */
+    uint16_t err_code;    /* BLOCK */
+    char sqlstate[6];     /* BLOCK */
+    const char *message;  /* BLOCK; points into the rule set */
+    const mr_rule *matched[MR_MATCH_MAX_RULES]; /* every rule that matched, in order */
+    bool sampled[MR_MATCH_MAX_RULES];   /* this match is one the rule's log_sample picks */
+    uint32_t staged_rows[MR_MATCH_MAX_RULES]; /* delayed rules: staging rows written */
+    struct mr_rule_stats *staged_table[MR_MATCH_MAX_RULES]; /* ... and the derived table's
+                             SHOW DELAYED row they also count on (NULL: none) */
+    unsigned nmatched;
+    uint64_t digest_hash; /* digest of the original statement text */
+    const char *digest;   /* normalized text, NUL-terminated, in the scratch (valid until next call) */
+    mr_keyset_note keyset; /* a keyset paginate rule's decision, when the text is one statement */
+    bool read_committed;  /* the text is one UPDATE of a queue table with claim_read_committed:
+                             in autocommit mode outside a transaction, the session sends it
+                             after SET TRANSACTION ISOLATION LEVEL READ COMMITTED */
+    const struct mr_dmem_batch *dmem; /* DELAYED_MEMORY: the deltas, in the scratch */
+    bool wake_flusher;    /* a staged DELAYED rule passed a multiple of its flush_early:
+                             the caller wakes the staged flusher (mr_delayed_wake) */
+    bool dmem_prepare;    /* COM_STMT_PREPARE of a memory-mode DELAYED statement: text is a
+                             stand-in (`DO ?, ...`) with the same parameters; the caller
+                             keeps the original and answers its executes itself */
+    unsigned dmem_nparams; /* its parameters */
+    mr_page_guard page_guard; /* COM_STMT_PREPARE of a page whose LIMIT offset is a `?`
+                             under a rule with max_offset: the caller checks each execute */
+} mr_match_result;
+
+/* Runs the rules over one COM_QUERY or COM_STMT_PREPARE text. Multi-statement
+ * text is split on top-level `;`: each statement meets the rules on its own,
+ * a block of any one blocks the whole query, and rewritten statements are
+ * joined back with the original separators. Counts hits in ctx->shard.
+ * With a delayed rule in the set, an UPDATE/DELETE DELAYED statement meets
+ * no other rule: it becomes its staging INSERT or is refused (1235). */
+void mr_rules_apply(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,
+                    mr_rules_scratch *scratch, mr_match_result *res);
+
+/* The dry run behind `myrewrite --explain`: tokens' digest, each rule
+ * tried and why it did or did not match, the outcome and the final text. */
+void mr_rules_explain(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,
+                      FILE *out);
+
+#endif

@@ -1,0 +1,218 @@
+/*
+ * admin/admin.c - the admin console's thread, event_base and listener (see
+ * admin/admin.h).
+ *
+ * mr_admin_start and mr_admin_stop run on the main thread; the accept
+ * callback and everything after it on the console thread, which owns the
+ * listener once started. The main thread talks to it only through the
+ * stop pipe.
+ */
+#include "myrewrite/admin/admin.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "admin/admin_impl.h"
+#include "myrewrite/base/buf.h"
+#include "myrewrite/proto/codec.h"
+#include "myrewrite/base/log.h"
+
+#define MAX_CLIENTS 32 /* console connections at once */
+
+static struct {
+    mr_proxy *p;
+    struct event_base *base;         /* owned; run by the console thread */
+    struct evconnlistener *listener; /* owned; freed by the console thread */
+    struct event *stop_ev;
+    int stop_rd, stop_wr;
+    pthread_t thread;
+    bool running;
+    uint32_t next_id;
+    time_t started;
+} A = {.stop_rd = -1, .stop_wr = -1};
+
+time_t mr_admin_started(void) { return A.started; }
+
+static void refuse(int fd)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_err_build(&b, 0, MR_ER_CON_COUNT, "08004", "Too many admin console connections");
+    if (!b.failed && send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        mr_debug(0, "admin console: could not send the refusal: %s", strerror(errno));
+    mr_buf_free(&b);
+    close(fd);
+}
+
+static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+    (void)el;
+    (void)sa;
+    (void)salen;
+    (void)arg;
+    if (mr_admin_conn_count() >= MAX_CLIENTS) {
+        mr_warn(0, "admin console: %d connections open; refusing another", MAX_CLIENTS);
+        refuse(fd);
+        return;
+    }
+    mr_admin_conn_open(A.p, A.base, fd, ++A.next_id);
+}
+
+static void on_accept_error(struct evconnlistener *el, void *arg)
+{
+    (void)el;
+    (void)arg;
+    mr_error(0, "admin console: accept failed: %s",
+             evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    evconnlistener_free(A.listener);
+    A.listener = NULL;
+    mr_admin_conn_close_all();
+    event_base_loopexit(A.base, NULL);
+}
+
+static void *admin_main(void *arg)
+{
+    (void)arg;
+    event_base_dispatch(A.base);
+    return NULL;
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a6) ||
+               (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+    }
+    return false;
+}
+
+/* Binds admin_listen, which must be a loopback TCP address. */
+static bool bind_listener(const char *spec)
+{
+    mr_addr a;
+    if (!mr_addr_parse(spec, &a) || a.is_unix) {
+        mr_error(0, "admin console not started: admin_listen '%s' must be a TCP host:port", spec);
+        return false;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE};
+    struct addrinfo *res;
+    int rc = getaddrinfo(a.host, a.port, &hints, &res);
+    if (rc != 0) {
+        mr_error(0, "admin console not started: admin_listen %s: %s", spec, gai_strerror(rc));
+        return false;
+    }
+    if (!is_loopback(res->ai_addr)) {
+        mr_error(0, "admin console not started: admin_listen %s is not a loopback address "
+                 "(the console has no TLS; reach it through an SSH tunnel or the host)", spec);
+    } else {
+        A.listener = evconnlistener_new_bind(
+            A.base, on_accept, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+            LEV_OPT_CLOSE_ON_EXEC, 64, res->ai_addr, (int)res->ai_addrlen);
+        if (!A.listener)
+            mr_error(0, "admin console not started: listen %s: %s", spec, strerror(errno));
+    }
+    freeaddrinfo(res);
+    if (A.listener)
+        evconnlistener_set_error_cb(A.listener, on_accept_error);
+    return A.listener != NULL;
+}
+
+static void release_all(void)
+{
+    if (A.listener)
+        evconnlistener_free(A.listener);
+    if (A.stop_ev)
+        event_free(A.stop_ev);
+    if (A.base)
+        event_base_free(A.base);
+    if (A.stop_rd >= 0)
+        close(A.stop_rd);
+    if (A.stop_wr >= 0)
+        close(A.stop_wr);
+    A.listener = NULL;
+    A.stop_ev = NULL;
+    A.base = NULL;
+    A.stop_rd = A.stop_wr = -1;
+}
+
+static bool setup(mr_proxy *p)
+{
+    int fds[2];
+    A.p = p;
+    A.started = time(NULL);
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
+        return false;
+    A.stop_rd = fds[0];
+    A.stop_wr = fds[1];
+    A.base = event_base_new();
+    if (!A.base)
+        return false;
+    A.stop_ev = event_new(A.base, A.stop_rd, EV_READ, on_stop, NULL);
+    return A.stop_ev && event_add(A.stop_ev, NULL) == 0;
+}
+
+bool mr_admin_start(mr_proxy *p)
+{
+    const mr_config *cfg = p->cfg;
+    if (!cfg->admin_listen[0]) {
+        mr_info(0, "admin console off: admin_listen is empty");
+        return true;
+    }
+    if (!cfg->admin_password[0]) {
+        mr_warn(0, "admin console not started: admin_password is empty "
+                "(set admin_password to enable the console on %s)", cfg->admin_listen);
+        return true;
+    }
+    if (!setup(p)) {
+        mr_error(0, "admin console not started: %s", strerror(errno));
+        release_all();
+        return false;
+    }
+    if (!bind_listener(cfg->admin_listen) ||
+        pthread_create(&A.thread, NULL, admin_main, NULL) != 0) {
+        release_all();
+        return false;
+    }
+    A.running = true;
+    mr_info(0, "admin console listening on %s (user %s)", cfg->admin_listen, cfg->admin_user);
+    return true;
+}
+
+void mr_admin_stop(void)
+{
+    if (!A.running)
+        return;
+    char byte = 0;
+    ssize_t n;
+    do {
+        n = write(A.stop_wr, &byte, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n != 1)
+        mr_error(0, "admin console: cannot signal its thread: %s", strerror(errno));
+    pthread_join(A.thread, NULL);
+    A.running = false;
+    release_all();
+}

@@ -1,0 +1,55 @@
+/*
+ * admin/admin_impl.h - what the admin console's files share privately: running
+ * one command against the proxy's state and writing its answer as packets.
+ *
+ * Admin console thread only. Every function appends a complete answer
+ * (result set, OK or ERR) to `out`, its first packet with sequence id 1.
+ */
+#ifndef MYREWRITE_ADMIN_IMPL_H
+#define MYREWRITE_ADMIN_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "myrewrite/base/buf.h"
+#include "myrewrite/base/proxy.h"
+
+/* Recognizes and runs one COM_QUERY text (admin/exec.c). */
+void mr_admin_exec(mr_proxy *p, const char *sql, size_t len, mr_buf *out);
+/* A one-column result set, one row per line of `text`, which it splits
+ * in place (admin/exec.c). */
+void mr_admin_lines_result(mr_buf *out, const char *column, char *text);
+/* An ERR answer with SQLSTATE 42000 or HY000 (admin/exec.c). */
+void mr_admin_error(mr_buf *out, uint16_t code, const char *sqlstate, const char *msg);
+
+/* admin/show.c */
+void mr_admin_show_version(mr_proxy *p, mr_buf *out);
+void mr_admin_show_config(mr_proxy *p, mr_buf *out);
+void mr_admin_show_stats(mr_proxy *p, mr_buf *out);
+void mr_admin_show_backends(mr_proxy *p, mr_buf *out);
+void mr_admin_show_queues(mr_proxy *p, mr_buf *out);
+
+/* admin/show_features.c */
+void mr_admin_show_delayed(mr_proxy *p, mr_buf *out);
+void mr_admin_show_pagination(mr_proxy *p, mr_buf *out);
+
+/* admin/show_clients.c */
+void mr_admin_show_clients(mr_proxy *p, mr_buf *out);
+
+/* admin/show_rules.c */
+void mr_admin_show_rules(mr_proxy *p, mr_buf *out);
+void mr_admin_show_digests(mr_proxy *p, mr_buf *out);
+void mr_admin_reload_rules(mr_proxy *p, mr_buf *out);
+void mr_admin_explain(mr_proxy *p, const char *sql, size_t len, mr_buf *out);
+
+/* admin/conn.c: one console connection on the console's base (takes fd). */
+struct event_base;
+void mr_admin_conn_open(mr_proxy *p, struct event_base *base, int fd, uint32_t id);
+void mr_admin_conn_close_all(void);
+unsigned mr_admin_conn_count(void);
+
+/* When the console started (admin/admin.c), for SHOW VERSION's uptime. */
+time_t mr_admin_started(void);
+
+#endif

@@ -1,0 +1,124 @@
+/*
+ * admin/exec.c - dispatch of the admin console's commands (see
+ * admin/admin_impl.h), and the answers that need no state: errors, OK, the
+ * version comment the mariadb CLI asks for.
+ *
+ * Admin console thread; owns nothing beyond one call.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "admin/admin_impl.h"
+#include "myrewrite/admin/cmd.h"
+#include "myrewrite/admin/proto.h"
+#include "myrewrite/proto/codec.h"
+#include "myrewrite/delayed/flush.h"
+#include "myrewrite/delayed/mem.h"
+
+#define ER_PARSE_ERROR 1064
+
+void mr_admin_error(mr_buf *out, uint16_t code, const char *sqlstate, const char *msg)
+{
+    mr_err_build(out, 1, code, sqlstate, msg);
+}
+
+void mr_admin_lines_result(mr_buf *out, const char *column, char *text)
+{
+    mr_col col = {column, MR_COL_TEXT};
+    mr_resultset rs;
+    mr_rs_begin(&rs, out, 1, &col, 1);
+    while (text && *text) {
+        char *nl = strchr(text, '\n');
+        if (nl)
+            *nl = '\0';
+        const char *v = text;
+        mr_rs_row(&rs, &v);
+        text = nl ? nl + 1 : text + strlen(text);
+    }
+    mr_rs_end(&rs);
+}
+
+static void unknown(mr_buf *out)
+{
+    char msg[512];
+    snprintf(msg, sizeof(msg), "unknown admin command; the commands are: %s", mr_admin_cmd_list());
+    mr_admin_error(out, MR_ER_UNKNOWN_COM, "42000", msg);
+}
+
+/* FLUSH DELAYED [table]: a flush round now, waited for (the console waits
+ * with it: at most FLUSH_WAIT_MS). */
+#define FLUSH_WAIT_MS 10000
+static void flush_delayed(const mr_buf *arg, mr_buf *out)
+{
+    const char *table = arg->len ? (const char *)arg->data : "";
+    int staged = mr_delayed_flush_now(table, FLUSH_WAIT_MS);
+    int memory = mr_dmem_flush_now(table, FLUSH_WAIT_MS);
+    switch (staged < 0 ? memory : memory < 0 ? staged : staged > memory ? staged : memory) {
+    case 0: mr_admin_lines_result(out, "result", "flushed"); return;
+    case 1:
+        mr_admin_lines_result(out, "result", "still flushing after 10 s; it goes on in the "
+                                             "background");
+        return;
+    case 2:
+        mr_admin_lines_result(out, "result", "a memory-mode chunk failed (see the log); its "
+                                             "deltas are kept and retried");
+        return;
+    default:
+        mr_admin_error(out, MR_ER_UNKNOWN_COM, "42000",
+                       "nothing to flush: no [delayed] rule is in force, or proxy_user is not "
+                       "set so the proxy has no connection of its own");
+    }
+}
+
+static void version_comment(mr_buf *out)
+{
+    mr_col col = {"@@version_comment", MR_COL_TEXT};
+    const char *v = "myrewrite admin console";
+    mr_resultset rs;
+    mr_rs_begin(&rs, out, 1, &col, 1);
+    mr_rs_row(&rs, &v);
+    mr_rs_end(&rs);
+}
+
+static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out)
+{
+    switch (cmd) {
+    case MR_ADM_SHOW_VERSION: mr_admin_show_version(p, out); return;
+    case MR_ADM_SHOW_CONFIG: mr_admin_show_config(p, out); return;
+    case MR_ADM_SHOW_RULES: mr_admin_show_rules(p, out); return;
+    case MR_ADM_SHOW_DIGESTS: mr_admin_show_digests(p, out); return;
+    case MR_ADM_SHOW_STATS: mr_admin_show_stats(p, out); return;
+    case MR_ADM_SHOW_BACKENDS: mr_admin_show_backends(p, out); return;
+    case MR_ADM_SHOW_QUEUES: mr_admin_show_queues(p, out); return;
+    case MR_ADM_SHOW_DELAYED: mr_admin_show_delayed(p, out); return;
+    case MR_ADM_SHOW_PAGINATION: mr_admin_show_pagination(p, out); return;
+    case MR_ADM_SHOW_CLIENTS: mr_admin_show_clients(p, out); return;
+    case MR_ADM_FLUSH_DELAYED: flush_delayed(arg, out); return;
+    case MR_ADM_RELOAD_RULES: mr_admin_reload_rules(p, out); return;
+    case MR_ADM_EXPLAIN_REWRITE:
+        mr_admin_explain(p, (const char *)arg->data, arg->len - 1, out); /* without the NUL */
+        return;
+    case MR_ADM_VERSION_COMMENT: version_comment(out); return;
+    case MR_ADM_SET:
+    case MR_ADM_EMPTY: mr_ok_build(out, 1, 0, 0, MR_STATUS_AUTOCOMMIT, 0); return;
+    case MR_ADM_BAD_ARGUMENT:
+        mr_admin_error(out, ER_PARSE_ERROR, "42000",
+                       "EXPLAIN REWRITE takes one quoted statement: EXPLAIN REWRITE 'SELECT ...'");
+        return;
+    default: break;
+    }
+    unknown(out);
+}
+
+void mr_admin_exec(mr_proxy *p, const char *sql, size_t len, mr_buf *out)
+{
+    mr_buf arg;
+    mr_buf_init(&arg);
+    mr_admin_cmd cmd = mr_admin_cmd_parse(sql, len, &arg);
+    if (arg.failed) {
+        mr_admin_error(out, MR_ER_OUT_OF_MEMORY, "HY000", "out of memory");
+    } else {
+        run(p, cmd, &arg, out);
+    }
+    mr_buf_free(&arg);
+}

@@ -1,0 +1,210 @@
+/*
+ * admin/show_features.c - the admin console's SHOW PAGINATION and SHOW DELAYED:
+ * one row per paginate or delayed rule in force, with what it did
+ * (stats/rule_stats.h; those counters outlive reloads, by rule name), and under
+ * a default delayed rule one row per table it derived.
+ *
+ * Admin console thread. Holds a reference to the rule set in force for one
+ * command; reads counters other threads write with relaxed loads.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "admin/admin_impl.h"
+#include "myrewrite/base/clock.h"
+#include "myrewrite/admin/proto.h"
+#include "myrewrite/delayed/derive.h"
+#include "myrewrite/delayed/flush.h"
+#include "myrewrite/paginate/stats.h"
+#include "myrewrite/core/reload.h"
+#include "myrewrite/stats/rule_hits.h"
+#include "myrewrite/stats/rule_stats.h"
+#include "myrewrite/core/worker.h"
+
+static const char *u64(uint64_t v, char *buf, size_t n)
+{
+    snprintf(buf, n, "%" PRIu64, v);
+    return buf;
+}
+
+static uint64_t load(_Atomic uint64_t *c)
+{
+    return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+/* The entry of a rule in force, without creating one: NULL means it has
+ * done nothing yet. */
+static mr_rule_stats *entry(const mr_rule *r)
+{
+    return mr_rule_stats_find(r->kind, r->name, NULL, NULL, false);
+}
+
+/* ---- SHOW PAGINATION ---- */
+
+enum { PAG_COLS = 10 };
+
+static void paginate_row(mr_resultset *rs, const mr_ruleset *set, size_t i)
+{
+    const mr_rule *r = mr_ruleset_rule(set, i);
+    const mr_paginate_def *d = r->paginate;
+    mr_rule_stats *e = entry(r);
+    char table[256], thr[24], max[24], hits[24], def[24], ref[24], kh[24], km[24];
+    if (!d->table)
+        snprintf(table, sizeof table, "*");
+    else
+        snprintf(table, sizeof table, "%s%s%s", d->schema ? d->schema : "", d->schema ? "." : "",
+                 d->table);
+    const char *row[PAG_COLS] = {
+        r->name,
+        table,
+        u64(d->threshold, thr, sizeof thr),
+        d->max_offset ? u64(d->max_offset, max, sizeof max) : NULL,
+        u64(mr_rule_hits_total(set, i), hits, sizeof hits),
+        u64(e ? load(&e->deferred) : 0, def, sizeof def),
+        u64(e ? load(&e->refused) : 0, ref, sizeof ref),
+        u64(e ? load(&e->keyset_hits) : 0, kh, sizeof kh),
+        u64(e ? load(&e->keyset_misses) : 0, km, sizeof km),
+        NULL, /* bookmarks are held per listing, not per rule: see the total row */
+    };
+    mr_rs_row(rs, row);
+}
+
+static uint64_t worker_sum(mr_proxy *p, mr_counter *(*field)(mr_stats *))
+{
+    uint64_t total = 0;
+    for (unsigned i = 0; i < p->nworkers; i++)
+        total += mr_stat_get(field(&p->workers[i].stats));
+    return total;
+}
+
+static mr_counter *f_deferred(mr_stats *s) { return &s->paginate_deferred; }
+static mr_counter *f_refused(mr_stats *s) { return &s->paginate_refused; }
+static mr_counter *f_khits(mr_stats *s) { return &s->paginate_keyset_hits; }
+static mr_counter *f_kmisses(mr_stats *s) { return &s->paginate_keyset_misses; }
+
+/* Every paginate rule together, including rules since removed, from the
+ * workers' counters; the only row with the keyset figures. */
+static void paginate_total(mr_resultset *rs, mr_proxy *p)
+{
+    char def[24], ref[24], kh[24], km[24], bm[24];
+    const char *row[PAG_COLS] = {
+        "(all)",
+        NULL,
+        NULL,
+        NULL,
+        NULL,
+        u64(worker_sum(p, f_deferred), def, sizeof def),
+        u64(worker_sum(p, f_refused), ref, sizeof ref),
+        u64(worker_sum(p, f_khits), kh, sizeof kh),
+        u64(worker_sum(p, f_kmisses), km, sizeof km),
+        u64(mr_keyset_bookmarks(), bm, sizeof bm),
+    };
+    mr_rs_row(rs, row);
+}
+
+void mr_admin_show_pagination(mr_proxy *p, mr_buf *out)
+{
+    static const mr_col cols[PAG_COLS] = {
+        {"rule", MR_COL_TEXT},      {"table", MR_COL_TEXT},        {"threshold", MR_COL_INT},
+        {"max_offset", MR_COL_INT}, {"hits", MR_COL_INT},          {"deferred", MR_COL_INT},
+        {"refused", MR_COL_INT},    {"keyset_hits", MR_COL_INT},   {"keyset_misses", MR_COL_INT},
+        {"bookmarks", MR_COL_INT}};
+    mr_shared_rules *cur = mr_rules_current(p);
+    mr_resultset rs;
+    mr_rs_begin(&rs, out, 1, cols, PAG_COLS);
+    for (size_t i = 0; cur && i < mr_ruleset_count(cur->set); i++)
+        if (mr_ruleset_rule(cur->set, i)->kind == MR_RULE_PAGINATE)
+            paginate_row(&rs, cur->set, i);
+    paginate_total(&rs, p);
+    mr_rs_end(&rs);
+    mr_shared_rules_release(cur);
+}
+
+/* ---- SHOW DELAYED ---- */
+
+enum { DEL_COLS = 11 };
+
+/* Unix milliseconds as UTC "YYYY-MM-DD HH:MM:SS.mmm"; NULL for 0 (never). */
+static const char *utc_ms(uint64_t ms, char *buf, size_t n)
+{
+    struct tm tm;
+    time_t tt = (time_t)(ms / 1000);
+    if (ms == 0 || !gmtime_r(&tt, &tm))
+        return NULL;
+    size_t w = strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf(buf + w, n - w, ".%03u", (unsigned)(ms % 1000));
+    return buf;
+}
+
+static const char *ms_as_seconds(uint64_t ms, char *buf, size_t n)
+{
+    snprintf(buf, n, "%" PRIu64 ".%03" PRIu64, ms / 1000, ms % 1000);
+    return buf;
+}
+
+/* One row: the counters e (NULL: nothing done yet) of rule `name` on
+ * table, staged in staging. */
+static void delayed_row(mr_resultset *rs, const char *name, const char *table,
+                        const char *staging, mr_rule_stats *e)
+{
+    char staged[24], flushed[24], rounds[24], last[40], dur[32], lag[32], errs[24],
+        err[MR_RULE_STATS_ERR_MAX];
+    uint64_t at = e ? mr_stat_get(&e->last_flush_at) : 0, now = mr_unix_ms();
+    err[0] = '\0';
+    if (e)
+        mr_rule_stats_last_error(e, err, sizeof err);
+    const char *row[DEL_COLS] = {
+        name,
+        table,
+        staging,
+        u64(e ? load(&e->staged) : 0, staged, sizeof staged),
+        u64(e ? mr_stat_get(&e->flushed) : 0, flushed, sizeof flushed),
+        u64(e ? mr_stat_get(&e->rounds) : 0, rounds, sizeof rounds),
+        utc_ms(at, last, sizeof last),
+        at ? ms_as_seconds(mr_stat_get(&e->last_flush_us), dur, sizeof dur) : NULL, /* us as ms */
+        at ? ms_as_seconds(now > at ? now - at : 0, lag, sizeof lag) : NULL,
+        u64(e ? mr_stat_get(&e->errors) : 0, errs, sizeof errs),
+        err[0] ? err : NULL,
+    };
+    mr_rs_row(rs, row);
+}
+
+/* A rule's row; a default rule's (the sum of its tables) is followed by
+ * one row per table it derived, in table name order. */
+static void delayed_rows(mr_resultset *rs, const mr_rule *r)
+{
+    const mr_delayed_def *d = r->delayed;
+    char table[256], staging[256];
+    snprintf(table, sizeof table, "%s.%s", d->schema ? d->schema : "", d->table);
+    snprintf(staging, sizeof staging, "%s.%s", d->schema ? d->schema : "", d->staging_table);
+    delayed_row(rs, r->name, table, staging, entry(r));
+    struct mr_derive_reg *g = d->derive ? mr_delayed_derived() : NULL;
+    size_t n = 0;
+    mr_rule_stats **v = g ? mr_derive_stats_of(g, r->name, &n) : NULL;
+    for (size_t k = 0; k < n; k++)
+        delayed_row(rs, v[k]->name, v[k]->table, v[k]->staging, v[k]);
+    free(v);
+}
+
+void mr_admin_show_delayed(mr_proxy *p, mr_buf *out)
+{
+    static const mr_col cols[DEL_COLS] = {
+        {"rule", MR_COL_TEXT},           {"table", MR_COL_TEXT},
+        {"staging_table", MR_COL_TEXT},  {"rows_staged", MR_COL_INT},
+        {"rows_flushed", MR_COL_INT},    {"flush_rounds", MR_COL_INT},
+        {"last_flush", MR_COL_TEXT},     {"last_flush_ms", MR_COL_DECIMAL},
+        {"lag_seconds", MR_COL_DECIMAL}, {"errors", MR_COL_INT},
+        {"last_error", MR_COL_TEXT}};
+    mr_shared_rules *cur = mr_rules_current(p);
+    mr_resultset rs;
+    mr_rs_begin(&rs, out, 1, cols, DEL_COLS);
+    for (size_t i = 0; cur && i < mr_ruleset_count(cur->set); i++) {
+        const mr_rule *r = mr_ruleset_rule(cur->set, i);
+        if (r->kind == MR_RULE_DELAYED && r->enabled)
+            delayed_rows(&rs, r);
+    }
+    mr_rs_end(&rs);
+    mr_shared_rules_release(cur);
+}

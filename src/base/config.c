@@ -1,0 +1,361 @@
+/*
+ * base/config.c - settings table, INI loading and validation (see base/config.h).
+ * Main thread at start-up; owns the strings inside mr_config.
+ */
+#include "myrewrite/base/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "myrewrite/base/ini.h"
+
+typedef enum key_type {
+    T_STRING,
+    T_COUNT,
+    T_SIZE,
+    T_DURATION,
+    T_ADDR,
+    T_LOGLEVEL,
+    T_TCP_OPT, /* "" (off) or a TCP host:port */
+} key_type;
+
+/* Key types whose field is a char * owned by the config. */
+static bool is_text(key_type t)
+{
+    return t == T_STRING || t == T_ADDR || t == T_LOGLEVEL || t == T_TCP_OPT;
+}
+
+typedef struct key_def {
+    const char *name;
+    key_type type;
+    size_t offset;
+    const char *def;
+    const char *help;
+} key_def;
+
+#define K(field) offsetof(mr_config, field)
+
+/* Alphabetical; the README's configuration reference is generated from it
+ * (`myrewrite --config-reference`). */
+static const key_def keys[] = {
+    {"admin_listen", T_TCP_OPT, K(admin_listen), "127.0.0.1:6034",
+     "loopback TCP address of the admin console (MySQL protocol); empty: off"},
+    {"admin_password", T_STRING, K(admin_password), "",
+     "admin console password; the console does not start without one"},
+    {"admin_user", T_STRING, K(admin_user), "admin", "admin console user name"},
+    {"backend", T_ADDR, K(backend), "127.0.0.1:3306",
+     "the mysqld to relay to: host:port, [ipv6]:port or /path/to/mysqld.sock"},
+    {"connect_timeout", T_DURATION, K(connect_timeout_ms), "5s",
+     "how long connecting to the backend and reading its greeting may take"},
+    {"handshake_timeout", T_DURATION, K(handshake_timeout_ms), "10s",
+     "how long a client may take to finish authentication"},
+    {"http_listen", T_TCP_OPT, K(http_listen), "",
+     "TCP address of the HTTP endpoint (/metrics, /health, /ready), e.g. 127.0.0.1:9104; "
+     "empty: off"},
+    {"listen", T_ADDR, K(listen), "127.0.0.1:6033", "TCP address clients connect to"},
+    {"log_level", T_LOGLEVEL, K(log_level), "info", "debug, info, warn or error"},
+    {"max_connections", T_COUNT, K(max_connections), "1000",
+     "client connections beyond this get ERR 1040 and are closed"},
+    {"max_packet_size", T_SIZE, K(max_packet_size), "1G",
+     "largest client command payload (all 16 MiB pieces together); larger ones get ERR 1153"},
+    {"proxy_password", T_STRING, K(proxy_password), "",
+     "password of the proxy's own account (keep the file unreadable to others)"},
+    {"proxy_user", T_STRING, K(proxy_user), "",
+     "the proxy's own account on the backend, used by background work (queue release); "
+     "empty: none"},
+    {"relay_buffer", T_SIZE, K(relay_buffer), "256K",
+     "bytes queued toward a slow peer before the proxy stops reading the other side"},
+    {"rules_dir", T_STRING, K(rules_dir), "rules", "directory of *.rules files"},
+    {"schema_cache_max_tables", T_COUNT, K(schema_cache_max_tables), "10000",
+     "tables whose keys the schema cache keeps; the least recently used go first"},
+    {"schema_cache_ttl", T_DURATION, K(schema_cache_ttl_ms), "60s",
+     "how long a table's keys read from information_schema are used before a reload "
+     "(DDL through the proxy reloads at once)"},
+    {"shutdown_timeout", T_DURATION, K(shutdown_timeout_ms), "10s",
+     "on SIGTERM, how long in-flight statements may run before connections are closed"},
+    {"socket", T_STRING, K(socket), "", "unix socket clients may also connect to (empty: none)"},
+    {"workers", T_COUNT, K(workers), "0", "worker threads; 0 means one per CPU core"},
+};
+
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+static const key_def *find_key(const char *name)
+{
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strcmp(keys[i].name, name) == 0)
+            return &keys[i];
+    return NULL;
+}
+
+/* "10", "10s", "250ms", "1.5s", "2m" -> milliseconds. */
+static bool parse_duration(const char *s, uint64_t *ms)
+{
+    char *end;
+    if (!isdigit((unsigned char)*s) && *s != '.')
+        return false; /* no sign, space, "inf" or "nan" */
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v >= 0))
+        return false;
+    double mult = 1000;
+    if (strcmp(end, "ms") == 0)
+        mult = 1;
+    else if (strcmp(end, "m") == 0)
+        mult = 60000;
+    else if (*end && strcmp(end, "s") != 0)
+        return false;
+    if (v * mult > 1e15) /* ~30,000 years; keeps the conversion defined */
+        return false;
+    *ms = (uint64_t)(v * mult + 0.5);
+    return true;
+}
+
+/* "4096", "64K", "16M", "1G" -> bytes. */
+static bool parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!isdigit((unsigned char)*s))
+        return false; /* strtoull would skip spaces and accept a sign */
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno)
+        return false;
+    int shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case '\0': break;
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    default: return false;
+    }
+    if (*end && end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2]))
+        return false;
+    if (v > (UINT64_MAX >> shift))
+        return false;
+    *out = (uint64_t)v << shift;
+    return true;
+}
+
+static bool parse_count(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!isdigit((unsigned char)*s))
+        return false; /* strtoull would skip spaces and accept a sign */
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || *end || errno)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool mr_addr_parse(const char *s, mr_addr *a)
+{
+    memset(a, 0, sizeof(*a));
+    if (s[0] == '/') {
+        if (strlen(s) >= sizeof(a->path))
+            return false;
+        strcpy(a->path, s);
+        a->is_unix = true;
+        return true;
+    }
+    const char *colon = strrchr(s, ':');
+    if (!colon || !colon[1] || strlen(colon + 1) >= sizeof(a->port))
+        return false;
+    const char *hs = s, *he = colon;
+    if (*hs == '[') { /* [::1]:6033 */
+        if (he[-1] != ']')
+            return false;
+        hs++;
+        he--;
+    }
+    if (he <= hs || (size_t)(he - hs) >= sizeof(a->host))
+        return false;
+    uint64_t port;
+    if (!parse_count(colon + 1, &port) || port == 0 || port > 65535)
+        return false;
+    memcpy(a->host, hs, (size_t)(he - hs));
+    strcpy(a->port, colon + 1);
+    return true;
+}
+
+static const char *expected_form(key_type t)
+{
+    switch (t) {
+    case T_COUNT: return "a whole number";
+    case T_SIZE: return "a size such as 4096, 64K, 16M or 1G";
+    case T_DURATION: return "a duration such as 10, 10s, 250ms or 2m";
+    case T_ADDR: return "host:port, [ipv6]:port or an absolute unix socket path";
+    case T_LOGLEVEL: return "one of debug, info, warn, error";
+    case T_TCP_OPT: return "host:port or [ipv6]:port, or nothing to turn it off";
+    default: return "text";
+    }
+}
+
+static bool valid_value(const key_def *k, const char *value, void *field)
+{
+    mr_addr addr;
+    switch (k->type) {
+    case T_COUNT: return parse_count(value, field);
+    case T_SIZE: return parse_size(value, field);
+    case T_DURATION: return parse_duration(value, field);
+    case T_ADDR: return mr_addr_parse(value, &addr);
+    case T_TCP_OPT: return !value[0] || (mr_addr_parse(value, &addr) && !addr.is_unix);
+    case T_LOGLEVEL:
+        return !strcmp(value, "debug") || !strcmp(value, "info") || !strcmp(value, "warn") ||
+               !strcmp(value, "error");
+    default: return true;
+    }
+}
+
+bool mr_config_set(mr_config *c, const char *key, const char *value, const char *origin, int line,
+                   mr_diag *d)
+{
+    const key_def *k = find_key(key);
+    if (!k) {
+        mr_diag_error(d, origin, line, "unknown key '%s' (see myrewrite --config-reference)", key);
+        return false;
+    }
+    void *field = (char *)c + k->offset;
+    if (!valid_value(k, value, field)) {
+        mr_diag_error(d, origin, line, "%s = '%s': expected %s", key, value, expected_form(k->type));
+        return false;
+    }
+    if (is_text(k->type)) {
+        char **s = field;
+        free(*s);
+        *s = strdup(value);
+    }
+    return true;
+}
+
+void mr_config_defaults(mr_config *c)
+{
+    mr_diag quiet = {0};
+    memset(c, 0, sizeof(*c));
+    for (size_t i = 0; i < NKEYS; i++)
+        mr_config_set(c, keys[i].name, keys[i].def, "defaults", 0, &quiet);
+}
+
+void mr_config_free(mr_config *c)
+{
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (is_text(keys[i].type)) {
+            char **s = (char **)((char *)c + keys[i].offset);
+            free(*s);
+            *s = NULL;
+        }
+    }
+}
+
+typedef struct load_ctx {
+    mr_config *c;
+    const char *path;
+    mr_diag *d;
+} load_ctx;
+
+static int on_section(void *ctx, const char *name, int line)
+{
+    load_ctx *l = ctx;
+    if (strcmp(name, "myrewrite") != 0) {
+        mr_diag_error(l->d, l->path, line, "unknown section [%s]; settings go under [myrewrite]",
+                      name);
+        return 1;
+    }
+    return 0;
+}
+
+static int on_pair(void *ctx, const char *section, const char *key, const char *value, int line)
+{
+    load_ctx *l = ctx;
+    if (strcmp(section, "myrewrite") != 0)
+        return 0; /* already reported at the section header */
+    return mr_config_set(l->c, key, value, l->path, line, l->d) ? 0 : 1;
+}
+
+static void on_error(void *ctx, int line, const char *msg)
+{
+    load_ctx *l = ctx;
+    mr_diag_error(l->d, l->path, line, "%s", msg);
+}
+
+static char *read_file(const char *path, size_t *len, mr_diag *d)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        mr_diag_error(d, path, 0, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    char *data = NULL;
+    size_t cap = 0, n = 0, got;
+    do {
+        if (cap - n < 4096) {
+            char *p = realloc(data, cap = cap * 2 + 4096);
+            if (!p) {
+                free(data);
+                fclose(f);
+                mr_diag_error(d, path, 0, "out of memory");
+                return NULL;
+            }
+            data = p;
+        }
+        got = fread(data + n, 1, cap - n, f);
+        n += got;
+    } while (got > 0);
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(data);
+        mr_diag_error(d, path, 0, "read error");
+        return NULL;
+    }
+    *len = n;
+    return data;
+}
+
+bool mr_config_load(mr_config *c, const char *path, mr_diag *d)
+{
+    int before = d->errors;
+    size_t len;
+    char *text = read_file(path, &len, d);
+    if (!text)
+        return false;
+    load_ctx l = {c, path, d};
+    mr_ini_callbacks cb = {on_section, on_pair, on_error};
+    mr_ini_parse(text, len, &cb, &l);
+    free(text);
+    return d->errors == before;
+}
+
+void mr_config_reference(FILE *out)
+{
+    fprintf(out, "| key | default | meaning |\n|---|---|---|\n");
+    for (size_t i = 0; i < NKEYS; i++)
+        fprintf(out, "| `%s` | `%s` | %s |\n", keys[i].name, keys[i].def, keys[i].help);
+}
+
+void mr_config_dump(const mr_config *c, FILE *out)
+{
+    fprintf(out, "[myrewrite]\n");
+    for (size_t i = 0; i < NKEYS; i++) {
+        const void *field = (const char *)c + keys[i].offset;
+        switch (keys[i].type) {
+        case T_COUNT:
+        case T_SIZE:
+            fprintf(out, "%s = %llu\n", keys[i].name, (unsigned long long)*(const uint64_t *)field);
+            break;
+        case T_DURATION:
+            fprintf(out, "%s = %llums\n", keys[i].name,
+                    (unsigned long long)*(const uint64_t *)field);
+            break;
+        default: {
+            const char *v = *(char *const *)field;
+            bool secret = strstr(keys[i].name, "password") && v[0];
+            fprintf(out, "%s = %s\n", keys[i].name, secret ? "(set, not shown)" : v);
+        }
+        }
+    }
+}

@@ -1,0 +1,344 @@
+/*
+ * core/main.c - command line, start-up and shutdown of the myrewrite process.
+ *
+ * Main thread: parses options and the config file, resolves the backend,
+ * starts the log thread and the workers, then runs the accept loop until
+ * SIGTERM/SIGINT, when it drains the workers within shutdown_timeout.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "myrewrite/admin/admin.h"
+#include "myrewrite/net/backend_addr.h"
+#include "myrewrite/base/clock.h"
+#include "myrewrite/base/config.h"
+#include "myrewrite/delayed/flush.h"
+#include "myrewrite/delayed/mem.h"
+#include "myrewrite/http/http.h"
+#include "myrewrite/core/listener.h"
+#include "myrewrite/base/log.h"
+#include "myrewrite/queue/release.h"
+#include "myrewrite/core/reload.h"
+#include "myrewrite/schema/cache.h"
+#include "myrewrite/core/worker.h"
+
+static const char usage[] =
+    "Usage: myrewrite [options]\n"
+    "A MySQL/MariaDB protocol proxy that relays statements unchanged unless a rule rewrites them.\n"
+    "\n"
+    "  -c, --config FILE       read settings from an INI file ([myrewrite] section)\n"
+    "  -l, --listen HOST:PORT  TCP address for clients (default 127.0.0.1:6033)\n"
+    "  -s, --socket PATH       also accept clients on this unix socket\n"
+    "  -b, --backend ADDR      mysqld to relay to: HOST:PORT or /path/to/mysqld.sock\n"
+    "                          (default 127.0.0.1:3306)\n"
+    "  -r, --rules DIR         directory of *.rules files (default rules)\n"
+    "  -w, --workers N         worker threads, 0 = one per core (default 0)\n"
+    "      --log-level LEVEL   debug, info, warn or error (default info)\n"
+    "      --set KEY=VALUE     set any config key (see --config-reference)\n"
+    "      --check             validate the configuration and rules, print file:line\n"
+    "                          errors, exit non-zero on any\n"
+    "      --explain SQL       dry run: show the digest, the rules tried and the rewritten\n"
+    "                          statement, without a backend (uses --rules)\n"
+    "      --print-config      print the effective configuration and exit\n"
+    "      --config-reference  print every config key with its default and meaning\n"
+    "  -h, --help              this text\n"
+    "  -V, --version           print the version\n"
+    "\n"
+    "Command-line options override the config file. Signals: SIGTERM/SIGINT stop accepting,\n"
+    "let running statements finish (up to shutdown_timeout) and exit; SIGHUP reloads the\n"
+    "rules (a set with errors is refused and the old one stays).\n";
+
+typedef struct options {
+    const char *config_path;
+    const char *explain; /* SQL for the dry run */
+    bool check, print_config;
+} options;
+
+enum { OPT_LOG_LEVEL = 256, OPT_CHECK, OPT_PRINT, OPT_REFERENCE, OPT_SET, OPT_EXPLAIN };
+
+static const struct option long_opts[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"listen", required_argument, NULL, 'l'},
+    {"socket", required_argument, NULL, 's'},
+    {"backend", required_argument, NULL, 'b'},
+    {"rules", required_argument, NULL, 'r'},
+    {"workers", required_argument, NULL, 'w'},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"set", required_argument, NULL, OPT_SET},
+    {"check", no_argument, NULL, OPT_CHECK},
+    {"explain", required_argument, NULL, OPT_EXPLAIN},
+    {"print-config", no_argument, NULL, OPT_PRINT},
+    {"config-reference", no_argument, NULL, OPT_REFERENCE},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+static const char *key_for_option(int c)
+{
+    switch (c) {
+    case 'l': return "listen";
+    case 's': return "socket";
+    case 'b': return "backend";
+    case 'r': return "rules_dir";
+    case 'w': return "workers";
+    case OPT_LOG_LEVEL: return "log_level";
+    default: return NULL;
+    }
+}
+
+/* `--set key=value` */
+static bool set_pair(mr_config *c, const char *arg, mr_diag *d)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg) {
+        mr_diag_error(d, "--set", 0, "expected KEY=VALUE, got '%s'", arg);
+        return false;
+    }
+    char key[64];
+    snprintf(key, sizeof(key), "%.*s", (int)(eq - arg), arg);
+    return mr_config_set(c, key, eq + 1, "--set", 0, d);
+}
+
+/* First pass finds --config (the file is read before the other flags apply). */
+static int parse_args(int argc, char **argv, mr_config *c, options *o, mr_diag *d)
+{
+    int ch;
+    for (int pass = 0; pass < 2; pass++) {
+        optind = 1;
+        while ((ch = getopt_long(argc, argv, "c:l:s:b:r:w:hV", long_opts, NULL)) != -1) {
+            if (ch == '?')
+                return 2;
+            if (pass == 0) {
+                if (ch == 'h') { fputs(usage, stdout); return 0; }
+                if (ch == 'V') { printf("myrewrite %s\n", MYREWRITE_VERSION); return 0; }
+                if (ch == OPT_REFERENCE) { mr_config_reference(stdout); return 0; }
+                if (ch == 'c') o->config_path = optarg;
+                continue;
+            }
+            const char *key = key_for_option(ch);
+            if (key)
+                mr_config_set(c, key, optarg, "command line", 0, d);
+            else if (ch == OPT_SET)
+                set_pair(c, optarg, d);
+            else if (ch == OPT_CHECK)
+                o->check = true;
+            else if (ch == OPT_PRINT)
+                o->print_config = true;
+            else if (ch == OPT_EXPLAIN)
+                o->explain = optarg;
+        }
+        if (pass == 0 && o->config_path)
+            mr_config_load(c, o->config_path, d);
+        if (optind < argc) {
+            mr_diag_error(d, "command line", 0, "unexpected argument '%s'", argv[optind]);
+            return 2;
+        }
+    }
+    return -1; /* go on */
+}
+
+/* The proxy's and the console's passwords are read from the config file:
+ * when every user of the machine can read that file, they can read the
+ * passwords. Fills msg and returns true then. */
+static bool secrets_exposed(const char *path, const mr_config *c, char *msg, size_t n)
+{
+    struct stat st;
+    if (!path || (!c->proxy_password[0] && !c->admin_password[0]) || stat(path, &st) != 0 ||
+        !(st.st_mode & S_IROTH))
+        return false;
+    snprintf(msg, n, "%s sets a password and is readable by every user of this machine "
+             "(mode %03o); chmod o-r it", path, (unsigned)(st.st_mode & 0777));
+    return true;
+}
+
+static bool validate(mr_config *c, mr_proxy *p, mr_diag *d)
+{
+    mr_addr a;
+    char err[400];
+    if (!mr_addr_parse(c->listen, &a) || a.is_unix)
+        mr_diag_error(d, "listen", 0, "'%s' must be a TCP host:port (use socket = for unix)",
+                      c->listen);
+    if (c->relay_buffer < 16384)
+        mr_diag_error(d, "relay_buffer", 0, "must be at least 16K");
+    if (c->max_packet_size < 1024)
+        mr_diag_error(d, "max_packet_size", 0, "must be at least 1K");
+    if (!mr_backend_resolve(p, c->backend, err, sizeof(err)))
+        mr_diag_error(d, "backend", 0, "%s", err);
+    return d->errors == 0;
+}
+
+/* `--explain`: the front end's verdict on one statement, no backend needed. */
+static int explain(mr_ruleset *rules, const char *sql, mr_diag *d)
+{
+    if (!rules || d->errors) {
+        fprintf(stderr, "myrewrite: the rules have errors (above); nothing explained\n");
+        return 1;
+    }
+    mr_stmt_ctx ctx = {0};
+    mr_rules_explain(rules, sql, strlen(sql), &ctx, stdout);
+    return 0;
+}
+
+static void on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    mr_info(0, "received SIGHUP: reloading rules");
+    mr_rules_reload(arg, NULL);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    mr_info(0, "received %s: draining connections", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    event_base_loopexit(arg, NULL);
+}
+
+/* Joins every worker, forcing the stragglers once the deadline passes. */
+static void stop_workers(mr_proxy *p)
+{
+    struct timespec deadline = mr_deadline_in(CLOCK_REALTIME, p->cfg->shutdown_timeout_ms);
+    for (unsigned i = 0; i < p->nworkers; i++)
+        mr_worker_signal(&p->workers[i], MR_WORKER_MSG_DRAIN);
+    for (unsigned i = 0; i < p->nworkers; i++) {
+        if (pthread_timedjoin_np(p->workers[i].thread, NULL, &deadline) == ETIMEDOUT) {
+            mr_warn(0, "worker %u still busy after shutdown_timeout; closing its connections", i);
+            mr_worker_signal(&p->workers[i], MR_WORKER_MSG_STOP);
+        } else {
+            p->workers[i].joined = true;
+        }
+    }
+}
+
+static bool start_workers(mr_proxy *p, mr_ruleset *rules)
+{
+    mr_shared_rules *shared = mr_rules_publish_initial(p, rules);
+    p->workers = calloc(p->nworkers, sizeof(*p->workers));
+    if (!shared || !p->workers)
+        return false;
+    for (unsigned i = 0; i < p->nworkers; i++) {
+        if (!mr_worker_start(&p->workers[i], p, i, shared)) {
+            mr_error(0, "cannot start worker %u", i);
+            return false;
+        }
+    }
+    return true;
+}
+
+static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
+{
+    struct event_base *base = event_base_new();
+    mr_schema_cache_start(c, p->backend_name);
+    mr_queue_configure(p, rules);
+    mr_delayed_configure(p, rules);
+    if (mr_dmem_init(p->nworkers))
+        mr_dmem_configure(p, rules); /* before the workers see the rules */
+    if (!base || !start_workers(p, rules))
+        return 1;
+    mr_listener *l = mr_listener_start(base, p);
+    if (!l || !mr_admin_start(p) || !mr_http_start(p))
+        return 1;
+    struct event *sigterm = evsignal_new(base, SIGTERM, on_signal, base);
+    struct event *sigint = evsignal_new(base, SIGINT, on_signal, base);
+    struct event *sighup = evsignal_new(base, SIGHUP, on_sighup, p);
+    event_add(sigterm, NULL);
+    event_add(sigint, NULL);
+    event_add(sighup, NULL);
+    mr_info(0, "myrewrite %s listening on %s%s%s, backend %s, %u workers", MYREWRITE_VERSION,
+            c->listen, c->socket[0] ? " and " : "", c->socket, p->backend_name, p->nworkers);
+    mr_backend_watch_start(p, c->backend);
+    event_base_dispatch(base);
+    mr_http_stop();
+    mr_listener_stop(l);
+    mr_admin_stop(); /* before the workers: the console reads their counters */
+    stop_workers(p);
+    for (unsigned i = 0; i < p->nworkers; i++)
+        mr_worker_join(&p->workers[i]);
+    mr_backend_watch_stop(); /* after the workers, which wake it */
+    mr_queue_stop(c->shutdown_timeout_ms);
+    mr_delayed_stop(c->shutdown_timeout_ms); /* its final flush runs here */
+    mr_dmem_stop(c->shutdown_timeout_ms);    /* and the memory tables' */
+    mr_schema_cache_stop();
+    mr_shared_rules_release(p->rules);
+    p->rules = NULL;
+    event_free(sigterm);
+    event_free(sigint);
+    event_free(sighup);
+    event_base_free(base);
+    free(p->workers);
+    mr_info(0, "stopped");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static mr_config cfg;
+    static mr_proxy proxy;
+    options o = {0};
+    mr_diag d = {.out = stderr};
+
+    mr_config_defaults(&cfg);
+    int rc = parse_args(argc, argv, &cfg, &o, &d);
+    if (rc >= 0) {
+        if (rc == 2)
+            fputs("Try 'myrewrite --help'.\n", stderr);
+        mr_config_free(&cfg);
+        return rc;
+    }
+    proxy.cfg = &cfg;
+    pthread_mutex_init(&proxy.rules_lock, NULL);
+    pthread_mutex_init(&proxy.reload_lock, NULL);
+    pthread_mutex_init(&proxy.backend_lock, NULL);
+    unsigned n = cfg.workers ? (unsigned)cfg.workers : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    proxy.nworkers = n ? n : 1;
+    if (o.explain) { /* needs the rules only, not a reachable backend */
+        mr_ruleset *rules = mr_rules_load_configured(&cfg, 1, &d);
+        rc = explain(rules, o.explain, &d);
+        mr_ruleset_free(rules);
+        mr_config_free(&cfg);
+        return rc;
+    }
+    validate(&cfg, &proxy, &d);
+    mr_ruleset *rules = mr_rules_load_configured(&cfg, proxy.nworkers, &d);
+    if (d.errors) {
+        mr_ruleset_free(rules);
+        fprintf(stderr, "myrewrite: %d configuration error%s\n", d.errors, d.errors > 1 ? "s" : "");
+        mr_config_free(&cfg);
+        return 1;
+    }
+    char exposed[1200]; /* a path that long is cut short, the warning stays */
+    bool warn_exposed = secrets_exposed(o.config_path, &cfg, exposed, sizeof exposed);
+    if (o.check || o.print_config) {
+        if (warn_exposed)
+            fprintf(stderr, "warning: %s\n", exposed);
+        if (o.print_config)
+            mr_config_dump(&cfg, stdout);
+        else
+            printf("configuration OK: %zu rules from %s\n", mr_ruleset_count(rules), cfg.rules_dir);
+        mr_ruleset_free(rules);
+        mr_config_free(&cfg);
+        return 0;
+    }
+    mr_log_level level = MR_LOG_INFO;
+    mr_log_level_parse(cfg.log_level, &level);
+    mr_log_set_level(level);
+    signal(SIGPIPE, SIG_IGN);
+    mr_log_start();
+    if (warn_exposed)
+        mr_warn(0, "%s", exposed);
+    rc = run(&cfg, &proxy, rules);
+    mr_log_stop();
+    mr_config_free(&cfg);
+    return rc;
+}

@@ -1,0 +1,193 @@
+/*
+ * core/worker.c - worker threads (see core/worker.h).
+ * Each worker thread runs its own event_base and owns every session on it;
+ * other threads talk to it only through its hand-off pipe.
+ */
+#include "myrewrite/core/worker.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "myrewrite/base/log.h"
+#include "myrewrite/stats/rule_hits.h"
+#include "myrewrite/session/session.h"
+
+static void drain_sessions(mr_worker *w, int force)
+{
+    mr_session *s = w->sessions;
+    while (s) {
+        mr_session *next = mr_session_next(s); /* s may be unlinked below */
+        mr_session_drain(s, force);
+        s = next;
+    }
+}
+
+mr_shared_rules *mr_shared_rules_new(mr_ruleset *set, unsigned refs)
+{
+    mr_shared_rules *r = malloc(sizeof(*r));
+    if (!r)
+        return NULL;
+    atomic_init(&r->refs, refs);
+    r->set = set;
+    return r;
+}
+
+void mr_shared_rules_release(mr_shared_rules *r)
+{
+    if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+        mr_rule_hits_fold(r->set); /* its hits outlive it, by rule name */
+        mr_ruleset_free(r->set);
+        free(r);
+    }
+}
+
+/* Statements are matched inside one callback, so between two callbacks no
+ * statement of this worker is using the old set. */
+static void take_pending_rules(mr_worker *w)
+{
+    pthread_mutex_lock(&w->pending_lock);
+    mr_shared_rules *next = w->pending_rules;
+    w->pending_rules = NULL;
+    pthread_mutex_unlock(&w->pending_lock);
+    if (!next)
+        return;
+    mr_shared_rules_release(w->rules);
+    w->rules = next;
+    mr_debug(0, "worker %u switched to a new rule set (%zu rules)", w->id,
+             mr_ruleset_count(next->set));
+}
+
+void mr_worker_set_rules(mr_worker *w, mr_shared_rules *rules)
+{
+    pthread_mutex_lock(&w->pending_lock);
+    mr_shared_rules *stale = w->pending_rules; /* two reloads before the worker woke */
+    w->pending_rules = rules;
+    pthread_mutex_unlock(&w->pending_lock);
+    mr_shared_rules_release(stale);
+    mr_worker_signal(w, MR_WORKER_MSG_RULES);
+}
+
+void mr_worker_session_ended(mr_worker *w)
+{
+    if (w->draining && w->nsessions == 0)
+        event_base_loopexit(w->base, NULL);
+}
+
+static void on_message(mr_worker *w, int msg)
+{
+    if (msg >= 0) {
+        if (w->draining) {
+            close(msg);
+            atomic_fetch_sub(&w->proxy->connections, 1);
+            return;
+        }
+        mr_session_start(w, msg);
+        return;
+    }
+    if (msg == MR_WORKER_MSG_RULES) {
+        take_pending_rules(w);
+        return;
+    }
+    w->draining = true;
+    drain_sessions(w, msg == MR_WORKER_MSG_STOP);
+    if (w->nsessions == 0)
+        event_base_loopexit(w->base, NULL);
+}
+
+static void pipe_cb(evutil_socket_t fd, short what, void *arg)
+{
+    mr_worker *w = arg;
+    int msgs[64];
+    (void)what;
+    for (;;) {
+        ssize_t n = read(fd, msgs, sizeof(msgs));
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            return; /* EAGAIN: all read */
+        }
+        for (ssize_t i = 0; i < n / (ssize_t)sizeof(int); i++)
+            on_message(w, msgs[i]);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    mr_worker *w = arg;
+    mr_debug(0, "worker %u running", w->id);
+    event_base_dispatch(w->base);
+    /* Anything left (a forced stop) is closed by freeing the base's users. */
+    drain_sessions(w, 1);
+    event_base_loop(w->base, EVLOOP_NONBLOCK); /* run the deferred frees */
+    mr_debug(0, "worker %u stopped", w->id);
+    return NULL;
+}
+
+bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *rules)
+{
+    int fds[2];
+    memset(w, 0, sizeof(*w));
+    w->id = id;
+    w->proxy = p;
+    w->rules = rules;
+    pthread_mutex_init(&w->pending_lock, NULL);
+    mr_client_registry_init(&w->clients);
+    mr_buf_init(&w->match.text);
+    mr_buf_init(&w->match.would_be);
+    w->scratch = mr_rules_scratch_new();
+    if (!w->scratch || !mr_digest_stats_init(&w->digests, 4096))
+        return false;
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
+        return false;
+    w->pipe_rd = fds[0];
+    w->pipe_wr = fds[1];
+    w->base = event_base_new();
+    if (!w->base)
+        return false;
+    w->pipe_ev = event_new(w->base, w->pipe_rd, EV_READ | EV_PERSIST, pipe_cb, w);
+    if (!w->pipe_ev || event_add(w->pipe_ev, NULL) != 0)
+        return false;
+    return pthread_create(&w->thread, NULL, worker_main, w) == 0;
+}
+
+/* Writes one int; a pipe write of <= PIPE_BUF bytes is atomic, so several
+ * writers never interleave. */
+static bool send_msg(mr_worker *w, int msg)
+{
+    ssize_t n;
+    do {
+        n = write(w->pipe_wr, &msg, sizeof(msg));
+    } while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof(msg);
+}
+
+bool mr_worker_hand_off(mr_worker *w, int fd) { return send_msg(w, fd); }
+
+void mr_worker_signal(mr_worker *w, int msg)
+{
+    if (!send_msg(w, msg))
+        mr_error(0, "cannot signal worker %u: %s", w->id, strerror(errno));
+}
+
+void mr_worker_join(mr_worker *w)
+{
+    if (!w->joined)
+        pthread_join(w->thread, NULL);
+    w->joined = true;
+    mr_shared_rules_release(w->rules);
+    mr_shared_rules_release(w->pending_rules);
+    mr_rules_scratch_free(w->scratch);
+    mr_buf_free(&w->match.text);
+    mr_buf_free(&w->match.would_be);
+    mr_digest_stats_free(&w->digests);
+    pthread_mutex_destroy(&w->pending_lock);
+    mr_client_registry_destroy(&w->clients);
+    event_free(w->pipe_ev);
+    event_base_free(w->base);
+    close(w->pipe_rd);
+    close(w->pipe_wr);
+}

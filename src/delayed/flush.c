@@ -1,0 +1,1466 @@
+/*
+ * delayed/flush.c - staging tables and the flusher of delayed rules (see
+ * delayed/flush.h for what a flush does and why it is exactly-once).
+ *
+ * The main thread hands copies of the delayed rules over under `D.lock`;
+ * the flusher's bgconn thread adopts them in its tick, creates missing
+ * staging tables, and flushes each table when its interval is due. On stop
+ * the main thread asks for a final flush and waits for it, bounded.
+ * Owns the rule copies, the per-chunk buffers and the counters.
+ */
+#include "myrewrite/base/clock.h"
+#include "myrewrite/delayed/flush.h"
+
+#include <inttypes.h>
+#include <mysql.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "myrewrite/net/bgconn.h"
+#include "myrewrite/base/buf.h"
+#include "myrewrite/delayed/derive.h"
+#include "myrewrite/delayed/staging_sql.h"
+#include "myrewrite/base/log.h"
+#include "myrewrite/stats/rule_stats.h"
+#include "myrewrite/schema/cache.h"
+#include "myrewrite/sql/digest.h"
+#include "delayed/flush_impl.h"
+
+#define KEYS_PER_STATEMENT 500  /* keys per UPDATE ... JOIN, upsert or DELETE */
+#define SEQS_PER_STATEMENT 5000 /* staged rows per DELETE FROM staging */
+#define IDLE_MS 60000
+#define SETUP_RETRY_MS 10000    /* a table whose check failed is checked again after this */
+#define ADOPT_MS 60000          /* between scans for staging tables of default rules */
+
+
+typedef struct tables {
+    table *t;
+    size_t n;
+    dflush_default *d; /* default rules (derive = yes) */
+    size_t nd;
+} tables;
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t done_cond;
+    /* guarded by lock */
+    tables next;
+    bool have_next;
+    bool final_wanted;
+    bool final_done;
+    uint64_t deadline_ms;
+    uint64_t flush_asked, flush_done; /* FLUSH DELAYED requests and the last one served */
+    char flush_filter[200];           /* its table ("" = all), as `t` or `schema.t` */
+    /* main thread */
+    mr_bgconn *bg;
+    /* any thread */
+    mr_delayed_stats stats;
+    /* flusher thread */
+    tables cur;
+    tables derived;          /* tables derived by default rules (t only); kept across reloads */
+    uint64_t next_adopt_ms;  /* next scan for staging tables a default rule would own */
+} D = {.lock = PTHREAD_MUTEX_INITIALIZER, .done_cond = PTHREAD_COND_INITIALIZER};
+
+const mr_delayed_stats *mr_delayed_stats_get(void)
+{
+    return &D.stats;
+}
+
+/* ---- rule copies ---------------------------------------------------------------- */
+
+static char *dup_or_null(const char *s, bool *ok)
+{
+    char *d = s ? strdup(s) : NULL;
+    if (s && !d)
+        *ok = false;
+    return d;
+}
+
+static char **names_copy(char *const *v, size_t n, bool *ok)
+{
+    char **c = calloc(n ? n : 1, sizeof *c);
+    if (!c)
+        *ok = false;
+    for (size_t i = 0; c && i < n; i++)
+        c[i] = dup_or_null(v[i], ok);
+    return c;
+}
+
+/* The rule's keys and, last, its bucket column: to the flusher the bucket
+ * is one more key column, staged with each row and grouped on. */
+static char **names_copy_bucket(const mr_delayed_def *s, bool *ok)
+{
+    size_t n = s->nkeys + (s->bucket_column != NULL);
+    char **c = calloc(n ? n : 1, sizeof *c);
+    if (!c) {
+        *ok = false;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!(c[i] = strdup(i < s->nkeys ? s->keys[i] : s->bucket_column)))
+            *ok = false;
+    return c;
+}
+
+static void names_free(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void table_free(table *t)
+{
+    free(t->def.schema);
+    free(t->def.table);
+    names_free(t->def.keys, t->def.nkeys);
+    names_free(t->def.columns, t->def.ncolumns);
+    names_free(t->def.set_columns, t->def.nset_columns);
+    free(t->def.staging_table);
+    free(t->def.staging_engine);
+    free(t->rule);
+}
+
+/* The lock name: myrewrite_flush_<schema>.<staging>, or a hash of it when
+ * that passes the 64 characters GET_LOCK takes. */
+static void set_lock_name(table *t)
+{
+    int n = snprintf(t->lock_name, sizeof t->lock_name, "myrewrite_flush_%s.%s", t->def.schema,
+                     t->def.staging_table);
+    if (n < 0 || (size_t)n >= sizeof t->lock_name) {
+        char full[160];
+        snprintf(full, sizeof full, "%s.%s", t->def.schema, t->def.staging_table);
+        snprintf(t->lock_name, sizeof t->lock_name, "myrewrite_flush_%016" PRIx64,
+                 sql_hash64(full, strlen(full)));
+    }
+}
+
+/* The flusher's copy of the rule `s` named `rule`. */
+static bool table_from_def(table *t, const mr_delayed_def *s, const char *rule,
+                           struct mr_rule_stats *stats)
+{
+    bool ok = true;
+    memset(t, 0, sizeof *t);
+    t->def = *s;
+    t->def.set_columns = names_copy(s->set_columns, s->nset_columns, &ok);
+    t->def.mem = NULL;
+    t->def.staged_rows = NULL;
+    t->def.schema = dup_or_null(s->schema, &ok);
+    t->def.table = dup_or_null(s->table, &ok);
+    t->def.keys = names_copy_bucket(s, &ok);
+    t->def.nkeys = s->nkeys + (s->bucket_column != NULL);
+    t->def.bucket_column = NULL; /* one of the keys here, the last */
+    t->key_from_schema = s->nkeys == 0;
+    t->def.columns = names_copy(s->columns, s->ncolumns, &ok);
+    t->def.staging_table = dup_or_null(s->staging_table, &ok);
+    t->def.staging_engine = dup_or_null(s->staging_engine, &ok);
+    t->rule = dup_or_null(rule, &ok);
+    t->stats = stats;
+    if (ok)
+        set_lock_name(t);
+    return ok;
+}
+
+static bool table_copy(table *t, const mr_rule *r)
+{
+    return table_from_def(t, r->delayed, r->name, mr_rule_stats_of(r));
+}
+
+static void tables_free(tables *ts)
+{
+    for (size_t i = 0; i < ts->n; i++)
+        table_free(&ts->t[i]);
+    free(ts->t);
+    free(ts->d);
+    memset(ts, 0, sizeof *ts);
+}
+
+/* mode = memory rules have their own flusher (delayed/mem_flush.c); default
+ * rules name no table (their tables are derived, below). */
+static bool is_staged(const mr_rule *r)
+{
+    return r->kind == MR_RULE_DELAYED && r->enabled && r->delayed->mode == MR_DELAYED_STAGED &&
+           !r->delayed->derive;
+}
+
+static bool is_default(const mr_rule *r)
+{
+    return r->kind == MR_RULE_DELAYED && r->enabled && r->delayed->derive;
+}
+
+/* The default rules, for adopting staging tables left by another proxy. */
+static bool defaults_from(tables *ts, const mr_ruleset *rs)
+{
+    size_t total = mr_ruleset_count(rs);
+    for (size_t i = 0; i < total; i++)
+        ts->nd += is_default(mr_ruleset_rule(rs, i));
+    if (!ts->nd)
+        return true;
+    if (!(ts->d = calloc(ts->nd, sizeof *ts->d)))
+        return false;
+    for (size_t i = 0, k = 0; i < total; i++) {
+        const mr_rule *r = mr_ruleset_rule(rs, i);
+        if (!is_default(r))
+            continue;
+        snprintf(ts->d[k].schema, sizeof ts->d[k].schema, "%s", r->delayed->schema);
+        mr_derive_how_of(r->name, r->delayed, &ts->d[k].how);
+        ts->d[k++].stats = mr_rule_stats_of(r);
+    }
+    return true;
+}
+
+static bool tables_from(tables *ts, const mr_ruleset *rs)
+{
+    size_t n = 0, total = mr_ruleset_count(rs);
+    memset(ts, 0, sizeof *ts);
+    if (!defaults_from(ts, rs))
+        return false;
+    for (size_t i = 0; i < total; i++)
+        n += is_staged(mr_ruleset_rule(rs, i));
+    if (!n)
+        return true;
+    if (!(ts->t = calloc(n, sizeof *ts->t)))
+        return false;
+    for (size_t i = 0; i < total; i++) {
+        const mr_rule *r = mr_ruleset_rule(rs, i);
+        if (!is_staged(r))
+            continue;
+        bool ok = table_copy(&ts->t[ts->n], r);
+        ts->n++;
+        if (!ok) {
+            tables_free(ts);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- SQL text ------------------------------------------------------------------ */
+
+static void put_ident(mr_buf *b, const char *name)
+{
+    mr_buf_put(b, "`", 1);
+    mr_buf_put_str(b, name);
+    mr_buf_put(b, "`", 1);
+}
+
+static void put_table(mr_buf *b, const char *schema, const char *name)
+{
+    put_ident(b, schema);
+    mr_buf_put(b, ".", 1);
+    put_ident(b, name);
+}
+
+/* 'value' escaped for the connection's charset and sql_mode. */
+static void put_quoted(MYSQL *db, mr_buf *b, const char *v, size_t n)
+{
+    char *esc = malloc(2 * n + 1);
+    if (!esc) {
+        b->failed = true;
+        return;
+    }
+    unsigned long e = mysql_real_escape_string(db, esc, v, (unsigned long)n);
+    mr_buf_put(b, "'", 1);
+    mr_buf_put(b, esc, e);
+    mr_buf_put(b, "'", 1);
+    free(esc);
+}
+
+static void put_fmt(mr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put_fmt(mr_buf *b, const char *fmt, ...)
+{
+    char tmp[64];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        mr_buf_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Runs the text built in b; logs and counts a failure. */
+static bool exec_buf(MYSQL *db, const mr_buf *b, const table *t, const char *what)
+{
+    if (mr_bg_query_buf(db, b, t->rule, what))
+        return true;
+    dflush_count_error(t, what, mysql_errno(db), mysql_error(db));
+    return false;
+}
+
+static bool exec_str(MYSQL *db, const char *sql, const table *t, const char *what)
+{
+    mr_buf b = {.data = (uint8_t *)(uintptr_t)sql, .len = strlen(sql)};
+    return exec_buf(db, &b, t, what);
+}
+
+/* ---- staging table ---------------------------------------------------------------- */
+
+/* The first row of a query on (schema, name) strings; NULL when none. */
+static MYSQL_RES *schema_query(MYSQL *db, const table *t, const char *sql_head, const char *name)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, sql_head);
+    mr_buf_put_str(&b, " WHERE TABLE_SCHEMA = ");
+    put_quoted(db, &b, t->def.schema, strlen(t->def.schema));
+    mr_buf_put_str(&b, " AND TABLE_NAME = ");
+    put_quoted(db, &b, name, strlen(name));
+    MYSQL_RES *res = exec_buf(db, &b, t, "reading information_schema") ? mysql_store_result(db)
+                                                                        : NULL;
+    mr_buf_free(&b);
+    return res;
+}
+
+/* Engines a staging table may use: InnoDB for transactional tables (the
+ * chunk's delete from staging commits with its apply); for the locked path
+ * also the non-transactional engines that take DELETE. */
+static bool staging_engine_ok(const table *t)
+{
+    static const char *const locked_ok[] = {"InnoDB", "MyISAM", "Aria", "MEMORY", NULL};
+    for (size_t i = 0; locked_ok[i] && (t->locked || i == 0); i++)
+        if (strcasecmp(t->def.staging_engine, locked_ok[i]) == 0)
+            return true;
+    mr_error(0, "delayed %s: staging_engine %s cannot be flushed for a%s table; use %s", t->rule,
+             t->def.staging_engine, t->locked ? " non-transactional" : "n InnoDB",
+             t->locked ? "InnoDB, MyISAM, Aria or MEMORY" : "InnoDB");
+    return false;
+}
+
+/* InnoDB tables get the exactly-once transactional flush; MyISAM, Aria and
+ * MEMORY the LOCK TABLES path (delayed/flush_locked.c); others none. */
+static bool check_engines(MYSQL *db, table *t)
+{
+    MYSQL_RES *res = schema_query(db, t, "SELECT ENGINE FROM information_schema.TABLES",
+                                  t->def.table);
+    MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+    const char *e = row && row[0] ? row[0] : "";
+    static const char *const locked[] = {"MyISAM", "Aria", "MEMORY", NULL};
+    bool ok = strcasecmp(e, "InnoDB") == 0;
+    t->locked = false;
+    for (size_t i = 0; !ok && locked[i]; i++)
+        ok = t->locked = strcasecmp(e, locked[i]) == 0;
+    if (res && !row)
+        mr_error(0, "delayed %s: table %s.%s does not exist; not flushing", t->rule,
+                 t->def.schema, t->def.table);
+    else if (row && !ok)
+        mr_error(0, "delayed %s: %s.%s is %s, which the flusher cannot update (it flushes "
+                 "InnoDB, MyISAM, Aria and MEMORY tables; ARCHIVE tables take no UPDATE)",
+                 t->rule, t->def.schema, t->def.table, row[0] ? row[0] : "a view");
+    mysql_free_result(res);
+    return ok && staging_engine_ok(t);
+}
+
+/* A rule without `key`: the table's primary key, read again on every
+ * (re)connect. The workers take theirs from the schema cache, which reads
+ * the same information_schema rows. */
+static bool key_from_schema(MYSQL *db, table *t)
+{
+    if (!t->key_from_schema)
+        return true;
+    names_free(t->def.keys, t->def.nkeys);
+    t->def.keys = NULL;
+    t->def.nkeys = 0;
+    mr_table_desc *td = mr_schema_read(db, t->def.schema, t->def.table);
+    mr_row_key rk;
+    if (td)
+        mr_td_row_key(td, &rk);
+    mr_td_free(td);
+    if (!td || rk.status != MR_KEY_FOUND || !rk.primary) {
+        mr_error(0, "delayed %s: the rule names no key and %s.%s has no primary key%s; not "
+                 "flushing (give key in the rule)", t->rule, t->def.schema, t->def.table,
+                 td ? "" : " that could be read");
+        return false;
+    }
+    bool ok = (t->def.keys = calloc(rk.ncols, sizeof *t->def.keys)) != NULL;
+    for (uint8_t k = 0; ok && k < rk.ncols; k++)
+        ok = (t->def.keys[t->def.nkeys++] = strdup(rk.cols[k])) != NULL;
+    return ok;
+}
+
+/* `<name>_set`: where a staged row keeps the value of SET name = literal. */
+static void put_set_ident(mr_buf *b, const char *name)
+{
+    mr_buf_put(b, "`", 1);
+    mr_buf_put_str(b, name);
+    mr_buf_put_str(b, "_set`");
+}
+
+/* Appends the staging table's column for key `name` (NOT NULL), or for the
+ * value of set column `name` (`<name>_set`, NULL allowed as a value), typed
+ * as the main table's column. */
+static bool typed_column(mr_buf *b, MYSQL_RES *cols, const table *t, const char *name,
+                         bool set_value)
+{
+    mysql_data_seek(cols, 0);
+    MYSQL_ROW row;
+    while ((row = mysql_fetch_row(cols)))
+        if (row[0] && row[1] && strcasecmp(row[0], name) == 0) {
+            if (set_value)
+                put_set_ident(b, name);
+            else
+                put_ident(b, name);
+            mr_buf_put(b, " ", 1);
+            mr_buf_put_str(b, row[1]);
+            if (row[2]) {
+                mr_buf_put_str(b, " COLLATE ");
+                mr_buf_put_str(b, row[2]);
+            }
+            mr_buf_put_str(b, set_value ? " NULL DEFAULT NULL, " : " NOT NULL, ");
+            return true;
+        }
+    mr_error(0, "delayed %s: %s.%s has no column %s; not flushing", t->rule, t->def.schema,
+             t->def.table, name);
+    return false;
+}
+
+static bool has_column(MYSQL_RES *cols, const table *t, const char *name)
+{
+    mysql_data_seek(cols, 0);
+    MYSQL_ROW row;
+    while ((row = mysql_fetch_row(cols)))
+        if (row[0] && strcasecmp(row[0], name) == 0)
+            return true;
+    mr_error(0, "delayed %s: %s.%s has no column %s; not flushing", t->rule, t->def.schema,
+             t->def.table, name);
+    return false;
+}
+
+static bool create_staging(MYSQL *db, const table *t, MYSQL_RES *cols)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, "CREATE TABLE IF NOT EXISTS ");
+    put_table(&b, t->def.schema, t->def.staging_table);
+    mr_buf_put_str(&b, " (`seq` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, ");
+    bool ok = true;
+    for (size_t i = 0; ok && i < t->def.nkeys; i++)
+        ok = typed_column(&b, cols, t, t->def.keys[i], false);
+    for (size_t i = 0; ok && i < t->def.ncolumns; i++) {
+        ok = has_column(cols, t, t->def.columns[i]);
+        put_ident(&b, t->def.columns[i]);
+        mr_buf_put_str(&b, " BIGINT NOT NULL DEFAULT 0, ");
+    }
+    for (size_t i = 0; ok && i < t->def.nset_columns; i++)
+        ok = typed_column(&b, cols, t, t->def.set_columns[i], true);
+    if (t->def.nset_columns) /* bit s: the row sets set_columns[s] */
+        mr_buf_put_str(&b, "`set_mask` BIGINT UNSIGNED NOT NULL DEFAULT 0, ");
+    mr_buf_put_str(&b, "`op` TINYINT NOT NULL DEFAULT 0, `staged_at` TIMESTAMP(6) NOT NULL "
+                       "DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=");
+    mr_buf_put_str(&b, t->def.staging_engine);
+    ok = ok && exec_buf(db, &b, t, "creating the staging table");
+    mr_buf_free(&b);
+    return ok;
+}
+
+/* An existing staging table must have the columns this rule stages into:
+ * one made for another rule, or before a key change, would fail every
+ * staging INSERT or flush. */
+static bool staging_columns_ok(MYSQL *db, const table *t)
+{
+    MYSQL_RES *res = schema_query(db, t, "SELECT COLUMN_NAME FROM information_schema.COLUMNS",
+                                  t->def.staging_table);
+    if (!res)
+        return false;
+    char missing[300] = "", set_name[80];
+    size_t nk = t->def.nkeys, nc = t->def.ncolumns, ns = t->def.nset_columns;
+    size_t total = 3 + nk + nc + ns + (ns ? 1 : 0);
+    for (size_t i = 0; i < total; i++) {
+        const char *want = i == 0 ? "seq" : i == 1 ? "op" : i == 2 ? "staged_at"
+                         : i < 3 + nk ? t->def.keys[i - 3]
+                         : i < 3 + nk + nc ? t->def.columns[i - 3 - nk]
+                         : i == 3 + nk + nc + ns ? "set_mask" : set_name;
+        if (want == set_name)
+            snprintf(set_name, sizeof set_name, "%s_set", t->def.set_columns[i - 3 - nk - nc]);
+        bool found = false;
+        MYSQL_ROW row;
+        mysql_data_seek(res, 0);
+        while (!found && (row = mysql_fetch_row(res)))
+            found = row[0] && strcasecmp(row[0], want) == 0;
+        if (!found && strlen(missing) + strlen(want) + 3 < sizeof missing)
+            snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s",
+                     missing[0] ? ", " : "", want);
+    }
+    mysql_free_result(res);
+    if (!missing[0])
+        return true;
+    mr_error(0, "delayed %s: the staging table %s.%s exists without the column(s) %s that this "
+             "rule stages into; not flushing it (drop or rename it once it is empty, or set "
+             "staging_table)", t->rule, t->def.schema, t->def.staging_table, missing);
+    dflush_count_error(t, "the staging table check", 0, "the staging table lacks columns");
+    return false;
+}
+
+bool dflush_setup_table(MYSQL *db, table *t)
+{
+    if (!check_engines(db, t) || !key_from_schema(db, t))
+        return false;
+    MYSQL_RES *cols = schema_query(db, t, "SELECT COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME FROM "
+                                   "information_schema.COLUMNS", t->def.table);
+    bool ok = cols && create_staging(db, t, cols) && staging_columns_ok(db, t);
+    mysql_free_result(cols);
+    t->tmp_ready = false;
+    if (ok)
+        mr_info(0, "delayed %s: %s.%s flushed from %s.%s every %" PRIu64 " ms%s", t->rule,
+                t->def.schema, t->def.table, t->def.schema, t->def.staging_table,
+                t->def.flush_interval_ms, t->locked ? " (not transactional: LOCK TABLES "
+                "snapshots, rows in flight are lost if the flush dies)" : "");
+    t->ready = ok;
+    return ok;
+}
+
+/* ---- one chunk: read and aggregate ----------------------------------------------- */
+
+/* A set column's value as an SQL literal in the arena ("NULL", '...', or
+ * the bare digits of a counter column's value). */
+typedef struct lit {
+    size_t off, len;
+} lit;
+
+/* One staged row: its key as SQL literals ("'1', 'a'") in the arena. */
+typedef struct staged {
+    uint64_t seq;
+    size_t koff, klen;
+    int64_t *delta;  /* ncolumns values */
+    lit *val;        /* nset_columns values (those in mask) */
+    uint64_t mask;   /* set_mask: bit s sets set_columns[s] */
+    bool del;
+} staged;
+
+/* A key's net effect within the chunk. */
+typedef struct net {
+    size_t koff, klen;
+    int64_t *delta;  /* sums of the adds after the last delete (and after the last set
+                        of a counter that is also a set column) */
+    lit *val;        /* the last value set per set column (those in mask) */
+    uint64_t mask;   /* set columns set after the last delete */
+    bool del;        /* delete the row (before the adds) */
+    bool add;        /* an add follows the last delete (or there is no delete) */
+} net;
+
+typedef struct chunk {
+    MYSQL_RES *res;
+    mr_buf arena;     /* key literals, set values */
+    staged *rows;
+    size_t nrows;
+    int64_t *deltas;  /* nrows * ncolumns, then nkeys * ncolumns sums */
+    lit *vals;        /* nrows * nset_columns, then nkeys * nset_columns */
+    net *keys;
+    size_t nkeys;
+} chunk;
+
+static void chunk_free(chunk *c)
+{
+    mysql_free_result(c->res);
+    mr_buf_free(&c->arena);
+    free(c->rows);
+    free(c->deltas);
+    free(c->vals);
+    free(c->keys);
+    memset(c, 0, sizeof *c);
+}
+
+static bool read_rows(MYSQL *db, const table *t, chunk *c)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, "SELECT `seq`");
+    for (size_t i = 0; i < t->def.nkeys; i++) {
+        mr_buf_put(&b, ", ", 2);
+        put_ident(&b, t->def.keys[i]);
+    }
+    for (size_t i = 0; i < t->def.ncolumns; i++) {
+        mr_buf_put(&b, ", ", 2);
+        put_ident(&b, t->def.columns[i]);
+    }
+    for (size_t i = 0; i < t->def.nset_columns; i++) {
+        mr_buf_put(&b, ", ", 2);
+        put_set_ident(&b, t->def.set_columns[i]);
+    }
+    mr_buf_put_str(&b, t->def.nset_columns ? ", `set_mask`, `op` FROM " : ", `op` FROM ");
+    put_table(&b, t->def.schema, t->read_from ? t->read_from : t->def.staging_table);
+    put_fmt(&b, " ORDER BY `seq` LIMIT %" PRIu64 "%s", t->def.flush_rows,
+            t->read_from ? "" : " FOR UPDATE");
+    bool ok = exec_buf(db, &b, t, "reading staged rows");
+    mr_buf_free(&b);
+    return ok && (c->res = mysql_store_result(db)) != NULL;
+}
+
+/* Index of set column s among the counters, or -1 (a set-only column). */
+static int counter_of(const table *t, size_t s)
+{
+    for (size_t j = 0; j < t->def.ncolumns; j++)
+        if (strcasecmp(t->def.columns[j], t->def.set_columns[s]) == 0)
+            return (int)j;
+    return -1;
+}
+
+/* A whole number as the server prints an integer column: -?[0-9]+ */
+static bool is_integer_text(const char *v, size_t n)
+{
+    size_t i = n && v[0] == '-';
+    if (i == n)
+        return false;
+    for (; i < n; i++)
+        if (v[i] < '0' || v[i] > '9')
+            return false;
+    return true;
+}
+
+/* The value of set column s as a literal: NULL, or a counter's integer bare
+ * (so `value + adds` stays integer arithmetic), or quoted. */
+static void load_value(MYSQL *db, const table *t, chunk *c, size_t s, const char *v, size_t n,
+                       lit *out)
+{
+    out->off = c->arena.len;
+    if (!v)
+        mr_buf_put_str(&c->arena, "NULL");
+    else if (counter_of(t, s) >= 0 && is_integer_text(v, n))
+        mr_buf_put(&c->arena, v, n);
+    else
+        put_quoted(db, &c->arena, v, n);
+    out->len = c->arena.len - out->off;
+}
+
+/* set_mask and the values it names, after the counters in a result row. */
+static void load_sets(MYSQL *db, const table *t, chunk *c, MYSQL_ROW row, unsigned long *len,
+                      size_t first, staged *s)
+{
+    size_t ns = t->def.nset_columns;
+    if (!ns)
+        return;
+    s->val = &c->vals[c->nrows * ns];
+    s->mask = row[first + ns] ? strtoull(row[first + ns], NULL, 10) : 0;
+    for (size_t j = 0; j < ns; j++)
+        if (s->mask & (1ull << j))
+            load_value(db, t, c, j, row[first + j], len[first + j], &s->val[j]);
+}
+
+/* Copies the result into rows[] with each key as escaped literals. */
+static bool load_rows(MYSQL *db, const table *t, chunk *c)
+{
+    size_t n = (size_t)mysql_num_rows(c->res), nk = t->def.nkeys, nc = t->def.ncolumns;
+    size_t ns = t->def.nset_columns;
+    c->rows = calloc(n ? n : 1, sizeof *c->rows);
+    c->deltas = calloc((2 * n + 1) * (nc ? nc : 1), sizeof *c->deltas);
+    c->vals = calloc((2 * n + 1) * (ns ? ns : 1), sizeof *c->vals);
+    c->keys = calloc(n ? n : 1, sizeof *c->keys);
+    if (!c->rows || !c->deltas || !c->vals || !c->keys)
+        return false;
+    MYSQL_ROW row;
+    while ((row = mysql_fetch_row(c->res))) {
+        unsigned long *len = mysql_fetch_lengths(c->res);
+        staged *s = &c->rows[c->nrows];
+        s->seq = strtoull(row[0], NULL, 10);
+        s->koff = c->arena.len;
+        for (size_t k = 0; k < nk; k++) {
+            if (k)
+                mr_buf_put(&c->arena, ", ", 2);
+            put_quoted(db, &c->arena, row[1 + k] ? row[1 + k] : "", len[1 + k]);
+        }
+        s->klen = c->arena.len - s->koff;
+        s->delta = &c->deltas[c->nrows * nc];
+        for (size_t j = 0; j < nc; j++)
+            s->delta[j] = row[1 + nk + j] ? strtoll(row[1 + nk + j], NULL, 10) : 0;
+        load_sets(db, t, c, row, len, 1 + nk + nc, s);
+        size_t op = 1 + nk + nc + (ns ? ns + 1 : 0);
+        s->del = row[op] && row[op][0] == '1';
+        c->nrows++;
+    }
+    return !c->arena.failed;
+}
+
+static const char *sort_arena; /* the chunk being sorted (flusher thread only) */
+
+static int by_key_then_seq(const void *a, const void *b)
+{
+    const staged *x = a, *y = b;
+    size_t n = x->klen < y->klen ? x->klen : y->klen;
+    int c = memcmp(sort_arena + x->koff, sort_arena + y->koff, n);
+    if (c || x->klen != y->klen)
+        return c ? c : (x->klen < y->klen ? -1 : 1);
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* A staged row's sets: each value replaces the key's last one, and a set
+ * of a counter drops the adds before it (last set + adds after it). */
+static void apply_sets(const table *t, net *k, const staged *s)
+{
+    for (size_t j = 0; j < t->def.nset_columns; j++) {
+        if (!(s->mask & (1ull << j)))
+            continue;
+        k->val[j] = s->val[j];
+        int ci = counter_of(t, j);
+        if (ci >= 0)
+            k->delta[ci] = 0;
+    }
+    k->mask |= s->mask;
+}
+
+/* Per key, in seq order: a delete drops what came before it. */
+static void aggregate(const table *t, chunk *c)
+{
+    size_t nc = t->def.ncolumns, ns = t->def.nset_columns;
+    sort_arena = (const char *)c->arena.data;
+    qsort(c->rows, c->nrows, sizeof *c->rows, by_key_then_seq);
+    int64_t *sums = &c->deltas[c->nrows * nc];
+    lit *vals = &c->vals[c->nrows * ns];
+    for (size_t i = 0; i < c->nrows; i++) {
+        const staged *s = &c->rows[i];
+        net *k = c->nkeys ? &c->keys[c->nkeys - 1] : NULL;
+        if (!k || k->klen != s->klen || memcmp(c->arena.data + k->koff, c->arena.data + s->koff,
+                                               s->klen) != 0) {
+            k = &c->keys[c->nkeys];
+            *k = (net){.koff = s->koff, .klen = s->klen, .delta = &sums[c->nkeys * nc],
+                       .val = &vals[c->nkeys * ns]};
+            c->nkeys++;
+        }
+        if (s->del) {
+            k->del = true;
+            k->add = false;
+            k->mask = 0;
+            memset(k->delta, 0, nc * sizeof *k->delta);
+            continue;
+        }
+        k->add = true;
+        apply_sets(t, k, s);
+        for (size_t j = 0; j < nc; j++)
+            k->delta[j] += s->delta[j];
+    }
+}
+
+/* ---- one chunk: apply -------------------------------------------------------------- */
+
+static void put_key_tuple(mr_buf *b, const chunk *c, const net *k)
+{
+    mr_buf_put(b, "(", 1);
+    mr_buf_put(b, c->arena.data + k->koff, k->klen);
+    mr_buf_put(b, ")", 1);
+}
+
+static void put_key_names(mr_buf *b, const table *t)
+{
+    for (size_t i = 0; i < t->def.nkeys; i++) {
+        if (i)
+            mr_buf_put(b, ", ", 2);
+        put_ident(b, t->def.keys[i]);
+    }
+}
+
+/* DELETE FROM main WHERE (keys) IN ((...), ...) for the deleted keys. */
+static bool apply_deletes(MYSQL *db, const table *t, const chunk *c)
+{
+    for (size_t at = 0; at < c->nkeys;) {
+        mr_buf b;
+        mr_buf_init(&b);
+        mr_buf_put_str(&b, t->locked ? "DELETE LOW_PRIORITY FROM " : "DELETE FROM ");
+        put_table(&b, t->def.schema, t->def.table);
+        mr_buf_put_str(&b, " WHERE (");
+        put_key_names(&b, t);
+        mr_buf_put_str(&b, ") IN (");
+        size_t n = 0;
+        for (; at < c->nkeys && n < KEYS_PER_STATEMENT; at++) {
+            if (!c->keys[at].del)
+                continue;
+            if (n++)
+                mr_buf_put(&b, ", ", 2);
+            put_key_tuple(&b, c, &c->keys[at]);
+        }
+        mr_buf_put(&b, ")", 1);
+        bool ok = !n || exec_buf(db, &b, t, "deleting rows");
+        mr_buf_free(&b);
+        if (!ok)
+            return false;
+        mr_stat_add(&D.stats.keys, n);
+    }
+    return true;
+}
+
+/* Is key k's add applied, and by an upsert? */
+static bool wants_add(const table *t, const net *k)
+{
+    return k->add && (!k->del || t->def.missing == MR_DELAYED_MISSING_INSERT);
+}
+
+/* Index of counter j among the set columns when the mask sets it, or -1. */
+static int set_in_mask(const table *t, size_t j, uint64_t mask)
+{
+    for (size_t s = 0; s < t->def.nset_columns; s++)
+        if ((mask & (1ull << s)) && strcasecmp(t->def.set_columns[s], t->def.columns[j]) == 0)
+            return (int)s;
+    return -1;
+}
+
+/* Is set column s one that no counter shares? */
+static bool set_only(const table *t, size_t s)
+{
+    return counter_of(t, s) < 0;
+}
+
+static void put_lit(mr_buf *b, const chunk *c, const lit *v)
+{
+    mr_buf_put(b, c->arena.data + v->off, v->len);
+}
+
+/* Counter j's value for key k: its delta, or (last set value) + the adds
+ * after it when the mask sets it. */
+static void put_counter_value(mr_buf *b, const table *t, const chunk *c, const net *k, size_t j,
+                              uint64_t mask)
+{
+    int s = set_in_mask(t, j, mask);
+    if (s < 0) {
+        put_fmt(b, "%" PRId64, k->delta[j]);
+        return;
+    }
+    mr_buf_put(b, "(", 1);
+    put_lit(b, c, &k->val[s]);
+    put_fmt(b, ") + %" PRId64, k->delta[j]);
+}
+
+/* The derived table's first row names its columns: SELECT k AS `key`, ... */
+static void put_first_select(mr_buf *b, const table *t, const chunk *c, const net *k)
+{
+    mr_buf_put_str(b, "SELECT ");
+    const char *v = (const char *)c->arena.data + k->koff;
+    size_t left = k->klen;
+    for (size_t i = 0; i < t->def.nkeys; i++) {
+        /* the literals are 'escaped' strings joined by ", " */
+        size_t len = 1;
+        while (len < left && v[len] != '\'')
+            len += v[len] == '\\' ? 2 : 1;
+        mr_buf_put(b, v, len + 1);
+        mr_buf_put_str(b, " AS ");
+        put_ident(b, t->def.keys[i]);
+        mr_buf_put(b, ", ", 2);
+        v += len + 1 + 2;
+        left = left > len + 3 ? left - len - 3 : 0;
+    }
+    for (size_t j = 0; j < t->def.ncolumns; j++) {
+        if (j)
+            mr_buf_put(b, ", ", 2);
+        put_counter_value(b, t, c, k, j, k->mask);
+        mr_buf_put_str(b, " AS ");
+        put_ident(b, t->def.columns[j]);
+    }
+    for (size_t s = 0; s < t->def.nset_columns; s++)
+        if ((k->mask & (1ull << s)) && set_only(t, s)) {
+            mr_buf_put(b, ", ", 2);
+            put_lit(b, c, &k->val[s]);
+            mr_buf_put_str(b, " AS ");
+            put_set_ident(b, t->def.set_columns[s]);
+        }
+}
+
+/* The values of a later row: counters, then the set-only columns of the mask. */
+static void put_values(mr_buf *b, const table *t, const chunk *c, const net *k)
+{
+    for (size_t j = 0; j < t->def.ncolumns; j++) {
+        mr_buf_put(b, ", ", 2);
+        put_counter_value(b, t, c, k, j, k->mask);
+    }
+    for (size_t s = 0; s < t->def.nset_columns; s++)
+        if ((k->mask & (1ull << s)) && set_only(t, s)) {
+            mr_buf_put(b, ", ", 2);
+            put_lit(b, c, &k->val[s]);
+        }
+}
+
+/* UPDATE main AS m JOIN (SELECT ... UNION ALL ...) AS d USING (keys)
+ * SET m.c = m.c + d.c: rows without a delta are not touched. */
+static void build_update(mr_buf *b, const table *t, const chunk *c, uint64_t mask, size_t *at,
+                         size_t *n)
+{
+    mr_buf_put_str(b, t->locked ? "UPDATE LOW_PRIORITY " : "UPDATE ");
+    put_table(b, t->def.schema, t->def.table);
+    mr_buf_put_str(b, " AS `m` JOIN (");
+    for (; *at < c->nkeys && *n < KEYS_PER_STATEMENT; (*at)++) {
+        const net *k = &c->keys[*at];
+        if (!wants_add(t, k) || k->mask != mask)
+            continue;
+        if ((*n)++) {
+            mr_buf_put_str(b, " UNION ALL SELECT ");
+            mr_buf_put(b, c->arena.data + k->koff, k->klen);
+            put_values(b, t, c, k);
+        } else {
+            put_first_select(b, t, c, k);
+        }
+    }
+    mr_buf_put_str(b, ") AS `d` USING (");
+    put_key_names(b, t);
+    mr_buf_put_str(b, ") SET ");
+    for (size_t j = 0; j < t->def.ncolumns; j++) {
+        const char *col = t->def.columns[j];
+        mr_buf_put_str(b, j ? ", `m`." : "`m`.");
+        put_ident(b, col);
+        if (set_in_mask(t, j, mask) < 0) {
+            mr_buf_put_str(b, " = `m`.");
+            put_ident(b, col);
+            mr_buf_put_str(b, " + `d`.");
+        } else {
+            mr_buf_put_str(b, " = `d`.");
+        }
+        put_ident(b, col);
+    }
+    for (size_t s = 0; s < t->def.nset_columns; s++)
+        if ((mask & (1ull << s)) && set_only(t, s)) {
+            mr_buf_put_str(b, ", `m`.");
+            put_ident(b, t->def.set_columns[s]);
+            mr_buf_put_str(b, " = `d`.");
+            put_set_ident(b, t->def.set_columns[s]);
+        }
+}
+
+/* INSERT INTO main (keys, cols) VALUES ... ON DUPLICATE KEY UPDATE c = c + VALUES(c). */
+static void build_upsert(mr_buf *b, const table *t, const chunk *c, uint64_t mask, size_t *at,
+                         size_t *n)
+{
+    mr_buf_put_str(b, "INSERT INTO ");
+    put_table(b, t->def.schema, t->def.table);
+    mr_buf_put_str(b, " (");
+    put_key_names(b, t);
+    for (size_t j = 0; j < t->def.ncolumns; j++) {
+        mr_buf_put(b, ", ", 2);
+        put_ident(b, t->def.columns[j]);
+    }
+    for (size_t s = 0; s < t->def.nset_columns; s++)
+        if ((mask & (1ull << s)) && set_only(t, s)) {
+            mr_buf_put(b, ", ", 2);
+            put_ident(b, t->def.set_columns[s]);
+        }
+    mr_buf_put_str(b, ") VALUES ");
+    for (; *at < c->nkeys && *n < KEYS_PER_STATEMENT; (*at)++) {
+        const net *k = &c->keys[*at];
+        if (!wants_add(t, k) || k->mask != mask)
+            continue;
+        mr_buf_put_str(b, (*n)++ ? ", (" : "(");
+        mr_buf_put(b, c->arena.data + k->koff, k->klen);
+        put_values(b, t, c, k);
+        mr_buf_put(b, ")", 1);
+    }
+    mr_buf_put_str(b, " ON DUPLICATE KEY UPDATE ");
+    for (size_t j = 0; j < t->def.ncolumns; j++) {
+        const char *col = t->def.columns[j];
+        if (j)
+            mr_buf_put(b, ", ", 2);
+        put_ident(b, col);
+        mr_buf_put_str(b, " = ");
+        if (set_in_mask(t, j, mask) < 0) {
+            put_ident(b, col);
+            mr_buf_put_str(b, " + ");
+        }
+        mr_buf_put_str(b, "VALUES(");
+        put_ident(b, col);
+        mr_buf_put(b, ")", 1);
+    }
+    for (size_t s = 0; s < t->def.nset_columns; s++)
+        if ((mask & (1ull << s)) && set_only(t, s)) {
+            mr_buf_put_str(b, ", ");
+            put_ident(b, t->def.set_columns[s]);
+            mr_buf_put_str(b, " = VALUES(");
+            put_ident(b, t->def.set_columns[s]);
+            mr_buf_put(b, ")", 1);
+        }
+}
+
+/* The keys whose sets are `mask`: one statement shape per mask (which
+ * columns are replaced rather than added to). */
+static bool apply_mask(MYSQL *db, const table *t, const chunk *c, uint64_t mask)
+{
+    bool upsert = t->def.missing == MR_DELAYED_MISSING_INSERT;
+    for (size_t at = 0; at < c->nkeys;) {
+        mr_buf b;
+        mr_buf_init(&b);
+        size_t n = 0;
+        if (upsert)
+            build_upsert(&b, t, c, mask, &at, &n);
+        else
+            build_update(&b, t, c, mask, &at, &n);
+        bool ok = !n || exec_buf(db, &b, t, upsert ? "upserting deltas" : "adding deltas");
+        mr_buf_free(&b);
+        if (!ok)
+            return false;
+        mr_stat_add(&D.stats.keys, n);
+    }
+    return true;
+}
+
+static int by_mask(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Adds (mask 0), then each distinct set of set columns in turn. */
+static bool apply_adds(MYSQL *db, const table *t, const chunk *c)
+{
+    if (!apply_mask(db, t, c, 0))
+        return false;
+    if (!t->def.nset_columns)
+        return true;
+    uint64_t *masks = malloc((c->nkeys ? c->nkeys : 1) * sizeof *masks);
+    if (!masks) {
+        mr_error(0, "delayed %s: out of memory sorting set columns", t->rule);
+        return false;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < c->nkeys; i++)
+        if (c->keys[i].mask && wants_add(t, &c->keys[i]))
+            masks[n++] = c->keys[i].mask;
+    qsort(masks, n, sizeof *masks, by_mask);
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i++)
+        if (i == 0 || masks[i] != masks[i - 1])
+            ok = apply_mask(db, t, c, masks[i]);
+    free(masks);
+    return ok;
+}
+
+/* DELETE FROM staging WHERE seq IN (exactly the rows read). */
+static bool delete_staged(MYSQL *db, const table *t, const chunk *c)
+{
+    for (size_t at = 0; at < c->nrows;) {
+        mr_buf b;
+        mr_buf_init(&b);
+        mr_buf_put_str(&b, "DELETE FROM ");
+        put_table(&b, t->def.schema, t->def.staging_table);
+        mr_buf_put_str(&b, " WHERE `seq` IN (");
+        for (size_t n = 0; at < c->nrows && n < SEQS_PER_STATEMENT; at++, n++)
+            put_fmt(&b, n ? ",%" PRIu64 : "%" PRIu64, c->rows[at].seq);
+        mr_buf_put(&b, ")", 1);
+        bool ok = exec_buf(db, &b, t, "deleting staged rows");
+        mr_buf_free(&b);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* One transaction; returns the rows applied, or -1 (rolled back). */
+static long flush_chunk(MYSQL *db, const table *t)
+{
+    chunk c;
+    memset(&c, 0, sizeof c);
+    if (!exec_str(db, "START TRANSACTION", t, "START TRANSACTION"))
+        return -1;
+    bool ok = read_rows(db, t, &c) && load_rows(db, t, &c);
+    if (ok && c.nrows) {
+        aggregate(t, &c);
+        ok = apply_deletes(db, t, &c) && apply_adds(db, t, &c) && delete_staged(db, t, &c);
+    }
+    ok = ok && exec_str(db, "COMMIT", t, "COMMIT");
+    long n = ok ? (long)c.nrows : -1;
+    chunk_free(&c);
+    if (!ok) {
+        (void)mysql_query(db, "ROLLBACK");
+        return -1;
+    }
+    dflush_count_chunk(t, n);
+    return n;
+}
+
+/* ---- rounds -------------------------------------------------------------------------- */
+
+/* GET_LOCK / RELEASE_LOCK on the table's lock name; true when it returned 1. */
+static bool named_lock(MYSQL *db, const table *t, const char *fn)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, "SELECT ");
+    mr_buf_put_str(&b, fn);
+    mr_buf_put(&b, "(", 1);
+    put_quoted(db, &b, t->lock_name, strlen(t->lock_name));
+    mr_buf_put_str(&b, strcmp(fn, "GET_LOCK") == 0 ? ", 0)" : ")");
+    bool ok = exec_buf(db, &b, t, fn);
+    mr_buf_free(&b);
+    MYSQL_RES *res = ok ? mysql_store_result(db) : NULL;
+    MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+    ok = row && row[0] && strcmp(row[0], "1") == 0;
+    mysql_free_result(res);
+    return ok;
+}
+
+/* A round's duration goes to the histogram; a round whose chunks all
+ * committed is the table's latest flush (SHOW DELAYED, lag). */
+static void note_round(table *t, bool ok, uint64_t us)
+{
+    mr_flush_observe(us);
+    struct mr_rule_stats *rows[2] = {t->stats, t->def.table_stats};
+    for (int k = 0; k < 2; k++) {
+        if (!rows[k])
+            continue;
+        mr_stat_add(&rows[k]->rounds, 1);
+        if (ok) {
+            atomic_store_explicit(&rows[k]->last_flush_us, us, memory_order_relaxed);
+            atomic_store_explicit(&rows[k]->last_flush_at, mr_unix_ms(), memory_order_relaxed);
+        }
+    }
+}
+
+/* Flushes chunks until the staging table has fewer than flush_rows left
+ * (or the deadline passes, 0 = none). */
+static void flush_table(MYSQL *db, table *t, uint64_t deadline)
+{
+    if (!t->ready && mr_mono_ms() < t->setup_after_ms)
+        return; /* a failed check is not repeated (and logged) every round */
+    if (!t->ready && !dflush_setup_table(db, t)) {
+        t->setup_after_ms = mr_mono_ms() + SETUP_RETRY_MS;
+        return;
+    }
+    if (!named_lock(db, t, "GET_LOCK")) {
+        mr_stat_add(&D.stats.skipped, 1);
+        return;
+    }
+    mr_stat_add(&D.stats.rounds, 1);
+    uint64_t t0 = mr_mono_ns();
+    long n;
+    do
+        n = t->locked ? dflush_locked_chunk(db, t) : flush_chunk(db, t);
+    while (n >= (long)t->def.flush_rows && (!deadline || mr_mono_ms() < deadline));
+    note_round(t, n >= 0, (mr_mono_ns() - t0) / 1000);
+    if (!mr_bg_conn_broken(db))
+        (void)named_lock(db, t, "RELEASE_LOCK");
+}
+
+/* ---- flusher thread ------------------------------------------------------------------ */
+
+static void adopt_tables(void)
+{
+    pthread_mutex_lock(&D.lock);
+    bool have = D.have_next;
+    tables ts = D.next;
+    D.have_next = false;
+    pthread_mutex_unlock(&D.lock);
+    if (!have)
+        return;
+    tables_free(&D.cur);
+    D.cur = ts;
+    D.next_adopt_ms = 0; /* a new default rule may own staging tables already */
+}
+
+static bool on_connect(MYSQL *db, void *arg)
+{
+    (void)db;
+    (void)arg;
+    for (size_t i = 0; i < D.cur.n + D.derived.n; i++) {
+        table *t = i < D.cur.n ? &D.cur.t[i] : &D.derived.t[i - D.cur.n];
+        t->ready = false;
+        t->setup_after_ms = 0;
+    }
+    D.next_adopt_ms = 0; /* a new connection may find staging tables a dead proxy left */
+    return true;
+}
+
+/* ---- derived tables --------------------------------------------------------------- */
+
+static mr_derive_reg *derived_reg;
+
+static void derived_init(void)
+{
+    derived_reg = mr_derive_reg_new(); /* NULL: DELAYED on derived tables is sent plain */
+}
+
+struct mr_derive_reg *mr_delayed_derived(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, derived_init);
+    return derived_reg;
+}
+
+/* The default rule named `rule` in the current set, or NULL (reloaded away). */
+static const dflush_default *default_named(const char *rule)
+{
+    for (size_t i = 0; i < D.cur.nd; i++)
+        if (strcmp(D.cur.d[i].how.rule, rule) == 0)
+            return &D.cur.d[i];
+    return NULL;
+}
+
+/* Is schema.name (a table or a staging table) another rule's than d's: an
+ * explicit rule's, or, for the default rule of any schema, in a schema
+ * with a default rule of its own? */
+static bool owned(const dflush_default *dd, const char *schema, const char *name)
+{
+    for (size_t i = 0; strcmp(dd->schema, "*") == 0 && i < D.cur.nd; i++)
+        if (strcmp(D.cur.d[i].schema, schema) == 0)
+            return true;
+    for (size_t i = 0; i < D.cur.n; i++) {
+        const mr_delayed_def *d = &D.cur.t[i].def;
+        if (strcmp(d->schema, schema) == 0 &&
+            (strcmp(d->table, name) == 0 || strcmp(d->staging_table, name) == 0))
+            return true;
+    }
+    return false;
+}
+
+static bool derived_push(table *t)
+{
+    table *grown = realloc(D.derived.t, (D.derived.n + 1) * sizeof *grown);
+    if (!grown)
+        return false;
+    D.derived.t = grown;
+    D.derived.t[D.derived.n++] = *t;
+    return true;
+}
+
+/* Derives the pending tables (a bounded number per tick, so the flushes of
+ * the others are not held back by a burst of new tables). */
+static void derive_pending(MYSQL *db)
+{
+    mr_derive_reg *g = mr_delayed_derived();
+    mr_derived *e;
+    for (int n = 0; g && n < 50 && !mr_bg_conn_broken(db) && (e = mr_derive_take(g)); n++) {
+        const dflush_default *dd = default_named(e->how.rule);
+        table t;
+        mr_delayed_def *def = NULL;
+        char why[300];
+        switch (dflush_derive(db, e, dd ? dd->stats : NULL, &t, &def, why, sizeof why)) {
+        case DERIVE_OK:
+            if (!derived_push(&t)) {
+                table_free(&t);
+                mr_derive_def_free(def);
+                mr_derive_fail(g, e, "myrewrite: out of memory deriving the delayed rule");
+                break;
+            }
+            mr_derive_publish(g, e, def);
+            break;
+        case DERIVE_FAILED:
+            if (e->state != MR_DERIVE_FAILED) /* a retry that fails again is not logged again */
+                mr_error(0, "delayed %s: %s", e->how.rule, why);
+            mr_derive_fail(g, e, why);
+            break;
+        default:
+            mr_derive_untake(g, e); /* the connection broke: again after the reconnect */
+        }
+    }
+}
+
+/* At start, after a reconnect and every ADOPT_MS: registers the tables
+ * whose staging tables a default rule would own, so rows a dead proxy
+ * staged are flushed without a statement on them; and gives the tables
+ * that could not be derived another try. */
+static void adopt_staging(MYSQL *db)
+{
+    uint64_t now = mr_mono_ms();
+    mr_derive_reg *g = mr_delayed_derived();
+    if (!g || now < D.next_adopt_ms || !D.cur.nd)
+        return;
+    D.next_adopt_ms = now + ADOPT_MS;
+    mr_derive_retry_failed(g);
+    for (size_t i = 0; i < D.cur.nd && !mr_bg_conn_broken(db); i++)
+        dflush_adopt(db, g, &D.cur.d[i], owned);
+}
+
+static uint64_t tick(MYSQL *db, void *arg)
+{
+    (void)arg;
+    adopt_tables();
+    char filter[sizeof D.flush_filter];
+    pthread_mutex_lock(&D.lock);
+    bool final = D.final_wanted;
+    uint64_t deadline = D.deadline_ms;
+    uint64_t asked = D.flush_asked;
+    bool asked_now = asked > D.flush_done;
+    memcpy(filter, D.flush_filter, sizeof filter);
+    pthread_mutex_unlock(&D.lock);
+    adopt_staging(db); /* before deriving: an adopted table is flushed in this very round */
+    derive_pending(db);
+    uint64_t now = mr_mono_ms(), wait = IDLE_MS;
+    for (size_t i = 0; i < D.cur.n + D.derived.n && !mr_bg_conn_broken(db); i++) {
+        table *t = i < D.cur.n ? &D.cur.t[i] : &D.derived.t[i - D.cur.n];
+        bool drain = final || (asked_now && mr_delayed_filter_matches(filter, &t->def));
+        if (drain || now >= t->next_ms) {
+            /* a round reads everything staged so far (in chunks), so a
+             * requested flush is an ordinary round run now */
+            flush_table(db, t, final ? deadline : 0);
+            now = mr_mono_ms();
+            t->next_ms = now + t->def.flush_interval_ms;
+        }
+        uint64_t left = t->next_ms > now ? t->next_ms - now : 0;
+        wait = left < wait ? left : wait;
+    }
+    if ((final || asked_now) && !mr_bg_conn_broken(db)) {
+        pthread_mutex_lock(&D.lock);
+        D.final_done = D.final_done || final;
+        if (asked > D.flush_done)
+            D.flush_done = asked;
+        pthread_cond_broadcast(&D.done_cond);
+        pthread_mutex_unlock(&D.lock);
+    }
+    return wait;
+}
+
+/* ---- main thread ------------------------------------------------------------------- */
+
+static bool start_thread(const mr_proxy *p)
+{
+    static const mr_bgconn_ops ops = {
+        .name = "delayed flush", .on_connect = on_connect, .tick = tick, .arg = NULL};
+    mr_bgconn *bg = mr_bgconn_start(p->cfg, p->backend_name, &ops);
+    pthread_mutex_lock(&D.lock); /* mr_delayed_flush_now reads it from the console */
+    D.bg = bg;
+    pthread_mutex_unlock(&D.lock);
+    return bg != NULL;
+}
+
+int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms)
+{
+    struct timespec until = mr_deadline_in(CLOCK_REALTIME, timeout_ms);
+    pthread_mutex_lock(&D.lock);
+    mr_bgconn *bg = D.bg;
+    uint64_t mine = ++D.flush_asked;
+    snprintf(D.flush_filter, sizeof D.flush_filter, "%s", table_filter ? table_filter : "");
+    pthread_mutex_unlock(&D.lock);
+    if (!bg)
+        return -1;
+    mr_bgconn_wake(bg);
+    pthread_mutex_lock(&D.lock);
+    while (D.flush_done < mine && pthread_cond_timedwait(&D.done_cond, &D.lock, &until) == 0)
+        ;
+    bool done = D.flush_done >= mine;
+    pthread_mutex_unlock(&D.lock);
+    return done ? 0 : 1;
+}
+
+void mr_delayed_wake(void)
+{
+    pthread_mutex_lock(&D.lock);
+    mr_bgconn *bg = D.bg;
+    D.flush_asked++;
+    D.flush_filter[0] = '\0'; /* all tables: a superset of any filter asked concurrently */
+    pthread_mutex_unlock(&D.lock);
+    if (bg)
+        mr_bgconn_wake(bg);
+}
+
+void mr_delayed_configure(const mr_proxy *p, const mr_ruleset *rs)
+{
+    tables ts;
+    if (!tables_from(&ts, rs)) {
+        mr_error(0, "delayed: out of memory reading the delayed rules; they stay as they were");
+        return;
+    }
+    if ((ts.n || ts.nd) && !D.bg && !start_thread(p)) {
+        mr_error(0, "delayed: no own connection, so nothing is flushed: staged rows wait in "
+                 "their staging tables until proxy_user is set");
+        tables_free(&ts);
+        return;
+    }
+    pthread_mutex_lock(&D.lock);
+    if (D.have_next)
+        tables_free(&D.next);
+    D.next = ts;
+    D.have_next = true;
+    pthread_mutex_unlock(&D.lock);
+    if (D.bg)
+        mr_bgconn_wake(D.bg);
+}
+
+void mr_delayed_stop(uint64_t drain_ms)
+{
+    if (!D.bg)
+        return;
+    struct timespec until = mr_deadline_in(CLOCK_REALTIME, drain_ms);
+    pthread_mutex_lock(&D.lock);
+    D.final_wanted = true;
+    D.final_done = false;
+    D.deadline_ms = mr_mono_ms() + drain_ms;
+    pthread_mutex_unlock(&D.lock);
+    mr_bgconn_wake(D.bg);
+    pthread_mutex_lock(&D.lock);
+    while (mr_bgconn_connected(D.bg) && !D.final_done &&
+           pthread_cond_timedwait(&D.done_cond, &D.lock, &until) == 0)
+        ;
+    bool done = D.final_done;
+    pthread_mutex_unlock(&D.lock);
+    if (!done)
+        mr_warn(0, "delayed: final flush not done within the shutdown timeout; staged rows stay "
+                "in their staging tables for the next flush");
+    mr_bgconn_stop(D.bg);
+    D.bg = NULL;
+    tables_free(&D.cur);
+    tables_free(&D.derived);
+    if (D.have_next)
+        tables_free(&D.next);
+    D.have_next = false;
+    D.final_wanted = false;
+}
+
+/* ---- shared with delayed/flush_locked.c and delayed/flush_derive.c ----------------- */
+
+MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head,
+                               const char *name)
+{
+    return schema_query(db, t, sql_head, name);
+}
+
+void dflush_put_quoted(MYSQL *db, mr_buf *b, const char *v)
+{
+    put_quoted(db, b, v, strlen(v));
+}
+
+bool dflush_table_from_def(table *t, const mr_delayed_def *def, const char *rule,
+                           struct mr_rule_stats *stats)
+{
+    return table_from_def(t, def, rule, stats);
+}
+
+void dflush_table_free(table *t)
+{
+    table_free(t);
+}
+
+bool dflush_exec(MYSQL *db, const mr_buf *b, const table *t, const char *what)
+{
+    return exec_buf(db, b, t, what);
+}
+
+void dflush_put_table(mr_buf *b, const char *schema, const char *name)
+{
+    put_table(b, schema, name);
+}
+
+long dflush_apply(MYSQL *db, const table *t, uint64_t *written)
+{
+    chunk c;
+    memset(&c, 0, sizeof c);
+    uint64_t keys_before = mr_stat_get(&D.stats.keys); /* +n per statement that succeeded */
+    bool ok = read_rows(db, t, &c) && load_rows(db, t, &c);
+    if (ok && c.nrows) {
+        aggregate(t, &c);
+        ok = apply_deletes(db, t, &c) && apply_adds(db, t, &c);
+    }
+    *written = mr_stat_get(&D.stats.keys) - keys_before;
+    long n = ok ? (long)c.nrows : -1;
+    chunk_free(&c);
+    return n;
+}
+
+void dflush_count_chunk(const table *t, long n)
+{
+    if (n <= 0)
+        return;
+    mr_stat_add(&D.stats.chunks, 1);
+    mr_stat_add(&D.stats.rows, (uint64_t)n);
+    struct mr_rule_stats *rows[2] = {t->stats, t->def.table_stats};
+    for (int k = 0; k < 2; k++)
+        if (rows[k])
+            mr_stat_add(&rows[k]->flushed, (uint64_t)n);
+}
+
+void dflush_count_error(const table *t, const char *what, unsigned code, const char *msg)
+{
+    mr_stat_add(&D.stats.errors, 1);
+    struct mr_rule_stats *rows[2] = {t->stats, t->def.table_stats};
+    for (int k = 0; k < 2; k++) {
+        if (!rows[k])
+            continue;
+        mr_stat_add(&rows[k]->errors, 1);
+        mr_rule_stats_set_error(rows[k], what, code, msg);
+        atomic_store_explicit(&rows[k]->last_error_at, mr_unix_ms(), memory_order_relaxed);
+    }
+}

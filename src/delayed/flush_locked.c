@@ -1,0 +1,162 @@
+/*
+ * delayed/flush_locked.c - one flush chunk for a main table that is not
+ * transactional (MyISAM, Aria, MEMORY): seed 000's sequence, on the
+ * flusher's own connection.
+ *
+ *   LOCK TABLES staging WRITE
+ *   INSERT INTO snapshot SELECT * FROM staging ORDER BY seq LIMIT flush_rows
+ *   DELETE FROM staging WHERE seq <= (the snapshot's largest seq)
+ *   UNLOCK TABLES
+ *   UPDATE LOW_PRIORITY main JOIN (sums per key of the snapshot) ...
+ *   DELETE FROM snapshot
+ *
+ * The snapshot is a TEMPORARY table of the connection (`<staging>_mrsnap`,
+ * LIKE the staging table), so staging inserts wait only for the copy and
+ * the delete, never for the update of the main table, and the update waits
+ * (LOW_PRIORITY) for readers of the main table rather than the other way
+ * round. There is no transaction around the main table, so this is not
+ * exactly-once: rows deleted from staging exist only in the snapshot until
+ * the update has run, and are lost if the proxy, its connection or mysqld
+ * dies in between (the loss window, rules/README.md). An apply that fails
+ * before it has written anything keeps its snapshot and is retried on the
+ * next round; one that fails part way drops the snapshot (a retry would
+ * apply the written part twice) and says how many staged rows that lost.
+ *
+ * Flusher thread only.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "myrewrite/net/bgconn.h"
+#include "myrewrite/base/log.h"
+#include "delayed/flush_impl.h"
+
+static bool run_sql(MYSQL *db, const table *t, const char *what, const char *head,
+                    const char *name, const char *tail)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, head);
+    if (name)
+        dflush_put_table(&b, t->def.schema, name);
+    mr_buf_put_str(&b, tail);
+    bool ok = dflush_exec(db, &b, t, what);
+    mr_buf_free(&b);
+    return ok;
+}
+
+/* The snapshot table: the staging table's columns, on this connection only. */
+static bool make_snapshot(MYSQL *db, table *t)
+{
+    if (t->tmp_ready)
+        return true;
+    snprintf(t->tmp_name, sizeof t->tmp_name, "%.56s_mrsnap", t->def.staging_table);
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, "CREATE TEMPORARY TABLE IF NOT EXISTS ");
+    dflush_put_table(&b, t->def.schema, t->tmp_name);
+    mr_buf_put_str(&b, " LIKE ");
+    dflush_put_table(&b, t->def.schema, t->def.staging_table);
+    t->tmp_ready = dflush_exec(db, &b, t, "creating the flush snapshot");
+    mr_buf_free(&b);
+    return t->tmp_ready;
+}
+
+/* Rows in the snapshot: left by an apply that failed before writing. */
+static long snapshot_rows(MYSQL *db, const table *t)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, "SELECT COUNT(*) FROM ");
+    dflush_put_table(&b, t->def.schema, t->tmp_name);
+    MYSQL_RES *res = dflush_exec(db, &b, t, "counting the flush snapshot")
+                         ? mysql_store_result(db) : NULL;
+    mr_buf_free(&b);
+    MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+    long n = row && row[0] ? atol(row[0]) : -1;
+    mysql_free_result(res);
+    return n;
+}
+
+/* Under LOCK TABLES staging WRITE: copy the oldest rows, delete them. */
+static bool take_rows(MYSQL *db, const table *t)
+{
+    char tail[160];
+    snprintf(tail, sizeof tail, " ORDER BY `seq` LIMIT %" PRIu64, t->def.flush_rows);
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, "INSERT INTO ");
+    dflush_put_table(&b, t->def.schema, t->tmp_name);
+    mr_buf_put_str(&b, " SELECT * FROM ");
+    dflush_put_table(&b, t->def.schema, t->def.staging_table);
+    mr_buf_put_str(&b, tail);
+    bool ok = dflush_exec(db, &b, t, "snapshotting staged rows");
+    mr_buf_reset(&b);
+    /* the snapshot holds the flush_rows smallest seqs, so every staged row
+     * up to its largest seq is in it (inserts wait for the lock) */
+    mr_buf_put_str(&b, "DELETE FROM ");
+    dflush_put_table(&b, t->def.schema, t->def.staging_table);
+    mr_buf_put_str(&b, " WHERE `seq` <= (SELECT COALESCE(MAX(`seq`), 0) FROM ");
+    dflush_put_table(&b, t->def.schema, t->tmp_name);
+    mr_buf_put_str(&b, ")");
+    ok = ok && dflush_exec(db, &b, t, "deleting snapshotted staged rows");
+    mr_buf_free(&b);
+    return ok;
+}
+
+/* Applies the snapshot and empties it; see the top of the file for failures. */
+static long apply_snapshot(MYSQL *db, table *t)
+{
+    uint64_t written = 0;
+    t->read_from = t->tmp_name;
+    long n = dflush_apply(db, t, &written);
+    t->read_from = NULL;
+    if (n < 0 && !written && !mr_bg_conn_broken(db)) {
+        mr_warn(0, "delayed %s: applying a snapshot of staged rows failed before writing; "
+                "it is retried on the next round", t->rule);
+        return -1;
+    }
+    if (n < 0) {
+        bool gone = mr_bg_conn_broken(db);
+        long lost = gone ? -1 : snapshot_rows(db, t);
+        char count[32] = "up to flush_rows";
+        if (lost >= 0)
+            snprintf(count, sizeof count, "%ld", lost);
+        mr_error(0, "delayed %s: the update of %s.%s (not transactional) failed %s; %s staged "
+                 "rows taken for it are lost", t->rule, t->def.schema, t->def.table,
+                 gone ? "with its connection" : "part way", count);
+        dflush_count_error(t, "the update from the flush snapshot", 0, "rows lost");
+        if (gone) {
+            t->tmp_ready = false; /* the server dropped the temporary table with it */
+            return -1;
+        }
+    }
+    if (!run_sql(db, t, "emptying the flush snapshot", "DELETE FROM ", t->tmp_name, ""))
+        return -1;
+    dflush_count_chunk(t, n);
+    return n;
+}
+
+long dflush_locked_chunk(MYSQL *db, table *t)
+{
+    if (!make_snapshot(db, t))
+        return -1;
+    long left = snapshot_rows(db, t);
+    if (left < 0)
+        return -1;
+    if (left > 0) /* a retry: the staged rows were deleted already */
+        return apply_snapshot(db, t);
+    if (!run_sql(db, t, "LOCK TABLES", "LOCK TABLES ", t->def.staging_table, " WRITE"))
+        return -1;
+    bool took = take_rows(db, t);
+    if (!mr_bg_conn_broken(db))
+        (void)mysql_query(db, "UNLOCK TABLES");
+    if (!took) {
+        /* nothing left staging if the DELETE failed: what the copy took goes */
+        (void)run_sql(db, t, "emptying the flush snapshot", "DELETE FROM ", t->tmp_name, "");
+        return -1;
+    }
+    return apply_snapshot(db, t);
+}

@@ -1,0 +1,438 @@
+/*
+ * delayed/mem_flush.c - the flusher of mode = memory (delayed/mem.h) on
+ * its own bgconn thread and the proxy's own connection.
+ *
+ * A round swaps every shard's map out (a few instructions under each
+ * shard's mutex) and merges the entries into `pending`, the keys this
+ * thread holds, older first. Then, table by table, it applies pending in
+ * chunks of flush_rows keys, one transaction per chunk: deletes, then the
+ * upserts or UPDATE ... JOINs. A chunk that commits is dropped from
+ * pending; one that fails is rolled back and stays for the next round
+ * (merged with what arrives meanwhile), so it is applied once. When the
+ * connection breaks during COMMIT nobody can tell whether the chunk
+ * committed: it is dropped (and logged), never retried, so it is applied
+ * at most once (README, "memory mode").
+ *
+ * Threads: start/stop on the main thread (or under the reload lock); wake
+ * and flush_now from any thread; the rest on the flusher thread. Counters are written by the flusher thread only.
+ */
+#include <inttypes.h>
+#include <mysql.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "delayed/mem_impl.h"
+#include "myrewrite/base/clock.h"
+#include "myrewrite/net/bgconn.h"
+#include "myrewrite/base/log.h"
+
+#define KEYS_PER_STATEMENT 500
+#define IDLE_MS 60000
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    /* guarded by lock */
+    mr_bgconn *bg;
+    uint64_t asked, served;      /* mr_dmem_flush_now requests and the last one served */
+    bool served_ok;              /* that round left nothing pending in the tables asked for */
+    char filter[140];            /* the tables asked for: `t`, `schema.t`, "" = all */
+    bool final_wanted, final_done;
+    uint64_t deadline_ms;
+    /* any thread */
+    mr_counter rounds, chunks, keys, errors, lost;
+    /* flusher thread */
+    dm_map pending;
+    mr_dmem_syntax syntax;
+} F = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void count(mr_counter *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+/* ---- gathering ------------------------------------------------------------------ */
+
+/* Moves every shard's entries into pending, composing a key's older
+ * change (pending) with its newer one. */
+static void gather(void)
+{
+    for (unsigned i = 0; i < dm_shards(); i++) {
+        dm_map m = {0};
+        dm_swap_shard(i, &m);
+        for (size_t b = 0; m.b && b <= m.mask; b++)
+            for (dm_entry *e = m.b[b], *next; e; e = next) {
+                next = e->next;
+                dm_entry *old = dm_find(&F.pending, e->t, e->key, e->klen, e->hash);
+                if (old) {
+                    dm_compose(old, e);
+                    atomic_fetch_sub(&e->t->nkeys, 1);
+                    dm_entry_free(e);
+                } else if (!dm_insert(&F.pending, e)) {
+                    /* cannot happen once pending has buckets; keep the key anyway */
+                    e->next = NULL;
+                    mr_error(0, "delayed: out of memory merging keys; a delta was lost");
+                    atomic_fetch_sub(&e->t->nkeys, 1);
+                    dm_entry_free(e);
+                }
+            }
+        free(m.b);
+    }
+}
+
+/* Frees the entries marked done and unlinks them from pending. */
+static void sweep(void)
+{
+    for (size_t b = 0; F.pending.b && b <= F.pending.mask; b++)
+        for (dm_entry **pp = &F.pending.b[b]; *pp;) {
+            dm_entry *e = *pp;
+            if (!e->done) {
+                pp = &e->next;
+                continue;
+            }
+            *pp = e->next;
+            F.pending.n--;
+            atomic_fetch_sub(&e->t->nkeys, 1);
+            dm_entry_free(e);
+        }
+}
+
+/* ---- one chunk ---------------------------------------------------------------------- */
+
+static bool run(MYSQL *db, const mr_buf *b, const struct mr_dmem_table *t, const char *what)
+{
+    return mr_bg_query_buf(db, b, t->rule, what);
+}
+
+static const mr_delayed_def *sort_def; /* the table being sorted (flusher thread only) */
+
+static int by_shape(const void *a, const void *b)
+{
+    const mr_dmem_row *x = a, *y = b;
+    uint64_t sx = mr_dmem_shape(sort_def, x->v), sy = mr_dmem_shape(sort_def, y->v);
+    return (sx > sy) - (sx < sy);
+}
+
+typedef bool (*build_fn)(mr_buf *, const mr_delayed_def *, const mr_dmem_row *, size_t);
+
+static bool upsert(mr_buf *b, const mr_delayed_def *d, const mr_dmem_row *r, size_t n)
+{
+    return mr_dmem_sql_upsert(b, d, r, n, F.syntax);
+}
+
+/* Statements of up to KEYS_PER_STATEMENT rows over rows[0..n), a new
+ * statement wherever the shape changes when `by_shape_too`. */
+static bool run_groups(MYSQL *db, const struct mr_dmem_table *t, const mr_dmem_row *rows,
+                       size_t n, build_fn build, bool by_shape_too, const char *what)
+{
+    for (size_t at = 0; at < n;) {
+        size_t end = at + 1;
+        uint64_t shape = mr_dmem_shape(&t->def, rows[at].v);
+        while (end < n && end - at < KEYS_PER_STATEMENT &&
+               (!by_shape_too || mr_dmem_shape(&t->def, rows[end].v) == shape))
+            end++;
+        mr_buf b;
+        mr_buf_init(&b);
+        bool ok = build(&b, &t->def, rows + at, end - at) && run(db, &b, t, what);
+        mr_buf_free(&b);
+        if (!ok)
+            return false;
+        at = end;
+    }
+    return true;
+}
+
+/* The chunk's statements, inside its transaction. */
+static bool apply_chunk(MYSQL *db, const struct mr_dmem_table *t, dm_entry **es, size_t n,
+                        mr_dmem_row *rows)
+{
+    size_t nd = 0, nw = 0;
+    for (size_t i = 0; i < n; i++)
+        if (es[i]->del)
+            rows[nd++] = (mr_dmem_row){es[i]->key, es[i]->klen, true, es[i]->v};
+    if (!run_groups(db, t, rows, nd, mr_dmem_sql_delete, false, "deleting rows"))
+        return false;
+    bool insert = t->def.missing == MR_DELAYED_MISSING_INSERT;
+    for (size_t i = 0; i < n; i++) {
+        mr_dmem_row r = {es[i]->key, es[i]->klen, es[i]->del, es[i]->v};
+        /* after a delete, only an upsert brings the row back */
+        if (mr_dmem_row_writes(&t->def, &r) && (!r.del || insert))
+            rows[nw++] = r;
+    }
+    sort_def = &t->def;
+    qsort(rows, nw, sizeof *rows, by_shape);
+    return run_groups(db, t, rows, nw, insert ? upsert : mr_dmem_sql_update, true,
+                      insert ? "upserting deltas" : "adding deltas");
+}
+
+typedef enum { CHUNK_DONE, CHUNK_FAILED, CHUNK_UNKNOWN } chunk_rc;
+
+static chunk_rc flush_chunk(MYSQL *db, const struct mr_dmem_table *t, dm_entry **es, size_t n,
+                            mr_dmem_row *rows)
+{
+    mr_buf b = {.data = (uint8_t *)(uintptr_t)"START TRANSACTION", .len = 17};
+    bool ok = run(db, &b, t, "START TRANSACTION") && apply_chunk(db, t, es, n, rows);
+    if (ok) {
+        b = (mr_buf){.data = (uint8_t *)(uintptr_t)"COMMIT", .len = 6};
+        if (run(db, &b, t, "COMMIT"))
+            return CHUNK_DONE;
+        if (mr_bg_conn_broken(db))
+            return CHUNK_UNKNOWN;
+    }
+    count(&F.errors, 1);
+    if (!mr_bg_conn_broken(db))
+        (void)mysql_query(db, "ROLLBACK");
+    return CHUNK_FAILED;
+}
+
+/* Counts a chunk's outcome and marks its keys done; false when it failed. */
+static bool settle(const struct mr_dmem_table *t, chunk_rc rc, dm_entry **es, size_t m)
+{
+    if (rc == CHUNK_FAILED)
+        return false;
+    for (size_t i = 0; i < m; i++)
+        es[i]->done = true;
+    if (rc == CHUNK_UNKNOWN) {
+        mr_error(0, "delayed %s: the connection broke during COMMIT; the %zu keys of that "
+                 "chunk may or may not have been written and are not retried (never applied "
+                 "twice)", t->rule, m);
+        count(&F.lost, m);
+        return false;
+    }
+    count(&F.chunks, 1);
+    count(&F.keys, m);
+    return true;
+}
+
+/* Lock waits and deadlocks pass; other refusals come from the data. */
+static bool data_error(MYSQL *db)
+{
+    unsigned e = mysql_errno(db);
+    return !mr_bg_conn_broken(db) && e != 1205 && e != 1213;
+}
+
+/* A chunk the server refused for its data (a value out of a column's
+ * range, a key it cannot convert): its keys one by one, each in its own
+ * transaction, so one bad key does not hold back the others. Keys that
+ * still fail stay pending and are retried every round. */
+static bool isolate(MYSQL *db, const struct mr_dmem_table *t, dm_entry **es, size_t m,
+                    mr_dmem_row *rows)
+{
+    bool all = true;
+    for (size_t i = 0; i < m && !mr_bg_conn_broken(db); i++) {
+        chunk_rc rc = flush_chunk(db, t, &es[i], 1, rows);
+        all = settle(t, rc, &es[i], 1) && all;
+        if (rc == CHUNK_UNKNOWN)
+            return false;
+    }
+    return all && !mr_bg_conn_broken(db);
+}
+
+/* Applies table t's pending keys in chunks; false when some stay pending. */
+static bool flush_table(MYSQL *db, const struct mr_dmem_table *t, uint64_t deadline)
+{
+    if (!dm_table_keyed(t))
+        return true; /* no statement has reached it yet: nothing held, no key to write with */
+    size_t n = 0;
+    for (size_t b = 0; F.pending.b && b <= F.pending.mask; b++)
+        for (dm_entry *e = F.pending.b[b]; e; e = e->next)
+            n += e->t == t && !e->done;
+    if (!n)
+        return true;
+    dm_entry **es = malloc(n * sizeof *es);
+    size_t chunk = t->def.flush_rows;
+    mr_dmem_row *rows = malloc((n < chunk ? n : chunk) * sizeof *rows);
+    bool ok = es && rows, go = ok;
+    size_t k = 0;
+    for (size_t b = 0; ok && b <= F.pending.mask; b++)
+        for (dm_entry *e = F.pending.b[b]; e; e = e->next)
+            if (e->t == t && !e->done)
+                es[k++] = e;
+    for (size_t at = 0; go && at < n; at += chunk) {
+        size_t m = n - at < chunk ? n - at : chunk;
+        chunk_rc rc = flush_chunk(db, t, es + at, m, rows);
+        if (!settle(t, rc, es + at, m)) {
+            ok = false;
+            if (rc == CHUNK_FAILED && m > 1 && data_error(db))
+                ok = isolate(db, t, es + at, m, rows);
+            go = rc == CHUNK_FAILED && !mr_bg_conn_broken(db) && data_error(db);
+        }
+        if (deadline && mr_mono_ms() >= deadline) {
+            ok = ok && at + m >= n;
+            go = false;
+        }
+    }
+    free(es);
+    free(rows);
+    return ok;
+}
+
+/* What one round is asked to do beyond the tables that are due. */
+typedef struct round_ask {
+    bool all;               /* every table (final flush) */
+    const char *filter;     /* FLUSH DELAYED's tables; NULL: none asked */
+    uint64_t deadline;      /* final flush: stop chunking then (0 = none) */
+    bool asked_ok;          /* out: the tables asked for have nothing pending */
+} round_ask;
+
+/* Gathers every shard, then flushes the tables that are due or asked for.
+ * False when a flushed table keeps keys pending. *wait is the time until
+ * the next table is due. */
+static bool round_due(MYSQL *db, round_ask *a, uint64_t *wait)
+{
+    gather();
+    bool ok = true, any = false;
+    uint64_t now = mr_mono_ms();
+    *wait = IDLE_MS;
+    a->asked_ok = true;
+    for (struct mr_dmem_table *t = dm_tables(); t; t = t->next) {
+        bool wanted = atomic_exchange(&t->wanted, false);
+        bool asked = a->all || (a->filter && mr_delayed_filter_matches(a->filter, &t->def));
+        if ((asked || wanted || now >= t->next_ms) && !mr_bg_conn_broken(db)) {
+            any = true;
+            bool tok = flush_table(db, t, a->deadline);
+            ok = tok && ok; /* one table's trouble holds back no other */
+            a->asked_ok = a->asked_ok && (tok || !asked);
+            now = mr_mono_ms();
+            t->next_ms = now + t->def.flush_interval_ms;
+        } else if (asked) {
+            a->asked_ok = false; /* the connection broke */
+        }
+        uint64_t left = t->next_ms > now ? t->next_ms - now : 0;
+        *wait = left < *wait ? left : *wait;
+    }
+    sweep();
+    if (any)
+        count(&F.rounds, 1);
+    return ok;
+}
+
+/* ---- the thread ------------------------------------------------------------------- */
+
+static bool on_connect(MYSQL *db, void *arg)
+{
+    (void)arg;
+    F.syntax = mr_dmem_syntax_for(mysql_get_server_info(db), mysql_get_server_version(db));
+    mr_info(0, "delayed memory flush: server %s, upserts with %s", mysql_get_server_info(db),
+            F.syntax == MR_DMEM_SYNTAX_ROW_ALIAS ? "a row alias" : "VALUES()");
+    return true;
+}
+
+static uint64_t tick(MYSQL *db, void *arg)
+{
+    (void)arg;
+    char filter[sizeof F.filter];
+    pthread_mutex_lock(&F.lock);
+    uint64_t asked = F.asked;
+    bool final = F.final_wanted;
+    uint64_t deadline = F.deadline_ms;
+    memcpy(filter, F.filter, sizeof filter);
+    pthread_mutex_unlock(&F.lock);
+    uint64_t wait;
+    round_ask a = {.all = final, .filter = asked > F.served ? filter : NULL,
+                   .deadline = final ? deadline : 0};
+    bool ok = round_due(db, &a, &wait);
+    pthread_mutex_lock(&F.lock);
+    F.served = asked;
+    F.served_ok = a.asked_ok;
+    F.final_done = F.final_done || final;
+    pthread_cond_broadcast(&F.cond);
+    pthread_mutex_unlock(&F.lock);
+    if (!ok && wait < 100)
+        wait = 100; /* a failing server: no retry loop */
+    return wait;
+}
+
+bool dm_flusher_start(const mr_proxy *p)
+{
+    static const mr_bgconn_ops ops = {
+        .name = "delayed memory flush", .on_connect = on_connect, .tick = tick, .arg = NULL};
+    mr_bgconn *bg = mr_bgconn_start(p->cfg, p->backend_name, &ops);
+    pthread_mutex_lock(&F.lock);
+    F.bg = bg;
+    pthread_mutex_unlock(&F.lock);
+    return bg != NULL;
+}
+
+bool dm_flusher_running(void)
+{
+    pthread_mutex_lock(&F.lock);
+    bool r = F.bg != NULL;
+    pthread_mutex_unlock(&F.lock);
+    return r;
+}
+
+void dm_flusher_wake(struct mr_dmem_table *t)
+{
+    if (t)
+        atomic_store(&t->wanted, true);
+    pthread_mutex_lock(&F.lock);
+    mr_bgconn *bg = F.bg;
+    pthread_mutex_unlock(&F.lock);
+    if (bg)
+        mr_bgconn_wake(bg);
+}
+
+void dm_flusher_stats(mr_dmem_stats *out)
+{
+    out->rounds = atomic_load(&F.rounds);
+    out->chunks = atomic_load(&F.chunks);
+    out->keys = atomic_load(&F.keys);
+    out->errors = atomic_load(&F.errors);
+    out->lost = atomic_load(&F.lost);
+}
+
+int mr_dmem_flush_now(const char *table_filter, uint64_t timeout_ms)
+{
+    struct timespec until = mr_deadline_in(CLOCK_REALTIME, timeout_ms);
+    pthread_mutex_lock(&F.lock);
+    mr_bgconn *bg = F.bg;
+    const char *want = table_filter ? table_filter : "";
+    /* two requests for different tables before the round: it takes them all */
+    if (F.asked > F.served && strcmp(F.filter, want) != 0)
+        want = "";
+    snprintf(F.filter, sizeof F.filter, "%s", want);
+    uint64_t mine = ++F.asked;
+    pthread_mutex_unlock(&F.lock);
+    if (!bg)
+        return -1;
+    mr_bgconn_wake(bg);
+    pthread_mutex_lock(&F.lock);
+    while (F.served < mine && pthread_cond_timedwait(&F.cond, &F.lock, &until) == 0)
+        ;
+    int rc = F.served < mine ? 1 : F.served_ok ? 0 : 2;
+    pthread_mutex_unlock(&F.lock);
+    return rc;
+}
+
+void dm_flusher_stop(uint64_t drain_ms)
+{
+    struct timespec until = mr_deadline_in(CLOCK_REALTIME, drain_ms);
+    pthread_mutex_lock(&F.lock);
+    mr_bgconn *bg = F.bg;
+    F.final_wanted = true;
+    F.final_done = false;
+    F.deadline_ms = mr_mono_ms() + drain_ms;
+    pthread_mutex_unlock(&F.lock);
+    if (!bg)
+        return;
+    mr_bgconn_wake(bg);
+    pthread_mutex_lock(&F.lock);
+    while (mr_bgconn_connected(bg) && !F.final_done &&
+           pthread_cond_timedwait(&F.cond, &F.lock, &until) == 0)
+        ;
+    pthread_mutex_unlock(&F.lock);
+    mr_bgconn_stop(bg);
+    pthread_mutex_lock(&F.lock);
+    F.bg = NULL;
+    pthread_mutex_unlock(&F.lock);
+    gather(); /* what the final round did not take: count it as lost, loudly */
+    if (F.pending.n)
+        mr_error(0, "delayed: %zu keys held in memory were not flushed before shutdown "
+                 "(shutdown_timeout, or the server is gone) and are lost", F.pending.n);
+    dm_map_free(&F.pending);
+}

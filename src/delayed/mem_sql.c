@@ -1,0 +1,261 @@
+/*
+ * delayed/mem_sql.c - the memory-mode flusher's statements (see
+ * delayed/mem_sql.h for their form and why).
+ *
+ * Pure, any thread. Writes only the caller's buffer.
+ */
+#include "myrewrite/delayed/mem_sql.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "myrewrite/delayed/mem.h"
+
+enum { SHAPE_ADD = 1, SHAPE_SET = 2 }; /* two bits per column */
+
+mr_dmem_syntax mr_dmem_syntax_for(const char *server_info, unsigned long version)
+{
+    if (server_info && strstr(server_info, "MariaDB"))
+        return MR_DMEM_SYNTAX_VALUES;
+    return version >= 80020 ? MR_DMEM_SYNTAX_ROW_ALIAS : MR_DMEM_SYNTAX_VALUES;
+}
+
+/* A counter column left alone is the same as + 0; a set-only one is left out. */
+static unsigned col_shape(const mr_delayed_def *def, size_t c, const mr_dmem_val *v)
+{
+    if (v[c].op == MR_DMEM_VAL_INT || v[c].op == MR_DMEM_VAL_TEXT)
+        return SHAPE_SET;
+    return c < def->ncolumns ? SHAPE_ADD : 0;
+}
+
+uint64_t mr_dmem_shape(const mr_delayed_def *def, const mr_dmem_val *v)
+{
+    uint64_t shape = 0;
+    for (size_t c = 0, n = mr_dmem_columns(def); c < n; c++)
+        shape |= (uint64_t)col_shape(def, c, v) << (2 * c);
+    return shape;
+}
+
+bool mr_dmem_row_writes(const mr_delayed_def *def, const mr_dmem_row *r)
+{
+    for (size_t c = 0, n = mr_dmem_columns(def); c < n; c++)
+        if (r->v[c].op != MR_DMEM_VAL_NONE)
+            return true;
+    return false;
+}
+
+/* ---- pieces ---------------------------------------------------------------------- */
+
+static void put_ident(mr_buf *b, const char *name)
+{
+    mr_buf_put(b, "`", 1);
+    mr_buf_put_str(b, name);
+    mr_buf_put(b, "`", 1);
+}
+
+static void put_table(mr_buf *b, const mr_delayed_def *def)
+{
+    put_ident(b, def->schema);
+    mr_buf_put(b, ".", 1);
+    put_ident(b, def->table);
+}
+
+/* 'bytes' with backslash escapes, safe in utf8mb4 (no multi-byte
+ * character has a byte below 0x80). */
+static void put_quoted(mr_buf *b, const char *p, size_t n)
+{
+    mr_buf_put(b, "'", 1);
+    for (size_t i = 0; i < n; i++) {
+        const char *esc = NULL;
+        switch (p[i]) {
+        case '\0': esc = "\\0"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\032': esc = "\\Z"; break;
+        case '\'': esc = "\\'"; break;
+        case '\\': esc = "\\\\"; break;
+        default: break;
+        }
+        if (esc)
+            mr_buf_put_str(b, esc);
+        else
+            mr_buf_put(b, &p[i], 1);
+    }
+    mr_buf_put(b, "'", 1);
+}
+
+static void put_int(mr_buf *b, int64_t v)
+{
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%" PRId64, v);
+    mr_buf_put(b, tmp, (size_t)n);
+}
+
+/* The key values of a row, ", "-separated, each as 'value' AS `key` when
+ * `named`. */
+static void put_key_values(mr_buf *b, const mr_delayed_def *def, const mr_dmem_row *r,
+                           bool named)
+{
+    const char *p = r->key;
+    for (size_t k = 0; k < def->nkeys; k++) {
+        uint32_t len;
+        memcpy(&len, p, 4);
+        if (k)
+            mr_buf_put(b, ", ", 2);
+        put_quoted(b, p + 4, len);
+        if (named) {
+            mr_buf_put_str(b, " AS ");
+            put_ident(b, def->keys[k]);
+        }
+        p += 4 + len;
+    }
+}
+
+static void put_key_names(mr_buf *b, const mr_delayed_def *def)
+{
+    for (size_t k = 0; k < def->nkeys; k++) {
+        if (k)
+            mr_buf_put(b, ", ", 2);
+        put_ident(b, def->keys[k]);
+    }
+}
+
+/* The value a row gives column c (+ n as n, = n as n, = 'text' quoted). */
+static void put_col_value(mr_buf *b, const mr_dmem_val *v)
+{
+    if (v->op == MR_DMEM_VAL_TEXT)
+        put_quoted(b, v->text, v->len);
+    else
+        put_int(b, v->op == MR_DMEM_VAL_NONE ? 0 : v->n);
+}
+
+/* ---- statements ------------------------------------------------------------------- */
+
+bool mr_dmem_sql_delete(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows,
+                        size_t n)
+{
+    mr_buf_put_str(out, "DELETE FROM ");
+    put_table(out, def);
+    mr_buf_put_str(out, " WHERE (");
+    put_key_names(out, def);
+    mr_buf_put_str(out, ") IN (");
+    for (size_t i = 0; i < n; i++) {
+        mr_buf_put_str(out, i ? ", (" : "(");
+        put_key_values(out, def, &rows[i], false);
+        mr_buf_put(out, ")", 1);
+    }
+    mr_buf_put(out, ")", 1);
+    return !out->failed;
+}
+
+bool mr_dmem_sql_upsert(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows,
+                        size_t n, mr_dmem_syntax syntax)
+{
+    size_t ncol = mr_dmem_columns(def);
+    uint64_t shape = n ? mr_dmem_shape(def, rows[0].v) : 0;
+    mr_buf_put_str(out, "INSERT INTO ");
+    put_table(out, def);
+    mr_buf_put_str(out, " (");
+    put_key_names(out, def);
+    for (size_t c = 0; c < ncol; c++)
+        if ((shape >> (2 * c)) & 3) {
+            mr_buf_put(out, ", ", 2);
+            put_ident(out, mr_dmem_column(def, c));
+        }
+    mr_buf_put_str(out, ") VALUES ");
+    for (size_t i = 0; i < n; i++) {
+        mr_buf_put_str(out, i ? ", (" : "(");
+        put_key_values(out, def, &rows[i], false);
+        for (size_t c = 0; c < ncol; c++)
+            if ((shape >> (2 * c)) & 3) {
+                mr_buf_put(out, ", ", 2);
+                put_col_value(out, &rows[i].v[c]);
+            }
+        mr_buf_put(out, ")", 1);
+    }
+    bool alias = syntax == MR_DMEM_SYNTAX_ROW_ALIAS;
+    mr_buf_put_str(out, alias ? " AS `d` ON DUPLICATE KEY UPDATE " : " ON DUPLICATE KEY UPDATE ");
+    bool first = true;
+    for (size_t c = 0; c < ncol; c++) {
+        unsigned how = (shape >> (2 * c)) & 3;
+        if (!how)
+            continue;
+        const char *col = mr_dmem_column(def, c);
+        if (!first)
+            mr_buf_put(out, ", ", 2);
+        first = false;
+        put_ident(out, col);
+        mr_buf_put_str(out, " = ");
+        if (how == SHAPE_ADD) {
+            put_ident(out, col);
+            mr_buf_put_str(out, " + ");
+        }
+        if (alias) {
+            mr_buf_put_str(out, "`d`.");
+            put_ident(out, col);
+        } else {
+            mr_buf_put_str(out, "VALUES(");
+            put_ident(out, col);
+            mr_buf_put(out, ")", 1);
+        }
+    }
+    return !out->failed; /* a rule has counter columns, so `first` is false here */
+}
+
+bool mr_dmem_sql_update(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows,
+                        size_t n)
+{
+    size_t ncol = mr_dmem_columns(def);
+    uint64_t shape = n ? mr_dmem_shape(def, rows[0].v) : 0;
+    mr_buf_put_str(out, "UPDATE ");
+    put_table(out, def);
+    mr_buf_put_str(out, " AS `m` JOIN (SELECT ");
+    put_key_names(out, def);
+    for (size_t c = 0; c < ncol; c++) {
+        unsigned how = (shape >> (2 * c)) & 3;
+        if (!how)
+            continue;
+        mr_buf_put_str(out, how == SHAPE_ADD ? ", SUM(" : ", MAX(");
+        put_ident(out, mr_dmem_column(def, c));
+        mr_buf_put_str(out, ") AS ");
+        put_ident(out, mr_dmem_column(def, c));
+    }
+    mr_buf_put_str(out, " FROM (");
+    for (size_t i = 0; i < n; i++) {
+        mr_buf_put_str(out, i ? " UNION ALL SELECT " : "SELECT ");
+        put_key_values(out, def, &rows[i], i == 0);
+        for (size_t c = 0; c < ncol; c++) {
+            if (!((shape >> (2 * c)) & 3))
+                continue;
+            mr_buf_put(out, ", ", 2);
+            put_col_value(out, &rows[i].v[c]);
+            if (i == 0) {
+                mr_buf_put_str(out, " AS ");
+                put_ident(out, mr_dmem_column(def, c));
+            }
+        }
+    }
+    mr_buf_put_str(out, ") AS `r` GROUP BY ");
+    put_key_names(out, def);
+    mr_buf_put_str(out, ") AS `d` USING (");
+    put_key_names(out, def);
+    mr_buf_put_str(out, ") SET ");
+    bool first = true;
+    for (size_t c = 0; c < ncol; c++) {
+        unsigned how = (shape >> (2 * c)) & 3;
+        if (!how)
+            continue;
+        const char *col = mr_dmem_column(def, c);
+        mr_buf_put_str(out, first ? "`m`." : ", `m`.");
+        first = false;
+        put_ident(out, col);
+        mr_buf_put_str(out, how == SHAPE_ADD ? " = `m`." : " = `d`.");
+        if (how == SHAPE_ADD) {
+            put_ident(out, col);
+            mr_buf_put_str(out, " + `d`.");
+        }
+        put_ident(out, col);
+    }
+    return !out->failed;
+}

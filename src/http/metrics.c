@@ -1,0 +1,284 @@
+/*
+ * http/metrics.c - the /metrics page in the Prometheus text exposition
+ * format, version 0.0.4 (see http/http.h).
+ *
+ * HTTP thread. Sums the workers' counters (single-writer relaxed atomics),
+ * reads the hit counters of the rule set in force (one reference taken and
+ * released here) and the queue counters. Writes into the caller's evbuffer
+ * and keeps nothing between calls.
+ */
+#include "myrewrite/http/http.h"
+
+#include <event2/buffer.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "http/http_impl.h"
+#include "myrewrite/delayed/flush.h"
+#include "myrewrite/schema/cache.h"
+#include "myrewrite/delayed/mem.h"
+#include "myrewrite/queue/release.h"
+#include "myrewrite/core/reload.h"
+#include "myrewrite/stats/rule_hits.h"
+#include "myrewrite/rules/rules.h"
+#include "myrewrite/base/counters.h"
+#include "myrewrite/core/worker.h"
+
+typedef struct counter_def {
+    const char *name;
+    const char *type; /* "counter" or "gauge" */
+    const char *help;
+    size_t offset;    /* of the mr_counter in mr_stats or mr_queue_stats (uint64_t in
+                         mr_dmem_stats) */
+} counter_def;
+
+#define W(field) offsetof(mr_stats, field)
+#define Q(field) offsetof(mr_queue_stats, field)
+#define D(field) offsetof(mr_delayed_stats, field)
+#define SC(field) offsetof(mr_schema_cache_stats, field)
+
+static const counter_def worker_counters[] = {
+    {"myrewrite_connections_accepted_total", "counter", "Client connections taken by a worker.",
+     W(connections_accepted)},
+    {"myrewrite_connections_active", "gauge", "Client connections open now.",
+     W(connections_active)},
+    {"myrewrite_commands_total", "counter",
+     "Client commands relayed whose response reached its end.", W(commands)},
+    {"myrewrite_commands_refused_total", "counter",
+     "Client commands refused with ERR 1047 (replication and obsolete commands).",
+     W(commands_refused)},
+    {"myrewrite_statements_rewritten_total", "counter",
+     "Statements sent to the backend in a form rewritten by a rule.", W(statements_rewritten)},
+    {"myrewrite_statements_blocked_total", "counter",
+     "Statements answered with a block rule's error instead of being sent.",
+     W(statements_blocked)},
+    {"myrewrite_statements_unexamined_total", "counter",
+     "COM_QUERY and COM_STMT_PREPARE texts larger than relay_buffer, relayed without meeting "
+     "the rules.", W(statements_unexamined)},
+    {"myrewrite_bytes_from_clients_total", "counter",
+     "Bytes of MySQL protocol packets read from clients, headers included.",
+     W(bytes_from_clients)},
+    {"myrewrite_bytes_from_backend_total", "counter",
+     "Bytes of MySQL protocol packets read from the backend, headers included.",
+     W(bytes_from_backend)},
+};
+
+static const counter_def queue_counters[] = {
+    {"myrewrite_queue_release_runs_total", "counter",
+     "Ended sessions whose queue claims were released.", Q(release_runs)},
+    {"myrewrite_queue_rows_released_total", "counter",
+     "Queue rows given back when the session that claimed them ended.", Q(rows_released)},
+    {"myrewrite_queue_kills_total", "counter",
+     "Backend connections of ended sessions killed before their release.", Q(kills)},
+    {"myrewrite_queue_reaper_runs_total", "counter", "Reaper rounds that held the lock.",
+     Q(reaper_runs)},
+    {"myrewrite_queue_reaper_skipped_total", "counter",
+     "Reaper rounds skipped because another proxy held the lock.", Q(reaper_skipped)},
+    {"myrewrite_queue_reaper_rows_total", "counter", "Zombie queue rows given back by the reaper.",
+     Q(reaper_rows)},
+    {"myrewrite_queue_errors_total", "counter",
+     "Failed statements on the proxy's own backend connection.", Q(errors)},
+    {"myrewrite_queue_gave_up_total", "counter",
+     "Ended sessions whose backend connection was still listed 30 s later (left to the reaper).",
+     Q(gave_up)},
+    {"myrewrite_queue_no_process_total", "counter",
+     "Own connections dropped because proxy_user lacks the PROCESS privilege.", Q(no_process)},
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The counters are only ever read here; the cast drops const for mr_stat_get. */
+static uint64_t read_counter(const void *base, size_t offset)
+{
+    return mr_stat_get((mr_counter *)((uintptr_t)base + offset));
+}
+
+void mr_metrics_family(struct evbuffer *out, const char *name, const char *type, const char *help)
+{
+    evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void mr_metrics_sample(struct evbuffer *out, const char *name, uint64_t v)
+{
+    evbuffer_add_printf(out, "%s %" PRIu64 "\n", name, v);
+}
+
+/* A label value with \, " and newline escaped as the format requires. */
+void mr_metrics_label_value(struct evbuffer *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\')
+            evbuffer_add(out, "\\\\", 2);
+        else if (*s == '"')
+            evbuffer_add(out, "\\\"", 2);
+        else if (*s == '\n')
+            evbuffer_add(out, "\\n", 2);
+        else
+            evbuffer_add(out, s, 1);
+    }
+}
+
+static void labeled(struct evbuffer *out, const char *name, const char *label, const char *value,
+                    uint64_t v)
+{
+    evbuffer_add_printf(out, "%s{%s=\"", name, label);
+    mr_metrics_label_value(out, value);
+    evbuffer_add_printf(out, "\"} %" PRIu64 "\n", v);
+}
+
+uint64_t mr_metrics_worker_sum(mr_proxy *p, size_t offset)
+{
+    uint64_t total = 0;
+    for (unsigned i = 0; i < p->nworkers; i++)
+        total += read_counter(&p->workers[i].stats, offset);
+    return total;
+}
+
+static void write_worker_counters(mr_proxy *p, struct evbuffer *out)
+{
+    for (size_t i = 0; i < COUNT(worker_counters); i++) {
+        const counter_def *c = &worker_counters[i];
+        mr_metrics_family(out, c->name, c->type, c->help);
+        mr_metrics_sample(out, c->name, mr_metrics_worker_sum(p, c->offset));
+    }
+}
+
+static void write_closes(mr_proxy *p, struct evbuffer *out)
+{
+    static const char name[] = "myrewrite_connection_closes_total";
+    mr_metrics_family(out, name, "counter", "Client connections ended, by reason.");
+    for (int r = 0; r < MR_CLOSE_MAX; r++)
+        labeled(out, name, "reason", mr_close_reason_name((mr_close_reason)r),
+                mr_metrics_worker_sum(p, offsetof(mr_stats, closes) +
+                                             (size_t)r * sizeof(mr_counter)));
+}
+
+static void write_rules(mr_proxy *p, struct evbuffer *out)
+{
+    static const char hits[] = "myrewrite_rule_hits_total";
+    mr_shared_rules *cur = mr_rules_current(p);
+    const mr_ruleset *rs = cur ? cur->set : NULL;
+    size_t n = mr_ruleset_count(rs);
+    mr_metrics_family(out, "myrewrite_rules_loaded", "gauge", "Rules in the rule set in force.");
+    mr_metrics_sample(out, "myrewrite_rules_loaded", n);
+    mr_metrics_family(out, hits, "counter",
+           "Statements each rule matched since the proxy started, across reloads, by rule "
+           "name.");
+    for (size_t i = 0; i < n; i++)
+        labeled(out, hits, "rule", mr_ruleset_rule(rs, i)->name, mr_rule_hits_total(rs, i));
+    if (cur)
+        mr_shared_rules_release(cur);
+}
+
+static const counter_def delayed_counters[] = {
+    {"myrewrite_delayed_flush_rounds_total", "counter",
+     "DELAYED flush rounds that held the flush lock.", D(rounds)},
+    {"myrewrite_delayed_flush_skipped_total", "counter",
+     "DELAYED flush rounds skipped because another proxy held the lock.", D(skipped)},
+    {"myrewrite_delayed_chunks_total", "counter", "DELAYED flush transactions committed.",
+     D(chunks)},
+    {"myrewrite_delayed_rows_flushed_total", "counter", "Staged DELAYED rows applied.", D(rows)},
+    {"myrewrite_delayed_keys_written_total", "counter",
+     "Distinct keys written by DELAYED flushes.", D(keys)},
+    {"myrewrite_delayed_errors_total", "counter",
+     "Failed DELAYED flush statements (the chunk was rolled back and retried).", D(errors)},
+};
+
+/* A family and its one sample per counter of a background thread's stats
+ * block `base` (NULL before the thread started: zeros). */
+static void write_counters(struct evbuffer *out, const counter_def *defs, size_t n,
+                           const void *base)
+{
+    for (size_t i = 0; i < n; i++) {
+        mr_metrics_family(out, defs[i].name, defs[i].type, defs[i].help);
+        mr_metrics_sample(out, defs[i].name, base ? read_counter(base, defs[i].offset) : 0);
+    }
+}
+
+static void write_delayed(struct evbuffer *out)
+{
+    write_counters(out, delayed_counters, COUNT(delayed_counters), mr_delayed_stats_get());
+}
+
+static const counter_def schema_counters[] = {
+    {"myrewrite_schema_cache_hits_total", "counter",
+     "Table key lookups answered from the schema cache.", SC(hits)},
+    {"myrewrite_schema_cache_misses_total", "counter",
+     "Table key lookups that found nothing loaded (the statement went on without the key).",
+     SC(misses)},
+    {"myrewrite_schema_cache_loads_total", "counter",
+     "Tables read from information_schema by the schema cache.", SC(loads)},
+    {"myrewrite_schema_cache_load_errors_total", "counter",
+     "Schema cache loads that failed.", SC(load_errors)},
+    {"myrewrite_schema_cache_invalidations_total", "counter",
+     "Schema cache entries dropped by DDL sent through the proxy.", SC(invalidations)},
+    {"myrewrite_schema_cache_evictions_total", "counter",
+     "Schema cache entries dropped to stay within schema_cache_max_tables.", SC(evictions)},
+};
+
+static void write_schema_cache(struct evbuffer *out)
+{
+    write_counters(out, schema_counters, COUNT(schema_counters), mr_schema_cache_stats_get());
+}
+
+/* Memory mode (delayed/mem.h): a snapshot, plain numbers. */
+#define M(field) offsetof(mr_dmem_stats, field)
+static const counter_def memory_counters[] = {
+    {"myrewrite_delayed_memory_statements_total", "counter",
+     "DELAYED statements taken into memory (mode = memory).", M(statements)},
+    {"myrewrite_delayed_memory_refused_total", "counter",
+     "Memory-mode DELAYED statements refused at memory_max_keys.", M(refused)},
+    {"myrewrite_delayed_memory_keys_held", "gauge",
+     "Keys held in memory, waiting for a flush.", M(keys_held)},
+    {"myrewrite_delayed_memory_rounds_total", "counter",
+     "Memory flush rounds that flushed at least one table.", M(rounds)},
+    {"myrewrite_delayed_memory_chunks_total", "counter",
+     "Memory flush transactions committed.", M(chunks)},
+    {"myrewrite_delayed_memory_keys_written_total", "counter",
+     "Keys written by committed memory flushes.", M(keys)},
+    {"myrewrite_delayed_memory_errors_total", "counter",
+     "Failed memory flush chunks (kept and retried).", M(errors)},
+    {"myrewrite_delayed_memory_keys_lost_total", "counter",
+     "Keys dropped after a COMMIT whose outcome is unknown (connection lost).", M(lost)},
+};
+
+static void write_memory(struct evbuffer *out)
+{
+    mr_dmem_stats m;
+    mr_dmem_stats_read(&m);
+    for (size_t i = 0; i < COUNT(memory_counters); i++) {
+        const counter_def *c = &memory_counters[i];
+        uint64_t v;
+        memcpy(&v, (const char *)&m + c->offset, sizeof v);
+        mr_metrics_family(out, c->name, c->type, c->help);
+        mr_metrics_sample(out, c->name, v);
+    }
+}
+
+static void write_queue(struct evbuffer *out)
+{
+    write_counters(out, queue_counters, COUNT(queue_counters), mr_queue_stats_get());
+}
+
+static void write_process(mr_proxy *p, struct evbuffer *out)
+{
+    mr_metrics_family(out, "myrewrite_build_info", "gauge",
+                      "Always 1; the version is in the label.");
+    labeled(out, "myrewrite_build_info", "version", MYREWRITE_VERSION, 1);
+    mr_metrics_family(out, "myrewrite_workers", "gauge", "Worker threads.");
+    mr_metrics_sample(out, "myrewrite_workers", p->nworkers);
+}
+
+void mr_metrics_write(mr_proxy *p, struct evbuffer *out)
+{
+    write_process(p, out);
+    write_worker_counters(p, out);
+    write_closes(p, out);
+    write_rules(p, out);
+    write_queue(out);
+    write_delayed(out);
+    mr_metrics_write_ops(p, out);
+    write_schema_cache(out);
+    write_memory(out);
+}

@@ -1,0 +1,385 @@
+/*
+ * net/bgconn.c - a background thread holding the proxy's own libmysqlclient
+ * connection: connect with backoff, session setup, a FIFO of jobs and the
+ * owner's periodic tick (see net/bgconn.h).
+ *
+ * The thread it starts is the only one that touches the MYSQL handle and
+ * runs jobs; other threads only queue jobs and wake it under `lock`. Owns
+ * the handle, the job list and copies of the account and address.
+ */
+#include "myrewrite/net/bgconn.h"
+
+#include <errno.h>
+#include <mysql.h>
+#include <errmsg.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "myrewrite/base/buf.h"
+#include "myrewrite/base/clock.h"
+#include "myrewrite/base/log.h"
+
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS 5000
+#define IO_TIMEOUT_S 30
+/* A connection not checked for this long is pinged before the next round. */
+#define IDLE_PING_MS 1000
+
+typedef struct job {
+    mr_bg_job_fn fn;
+    void *arg;
+    struct job *next;
+} job;
+
+struct mr_bgconn {
+    mr_bgconn_ops ops;
+    char *user, *password;
+    mr_addr addr;
+    char backend[300];
+    unsigned connect_timeout_s;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;      /* CLOCK_MONOTONIC */
+    job *head, *tail;         /* guarded by lock */
+    bool woken, stop;         /* guarded by lock */
+    _Atomic bool connected;
+    MYSQL *db;                /* thread only */
+    bool failing;             /* the last connect failed (thread only): quieter logs */
+    uint64_t checked_ms;      /* when db was last pinged or connected (thread only) */
+};
+
+bool mr_bg_conn_broken(MYSQL *db)
+{
+    unsigned e = mysql_errno(db);
+    return e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST || e == CR_CONNECTION_ERROR ||
+           e == CR_CONN_HOST_ERROR || e == 1927 /* ER_CONNECTION_KILLED */ ||
+           e == 4031 /* ER_CLIENT_INTERACTION_TIMEOUT */ || e == 1053 /* ER_SERVER_SHUTDOWN */;
+}
+
+bool mr_bg_query(MYSQL *db, const char *sql, const char *what)
+{
+    if (mysql_query(db, sql) == 0)
+        return true;
+    mr_warn(0, "%s failed: %u %s", what, mysql_errno(db), mysql_error(db));
+    return false;
+}
+
+bool mr_bg_query_buf(MYSQL *db, const mr_buf *b, const char *rule, const char *what)
+{
+    if (b->failed) {
+        mr_error(0, "delayed %s: out of memory building %s", rule, what);
+        return false;
+    }
+    if (mysql_real_query(db, (const char *)b->data, (unsigned long)b->len) == 0)
+        return true;
+    mr_warn(0, "delayed %s: %s failed: %u %s", rule, what, mysql_errno(db), mysql_error(db));
+    return false;
+}
+
+/* ---- connecting ---------------------------------------------------------------- */
+
+/* Backslash escapes on (queue/release_sql.c writes literals with them), claims
+ * read as committed, and no long waits behind a worker's row locks. */
+static bool setup_session(mr_bgconn *b)
+{
+    static const char *const setup[] = {
+        "SET SESSION sql_mode = TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','),"
+        " ',NO_BACKSLASH_ESCAPES,', ','))",
+        "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+        "SET SESSION innodb_lock_wait_timeout = 10",
+    };
+    for (size_t i = 0; i < sizeof setup / sizeof setup[0]; i++)
+        if (!mr_bg_query(b->db, setup[i], "own connection setup"))
+            return false;
+    return true;
+}
+
+static void set_options(mr_bgconn *b)
+{
+    unsigned io = IO_TIMEOUT_S;
+    unsigned proto = b->addr.is_unix ? MYSQL_PROTOCOL_SOCKET : MYSQL_PROTOCOL_TCP;
+    my_bool no = 0;
+    mysql_options(b->db, MYSQL_OPT_CONNECT_TIMEOUT, &b->connect_timeout_s);
+    mysql_options(b->db, MYSQL_OPT_READ_TIMEOUT, &io);
+    mysql_options(b->db, MYSQL_OPT_WRITE_TIMEOUT, &io);
+    mysql_options(b->db, MYSQL_OPT_PROTOCOL, &proto);
+    mysql_options(b->db, MYSQL_OPT_RECONNECT, &no);
+    mysql_options(b->db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+}
+
+static void drop_connection(mr_bgconn *b)
+{
+    if (b->db)
+        mysql_close(b->db);
+    b->db = NULL;
+    atomic_store(&b->connected, false);
+}
+
+static bool connect_db(mr_bgconn *b)
+{
+    b->db = mysql_init(NULL);
+    if (!b->db)
+        return false;
+    set_options(b);
+    const mr_addr *a = &b->addr;
+    bool ok = mysql_real_connect(b->db, a->is_unix ? "localhost" : a->host, b->user, b->password,
+                                 NULL, a->is_unix ? 0 : (unsigned)atoi(a->port),
+                                 a->is_unix ? a->path : NULL, 0) != NULL;
+    if (!ok) {
+        mr_log(b->failing ? MR_LOG_DEBUG : MR_LOG_WARN, 0,
+               "%s: own connection to %s as %s failed: %u %s; retrying with backoff",
+               b->ops.name, b->backend, b->user, mysql_errno(b->db), mysql_error(b->db));
+        b->failing = true;
+        drop_connection(b);
+        return false;
+    }
+    if (!setup_session(b) || (b->ops.on_connect && !b->ops.on_connect(b->db, b->ops.arg))) {
+        drop_connection(b);
+        return false;
+    }
+    mr_info(0, "%s: own connection to %s as %s up (connection id %lu)", b->ops.name, b->backend,
+            b->user, mysql_thread_id(b->db));
+    b->failing = false;
+    b->checked_ms = mr_mono_ms();
+    atomic_store(&b->connected, true);
+    return true;
+}
+
+/* ---- the thread ------------------------------------------------------------------ */
+
+/* Sleeps up to ms, or until woken or stopped. False once stopping. */
+static bool wait_for(mr_bgconn *b, uint64_t ms)
+{
+    struct timespec ts = mr_deadline_in(CLOCK_MONOTONIC, ms);
+    pthread_mutex_lock(&b->lock);
+    while (!b->woken && !b->stop && pthread_cond_timedwait(&b->cond, &b->lock, &ts) != ETIMEDOUT)
+        ;
+    b->woken = false;
+    bool go_on = !b->stop;
+    pthread_mutex_unlock(&b->lock);
+    return go_on;
+}
+
+static job *pop_job(mr_bgconn *b)
+{
+    pthread_mutex_lock(&b->lock);
+    job *j = b->head;
+    if (j) {
+        b->head = j->next;
+        if (!b->head)
+            b->tail = NULL;
+    }
+    pthread_mutex_unlock(&b->lock);
+    return j;
+}
+
+static void push_front(mr_bgconn *b, job *j)
+{
+    pthread_mutex_lock(&b->lock);
+    j->next = b->head;
+    b->head = j;
+    if (!b->tail)
+        b->tail = j;
+    pthread_mutex_unlock(&b->lock);
+}
+
+/* Runs queued jobs in order; false when the connection broke. */
+static bool run_jobs(mr_bgconn *b)
+{
+    job *j;
+    while ((j = pop_job(b))) {
+        if (!j->fn(b->db, j->arg)) {
+            push_front(b, j);
+            return false;
+        }
+        free(j);
+    }
+    return true;
+}
+
+/* True when db went away meanwhile (say mysqld restarted): the server's
+ * close is only seen on the next use, and that use may be a flush that a
+ * client waits for, or the final flush at shutdown; a ping finds it first,
+ * so the owner's next tick runs on a fresh connection instead of failing.
+ * Ticks that find nothing to do do not touch db, so the ping goes by time
+ * since the last check, not since the last tick: at most one a second. */
+static bool gone_while_idle(mr_bgconn *b)
+{
+    uint64_t now = mr_mono_ms();
+    if (now - b->checked_ms < IDLE_PING_MS)
+        return false;
+    b->checked_ms = now;
+    return mysql_ping(b->db) != 0 && mr_bg_conn_broken(b->db);
+}
+
+static void *thread_main(void *arg)
+{
+    mr_bgconn *b = arg;
+    uint64_t backoff = BACKOFF_FIRST_MS;
+    mysql_thread_init();
+    for (;;) {
+        if (!b->db && !connect_db(b)) {
+            if (!wait_for(b, backoff))
+                break;
+            backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+            continue;
+        }
+        backoff = BACKOFF_FIRST_MS;
+        if (gone_while_idle(b)) {
+            mr_warn(0, "%s: own connection lost (%u %s, found by a ping); reconnecting",
+                    b->ops.name, mysql_errno(b->db), mysql_error(b->db));
+            drop_connection(b);
+            continue;
+        }
+        uint64_t delay = 60000;
+        bool ok = run_jobs(b);
+        if (ok && b->ops.tick)
+            delay = b->ops.tick(b->db, b->ops.arg);
+        if (!ok || mr_bg_conn_broken(b->db)) {
+            mr_warn(0, "%s: own connection lost (%u %s); reconnecting", b->ops.name,
+                    mysql_errno(b->db), mysql_error(b->db));
+            drop_connection(b);
+            delay = 0;
+        }
+        if (!wait_for(b, delay))
+            break;
+    }
+    drop_connection(b);
+    mysql_thread_end();
+    return NULL;
+}
+
+/* ---- the API ------------------------------------------------------------------- */
+
+static void bg_free(mr_bgconn *b)
+{
+    job *j;
+    while ((j = b->head)) {
+        b->head = j->next;
+        free(j);
+    }
+    pthread_cond_destroy(&b->cond);
+    pthread_mutex_destroy(&b->lock);
+    free(b->user);
+    free(b->password);
+    free(b);
+}
+
+static bool init_sync(mr_bgconn *b)
+{
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0)
+        return false;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    bool ok = pthread_cond_init(&b->cond, &ca) == 0;
+    pthread_condattr_destroy(&ca);
+    if (ok && pthread_mutex_init(&b->lock, NULL) != 0) {
+        pthread_cond_destroy(&b->cond);
+        ok = false;
+    }
+    return ok;
+}
+
+/* mysql_library_init is not thread-safe: done once, on the main thread. */
+static bool library_ready(void)
+{
+    static bool done;
+    if (!done)
+        done = mysql_library_init(0, NULL, NULL) == 0;
+    return done;
+}
+
+static mr_bgconn *bg_new(const mr_config *cfg, const char *backend, const mr_bgconn_ops *ops)
+{
+    mr_bgconn *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    if (!init_sync(b)) {
+        free(b);
+        return NULL;
+    }
+    b->ops = *ops;
+    b->user = strdup(cfg->proxy_user);
+    b->password = strdup(cfg->proxy_password ? cfg->proxy_password : "");
+    snprintf(b->backend, sizeof b->backend, "%s", backend);
+    uint64_t s = (cfg->connect_timeout_ms + 999) / 1000;
+    b->connect_timeout_s = s ? (unsigned)s : 1;
+    if (!b->user || !b->password) {
+        bg_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+mr_bgconn *mr_bgconn_start(const mr_config *cfg, const char *backend, const mr_bgconn_ops *ops)
+{
+    if (!cfg->proxy_user || !cfg->proxy_user[0]) {
+        mr_warn(0, "%s: no proxy_user configured, so the proxy has no connection of its own; "
+                "%s is off (set proxy_user and proxy_password)", ops->name, ops->name);
+        return NULL;
+    }
+    mr_addr a;
+    if (!mr_addr_parse(backend, &a)) {
+        mr_error(0, "%s: cannot read backend address '%s'; %s is off", ops->name, backend,
+                 ops->name);
+        return NULL;
+    }
+    mr_bgconn *b = library_ready() ? bg_new(cfg, backend, ops) : NULL;
+    if (!b) {
+        mr_error(0, "%s: cannot start its background thread; %s is off", ops->name, ops->name);
+        return NULL;
+    }
+    b->addr = a;
+    if (pthread_create(&b->thread, NULL, thread_main, b) != 0) {
+        mr_error(0, "%s: cannot start its background thread; %s is off", ops->name, ops->name);
+        bg_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+bool mr_bgconn_submit(mr_bgconn *b, mr_bg_job_fn fn, void *arg)
+{
+    job *j = malloc(sizeof *j);
+    if (!j)
+        return false;
+    *j = (job){.fn = fn, .arg = arg};
+    pthread_mutex_lock(&b->lock);
+    if (b->tail)
+        b->tail->next = j;
+    else
+        b->head = j;
+    b->tail = j;
+    b->woken = true;
+    pthread_cond_signal(&b->cond);
+    pthread_mutex_unlock(&b->lock);
+    return true;
+}
+
+void mr_bgconn_wake(mr_bgconn *b)
+{
+    pthread_mutex_lock(&b->lock);
+    b->woken = true;
+    pthread_cond_signal(&b->cond);
+    pthread_mutex_unlock(&b->lock);
+}
+
+bool mr_bgconn_connected(const mr_bgconn *b)
+{
+    return atomic_load(&b->connected);
+}
+
+void mr_bgconn_stop(mr_bgconn *b)
+{
+    if (!b)
+        return;
+    pthread_mutex_lock(&b->lock);
+    b->stop = true;
+    pthread_cond_signal(&b->cond);
+    pthread_mutex_unlock(&b->lock);
+    pthread_join(b->thread, NULL);
+    bg_free(b);
+}

@@ -1,0 +1,260 @@
+/*
+ * net/conn.c - non-blocking socket with evbuffers (see net/conn.h).
+ * Runs on the thread that owns its event_base; owns the socket and buffers.
+ */
+#include "myrewrite/net/conn.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define READ_CHUNK 65536
+
+struct mr_conn {
+    int fd;
+    struct event *rev;    /* persistent read event; added while reading */
+    struct event *wev;    /* persistent write event; added while output waits */
+    struct event *timer;  /* the deadline set by mr_conn_set_timeout() */
+    struct evbuffer *in;  /* bytes read, not yet consumed */
+    struct evbuffer *out; /* bytes to send */
+    mr_conn_callbacks cb;
+    void *arg;
+    bool reading, write_pending, connecting, failed;
+    int err;
+    size_t low;
+};
+
+static void fire(mr_conn *c, int what)
+{
+    if (c->cb.event)
+        c->cb.event(c, what, c->arg); /* may free c */
+}
+
+static void timer_handler(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    fire(arg, MR_CONN_TIMEOUT);
+}
+
+static void read_handler(evutil_socket_t fd, short what, void *arg)
+{
+    mr_conn *c = arg;
+    (void)what;
+    struct evbuffer_iovec vec[2];
+    int nvec = evbuffer_reserve_space(c->in, READ_CHUNK, vec, 2);
+    if (nvec <= 0) {
+        c->err = ENOMEM;
+        fire(c, MR_CONN_ERROR);
+        return;
+    }
+    struct iovec iov[2];
+    for (int i = 0; i < nvec; i++) {
+        iov[i].iov_base = vec[i].iov_base;
+        iov[i].iov_len = vec[i].iov_len;
+    }
+    ssize_t n = readv(fd, iov, nvec);
+    if (n < 0) {
+        evbuffer_commit_space(c->in, vec, 0);
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+            return;
+        c->err = errno;
+        fire(c, MR_CONN_ERROR);
+        return;
+    }
+    if (n == 0) {
+        evbuffer_commit_space(c->in, vec, 0);
+        fire(c, MR_CONN_EOF);
+        return;
+    }
+    size_t left = (size_t)n;
+    int used = 0;
+    for (; used < nvec && left > 0; used++) {
+        if (vec[used].iov_len > left)
+            vec[used].iov_len = left;
+        left -= vec[used].iov_len;
+    }
+    evbuffer_commit_space(c->in, vec, used);
+    if (c->cb.read)
+        c->cb.read(c, c->arg);
+}
+
+/* Writes as much as the socket takes; false on a hard error. */
+static bool write_now(mr_conn *c)
+{
+    while (evbuffer_get_length(c->out) > 0) {
+        int n = evbuffer_write(c->out, c->fd);
+        if (n > 0)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return true;
+        c->err = n < 0 ? errno : EPIPE;
+        return false;
+    }
+    return true;
+}
+
+static void watch_writes(mr_conn *c, bool on)
+{
+    if (on && !c->write_pending)
+        event_add(c->wev, NULL);
+    else if (!on && c->write_pending)
+        event_del(c->wev);
+    c->write_pending = on;
+}
+
+static void finish_connect(mr_conn *c)
+{
+    int err = 0;
+    socklen_t len = sizeof(err);
+    c->connecting = false;
+    watch_writes(c, false);
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        err = errno;
+    if (err) {
+        c->err = err;
+        fire(c, MR_CONN_ERROR);
+        return;
+    }
+    fire(c, MR_CONN_CONNECTED);
+}
+
+static void write_handler(evutil_socket_t fd, short what, void *arg)
+{
+    mr_conn *c = arg;
+    (void)fd;
+    (void)what;
+    if (c->failed) { /* a failure found outside the loop (connect, flush) */
+        fire(c, MR_CONN_ERROR);
+        return;
+    }
+    if (c->connecting) {
+        finish_connect(c);
+        return;
+    }
+    if (!write_now(c)) {
+        fire(c, MR_CONN_ERROR);
+        return;
+    }
+    size_t left = evbuffer_get_length(c->out);
+    if (left == 0)
+        watch_writes(c, false);
+    if (left <= c->low && c->cb.drained)
+        c->cb.drained(c, c->arg);
+}
+
+static mr_conn *conn_alloc(struct event_base *base, int fd, const mr_conn_callbacks *cb, void *arg)
+{
+    mr_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->fd = fd;
+    c->cb = *cb;
+    c->arg = arg;
+    c->in = evbuffer_new();
+    c->out = evbuffer_new();
+    c->rev = event_new(base, fd, EV_READ | EV_PERSIST, read_handler, c);
+    c->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, write_handler, c);
+    c->timer = evtimer_new(base, timer_handler, c);
+    if (!c->in || !c->out || !c->rev || !c->wev || !c->timer) {
+        c->fd = -1; /* the caller still owns fd */
+        mr_conn_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+mr_conn *mr_conn_new(struct event_base *base, int fd, const mr_conn_callbacks *cb, void *arg)
+{
+    evutil_make_socket_nonblocking(fd);
+    return conn_alloc(base, fd, cb, arg);
+}
+
+mr_conn *mr_conn_connect(struct event_base *base, const struct sockaddr *sa, socklen_t len,
+                         const struct timeval *timeout, const mr_conn_callbacks *cb, void *arg)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return NULL;
+    mr_conn *c = conn_alloc(base, fd, cb, arg);
+    if (!c) {
+        close(fd);
+        return NULL;
+    }
+    c->connecting = true;
+    mr_conn_set_timeout(c, timeout);
+    if (connect(fd, sa, len) != 0 && errno != EINPROGRESS) {
+        c->err = errno;
+        c->failed = true;
+    }
+    /* Immediate success or failure is reported from the loop, like any other. */
+    watch_writes(c, true);
+    if (c->failed)
+        event_active(c->wev, EV_WRITE, 1);
+    return c;
+}
+
+void mr_conn_free(mr_conn *c)
+{
+    if (!c)
+        return;
+    if (c->rev)
+        event_free(c->rev);
+    if (c->wev)
+        event_free(c->wev);
+    if (c->timer)
+        event_free(c->timer);
+    if (c->in)
+        evbuffer_free(c->in);
+    if (c->out)
+        evbuffer_free(c->out);
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c);
+}
+
+struct evbuffer *mr_conn_input(mr_conn *c) { return c->in; }
+struct evbuffer *mr_conn_output(mr_conn *c) { return c->out; }
+int mr_conn_fd(const mr_conn *c) { return c->fd; }
+int mr_conn_errno(const mr_conn *c) { return c->err; }
+
+void mr_conn_flush(mr_conn *c)
+{
+    if (c->connecting || c->failed || c->write_pending)
+        return; /* the write event is already watching */
+    if (!write_now(c)) {
+        c->failed = true; /* reported from the loop, not to our caller */
+        event_active(c->wev, EV_WRITE, 1);
+        return;
+    }
+    if (evbuffer_get_length(c->out) > 0)
+        watch_writes(c, true);
+}
+
+void mr_conn_write(mr_conn *c, const void *data, size_t len)
+{
+    evbuffer_add(c->out, data, len);
+    mr_conn_flush(c);
+}
+
+void mr_conn_read_enable(mr_conn *c, bool on)
+{
+    if (on && !c->reading)
+        event_add(c->rev, NULL);
+    else if (!on && c->reading)
+        event_del(c->rev);
+    c->reading = on;
+}
+
+void mr_conn_set_timeout(mr_conn *c, const struct timeval *tv)
+{
+    if (tv)
+        evtimer_add(c->timer, tv);
+    else
+        evtimer_del(c->timer);
+}
+
+void mr_conn_set_low_mark(mr_conn *c, size_t low) { c->low = low; }

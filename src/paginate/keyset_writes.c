@@ -1,0 +1,77 @@
+/*
+ * paginate/keyset_writes.c - which tables a statement text may write, for
+ * dropping keyset bookmarks (see paginate/keyset.h).
+ *
+ * Deliberately coarse, and wrong only towards dropping more: a statement
+ * whose first word is INSERT, UPDATE, DELETE, REPLACE, LOAD, TRUNCATE,
+ * ALTER, DROP, RENAME or CREATE counts every name in it as a table written
+ * (column names and keywords only bump a few innocent slots: more misses,
+ * never a stale seek); CALL, EXECUTE and DO may write anything; so may an
+ * executable comment or a lexing error in a statement that writes or
+ * before its first word.
+ *
+ * Pure, any thread.
+ */
+#include "myrewrite/paginate/keyset.h"
+
+void mr_keyset_writes_add(mr_keyset_writes *wr, uint64_t table_hash)
+{
+    for (unsigned i = 0; i < wr->n; i++)
+        if (wr->slot[i] == table_hash)
+            return;
+    if (wr->n == MR_KEYSET_WRITE_SLOTS)
+        wr->all = true;
+    else
+        wr->slot[wr->n++] = table_hash;
+}
+
+static bool writes_named_tables(unsigned id)
+{
+    switch (id) {
+    case SQL_KW_INSERT: case SQL_KW_UPDATE: case SQL_KW_DELETE: case SQL_KW_REPLACE:
+    case SQL_KW_LOAD: case SQL_KW_TRUNCATE: case SQL_KW_ALTER: case SQL_KW_DROP:
+    case SQL_KW_RENAME: case SQL_KW_CREATE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool writes_anything(unsigned id)
+{
+    return id == SQL_KW_CALL || id == SQL_KW_EXECUTE || id == SQL_KW_DO;
+}
+
+static void add_name(mr_keyset_writes *wr, const char *sql, const sql_token *t)
+{
+    size_t off = t->off, n = t->len;
+    if (t->kind == SQL_TOK_QIDENT && n >= 2) {
+        off++;
+        n -= 2;
+    }
+    mr_keyset_writes_add(wr, mr_keyset_table_hash(sql + off, n));
+}
+
+void mr_keyset_writes_scan(const char *sql, size_t len, unsigned lex_flags, mr_keyset_writes *wr)
+{
+    sql_lexer lx;
+    sql_token t;
+    bool at_start = true, writing = false;
+    sql_lexer_init(&lx, sql, len, lex_flags | SQL_LEX_SKIP_COMMENTS);
+    while (!wr->all && sql_lexer_next(&lx, &t)) {
+        if (t.kind == SQL_TOK_COMMENT)
+            continue;
+        if (t.kind == SQL_TOK_SEMI) {
+            at_start = true;
+            writing = false;
+        } else if (t.kind == SQL_TOK_EXEC_COMMENT || t.kind == SQL_TOK_ERROR) {
+            wr->all |= at_start || writing; /* its body is not read */
+        } else if (at_start) {
+            at_start = false;
+            writing = t.kind == SQL_TOK_WORD && writes_named_tables(t.id);
+            wr->all |= t.kind == SQL_TOK_WORD && writes_anything(t.id);
+        } else if (writing && (t.kind == SQL_TOK_WORD || t.kind == SQL_TOK_QIDENT)) {
+            add_name(wr, sql, &t);
+        }
+    }
+}

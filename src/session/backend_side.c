@@ -1,0 +1,332 @@
+/*
+ * session/backend_side.c - the backend side of a session: the greeting (masked
+ * before the client sees it), then every backend packet, classified by the
+ * tracker and relayed to the client in batches, up to the end of each
+ * response. Runs on the session's worker thread.
+ */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "myrewrite/net/backend_addr.h"
+#include "myrewrite/sql/charset_guard.h"
+#include "myrewrite/delayed/flush.h"
+#include "myrewrite/base/log.h"
+#include "myrewrite/schema/cache.h"
+#include "session/session_impl.h"
+
+/* The guard of sql/charset_guard.h follows a character set change. An unsafe
+ * one is taken even when the response ended in an error (a multi-statement
+ * text may have applied it before failing): reading a session as unsafe
+ * only costs it its rewrites. */
+static void apply_charset(mr_session *s, bool ok)
+{
+    if (!s->charset_pending || (!ok && !s->pending_charset))
+        return;
+    if (s->pending_charset != s->charset_unsafe)
+        mr_info(s->id, s->pending_charset ? "client character set is now %s: statements are "
+                "relayed without rewrites" : "client character set is now%s one the rules "
+                "can read: rewrites apply again", s->pending_charset ? s->pending_charset : "");
+    s->charset_unsafe = s->pending_charset;
+}
+
+/* A schema or user change takes effect only once the server accepted it. */
+static void apply_pending(mr_session *s, bool ok)
+{
+    apply_charset(s, ok);
+    s->charset_pending = false;
+    if (ok && s->schema_pending)
+        memcpy(s->schema, s->pending_schema, sizeof(s->schema));
+    if (ok && s->user_pending)
+        memcpy(s->user, s->pending_user, sizeof(s->user));
+    if (ok && (s->schema_pending || s->user_pending))
+        mr_client_set_names(&s->w->clients, &s->slot, s->user, s->schema);
+    s->schema_pending = s->user_pending = false;
+}
+
+static void response_done(mr_session *s)
+{
+    bool ok = !s->tracker.ended_with_err;
+    mr_stat_add(&s->w->stats.commands, 1);
+    if (s->wake_flusher)
+        mr_delayed_wake(); /* set by ss_statement_start */
+    s->wake_flusher = false;
+    apply_pending(s, ok);
+    if (s->command == MR_COM_STMT_PREPARE) {
+        ss_dmem_prepared(s, ok, s->tracker.stmt_id);
+        ss_prepared_done(s, ok, s->tracker.stmt_id);
+    } else if (ok && (s->command == MR_COM_RESET_CONNECTION ||
+                      s->command == MR_COM_CHANGE_USER)) {
+        ss_dmem_forget_all(s); /* the server dropped its prepared statements */
+        ss_prepared_forget_all(s);
+    }
+    if (ok && s->command == MR_COM_RESET_CONNECTION && !s->charset_unsafe)
+        s->charset_unsafe = s->server_charset_unsafe; /* the server's default may be back */
+    mr_schema_cache_ddl_end(s->ddl_hold); /* the server is done with the DDL */
+    s->ddl_hold = 0;
+    if (s->digest) {
+        mr_digest_stats_record(s->digest, (mr_mono_ns() - s->command_start_ns) / 1000);
+        s->digest = NULL;
+    }
+    ss_set_state(s, SS_IDLE);
+    if (s->w->draining) {
+        ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
+        return;
+    }
+    ss_pump_client(s); /* a command may already be waiting */
+}
+
+static void auth_done(mr_session *s)
+{
+    if (s->tracker.ended_with_err) {
+        ss_close_after_flush(s, MR_CLOSE_AUTH_FAILED, "backend refused authentication");
+        return;
+    }
+    mr_conn_set_timeout(s->client, NULL);
+    s->authenticated = true;
+    apply_pending(s, true);
+    mr_debug(s->id, "authenticated; backend thread id %u", s->backend_thread_id);
+    ss_set_state(s, SS_IDLE);
+    if (s->w->draining) {
+        ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
+        return;
+    }
+    ss_pump_client(s);
+}
+
+static void greeting_unusable(mr_session *s, const char *why)
+{
+    ss_send_err(s, 0, MR_ER_BACKEND_UNAVAILABLE, "08S01",
+             "backend unavailable: its greeting is not MySQL protocol 10");
+    ss_close_after_flush(s, MR_CLOSE_MALFORMED, why);
+}
+
+/* The greeting is read whole (it is small) so its capabilities can be masked
+ * before the client sees them. An ERR instead of a greeting (e.g. "Too many
+ * connections" from mysqld) is relayed as it is. */
+static void read_greeting(mr_session *s, struct evbuffer *in)
+{
+    uint8_t hdr[MR_PKT_HEADER];
+    mr_pkt_header h;
+    mr_greeting g;
+    if (evbuffer_copyout(in, hdr, sizeof(hdr)) < (ev_ssize_t)sizeof(hdr))
+        return;
+    mr_pkt_header_read(hdr, sizeof(hdr), &h);
+    if (h.len > 65536) {
+        greeting_unusable(s, "oversized greeting from backend");
+        return;
+    }
+    size_t total = MR_PKT_HEADER + (size_t)h.len;
+    if (evbuffer_get_length(in) < total)
+        return;
+    uint8_t *pkt = evbuffer_pullup(in, (ev_ssize_t)total);
+    uint8_t *payload = pkt + MR_PKT_HEADER;
+    if (h.len > 0 && payload[0] == 0xff) {
+        mr_err err;
+        if (mr_err_parse(payload, h.len, &err) == MR_OK)
+            mr_warn(s->id, "backend refused the connection: %u %.*s", err.code,
+                    (int)err.msg_len, err.msg);
+        evbuffer_remove_buffer(in, mr_conn_output(s->client), total);
+        mr_conn_flush(s->client);
+        ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "backend sent an error instead of a greeting");
+        return;
+    }
+    if (mr_greeting_parse(payload, h.len, &g) != MR_OK) {
+        greeting_unusable(s, "malformed greeting from backend");
+        return;
+    }
+    mr_greeting_mask(payload, &g);
+    s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
+    s->backend_thread_id = g.thread_id;
+    atomic_store_explicit(&s->slot.backend_id, g.thread_id, memory_order_relaxed);
+    s->skip_locked = mr_server_has_skip_locked(g.server_version, g.server_version_len);
+    s->server_charset_unsafe = mr_charset_unsafe_collation(g.charset);
+    s->seq = h.seq;
+    s->from_backend.remaining = total; /* ss_pump_backend relays it */
+    mr_conn_set_timeout(s->backend, NULL);
+    struct timeval tv = {(time_t)(cfg(s)->handshake_timeout_ms / 1000),
+                         (suseconds_t)(cfg(s)->handshake_timeout_ms % 1000) * 1000};
+    mr_conn_set_timeout(s->client, &tv);
+    mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
+    ss_set_state(s, SS_AUTH);
+}
+
+/* Classifies the head of a backend packet; false means stop pumping. */
+static bool backend_packet_start(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
+{
+    framing *f = &s->from_backend;
+    s->seq = seq;
+    f->remaining = MR_PKT_HEADER + (uint64_t)len;
+    bool continued = f->continuation;
+    f->continuation = (len == MR_PKT_MAX_PAYLOAD);
+    if (continued)
+        return true; /* a piece of a large payload: nothing to classify */
+    if (s->state != SS_RESPONSE && s->state != SS_AUTH) {
+        /* e.g. a server that announces its idle timeout before closing */
+        mr_debug(s->id, "unsolicited backend packet in state %s", ss_state_name(s->state));
+        return true;
+    }
+    size_t n = len < MR_TRACK_PREFIX ? len : MR_TRACK_PREFIX;
+    switch (mr_tracker_feed(&s->tracker, p, n, len)) {
+    case MR_TRACK_MORE: break;
+    case MR_TRACK_DONE: f->ends_response = true; break;
+    case MR_TRACK_CLIENT_NEXT: ss_set_state(s, SS_INFILE); break;
+    case MR_TRACK_MALFORMED:
+        mr_warn(s->id, "backend packet does not fit the %s response (first byte 0x%02x, %u bytes)",
+                mr_command_name(s->command), n ? p[0] : 0, len);
+        ss_close_after_flush(s, MR_CLOSE_MALFORMED, "malformed response from backend");
+        return false;
+    }
+    return true;
+}
+
+/* Called when the packet that ends the response has been fully relayed. */
+static void backend_response_complete(mr_session *s)
+{
+    s->from_backend.ends_response = false;
+    if (s->state == SS_AUTH)
+        auth_done(s);
+    else
+        response_done(s);
+}
+
+/* Relays complete and partial packets from the backend to the client in one
+ * batch (a single evbuffer move), inspecting each packet's head on the way. */
+void ss_pump_backend(mr_session *s)
+{
+    struct evbuffer *in = mr_conn_input(s->backend);
+    framing *f = &s->from_backend;
+    size_t avail = evbuffer_get_length(in), move = 0;
+    struct evbuffer_ptr pos;
+    uint8_t head[MR_PKT_HEADER + MR_TRACK_PREFIX];
+    bool complete = false;
+
+    if (s->prelude_pending && s->state == SS_RESPONSE) {
+        int took = ss_prelude_take(s, in); /* its answer is the first packet: never relayed */
+        if (took <= 0)
+            return;
+        avail = evbuffer_get_length(in);
+    }
+    evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
+    for (;;) {
+        if (f->remaining > 0) {
+            size_t take = avail - move < f->remaining ? avail - move : (size_t)f->remaining;
+            move += take;
+            f->remaining -= take;
+            if (f->remaining > 0 || (f->ends_response && !f->continuation)) {
+                complete = f->remaining == 0;
+                break;
+            }
+            if (move < avail)
+                evbuffer_ptr_set(in, &pos, take, EVBUFFER_PTR_ADD);
+            continue;
+        }
+        if (avail - move < MR_PKT_HEADER || move >= cfg(s)->relay_buffer)
+            break;
+        size_t got = avail - move < sizeof(head) ? avail - move : sizeof(head);
+        evbuffer_copyout_from(in, &pos, head, got);
+        mr_pkt_header h;
+        mr_pkt_header_read(head, got, &h);
+        if (got < MR_PKT_HEADER + (h.len < MR_TRACK_PREFIX ? h.len : MR_TRACK_PREFIX))
+            break;
+        if (!f->continuation && s->state == SS_RESPONSE && ss_keyset_wants(s) &&
+            !ss_keyset_packet(s, in, &pos, h.len, avail - move))
+            break; /* a watched page's packet is read whole */
+        mr_stat_add(&s->w->stats.bytes_from_backend, MR_PKT_HEADER + (uint64_t)h.len);
+        mr_stat_add(&s->slot.bytes_out, MR_PKT_HEADER + (uint64_t)h.len);
+        if (!backend_packet_start(s, head + MR_PKT_HEADER, h.len, h.seq))
+            return;
+        if (f->ends_response && s->state == SS_RESPONSE)
+            ss_keyset_response_done(s); /* before the client has the end and asks again */
+    }
+    if (complete && s->state == SS_RESPONSE) /* published before the client can have the end */
+        mr_client_set_state(&s->slot, ss_state_name(SS_IDLE)); /* and ask SHOW CLIENTS */
+    if (move > 0) {
+        evbuffer_remove_buffer(in, mr_conn_output(s->client), move);
+        mr_conn_flush(s->client);
+    }
+    ss_backend_flow(s);
+    if (complete)
+        backend_response_complete(s);
+    else if (move > 0 && evbuffer_get_length(in) > 0 && !f->blocked)
+        ss_pump_backend(s); /* stopped at relay_buffer with more queued */
+}
+
+static void backend_read_cb(mr_conn *c, void *arg)
+{
+    mr_session *s = arg;
+    (void)c;
+    if (s->state == SS_GREETING) {
+        read_greeting(s, mr_conn_input(s->backend));
+        if (s->state != SS_AUTH)
+            return;
+    }
+    ss_pump_backend(s);
+}
+
+static void backend_write_cb(mr_conn *c, void *arg)
+{
+    mr_session *s = arg;
+    (void)c;
+    if (s->from_client.blocked)
+        ss_pump_client(s); /* it resumes reading once the backlog is relayed */
+}
+
+void ss_backend_failed(mr_session *s, const char *what)
+{
+    char msg[512];
+    if (s->state == SS_CONNECTING || s->state == SS_GREETING) {
+        if (s->state == SS_CONNECTING)
+            mr_backend_suspect(); /* its address may have changed */
+        snprintf(msg, sizeof(msg), "backend unavailable: %s %s", s->w->proxy->backend_name, what);
+        ss_send_err(s, 0, MR_ER_BACKEND_UNAVAILABLE, "08S01", msg);
+        mr_warn(s->id, "%s", msg);
+        ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN, msg);
+        return;
+    }
+    bool mid_packet = s->from_backend.remaining > 0 || s->from_backend.continuation;
+    if (s->state == SS_IDLE || mid_packet) {
+        ss_close(s, MR_CLOSE_BACKEND_LOST, what);
+        return;
+    }
+    snprintf(msg, sizeof(msg), "backend connection lost during %s: %s",
+             s->state == SS_AUTH ? "authentication" : mr_command_name(s->command), what);
+    ss_send_err(s, (uint8_t)(s->seq + 1), MR_ER_BACKEND_LOST, "08S01", msg);
+    ss_close_after_flush(s, MR_CLOSE_BACKEND_LOST, msg);
+}
+
+static void backend_event_cb(mr_conn *c, int what, void *arg)
+{
+    mr_session *s = arg;
+    (void)c;
+    if (what & MR_CONN_CONNECTED) {
+        int one = 1;
+        setsockopt(mr_conn_fd(s->backend), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        struct timeval tv = {(time_t)(cfg(s)->connect_timeout_ms / 1000),
+                             (suseconds_t)(cfg(s)->connect_timeout_ms % 1000) * 1000};
+        mr_conn_set_timeout(s->backend, &tv); /* until the greeting is in */
+        mr_conn_read_enable(s->backend, true);
+        ss_set_state(s, SS_GREETING);
+        return;
+    }
+    /* Relay whatever arrived before the close (e.g. a final ERR). */
+    if (s->state != SS_GREETING && s->state != SS_CONNECTING)
+        ss_pump_backend(s);
+    if (!ALIVE(s) || !s->backend)
+        return;
+    char what_s[160];
+    if (what & MR_CONN_TIMEOUT) /* only connecting and the greeting are timed */
+        snprintf(what_s, sizeof(what_s), "did not %s within connect_timeout (%llu ms)",
+                 s->state == SS_CONNECTING ? "accept the connection" : "send its greeting",
+                 (unsigned long long)cfg(s)->connect_timeout_ms);
+    else if (what & MR_CONN_ERROR)
+        snprintf(what_s, sizeof(what_s), "failed: %s", strerror(mr_conn_errno(s->backend)));
+    else
+        snprintf(what_s, sizeof(what_s), "closed the connection");
+    ss_backend_failed(s, what_s);
+}
+
+const mr_conn_callbacks ss_backend_callbacks = {backend_read_cb, backend_write_cb,
+                                                backend_event_cb};

@@ -1,0 +1,295 @@
+/*
+ * session/client_side.c - the client side of a session: the handshake response
+ * (checked for TLS, compression and the user), then every client packet:
+ * commands start here, refused ones are answered here, and LOCAL INFILE and
+ * authentication data are relayed while the backend waits for them. Runs
+ * on the session's worker thread.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "myrewrite/sql/charset_guard.h"
+#include "myrewrite/base/log.h"
+#include "session/session_impl.h"
+
+/* Checks the client's HandshakeResponse (or SSLRequest) before relaying it. */
+static bool check_handshake_response(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
+{
+    mr_handshake_response hr;
+    s->auth_seen_response = true;
+    if (mr_handshake_response_parse(p, len, &hr) != MR_OK) {
+        ss_send_err(s, (uint8_t)(seq + 1), MR_ER_MALFORMED_PACKET, "08S01",
+                 "malformed handshake response: myrewrite supports protocol 4.1 clients");
+        ss_close_after_flush(s, MR_CLOSE_MALFORMED, "malformed handshake response");
+        return false;
+    }
+    if (hr.ssl_request || (hr.caps & (MR_CAP_COMPRESS | MR_CAP_ZSTD_COMPRESSION))) {
+        ss_send_err(s, (uint8_t)(seq + 1), MR_ER_NOT_SUPPORTED, "08004",
+                 hr.ssl_request ? "myrewrite does not support TLS between client and proxy yet; "
+                                  "connect with TLS disabled (ssl-mode=DISABLED)"
+                                : "myrewrite does not support protocol compression; connect "
+                                  "without compression");
+        ss_close_after_flush(s, MR_CLOSE_UNSUPPORTED, hr.ssl_request ? "client asked for TLS"
+                                                                   : "client asked for compression");
+        return false;
+    }
+    s->caps &= hr.caps;
+    ss_copy_name(s->pending_user, sizeof(s->pending_user), hr.user, hr.user_len, &s->user_pending);
+    ss_copy_name(s->pending_schema, sizeof(s->pending_schema), hr.db, hr.db_len,
+              &s->schema_pending);
+    s->pending_charset = mr_charset_unsafe_collation(hr.charset);
+    s->charset_pending = true;
+    mr_tracker_init(&s->tracker, (s->caps & MR_CAP_DEPRECATE_EOF) != 0);
+    mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
+    return true;
+}
+
+static void refuse_command(mr_session *s, uint8_t cmd)
+{
+    char msg[200];
+    snprintf(msg, sizeof(msg),
+             "%s is not supported through myrewrite (replication and obsolete commands must go "
+             "to mysqld directly)",
+             mr_command_name(cmd));
+    mr_stat_add(&s->w->stats.commands_refused, 1);
+    mr_info(s->id, "refused %s (0x%02x)", mr_command_name(cmd), cmd);
+    ss_send_err(s, 1, MR_ER_UNKNOWN_COM, "08S01", msg);
+    s->from_client.discard = true;
+}
+
+/* A statement too large for relay_buffer goes out without meeting the
+ * rules (a block rule included): counted, and said once per session so a
+ * DBA can see it. */
+static void note_unexamined(mr_session *s, uint32_t len)
+{
+    mr_stat_add(&s->w->stats.statements_unexamined, 1);
+    if (s->unexamined_logged)
+        return;
+    s->unexamined_logged = true;
+    mr_warn(s->id, "a statement of %u bytes is larger than relay_buffer (%" PRIu64 "): relayed "
+            "without meeting the rules (said once per session; counted in "
+            "myrewrite_statements_unexamined_total)", (unsigned)len, cfg(s)->relay_buffer);
+}
+
+/* The first packet of a command: decide how its response will look. `p`
+ * holds `n` bytes of the `len`-byte payload: the whole of it for the
+ * commands the front end reads, else at least MR_TRACK_PREFIX. */
+static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t len, uint8_t seq)
+{
+    if (len == 0 || seq != 0) {
+        mr_warn(s->id, "malformed command packet: %s", len == 0 ? "empty payload"
+                                                               : "sequence id is not 0");
+        ss_close_after_flush(s, MR_CLOSE_MALFORMED, "malformed command packet");
+        return false;
+    }
+    uint8_t cmd = p[0];
+    mr_expect expect = mr_expect_for_command(cmd);
+    s->command = cmd;
+    mr_client_set_command(&s->slot, cmd);
+    s->command_start_ns = mr_mono_ns();
+    if (expect == MR_EXPECT_UNSUPPORTED) {
+        refuse_command(s, cmd);
+        return true;
+    }
+    if (cmd == MR_COM_QUIT) {
+        ss_close(s, MR_CLOSE_CLIENT_QUIT, "COM_QUIT");
+        return false;
+    }
+    ss_keyset_command(s, cmd, p, n, len);
+    if (ss_prepared_command(s, cmd, p, n, len)) /* a prepared page beyond max_offset */
+        return true;
+    stmt_verdict dv;
+    if (ss_dmem_command(s, cmd, p, n, len, &dv)) /* a prepared memory-mode DELAYED */
+        return dv == STMT_ANSWERED;
+    if (n < len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE))
+        note_unexamined(s, len);
+    if (n == len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE)) {
+        stmt_verdict v = ss_statement_start(s, cmd, (const char *)p + 1, len - 1);
+        if (v != STMT_RELAY)
+            return v == STMT_ANSWERED || v == STMT_WAITING;
+    } else if (n == len && cmd == MR_COM_INIT_DB) {
+        ss_copy_name(s->pending_schema, sizeof(s->pending_schema), (const char *)p + 1, len - 1,
+                  &s->schema_pending);
+    } else if (n == len && cmd == MR_COM_CHANGE_USER) {
+        const char *u, *db;
+        size_t ul, dl;
+        int charset;
+        if (mr_change_user_parse(p, n, s->caps, &u, &ul, &db, &dl, &charset) == MR_OK) {
+            ss_copy_name(s->pending_user, sizeof(s->pending_user), u, ul, &s->user_pending);
+            ss_copy_name(s->pending_schema, sizeof(s->pending_schema), db, dl, &s->schema_pending);
+            s->pending_charset = charset >= 0 ? mr_charset_unsafe_collation((unsigned)charset)
+                                              : s->charset_unsafe;
+            s->charset_pending = true;
+        }
+    }
+    mr_tracker_begin(&s->tracker, expect);
+    if (expect != MR_EXPECT_NONE)
+        ss_set_state(s, SS_RESPONSE);
+    return true;
+}
+
+/* A packet the client sends while the backend waits for it. */
+static bool client_data_packet(mr_session *s, const uint8_t *p, size_t n, uint32_t len,
+                               uint8_t seq, bool continued)
+{
+    if (s->state == SS_AUTH && !s->auth_seen_response)
+        return check_handshake_response(s, p, n, seq);
+    if (s->state == SS_INFILE && len == 0 && !continued) {
+        mr_tracker_infile_done(&s->tracker); /* the empty packet ends the file */
+        ss_set_state(s, SS_RESPONSE);
+    }
+    return true;
+}
+
+static bool client_may_send(const mr_session *s)
+{
+    switch (s->state) {
+    case SS_IDLE:
+    case SS_AUTH:
+    case SS_INFILE: return true;
+    case SS_RESPONSE: return s->tracker.expect == MR_EXPECT_AUTH; /* COM_CHANGE_USER */
+    default: return false;
+    }
+}
+
+/* Classifies the head of a client packet (`n` bytes of its `len`-byte
+ * payload at `p`); false means stop pumping. */
+static bool client_packet_start(mr_session *s, const uint8_t *p, size_t n, uint32_t len,
+                                uint8_t seq)
+{
+    framing *f = &s->from_client;
+    bool continued = f->continuation;
+    f->remaining = MR_PKT_HEADER + (uint64_t)len;
+    f->continuation = (len == MR_PKT_MAX_PAYLOAD);
+    s->seq = seq;
+    if (!continued) {
+        f->discard = false;
+        if (s->state == SS_IDLE)
+            s->command_bytes = 0; /* a new command */
+    }
+    s->command_bytes += len;
+    if (s->command_bytes > cfg(s)->max_packet_size) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "packet of more than %llu bytes exceeds max_packet_size",
+                 (unsigned long long)cfg(s)->max_packet_size);
+        ss_send_err(s, (uint8_t)(seq + 1), MR_ER_NET_PACKET_TOO_LARGE, "08S01", msg);
+        ss_close_after_flush(s, MR_CLOSE_TOO_LARGE, msg);
+        return false;
+    }
+    if (continued)
+        return true;
+    if (s->state == SS_IDLE)
+        return command_start(s, p, n, len, seq);
+    return client_data_packet(s, p, n, len, seq, continued);
+}
+
+/* The front end reads whole statements (up to relay_buffer; larger ones
+ * are relayed unexamined), and the handshake and user/schema changes are
+ * read whole for the user and schema the rules filter on. */
+static bool wants_whole_packet(mr_session *s, const uint8_t *head, uint32_t len)
+{
+    if (s->from_client.continuation || len == 0 || len >= MR_PKT_MAX_PAYLOAD ||
+        MR_PKT_HEADER + (uint64_t)len > cfg(s)->relay_buffer)
+        return false;
+    if (s->state == SS_AUTH)
+        return !s->auth_seen_response;
+    if (s->state != SS_IDLE)
+        return false;
+    switch (head[0]) {
+    case MR_COM_QUERY:
+    case MR_COM_STMT_PREPARE:
+    case MR_COM_INIT_DB:
+    case MR_COM_CHANGE_USER: return true;
+    case MR_COM_STMT_EXECUTE: /* maybe a memory-mode DELAYED, or a page under max_offset */
+        return s->dstmts != NULL || ss_prepared_guarded(s, head, len);
+    default: return false;
+    }
+}
+
+void ss_pump_client(mr_session *s)
+{
+    struct evbuffer *in = mr_conn_input(s->client);
+    framing *f = &s->from_client;
+    uint8_t head[MR_PKT_HEADER + MR_TRACK_PREFIX];
+
+    while (ALIVE(s) && s->backend) {
+        size_t avail = evbuffer_get_length(in);
+        if (f->remaining > 0) {
+            if (avail == 0)
+                break;
+            size_t take = avail < f->remaining ? avail : (size_t)f->remaining;
+            if (f->discard) {
+                evbuffer_drain(in, take);
+            } else {
+                evbuffer_remove_buffer(in, mr_conn_output(s->backend), take);
+                mr_conn_flush(s->backend);
+            }
+            f->remaining -= take;
+            if (queued(mr_conn_output(s->backend)) >= cfg(s)->relay_buffer)
+                break;
+            continue;
+        }
+        if (!f->continuation && !client_may_send(s))
+            break;
+        if (avail < MR_PKT_HEADER)
+            break;
+        size_t got = (size_t)evbuffer_copyout(in, head, sizeof(head));
+        mr_pkt_header h;
+        mr_pkt_header_read(head, got, &h);
+        size_t n = h.len < MR_TRACK_PREFIX ? h.len : MR_TRACK_PREFIX;
+        if (got < MR_PKT_HEADER + n)
+            break;
+        const uint8_t *payload = head + MR_PKT_HEADER;
+        if (wants_whole_packet(s, payload, h.len)) {
+            if (avail < MR_PKT_HEADER + (size_t)h.len)
+                break; /* fits in relay_buffer, so reading goes on until it is here */
+            payload = evbuffer_pullup(in, MR_PKT_HEADER + (ev_ssize_t)h.len) + MR_PKT_HEADER;
+            n = h.len;
+        }
+        mr_stat_add(&s->w->stats.bytes_from_clients, MR_PKT_HEADER + (uint64_t)h.len);
+        mr_stat_add(&s->slot.bytes_in, MR_PKT_HEADER + (uint64_t)h.len);
+        if (!client_packet_start(s, payload, n, h.len, h.seq))
+            return;
+    }
+    ss_client_flow(s);
+}
+
+static void client_read_cb(mr_conn *c, void *arg)
+{
+    (void)c;
+    ss_pump_client(arg);
+}
+
+static void client_write_cb(mr_conn *c, void *arg)
+{
+    mr_session *s = arg;
+    (void)c;
+    if (s->state == SS_CLOSING) {
+        if (evbuffer_get_length(mr_conn_output(s->client)) == 0)
+            ss_free(s);
+        return;
+    }
+    if (s->from_backend.blocked)
+        ss_pump_backend(s); /* relays what is buffered, then resumes reading */
+}
+
+static void client_event_cb(mr_conn *c, int what, void *arg)
+{
+    mr_session *s = arg;
+    if (!ALIVE(s)) {
+        ss_free(s); /* the client went away or never read its ERR */
+        return;
+    }
+    if (what & MR_CONN_TIMEOUT) {
+        ss_send_err(s, (uint8_t)(s->seq + 1), MR_ER_HANDSHAKE, "08S01",
+                 "authentication did not finish within handshake_timeout");
+        ss_close_after_flush(s, MR_CLOSE_TIMEOUT, "handshake timeout");
+        return;
+    }
+    ss_close(s, MR_CLOSE_CLIENT_GONE,
+                  (what & MR_CONN_ERROR) ? strerror(mr_conn_errno(c))
+                                         : "client closed the connection");
+}
+
+const mr_conn_callbacks ss_client_callbacks = {client_read_cb, client_write_cb, client_event_cb};

@@ -1,0 +1,187 @@
+/*
+ * session/delayed_prepared.c - prepared statements of mode = memory DELAYED rules.
+ *
+ * COM_STMT_PREPARE of such a statement goes to the server as a stand-in
+ * with the same `?` count (`DO ?, ?`, delayed/statement.c), so the server
+ * hands out the statement id and the client sees the parameter count it
+ * expects. The session keeps the original text under that id; each
+ * COM_STMT_EXECUTE of it is read here (proto/stmt_execute.h; the types of the
+ * previous execute are kept for one that binds none), its values are bound to the `?` of the
+ * original, the rules read it into a memory batch, and the proxy answers
+ * OK itself. The stand-in is never executed. COM_STMT_CLOSE forgets the
+ * id (and goes on to the server); COM_RESET_CONNECTION and a successful
+ * COM_CHANGE_USER forget them all, as the server does.
+ *
+ * MariaDB's direct execution (PREPARE and EXECUTE sent together, the
+ * execute naming statement 0xffffffff: the one prepared last) works the
+ * same: the execute waits in the client's buffer until the prepare's
+ * answer is in, so the id is known by then.
+ *
+ * Not taken (ERR 1235, nothing applied): an execute whose packet is larger
+ * than relay_buffer, parameters sent with COM_STMT_SEND_LONG_DATA, and
+ * COM_STMT_BULK_EXECUTE. Runs on the session's worker thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "myrewrite/delayed/mem.h"
+#include "myrewrite/delayed/staging_sql.h"
+#include "myrewrite/proto/stmt_execute.h"
+#include "myrewrite/base/log.h"
+#include "session/session_impl.h"
+
+#define MAX_PARAMS MR_EXEC_MAX_PARAMS
+#define LAST_NOT_MEMORY 0xffffffffu /* s->dlast: the last prepare was not a memory stand-in */
+
+struct ss_dstmt {
+    struct ss_dstmt *next;
+    uint32_t id;
+    unsigned nparams;
+    bool long_data;           /* COM_STMT_SEND_LONG_DATA was used on it */
+    bool have_types;
+    uint8_t types[2 * MAX_PARAMS];
+    size_t len;
+    char sql[];               /* the original text */
+};
+
+/* ---- the statement table ---------------------------------------------------------- */
+
+static struct ss_dstmt *find(const mr_session *s, uint32_t id)
+{
+    for (struct ss_dstmt *d = s->dstmts; d; d = d->next)
+        if (d->id == id)
+            return d;
+    return NULL;
+}
+
+static void forget(mr_session *s, uint32_t id)
+{
+    for (struct ss_dstmt **pp = &s->dstmts; *pp; pp = &(*pp)->next)
+        if ((*pp)->id == id) {
+            struct ss_dstmt *d = *pp;
+            *pp = d->next;
+            free(d);
+            return;
+        }
+}
+
+void ss_dmem_forget_all(mr_session *s)
+{
+    while (s->dstmts) {
+        struct ss_dstmt *d = s->dstmts;
+        s->dstmts = d->next;
+        free(d);
+    }
+    free(s->dprep);
+    s->dprep = NULL;
+    s->dlast = LAST_NOT_MEMORY;
+}
+
+bool ss_dmem_note_prepare(mr_session *s, const char *sql, size_t len, unsigned nparams)
+{
+    free(s->dprep);
+    s->dprep = NULL;
+    if (nparams > MAX_PARAMS)
+        return false;
+    struct ss_dstmt *d = calloc(1, sizeof *d + len + 1);
+    if (!d)
+        return false;
+    d->nparams = nparams;
+    d->len = len;
+    memcpy(d->sql, sql, len);
+    s->dprep = d;
+    return true;
+}
+
+void ss_dmem_prepared(mr_session *s, bool ok, uint32_t id)
+{
+    struct ss_dstmt *d = s->dprep;
+    s->dprep = NULL;
+    if (ok) /* the id MariaDB's direct execution means by 0xffffffff */
+        s->dlast = d ? id : LAST_NOT_MEMORY;
+    if (!d)
+        return;
+    if (!ok) {
+        free(d);
+        return;
+    }
+    forget(s, id); /* a reused id (never, from mysqld) would otherwise shadow */
+    d->id = id;
+    d->next = s->dstmts;
+    s->dstmts = d;
+}
+
+/* ---- answering ------------------------------------------------------------------ */
+
+static stmt_verdict refuse(mr_session *s, const char *msg)
+{
+    mr_stat_add(&s->w->stats.statements_blocked, 1);
+    ss_send_err(s, 1, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, msg);
+    s->from_client.discard = true;
+    return STMT_ANSWERED;
+}
+
+/* The execute of a memory statement: its values meet the rules with the
+ * original text, and the batch goes into the shard. */
+static stmt_verdict execute(mr_session *s, struct ss_dstmt *d, const uint8_t *p, size_t n)
+{
+    mr_dmem_param params[MAX_PARAMS];
+    char bufs[MAX_PARAMS][32];                /* numbers and dates written out */
+    if (d->long_data)
+        return refuse(s, "DELAYED in mode = memory: parameters sent with "
+                         "COM_STMT_SEND_LONG_DATA are not taken; bind them to the execute");
+    const char *bad = mr_exec_params_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER, d->nparams,
+                                          d->nparams, d->types, &d->have_types, params, bufs);
+    if (bad)
+        return refuse(s, bad);
+    mr_dmem_params ps = {params, d->nparams};
+    mr_worker *w = s->w;
+    mr_match_result *res = &w->match;
+    mr_stmt_ctx ctx = {
+        .user = s->user[0] ? s->user : NULL,
+        .schema = s->schema[0] ? s->schema : NULL,
+        .prepared = true,
+        .lex_flags = (s->tracker.status & MR_STATUS_NO_BACKSLASH_ESCAPES)
+                         ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0,
+        .shard = w->id,
+        .params = &ps,
+    };
+    mr_rules_apply(w->rules->set, d->sql, d->len, &ctx, w->scratch, res);
+    if (res->action == MR_ACT_BLOCK)
+        return refuse(s, res->message);
+    if (res->action != MR_ACT_DELAYED_MEMORY)
+        return refuse(s, "DELAYED: the rule this statement was prepared under is gone (rules "
+                         "reloaded); prepare it again");
+    return ss_delayed_memory(s, res->dmem);
+}
+
+bool ss_dmem_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len,
+                     stmt_verdict *v)
+{
+    if (!s->dstmts || n < 5)
+        return false;
+    uint32_t id = ss_stmt_id(p);
+    if (id == SS_STMT_LAST) /* MariaDB: the statement prepared last on this connection */
+        id = s->dlast;
+    struct ss_dstmt *d = id == LAST_NOT_MEMORY ? NULL : find(s, id);
+    if (!d)
+        return false;
+    switch (cmd) {
+    case MR_COM_STMT_EXECUTE:
+        if (n != len || n < 10)
+            *v = refuse(s, "DELAYED in mode = memory: this COM_STMT_EXECUTE is larger than "
+                           "relay_buffer or malformed; nothing was taken");
+        else
+            *v = execute(s, d, p, n);
+        return true;
+    case MR_COM_STMT_BULK_EXECUTE:
+        *v = refuse(s, "DELAYED in mode = memory is not taken by COM_STMT_BULK_EXECUTE; "
+                       "execute the statement once per row");
+        return true;
+    case MR_COM_STMT_SEND_LONG_DATA: d->long_data = true; return false;
+    case MR_COM_STMT_RESET: d->long_data = false; return false;
+    case MR_COM_STMT_CLOSE: forget(s, id); return false;
+    default: return false;
+    }
+}

@@ -1,0 +1,248 @@
+/*
+ * session/prepared.c - the server-side prepared statements whose text the
+ * front end acted on. A prepared statement meets the rules once, at
+ * COM_STMT_PREPARE; what that decided must be repeated at each
+ * COM_STMT_EXECUTE, which the front end never sees: a page whose LIMIT
+ * offset is a `?` meets its rule's max_offset (the value is read from the
+ * execute; beyond it the proxy answers the rule's ERR and sends nothing),
+ * claim_read_committed's prelude goes out first, and the page or the
+ * staging rows it sends are counted. The notes live until COM_STMT_CLOSE,
+ * or until COM_RESET_CONNECTION / COM_CHANGE_USER drop every prepared
+ * statement on the server too. Statements nothing acted on are not kept.
+ *
+ * Runs on the session's worker thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "myrewrite/proto/stmt_execute.h"
+#include "myrewrite/base/log.h"
+#include "myrewrite/paginate/deferred_sql.h"
+#include "myrewrite/stats/rule_stats.h"
+#include "session/session_impl.h"
+
+/* What the guardrail needs at each execute, copied at prepare time: the
+ * rule set may be reloaded in between. */
+struct ss_pguard {
+    uint64_t max_offset;
+    unsigned param, nparams;
+    uint16_t err_code;
+    char sqlstate[6];
+    struct mr_rule_stats *stats; /* refusals counted here (never freed) */
+    char *message;               /* the rule's own message, or NULL: the default */
+    char where[132];             /* schema.table for the default message; "" = any */
+    bool have_types;
+    bool owe_types;              /* a refused execute bound types the server never got */
+    uint8_t types[];             /* 2 * nparams: kept between executes */
+};
+
+static void note_clear(ss_pnote *n)
+{
+    if (n->guard)
+        free(n->guard->message);
+    free(n->guard);
+    *n = (ss_pnote){0};
+}
+
+void ss_prepared_begin(mr_session *s)
+{
+    note_clear(&s->pnote_next);
+}
+
+void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g)
+{
+    const mr_rule *r = g->rule;
+    if (!r || g->nparams > MR_EXEC_MAX_PARAMS || s->pnote_next.guard)
+        return;
+    ss_pguard *pg = calloc(1, sizeof *pg + 2 * (size_t)g->nparams);
+    if (!pg || (r->message && !(pg->message = strdup(r->message)))) {
+        free(pg);
+        mr_warn(s->id, "out of memory: the prepared page's max_offset is not checked");
+        return;
+    }
+    pg->max_offset = r->paginate->max_offset;
+    pg->param = g->param;
+    pg->nparams = g->nparams;
+    pg->err_code = r->err_code;
+    memcpy(pg->sqlstate, r->sqlstate, sizeof pg->sqlstate);
+    pg->stats = mr_rule_stats_of(r);
+    if (r->paginate->table)
+        snprintf(pg->where, sizeof pg->where, "%s%s%s", r->paginate->schema ?
+                 r->paginate->schema : "", r->paginate->schema ? "." : "", r->paginate->table);
+    s->pnote_next.guard = pg;
+}
+
+static bool worth_keeping(const ss_pnote *n)
+{
+    return n->claim || n->page || n->rows || n->guard;
+}
+
+void ss_prepared_done(mr_session *s, bool ok, uint32_t id)
+{
+    ss_pnote note = s->pnote_next;
+    s->pnote_next = (ss_pnote){0};
+    if (ok)
+        s->plast = id;
+    if (!ok || !worth_keeping(&note)) {
+        note_clear(&note);
+        return;
+    }
+    if (s->npnotes == s->pnotes_cap) {
+        size_t cap = s->pnotes_cap ? s->pnotes_cap * 2 : 8;
+        ss_pnote *grown = realloc(s->pnotes, cap * sizeof *grown);
+        if (!grown) {
+            mr_warn(s->id, "out of memory: prepared statement %u runs without its claim prelude, "
+                    "guardrail and counts", id);
+            note_clear(&note);
+            return;
+        }
+        s->pnotes = grown;
+        s->pnotes_cap = cap;
+    }
+    note.id = id;
+    s->pnotes[s->npnotes++] = note;
+}
+
+static ss_pnote *find(mr_session *s, uint32_t id)
+{
+    for (size_t i = 0; i < s->npnotes; i++)
+        if (s->pnotes[i].id == id)
+            return &s->pnotes[i];
+    return NULL;
+}
+
+/* The offset an execute binds, when it can be read as a whole number. */
+static bool offset_of(ss_pguard *g, const uint8_t *p, size_t n, uint64_t *off)
+{
+    mr_dmem_param v[MR_EXEC_MAX_PARAMS];
+    char bufs[MR_EXEC_MAX_PARAMS][32];
+    if (n < MR_EXEC_HEADER || mr_exec_params_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER,
+                                                  g->nparams, g->param + 1, g->types,
+                                                  &g->have_types, v, bufs))
+        return false;
+    const mr_dmem_param *o = &v[g->param];
+    if (o->kind == MR_DMEM_PARAM_INT) {
+        *off = o->n < 0 ? 0 : (uint64_t)o->n;
+        return o->n >= 0;
+    }
+    if (o->kind != MR_DMEM_PARAM_TEXT || o->len == 0 || o->len > 20)
+        return false;
+    uint64_t x = 0;
+    for (uint32_t i = 0; i < o->len; i++) {
+        if (o->p[i] < '0' || o->p[i] > '9' || x > (UINT64_MAX - 9) / 10)
+            return false;
+        x = x * 10 + (uint64_t)(o->p[i] - '0');
+    }
+    *off = x;
+    return true;
+}
+
+/* Where the new-params-bound flag of an execute of g's statement is. */
+static size_t flag_at(const ss_pguard *g)
+{
+    return MR_EXEC_HEADER + (g->nparams + 7) / 8;
+}
+
+/* An execute deeper than max_offset: the rule's ERR, nothing sent. An
+ * execute the proxy cannot read (cut at relay_buffer, malformed, a type
+ * that is no number) goes on: the server judges it. */
+static bool guard_refuses(mr_session *s, ss_pguard *g, const uint8_t *p, size_t n,
+                          uint32_t len)
+{
+    uint64_t off;
+    if (n != len || !offset_of(g, p, n, &off) || off <= g->max_offset)
+        return false;
+    if (p[flag_at(g)] == 1) /* the client now takes these types as sent: they are owed */
+        g->owe_types = true;
+    char msg[512];
+    if (!g->message)
+        mr_paginate_too_deep_text(g->max_offset, g->where[0] ? g->where : NULL, off, msg,
+                                  sizeof msg);
+    ss_count_page(s->w, g->stats, true);
+    mr_stat_add(&s->w->stats.statements_blocked, 1);
+    ss_send_err(s, 1, g->err_code, g->sqlstate, g->message ? g->message : msg);
+    s->from_client.discard = true;
+    return true;
+}
+
+/* The note of the statement a COM_STMT_EXECUTE / CLOSE names (p[0..5)). */
+static ss_pnote *named(mr_session *s, const uint8_t *p)
+{
+    uint32_t id = ss_stmt_id(p);
+    return find(s, id == SS_STMT_LAST ? s->plast : id);
+}
+
+bool ss_prepared_guarded(mr_session *s, const uint8_t *head, uint32_t len)
+{
+    if (!s->npnotes || len < 5)
+        return false;
+    const ss_pnote *note = named(s, head);
+    return note && note->guard;
+}
+
+/* The first execute sent after a refused one that bound types: if it
+ * binds none itself (the client believes the server has them), it goes out
+ * with the owed types put in and its flag set, in place of the client's
+ * bytes. One the proxy did not read whole cannot be mended (see
+ * rules/README.md). */
+static void pay_types(mr_session *s, ss_pguard *g, const uint8_t *p, size_t n, uint32_t len)
+{
+    size_t at = flag_at(g), ntypes = 2 * (size_t)g->nparams;
+    if (n != len || n <= at)
+        return;
+    g->owe_types = false;
+    if (p[at] == 1)
+        return; /* it binds its own */
+    mr_buf body, out;
+    mr_buf_init(&body);
+    mr_buf_init(&out);
+    mr_buf_put(&body, p + 1, at - 1);
+    mr_buf_put(&body, "\x01", 1);
+    mr_buf_put(&body, g->types, ntypes);
+    mr_buf_put(&body, p + at + 1, n - at - 1);
+    if (!body.failed)
+        mr_command_build(&out, MR_COM_STMT_EXECUTE, body.data, body.len);
+    if (!body.failed && !out.failed) {
+        mr_conn_write(s->backend, out.data, out.len);
+        s->from_client.discard = true; /* the client's bytes are dropped as they come */
+    } else {
+        mr_warn(s->id, "out of memory: an execute goes out without the parameter types it owes");
+    }
+    mr_buf_free(&body);
+    mr_buf_free(&out);
+}
+
+bool ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len)
+{
+    if (!s->npnotes || (cmd != MR_COM_STMT_EXECUTE && cmd != MR_COM_STMT_CLOSE) || n < 5)
+        return false;
+    ss_pnote *note = named(s, p);
+    if (!note)
+        return false;
+    if (cmd == MR_COM_STMT_CLOSE) {
+        note_clear(note);
+        *note = s->pnotes[--s->npnotes];
+        return false;
+    }
+    if (note->guard && guard_refuses(s, note->guard, p, n, len))
+        return true;
+    if (note->claim)
+        ss_prelude_read_committed(s);
+    if (note->page)
+        ss_count_page(s->w, note->page_rule, false);
+    if (note->rows)
+        ss_count_staged(s->w, note->staged_rule, note->staged_table, note->rows);
+    if (note->guard && note->guard->owe_types)
+        pay_types(s, note->guard, p, n, len); /* after the prelude: it goes out first */
+    return false;
+}
+
+void ss_prepared_forget_all(mr_session *s)
+{
+    for (size_t i = 0; i < s->npnotes; i++)
+        note_clear(&s->pnotes[i]);
+    free(s->pnotes);
+    s->pnotes = NULL;
+    s->npnotes = s->pnotes_cap = 0;
+    note_clear(&s->pnote_next);
+}

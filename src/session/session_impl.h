@@ -1,0 +1,234 @@
+/*
+ * session/session_impl.h - what the session files share: the session itself, its
+ * states and framing, and the functions one half calls in another.
+ *
+ * Private to src/session*.c. Everything here runs on the worker thread that
+ * owns the session.
+ *   session/session.c            life cycle, closing, flow control
+ *   session/backend_side.c    greeting, backend packets, end of responses
+ *   session/client_side.c     handshake check, client packets, commands
+ *   session/statement.c  statements meet the front end (rules, digests)
+ */
+#ifndef MYREWRITE_SESSION_IMPL_H
+#define MYREWRITE_SESSION_IMPL_H
+
+#include <event2/buffer.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "myrewrite/stats/client_info.h"
+#include "myrewrite/base/clock.h"
+#include "myrewrite/proto/codec.h"
+#include "myrewrite/net/conn.h"
+#include "myrewrite/stats/digest_stats.h"
+#include "myrewrite/session/session.h"
+#include "myrewrite/proto/tracker.h"
+#include "myrewrite/core/worker.h"
+
+typedef enum session_state {
+    SS_CONNECTING, /* backend connect in progress; the client waits */
+    SS_GREETING,   /* waiting for the backend's greeting */
+    SS_AUTH,       /* relaying the authentication exchange until OK or ERR */
+    SS_IDLE,       /* between commands: the client speaks next */
+    SS_RESPONSE,   /* relaying the backend's answer to the current command */
+    SS_INFILE,     /* relaying LOCAL INFILE contents from the client */
+    SS_CLOSING,    /* flushing a last packet to the client, then free */
+    SS_CLOSED,     /* both sockets gone; memory freed from the event loop */
+    SS_MAX
+} session_state;
+
+/* A session that is closing or closed relays nothing more. Code that calls
+ * anything which may close the session checks this before going on. */
+#define ALIVE(s) ((s)->state < SS_CLOSING)
+
+/* Framing of one direction: where the current packet stands. */
+typedef struct framing {
+    uint64_t remaining;   /* bytes of the current packet not yet moved */
+    bool continuation;    /* the next packet continues a 16 MiB payload */
+    bool discard;         /* drop the current packet instead of relaying it */
+    bool ends_response;   /* the current packet completes the response */
+    bool blocked;         /* reading paused: the peer's output is full */
+} framing;
+
+typedef struct ss_keyset ss_keyset;
+
+/* The statement id a COM_STMT_* command names (p[1..4]); MariaDB's direct
+ * execution names SS_STMT_LAST: the statement prepared last. */
+#define SS_STMT_LAST 0xffffffffu
+static inline uint32_t ss_stmt_id(const uint8_t *p)
+{
+    return (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 24;
+}
+
+typedef struct ss_pguard ss_pguard;
+
+/* A server-side prepared statement whose text the front end acted on:
+ * what each COM_STMT_EXECUTE of it must repeat (session/prepared.c). */
+typedef struct ss_pnote {
+    uint32_t id;
+    ss_pguard *guard;                /* max_offset for its `?` offset (owned; NULL: none) */
+    bool claim;                      /* claim_read_committed: the prelude goes first */
+    bool page;                       /* a paginate rule sends it as a deferred join */
+    uint32_t rows;                   /* a staged DELAYED rule: staging rows it sends */
+    struct mr_rule_stats *page_rule, *staged_rule; /* their counters (NULL: none) */
+    struct mr_rule_stats *staged_table; /* a derived table's own counters (NULL: none) */
+} ss_pnote;
+
+struct mr_session {
+    uint64_t id;
+    mr_worker *w;
+    struct mr_session *prev, *next;  /* worker's list */
+    mr_conn *client;                 /* owned */
+    mr_conn *backend;                /* owned; NULL once closed */
+    session_state state;             /* changed only through ss_set_state() */
+    mr_tracker tracker;
+    framing from_client, from_backend;
+    uint8_t seq;                     /* sequence id last relayed, either way: an ERR
+                                        the proxy injects continues from it */
+    uint8_t command;                 /* the command being answered */
+    uint64_t command_bytes;          /* payload of the current client command so far */
+    uint32_t caps;                   /* negotiated capabilities */
+    uint32_t backend_thread_id;      /* the backend's connection id */
+    bool auth_seen_response;         /* the client's HandshakeResponse was checked */
+    bool authenticated;              /* the backend accepted the login */
+    bool skip_locked;                /* the backend supports FOR UPDATE SKIP LOCKED */
+    bool prelude_pending;            /* the answer to a prelude comes first (session/prelude.c) */
+    ss_pnote pnote_next;             /* the COM_STMT_PREPARE going out (session/prepared.c) */
+    ss_pnote *pnotes;                /* prepared statements the front end acted on (owned) */
+    size_t npnotes, pnotes_cap;
+    bool wake_flusher;               /* wake the DELAYED flusher when this response ends */
+    bool unexamined_logged;          /* a statement over relay_buffer was logged */
+    uint32_t plast;                  /* id of the last statement prepared (for MariaDB's
+                                        direct execution, which names it 0xffffffff) */
+    char user[96];                   /* authenticated user, for rule filters */
+    char schema[200];                /* default schema, for rule filters */
+    char pending_user[96];           /* COM_CHANGE_USER: applied on success */
+    char pending_schema[200];        /* COM_INIT_DB / USE: applied on success */
+    bool user_pending, schema_pending;
+    /* The client character set when the byte lexer cannot read it (gbk...,
+     * sql/charset_guard.h): statements are then relayed without rewrites.
+     * NULL: rewrite as usual. A static name. */
+    const char *charset_unsafe;
+    const char *server_charset_unsafe; /* the server's default, for COM_RESET_CONNECTION */
+    const char *pending_charset;     /* SET NAMES, COM_CHANGE_USER: applied on success */
+    bool charset_pending;
+    mr_digest_entry *digest;         /* stats entry of the statement in flight */
+    uint64_t ddl_hold;               /* schema cache hold of the DDL in flight (0: none) */
+    struct ss_flush *flush;          /* FLUSH DELAYED waiting for the flushers (session/flush_delayed.c) */
+    struct ss_dstmt *dstmts;         /* prepared memory-mode DELAYED statements (session/delayed_prepared.c) */
+    struct ss_dstmt *dprep;          /* the one being prepared */
+    uint32_t dlast;                  /* id of the last prepared, if a memory stand-in; else
+                                        0xffffffff (session/delayed_prepared.c) */
+    uint64_t command_start_ns;
+    ss_keyset *keyset;               /* keyset pagination state; NULL until used (owned) */
+    mr_client_slot slot;             /* what SHOW CLIENTS sees (stats/client_info.h) */
+};
+
+/* What the front end made of a statement. */
+typedef enum stmt_verdict {
+    STMT_RELAY,    /* send it (as written or rewritten) and relay the answer */
+    STMT_ANSWERED, /* the proxy answered it (a block); nothing goes to the backend */
+    STMT_CLOSED,   /* the session had to close */
+    STMT_WAITING,  /* the proxy answers later (FLUSH DELAYED); nothing goes to the backend */
+} stmt_verdict;
+
+static inline const mr_config *cfg(const mr_session *s) { return s->w->proxy->cfg; }
+
+static inline size_t queued(struct evbuffer *b) { return evbuffer_get_length(b); }
+
+/* session/session.c */
+const char *ss_state_name(session_state st);
+void ss_set_state(mr_session *s, session_state to);
+void ss_close(mr_session *s, mr_close_reason why, const char *detail);
+void ss_close_after_flush(mr_session *s, mr_close_reason why, const char *detail);
+void ss_free(mr_session *s);
+void ss_send_err(mr_session *s, uint8_t seq, uint16_t code, const char *sqlstate,
+                 const char *msg);
+void ss_client_flow(mr_session *s);
+void ss_backend_flow(mr_session *s);
+void ss_copy_name(char *dst, size_t cap, const char *src, size_t len, bool *set);
+
+/* session/backend_side.c */
+extern const mr_conn_callbacks ss_backend_callbacks;
+void ss_pump_backend(mr_session *s);
+void ss_backend_failed(mr_session *s, const char *what);
+
+/* session/client_side.c */
+extern const mr_conn_callbacks ss_client_callbacks;
+void ss_pump_client(mr_session *s);
+
+/* session/prelude.c: sends SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+ * when the session is in autocommit mode outside a transaction; takes its
+ * answer off the backend input: 1 taken, 0 not all there yet, -1 closed. */
+void ss_prelude_read_committed(mr_session *s);
+int ss_prelude_take(mr_session *s, struct evbuffer *in);
+
+/* session/prepared.c: a COM_STMT_PREPARE's response ended (ok: statement
+ * `id`), keeping s->pnote_next when the front end acted on its text; a
+ * statement command on a kept id (COM_STMT_EXECUTE: the guardrail, the
+ * claim's prelude and the rules' counts; COM_STMT_CLOSE: forgotten); the
+ * server dropped every prepared statement (reset, change user, session
+ * closed). */
+void ss_prepared_done(mr_session *s, bool ok, uint32_t id);
+void ss_prepared_forget_all(mr_session *s);
+/* The COM_STMT_PREPARE going out: s->pnote_next starts empty; a page whose
+ * `?` offset a rule's max_offset guards is noted (g->rule set). */
+void ss_prepared_begin(mr_session *s);
+void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g);
+/* p[0..n) of a len-byte command: true when the proxy answered it itself
+ * (an execute whose offset is beyond max_offset gets the rule's ERR). */
+bool ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len);
+/* Is the COM_STMT_EXECUTE starting with head (at least 5 of len bytes) one
+ * the guardrail must read whole? */
+bool ss_prepared_guarded(mr_session *s, const uint8_t *head, uint32_t len);
+
+/* session/counts.c: one paginated page sent as a deferred join (or refused),
+ * and `rows` staging rows of a DELAYED statement sent, on the rule's
+ * counters and, for a derived rule, its table's; any entry may be NULL. */
+void ss_count_page(mr_worker *w, struct mr_rule_stats *e, bool refused);
+void ss_count_staged(mr_worker *w, struct mr_rule_stats *rule, struct mr_rule_stats *table,
+                     uint32_t rows);
+
+/* session/statement.c */
+stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);
+
+/* session/keyset.c */
+void ss_keyset_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len);
+void ss_keyset_statement(mr_session *s, uint8_t cmd, const char *sql, size_t len,
+                         unsigned lex_flags, const mr_match_result *res);
+/* True when the backend packet starting now goes to the page's watch whole. */
+bool ss_keyset_wants(const mr_session *s);
+/* Hands the packet at `pos` (`len` payload bytes, `avail` bytes buffered
+ * from pos) to the watch; false when it is not all buffered yet. */
+bool ss_keyset_packet(mr_session *s, struct evbuffer *in, const struct evbuffer_ptr *pos,
+                      uint32_t len, size_t avail);
+/* The packet that ends the response was classified (it is not relayed yet:
+ * the bookmark must be there before the client can ask for the next page). */
+void ss_keyset_response_done(mr_session *s);
+void ss_keyset_free(mr_session *s);
+/* session/counts.c: counts what the front end did with one statement (a
+ * COM_STMT_PREPARE text when `prepared`) that took `frontend_ns` in
+ * mr_rules_apply. */
+void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared,
+                        uint64_t frontend_ns);
+/* session/statement.c: adds a memory batch and answers OK (or the ERR of a full table) */
+stmt_verdict ss_delayed_memory(mr_session *s, const struct mr_dmem_batch *b);
+
+/* session/delayed_prepared.c */
+/* COM_STMT_PREPARE of a memory-mode statement is going out as its stand-in;
+ * false: it cannot be kept (too many parameters, out of memory). */
+bool ss_dmem_note_prepare(mr_session *s, const char *sql, size_t len, unsigned nparams);
+/* The prepare's response ended (ok: with a prepare-OK for statement id). */
+void ss_dmem_prepared(mr_session *s, bool ok, uint32_t id);
+/* A statement command on a kept id: true when it was answered here (*v). */
+bool ss_dmem_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len,
+                     stmt_verdict *v);
+void ss_dmem_forget_all(mr_session *s);
+
+/* session/flush_delayed.c */
+stmt_verdict ss_flush_delayed(mr_session *s, const char *sql, size_t len, unsigned lex_flags);
+/* The session ends: a FLUSH DELAYED in flight answers nobody. */
+void ss_flush_orphan(mr_session *s);
+
+#endif
