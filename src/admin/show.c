@@ -19,7 +19,7 @@
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/queue/release.h"
 #include "myrewrite/base/counters.h"
-#include "myrewrite/core/worker.h"
+#include "myrewrite/session/worker.h"
 
 static const mr_col name_value[] = {{"name", MR_COL_TEXT}, {"value", MR_COL_TEXT}};
 static const mr_col counter_value[] = {{"counter", MR_COL_TEXT}, {"value", MR_COL_INT}};

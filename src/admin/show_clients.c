@@ -14,7 +14,7 @@
 #include "myrewrite/admin/proto.h"
 #include "myrewrite/stats/client_info.h"
 #include "myrewrite/proto/tracker.h"
-#include "myrewrite/core/worker.h"
+#include "myrewrite/session/worker.h"
 
 /* Copies one worker's slots into a grown array; false when out of memory. */
 static bool copy_worker(mr_worker *w, mr_client_row **rows, size_t *n, size_t *cap)

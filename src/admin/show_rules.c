@@ -16,11 +16,11 @@
 #include "rules/rules_impl.h" /* rules_kind_names only */
 #include "myrewrite/admin/cmd.h"
 #include "myrewrite/admin/proto.h"
-#include "myrewrite/core/reload.h"
+#include "myrewrite/session/reload.h"
 #include "myrewrite/stats/rule_hits.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/schema/cache.h"
-#include "myrewrite/core/worker.h"
+#include "myrewrite/session/worker.h"
 
 #define DIGESTS_SHOWN 100
 

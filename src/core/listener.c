@@ -17,7 +17,7 @@
 #include "myrewrite/base/buf.h"
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/base/log.h"
-#include "myrewrite/core/worker.h"
+#include "myrewrite/session/worker.h"
 
 struct mr_listener {
     mr_proxy *proxy;

@@ -28,9 +28,9 @@
 #include "myrewrite/core/listener.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/queue/release.h"
-#include "myrewrite/core/reload.h"
+#include "myrewrite/session/reload.h"
 #include "myrewrite/schema/cache.h"
-#include "myrewrite/core/worker.h"
+#include "myrewrite/session/worker.h"
 
 static const char usage[] =
     "Usage: myrewrite [options]\n"

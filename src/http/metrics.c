@@ -19,11 +19,11 @@
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/queue/release.h"
-#include "myrewrite/core/reload.h"
+#include "myrewrite/session/reload.h"
 #include "myrewrite/stats/rule_hits.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/base/counters.h"
-#include "myrewrite/core/worker.h"
+#include "myrewrite/session/worker.h"
 
 typedef struct counter_def {
     const char *name;

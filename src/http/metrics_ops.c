@@ -18,10 +18,10 @@
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/paginate/stats.h"
-#include "myrewrite/core/reload.h"
+#include "myrewrite/session/reload.h"
 #include "myrewrite/stats/rule_stats.h"
 #include "myrewrite/base/counters.h"
-#include "myrewrite/core/worker.h"
+#include "myrewrite/session/worker.h"
 
 #define W(field) offsetof(mr_stats, field)
 

@@ -33,8 +33,8 @@
 #include <unistd.h>
 
 #include "myrewrite/base/log.h"
-#include "myrewrite/core/reload.h"
-#include "myrewrite/core/worker.h"
+#include "myrewrite/session/reload.h"
+#include "myrewrite/session/worker.h"
 
 #define PROBE_EVERY_NS 1000000000ULL
 #define PROBE_TIMEOUT_MAX_MS 2000

@@ -24,7 +24,7 @@
 #include "myrewrite/stats/digest_stats.h"
 #include "myrewrite/session/session.h"
 #include "myrewrite/proto/tracker.h"
-#include "myrewrite/core/worker.h"
+#include "myrewrite/session/worker.h"
 
 typedef enum session_state {
     SS_CONNECTING, /* backend connect in progress; the client waits */

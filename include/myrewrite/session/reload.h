@@ -1,5 +1,5 @@
 /*
- * core/reload.h - loading the rule files at start and swapping them on SIGHUP.
+ * session/reload.h - loading the rule files at start and swapping them on SIGHUP.
  *
  * Main thread (file I/O never runs on a worker). A reload parses every file
  * into a complete new rule set; only when all of it is valid is it handed

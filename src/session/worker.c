@@ -1,9 +1,9 @@
 /*
- * core/worker.c - worker threads (see core/worker.h).
+ * session/worker.c - worker threads (see session/worker.h).
  * Each worker thread runs its own event_base and owns every session on it;
  * other threads talk to it only through its hand-off pipe.
  */
-#include "myrewrite/core/worker.h"
+#include "myrewrite/session/worker.h"
 
 #include <errno.h>
 #include <event2/event.h>

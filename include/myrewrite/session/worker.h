@@ -1,5 +1,5 @@
 /*
- * core/worker.h - worker threads, one libevent event_base each.
+ * session/worker.h - worker threads, one libevent event_base each.
  *
  * The listener (main thread) hands accepted sockets to workers round-robin
  * through each worker's pipe; from then on the worker owns the connection

@@ -1,8 +1,8 @@
 /*
- * core/reload.c - rule loading at start and atomic swap on reload (see core/reload.h).
+ * session/reload.c - rule loading at start and atomic swap on reload (see session/reload.h).
  * Main thread only.
  */
-#include "myrewrite/core/reload.h"
+#include "myrewrite/session/reload.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +12,7 @@
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/queue/release.h"
-#include "myrewrite/core/worker.h"
+#include "myrewrite/session/worker.h"
 
 mr_ruleset *mr_rules_load_configured(const mr_config *cfg, unsigned shards, mr_diag *d)
 {
