@@ -14,6 +14,7 @@
 
 #include "admin/admin_impl.h"
 #include "rules/rules_impl.h" /* rules_kind_names only */
+#include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/admin/cmd.h"
 #include "myrewrite/admin/proto.h"
 #include "myrewrite/session/reload.h"
@@ -181,7 +182,8 @@ void mr_admin_explain(mr_proxy *p, const char *sql, size_t len, mr_buf *out)
     }
     /* no user, no schema: rules with such filters show why; keys of qualified
      * tables come from the schema cache, as for clients */
-    mr_stmt_ctx ctx = {.schema_src = mr_schema_cache_source()};
+    mr_stmt_ctx ctx = {.schema_src = mr_schema_cache_source(),
+                       .bookmarks = &mr_bookmarks_store};
     mr_rules_explain(cur->set, sql, len, &ctx, mem);
     fclose(mem);
     mr_shared_rules_release(cur);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/admin/admin.h"
 #include "myrewrite/net/backend_addr.h"
 #include "myrewrite/base/clock.h"
@@ -185,7 +186,7 @@ static int explain(mr_ruleset *rules, const char *sql, mr_diag *d)
         fprintf(stderr, "myrewrite: the rules have errors (above); nothing explained\n");
         return 1;
     }
-    mr_stmt_ctx ctx = {0};
+    mr_stmt_ctx ctx = {.bookmarks = &mr_bookmarks_store};
     mr_rules_explain(rules, sql, strlen(sql), &ctx, stdout);
     return 0;
 }

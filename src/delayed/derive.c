@@ -64,21 +64,6 @@ void mr_derive_reg_free(mr_derive_reg *g)
     free(g);
 }
 
-static void copy_name(char *dst, const char *src)
-{
-    snprintf(dst, MR_DERIVE_NAME, "%s", src ? src : "");
-}
-
-void mr_derive_how_of(const char *rule, const mr_delayed_def *dflt, mr_derive_how *how)
-{
-    memset(how, 0, sizeof *how);
-    copy_name(how->rule, rule);
-    copy_name(how->staging_pattern, dflt->staging_table);
-    copy_name(how->engine, dflt->staging_engine);
-    how->flush_interval_ms = dflt->flush_interval_ms;
-    how->flush_rows = dflt->flush_rows;
-}
-
 /* FNV-1a over "schema\0table": names compare as bytes, as table names do
  * on a case-sensitive server (the statement's spelling is the key). */
 static size_t slot(const char *schema, const char *table)
@@ -110,8 +95,8 @@ static mr_derived *add(mr_derive_reg *g, const char *schema, const char *table,
     mr_derived *e = calloc(1, sizeof *e);
     if (!e)
         return NULL;
-    copy_name(e->schema, schema);
-    copy_name(e->table, table);
+    snprintf(e->schema, sizeof e->schema, "%s", schema);
+    snprintf(e->table, sizeof e->table, "%s", table);
     e->how = *how;
     e->state = MR_DERIVE_PENDING;
     size_t s = slot(schema, table);

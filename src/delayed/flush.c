@@ -1158,10 +1158,12 @@ static bool on_connect(MYSQL *db, void *arg)
 /* ---- derived tables --------------------------------------------------------------- */
 
 static mr_derive_reg *derived_reg;
+static mr_derive_port derived_port;
 
 static void derived_init(void)
 {
     derived_reg = mr_derive_reg_new(); /* NULL: DELAYED on derived tables is sent plain */
+    derived_port = (mr_derive_port){.lookup = mr_derive_lookup, .reg = derived_reg};
 }
 
 struct mr_derive_reg *mr_delayed_derived(void)
@@ -1169,6 +1171,11 @@ struct mr_derive_reg *mr_delayed_derived(void)
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, derived_init);
     return derived_reg;
+}
+
+const struct mr_derive_port *mr_delayed_derive_port(void)
+{
+    return mr_delayed_derived() ? &derived_port : NULL;
 }
 
 /* The default rule named `rule` in the current set, or NULL (reloaded away). */

@@ -520,7 +520,7 @@ void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
         /* set once, before the set reaches any worker */
         mr_delayed_def *rd = (mr_delayed_def *)(uintptr_t)r->delayed;
         rd->mem = t;
-        rd->mem_keys = t->from_schema ? &t->learn : NULL;
+        rd->mem_keys = t->from_schema ? &t->learn.port : NULL;
     }
     pthread_mutex_unlock(&M.cfg_lock);
     dm_flusher_wake(NULL); /* new tables get their first round now */

@@ -9,9 +9,16 @@
 
 #include "myrewrite/delayed/mem_keys.h"
 
+static bool take_port(void *arg, const char *schema, const char *table, char *const *cols,
+                      size_t n, char *err, size_t errlen)
+{
+    return mr_dmem_keys_take(arg, schema, table, cols, n, err, errlen);
+}
+
 void mr_dmem_keys_init(mr_dmem_keys *k, mr_delayed_def *def)
 {
     pthread_mutex_init(&k->lock, NULL);
+    k->port = (mr_key_port){.take = take_port, .arg = k};
     atomic_init(&k->known, false);
     k->names = NULL;
     k->n = 0;

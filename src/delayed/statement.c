@@ -190,8 +190,8 @@ static bool memory_key(run *R, mr_delayed_def *def, mr_row_key *rk, char **names
 {
     return key_from_schema(R, def, rk, names) &&
            (!def->mem_keys ||
-            mr_dmem_keys_take(def->mem_keys, def->schema, def->table, def->keys, def->nkeys,
-                              R->s->delayed_msg, sizeof R->s->delayed_msg));
+            def->mem_keys->take(def->mem_keys->arg, def->schema, def->table, def->keys,
+                                def->nkeys, R->s->delayed_msg, sizeof R->s->delayed_msg));
 }
 
 /* mode = memory: the deltas go to the worker's shard (the session adds
@@ -304,8 +304,9 @@ static delayed_step by_default(run *R, stmt *S, const mr_delayed_stmt *d, size_t
     mr_derive_how_of(r->name, r->delayed, &how);
     bool added;
     const mr_delayed_def *def;
-    switch (mr_derive_lookup(R->ctx->derived, schema, table, &how, &added, &def,
-                             s->delayed_msg, sizeof s->delayed_msg)) {
+    const struct mr_derive_port *port = R->ctx->derived;
+    switch (port->lookup(port->reg, schema, table, &how, &added, &def, s->delayed_msg,
+                         sizeof s->delayed_msg)) {
     case MR_DERIVE_READY:
         return stage(R, S, d, i, def);
     case MR_DERIVE_FAILED:

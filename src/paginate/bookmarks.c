@@ -211,3 +211,11 @@ void mr_bookmarks_clear(void)
         pthread_mutex_unlock(&S->mu);
     }
 }
+
+const mr_bookmark_port mr_bookmarks_store = {
+    .gen = mr_bookmarks_gen,
+    .put = mr_bookmarks_put,
+    .refuse = mr_bookmarks_refuse,
+    .find = mr_bookmarks_find,
+    .now_ms = mr_bookmarks_now_ms,
+};

@@ -120,8 +120,11 @@ rule_why rules_paginate_keyset(run *R, stmt *S, const mr_rule *r, const mr_pagin
     uint64_t pos = 0;
     char values[MR_KEYSET_VALUES_MAX];
     size_t n = 0;
-    switch (mr_bookmarks_find(ls->hash, ls->table_hash, ls->offset, mr_bookmarks_now_ms(), &pos,
-                              values, sizeof values, &n)) {
+    const mr_bookmark_port *store = R->ctx->bookmarks;
+    if (!store)
+        return deferred(R, o, info, out, "no bookmark store");
+    switch (store->find(ls->hash, ls->table_hash, ls->offset, store->now_ms(), &pos, values,
+                        sizeof values, &n)) {
     case MR_BOOKMARK_REFUSED:
         note->watch = false;
         return deferred(R, o, info, out, "the listing's order cannot be bookmarked");

@@ -20,13 +20,15 @@
 #include "myrewrite/paginate/keyset.h"
 #include "myrewrite/proto/tracker.h"
 
-void mr_keyset_watch_begin(mr_keyset_watch *w, const mr_keyset_note *note)
+void mr_keyset_watch_begin(mr_keyset_watch *w, const mr_keyset_note *note,
+                           const mr_bookmark_port *store)
 {
-    w->active = note->watch;
+    w->store = store;
+    w->active = note->watch && store;
     w->broken = w->rows_started = false;
     w->problem = NULL;
     w->note = *note;
-    w->gen = mr_bookmarks_gen(note->listing.table_hash);
+    w->gen = store ? store->gen(note->listing.table_hash) : 0;
     w->columns = 0;
     w->rows = 0;
     w->row_len = 0;
@@ -176,7 +178,7 @@ void mr_keyset_watch_end(mr_keyset_watch *w, bool ok, uint64_t now_ms)
     const mr_keyset_note *no = &w->note;
     const mr_keyset_listing *ls = &no->listing;
     if (w->problem) {
-        mr_bookmarks_refuse(ls->hash, ls->table_hash, w->gen, no->ttl_ms, now_ms);
+        w->store->refuse(ls->hash, ls->table_hash, w->gen, no->ttl_ms, now_ms);
         return;
     }
     if (w->rows == 0)
@@ -184,8 +186,8 @@ void mr_keyset_watch_end(mr_keyset_watch *w, bool ok, uint64_t now_ms)
     mr_buf b;
     mr_buf_init(&b);
     if (row_values(w, &b))
-        mr_bookmarks_put(ls->hash, ls->table_hash, w->gen, ls->offset + w->rows,
-                         (const char *)b.data, b.len, no->ttl_ms, no->max_bookmarks, now_ms);
+        w->store->put(ls->hash, ls->table_hash, w->gen, ls->offset + w->rows,
+                      (const char *)b.data, b.len, no->ttl_ms, no->max_bookmarks, now_ms);
     mr_buf_free(&b);
 }
 

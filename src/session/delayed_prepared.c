@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/proto/stmt_execute.h"
@@ -146,6 +147,7 @@ static stmt_verdict execute(mr_session *s, struct ss_dstmt *d, const uint8_t *p,
                          ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0,
         .shard = w->id,
         .params = &ps,
+        .bookmarks = &mr_bookmarks_store,
     };
     mr_rules_apply(w->rules->set, d->sql, d->len, &ctx, w->scratch, res);
     if (res->action == MR_ACT_BLOCK)

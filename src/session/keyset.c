@@ -128,7 +128,7 @@ void ss_keyset_statement(mr_session *s, uint8_t cmd, const char *sql, size_t len
         note(&wr);
     }
     if (watch)
-        mr_keyset_watch_begin(&k->watch, &res->keyset);
+        mr_keyset_watch_begin(&k->watch, &res->keyset, &mr_bookmarks_store);
     else
         k->watch.active = false;
 }

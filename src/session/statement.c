@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/sql/charset_guard.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/mem.h"
@@ -119,7 +120,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         .skip_locked = s->skip_locked,
         .schema_src = mr_schema_cache_source(),
         .charset_unsafe = s->charset_unsafe,
-        .derived = mr_delayed_derived(),
+        .derived = mr_delayed_derive_port(),
+        .bookmarks = &mr_bookmarks_store,
     };
     if (cmd == MR_COM_QUERY) {
         stmt_verdict v = ss_flush_delayed(s, sql, len, lex_flags);

@@ -139,7 +139,9 @@ static void strip_delayed(void **state)
 static const mr_stmt_ctx *ctx_with(mr_derive_reg *g)
 {
     static mr_stmt_ctx ctx;
-    ctx = (mr_stmt_ctx){.schema = "app", .derived = g};
+    static mr_derive_port port;
+    port = (mr_derive_port){.lookup = mr_derive_lookup, .reg = g};
+    ctx = (mr_stmt_ctx){.schema = "app", .derived = &port};
     return &ctx;
 }
 
@@ -298,7 +300,8 @@ static void dry_run_and_no_default(void **state)
     mr_derive_reg *g = mr_derive_reg_new();
     expect_refused_with(only, ctx_with(g), "UPDATE DELAYED shop.t SET n = n + 1 WHERE id = 1",
             "no delayed rule for table shop.t");
-    mr_stmt_ctx noschema = {.derived = g};
+    mr_derive_port port = {.lookup = mr_derive_lookup, .reg = g};
+    mr_stmt_ctx noschema = {.derived = &port};
     expect_refused_with(only, &noschema, "UPDATE DELAYED t SET n = n + 1 WHERE id = 1",
             "no delayed rule for table t");
     assert_false(mr_derive_known(g, "shop", "t"));

@@ -80,7 +80,7 @@ static void learns_and_holds(void **state)
     mr_delayed_def table = {0};
     mr_dmem_keys k;
     mr_dmem_keys_init(&k, &table);
-    rule->mem_keys = &k; /* as configure does for a table from the schema */
+    rule->mem_keys = &k.port; /* as configure does for a table from the schema */
     fake_key f = {.ncols = 0};
     mr_schema_source src = {.row_key = fake_lookup, .arg = &f};
     mr_stmt_ctx ctx = {.schema = "test", .schema_src = &src};

@@ -23,7 +23,7 @@ static const char RULES[] =
     "threshold = 100\n"
     "strategy = auto\n";
 
-static const mr_stmt_ctx CTX = {.schema = "shop"};
+static const mr_stmt_ctx CTX = {.schema = "shop", .bookmarks = &mr_bookmarks_store};
 static mr_ruleset *rs;
 static mr_rules_scratch *scratch;
 static mr_match_result res;
@@ -92,7 +92,7 @@ static void listings(void **state)
     assert_int_equal(res.keyset.listing.offset, 60);
     run("SELECT * FROM items WHERE grp = 4 ORDER BY id LIMIT 40, 20", NULL);
     assert_true(res.keyset.listing.hash != h);
-    static const mr_stmt_ctx other = {.schema = "other"};
+    static const mr_stmt_ctx other = {.schema = "other", .bookmarks = &mr_bookmarks_store};
     run("SELECT * FROM items WHERE grp = 3 ORDER BY id LIMIT 40, 20", &other);
     assert_true(res.keyset.listing.hash != h);
     /* several statements: no watch (their results cannot be told apart) */
@@ -103,7 +103,8 @@ static void listings(void **state)
     assert_false(res.keyset.watch);
     run("SELECT * FROM items ORDER BY id", NULL);
     assert_false(res.keyset.watch);
-    static const mr_stmt_ctx prep = {.schema = "shop", .prepared = true};
+    static const mr_stmt_ctx prep = {.schema = "shop", .prepared = true,
+                                      .bookmarks = &mr_bookmarks_store};
     run("SELECT * FROM items ORDER BY id LIMIT 20", &prep);
     assert_false(res.keyset.watch);
 }
@@ -339,7 +340,7 @@ static void watch(void **state)
     mr_keyset_note n = note_of("SELECT a, name FROM pairs ORDER BY name, a LIMIT 40, 20");
     assert_int_equal(n.listing.ncols, 3); /* name, a, then b appended */
     /* b is not selected: refused */
-    mr_keyset_watch_begin(&w, &n);
+    mr_keyset_watch_begin(&w, &n, &mr_bookmarks_store);
     coldef(&w, "pairs", "a", 3, 1 | 2, 63);
     coldef(&w, "pairs", "name", 253, 1, 45);
     row(&w, "1", "x", 1);
@@ -352,7 +353,7 @@ static void watch(void **state)
 
     mr_bookmarks_clear();
     n = note_of("SELECT * FROM pairs ORDER BY name, a DESC LIMIT 40, 20");
-    mr_keyset_watch_begin(&w, &n);
+    mr_keyset_watch_begin(&w, &n, &mr_bookmarks_store);
     coldef(&w, "pairs", "a", 3, 1 | 2, 63);
     coldef(&w, "pairs", "name", 253, 1, 45);
     coldef(&w, "pairs", "b", 8, 1 | 2, 63);
@@ -377,14 +378,14 @@ static void watch(void **state)
 
     /* a nullable column refuses; an error or a NULL in the row records nothing */
     mr_bookmarks_clear();
-    mr_keyset_watch_begin(&w, &n);
+    mr_keyset_watch_begin(&w, &n, &mr_bookmarks_store);
     coldef(&w, "pairs", "a", 3, 1 | 2, 63);
     coldef(&w, "pairs", "name", 253, 0, 45);
     coldef(&w, "pairs", "b", 8, 1 | 2, 63);
     eof(&w);
     mr_keyset_watch_end(&w, false, mr_bookmarks_now_ms());
     assert_int_equal(found(&n, 100, &pos, v, &len), MR_BOOKMARK_NONE);
-    mr_keyset_watch_begin(&w, &n);
+    mr_keyset_watch_begin(&w, &n, &mr_bookmarks_store);
     coldef(&w, "pairs", "a", 3, 1 | 2, 63);
     coldef(&w, "pairs", "name", 253, 0, 45);
     coldef(&w, "pairs", "b", 8, 1 | 2, 63);
@@ -393,7 +394,7 @@ static void watch(void **state)
     assert_int_equal(found(&n, 100, &pos, v, &len), MR_BOOKMARK_REFUSED);
 
     mr_bookmarks_clear();
-    mr_keyset_watch_begin(&w, &n);
+    mr_keyset_watch_begin(&w, &n, &mr_bookmarks_store);
     coldef(&w, "pairs", "a", 3, 1 | 2, 63);
     coldef(&w, "pairs", "name", 253, 1, 45);
     coldef(&w, "pairs", "b", 8, 1 | 2, 63);
@@ -403,7 +404,7 @@ static void watch(void **state)
     assert_int_equal(found(&n, 100, &pos, v, &len), MR_BOOKMARK_NONE);
 
     /* a packet too large to read gives up quietly */
-    mr_keyset_watch_begin(&w, &n);
+    mr_keyset_watch_begin(&w, &n, &mr_bookmarks_store);
     coldef(&w, "pairs", "a", 3, 1 | 2, 63);
     mr_keyset_watch_packet(&w, MR_TS_COLUMNS, NULL, 0);
     assert_false(mr_keyset_watch_wants(&w, MR_TS_ROWS));

@@ -65,6 +65,15 @@ typedef struct mr_derived {
 
 typedef struct mr_derive_reg mr_derive_reg;
 
+/* How the statement side, which is pure, reaches the registry: the lookup
+ * below and the registry it runs on, handed in through mr_stmt_ctx.derived. */
+typedef struct mr_derive_port {
+    mr_derive_state (*lookup)(mr_derive_reg *g, const char *schema, const char *table,
+                              const mr_derive_how *how, bool *added,
+                              const mr_delayed_def **def, char *why, size_t whylen);
+    mr_derive_reg *reg;
+} mr_derive_port;
+
 mr_derive_reg *mr_derive_reg_new(void);
 /* Frees every entry and derived rule: only once no thread uses them. */
 void mr_derive_reg_free(mr_derive_reg *g);

@@ -59,6 +59,9 @@ void mr_delayed_wake(void);
  * (delayed/derive.h), for the workers' mr_stmt_ctx; NULL when out of
  * memory. Any thread. */
 struct mr_derive_reg *mr_delayed_derived(void);
+/* The same registry as a port for the statement side (mr_stmt_ctx.derived);
+ * NULL when it could not be made. */
+const struct mr_derive_port *mr_delayed_derive_port(void);
 /* Relaxed atomics, readable from any thread. */
 const mr_delayed_stats *mr_delayed_stats_get(void);
 

@@ -30,6 +30,7 @@ typedef struct mr_dmem_keys {
     _Atomic bool known;     /* stored (release) once names, n and def's keys are set */
     char **names;           /* owned; written once under lock, then immutable */
     size_t n;
+    mr_key_port port;       /* take below on this store, for def->mem_keys */
     mr_delayed_def *def;    /* the table's own settings: keys/nkeys point at names once
                                known (NULL: nothing else to fill) */
 } mr_dmem_keys;

@@ -71,4 +71,23 @@ void mr_bookmarks_clear(void);
 /* Milliseconds of a monotonic clock: what now_ms means for callers. */
 uint64_t mr_bookmarks_now_ms(void);
 
+/* The store as the pure layers reach it: paginate's statement side
+ * (mr_stmt_ctx.bookmarks) and the watch of a page's response
+ * (mr_keyset_watch_begin) call these instead of linking the store. */
+typedef struct mr_bookmark_port {
+    uint64_t (*gen)(uint64_t table_hash);
+    void (*put)(uint64_t listing, uint64_t table_hash, uint64_t gen, uint64_t pos,
+                const char *values, size_t len, uint64_t ttl_ms, uint64_t max_bookmarks,
+                uint64_t now_ms);
+    void (*refuse)(uint64_t listing, uint64_t table_hash, uint64_t gen, uint64_t ttl_ms,
+                   uint64_t now_ms);
+    mr_bookmark_find (*find)(uint64_t listing, uint64_t table_hash, uint64_t offset,
+                             uint64_t now_ms, uint64_t *pos, char *values, size_t cap,
+                             size_t *len);
+    uint64_t (*now_ms)(void);
+} mr_bookmark_port;
+
+/* The process's store (bookmarks.c). */
+extern const mr_bookmark_port mr_bookmarks_store;
+
 #endif

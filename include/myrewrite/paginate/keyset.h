@@ -134,6 +134,7 @@ void mr_keyset_writes_scan(const char *sql, size_t len, unsigned lex_flags, mr_k
  * One per session, on its worker thread; owns its row copy. */
 typedef struct mr_keyset_watch {
     bool active;
+    const struct mr_bookmark_port *store; /* where the page's end is recorded */
     bool broken;          /* give up quietly: no bookmark, no refusal */
     bool rows_started;
     const char *problem;  /* the listing's order cannot be bookmarked: refuse it */
@@ -149,7 +150,8 @@ typedef struct mr_keyset_watch {
 } mr_keyset_watch;
 
 /* The response to a statement whose note asks to watch it begins. */
-void mr_keyset_watch_begin(mr_keyset_watch *w, const mr_keyset_note *note);
+void mr_keyset_watch_begin(mr_keyset_watch *w, const mr_keyset_note *note,
+                           const struct mr_bookmark_port *store);
 /* True when the session must hand over whole packets (column definitions
  * and rows) while the tracker is in state `ts` (an mr_track_state). */
 bool mr_keyset_watch_wants(const mr_keyset_watch *w, int ts);

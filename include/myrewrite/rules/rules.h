@@ -92,6 +92,15 @@ struct mr_dmem_table;
 /* A delayed rule's settings (rules/README.md, "delayed"); immutable once
  * the set is published (`mem` is set by mr_dmem_configure before that).
  * Names are as written in the file, unquoted, without backticks. */
+/* The statement side's way to a memory table's learned key (delayed/mem_keys.h):
+ * take is mr_dmem_keys_take on the store arg points at. A port, so that the
+ * pure layers call into the store without linking it. */
+typedef struct mr_key_port {
+    bool (*take)(void *arg, const char *schema, const char *table, char *const *cols,
+                 size_t n, char *err, size_t errlen);
+    void *arg;
+} mr_key_port;
+
 typedef struct mr_delayed_def {
     char *schema;              /* from `table = s.t` or the `schema` key */
     char *table;
@@ -113,8 +122,8 @@ typedef struct mr_delayed_def {
     char *bucket_column;       /* key column the proxy fills with the bucket; NULL: none */
     mr_delayed_bucket bucket;  /* MR_BUCKET_NONE exactly when bucket_column is NULL */
     struct mr_dmem_table *mem; /* memory mode: its in-memory table; NULL without a flusher */
-    struct mr_dmem_keys *mem_keys; /* memory mode without key: the key that table learned
-                                  from the schema (delayed/mem_keys.h); NULL otherwise */
+    const struct mr_key_port *mem_keys; /* memory mode without key: the key that table
+                                  learned from the schema (delayed/mem_keys.h); NULL otherwise */
     mr_counter *staged_rows;   /* staged mode with flush_early: rows staged so far (any
                                   worker, atomic adds); NULL otherwise */
     bool derive;               /* a default rule (`table = s.*` or `*`): each table's rule is
@@ -213,7 +222,10 @@ typedef struct mr_stmt_ctx {
     const char *charset_unsafe;
     /* tables whose delayed rule a default rule derives (delayed/derive.h; the
      * process's registry on workers); NULL: a dry run, which adds nothing */
-    struct mr_derive_reg *derived;
+    const struct mr_derive_port *derived;
+    /* keyset bookmarks (paginate/bookmarks.h; the process's store on workers);
+     * NULL: none, keyset rules serve the deferred join */
+    const struct mr_bookmark_port *bookmarks;
 } mr_stmt_ctx;
 
 /* True when a server whose greeting carries this version string accepts
