@@ -114,6 +114,7 @@ enum mr_command {
 #define MR_ER_UNKNOWN_COM 1047
 #define MR_ER_MALFORMED_PACKET 1835
 #define MR_ER_HANDSHAKE 1043        /* bad handshake / handshake timeout */
+#define MR_ER_PACKETS_OUT_OF_ORDER 1156 /* ER_NET_PACKETS_OUT_OF_ORDER */
 /* Codes 2000-2999 belong to client libraries: Connector/C rejects a server
  * ERR carrying one as a malformed packet. The proxy's own failures use
  * server codes with SQLSTATE 08S01, which drivers class as connection
