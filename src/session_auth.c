@@ -66,6 +66,11 @@ static const char *unsupported_request(const mr_handshake_response *hr, const ch
         *detail = "client asked for compression";
         return "myrewrite does not support protocol compression; connect without compression";
     }
+    if (hr->mariadb_ext_caps & MR_MARIADB_CAP_CACHE_METADATA) {
+        *detail = "client asked for the metadata cache";
+        return "myrewrite does not support MariaDB's result set metadata cache "
+               "(MARIADB_CLIENT_CACHE_METADATA) yet; connect without it";
+    }
     return NULL;
 }
 

@@ -61,6 +61,9 @@ typedef enum mr_rc {
 /* MariaDB extended capabilities (upper 32 bits): progress reports, COM_MULTI,
  * bulk execute, extended and cached metadata. None is relayed. */
 #define MR_MARIADB_EXT_CAP_MASKED 0xffffffffu
+/* MARIADB_CLIENT_CACHE_METADATA (bit 36): result sets may leave out their
+ * column definitions. The greeting hides it, but a client may ask anyway. */
+#define MR_MARIADB_CAP_CACHE_METADATA (1u << 4)
 
 /* Server status flags. */
 #define MR_STATUS_IN_TRANS 0x0001

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Commands pipelined into an authentication exchange meet the rules and keep
-the session in step.
+the session in step; a client asking for MariaDB's metadata cache is told.
 
 A raw-socket client (rawproto_lib.py, mysql_native_password) writes the
 handshake response, or a COM_CHANGE_USER's auth-switch reply, and further
@@ -16,6 +16,8 @@ commands in one send(), against a proxy of the test's own with a block rule:
       pipelined commands: mariadbd keeps the session (the old user) and runs
       them as the next commands, so the proxy must too, with the rule applied;
       a refused login with a pipelined INSERT: closed, nothing run;
+  (d) a handshake response asking for MARIADB_CLIENT_CACHE_METADATA gets an
+      ERR saying it is not supported, not a dropped connection.
 
 Environment: MR_DIRECT_PORT (mariadbd), MR_AUTH_PIPELINE_PORT (this test's
 proxy, default 46010), MR_TMP, MR_BIN.
@@ -43,6 +45,7 @@ message = %s
 """ % (TABLE, BLOCK_MSG)
 ER_BLOCKED = 1148
 ER_ACCESS_DENIED = 1045
+CACHE_METADATA = 1 << 4  # MARIADB_CLIENT_CACHE_METADATA: bit 36, in the extended caps
 
 rp.TIMEOUT = 4.0  # an answer left behind in the proxy shows up as a timeout
 
@@ -267,6 +270,18 @@ def part_c_refused_login():
     t.eq("(c) ... the INSERT was not run", 0, table_rows())
 
 
+def part_d():
+    try:
+        c, p = login_with(PORT, b"", ext_caps=CACHE_METADATA)
+        err = rp.parse_err(p) if p[:1] == b"\xff" else None
+        t.check(err is not None and err[0] == 1235 and "metadata" in err[1].lower(),
+                "(d) CACHE_METADATA asked for: an ERR saying it is not supported", p[:120])
+        closed, seen, _ = c.drain_until_closed(5)
+        t.check(closed and not seen, "(d) ... then the connection closes", seen)
+    except rp.ProtoError as e:
+        t.not_ok("(d) CACHE_METADATA asked for: an ERR", e)
+
+
 def main():
     if t.DIRECT_ONLY:
         print("skip: needs a proxy of its own")
@@ -283,6 +298,7 @@ def main():
         part_c_accepted()
         part_c_refused()
         part_c_refused_login()
+        part_d()
         t.check(proxy.poll() is None, "the proxy is still running")
     finally:
         proxy.terminate()
