@@ -17,7 +17,9 @@ commands in one send(), against a proxy of the test's own with a block rule:
       them as the next commands, so the proxy must too, with the rule applied;
       a refused login with a pipelined INSERT: closed, nothing run;
   (d) a handshake response asking for MARIADB_CLIENT_CACHE_METADATA gets an
-      ERR saying it is not supported, not a dropped connection.
+      ERR saying it is not supported, not a dropped connection;
+  (e) an auth-switch reply with a wrong sequence id: ERR 1156, closed, the
+      pipelined INSERT behind it not run.
 
 Environment: MR_DIRECT_PORT (mariadbd), MR_AUTH_PIPELINE_PORT (this test's
 proxy, default 46010), MR_TMP, MR_BIN.
@@ -282,6 +284,23 @@ def part_d():
         t.not_ok("(d) CACHE_METADATA asked for: an ERR", e)
 
 
+def part_e():
+    clear_table()
+    try:
+        c = Conn(PORT)
+        seq, scramble = change_user_switch(c, t.PASSWORD)
+        c.sock.sendall(rp.frame(rp.native_password(t.PASSWORD, scramble), seq + 5)[0] +
+                       commands(q("INSERT INTO %s VALUES (40)" % TABLE)))
+        _, p = c.read_packet([])
+        err = rp.parse_err(p) if p[:1] == b"\xff" else None
+        closed, seen, _ = c.drain_until_closed(5)
+        t.check(err is not None and err[0] == 1156 and closed and not seen,
+                "(e) an auth-switch reply out of order: ERR 1156, then closed", (p[:80], seen))
+    except rp.ProtoError as e:
+        t.not_ok("(e) an auth-switch reply out of order", e)
+    t.eq("(e) ... the INSERT behind it was not run", 0, table_rows())
+
+
 def main():
     if t.DIRECT_ONLY:
         print("skip: needs a proxy of its own")
@@ -299,6 +318,7 @@ def main():
         part_c_refused()
         part_c_refused_login()
         part_d()
+        part_e()
         t.check(proxy.poll() is None, "the proxy is still running")
     finally:
         proxy.terminate()
