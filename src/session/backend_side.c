@@ -150,6 +150,7 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
                          (suseconds_t)(cfg(s)->handshake_timeout_ms % 1000) * 1000};
     mr_conn_set_timeout(s->client, &tv);
     mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
+    ss_auth_server_packet(s, h.seq, false); /* the HandshakeResponse is due */
     ss_set_state(s, SS_AUTH);
 }
 
@@ -169,7 +170,11 @@ static bool backend_packet_start(mr_session *s, const uint8_t *p, uint32_t len, 
         return true;
     }
     size_t n = len < MR_TRACK_PREFIX ? len : MR_TRACK_PREFIX;
-    switch (mr_tracker_feed(&s->tracker, p, n, len)) {
+    bool auth = ss_auth_exchange(s);
+    mr_track_result r = mr_tracker_feed(&s->tracker, p, n, len);
+    if (auth) /* an auth switch or plugin data asks for the client's answer */
+        ss_auth_server_packet(s, seq, r != MR_TRACK_MORE);
+    switch (r) {
     case MR_TRACK_MORE: break;
     case MR_TRACK_DONE: f->ends_response = true; break;
     case MR_TRACK_CLIENT_NEXT: ss_set_state(s, SS_INFILE); break;

@@ -1,9 +1,8 @@
 /*
- * session/client_side.c - the client side of a session: the handshake response
- * (checked for TLS, compression and the user), then every client packet:
+ * session/client_side.c - the client side of a session: every client packet:
  * commands start here, refused ones are answered here, and LOCAL INFILE and
- * authentication data are relayed while the backend waits for them. Runs
- * on the session's worker thread.
+ * authentication data (checked in session/auth.c) are relayed while the
+ * backend waits for them. Runs on the session's worker thread.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,38 +11,6 @@
 #include "myrewrite/sql/charset_guard.h"
 #include "myrewrite/base/log.h"
 #include "session/session_impl.h"
-
-/* Checks the client's HandshakeResponse (or SSLRequest) before relaying it. */
-static bool check_handshake_response(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
-{
-    mr_handshake_response hr;
-    s->auth_seen_response = true;
-    if (mr_handshake_response_parse(p, len, &hr) != MR_OK) {
-        ss_send_err(s, (uint8_t)(seq + 1), MR_ER_MALFORMED_PACKET, "08S01",
-                 "malformed handshake response: myrewrite supports protocol 4.1 clients");
-        ss_close_after_flush(s, MR_CLOSE_MALFORMED, "malformed handshake response");
-        return false;
-    }
-    if (hr.ssl_request || (hr.caps & (MR_CAP_COMPRESS | MR_CAP_ZSTD_COMPRESSION))) {
-        ss_send_err(s, (uint8_t)(seq + 1), MR_ER_NOT_SUPPORTED, "08004",
-                 hr.ssl_request ? "myrewrite does not support TLS between client and proxy yet; "
-                                  "connect with TLS disabled (ssl-mode=DISABLED)"
-                                : "myrewrite does not support protocol compression; connect "
-                                  "without compression");
-        ss_close_after_flush(s, MR_CLOSE_UNSUPPORTED, hr.ssl_request ? "client asked for TLS"
-                                                                   : "client asked for compression");
-        return false;
-    }
-    s->caps &= hr.caps;
-    ss_copy_name(s->pending_user, sizeof(s->pending_user), hr.user, hr.user_len, &s->user_pending);
-    ss_copy_name(s->pending_schema, sizeof(s->pending_schema), hr.db, hr.db_len,
-              &s->schema_pending);
-    s->pending_charset = mr_charset_unsafe_collation(hr.charset);
-    s->charset_pending = true;
-    mr_tracker_init(&s->tracker, (s->caps & MR_CAP_DEPRECATE_EOF) != 0);
-    mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
-    return true;
-}
 
 static void refuse_command(mr_session *s, uint8_t cmd)
 {
@@ -124,6 +91,8 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
         }
     }
     mr_tracker_begin(&s->tracker, expect);
+    if (expect == MR_EXPECT_AUTH)
+        ss_auth_client_sent(s); /* COM_CHANGE_USER: the server speaks next */
     if (expect != MR_EXPECT_NONE)
         ss_set_state(s, SS_RESPONSE);
     return true;
@@ -133,8 +102,10 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
 static bool client_data_packet(mr_session *s, const uint8_t *p, size_t n, uint32_t len,
                                uint8_t seq, bool continued)
 {
+    if (ss_auth_exchange(s))
+        ss_auth_client_sent(s);
     if (s->state == SS_AUTH && !s->auth_seen_response)
-        return check_handshake_response(s, p, n, seq);
+        return ss_auth_check_response(s, p, n, seq);
     if (s->state == SS_INFILE && len == 0 && !continued) {
         mr_tracker_infile_done(&s->tracker); /* the empty packet ends the file */
         ss_set_state(s, SS_RESPONSE);
@@ -142,13 +113,18 @@ static bool client_data_packet(mr_session *s, const uint8_t *p, size_t n, uint32
     return true;
 }
 
-static bool client_may_send(const mr_session *s)
+/* May the client packet starting now (sequence id seq) go on? Commands
+ * between responses, LOCAL INFILE data while the server reads it, and in an
+ * authentication exchange only the packet it waits for: anything else stays
+ * in the client's input until the exchange ends (session/auth.c). False
+ * also when the session closed. */
+static bool client_may_send(mr_session *s, uint8_t seq)
 {
     switch (s->state) {
     case SS_IDLE:
-    case SS_AUTH:
     case SS_INFILE: return true;
-    case SS_RESPONSE: return s->tracker.expect == MR_EXPECT_AUTH; /* COM_CHANGE_USER */
+    case SS_AUTH:
+    case SS_RESPONSE: return ss_auth_exchange(s) && ss_auth_client_packet(s, seq) == AUTH_RELAY;
     default: return false;
     }
 }
@@ -230,13 +206,13 @@ void ss_pump_client(mr_session *s)
                 break;
             continue;
         }
-        if (!f->continuation && !client_may_send(s))
-            break;
         if (avail < MR_PKT_HEADER)
             break;
         size_t got = (size_t)evbuffer_copyout(in, head, sizeof(head));
         mr_pkt_header h;
         mr_pkt_header_read(head, got, &h);
+        if (!f->continuation && !client_may_send(s, h.seq))
+            break;
         size_t n = h.len < MR_TRACK_PREFIX ? h.len : MR_TRACK_PREFIX;
         if (got < MR_PKT_HEADER + n)
             break;

@@ -4,10 +4,11 @@
  *
  * Private to src/session*.c. Everything here runs on the worker thread that
  * owns the session.
- *   session/session.c            life cycle, closing, flow control
- *   session/backend_side.c    greeting, backend packets, end of responses
- *   session/client_side.c     handshake check, client packets, commands
- *   session/statement.c  statements meet the front end (rules, digests)
+ *   session/session.c       life cycle, closing, flow control
+ *   session/auth.c          authentication exchanges: what goes to the server
+ *   session/backend_side.c  greeting, backend packets, end of responses
+ *   session/client_side.c   handshake check, client packets, commands
+ *   session/statement.c     statements meet the front end (rules, digests)
  */
 #ifndef MYREWRITE_SESSION_IMPL_H
 #define MYREWRITE_SESSION_IMPL_H
@@ -91,6 +92,8 @@ struct mr_session {
     uint32_t caps;                   /* negotiated capabilities */
     uint32_t backend_thread_id;      /* the backend's connection id */
     bool auth_seen_response;         /* the client's HandshakeResponse was checked */
+    bool auth_turn;                  /* the auth exchange waits for a client packet ... */
+    uint8_t auth_seq;                /* ... with this sequence id (session/auth.c) */
     bool authenticated;              /* the backend accepted the login */
     bool skip_locked;                /* the backend supports FOR UPDATE SKIP LOCKED */
     bool prelude_pending;            /* the answer to a prelude comes first (session/prelude.c) */
@@ -148,6 +151,20 @@ void ss_send_err(mr_session *s, uint8_t seq, uint16_t code, const char *sqlstate
 void ss_client_flow(mr_session *s);
 void ss_backend_flow(mr_session *s);
 void ss_copy_name(char *dst, size_t cap, const char *src, size_t len, bool *set);
+
+/* session/auth.c: is an authentication exchange (login, COM_CHANGE_USER)
+ * going on? The server sent a packet of it with sequence id seq (`ends`: its
+ * OK or ERR); the client's answer went to the server. Whether a client
+ * packet with sequence id seq goes to the server now, waits for the end of
+ * the exchange in the client's input, or closed the session (out of order). */
+typedef enum ss_auth_verdict { AUTH_RELAY, AUTH_HOLD, AUTH_CLOSED } ss_auth_verdict;
+bool ss_auth_exchange(const mr_session *s);
+void ss_auth_server_packet(mr_session *s, uint8_t seq, bool ends);
+void ss_auth_client_sent(mr_session *s);
+ss_auth_verdict ss_auth_client_packet(mr_session *s, uint8_t seq);
+/* Checks the client's HandshakeResponse (or SSLRequest) before it is
+ * relayed: false when the session was answered with an ERR and closes. */
+bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq);
 
 /* session/backend_side.c */
 extern const mr_conn_callbacks ss_backend_callbacks;

@@ -87,7 +87,7 @@ typedef struct mr_bookmark_port {
     uint64_t (*now_ms)(void);
 } mr_bookmark_port;
 
-/* The process's store (bookmarks.c). */
+/* The process's store (paginate/bookmarks.c). */
 extern const mr_bookmark_port mr_bookmarks_store;
 
 #endif

@@ -61,6 +61,9 @@ typedef enum mr_rc {
 /* MariaDB extended capabilities (upper 32 bits): progress reports, COM_MULTI,
  * bulk execute, extended and cached metadata. None is relayed. */
 #define MR_MARIADB_EXT_CAP_MASKED 0xffffffffu
+/* MARIADB_CLIENT_CACHE_METADATA (bit 36): result sets may leave out their
+ * column definitions. The greeting hides it, but a client may ask anyway. */
+#define MR_MARIADB_CAP_CACHE_METADATA (1u << 4)
 
 /* Server status flags. */
 #define MR_STATUS_IN_TRANS 0x0001
@@ -114,6 +117,7 @@ enum mr_command {
 #define MR_ER_UNKNOWN_COM 1047
 #define MR_ER_MALFORMED_PACKET 1835
 #define MR_ER_HANDSHAKE 1043        /* bad handshake / handshake timeout */
+#define MR_ER_PACKETS_OUT_OF_ORDER 1156 /* ER_NET_PACKETS_OUT_OF_ORDER */
 /* Codes 2000-2999 belong to client libraries: Connector/C rejects a server
  * ERR carrying one as a malformed packet. The proxy's own failures use
  * server codes with SQLSTATE 08S01, which drivers class as connection
