@@ -18,6 +18,7 @@ Environment: MR_UNREADABLE_PORT (56010; the next three ports and 56020-56023 for
 too), MR_BIN.
 """
 import os
+import subprocess
 import sys
 import time
 import urllib.request
@@ -179,7 +180,11 @@ def main():
         for p in procs:
             p.terminate()
         for p in procs:
-            p.wait(timeout=30)
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
     t.done()
 
 
