@@ -104,6 +104,8 @@ static const struct {
     {"commands_refused", STAT(commands_refused)},
     {"statements_rewritten", STAT(statements_rewritten)},
     {"statements_blocked", STAT(statements_blocked)},
+    {"statements_unreadable_passed", STAT(unreadable_passed)},
+    {"statements_unreadable_blocked", STAT(unreadable_blocked)},
     {"bytes_from_clients", STAT(bytes_from_clients)},
     {"bytes_from_backend", STAT(bytes_from_backend)},
 };

@@ -20,12 +20,13 @@ typedef enum key_type {
     T_ADDR,
     T_LOGLEVEL,
     T_TCP_OPT, /* "" (off) or a TCP host:port */
+    T_UNREADABLE, /* auto, pass or block */
 } key_type;
 
 /* Key types whose field is a char * owned by the config. */
 static bool is_text(key_type t)
 {
-    return t == T_STRING || t == T_ADDR || t == T_LOGLEVEL || t == T_TCP_OPT;
+    return t == T_STRING || t == T_ADDR || t == T_LOGLEVEL || t == T_TCP_OPT || t == T_UNREADABLE;
 }
 
 typedef struct key_def {
@@ -77,6 +78,9 @@ static const key_def keys[] = {
     {"shutdown_timeout", T_DURATION, K(shutdown_timeout_ms), "10s",
      "on SIGTERM, how long in-flight statements may run before connections are closed"},
     {"socket", T_STRING, K(socket), "", "unix socket clients may also connect to (empty: none)"},
+    {"unreadable", T_UNREADABLE, K(unreadable), "auto",
+     "a statement the proxy cannot read (its rules cannot examine it): pass relays it as "
+     "written, block answers ERR 1148; auto blocks once any block rule is in force, else passes"},
     {"workers", T_COUNT, K(workers), "0", "worker threads; 0 means one per CPU core"},
 };
 
@@ -191,6 +195,7 @@ static const char *expected_form(key_type t)
     case T_ADDR: return "host:port, [ipv6]:port or an absolute unix socket path";
     case T_LOGLEVEL: return "one of debug, info, warn, error";
     case T_TCP_OPT: return "host:port or [ipv6]:port, or nothing to turn it off";
+    case T_UNREADABLE: return "one of auto, pass, block";
     default: return "text";
     }
 }
@@ -204,6 +209,8 @@ static bool valid_value(const key_def *k, const char *value, void *field)
     case T_DURATION: return parse_duration(value, field);
     case T_ADDR: return mr_addr_parse(value, &addr);
     case T_TCP_OPT: return !value[0] || (mr_addr_parse(value, &addr) && !addr.is_unix);
+    case T_UNREADABLE:
+        return !strcmp(value, "auto") || !strcmp(value, "pass") || !strcmp(value, "block");
     case T_LOGLEVEL:
         return !strcmp(value, "debug") || !strcmp(value, "info") || !strcmp(value, "warn") ||
                !strcmp(value, "error");

@@ -51,7 +51,8 @@ static const counter_def worker_counters[] = {
     {"myrewrite_statements_rewritten_total", "counter",
      "Statements sent to the backend in a form rewritten by a rule.", W(statements_rewritten)},
     {"myrewrite_statements_blocked_total", "counter",
-     "Statements answered with a block rule's error instead of being sent.",
+     "Statements answered with an error instead of being sent (block rules, DELAYED and "
+     "paginate refusals, unreadable = block).",
      W(statements_blocked)},
     {"myrewrite_statements_unexamined_total", "counter",
      "COM_QUERY and COM_STMT_PREPARE texts larger than relay_buffer, relayed without meeting "
@@ -152,6 +153,16 @@ static void write_closes(mr_proxy *p, struct evbuffer *out)
         labeled(out, name, "reason", mr_close_reason_name((mr_close_reason)r),
                 mr_metrics_worker_sum(p, offsetof(mr_stats, closes) +
                                              (size_t)r * sizeof(mr_counter)));
+}
+
+static void write_unreadable(mr_proxy *p, struct evbuffer *out)
+{
+    static const char name[] = "myrewrite_statements_unreadable_total";
+    mr_metrics_family(out, name, "counter",
+                      "COM_QUERY and COM_STMT_PREPARE texts the proxy could not read, by what "
+                      "the unreadable setting did: relayed unexamined (pass) or refused (block).");
+    labeled(out, name, "action", "pass", mr_metrics_worker_sum(p, W(unreadable_passed)));
+    labeled(out, name, "action", "block", mr_metrics_worker_sum(p, W(unreadable_blocked)));
 }
 
 static void write_rules(mr_proxy *p, struct evbuffer *out)
@@ -275,6 +286,7 @@ void mr_metrics_write(mr_proxy *p, struct evbuffer *out)
     write_process(p, out);
     write_worker_counters(p, out);
     write_closes(p, out);
+    write_unreadable(p, out);
     write_rules(p, out);
     write_queue(out);
     write_delayed(out);

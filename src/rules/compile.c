@@ -29,18 +29,6 @@ static void err(const rule_src *at, const char *fmt, ...)
     mr_diag_error(at->d, at->r->file, at->line, "%s", msg);
 }
 
-static const char *lex_err_name(unsigned id)
-{
-    switch (id) {
-    case SQL_LEXERR_UNTERMINATED_STRING: return "unterminated string";
-    case SQL_LEXERR_UNTERMINATED_IDENT: return "unterminated quoted name";
-    case SQL_LEXERR_UNTERMINATED_COMMENT: return "unterminated comment";
-    case SQL_LEXERR_BAD_LITERAL: return "malformed hex or bit literal";
-    case SQL_LEXERR_STRAY_BYTE: return "stray byte outside quotes";
-    default: return "lexing error";
-    }
-}
-
 /* Lexes SQL from a rule file: no error token, at least one significant
  * token, and a single statement (a trailing ';' is allowed). */
 static bool check_sql(const rule_src *at, const char *key, const char *text)
@@ -52,7 +40,7 @@ static bool check_sql(const rule_src *at, const char *key, const char *text)
     while (sql_lexer_next(&lx, &t)) {
         if (t.kind == SQL_TOK_ERROR) {
             err(at, "%s in " RULE_FMT " does not lex: %s at byte %u; write one SQL statement",
-                key, RULE_ARGS(at), lex_err_name(t.id), (unsigned)t.off + 1);
+                key, RULE_ARGS(at), sql_lex_err_name(t.id), (unsigned)t.off + 1);
             return false;
         }
         if (t.kind == SQL_TOK_COMMENT)
@@ -432,6 +420,8 @@ bool rules_build_tables(mr_ruleset *rs)
     for (size_t i = 0; i < rs->n; i++) {
         const rule_impl *im = &rs->impl[i];
         rs->has_delayed |= im->how == HOW_DELAYED && rs->rules[i].enabled;
+        rs->has_block |= rs->rules[i].kind == MR_RULE_BLOCK && rs->rules[i].enabled &&
+                         !rs->rules[i].log_only;
         if (!rs->rules[i].enabled || (im->how == HOW_QUEUE && idle_queue(rs->rules[i].queue)) ||
             im->how == HOW_DELAYED)
             continue; /* a queue rule without skip_locked or claim_read_committed never

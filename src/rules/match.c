@@ -591,6 +591,7 @@ static void result_init(mr_match_result *res)
     res->dmem_prepare = false;
     res->dmem_nparams = 0;
     res->page_guard.rule = NULL;
+    res->unreadable = MR_UNREADABLE_NONE;
 }
 
 void rules_run(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,
@@ -603,6 +604,8 @@ void rules_run(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_
     res->digest_hash = dr.hash;
     res->digest = scratch->whole;
     R.whole_len = dr.len;
+    if (rc == SQL_ERR && rules_unreadable(&R, sql, len))
+        return; /* refused: no rule is tried, so none counts a hit */
     if (!rs || rs->n == 0)
         return;
     /* an out-of-range shard is folded in rather than overrun the counters */

@@ -102,6 +102,7 @@ struct mr_ruleset {
     size_t nalways;
     uint32_t max_ovec;   /* largest capture count + 1 over all regexes */
     bool has_delayed;    /* an enabled delayed rule: DELAYED statements are taken over */
+    bool has_block;      /* a block rule in force: unreadable = auto blocks what does not lex */
 };
 
 /* ---- kinds (rules/load.c) ------------------------------------------------ */

@@ -60,6 +60,7 @@ struct mr_rules_scratch {
     mr_dmem_batch dmem;   /* deltas of the latest memory-mode DELAYED statement (res->dmem) */
     mr_buf paginate_out;  /* deferred join of the latest paginate rule */
     char paginate_msg[512]; /* guardrail refusal of the latest paginate rule (res->message) */
+    char unreadable_msg[512]; /* refusal of the latest unreadable text (res->message) */
 };
 
 /* One statement as the rules currently see it. */
@@ -131,6 +132,10 @@ delayed_step rules_delayed(run *R, stmt *S);
 void rules_count_hit(run *R, size_t i);
 /* Lexes and recognizes S into the scratch tokens and S->st (rules/match.c). */
 bool rules_parse_stmt(run *R, stmt *S);
+/* A text that does not lex (rules/unreadable.c): true when it is refused,
+ * res then a block saying why; false when its readable statements go on
+ * to the rules. Sets res->unreadable either way. */
+bool rules_unreadable(run *R, const char *sql, size_t len);
 /* Sets the trace detail from a pcre2 error code. */
 rule_why rules_regex_error(run *R, int rc);
 

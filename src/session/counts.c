@@ -1,7 +1,8 @@
 /*
  * session/counts.c - what the front end did with one statement, counted
  * for SHOW CLIENTS, SHOW PAGINATION, SHOW DELAYED and /metrics: front-end
- * time, paginate rewrites and refusals, rows staged by DELAYED statements.
+ * time, paginate rewrites and refusals, rows staged by DELAYED statements,
+ * texts the lexer could not read.
  * A prepared statement is rewritten once, at COM_STMT_PREPARE: what its
  * executions will send is noted for session/prepared.c, which counts it
  * at each COM_STMT_EXECUTE.
@@ -10,8 +11,26 @@
  * the per-rule ones (stats/rule_stats.h) are atomic adds, reached only by
  * statements a paginate or delayed rule acted on.
  */
+#include "myrewrite/base/log.h"
 #include "myrewrite/stats/rule_stats.h"
 #include "session/session_impl.h"
+
+/* A text the lexer cannot read: counted by what the unreadable policy did;
+ * one relayed unexamined is said once per session, so a DBA can see it. */
+static void count_unreadable(mr_session *s, const mr_match_result *res)
+{
+    if (res->unreadable == MR_UNREADABLE_BLOCKED) {
+        mr_stat_add(&s->w->stats.unreadable_blocked, 1);
+        return;
+    }
+    mr_stat_add(&s->w->stats.unreadable_passed, 1);
+    if (s->unreadable_logged)
+        return;
+    s->unreadable_logged = true;
+    mr_warn(s->id, "a statement the proxy cannot read was relayed without meeting the rules "
+            "(unreadable = %s; said once per session; counted in "
+            "myrewrite_statements_unreadable_total)", cfg(s)->unreadable);
+}
 
 /* True when a keyset rule sent something other than a deferred join: a
  * seek, or a page it only ordered by the key (shallow, or a keyset miss). */
@@ -81,6 +100,8 @@ void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared
     mr_stat_add(&w->stats.frontend_ns, frontend_ns);
     mr_stat_add(&s->slot.statements, 1);
     mr_client_set_text(&w->clients, &s->slot, res->digest);
+    if (res->unreadable != MR_UNREADABLE_NONE)
+        count_unreadable(s, res);
     unsigned n = res->nmatched < MR_MATCH_MAX_RULES ? res->nmatched : MR_MATCH_MAX_RULES;
     for (unsigned i = 0; i < n; i++) {
         const mr_rule *r = res->matched[i];

@@ -102,6 +102,7 @@ struct mr_session {
     size_t npnotes, pnotes_cap;
     bool wake_flusher;               /* wake the DELAYED flusher when this response ends */
     bool unexamined_logged;          /* a statement over relay_buffer was logged */
+    bool unreadable_logged;          /* an unreadable statement relayed was logged */
     uint32_t plast;                  /* id of the last statement prepared (for MariaDB's
                                         direct execution, which names it 0xffffffff) */
     char user[96];                   /* authenticated user, for rule filters */

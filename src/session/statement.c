@@ -104,11 +104,22 @@ stmt_verdict ss_delayed_memory(mr_session *s, const mr_dmem_batch *b)
     return STMT_ANSWERED;
 }
 
+/* The `unreadable` setting, validated at start (base/config.c). */
+static uint8_t unreadable_policy(const mr_config *c)
+{
+    if (strcmp(c->unreadable, "pass") == 0)
+        return MR_UNREADABLE_PASS;
+    return strcmp(c->unreadable, "block") == 0 ? MR_UNREADABLE_BLOCK : MR_UNREADABLE_AUTO;
+}
+
 /* A whole COM_QUERY or COM_STMT_PREPARE: run the front end and act on it. */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len)
 {
     mr_worker *w = s->w;
     mr_match_result *res = &w->match;
+    /* what the server ignores at the end (a NUL after the text) is ignored
+     * here too: the rules then read the statement the server runs */
+    len = sql_server_len(sql, len);
     unsigned lex_flags =
         (s->tracker.status & MR_STATUS_NO_BACKSLASH_ESCAPES) ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0;
     mr_stmt_ctx ctx = {
@@ -122,6 +133,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         .charset_unsafe = s->charset_unsafe,
         .derived = mr_delayed_derive_port(),
         .bookmarks = &mr_bookmarks_store,
+        .unreadable = unreadable_policy(cfg(s)),
     };
     if (cmd == MR_COM_QUERY) {
         stmt_verdict v = ss_flush_delayed(s, sql, len, lex_flags);

@@ -844,3 +844,31 @@ bool sql_operand_expected(unsigned prev_kind, unsigned prev_id)
         return false;
     }
 }
+
+/* ---- the text as the server reads it ---------------------------------------- */
+
+static bool server_trailing(unsigned char c)
+{
+    return is_space(c) || c == ';' || c == 0xA0;
+}
+
+size_t sql_server_len(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t e = n;
+    while (e > 0 && server_trailing(u[e - 1]))
+        e--;
+    return e > 0 && u[e - 1] == '\0' ? e - 1 : n;
+}
+
+const char *sql_lex_err_name(unsigned id)
+{
+    switch (id) {
+    case SQL_LEXERR_UNTERMINATED_STRING: return "unterminated string";
+    case SQL_LEXERR_UNTERMINATED_IDENT: return "unterminated quoted name";
+    case SQL_LEXERR_UNTERMINATED_COMMENT: return "unterminated comment";
+    case SQL_LEXERR_BAD_LITERAL: return "malformed hex or bit literal";
+    case SQL_LEXERR_STRAY_BYTE: return "stray byte outside quotes";
+    default: return "lexing error";
+    }
+}

@@ -35,6 +35,7 @@ typedef struct mr_config {
     uint64_t schema_cache_ttl_ms;     /* age at which a table's keys are read again */
     uint64_t shutdown_timeout_ms;
     char *socket;               /* unix socket path, "" = none */
+    char *unreadable;           /* "auto", "pass" or "block" (mr_unreadable_policy) */
     uint64_t workers;           /* 0 = one per core */
 } mr_config;
 

@@ -204,6 +204,28 @@ uint64_t mr_ruleset_hits(const mr_ruleset *rs, size_t i);
 uint64_t mr_ruleset_last_hit(const mr_ruleset *rs, size_t i);
 
 /* Who sends the statement and how. */
+/* What becomes of a text the lexer cannot read (an unterminated string, a
+ * stray NUL): no rule can examine it. AUTO: BLOCK when the set holds a
+ * block rule in force, else PASS. A DELAYED statement among it is refused
+ * whatever the policy, when the set holds a delayed rule. */
+typedef enum mr_unreadable_policy {
+    MR_UNREADABLE_AUTO,
+    MR_UNREADABLE_PASS,
+    MR_UNREADABLE_BLOCK,
+} mr_unreadable_policy;
+
+/* What the rules did with an unreadable text (mr_match_result.unreadable). */
+typedef enum mr_unreadable_outcome {
+    MR_UNREADABLE_NONE,    /* the text lexes */
+    MR_UNREADABLE_PASSED,  /* relayed unexamined (its readable statements met the rules) */
+    MR_UNREADABLE_BLOCKED, /* answered with the proxy's ERR */
+} mr_unreadable_outcome;
+
+/* The ERR of an unreadable text under unreadable = block: the code and
+ * SQLSTATE of a block rule's default. */
+#define MR_UNREADABLE_ERR_CODE 1148
+#define MR_UNREADABLE_SQLSTATE "42000"
+
 typedef struct mr_stmt_ctx {
     const char *user;   /* NULL when unknown */
     const char *schema; /* current default schema, NULL when none */
@@ -226,6 +248,8 @@ typedef struct mr_stmt_ctx {
     /* keyset bookmarks (paginate/bookmarks.h; the process's store on workers);
      * NULL: none, keyset rules serve the deferred join */
     const struct mr_bookmark_port *bookmarks;
+    /* a text the lexer cannot read (the `unreadable` setting) */
+    uint8_t unreadable; /* mr_unreadable_policy */
 } mr_stmt_ctx;
 
 /* True when a server whose greeting carries this version string accepts
@@ -294,6 +318,7 @@ typedef struct mr_match_result {
     unsigned dmem_nparams; /* its parameters */
     mr_page_guard page_guard; /* COM_STMT_PREPARE of a page whose LIMIT offset is a `?`
                              under a rule with max_offset: the caller checks each execute */
+    uint8_t unreadable;   /* mr_unreadable_outcome */
 } mr_match_result;
 
 /* Runs the rules over one COM_QUERY or COM_STMT_PREPARE text. Multi-statement

@@ -216,4 +216,17 @@ typedef struct sql_span {
 sql_rc sql_split(const char *s, size_t n, unsigned flags,
                  sql_span *out, size_t max, size_t *count);
 
+/* The length of a COM_QUERY / COM_STMT_PREPARE text as MariaDB reads it.
+ * The server drops trailing blanks and ';' from the packet, and then one
+ * NUL byte at the very end is its end of input (`SELECT 1\0` runs, while
+ * `SELECT 1\0\0` and `SELECT 1\0 x` are syntax errors). So when the text
+ * ends in a NUL followed by nothing but blanks and ';', the length before
+ * that NUL; otherwise n. Blanks are the server's: space, \t \n \v \f \r,
+ * and 0xA0, a space in latin1 (elsewhere the server refuses it there, so
+ * dropping it too only lets the proxy read a text the server rejects). */
+size_t sql_server_len(const char *s, size_t n);
+
+/* What went wrong, in words ("unterminated string"), for an ERROR token's id. */
+const char *sql_lex_err_name(unsigned id);
+
 #endif

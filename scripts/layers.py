@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Which folder of src/ includes which: the layer graph and its loops.
+
+  scripts/layers.py            print each folder's includes and every loop
+  scripts/layers.py --check    also exit 1 when a folder includes one above it
+
+A folder's files are src/<folder>/* and include/myrewrite/<folder>/*. The
+layer order is LAYERS below (lowest first): a folder may include its own
+headers and those of the folders before it, never one after it.
+"""
+import os
+import re
+import sys
+
+LAYERS = ["base", "net", "proto", "sql", "rules", "schema", "stats", "paginate", "delayed",
+          "queue", "session", "admin", "http", "core"]
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:myrewrite/)?([a-z_]+)/[^"]+"', re.M)
+
+
+def folder_files():
+    for top in ("src", os.path.join("include", "myrewrite")):
+        for name in LAYERS:
+            d = os.path.join(ROOT, top, name)
+            if not os.path.isdir(d):
+                continue
+            for f in sorted(os.listdir(d)):
+                if f.endswith((".c", ".h")):
+                    yield name, os.path.join(d, f)
+
+
+def edges():
+    out = {}
+    for name, path in folder_files():
+        with open(path, encoding="utf-8") as fh:
+            for dep in INCLUDE.findall(fh.read()):
+                if dep != name and dep in LAYERS:
+                    out.setdefault((name, dep), []).append(os.path.relpath(path, ROOT))
+    return out
+
+
+def loops(graph):
+    """Strongly connected components of more than one folder (Tarjan)."""
+    index, low, stack, on, comps, n = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = n[0]
+        n[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(sorted(comp, key=LAYERS.index))
+
+    for v in LAYERS:
+        if v not in index:
+            visit(v)
+    return comps
+
+
+def main():
+    e = edges()
+    graph = {}
+    for a, b in e:
+        graph.setdefault(a, set()).add(b)
+    upward = []
+    for name in LAYERS:
+        deps = sorted(graph.get(name, ()), key=LAYERS.index)
+        print("%-9s -> %s" % (name, " ".join(deps) or "-"))
+        for d in deps:
+            if LAYERS.index(d) > LAYERS.index(name):
+                upward.append((name, d))
+    comps = loops(graph)
+    for c in comps:
+        print("loop: " + " <-> ".join(c))
+    for a, b in upward:
+        print("upward: %s includes %s in %s" % (a, b, ", ".join(sorted(set(e[(a, b)])))))
+    print("layers: %d folders, %d loops, %d upward includes" % (len(LAYERS), len(comps), len(upward)))
+    if "--check" in sys.argv and (upward or comps):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
