@@ -21,6 +21,9 @@
  * before it has written anything keeps its snapshot and is retried on the
  * next round; one that fails part way drops the snapshot (a retry would
  * apply the written part twice) and says how many staged rows that lost.
+ * One the server refuses for its data is applied key by key, the keys it
+ * refuses going to the dead-letter table (delayed_reject.h), outside any
+ * transaction like the rest of this path.
  *
  * Flusher thread only.
  */
@@ -110,8 +113,9 @@ static bool take_rows(MYSQL *db, const table *t)
 static long apply_snapshot(MYSQL *db, table *t)
 {
     uint64_t written = 0;
+    long rejected = 0;
     t->read_from = t->tmp_name;
-    long n = dflush_apply(db, t, &written);
+    long n = dflush_apply(db, t, &written, &rejected);
     t->read_from = NULL;
     if (n < 0 && !written && !mr_bg_conn_broken(db)) {
         mr_warn(0, "delayed %s: applying a snapshot of staged rows failed before writing; "
@@ -135,7 +139,7 @@ static long apply_snapshot(MYSQL *db, table *t)
     }
     if (!run_sql(db, t, "emptying the flush snapshot", "DELETE FROM ", t->tmp_name, ""))
         return -1;
-    dflush_count_chunk(t, n);
+    dflush_count_chunk(t, n - rejected);
     return n;
 }
 
