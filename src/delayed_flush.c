@@ -1301,6 +1301,7 @@ static void note_round(table *t, bool ok, uint64_t us)
  * table could not be flushed (a FLUSH DELAYED on it answers an ERR). */
 static bool flush_table(MYSQL *db, table *t, uint64_t deadline)
 {
+    mr_dreject_round_begin(t->def.schema, t->def.table); /* FLUSH DELAYED reports this round */
     if (!t->ready && mr_mono_ms() < t->setup_after_ms)
         return false; /* a failed check is not repeated (and logged) every round */
     if (!t->ready && !dflush_setup_table(db, t)) {
@@ -1312,7 +1313,6 @@ static bool flush_table(MYSQL *db, table *t, uint64_t deadline)
         return true; /* another proxy flushes it now */
     }
     mr_stat_add(&D.stats.rounds, 1);
-    mr_dreject_round_begin(t->def.schema, t->def.table);
     uint64_t t0 = mr_mono_ns();
     long n;
     do

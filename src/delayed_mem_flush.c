@@ -289,6 +289,7 @@ static bool isolate(MYSQL *db, struct mr_dmem_table *t, dm_entry **es, size_t m,
 /* Applies table t's pending keys in chunks; false when some stay pending. */
 static bool flush_table(MYSQL *db, struct mr_dmem_table *t, uint64_t deadline)
 {
+    mr_dreject_round_begin(t->def.schema, t->def.table); /* even with nothing pending */
     if (!dm_table_keyed(t))
         return true; /* no statement has reached it yet: nothing held, no key to write with */
     size_t n = 0;
@@ -297,7 +298,6 @@ static bool flush_table(MYSQL *db, struct mr_dmem_table *t, uint64_t deadline)
             n += e->t == t && !e->done;
     if (!n)
         return true;
-    mr_dreject_round_begin(t->def.schema, t->def.table);
     dm_entry **es = malloc(n * sizeof *es);
     size_t chunk = t->def.flush_rows;
     mr_dmem_row *rows = malloc((n < chunk ? n : chunk) * sizeof *rows);
