@@ -32,6 +32,8 @@ void mr_admin_show_queues(mr_proxy *p, mr_buf *out);
 
 /* admin/show_features.c */
 void mr_admin_show_delayed(mr_proxy *p, mr_buf *out);
+/* SHOW DELAYED REJECTED [table]: the latest keys moved to dead-letter tables. */
+void mr_admin_show_delayed_rejected(const char *table, mr_buf *out);
 void mr_admin_show_pagination(mr_proxy *p, mr_buf *out);
 
 /* admin/show_clients.c */

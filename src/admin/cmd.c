@@ -155,6 +155,11 @@ mr_admin_cmd mr_admin_cmd_parse(const char *sql, size_t len, mr_buf *arg)
     }
     if (take_phrase(&t, "EXPLAIN REWRITE"))
         return take_quoted(&t, arg) ? MR_ADM_EXPLAIN_REWRITE : MR_ADM_BAD_ARGUMENT;
+    if (take_phrase(&t, "SHOW DELAYED REJECTED")) {
+        take_rest(&t, arg);
+        return MR_ADM_SHOW_DELAYED_REJECTED;
+    }
+    t.pos = 0;
     if (take_phrase(&t, "FLUSH DELAYED")) {
         take_rest(&t, arg);
         return MR_ADM_FLUSH_DELAYED;
@@ -167,7 +172,8 @@ mr_admin_cmd mr_admin_cmd_parse(const char *sql, size_t len, mr_buf *arg)
 const char *mr_admin_cmd_list(void)
 {
     return "SHOW VERSION, SHOW CONFIG, SHOW RULES, SHOW DIGESTS, SHOW STATS, SHOW BACKENDS, "
-           "SHOW QUEUES, SHOW CLIENTS, SHOW DELAYED, SHOW PAGINATION, RELOAD RULES, "
+           "SHOW QUEUES, SHOW CLIENTS, SHOW DELAYED, SHOW DELAYED REJECTED [table], "
+           "SHOW PAGINATION, RELOAD RULES, "
            "FLUSH DELAYED [table], EXPLAIN REWRITE '<sql>'";
 }
 

@@ -5,6 +5,7 @@
  *
  * Admin console thread; owns nothing beyond one call.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,6 +15,8 @@
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/mem.h"
+#include "myrewrite/delayed/reject.h"
+#include "myrewrite/delayed/staging_sql.h"
 
 #define ER_PARSE_ERROR 1064
 
@@ -53,15 +56,26 @@ static void flush_delayed(const mr_buf *arg, mr_buf *out)
     const char *table = arg->len ? (const char *)arg->data : "";
     int staged = mr_delayed_flush_now(table, FLUSH_WAIT_MS);
     int memory = mr_dmem_flush_now(table, FLUSH_WAIT_MS);
-    switch (staged < 0 ? memory : memory < 0 ? staged : staged > memory ? staged : memory) {
+    int rc = staged < 0 ? memory : memory < 0 ? staged : staged > memory ? staged : memory;
+    char where[400], msg[600];
+    uint64_t rejected = mr_dreject_round_report(table, where, sizeof where);
+    if (rejected && (rc == 0 || rc == 2)) {
+        snprintf(msg, sizeof msg, "FLUSH DELAYED: %" PRIu64 " staged row(s) could not be "
+                 "applied, the server refused them (%s; SHOW DELAYED REJECTED lists them)",
+                 rejected, where);
+        mr_admin_error(out, MR_DELAYED_ERR_CODE, "HY000", msg);
+        return;
+    }
+    switch (rc) {
     case 0: mr_admin_lines_result(out, "result", "flushed"); return;
     case 1:
         mr_admin_lines_result(out, "result", "still flushing after 10 s; it goes on in the "
                                              "background");
         return;
     case 2:
-        mr_admin_lines_result(out, "result", "a memory-mode chunk failed (see the log); its "
-                                             "deltas are kept and retried");
+        mr_admin_error(out, MR_DELAYED_ERR_CODE, "HY000",
+                       "FLUSH DELAYED: a chunk failed (see the log and SHOW DELAYED); its "
+                       "deltas are kept and retried at the next round");
         return;
     default:
         mr_admin_error(out, MR_ER_UNKNOWN_COM, "42000",
@@ -94,6 +108,9 @@ static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out)
     case MR_ADM_SHOW_PAGINATION: mr_admin_show_pagination(p, out); return;
     case MR_ADM_SHOW_CLIENTS: mr_admin_show_clients(p, out); return;
     case MR_ADM_FLUSH_DELAYED: flush_delayed(arg, out); return;
+    case MR_ADM_SHOW_DELAYED_REJECTED:
+        mr_admin_show_delayed_rejected(arg->len ? (const char *)arg->data : "", out);
+        return;
     case MR_ADM_RELOAD_RULES: mr_admin_reload_rules(p, out); return;
     case MR_ADM_EXPLAIN_REWRITE:
         mr_admin_explain(p, (const char *)arg->data, arg->len - 1, out); /* without the NUL */

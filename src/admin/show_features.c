@@ -1,5 +1,6 @@
 /*
- * admin/show_features.c - the admin console's SHOW PAGINATION and SHOW DELAYED:
+ * admin/show_features.c - the admin console's SHOW PAGINATION, SHOW DELAYED and
+ * SHOW DELAYED REJECTED (the keys moved to dead-letter tables, delayed/reject.h):
  * one row per paginate or delayed rule in force, with what it did
  * (stats/rule_stats.h; those counters outlive reloads, by rule name), and under
  * a default delayed rule one row per table it derived.
@@ -10,6 +11,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "admin/admin_impl.h"
@@ -17,6 +19,7 @@
 #include "myrewrite/admin/proto.h"
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/flush.h"
+#include "myrewrite/delayed/reject.h"
 #include "myrewrite/paginate/stats.h"
 #include "myrewrite/session/reload.h"
 #include "myrewrite/stats/rule_hits.h"
@@ -124,7 +127,7 @@ void mr_admin_show_pagination(mr_proxy *p, mr_buf *out)
 
 /* ---- SHOW DELAYED ---- */
 
-enum { DEL_COLS = 11 };
+enum { DEL_COLS = 12 };
 
 /* Unix milliseconds as UTC "YYYY-MM-DD HH:MM:SS.mmm"; NULL for 0 (never). */
 static const char *utc_ms(uint64_t ms, char *buf, size_t n)
@@ -150,7 +153,7 @@ static void delayed_row(mr_resultset *rs, const char *name, const char *table,
                         const char *staging, mr_rule_stats *e)
 {
     char staged[24], flushed[24], rounds[24], last[40], dur[32], lag[32], errs[24],
-        err[MR_RULE_STATS_ERR_MAX];
+        err[MR_RULE_STATS_ERR_MAX], rejected[24];
     uint64_t at = e ? mr_stat_get(&e->last_flush_at) : 0, now = mr_unix_ms();
     err[0] = '\0';
     if (e)
@@ -167,6 +170,7 @@ static void delayed_row(mr_resultset *rs, const char *name, const char *table,
         at ? ms_as_seconds(now > at ? now - at : 0, lag, sizeof lag) : NULL,
         u64(e ? mr_stat_get(&e->errors) : 0, errs, sizeof errs),
         err[0] ? err : NULL,
+        u64(mr_dreject_total(table), rejected, sizeof rejected),
     };
     mr_rs_row(rs, row);
 }
@@ -196,7 +200,7 @@ void mr_admin_show_delayed(mr_proxy *p, mr_buf *out)
         {"rows_flushed", MR_COL_INT},    {"flush_rounds", MR_COL_INT},
         {"last_flush", MR_COL_TEXT},     {"last_flush_ms", MR_COL_DECIMAL},
         {"lag_seconds", MR_COL_DECIMAL}, {"errors", MR_COL_INT},
-        {"last_error", MR_COL_TEXT}};
+        {"last_error", MR_COL_TEXT},     {"rows_rejected", MR_COL_INT}};
     mr_shared_rules *cur = mr_rules_current(p);
     mr_resultset rs;
     mr_rs_begin(&rs, out, 1, cols, DEL_COLS);
@@ -207,4 +211,34 @@ void mr_admin_show_delayed(mr_proxy *p, mr_buf *out)
     }
     mr_rs_end(&rs);
     mr_shared_rules_release(cur);
+}
+
+/* ---- SHOW DELAYED REJECTED ---- */
+
+enum { REJ_COLS = 8 };
+
+void mr_admin_show_delayed_rejected(const char *table, mr_buf *out)
+{
+    static const mr_col cols[REJ_COLS] = {
+        {"table", MR_COL_TEXT},         {"key_values", MR_COL_TEXT},
+        {"change", MR_COL_TEXT},        {"staged_rows", MR_COL_INT},
+        {"error_code", MR_COL_INT},     {"error_message", MR_COL_TEXT},
+        {"rejected_at", MR_COL_TEXT},   {"dead_letter_table", MR_COL_TEXT}};
+    mr_dreject_key *v = calloc(MR_DREJECT_RECENT, sizeof *v);
+    size_t n = v ? mr_dreject_recent(table, v, MR_DREJECT_RECENT) : 0;
+    mr_resultset rs;
+    mr_rs_begin(&rs, out, 1, cols, REJ_COLS);
+    for (size_t i = 0; i < n; i++) {
+        char rows[24], code[16], at[40], dl[140];
+        const char *dot = strchr(v[i].table, '.');
+        snprintf(code, sizeof code, "%u", v[i].code);
+        snprintf(dl, sizeof dl, "%.*s.%.47s_delayed_rejected", dot ? (int)(dot - v[i].table) : 0,
+                 v[i].table, dot ? dot + 1 : v[i].table);
+        const char *row[REJ_COLS] = {v[i].table, v[i].key, v[i].change,
+                                     u64(v[i].rows, rows, sizeof rows), code, v[i].msg,
+                                     utc_ms(v[i].at_ms, at, sizeof at), dl};
+        mr_rs_row(&rs, row);
+    }
+    mr_rs_end(&rs);
+    free(v);
 }

@@ -24,6 +24,7 @@
 #include "myrewrite/net/bgconn.h"
 #include "myrewrite/base/buf.h"
 #include "myrewrite/delayed/derive.h"
+#include "myrewrite/delayed/reject.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/stats/rule_stats.h"
@@ -55,6 +56,7 @@ static struct {
     bool final_done;
     uint64_t deadline_ms;
     uint64_t flush_asked, flush_done; /* FLUSH DELAYED requests and the last one served */
+    bool flush_ok;                    /* every table it asked for flushed without a failure */
     char flush_filter[200];           /* its table ("" = all), as `t` or `schema.t` */
     /* main thread */
     mr_bgconn *bg;
@@ -541,6 +543,8 @@ typedef struct net {
     uint64_t mask;   /* set columns set after the last delete */
     bool del;        /* delete the row (before the adds) */
     bool add;        /* an add follows the last delete (or there is no delete) */
+    size_t nrows;    /* staged rows of the key in the chunk */
+    bool overflow;   /* its deltas sum past BIGINT: refused without asking the server */
 } net;
 
 typedef struct chunk {
@@ -720,17 +724,19 @@ static void aggregate(const table *t, chunk *c)
                        .val = &vals[c->nkeys * ns]};
             c->nkeys++;
         }
+        k->nrows++;
         if (s->del) {
             k->del = true;
             k->add = false;
             k->mask = 0;
+            k->overflow = false;
             memset(k->delta, 0, nc * sizeof *k->delta);
             continue;
         }
         k->add = true;
         apply_sets(t, k, s);
         for (size_t j = 0; j < nc; j++)
-            k->delta[j] += s->delta[j];
+            k->overflow |= __builtin_add_overflow(k->delta[j], s->delta[j], &k->delta[j]);
     }
 }
 
@@ -1040,24 +1046,213 @@ static bool delete_staged(MYSQL *db, const table *t, const chunk *c)
     return true;
 }
 
-/* One transaction; returns the rows applied, or -1 (rolled back). */
-static long flush_chunk(MYSQL *db, const table *t)
+/* ---- refused keys: the dead-letter table ------------------------------------------ */
+
+/* A key the server refused in an isolating chunk, noted after the commit. */
+typedef struct refused {
+    size_t key;      /* index in c->keys */
+    unsigned code;
+    char msg[200];
+} refused;
+
+/* `(k1, k2) = ('1', 'a')`: the key as the dead-letter table shows it. */
+static void key_text(const table *t, const chunk *c, const net *k, mr_buf *b)
 {
+    mr_buf_put(b, "(", 1);
+    put_key_names(b, t);
+    mr_buf_put_str(b, ") = ");
+    put_key_tuple(b, c, k);
+    mr_buf_put_u8(b, 0);
+}
+
+/* `n + 5, m + 0`, `DELETE, then n + 5`, `n = (7) + 1`, `s = 'x'`: what the
+ * flush would have done to the key. */
+static void change_text(const table *t, const chunk *c, const net *k, mr_buf *b)
+{
+    if (k->del)
+        mr_buf_put_str(b, wants_add(t, k) ? "DELETE, then " : "DELETE");
+    for (size_t j = 0; wants_add(t, k) && j < t->def.ncolumns; j++) {
+        if (j)
+            mr_buf_put(b, ", ", 2);
+        put_ident(b, t->def.columns[j]);
+        mr_buf_put_str(b, set_in_mask(t, j, k->mask) < 0 ? " + " : " = ");
+        put_counter_value(b, t, c, k, j, k->mask);
+    }
+    for (size_t s = 0; wants_add(t, k) && s < t->def.nset_columns; s++)
+        if ((k->mask & (1ull << s)) && set_only(t, s)) {
+            mr_buf_put(b, ", ", 2);
+            put_ident(b, t->def.set_columns[s]);
+            mr_buf_put_str(b, " = ");
+            put_lit(b, c, &k->val[s]);
+        }
+    mr_buf_put_u8(b, 0);
+}
+
+/* Creates the dead-letter table (DDL: outside any transaction). */
+static bool reject_setup(MYSQL *db, table *t)
+{
+    if (t->reject_ready)
+        return true;
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_dreject_put_create(&b, t->def.schema, t->def.table);
+    t->reject_ready = exec_buf(db, &b, t, "creating the dead-letter table");
+    mr_buf_free(&b);
+    return t->reject_ready;
+}
+
+/* Writes refused key r to the dead-letter table (inside the transaction). */
+static bool reject_write(MYSQL *db, const table *t, const chunk *c, const refused *r)
+{
+    mr_buf key, change, b;
+    mr_buf_init(&key);
+    mr_buf_init(&change);
+    mr_buf_init(&b);
+    const net *k = &c->keys[r->key];
+    key_text(t, c, k, &key);
+    change_text(t, c, k, &change);
+    bool ok = !key.failed && !change.failed;
+    if (ok)
+        mr_dreject_put_insert(db, &b, t->def.schema, t->def.table, (const char *)key.data,
+                              (const char *)change.data, k->nrows, r->code, r->msg);
+    ok = ok && exec_buf(db, &b, t, "writing a refused key to the dead-letter table");
+    mr_buf_free(&key);
+    mr_buf_free(&change);
+    mr_buf_free(&b);
+    return ok;
+}
+
+/* After the commit: counts and logs each refused key, once. */
+static void reject_note(const table *t, const chunk *c, const refused *rs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        mr_buf key, change;
+        mr_buf_init(&key);
+        mr_buf_init(&change);
+        const net *k = &c->keys[rs[i].key];
+        key_text(t, c, k, &key);
+        change_text(t, c, k, &change);
+        const char *ks = key.failed ? "?" : (const char *)key.data;
+        const char *cs = change.failed ? "?" : (const char *)change.data;
+        mr_error(0, "delayed %s: the server refused %s on %s.%s %s (%u %s); its %zu staged "
+                 "row(s) went to %s.%.47s_delayed_rejected", t->rule, cs, t->def.schema,
+                 t->def.table, ks, rs[i].code, rs[i].msg, k->nrows, t->def.schema, t->def.table);
+        mr_dreject_note(t->def.schema, t->def.table, ks, cs, k->nrows, rs[i].code, rs[i].msg);
+        mr_buf_free(&key);
+        mr_buf_free(&change);
+    }
+}
+
+static bool any_overflow(const chunk *c)
+{
+    for (size_t i = 0; i < c->nkeys; i++)
+        if (c->keys[i].overflow)
+            return true;
+    return false;
+}
+
+/* Key i alone under a savepoint: 1 applied, 0 refused for its data (rolled
+ * back to the savepoint; *r filled), -1 any other failure. */
+static int apply_one(MYSQL *db, const table *t, const chunk *c, size_t i, refused *r)
+{
+    chunk one = *c;
+    one.keys = &c->keys[i];
+    one.nkeys = 1;
+    *r = (refused){.key = i};
+    if (c->keys[i].overflow) {
+        r->code = 1690;
+        snprintf(r->msg, sizeof r->msg, "the deltas staged for this key sum past the BIGINT "
+                 "range");
+        return 0;
+    }
+    bool sp = !t->locked; /* the locked path has no transaction: one key's statements */
+    if (sp && !exec_str(db, "SAVEPOINT `mr_key`", t, "SAVEPOINT"))
+        return -1;
+    if (apply_deletes(db, t, &one) && apply_adds(db, t, &one))
+        return 1;
+    r->code = mysql_errno(db);
+    snprintf(r->msg, sizeof r->msg, "%s", mysql_error(db));
+    if (!mr_dreject_data_error(r->code) || mr_bg_conn_broken(db))
+        return -1;
+    return !sp || exec_str(db, "ROLLBACK TO SAVEPOINT `mr_key`", t, "ROLLBACK TO SAVEPOINT")
+               ? 0 : -1;
+}
+
+/* Applies c key by key; the keys the server refuses go to the dead-letter
+ * table. *rs gets the refused ones; false on any other failure. */
+static bool apply_isolating(MYSQL *db, const table *t, const chunk *c, refused **rs, size_t *n)
+{
+    *n = 0;
+    if (!(*rs = calloc(c->nkeys ? c->nkeys : 1, sizeof **rs)))
+        return false;
+    for (size_t i = 0; i < c->nkeys; i++) {
+        int rc = apply_one(db, t, c, i, &(*rs)[*n]);
+        if (rc < 0)
+            return false;
+        if (rc == 0 && !reject_write(db, t, c, &(*rs)[(*n)++]))
+            return false;
+    }
+    return true;
+}
+
+/* The chunk again, key by key (its cost is paid only after a refusal): one
+ * transaction that applies the keys the server takes, moves the others to
+ * the dead-letter table and deletes every row read from staging. */
+static long flush_chunk_isolating(MYSQL *db, table *t)
+{
+    if (!reject_setup(db, t))
+        return -1;
     chunk c;
     memset(&c, 0, sizeof c);
+    refused *rs = NULL;
+    size_t nr = 0;
     if (!exec_str(db, "START TRANSACTION", t, "START TRANSACTION"))
         return -1;
     bool ok = read_rows(db, t, &c) && load_rows(db, t, &c);
     if (ok && c.nrows) {
         aggregate(t, &c);
-        ok = apply_deletes(db, t, &c) && apply_adds(db, t, &c) && delete_staged(db, t, &c);
+        ok = apply_isolating(db, t, &c, &rs, &nr) && delete_staged(db, t, &c);
+    }
+    ok = ok && exec_str(db, "COMMIT", t, "COMMIT");
+    long n = ok ? (long)c.nrows : -1;
+    if (ok)
+        reject_note(t, &c, rs, nr);
+    else if (!mr_bg_conn_broken(db))
+        (void)mysql_query(db, "ROLLBACK");
+    size_t refused_rows = 0;
+    for (size_t i = 0; ok && i < nr; i++)
+        refused_rows += c.keys[rs[i].key].nrows;
+    free(rs);
+    chunk_free(&c);
+    if (n > 0)
+        dflush_count_chunk(t, n - (long)refused_rows);
+    return n;
+}
+
+/* One transaction; returns the rows read (applied, or moved to the
+ * dead-letter table), or -1 (rolled back). */
+static long flush_chunk(MYSQL *db, table *t)
+{
+    chunk c;
+    memset(&c, 0, sizeof c);
+    if (!exec_str(db, "START TRANSACTION", t, "START TRANSACTION"))
+        return -1;
+    bool ok = read_rows(db, t, &c) && load_rows(db, t, &c), isolate = false;
+    if (ok && c.nrows) {
+        aggregate(t, &c);
+        isolate = any_overflow(&c);
+        ok = !isolate && apply_deletes(db, t, &c) && apply_adds(db, t, &c);
+        isolate = isolate || (!ok && !mr_bg_conn_broken(db) &&
+                              mr_dreject_data_error(mysql_errno(db)));
+        ok = ok && delete_staged(db, t, &c);
     }
     ok = ok && exec_str(db, "COMMIT", t, "COMMIT");
     long n = ok ? (long)c.nrows : -1;
     chunk_free(&c);
     if (!ok) {
-        (void)mysql_query(db, "ROLLBACK");
-        return -1;
+        if (!mr_bg_conn_broken(db))
+            (void)mysql_query(db, "ROLLBACK");
+        return isolate && !mr_bg_conn_broken(db) ? flush_chunk_isolating(db, t) : -1;
     }
     dflush_count_chunk(t, n);
     return n;
@@ -1102,18 +1297,20 @@ static void note_round(table *t, bool ok, uint64_t us)
 }
 
 /* Flushes chunks until the staging table has fewer than flush_rows left
- * (or the deadline passes, 0 = none). */
-static void flush_table(MYSQL *db, table *t, uint64_t deadline)
+ * (or the deadline passes, 0 = none). False when a chunk failed or the
+ * table could not be flushed (a FLUSH DELAYED on it answers an ERR). */
+static bool flush_table(MYSQL *db, table *t, uint64_t deadline)
 {
+    mr_dreject_round_begin(t->def.schema, t->def.table); /* FLUSH DELAYED reports this round */
     if (!t->ready && mr_mono_ms() < t->setup_after_ms)
-        return; /* a failed check is not repeated (and logged) every round */
+        return false; /* a failed check is not repeated (and logged) every round */
     if (!t->ready && !dflush_setup_table(db, t)) {
         t->setup_after_ms = mr_mono_ms() + SETUP_RETRY_MS;
-        return;
+        return false;
     }
     if (!named_lock(db, t, "GET_LOCK")) {
         mr_stat_add(&D.stats.skipped, 1);
-        return;
+        return true; /* another proxy flushes it now */
     }
     mr_stat_add(&D.stats.rounds, 1);
     uint64_t t0 = mr_mono_ns();
@@ -1124,6 +1321,7 @@ static void flush_table(MYSQL *db, table *t, uint64_t deadline)
     note_round(t, n >= 0, (mr_mono_ns() - t0) / 1000);
     if (!mr_bg_conn_broken(db))
         (void)named_lock(db, t, "RELEASE_LOCK");
+    return n >= 0;
 }
 
 /* ---- flusher thread ------------------------------------------------------------------ */
@@ -1149,6 +1347,7 @@ static bool on_connect(MYSQL *db, void *arg)
     for (size_t i = 0; i < D.cur.n + D.derived.n; i++) {
         table *t = i < D.cur.n ? &D.cur.t[i] : &D.derived.t[i - D.cur.n];
         t->ready = false;
+        t->reject_ready = false;
         t->setup_after_ms = 0;
     }
     D.next_adopt_ms = 0; /* a new connection may find staging tables a dead proxy left */
@@ -1277,13 +1476,15 @@ static uint64_t tick(MYSQL *db, void *arg)
     adopt_staging(db); /* before deriving: an adopted table is flushed in this very round */
     derive_pending(db);
     uint64_t now = mr_mono_ms(), wait = IDLE_MS;
+    bool asked_ok = true;
     for (size_t i = 0; i < D.cur.n + D.derived.n && !mr_bg_conn_broken(db); i++) {
         table *t = i < D.cur.n ? &D.cur.t[i] : &D.derived.t[i - D.cur.n];
-        bool drain = final || (asked_now && mr_delayed_filter_matches(filter, &t->def));
-        if (drain || now >= t->next_ms) {
+        bool mine = asked_now && mr_delayed_filter_matches(filter, &t->def);
+        if (final || mine || now >= t->next_ms) {
             /* a round reads everything staged so far (in chunks), so a
              * requested flush is an ordinary round run now */
-            flush_table(db, t, final ? deadline : 0);
+            bool ok = flush_table(db, t, final ? deadline : 0);
+            asked_ok = asked_ok && (ok || !mine);
             now = mr_mono_ms();
             t->next_ms = now + t->def.flush_interval_ms;
         }
@@ -1293,8 +1494,10 @@ static uint64_t tick(MYSQL *db, void *arg)
     if ((final || asked_now) && !mr_bg_conn_broken(db)) {
         pthread_mutex_lock(&D.lock);
         D.final_done = D.final_done || final;
-        if (asked > D.flush_done)
+        if (asked > D.flush_done) {
             D.flush_done = asked;
+            D.flush_ok = asked_ok;
+        }
         pthread_cond_broadcast(&D.done_cond);
         pthread_mutex_unlock(&D.lock);
     }
@@ -1328,9 +1531,9 @@ int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms)
     pthread_mutex_lock(&D.lock);
     while (D.flush_done < mine && pthread_cond_timedwait(&D.done_cond, &D.lock, &until) == 0)
         ;
-    bool done = D.flush_done >= mine;
+    int rc = D.flush_done < mine ? 1 : D.flush_ok ? 0 : 2;
     pthread_mutex_unlock(&D.lock);
-    return done ? 0 : 1;
+    return rc;
 }
 
 void mr_delayed_wake(void)
@@ -1431,18 +1634,32 @@ void dflush_put_table(mr_buf *b, const char *schema, const char *name)
     put_table(b, schema, name);
 }
 
-long dflush_apply(MYSQL *db, const table *t, uint64_t *written)
+long dflush_apply(MYSQL *db, table *t, uint64_t *written, long *rejected)
 {
     chunk c;
     memset(&c, 0, sizeof c);
     uint64_t keys_before = mr_stat_get(&D.stats.keys); /* +n per statement that succeeded */
-    bool ok = read_rows(db, t, &c) && load_rows(db, t, &c);
+    bool ok = read_rows(db, t, &c) && load_rows(db, t, &c), isolate = false;
+    refused *rs = NULL;
+    size_t nr = 0;
+    *rejected = 0;
     if (ok && c.nrows) {
         aggregate(t, &c);
-        ok = apply_deletes(db, t, &c) && apply_adds(db, t, &c);
+        /* No transaction here: a statement over many keys that the server
+         * refuses part way (1264 at its second row, say) has already written
+         * the rows before it, and nothing says which they were, so a retry
+         * of the rest would apply some twice. One statement per key instead:
+         * the server writes a single row whole or not at all. */
+        isolate = true;
+        ok = reject_setup(db, t) && apply_isolating(db, t, &c, &rs, &nr);
     }
-    *written = mr_stat_get(&D.stats.keys) - keys_before;
+    *written = mr_stat_get(&D.stats.keys) - keys_before + (isolate ? nr : 0);
+    for (size_t i = 0; ok && i < nr; i++)
+        *rejected += (long)c.keys[rs[i].key].nrows;
+    if (ok)
+        reject_note(t, &c, rs, nr);
     long n = ok ? (long)c.nrows : -1;
+    free(rs);
     chunk_free(&c);
     return n;
 }

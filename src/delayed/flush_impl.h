@@ -32,6 +32,7 @@ typedef struct table {
     struct mr_rule_stats *stats; /* the rule's SHOW DELAYED row (NULL when out of room); a
                            derived table counts there and on def.table_stats, its own */
     bool tmp_ready;      /* locked path: the snapshot exists on this connection */
+    bool reject_ready;   /* the dead-letter table exists (checked on this connection) */
 } table;
 
 /* Runs the text built in b; logs and counts a failure. */
@@ -40,9 +41,11 @@ bool dflush_exec(MYSQL *db, const mr_buf *b, const table *t, const char *what);
 void dflush_put_table(mr_buf *b, const char *schema, const char *name);
 /* Reads up to flush_rows rows of t->read_from in seq order, sums them per key
  * and applies deletes then adds to the main table; no transaction of its
- * own. The rows read, or -1 on a failure. *written counts the keys written
+ * own. When the server refuses the data, the keys are applied one by one
+ * and those it refuses go to the dead-letter table (*rejected: their rows).
+ * The rows read, or -1 on a failure. *written counts the keys written
  * by the statements that succeeded (0: the main table is untouched). */
-long dflush_apply(MYSQL *db, const table *t, uint64_t *written);
+long dflush_apply(MYSQL *db, table *t, uint64_t *written, long *rejected);
 /* Counts one applied chunk of n rows, globally and on the rule's SHOW
  * DELAYED row. */
 void dflush_count_chunk(const table *t, long n);

@@ -7,7 +7,7 @@
  *   INSERT INTO snapshot SELECT * FROM staging ORDER BY seq LIMIT flush_rows
  *   DELETE FROM staging WHERE seq <= (the snapshot's largest seq)
  *   UNLOCK TABLES
- *   UPDATE LOW_PRIORITY main JOIN (sums per key of the snapshot) ...
+ *   UPDATE LOW_PRIORITY main ... per key, with the sum of its snapshot rows
  *   DELETE FROM snapshot
  *
  * The snapshot is a TEMPORARY table of the connection (`<staging>_mrsnap`,
@@ -21,6 +21,11 @@
  * before it has written anything keeps its snapshot and is retried on the
  * next round; one that fails part way drops the snapshot (a retry would
  * apply the written part twice) and says how many staged rows that lost.
+ * Each key is its own UPDATE (dflush_apply): with no transaction, a
+ * statement over many keys that fails at one has written some of the
+ * others, and a retry would apply those twice; a single-row statement is
+ * written whole or not at all. The keys the server refuses go to the
+ * dead-letter table (delayed/reject.h).
  *
  * Flusher thread only.
  */
@@ -110,8 +115,9 @@ static bool take_rows(MYSQL *db, const table *t)
 static long apply_snapshot(MYSQL *db, table *t)
 {
     uint64_t written = 0;
+    long rejected = 0;
     t->read_from = t->tmp_name;
-    long n = dflush_apply(db, t, &written);
+    long n = dflush_apply(db, t, &written, &rejected);
     t->read_from = NULL;
     if (n < 0 && !written && !mr_bg_conn_broken(db)) {
         mr_warn(0, "delayed %s: applying a snapshot of staged rows failed before writing; "
@@ -135,7 +141,7 @@ static long apply_snapshot(MYSQL *db, table *t)
     }
     if (!run_sql(db, t, "emptying the flush snapshot", "DELETE FROM ", t->tmp_name, ""))
         return -1;
-    dflush_count_chunk(t, n);
+    dflush_count_chunk(t, n - rejected);
     return n;
 }
 

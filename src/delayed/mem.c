@@ -485,6 +485,21 @@ static struct mr_dmem_table *reusable(const mr_rule *r)
     return NULL;
 }
 
+/* Under cfg_lock: no table is in the set in force (until marked again). */
+static void set_all_dead(void)
+{
+    for (struct mr_dmem_table *t = M.tables; t; t = t->next)
+        t->live = false;
+}
+
+bool dm_table_live(const struct mr_dmem_table *t)
+{
+    pthread_mutex_lock(&M.cfg_lock);
+    bool live = t->live;
+    pthread_mutex_unlock(&M.cfg_lock);
+    return live;
+}
+
 void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
 {
     size_t total = mr_ruleset_count(rs), n = 0;
@@ -492,17 +507,18 @@ void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
         const mr_rule *r = mr_ruleset_rule(rs, i);
         n += r->kind == MR_RULE_DELAYED && r->enabled && r->delayed->mode == MR_DELAYED_MEMORY;
     }
-    pthread_mutex_lock(&M.cfg_lock);
-    for (struct mr_dmem_table *t = M.tables; t; t = t->next)
-        t->live = false;
-    pthread_mutex_unlock(&M.cfg_lock);
     if (!n || !M.shards || (!dm_flusher_running() && !dm_flusher_start(p))) {
         if (n)
             mr_error(0, "delayed: mode = memory rules have no flusher (set proxy_user); their "
                      "statements are refused");
+        pthread_mutex_lock(&M.cfg_lock);
+        set_all_dead();
+        pthread_mutex_unlock(&M.cfg_lock);
         return;
     }
     pthread_mutex_lock(&M.cfg_lock);
+    set_all_dead(); /* in the same hold as what follows: the flusher never sees a kept
+                       table not live */
     for (size_t i = 0; i < total; i++) {
         const mr_rule *r = mr_ruleset_rule(rs, i);
         if (r->kind != MR_RULE_DELAYED || !r->enabled || r->delayed->mode != MR_DELAYED_MEMORY)

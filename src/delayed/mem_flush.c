@@ -27,6 +27,7 @@
 #include "delayed/mem_impl.h"
 #include "myrewrite/base/clock.h"
 #include "myrewrite/net/bgconn.h"
+#include "myrewrite/delayed/reject.h"
 #include "myrewrite/base/log.h"
 
 #define KEYS_PER_STATEMENT 500
@@ -47,6 +48,8 @@ static struct {
     /* flusher thread */
     dm_map pending;
     mr_dmem_syntax syntax;
+    unsigned fail_code;          /* the latest failed chunk's error, read before its ROLLBACK */
+    char fail_msg[200];
 } F = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static void count(mr_counter *c, uint64_t n)
@@ -184,6 +187,8 @@ static chunk_rc flush_chunk(MYSQL *db, const struct mr_dmem_table *t, dm_entry *
             return CHUNK_UNKNOWN;
     }
     count(&F.errors, 1);
+    F.fail_code = mysql_errno(db);
+    snprintf(F.fail_msg, sizeof F.fail_msg, "%s", mysql_error(db));
     if (!mr_bg_conn_broken(db))
         (void)mysql_query(db, "ROLLBACK");
     return CHUNK_FAILED;
@@ -208,23 +213,72 @@ static bool settle(const struct mr_dmem_table *t, chunk_rc rc, dm_entry **es, si
     return true;
 }
 
-/* Lock waits and deadlocks pass; other refusals come from the data. */
-static bool data_error(MYSQL *db)
+/* Is the latest failed chunk's error one that the same keys would meet
+ * again: a refusal of the data, or, for a table whose rule was reloaded
+ * away, any server error but a lock wait or deadlock (nothing will make
+ * such a table take it, and its keys would be retried forever)? */
+static bool refused(MYSQL *db, const struct mr_dmem_table *t)
 {
-    unsigned e = mysql_errno(db);
-    return !mr_bg_conn_broken(db) && e != 1205 && e != 1213;
+    unsigned e = F.fail_code;
+    if (mr_bg_conn_broken(db) || e == 1205 || e == 1213 || e == 0)
+        return false;
+    return mr_dreject_data_error(e) || (e < 2000 && !dm_table_live(t));
+}
+
+/* Moves key e to t's dead-letter table (one autocommitted INSERT) and
+ * marks it done; false (the key stays pending) when that failed. */
+static bool reject(MYSQL *db, struct mr_dmem_table *t, dm_entry *e, unsigned code,
+                   const char *msg)
+{
+    mr_buf b, key, change;
+    mr_buf_init(&b);
+    mr_buf_init(&key);
+    mr_buf_init(&change);
+    mr_dmem_row r = {e->key, e->klen, e->del, e->v};
+    mr_dmem_describe(&key, &change, &t->def, &r);
+    bool ok = !key.failed && !change.failed;
+    if (ok && !t->reject_ready) {
+        mr_dreject_put_create(&b, t->def.schema, t->def.table);
+        ok = t->reject_ready = run(db, &b, t, "creating the dead-letter table");
+        mr_buf_reset(&b);
+    }
+    if (ok)
+        mr_dreject_put_insert(db, &b, t->def.schema, t->def.table, (const char *)key.data,
+                              (const char *)change.data, 1, code, msg);
+    ok = ok && run(db, &b, t, "writing a refused key to the dead-letter table");
+    if (ok) {
+        e->done = true;
+        mr_error(0, "delayed %s: the server refused %s on %s.%s %s (%u %s)%s; it went to "
+                 "%s.%.47s_delayed_rejected", t->rule, (const char *)change.data,
+                 t->def.schema, t->def.table, (const char *)key.data, code, msg,
+                 dm_table_live(t) ? "" : " after its rule was reloaded away", t->def.schema,
+                 t->def.table);
+        mr_dreject_note(t->def.schema, t->def.table, (const char *)key.data,
+                        (const char *)change.data, 1, code, msg);
+    }
+    mr_buf_free(&b);
+    mr_buf_free(&key);
+    mr_buf_free(&change);
+    return ok;
 }
 
 /* A chunk the server refused for its data (a value out of a column's
  * range, a key it cannot convert): its keys one by one, each in its own
- * transaction, so one bad key does not hold back the others. Keys that
- * still fail stay pending and are retried every round. */
-static bool isolate(MYSQL *db, const struct mr_dmem_table *t, dm_entry **es, size_t m,
+ * transaction, so one bad key does not hold back the others. A key that
+ * fails alone in the same way goes to the dead-letter table; one that
+ * fails otherwise stays pending for the next round. */
+static bool isolate(MYSQL *db, struct mr_dmem_table *t, dm_entry **es, size_t m,
                     mr_dmem_row *rows)
 {
     bool all = true;
     for (size_t i = 0; i < m && !mr_bg_conn_broken(db); i++) {
-        chunk_rc rc = flush_chunk(db, t, &es[i], 1, rows);
+        chunk_rc rc = m > 1 ? flush_chunk(db, t, &es[i], 1, rows) : CHUNK_FAILED;
+        if (rc == CHUNK_FAILED && refused(db, t)) {
+            char msg[sizeof F.fail_msg];
+            memcpy(msg, F.fail_msg, sizeof msg);
+            all = reject(db, t, es[i], F.fail_code, msg) && all;
+            continue;
+        }
         all = settle(t, rc, &es[i], 1) && all;
         if (rc == CHUNK_UNKNOWN)
             return false;
@@ -233,8 +287,9 @@ static bool isolate(MYSQL *db, const struct mr_dmem_table *t, dm_entry **es, siz
 }
 
 /* Applies table t's pending keys in chunks; false when some stay pending. */
-static bool flush_table(MYSQL *db, const struct mr_dmem_table *t, uint64_t deadline)
+static bool flush_table(MYSQL *db, struct mr_dmem_table *t, uint64_t deadline)
 {
+    mr_dreject_round_begin(t->def.schema, t->def.table); /* even with nothing pending */
     if (!dm_table_keyed(t))
         return true; /* no statement has reached it yet: nothing held, no key to write with */
     size_t n = 0;
@@ -257,9 +312,9 @@ static bool flush_table(MYSQL *db, const struct mr_dmem_table *t, uint64_t deadl
         chunk_rc rc = flush_chunk(db, t, es + at, m, rows);
         if (!settle(t, rc, es + at, m)) {
             ok = false;
-            if (rc == CHUNK_FAILED && m > 1 && data_error(db))
+            go = rc == CHUNK_FAILED && refused(db, t);
+            if (go)
                 ok = isolate(db, t, es + at, m, rows);
-            go = rc == CHUNK_FAILED && !mr_bg_conn_broken(db) && data_error(db);
         }
         if (deadline && mr_mono_ms() >= deadline) {
             ok = ok && at + m >= n;
@@ -317,6 +372,8 @@ static bool on_connect(MYSQL *db, void *arg)
 {
     (void)arg;
     F.syntax = mr_dmem_syntax_for(mysql_get_server_info(db), mysql_get_server_version(db));
+    for (struct mr_dmem_table *t = dm_tables(); t; t = t->next)
+        t->reject_ready = false;
     mr_info(0, "delayed memory flush: server %s, upserts with %s", mysql_get_server_info(db),
             F.syntax == MR_DMEM_SYNTAX_ROW_ALIAS ? "a row alias" : "VALUES()");
     return true;

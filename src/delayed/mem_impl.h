@@ -32,6 +32,7 @@ struct mr_dmem_table {
     bool live;                /* in the rule set in force (configure lock) */
     _Atomic bool wanted;      /* flush it now: past flush_early or at memory_max_keys */
     uint64_t next_ms;         /* flusher thread: monotonic time of its next flush */
+    bool reject_ready;        /* flusher thread: its dead-letter table exists */
     struct mr_dmem_table *next;
 };
 
@@ -72,6 +73,8 @@ struct mr_dmem_table *dm_tables(void);
 /* Are t's key columns known? Not for a table from the schema before its
  * first statement, which then holds no keys either: flushers skip it. */
 bool dm_table_keyed(const struct mr_dmem_table *t);
+/* Is t in the rule set in force? (A reload's change is seen whole.) */
+bool dm_table_live(const struct mr_dmem_table *t);
 
 /* delayed/mem_flush.c */
 bool dm_flusher_start(const mr_proxy *p);

@@ -259,3 +259,30 @@ bool mr_dmem_sql_update(mr_buf *out, const mr_delayed_def *def, const mr_dmem_ro
     }
     return !out->failed;
 }
+
+/* ---- a refused key, as the dead-letter table shows it ------------------------------ */
+
+void mr_dmem_describe(mr_buf *key, mr_buf *change, const mr_delayed_def *def,
+                      const mr_dmem_row *r)
+{
+    mr_buf_put(key, "(", 1);
+    put_key_names(key, def);
+    mr_buf_put_str(key, ") = (");
+    put_key_values(key, def, r, false);
+    mr_buf_put(key, ")", 1);
+    mr_buf_put_u8(key, 0);
+    bool writes = mr_dmem_row_writes(def, r);
+    if (r->del)
+        mr_buf_put_str(change, writes ? "DELETE, then " : "DELETE");
+    for (size_t c = 0, n = mr_dmem_columns(def), k = 0; writes && c < n; c++) {
+        const mr_dmem_val *v = &r->v[c];
+        if (v->op == MR_DMEM_VAL_NONE)
+            continue;
+        if (k++)
+            mr_buf_put(change, ", ", 2);
+        put_ident(change, mr_dmem_column(def, c));
+        mr_buf_put_str(change, v->op == MR_DMEM_VAL_ADD ? " + " : " = ");
+        put_col_value(change, v);
+    }
+    mr_buf_put_u8(change, 0);
+}

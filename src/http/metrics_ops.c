@@ -19,6 +19,7 @@
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/paginate/stats.h"
 #include "myrewrite/session/reload.h"
+#include "myrewrite/delayed/reject.h"
 #include "myrewrite/stats/rule_stats.h"
 #include "myrewrite/base/counters.h"
 #include "myrewrite/session/worker.h"
@@ -161,6 +162,22 @@ static void write_delayed_tables(mr_proxy *p, struct evbuffer *out)
             delayed_series(out, flushed, mr_rule_stats_at(i), true);
 }
 
+/* Rows moved to dead-letter tables (delayed/reject.h), by table; written
+ * once a table has had one. */
+static void write_delayed_rejected(struct evbuffer *out)
+{
+    static const char name[] = "myrewrite_delayed_rejected_total";
+    char table[140];
+    uint64_t rows;
+    for (size_t i = 0; mr_dreject_table_at(i, table, sizeof table, &rows); i++) {
+        if (i == 0)
+            mr_metrics_family(out, name, "counter",
+                              "DELAYED rows the server refused at flush, moved to the table's "
+                              "<table>_delayed_rejected dead-letter table, by table.");
+        labeled2(out, name, "table", table, NULL, NULL, rows);
+    }
+}
+
 static void us_as_seconds(struct evbuffer *out, uint64_t us)
 {
     evbuffer_add_printf(out, "%" PRIu64 ".%06" PRIu64, us / 1000000u, us % 1000000u);
@@ -189,5 +206,6 @@ void mr_metrics_write_ops(mr_proxy *p, struct evbuffer *out)
     write_frontend(p, out);
     write_paginate(p, out);
     write_delayed_tables(p, out);
+    write_delayed_rejected(out);
     write_flush_histogram(out);
 }

@@ -14,6 +14,7 @@
  */
 #include <event2/event.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/mem.h"
+#include "myrewrite/delayed/reject.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/sql/lexer.h"
@@ -37,7 +39,9 @@ struct ss_flush {
     int rd, wr;
     char filter[140];        /* `t` or `schema.t`; "" = all */
     bool staged, memory;     /* which flushers have a matching table */
-    int result;              /* helper: 0 done, 1 timed out, -1 no flusher */
+    int result;              /* helper: 0 done, 1 timed out, 2 a chunk failed, -1 no flusher */
+    uint64_t rejected;       /* helper: rows the round moved to dead-letter tables */
+    char where[400];         /* helper: which tables, why, and where the rows are */
 };
 
 /* ---- reading the statement ---------------------------------------------------- */
@@ -128,6 +132,7 @@ static void *flush_thread(void *arg)
     int a = f->staged ? mr_delayed_flush_now(f->filter, FLUSH_WAIT_MS) : -1;
     int b = f->memory ? mr_dmem_flush_now(f->filter, FLUSH_WAIT_MS) : -1;
     f->result = a < 0 ? b : b < 0 ? a : a > b ? a : b;
+    f->rejected = mr_dreject_round_report(f->filter, f->where, sizeof f->where);
     char one = 1;
     if (write(f->wr, &one, 1) != 1)
         mr_error(0, "FLUSH DELAYED: cannot wake the worker; the client waits for its timeout");
@@ -143,9 +148,15 @@ static void flush_free(struct ss_flush *f)
     free(f);
 }
 
-static void answer(mr_session *s, int result)
+static void answer(mr_session *s, int result, const struct ss_flush *f)
 {
-    if (result == 0) {
+    if (f->rejected && (result == 0 || result == 2)) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "FLUSH DELAYED: %" PRIu64 " staged row(s) could not be "
+                 "applied, the server refused them (%s; SHOW DELAYED REJECTED lists them)",
+                 f->rejected, f->where);
+        ss_send_err(s, 1, MR_DELAYED_ERR_CODE, "HY000", msg);
+    } else if (result == 0) {
         mr_buf ok;
         mr_buf_init(&ok);
         mr_ok_build(&ok, 1, 0, 0, (uint16_t)(s->tracker.status & ~MR_STATUS_MORE_RESULTS), 0);
@@ -172,13 +183,14 @@ static void flush_done_cb(evutil_socket_t fd, short what, void *arg)
     char one;
     if (read(f->rd, &one, 1) != 1)
         return; /* spurious: the byte is still to come */
-    mr_session *s = f->s;
-    int result = f->result; /* written before the byte, by the helper */
-    flush_free(f);
-    if (!s || !ALIVE(s))
+    mr_session *s = f->s; /* f's results were written before the byte, by the helper */
+    if (!s || !ALIVE(s)) {
+        flush_free(f);
         return;
+    }
     s->flush = NULL;
-    answer(s, result);
+    answer(s, f->result, f);
+    flush_free(f);
     ss_set_state(s, SS_IDLE);
     if (s->w->draining) {
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");

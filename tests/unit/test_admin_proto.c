@@ -442,6 +442,19 @@ static void flush_delayed_takes_optional_table(void **state)
     assert_string_equal(arg, "app.hits");
 }
 
+static void show_delayed_rejected_takes_optional_table(void **state)
+{
+    (void)state;
+    char arg[64];
+    assert_int_equal(parse("SHOW DELAYED", arg, sizeof(arg)), MR_ADM_SHOW_DELAYED);
+    assert_int_equal(parse("show delayed rejected", arg, sizeof(arg)),
+                     MR_ADM_SHOW_DELAYED_REJECTED);
+    assert_string_equal(arg, "");
+    assert_int_equal(parse("SHOW DELAYED REJECTED app.hits;", arg, sizeof(arg)),
+                     MR_ADM_SHOW_DELAYED_REJECTED);
+    assert_string_equal(arg, "app.hits");
+}
+
 /* ---- digest merge ---- */
 
 static mr_admin_digest dig(uint64_t hash, uint64_t count, uint64_t total, uint64_t max)
@@ -508,6 +521,7 @@ int main(void)
         cmocka_unit_test(commands_unknown),
         cmocka_unit_test(explain_rewrite_unquotes_its_argument),
         cmocka_unit_test(flush_delayed_takes_optional_table),
+        cmocka_unit_test(show_delayed_rejected_takes_optional_table),
         cmocka_unit_test(digests_merge_by_hash_and_sort_by_total),
         cmocka_unit_test(digests_merge_limit_and_empty),
     };

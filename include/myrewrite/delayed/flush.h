@@ -49,7 +49,8 @@ void mr_delayed_configure(const mr_proxy *p, const mr_ruleset *rs);
 void mr_delayed_stop(uint64_t drain_ms);
 /* FLUSH DELAYED: asks the flusher for a round now over the tables matching
  * `table_filter` (`t`, `schema.t`, or "" for all) and waits up to
- * timeout_ms for it. 0: done; 1: still running at the timeout; -1: no
+ * timeout_ms for it. 0: done; 1: still running at the timeout; 2: a chunk
+ * of a table asked for failed (kept and retried); -1: no
  * flusher (no delayed rule or no proxy_user). Any thread but a worker. */
 int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms);
 /* Asks for a round of every staged table now, without waiting (a rule's

@@ -74,4 +74,10 @@ bool mr_dmem_sql_upsert(mr_buf *out, const mr_delayed_def *def, const mr_dmem_ro
 bool mr_dmem_sql_update(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows,
                         size_t n);
 
+/* A key refused by the server, for the dead-letter table: `key` gets
+ * "(`k1`, `k2`) = ('1', 'a')", `change` "`n` + 5, `s` = 'x'" (after
+ * "DELETE, then " for a tombstone), both NUL-terminated. */
+void mr_dmem_describe(mr_buf *key, mr_buf *change, const mr_delayed_def *def,
+                      const mr_dmem_row *r);
+
 #endif
