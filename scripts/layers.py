@@ -3,6 +3,7 @@
 
   scripts/layers.py            print each folder's includes and every loop
   scripts/layers.py --check    also exit 1 when a folder includes one above it
+                               that KNOWN_UPWARD does not list (a ctest runs this)
 
 A folder's files are src/<folder>/* and include/myrewrite/<folder>/*. The
 layer order is LAYERS below (lowest first): a folder may include its own
@@ -14,6 +15,16 @@ import sys
 
 LAYERS = ["base", "net", "proto", "sql", "rules", "schema", "stats", "paginate", "delayed",
           "queue", "session", "admin", "http", "core"]
+# The upward includes still there, each a step of work left (src/README.md,
+# "What is not layered yet"). The check fails on any other, and on one of
+# these that is gone, so the list only shrinks.
+KNOWN_UPWARD = {
+    ("proto", "delayed"),   # stmt_execute.h: the executed values' type is mr_dmem_param
+    ("rules", "paginate"),  # the rule kinds: rules/match.c calls each kind's statement side,
+    ("rules", "delayed"),   #   which lives in its feature folder and shares rules_run.h
+    ("rules", "queue"),
+    ("paginate", "queue"),  # mr_sql_put_ident in queue/release_sql.c
+}
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:myrewrite/)?([a-z_]+)/[^"]+"', re.M)
 
@@ -89,9 +100,18 @@ def main():
     for a, b in upward:
         print("upward: %s includes %s in %s" % (a, b, ", ".join(sorted(set(e[(a, b)])))))
     print("layers: %d folders, %d loops, %d upward includes" % (len(LAYERS), len(comps), len(upward)))
-    if "--check" in sys.argv and (upward or comps):
-        return 1
-    return 0
+    if "--check" not in sys.argv:
+        return 0
+    bad = 0
+    for a, b in upward:
+        if (a, b) not in KNOWN_UPWARD:
+            print("FAIL: %s includes %s, a folder above it" % (a, b))
+            bad += 1
+    for a, b in sorted(KNOWN_UPWARD - set(upward)):
+        print("FAIL: %s no longer includes %s: take it out of KNOWN_UPWARD" % (a, b))
+        bad += 1
+    print("layers check: %s" % ("failed" if bad else "ok"))
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
