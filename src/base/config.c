@@ -3,6 +3,7 @@
  * Main thread at start-up; owns the strings inside mr_config.
  */
 #include "myrewrite/base/config.h"
+#include "myrewrite/base/duration.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -94,29 +95,6 @@ static const key_def *find_key(const char *name)
     return NULL;
 }
 
-/* "10", "10s", "250ms", "1.5s", "2m" -> milliseconds. */
-static bool parse_duration(const char *s, uint64_t *ms)
-{
-    char *end;
-    if (!isdigit((unsigned char)*s) && *s != '.')
-        return false; /* no sign, space, "inf" or "nan" */
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !(v >= 0))
-        return false;
-    double mult = 1000;
-    if (strcmp(end, "ms") == 0)
-        mult = 1;
-    else if (strcmp(end, "m") == 0)
-        mult = 60000;
-    else if (*end && strcmp(end, "s") != 0)
-        return false;
-    if (v * mult > 1e15) /* ~30,000 years; keeps the conversion defined */
-        return false;
-    *ms = (uint64_t)(v * mult + 0.5);
-    return true;
-}
-
 /* "4096", "64K", "16M", "1G" -> bytes. */
 static bool parse_size(const char *s, uint64_t *out)
 {
@@ -191,7 +169,7 @@ static const char *expected_form(key_type t)
     switch (t) {
     case T_COUNT: return "a whole number";
     case T_SIZE: return "a size such as 4096, 64K, 16M or 1G";
-    case T_DURATION: return "a duration such as 10, 10s, 250ms or 2m";
+    case T_DURATION: return MR_DURATION_FORMS;
     case T_ADDR: return "host:port, [ipv6]:port or an absolute unix socket path";
     case T_LOGLEVEL: return "one of debug, info, warn, error";
     case T_TCP_OPT: return "host:port or [ipv6]:port, or nothing to turn it off";
@@ -206,7 +184,7 @@ static bool valid_value(const key_def *k, const char *value, void *field)
     switch (k->type) {
     case T_COUNT: return parse_count(value, field);
     case T_SIZE: return parse_size(value, field);
-    case T_DURATION: return parse_duration(value, field);
+    case T_DURATION: return mr_parse_duration(value, field);
     case T_ADDR: return mr_addr_parse(value, &addr);
     case T_TCP_OPT: return !value[0] || (mr_addr_parse(value, &addr) && !addr.is_unix);
     case T_UNREADABLE:

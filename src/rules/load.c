@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "myrewrite/base/duration.h"
 #include "myrewrite/base/ini.h"
 #include "myrewrite/queue/release_sql.h"
 #include "myrewrite/sql/digest.h"
@@ -580,24 +581,10 @@ static bool finish_block(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
 
 /* ---- queue ---------------------------------------------------------------------- */
 
-/* A duration: a whole number followed by ms, s, m or h (no unit: seconds). */
+/* A duration above zero (base/duration.h: the grammar settings use too). */
 static bool parse_duration_value(const char *v, uint64_t *ms)
 {
-    uint64_t n = 0;
-    size_t i = 0;
-    for (; v[i] >= '0' && v[i] <= '9' && n < UINT64_MAX / 3600000 / 10; i++)
-        n = n * 10 + (uint64_t)(v[i] - '0');
-    if (i == 0)
-        return false;
-    static const struct { const char *unit; uint64_t ms; } units[] = {
-        {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
-    };
-    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++)
-        if (strcmp(v + i, units[u].unit) == 0) {
-            *ms = n * units[u].ms;
-            return *ms > 0;
-        }
-    return false;
+    return mr_parse_duration(v, ms) && *ms > 0;
 }
 
 /* A table or column name as mysqld accepts it: 1 to 64 characters. */
