@@ -62,15 +62,7 @@ static uint32_t last_of(const pg *P, uint32_t first, uint32_t end)
  * (and for quoted names holding a backtick). */
 static bool ident(const pg *P, uint32_t i, const char **p, size_t *n)
 {
-    const sql_token *t = &P->tok[i];
-    *p = P->text + t->off;
-    *n = t->len;
-    if (t->kind == SQL_TOK_QIDENT && *n >= 2 && (*p)[0] == '`') {
-        (*p)++;
-        *n -= 2;
-        return !memchr(*p, '`', *n);
-    }
-    return t->kind == SQL_TOK_WORD;
+    return sql_tok_name(&P->tok[i], P->text, p, n);
 }
 
 static bool name_is(const pg *P, uint32_t i, const char *want, bool anycase)

@@ -20,17 +20,9 @@
 
 /* ---- tokens ------------------------------------------------------------------ */
 
-/* The name a WORD or `quoted` token stands for; false for anything else. */
 static bool ident(const char *text, const sql_token *t, const char **p, size_t *n)
 {
-    *p = text + t->off;
-    *n = t->len;
-    if (t->kind == SQL_TOK_QIDENT && *n >= 2 && (*p)[0] == '`') {
-        (*p)++;
-        *n -= 2;
-        return !memchr(*p, '`', *n);
-    }
-    return t->kind == SQL_TOK_WORD;
+    return sql_tok_name(t, text, p, n);
 }
 
 static bool copy_name(char *dst, const char *p, size_t n)

@@ -25,17 +25,9 @@ bool mr_ruleset_has_queue(const mr_ruleset *rs)
 /* Is token t the name `want` (bare or `quoted`, compared exactly)? */
 static bool token_is(const char *text, const sql_token *t, const char *want)
 {
-    const char *p = text + t->off;
-    size_t n = t->len;
-    if (t->kind == SQL_TOK_QIDENT && n >= 2 && p[0] == '`') {
-        p++;
-        n -= 2;
-        if (memchr(p, '`', n))
-            return false; /* doubled backticks: not a name a rule can hold */
-    } else if (t->kind != SQL_TOK_WORD) {
-        return false;
-    }
-    return strlen(want) == n && memcmp(p, want, n) == 0;
+    const char *p;
+    size_t n;
+    return sql_tok_name(t, text, &p, &n) && strlen(want) == n && memcmp(p, want, n) == 0;
 }
 
 /* Does the statement read the queue table (in the right schema)? */

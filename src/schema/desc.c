@@ -186,11 +186,6 @@ bool mr_sd_token_name(const char *text, const sql_token *t, char *dst)
     return true;
 }
 
-static bool word_is(const char *text, const sql_token *t, const char *w)
-{
-    return t->kind == SQL_TOK_WORD && t->len == strlen(w) &&
-           strncasecmp(text + t->off, w, t->len) == 0;
-}
 
 /* CREATE [UNIQUE|FULLTEXT|SPATIAL] INDEX ... ON [s.]t, DROP INDEX ... ON [s.]t:
  * the table after the first top-level ON. */
@@ -200,8 +195,8 @@ static int index_table(const char *text, const sql_token *tok, size_t ntok, mr_d
     for (size_t i = 0; i < ntok; i++) {
         if (tok[i].kind == SQL_TOK_SEMI)
             break;
-        index |= word_is(text, &tok[i], "INDEX");
-        if (!index || !word_is(text, &tok[i], "ON") || i + 1 >= ntok)
+        index |= sql_tok_is_word(&tok[i], text, "INDEX");
+        if (!index || !sql_tok_is_word(&tok[i], text, "ON") || i + 1 >= ntok)
             continue;
         out->schema[0] = '\0';
         if (i + 3 < ntok && tok[i + 2].kind == SQL_TOK_DOT)

@@ -61,8 +61,7 @@ typedef struct scan {
 
 static bool word_is(const scan *sc, const sql_token *t, const char *w)
 {
-    return t->kind == SQL_TOK_WORD && t->len == strlen(w) &&
-           strncasecmp(sc->sql + t->off, w, t->len) == 0;
+    return sql_tok_is_word(t, sc->sql, w);
 }
 
 /* character_set_client, @@character_set_client, @@session.… (scope noted). */

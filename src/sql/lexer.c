@@ -4,6 +4,7 @@
 #include "myrewrite/sql/lexer.h"
 
 #include <string.h>
+#include <strings.h>
 
 /* ---- character classes ------------------------------------------------ */
 
@@ -871,4 +872,22 @@ const char *sql_lex_err_name(unsigned id)
     case SQL_LEXERR_STRAY_BYTE: return "stray byte outside quotes";
     default: return "lexing error";
     }
+}
+
+bool sql_tok_is_word(const sql_token *t, const char *text, const char *w)
+{
+    return t->kind == SQL_TOK_WORD && t->len == strlen(w) &&
+           strncasecmp(text + t->off, w, t->len) == 0;
+}
+
+bool sql_tok_name(const sql_token *t, const char *text, const char **p, size_t *n)
+{
+    *p = text + t->off;
+    *n = t->len;
+    if (t->kind == SQL_TOK_QIDENT && *n >= 2 && (*p)[0] == '`') {
+        (*p)++;
+        *n -= 2;
+        return !memchr(*p, '`', *n);
+    }
+    return t->kind == SQL_TOK_WORD;
 }
