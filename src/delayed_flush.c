@@ -29,6 +29,7 @@
 #include "myrewrite/rule_stats.h"
 #include "myrewrite/schema_cache.h"
 #include "myrewrite/sql_digest.h"
+#include "myrewrite/sql_quote.h"
 #include "delayed_flush_impl.h"
 
 #define KEYS_PER_STATEMENT 500  /* keys per UPDATE ... JOIN, upsert or DELETE */
@@ -242,18 +243,11 @@ static bool tables_from(tables *ts, const mr_ruleset *rs)
 
 /* ---- SQL text ------------------------------------------------------------------ */
 
-static void put_ident(mr_buf *b, const char *name)
-{
-    mr_buf_put(b, "`", 1);
-    mr_buf_put_str(b, name);
-    mr_buf_put(b, "`", 1);
-}
-
 static void put_table(mr_buf *b, const char *schema, const char *name)
 {
-    put_ident(b, schema);
+    mr_sql_put_ident(b, schema);
     mr_buf_put(b, ".", 1);
-    put_ident(b, name);
+    mr_sql_put_ident(b, name);
 }
 
 /* 'value' escaped for the connection's charset and sql_mode. */
@@ -386,9 +380,7 @@ static bool key_from_schema(MYSQL *db, table *t)
 /* `<name>_set`: where a staged row keeps the value of SET name = literal. */
 static void put_set_ident(mr_buf *b, const char *name)
 {
-    mr_buf_put(b, "`", 1);
-    mr_buf_put_str(b, name);
-    mr_buf_put_str(b, "_set`");
+    mr_sql_put_ident_suffixed(b, name, "_set");
 }
 
 /* Appends the staging table's column for key `name` (NOT NULL), or for the
@@ -404,7 +396,7 @@ static bool typed_column(mr_buf *b, MYSQL_RES *cols, const table *t, const char 
             if (set_value)
                 put_set_ident(b, name);
             else
-                put_ident(b, name);
+                mr_sql_put_ident(b, name);
             mr_buf_put(b, " ", 1);
             mr_buf_put_str(b, row[1]);
             if (row[2]) {
@@ -443,7 +435,7 @@ static bool create_staging(MYSQL *db, const table *t, MYSQL_RES *cols)
         ok = typed_column(&b, cols, t, t->def.keys[i], false);
     for (size_t i = 0; ok && i < t->def.ncolumns; i++) {
         ok = has_column(cols, t, t->def.columns[i]);
-        put_ident(&b, t->def.columns[i]);
+        mr_sql_put_ident(&b, t->def.columns[i]);
         mr_buf_put_str(&b, " BIGINT NOT NULL DEFAULT 0, ");
     }
     for (size_t i = 0; ok && i < t->def.nset_columns; i++)
@@ -572,11 +564,11 @@ static bool read_rows(MYSQL *db, const table *t, chunk *c)
     mr_buf_put_str(&b, "SELECT `seq`");
     for (size_t i = 0; i < t->def.nkeys; i++) {
         mr_buf_put(&b, ", ", 2);
-        put_ident(&b, t->def.keys[i]);
+        mr_sql_put_ident(&b, t->def.keys[i]);
     }
     for (size_t i = 0; i < t->def.ncolumns; i++) {
         mr_buf_put(&b, ", ", 2);
-        put_ident(&b, t->def.columns[i]);
+        mr_sql_put_ident(&b, t->def.columns[i]);
     }
     for (size_t i = 0; i < t->def.nset_columns; i++) {
         mr_buf_put(&b, ", ", 2);
@@ -748,7 +740,7 @@ static void put_key_names(mr_buf *b, const table *t)
     for (size_t i = 0; i < t->def.nkeys; i++) {
         if (i)
             mr_buf_put(b, ", ", 2);
-        put_ident(b, t->def.keys[i]);
+        mr_sql_put_ident(b, t->def.keys[i]);
     }
 }
 
@@ -835,7 +827,7 @@ static void put_first_select(mr_buf *b, const table *t, const chunk *c, const ne
             len += v[len] == '\\' ? 2 : 1;
         mr_buf_put(b, v, len + 1);
         mr_buf_put_str(b, " AS ");
-        put_ident(b, t->def.keys[i]);
+        mr_sql_put_ident(b, t->def.keys[i]);
         mr_buf_put(b, ", ", 2);
         v += len + 1 + 2;
         left = left > len + 3 ? left - len - 3 : 0;
@@ -845,7 +837,7 @@ static void put_first_select(mr_buf *b, const table *t, const chunk *c, const ne
             mr_buf_put(b, ", ", 2);
         put_counter_value(b, t, c, k, j, k->mask);
         mr_buf_put_str(b, " AS ");
-        put_ident(b, t->def.columns[j]);
+        mr_sql_put_ident(b, t->def.columns[j]);
     }
     for (size_t s = 0; s < t->def.nset_columns; s++)
         if ((k->mask & (1ull << s)) && set_only(t, s)) {
@@ -896,20 +888,20 @@ static void build_update(mr_buf *b, const table *t, const chunk *c, uint64_t mas
     for (size_t j = 0; j < t->def.ncolumns; j++) {
         const char *col = t->def.columns[j];
         mr_buf_put_str(b, j ? ", `m`." : "`m`.");
-        put_ident(b, col);
+        mr_sql_put_ident(b, col);
         if (set_in_mask(t, j, mask) < 0) {
             mr_buf_put_str(b, " = `m`.");
-            put_ident(b, col);
+            mr_sql_put_ident(b, col);
             mr_buf_put_str(b, " + `d`.");
         } else {
             mr_buf_put_str(b, " = `d`.");
         }
-        put_ident(b, col);
+        mr_sql_put_ident(b, col);
     }
     for (size_t s = 0; s < t->def.nset_columns; s++)
         if ((mask & (1ull << s)) && set_only(t, s)) {
             mr_buf_put_str(b, ", `m`.");
-            put_ident(b, t->def.set_columns[s]);
+            mr_sql_put_ident(b, t->def.set_columns[s]);
             mr_buf_put_str(b, " = `d`.");
             put_set_ident(b, t->def.set_columns[s]);
         }
@@ -925,12 +917,12 @@ static void build_upsert(mr_buf *b, const table *t, const chunk *c, uint64_t mas
     put_key_names(b, t);
     for (size_t j = 0; j < t->def.ncolumns; j++) {
         mr_buf_put(b, ", ", 2);
-        put_ident(b, t->def.columns[j]);
+        mr_sql_put_ident(b, t->def.columns[j]);
     }
     for (size_t s = 0; s < t->def.nset_columns; s++)
         if ((mask & (1ull << s)) && set_only(t, s)) {
             mr_buf_put(b, ", ", 2);
-            put_ident(b, t->def.set_columns[s]);
+            mr_sql_put_ident(b, t->def.set_columns[s]);
         }
     mr_buf_put_str(b, ") VALUES ");
     for (; *at < c->nkeys && *n < KEYS_PER_STATEMENT; (*at)++) {
@@ -947,22 +939,22 @@ static void build_upsert(mr_buf *b, const table *t, const chunk *c, uint64_t mas
         const char *col = t->def.columns[j];
         if (j)
             mr_buf_put(b, ", ", 2);
-        put_ident(b, col);
+        mr_sql_put_ident(b, col);
         mr_buf_put_str(b, " = ");
         if (set_in_mask(t, j, mask) < 0) {
-            put_ident(b, col);
+            mr_sql_put_ident(b, col);
             mr_buf_put_str(b, " + ");
         }
         mr_buf_put_str(b, "VALUES(");
-        put_ident(b, col);
+        mr_sql_put_ident(b, col);
         mr_buf_put(b, ")", 1);
     }
     for (size_t s = 0; s < t->def.nset_columns; s++)
         if ((mask & (1ull << s)) && set_only(t, s)) {
             mr_buf_put_str(b, ", ");
-            put_ident(b, t->def.set_columns[s]);
+            mr_sql_put_ident(b, t->def.set_columns[s]);
             mr_buf_put_str(b, " = VALUES(");
-            put_ident(b, t->def.set_columns[s]);
+            mr_sql_put_ident(b, t->def.set_columns[s]);
             mr_buf_put(b, ")", 1);
         }
 }

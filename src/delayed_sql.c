@@ -10,6 +10,7 @@
 #include "myrewrite/delayed_sql.h"
 
 #include "myrewrite/delayed_bucket.h"
+#include "myrewrite/sql_quote.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -438,13 +439,6 @@ typedef struct writer {
     size_t params;
 } writer;
 
-static void put_ident(mr_buf *b, const char *name)
-{
-    mr_buf_put(b, "`", 1);
-    mr_buf_put_str(b, name);
-    mr_buf_put(b, "`", 1);
-}
-
 static void put_tok(writer *w, uint32_t i)
 {
     const sql_token *t = &w->tok[i];
@@ -504,12 +498,10 @@ static void put_column_of(mr_buf *b, const mr_delayed_def *def, const mr_delayed
                           int col, const char *name)
 {
     if (!a->is_set) {
-        put_ident(b, def->columns[col]);
+        mr_sql_put_ident(b, def->columns[col]);
         return;
     }
-    mr_buf_put(b, "`", 1);
-    mr_buf_put_str(b, name);
-    mr_buf_put_str(b, "_set`");
+    mr_sql_put_ident_suffixed(b, name, "_set");
 }
 
 static void put_columns(const writer *w, const mr_delayed_stmt *d, const mr_delayed_def *def,
@@ -518,9 +510,9 @@ static void put_columns(const writer *w, const mr_delayed_stmt *d, const mr_dela
     mr_buf *b = w->out;
     char nm[NAME_MAX_LEN + 1];
     mr_buf_put_str(b, "INSERT INTO ");
-    put_ident(b, def->schema);
+    mr_sql_put_ident(b, def->schema);
     mr_buf_put(b, ".", 1);
-    put_ident(b, def->staging_table);
+    mr_sql_put_ident(b, def->staging_table);
     mr_buf_put(b, " (", 2);
     for (unsigned i = 0; i < d->nset; i++) {
         if (!tok_name(w->text, &w->tok[d->set[i].col], nm))
@@ -529,11 +521,11 @@ static void put_columns(const writer *w, const mr_delayed_stmt *d, const mr_dela
         mr_buf_put(b, ", ", 2);
     }
     for (unsigned i = 0; i < d->nkey; i++) {
-        put_ident(b, def->keys[key[i]]);
+        mr_sql_put_ident(b, def->keys[key[i]]);
         mr_buf_put(b, ", ", 2);
     }
     if (def->bucket_column) {
-        put_ident(b, def->bucket_column);
+        mr_sql_put_ident(b, def->bucket_column);
         mr_buf_put(b, ", ", 2);
     }
     mr_buf_put_str(b, mask ? "`set_mask`, `op`) VALUES " : "`op`) VALUES ");

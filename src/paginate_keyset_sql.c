@@ -15,7 +15,7 @@
 #include <strings.h>
 
 #include "myrewrite/paginate_keyset.h"
-#include "myrewrite/queue_sql.h"
+#include "myrewrite/sql_quote.h"
 #include "myrewrite/rules.h"
 
 /* ---- tokens ------------------------------------------------------------------ */

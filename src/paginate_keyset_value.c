@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "myrewrite/paginate_keyset.h"
+#include "myrewrite/sql_quote.h"
 
 /* Column types and flags of the protocol's column definition. */
 enum {
@@ -130,9 +131,7 @@ bool mr_keyset_literal(mr_buf *out, uint8_t type, uint16_t charset, const uint8_
     case V_TEMPORAL:
         if (!temporal_text(v, n))
             return false;
-        mr_buf_put_str(out, "'");
-        mr_buf_put(out, v, n);
-        mr_buf_put_str(out, "'");
+        mr_sql_put_literal_n(out, (const char *)v, n);
         return true;
     case V_STRING:
         if (n == 0) {

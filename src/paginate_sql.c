@@ -11,7 +11,7 @@
 #include <strings.h>
 
 #include "myrewrite/paginate_sql.h"
-#include "myrewrite/queue_sql.h"
+#include "myrewrite/sql_quote.h"
 
 /* Flags that mean the statement is not read whole: never touched. */
 #define UNREADABLE                                                                          \
