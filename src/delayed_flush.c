@@ -28,6 +28,7 @@
 #include "myrewrite/log.h"
 #include "myrewrite/rule_stats.h"
 #include "myrewrite/schema_cache.h"
+#include "myrewrite/sql_coltype.h"
 #include "myrewrite/sql_digest.h"
 #include "myrewrite/sql_quote.h"
 #include "delayed_flush_impl.h"
@@ -250,21 +251,6 @@ static void put_table(mr_buf *b, const char *schema, const char *name)
     mr_sql_put_ident(b, name);
 }
 
-/* 'value' escaped for the connection's charset and sql_mode. */
-static void put_quoted(MYSQL *db, mr_buf *b, const char *v, size_t n)
-{
-    char *esc = malloc(2 * n + 1);
-    if (!esc) {
-        b->failed = true;
-        return;
-    }
-    unsigned long e = mysql_real_escape_string(db, esc, v, (unsigned long)n);
-    mr_buf_put(b, "'", 1);
-    mr_buf_put(b, esc, e);
-    mr_buf_put(b, "'", 1);
-    free(esc);
-}
-
 static void put_fmt(mr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void put_fmt(mr_buf *b, const char *fmt, ...)
@@ -302,9 +288,9 @@ static MYSQL_RES *schema_query(MYSQL *db, const table *t, const char *sql_head, 
     mr_buf_init(&b);
     mr_buf_put_str(&b, sql_head);
     mr_buf_put_str(&b, " WHERE TABLE_SCHEMA = ");
-    put_quoted(db, &b, t->def.schema, strlen(t->def.schema));
+    mr_sql_put_literal(&b, t->def.schema);
     mr_buf_put_str(&b, " AND TABLE_NAME = ");
-    put_quoted(db, &b, name, strlen(name));
+    mr_sql_put_literal(&b, name);
     MYSQL_RES *res = exec_buf(db, &b, t, "reading information_schema") ? mysql_store_result(db)
                                                                         : NULL;
     mr_buf_free(&b);
@@ -383,6 +369,25 @@ static void put_set_ident(mr_buf *b, const char *name)
     mr_sql_put_ident_suffixed(b, name, "_set");
 }
 
+/* Only a type and collation the grammar of sql_coltype.h takes go into the
+ * staging table's DDL: it runs as the proxy's own account. */
+static bool type_copyable(const table *t, const char *name, const char *type,
+                          const char *collation)
+{
+    char why[120];
+    if (!mr_coltype_ok(type, why, sizeof why)) {
+        mr_error(0, "delayed %s: the type of %s.%s.%s (%s) is not one the staging table can "
+                 "copy: %s; not flushing", t->rule, t->def.schema, t->def.table, name, type, why);
+        return false;
+    }
+    if (collation && !mr_collation_ok(collation)) {
+        mr_error(0, "delayed %s: the collation of %s.%s.%s is not a collation name; not "
+                 "flushing", t->rule, t->def.schema, t->def.table, name);
+        return false;
+    }
+    return true;
+}
+
 /* Appends the staging table's column for key `name` (NOT NULL), or for the
  * value of set column `name` (`<name>_set`, NULL allowed as a value), typed
  * as the main table's column. */
@@ -397,6 +402,8 @@ static bool typed_column(mr_buf *b, MYSQL_RES *cols, const table *t, const char 
                 put_set_ident(b, name);
             else
                 mr_sql_put_ident(b, name);
+            if (!type_copyable(t, name, row[1], row[2]))
+                return false;
             mr_buf_put(b, " ", 1);
             mr_buf_put_str(b, row[1]);
             if (row[2]) {
@@ -488,9 +495,35 @@ static bool staging_columns_ok(MYSQL *db, const table *t)
     return false;
 }
 
+static bool name_ok(const table *t, const char *what, const char *name, const char *suffix)
+{
+    char whole[4 * MR_SQL_IDENT_MAX + 8], why[80];
+    int n = snprintf(whole, sizeof whole, "%s%s", name, suffix);
+    if (n > 0 && (size_t)n < sizeof whole && mr_sql_ident_ok(whole, (size_t)n, why, sizeof why))
+        return true;
+    mr_error(0, "delayed %s: the %s %.80s%s is %s; not flushing", t->rule, what, name, suffix,
+             n > 0 && (size_t)n < sizeof whole ? why : "a name over 64 characters");
+    return false;
+}
+
+/* Every name the staging and flush statements quote: refused here with a
+ * reason rather than left to make a statement fail to build. */
+static bool names_ok(const table *t)
+{
+    bool ok = name_ok(t, "schema", t->def.schema, "") && name_ok(t, "table", t->def.table, "") &&
+              name_ok(t, "staging table", t->def.staging_table, "");
+    for (size_t i = 0; ok && i < t->def.nkeys; i++)
+        ok = name_ok(t, "key column", t->def.keys[i], "");
+    for (size_t i = 0; ok && i < t->def.ncolumns; i++)
+        ok = name_ok(t, "column", t->def.columns[i], "");
+    for (size_t i = 0; ok && i < t->def.nset_columns; i++)
+        ok = name_ok(t, "staging column of", t->def.set_columns[i], "_set");
+    return ok;
+}
+
 bool dflush_setup_table(MYSQL *db, table *t)
 {
-    if (!check_engines(db, t) || !key_from_schema(db, t))
+    if (!check_engines(db, t) || !key_from_schema(db, t) || !names_ok(t))
         return false;
     MYSQL_RES *cols = schema_query(db, t, "SELECT COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME FROM "
                                    "information_schema.COLUMNS", t->def.table);
@@ -615,7 +648,7 @@ static void load_value(MYSQL *db, const table *t, chunk *c, size_t s, const char
     else if (counter_of(t, s) >= 0 && is_integer_text(v, n))
         mr_buf_put(&c->arena, v, n);
     else
-        put_quoted(db, &c->arena, v, n);
+        mr_sql_put_literal_n(&c->arena, v, n);
     out->len = c->arena.len - out->off;
 }
 
@@ -653,7 +686,7 @@ static bool load_rows(MYSQL *db, const table *t, chunk *c)
         for (size_t k = 0; k < nk; k++) {
             if (k)
                 mr_buf_put(&c->arena, ", ", 2);
-            put_quoted(db, &c->arena, row[1 + k] ? row[1 + k] : "", len[1 + k]);
+            mr_sql_put_literal_n(&c->arena, row[1 + k] ? row[1 + k] : "", len[1 + k]);
         }
         s->klen = c->arena.len - s->koff;
         s->delta = &c->deltas[c->nrows * nc];
@@ -1065,7 +1098,7 @@ static bool named_lock(MYSQL *db, const table *t, const char *fn)
     mr_buf_put_str(&b, "SELECT ");
     mr_buf_put_str(&b, fn);
     mr_buf_put(&b, "(", 1);
-    put_quoted(db, &b, t->lock_name, strlen(t->lock_name));
+    mr_sql_put_literal(&b, t->lock_name);
     mr_buf_put_str(&b, strcmp(fn, "GET_LOCK") == 0 ? ", 0)" : ")");
     bool ok = exec_buf(db, &b, t, fn);
     mr_buf_free(&b);
@@ -1388,11 +1421,6 @@ MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head,
                                const char *name)
 {
     return schema_query(db, t, sql_head, name);
-}
-
-void dflush_put_quoted(MYSQL *db, mr_buf *b, const char *v)
-{
-    put_quoted(db, b, v, strlen(v));
 }
 
 bool dflush_table_from_def(table *t, const mr_delayed_def *def, const char *rule,
