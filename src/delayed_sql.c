@@ -54,18 +54,34 @@ static uint32_t skip(const sql_token *tok, uint32_t i, uint32_t end)
 
 /* The name a token spells (bare word that is not reserved, or quoted with
  * ` or " and no doubled quote), copied to buf; false otherwise. */
+/* A quoted name's text: the quote character doubled inside stands for one
+ * (`a``b` is a`b), as mysqld reads it. */
+static bool quoted_name(const char *p, size_t n, char buf[NAME_MAX_LEN + 1])
+{
+    size_t w = 0;
+    if (n < 3)
+        return false;
+    for (size_t i = 1; i + 1 < n; i++) {
+        if (p[i] == p[0] && (i + 2 >= n || p[++i] != p[0]))
+            return false; /* a lone quote: not one name */
+        if (w == NAME_MAX_LEN)
+            return false;
+        buf[w++] = p[i];
+    }
+    buf[w] = '\0';
+    return true;
+}
+
+/* The name a token spells (bare word that is not reserved, or quoted with
+ * ` or "), copied to buf; false otherwise. */
 static bool tok_name(const char *text, const sql_token *t, char buf[NAME_MAX_LEN + 1])
 {
     const char *p = text + t->off;
     size_t n = t->len;
-    if (t->kind == SQL_TOK_QIDENT) {
-        if (n < 3 || (t->flags & SQL_TF_ESCAPED) || memchr(p + 1, p[0], n - 2))
-            return false;
-        p++;
-        n -= 2;
-    } else if (t->kind != SQL_TOK_WORD || (sql_kw_flags((sql_kw)t->id) & SQL_KWF_RESERVED)) {
+    if (t->kind == SQL_TOK_QIDENT)
+        return quoted_name(p, n, buf);
+    if (t->kind != SQL_TOK_WORD || (sql_kw_flags((sql_kw)t->id) & SQL_KWF_RESERVED))
         return false;
-    }
     if (n > NAME_MAX_LEN)
         return false;
     memcpy(buf, p, n);
