@@ -15,8 +15,9 @@ default rule covers that schema. The real mariadbd, a proxy of its own:
   4. memory mode: probe.m3, key `k``'q` read from the schema cache (the rule names none),
      counter `it's`; two UPDATE DELAYED and FLUSH DELAYED add up;
   5. a second proxy whose proxy_user has only the privileges README.md's "The proxy's own
-     account" gives for DELAYED (SELECT, INSERT, UPDATE, DELETE, CREATE on the schema): a
-     default rule's derived table and a memory-mode table are flushed with those.
+     account" gives for DELAYED (SELECT, INSERT, UPDATE, DELETE, CREATE, LOCK TABLES, CREATE
+     TEMPORARY TABLES on the schema): a default rule's derived tables (InnoDB, and MyISAM
+     through the LOCK TABLES path) and a memory-mode table are flushed with those.
 Environment: MR_IDENT_PORT (36010), MR_IDENT_MIN_PORT (36011), MR_BIN, MR_TMP; root over the
 test mariadbd's unix socket ($MR_TMP/main/mariadbd.sock).
 """
@@ -57,7 +58,8 @@ mode = memory
 flush_interval = 1h
 """
 # What README.md's "The proxy's own account" grants for DELAYED on a schema.
-MIN_GRANT = "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE ON lean.* TO 'mr_lean'@'%'"
+MIN_GRANT = ("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, LOCK TABLES, CREATE TEMPORARY TABLES "
+             "ON lean.* TO 'mr_lean'@'%'")
 
 
 def root():
@@ -186,17 +188,24 @@ def test_least_privilege():
         c = user(MIN_PORT, "lean")
         run(c, "CREATE TABLE hits (id INT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0)")
         run(c, "CREATE TABLE mem (id INT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0)")
+        run(c, "CREATE TABLE mya (id INT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0) ENGINE=MyISAM")
         run(c, "INSERT INTO hits VALUES (1, 0)")
+        run(c, "INSERT INTO mya VALUES (1, 0)")
         run(c, "INSERT INTO mem VALUES (1, 0)")
         t.eq("lean: first UPDATE DELAYED hits (pending)", 1,
              run(c, "UPDATE DELAYED hits SET n = n + 1 WHERE id = 1"))
         t.check(wait_table("lean", "hits_delayed"),
                 "lean: proxy_user with the documented grants made lean.hits_delayed")
         t.eq("lean: staged", 1, run(c, "UPDATE DELAYED hits SET n = n + 6 WHERE id = 1"))
+        t.eq("lean: first UPDATE DELAYED mya (pending)", 1,
+             run(c, "UPDATE DELAYED mya SET n = n + 1 WHERE id = 1"))
+        t.check(wait_table("lean", "mya_delayed"), "lean: made lean.mya_delayed (MyISAM)")
+        t.eq("lean: staged (MyISAM)", 1, run(c, "UPDATE DELAYED mya SET n = n + 8 WHERE id = 1"))
         t.eq("lean: memory", 1, retry(c, "UPDATE DELAYED mem SET n = n + 7 WHERE id = 1", 1))
         t.eq("lean: FLUSH DELAYED: OK", 0, run(c, "FLUSH DELAYED"))
         t.eq("lean: staged delta flushed", 7, q("SELECT n FROM lean.hits")[0][0])
         t.eq("lean: memory delta flushed", 7, q("SELECT n FROM lean.mem")[0][0])
+        t.eq("lean: MyISAM delta flushed (LOCK TABLES path)", 9, q("SELECT n FROM lean.mya")[0][0])
         t.eq("lean: staging table empty", 0, q("SELECT COUNT(*) FROM lean.hits_delayed")[0][0])
         c.close()
     finally:
