@@ -21,9 +21,8 @@ LAYERS = ["base", "net", "proto", "sql", "rules", "schema", "stats", "paginate",
 KNOWN_UPWARD = {
     ("proto", "delayed"),   # stmt_execute.h: the executed values' type is mr_dmem_param
     ("rules", "paginate"),  # the rule kinds: rules/match.c calls each kind's statement side,
-    ("rules", "delayed"),   #   which lives in its feature folder and shares rules_run.h
+    ("rules", "delayed"),   #   which lives in its feature folder and shares rules/rules_run.h
     ("rules", "queue"),
-    ("paginate", "queue"),  # mr_sql_put_ident in queue/release_sql.c
 }
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:myrewrite/)?([a-z_]+)/[^"]+"', re.M)

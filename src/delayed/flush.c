@@ -29,7 +29,9 @@
 #include "myrewrite/base/log.h"
 #include "myrewrite/stats/rule_stats.h"
 #include "myrewrite/schema/cache.h"
+#include "myrewrite/sql/coltype.h"
 #include "myrewrite/sql/digest.h"
+#include "myrewrite/sql/quote.h"
 #include "delayed/flush_impl.h"
 
 #define KEYS_PER_STATEMENT 500  /* keys per UPDATE ... JOIN, upsert or DELETE */
@@ -244,33 +246,11 @@ static bool tables_from(tables *ts, const mr_ruleset *rs)
 
 /* ---- SQL text ------------------------------------------------------------------ */
 
-static void put_ident(mr_buf *b, const char *name)
-{
-    mr_buf_put(b, "`", 1);
-    mr_buf_put_str(b, name);
-    mr_buf_put(b, "`", 1);
-}
-
 static void put_table(mr_buf *b, const char *schema, const char *name)
 {
-    put_ident(b, schema);
+    mr_sql_put_ident(b, schema);
     mr_buf_put(b, ".", 1);
-    put_ident(b, name);
-}
-
-/* 'value' escaped for the connection's charset and sql_mode. */
-static void put_quoted(MYSQL *db, mr_buf *b, const char *v, size_t n)
-{
-    char *esc = malloc(2 * n + 1);
-    if (!esc) {
-        b->failed = true;
-        return;
-    }
-    unsigned long e = mysql_real_escape_string(db, esc, v, (unsigned long)n);
-    mr_buf_put(b, "'", 1);
-    mr_buf_put(b, esc, e);
-    mr_buf_put(b, "'", 1);
-    free(esc);
+    mr_sql_put_ident(b, name);
 }
 
 static void put_fmt(mr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -310,9 +290,9 @@ static MYSQL_RES *schema_query(MYSQL *db, const table *t, const char *sql_head, 
     mr_buf_init(&b);
     mr_buf_put_str(&b, sql_head);
     mr_buf_put_str(&b, " WHERE TABLE_SCHEMA = ");
-    put_quoted(db, &b, t->def.schema, strlen(t->def.schema));
+    mr_sql_put_literal(&b, t->def.schema);
     mr_buf_put_str(&b, " AND TABLE_NAME = ");
-    put_quoted(db, &b, name, strlen(name));
+    mr_sql_put_literal(&b, name);
     MYSQL_RES *res = exec_buf(db, &b, t, "reading information_schema") ? mysql_store_result(db)
                                                                         : NULL;
     mr_buf_free(&b);
@@ -388,9 +368,26 @@ static bool key_from_schema(MYSQL *db, table *t)
 /* `<name>_set`: where a staged row keeps the value of SET name = literal. */
 static void put_set_ident(mr_buf *b, const char *name)
 {
-    mr_buf_put(b, "`", 1);
-    mr_buf_put_str(b, name);
-    mr_buf_put_str(b, "_set`");
+    mr_sql_put_ident_suffixed(b, name, "_set");
+}
+
+/* Only a type and collation the grammar of sql/coltype.h takes go into the
+ * staging table's DDL: it runs as the proxy's own account. */
+static bool type_copyable(const table *t, const char *name, const char *type,
+                          const char *collation)
+{
+    char why[120];
+    if (!mr_coltype_ok(type, why, sizeof why)) {
+        mr_error(0, "delayed %s: the type of %s.%s.%s (%s) is not one the staging table can "
+                 "copy: %s; not flushing", t->rule, t->def.schema, t->def.table, name, type, why);
+        return false;
+    }
+    if (collation && !mr_collation_ok(collation)) {
+        mr_error(0, "delayed %s: the collation of %s.%s.%s is not a collation name; not "
+                 "flushing", t->rule, t->def.schema, t->def.table, name);
+        return false;
+    }
+    return true;
 }
 
 /* Appends the staging table's column for key `name` (NOT NULL), or for the
@@ -406,7 +403,9 @@ static bool typed_column(mr_buf *b, MYSQL_RES *cols, const table *t, const char 
             if (set_value)
                 put_set_ident(b, name);
             else
-                put_ident(b, name);
+                mr_sql_put_ident(b, name);
+            if (!type_copyable(t, name, row[1], row[2]))
+                return false;
             mr_buf_put(b, " ", 1);
             mr_buf_put_str(b, row[1]);
             if (row[2]) {
@@ -445,7 +444,7 @@ static bool create_staging(MYSQL *db, const table *t, MYSQL_RES *cols)
         ok = typed_column(&b, cols, t, t->def.keys[i], false);
     for (size_t i = 0; ok && i < t->def.ncolumns; i++) {
         ok = has_column(cols, t, t->def.columns[i]);
-        put_ident(&b, t->def.columns[i]);
+        mr_sql_put_ident(&b, t->def.columns[i]);
         mr_buf_put_str(&b, " BIGINT NOT NULL DEFAULT 0, ");
     }
     for (size_t i = 0; ok && i < t->def.nset_columns; i++)
@@ -498,9 +497,35 @@ static bool staging_columns_ok(MYSQL *db, const table *t)
     return false;
 }
 
+static bool name_ok(const table *t, const char *what, const char *name, const char *suffix)
+{
+    char whole[4 * MR_SQL_IDENT_MAX + 8], why[80];
+    int n = snprintf(whole, sizeof whole, "%s%s", name, suffix);
+    if (n > 0 && (size_t)n < sizeof whole && mr_sql_ident_ok(whole, (size_t)n, why, sizeof why))
+        return true;
+    mr_error(0, "delayed %s: the %s %.80s%s is %s; not flushing", t->rule, what, name, suffix,
+             n > 0 && (size_t)n < sizeof whole ? why : "a name over 64 characters");
+    return false;
+}
+
+/* Every name the staging and flush statements quote: refused here with a
+ * reason rather than left to make a statement fail to build. */
+static bool names_ok(const table *t)
+{
+    bool ok = name_ok(t, "schema", t->def.schema, "") && name_ok(t, "table", t->def.table, "") &&
+              name_ok(t, "staging table", t->def.staging_table, "");
+    for (size_t i = 0; ok && i < t->def.nkeys; i++)
+        ok = name_ok(t, "key column", t->def.keys[i], "");
+    for (size_t i = 0; ok && i < t->def.ncolumns; i++)
+        ok = name_ok(t, "column", t->def.columns[i], "");
+    for (size_t i = 0; ok && i < t->def.nset_columns; i++)
+        ok = name_ok(t, "staging column of", t->def.set_columns[i], "_set");
+    return ok;
+}
+
 bool dflush_setup_table(MYSQL *db, table *t)
 {
-    if (!check_engines(db, t) || !key_from_schema(db, t))
+    if (!check_engines(db, t) || !key_from_schema(db, t) || !names_ok(t))
         return false;
     MYSQL_RES *cols = schema_query(db, t, "SELECT COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME FROM "
                                    "information_schema.COLUMNS", t->def.table);
@@ -576,11 +601,11 @@ static bool read_rows(MYSQL *db, const table *t, chunk *c)
     mr_buf_put_str(&b, "SELECT `seq`");
     for (size_t i = 0; i < t->def.nkeys; i++) {
         mr_buf_put(&b, ", ", 2);
-        put_ident(&b, t->def.keys[i]);
+        mr_sql_put_ident(&b, t->def.keys[i]);
     }
     for (size_t i = 0; i < t->def.ncolumns; i++) {
         mr_buf_put(&b, ", ", 2);
-        put_ident(&b, t->def.columns[i]);
+        mr_sql_put_ident(&b, t->def.columns[i]);
     }
     for (size_t i = 0; i < t->def.nset_columns; i++) {
         mr_buf_put(&b, ", ", 2);
@@ -627,7 +652,7 @@ static void load_value(MYSQL *db, const table *t, chunk *c, size_t s, const char
     else if (counter_of(t, s) >= 0 && is_integer_text(v, n))
         mr_buf_put(&c->arena, v, n);
     else
-        put_quoted(db, &c->arena, v, n);
+        mr_sql_put_literal_n(&c->arena, v, n);
     out->len = c->arena.len - out->off;
 }
 
@@ -665,7 +690,7 @@ static bool load_rows(MYSQL *db, const table *t, chunk *c)
         for (size_t k = 0; k < nk; k++) {
             if (k)
                 mr_buf_put(&c->arena, ", ", 2);
-            put_quoted(db, &c->arena, row[1 + k] ? row[1 + k] : "", len[1 + k]);
+            mr_sql_put_literal_n(&c->arena, row[1 + k] ? row[1 + k] : "", len[1 + k]);
         }
         s->klen = c->arena.len - s->koff;
         s->delta = &c->deltas[c->nrows * nc];
@@ -754,7 +779,7 @@ static void put_key_names(mr_buf *b, const table *t)
     for (size_t i = 0; i < t->def.nkeys; i++) {
         if (i)
             mr_buf_put(b, ", ", 2);
-        put_ident(b, t->def.keys[i]);
+        mr_sql_put_ident(b, t->def.keys[i]);
     }
 }
 
@@ -841,7 +866,7 @@ static void put_first_select(mr_buf *b, const table *t, const chunk *c, const ne
             len += v[len] == '\\' ? 2 : 1;
         mr_buf_put(b, v, len + 1);
         mr_buf_put_str(b, " AS ");
-        put_ident(b, t->def.keys[i]);
+        mr_sql_put_ident(b, t->def.keys[i]);
         mr_buf_put(b, ", ", 2);
         v += len + 1 + 2;
         left = left > len + 3 ? left - len - 3 : 0;
@@ -851,7 +876,7 @@ static void put_first_select(mr_buf *b, const table *t, const chunk *c, const ne
             mr_buf_put(b, ", ", 2);
         put_counter_value(b, t, c, k, j, k->mask);
         mr_buf_put_str(b, " AS ");
-        put_ident(b, t->def.columns[j]);
+        mr_sql_put_ident(b, t->def.columns[j]);
     }
     for (size_t s = 0; s < t->def.nset_columns; s++)
         if ((k->mask & (1ull << s)) && set_only(t, s)) {
@@ -902,20 +927,20 @@ static void build_update(mr_buf *b, const table *t, const chunk *c, uint64_t mas
     for (size_t j = 0; j < t->def.ncolumns; j++) {
         const char *col = t->def.columns[j];
         mr_buf_put_str(b, j ? ", `m`." : "`m`.");
-        put_ident(b, col);
+        mr_sql_put_ident(b, col);
         if (set_in_mask(t, j, mask) < 0) {
             mr_buf_put_str(b, " = `m`.");
-            put_ident(b, col);
+            mr_sql_put_ident(b, col);
             mr_buf_put_str(b, " + `d`.");
         } else {
             mr_buf_put_str(b, " = `d`.");
         }
-        put_ident(b, col);
+        mr_sql_put_ident(b, col);
     }
     for (size_t s = 0; s < t->def.nset_columns; s++)
         if ((mask & (1ull << s)) && set_only(t, s)) {
             mr_buf_put_str(b, ", `m`.");
-            put_ident(b, t->def.set_columns[s]);
+            mr_sql_put_ident(b, t->def.set_columns[s]);
             mr_buf_put_str(b, " = `d`.");
             put_set_ident(b, t->def.set_columns[s]);
         }
@@ -931,12 +956,12 @@ static void build_upsert(mr_buf *b, const table *t, const chunk *c, uint64_t mas
     put_key_names(b, t);
     for (size_t j = 0; j < t->def.ncolumns; j++) {
         mr_buf_put(b, ", ", 2);
-        put_ident(b, t->def.columns[j]);
+        mr_sql_put_ident(b, t->def.columns[j]);
     }
     for (size_t s = 0; s < t->def.nset_columns; s++)
         if ((mask & (1ull << s)) && set_only(t, s)) {
             mr_buf_put(b, ", ", 2);
-            put_ident(b, t->def.set_columns[s]);
+            mr_sql_put_ident(b, t->def.set_columns[s]);
         }
     mr_buf_put_str(b, ") VALUES ");
     for (; *at < c->nkeys && *n < KEYS_PER_STATEMENT; (*at)++) {
@@ -953,22 +978,22 @@ static void build_upsert(mr_buf *b, const table *t, const chunk *c, uint64_t mas
         const char *col = t->def.columns[j];
         if (j)
             mr_buf_put(b, ", ", 2);
-        put_ident(b, col);
+        mr_sql_put_ident(b, col);
         mr_buf_put_str(b, " = ");
         if (set_in_mask(t, j, mask) < 0) {
-            put_ident(b, col);
+            mr_sql_put_ident(b, col);
             mr_buf_put_str(b, " + ");
         }
         mr_buf_put_str(b, "VALUES(");
-        put_ident(b, col);
+        mr_sql_put_ident(b, col);
         mr_buf_put(b, ")", 1);
     }
     for (size_t s = 0; s < t->def.nset_columns; s++)
         if ((mask & (1ull << s)) && set_only(t, s)) {
             mr_buf_put_str(b, ", ");
-            put_ident(b, t->def.set_columns[s]);
+            mr_sql_put_ident(b, t->def.set_columns[s]);
             mr_buf_put_str(b, " = VALUES(");
-            put_ident(b, t->def.set_columns[s]);
+            mr_sql_put_ident(b, t->def.set_columns[s]);
             mr_buf_put(b, ")", 1);
         }
 }
@@ -1074,14 +1099,14 @@ static void change_text(const table *t, const chunk *c, const net *k, mr_buf *b)
     for (size_t j = 0; wants_add(t, k) && j < t->def.ncolumns; j++) {
         if (j)
             mr_buf_put(b, ", ", 2);
-        put_ident(b, t->def.columns[j]);
+        mr_sql_put_ident(b, t->def.columns[j]);
         mr_buf_put_str(b, set_in_mask(t, j, k->mask) < 0 ? " + " : " = ");
         put_counter_value(b, t, c, k, j, k->mask);
     }
     for (size_t s = 0; wants_add(t, k) && s < t->def.nset_columns; s++)
         if ((k->mask & (1ull << s)) && set_only(t, s)) {
             mr_buf_put(b, ", ", 2);
-            put_ident(b, t->def.set_columns[s]);
+            mr_sql_put_ident(b, t->def.set_columns[s]);
             mr_buf_put_str(b, " = ");
             put_lit(b, c, &k->val[s]);
         }
@@ -1113,7 +1138,7 @@ static bool reject_write(MYSQL *db, const table *t, const chunk *c, const refuse
     change_text(t, c, k, &change);
     bool ok = !key.failed && !change.failed;
     if (ok)
-        mr_dreject_put_insert(db, &b, t->def.schema, t->def.table, (const char *)key.data,
+        mr_dreject_put_insert(&b, t->def.schema, t->def.table, (const char *)key.data,
                               (const char *)change.data, k->nrows, r->code, r->msg);
     ok = ok && exec_buf(db, &b, t, "writing a refused key to the dead-letter table");
     mr_buf_free(&key);
@@ -1268,7 +1293,7 @@ static bool named_lock(MYSQL *db, const table *t, const char *fn)
     mr_buf_put_str(&b, "SELECT ");
     mr_buf_put_str(&b, fn);
     mr_buf_put(&b, "(", 1);
-    put_quoted(db, &b, t->lock_name, strlen(t->lock_name));
+    mr_sql_put_literal(&b, t->lock_name);
     mr_buf_put_str(&b, strcmp(fn, "GET_LOCK") == 0 ? ", 0)" : ")");
     bool ok = exec_buf(db, &b, t, fn);
     mr_buf_free(&b);
@@ -1606,11 +1631,6 @@ MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head,
                                const char *name)
 {
     return schema_query(db, t, sql_head, name);
-}
-
-void dflush_put_quoted(MYSQL *db, mr_buf *b, const char *v)
-{
-    put_quoted(db, b, v, strlen(v));
 }
 
 bool dflush_table_from_def(table *t, const mr_delayed_def *def, const char *rule,

@@ -19,6 +19,7 @@
 #include "myrewrite/base/log.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/schema/desc.h"
+#include "myrewrite/sql/quote.h"
 #include "delayed/flush_impl.h"
 
 #define MAX_COUNTERS 64
@@ -194,14 +195,14 @@ static MYSQL_RES *staging_candidates(MYSQL *db, const dflush_default *d)
     mr_buf_init(&b);
     mr_buf_put_str(&b, "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
                    "TABLE_TYPE = 'BASE TABLE' AND TABLE_NAME LIKE ");
-    dflush_put_quoted(db, &b, like.failed ? "" : (const char *)like.data);
+    mr_sql_put_literal(&b, like.failed ? "" : (const char *)like.data);
     mr_buf_put_str(&b, " ESCAPE '!' AND TABLE_SCHEMA ");
     if (strcmp(d->schema, "*") == 0) {
         mr_buf_put_str(&b, "NOT IN ('mysql', 'information_schema', 'performance_schema', "
                        "'sys')");
     } else {
         mr_buf_put_str(&b, "= ");
-        dflush_put_quoted(db, &b, d->schema);
+        mr_sql_put_literal(&b, d->schema);
     }
     MYSQL_RES *res = NULL;
     if (!like.failed && !b.failed && mr_bg_query_buf(db, &b, d->how.rule, "listing staging tables"))

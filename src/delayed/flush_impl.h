@@ -59,8 +59,6 @@ bool dflush_setup_table(MYSQL *db, table *t);
  * name`; NULL when the query failed (logged). */
 MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head,
                                const char *name);
-/* 'v' escaped for the connection. */
-void dflush_put_quoted(MYSQL *db, mr_buf *b, const char *v);
 /* The flusher's copy of rule def (named rule); false when out of memory. */
 bool dflush_table_from_def(table *t, const mr_delayed_def *def, const char *rule,
                            struct mr_rule_stats *stats);

@@ -243,7 +243,7 @@ static bool reject(MYSQL *db, struct mr_dmem_table *t, dm_entry *e, unsigned cod
         mr_buf_reset(&b);
     }
     if (ok)
-        mr_dreject_put_insert(db, &b, t->def.schema, t->def.table, (const char *)key.data,
+        mr_dreject_put_insert(&b, t->def.schema, t->def.table, (const char *)key.data,
                               (const char *)change.data, 1, code, msg);
     ok = ok && run(db, &b, t, "writing a refused key to the dead-letter table");
     if (ok) {

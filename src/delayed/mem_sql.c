@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "myrewrite/delayed/mem.h"
+#include "myrewrite/sql/quote.h"
 
 enum { SHAPE_ADD = 1, SHAPE_SET = 2 }; /* two bits per column */
 
@@ -47,42 +48,11 @@ bool mr_dmem_row_writes(const mr_delayed_def *def, const mr_dmem_row *r)
 
 /* ---- pieces ---------------------------------------------------------------------- */
 
-static void put_ident(mr_buf *b, const char *name)
-{
-    mr_buf_put(b, "`", 1);
-    mr_buf_put_str(b, name);
-    mr_buf_put(b, "`", 1);
-}
-
 static void put_table(mr_buf *b, const mr_delayed_def *def)
 {
-    put_ident(b, def->schema);
+    mr_sql_put_ident(b, def->schema);
     mr_buf_put(b, ".", 1);
-    put_ident(b, def->table);
-}
-
-/* 'bytes' with backslash escapes, safe in utf8mb4 (no multi-byte
- * character has a byte below 0x80). */
-static void put_quoted(mr_buf *b, const char *p, size_t n)
-{
-    mr_buf_put(b, "'", 1);
-    for (size_t i = 0; i < n; i++) {
-        const char *esc = NULL;
-        switch (p[i]) {
-        case '\0': esc = "\\0"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\032': esc = "\\Z"; break;
-        case '\'': esc = "\\'"; break;
-        case '\\': esc = "\\\\"; break;
-        default: break;
-        }
-        if (esc)
-            mr_buf_put_str(b, esc);
-        else
-            mr_buf_put(b, &p[i], 1);
-    }
-    mr_buf_put(b, "'", 1);
+    mr_sql_put_ident(b, def->table);
 }
 
 static void put_int(mr_buf *b, int64_t v)
@@ -103,10 +73,10 @@ static void put_key_values(mr_buf *b, const mr_delayed_def *def, const mr_dmem_r
         memcpy(&len, p, 4);
         if (k)
             mr_buf_put(b, ", ", 2);
-        put_quoted(b, p + 4, len);
+        mr_sql_put_literal_n(b, p + 4, len);
         if (named) {
             mr_buf_put_str(b, " AS ");
-            put_ident(b, def->keys[k]);
+            mr_sql_put_ident(b, def->keys[k]);
         }
         p += 4 + len;
     }
@@ -117,7 +87,7 @@ static void put_key_names(mr_buf *b, const mr_delayed_def *def)
     for (size_t k = 0; k < def->nkeys; k++) {
         if (k)
             mr_buf_put(b, ", ", 2);
-        put_ident(b, def->keys[k]);
+        mr_sql_put_ident(b, def->keys[k]);
     }
 }
 
@@ -125,7 +95,7 @@ static void put_key_names(mr_buf *b, const mr_delayed_def *def)
 static void put_col_value(mr_buf *b, const mr_dmem_val *v)
 {
     if (v->op == MR_DMEM_VAL_TEXT)
-        put_quoted(b, v->text, v->len);
+        mr_sql_put_literal_n(b, v->text, v->len);
     else
         put_int(b, v->op == MR_DMEM_VAL_NONE ? 0 : v->n);
 }
@@ -161,7 +131,7 @@ bool mr_dmem_sql_upsert(mr_buf *out, const mr_delayed_def *def, const mr_dmem_ro
     for (size_t c = 0; c < ncol; c++)
         if ((shape >> (2 * c)) & 3) {
             mr_buf_put(out, ", ", 2);
-            put_ident(out, mr_dmem_column(def, c));
+            mr_sql_put_ident(out, mr_dmem_column(def, c));
         }
     mr_buf_put_str(out, ") VALUES ");
     for (size_t i = 0; i < n; i++) {
@@ -185,18 +155,18 @@ bool mr_dmem_sql_upsert(mr_buf *out, const mr_delayed_def *def, const mr_dmem_ro
         if (!first)
             mr_buf_put(out, ", ", 2);
         first = false;
-        put_ident(out, col);
+        mr_sql_put_ident(out, col);
         mr_buf_put_str(out, " = ");
         if (how == SHAPE_ADD) {
-            put_ident(out, col);
+            mr_sql_put_ident(out, col);
             mr_buf_put_str(out, " + ");
         }
         if (alias) {
             mr_buf_put_str(out, "`d`.");
-            put_ident(out, col);
+            mr_sql_put_ident(out, col);
         } else {
             mr_buf_put_str(out, "VALUES(");
-            put_ident(out, col);
+            mr_sql_put_ident(out, col);
             mr_buf_put(out, ")", 1);
         }
     }
@@ -217,9 +187,9 @@ bool mr_dmem_sql_update(mr_buf *out, const mr_delayed_def *def, const mr_dmem_ro
         if (!how)
             continue;
         mr_buf_put_str(out, how == SHAPE_ADD ? ", SUM(" : ", MAX(");
-        put_ident(out, mr_dmem_column(def, c));
+        mr_sql_put_ident(out, mr_dmem_column(def, c));
         mr_buf_put_str(out, ") AS ");
-        put_ident(out, mr_dmem_column(def, c));
+        mr_sql_put_ident(out, mr_dmem_column(def, c));
     }
     mr_buf_put_str(out, " FROM (");
     for (size_t i = 0; i < n; i++) {
@@ -232,7 +202,7 @@ bool mr_dmem_sql_update(mr_buf *out, const mr_delayed_def *def, const mr_dmem_ro
             put_col_value(out, &rows[i].v[c]);
             if (i == 0) {
                 mr_buf_put_str(out, " AS ");
-                put_ident(out, mr_dmem_column(def, c));
+                mr_sql_put_ident(out, mr_dmem_column(def, c));
             }
         }
     }
@@ -249,13 +219,13 @@ bool mr_dmem_sql_update(mr_buf *out, const mr_delayed_def *def, const mr_dmem_ro
         const char *col = mr_dmem_column(def, c);
         mr_buf_put_str(out, first ? "`m`." : ", `m`.");
         first = false;
-        put_ident(out, col);
+        mr_sql_put_ident(out, col);
         mr_buf_put_str(out, how == SHAPE_ADD ? " = `m`." : " = `d`.");
         if (how == SHAPE_ADD) {
-            put_ident(out, col);
+            mr_sql_put_ident(out, col);
             mr_buf_put_str(out, " + `d`.");
         }
-        put_ident(out, col);
+        mr_sql_put_ident(out, col);
     }
     return !out->failed;
 }
@@ -280,7 +250,7 @@ void mr_dmem_describe(mr_buf *key, mr_buf *change, const mr_delayed_def *def,
             continue;
         if (k++)
             mr_buf_put(change, ", ", 2);
-        put_ident(change, mr_dmem_column(def, c));
+        mr_sql_put_ident(change, mr_dmem_column(def, c));
         mr_buf_put_str(change, v->op == MR_DMEM_VAL_ADD ? " + " : " = ");
         put_col_value(change, v);
     }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "myrewrite/base/clock.h"
+#include "myrewrite/sql/quote.h"
 
 #define TABLES_MAX 512
 
@@ -57,20 +58,13 @@ void mr_dreject_table_name(const char *table, char *out, size_t cap)
     snprintf(out, cap, "%.47s_delayed_rejected", table);
 }
 
-static void put_ident(mr_buf *b, const char *name)
-{
-    mr_buf_put(b, "`", 1);
-    mr_buf_put_str(b, name);
-    mr_buf_put(b, "`", 1);
-}
-
 static void put_dead_letter(mr_buf *b, const char *schema, const char *table)
 {
     char name[80];
     mr_dreject_table_name(table, name, sizeof name);
-    put_ident(b, schema);
+    mr_sql_put_ident(b, schema);
     mr_buf_put(b, ".", 1);
-    put_ident(b, name);
+    mr_sql_put_ident(b, name);
 }
 
 void mr_dreject_put_create(mr_buf *b, const char *schema, const char *table)
@@ -84,22 +78,7 @@ void mr_dreject_put_create(mr_buf *b, const char *schema, const char *table)
                       "NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB");
 }
 
-static void put_quoted(MYSQL *db, mr_buf *b, const char *v)
-{
-    size_t n = strlen(v);
-    char *esc = malloc(2 * n + 1);
-    if (!esc) {
-        b->failed = true;
-        return;
-    }
-    unsigned long e = mysql_real_escape_string(db, esc, v, (unsigned long)n);
-    mr_buf_put(b, "'", 1);
-    mr_buf_put(b, esc, e);
-    mr_buf_put(b, "'", 1);
-    free(esc);
-}
-
-void mr_dreject_put_insert(MYSQL *db, mr_buf *b, const char *schema, const char *table,
+void mr_dreject_put_insert(mr_buf *b, const char *schema, const char *table,
                            const char *key, const char *change, uint64_t rows, unsigned code,
                            const char *msg)
 {
@@ -108,12 +87,12 @@ void mr_dreject_put_insert(MYSQL *db, mr_buf *b, const char *schema, const char 
     put_dead_letter(b, schema, table);
     mr_buf_put_str(b, " (`key_values`, `change`, `staged_rows`, `error_code`, `error_message`) "
                       "VALUES (");
-    put_quoted(db, b, key);
+    mr_sql_put_literal(b, key);
     mr_buf_put(b, ", ", 2);
-    put_quoted(db, b, change);
+    mr_sql_put_literal(b, change);
     snprintf(nums, sizeof nums, ", %" PRIu64 ", %u, ", rows, code);
     mr_buf_put_str(b, nums);
-    put_quoted(db, b, msg);
+    mr_sql_put_literal(b, msg);
     mr_buf_put(b, ")", 1);
 }
 

@@ -10,6 +10,7 @@
 #include "myrewrite/delayed/staging_sql.h"
 
 #include "myrewrite/delayed/bucket.h"
+#include "myrewrite/sql/quote.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,18 +54,34 @@ static uint32_t skip(const sql_token *tok, uint32_t i, uint32_t end)
 
 /* The name a token spells (bare word that is not reserved, or quoted with
  * ` or " and no doubled quote), copied to buf; false otherwise. */
+/* A quoted name's text: the quote character doubled inside stands for one
+ * (`a``b` is a`b), as mysqld reads it. */
+static bool quoted_name(const char *p, size_t n, char buf[NAME_MAX_LEN + 1])
+{
+    size_t w = 0;
+    if (n < 3)
+        return false;
+    for (size_t i = 1; i + 1 < n; i++) {
+        if (p[i] == p[0] && (i + 2 >= n || p[++i] != p[0]))
+            return false; /* a lone quote: not one name */
+        if (w == NAME_MAX_LEN)
+            return false;
+        buf[w++] = p[i];
+    }
+    buf[w] = '\0';
+    return true;
+}
+
+/* The name a token spells (bare word that is not reserved, or quoted with
+ * ` or "), copied to buf; false otherwise. */
 static bool tok_name(const char *text, const sql_token *t, char buf[NAME_MAX_LEN + 1])
 {
     const char *p = text + t->off;
     size_t n = t->len;
-    if (t->kind == SQL_TOK_QIDENT) {
-        if (n < 3 || (t->flags & SQL_TF_ESCAPED) || memchr(p + 1, p[0], n - 2))
-            return false;
-        p++;
-        n -= 2;
-    } else if (t->kind != SQL_TOK_WORD || (sql_kw_flags((sql_kw)t->id) & SQL_KWF_RESERVED)) {
+    if (t->kind == SQL_TOK_QIDENT)
+        return quoted_name(p, n, buf);
+    if (t->kind != SQL_TOK_WORD || (sql_kw_flags((sql_kw)t->id) & SQL_KWF_RESERVED))
         return false;
-    }
     if (n > NAME_MAX_LEN)
         return false;
     memcpy(buf, p, n);
@@ -438,13 +455,6 @@ typedef struct writer {
     size_t params;
 } writer;
 
-static void put_ident(mr_buf *b, const char *name)
-{
-    mr_buf_put(b, "`", 1);
-    mr_buf_put_str(b, name);
-    mr_buf_put(b, "`", 1);
-}
-
 static void put_tok(writer *w, uint32_t i)
 {
     const sql_token *t = &w->tok[i];
@@ -504,12 +514,10 @@ static void put_column_of(mr_buf *b, const mr_delayed_def *def, const mr_delayed
                           int col, const char *name)
 {
     if (!a->is_set) {
-        put_ident(b, def->columns[col]);
+        mr_sql_put_ident(b, def->columns[col]);
         return;
     }
-    mr_buf_put(b, "`", 1);
-    mr_buf_put_str(b, name);
-    mr_buf_put_str(b, "_set`");
+    mr_sql_put_ident_suffixed(b, name, "_set");
 }
 
 static void put_columns(const writer *w, const mr_delayed_stmt *d, const mr_delayed_def *def,
@@ -518,9 +526,9 @@ static void put_columns(const writer *w, const mr_delayed_stmt *d, const mr_dela
     mr_buf *b = w->out;
     char nm[NAME_MAX_LEN + 1];
     mr_buf_put_str(b, "INSERT INTO ");
-    put_ident(b, def->schema);
+    mr_sql_put_ident(b, def->schema);
     mr_buf_put(b, ".", 1);
-    put_ident(b, def->staging_table);
+    mr_sql_put_ident(b, def->staging_table);
     mr_buf_put(b, " (", 2);
     for (unsigned i = 0; i < d->nset; i++) {
         if (!tok_name(w->text, &w->tok[d->set[i].col], nm))
@@ -529,11 +537,11 @@ static void put_columns(const writer *w, const mr_delayed_stmt *d, const mr_dela
         mr_buf_put(b, ", ", 2);
     }
     for (unsigned i = 0; i < d->nkey; i++) {
-        put_ident(b, def->keys[key[i]]);
+        mr_sql_put_ident(b, def->keys[key[i]]);
         mr_buf_put(b, ", ", 2);
     }
     if (def->bucket_column) {
-        put_ident(b, def->bucket_column);
+        mr_sql_put_ident(b, def->bucket_column);
         mr_buf_put(b, ", ", 2);
     }
     mr_buf_put_str(b, mask ? "`set_mask`, `op`) VALUES " : "`op`) VALUES ");

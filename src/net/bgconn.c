@@ -70,7 +70,7 @@ bool mr_bg_query(MYSQL *db, const char *sql, const char *what)
 bool mr_bg_query_buf(MYSQL *db, const mr_buf *b, const char *rule, const char *what)
 {
     if (b->failed) {
-        mr_error(0, "delayed %s: out of memory building %s", rule, what);
+        mr_error(0, "delayed %s: out of memory, or a name MariaDB cannot take, building %s", rule, what);
         return false;
     }
     if (mysql_real_query(db, (const char *)b->data, (unsigned long)b->len) == 0)
@@ -81,7 +81,7 @@ bool mr_bg_query_buf(MYSQL *db, const mr_buf *b, const char *rule, const char *w
 
 /* ---- connecting ---------------------------------------------------------------- */
 
-/* Backslash escapes on (queue/release_sql.c writes literals with them), claims
+/* Backslash escapes on (sql/quote.c writes literals with them), claims
  * read as committed, and no long waits behind a worker's row locks. */
 static bool setup_session(mr_bgconn *b)
 {

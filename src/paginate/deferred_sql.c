@@ -11,7 +11,7 @@
 #include <strings.h>
 
 #include "myrewrite/paginate/deferred_sql.h"
-#include "myrewrite/queue/release_sql.h"
+#include "myrewrite/sql/quote.h"
 
 /* Flags that mean the statement is not read whole: never touched. */
 #define UNREADABLE                                                                          \

@@ -15,7 +15,7 @@
 #include <strings.h>
 
 #include "myrewrite/paginate/keyset.h"
-#include "myrewrite/queue/release_sql.h"
+#include "myrewrite/sql/quote.h"
 #include "myrewrite/rules/rules.h"
 
 /* ---- tokens ------------------------------------------------------------------ */

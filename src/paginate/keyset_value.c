@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "myrewrite/paginate/keyset.h"
+#include "myrewrite/sql/quote.h"
 
 /* Column types and flags of the protocol's column definition. */
 enum {
@@ -107,15 +108,16 @@ static bool temporal_text(const uint8_t *v, size_t n)
     return true;
 }
 
+/* X'hex': only hex digits go between the quotes. */
 static void put_hex(mr_buf *out, const uint8_t *v, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
-    mr_buf_put_str(out, "X'");
+    mr_buf_put_str(out, "X'"); /* quoting-ok: hex digits only */
     for (size_t i = 0; i < n; i++) {
         char two[2] = {hex[v[i] >> 4], hex[v[i] & 15]};
         mr_buf_put(out, two, 2);
     }
-    mr_buf_put_str(out, "'");
+    mr_buf_put_str(out, "'"); /* quoting-ok: closes the X' above */
 }
 
 bool mr_keyset_literal(mr_buf *out, uint8_t type, uint16_t charset, const uint8_t *v, size_t n)
@@ -130,9 +132,7 @@ bool mr_keyset_literal(mr_buf *out, uint8_t type, uint16_t charset, const uint8_
     case V_TEMPORAL:
         if (!temporal_text(v, n))
             return false;
-        mr_buf_put_str(out, "'");
-        mr_buf_put(out, v, n);
-        mr_buf_put_str(out, "'");
+        mr_sql_put_literal_n(out, (const char *)v, n);
         return true;
     case V_STRING:
         if (n == 0) {

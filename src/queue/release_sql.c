@@ -13,28 +13,7 @@
 #include <string.h>
 
 #include "myrewrite/sql/digest.h"
-
-void mr_sql_put_ident(mr_buf *b, const char *name)
-{
-    mr_buf_put(b, "`", 1);
-    for (const char *p = name; *p; p++)
-        mr_buf_put(b, *p == '`' ? "``" : p, *p == '`' ? 2 : 1);
-    mr_buf_put(b, "`", 1);
-}
-
-void mr_sql_put_string(mr_buf *b, const char *s)
-{
-    mr_buf_put(b, "'", 1);
-    for (const char *p = s; *p; p++) {
-        if (*p == '\'')
-            mr_buf_put(b, "''", 2);
-        else if (*p == '\\')
-            mr_buf_put(b, "\\\\", 2);
-        else
-            mr_buf_put(b, p, 1);
-    }
-    mr_buf_put(b, "'", 1);
-}
+#include "myrewrite/sql/quote.h"
 
 static int is_integer(const char *v)
 {
@@ -54,7 +33,7 @@ void mr_sql_put_value(mr_buf *b, const char *v)
     else if (strcmp(v, "NULL") == 0 || strcmp(v, "null") == 0)
         mr_buf_put_str(b, "NULL");
     else
-        mr_sql_put_string(b, v);
+        mr_sql_put_literal(b, v);
 }
 
 /* Hands the buffer's text over as a C string, or NULL. */
@@ -130,7 +109,7 @@ static void put_reap(mr_buf *b, const char *name, size_t len, const void *arg)
     const reap_args *a = arg;
     if (len == 6 && memcmp(name, "cutoff", 6) == 0) {
         mr_buf_put_str(b, "TIMESTAMP");
-        mr_sql_put_string(b, a->cutoff);
+        mr_sql_put_literal(b, a->cutoff);
         return;
     }
     for (size_t i = 0; i < a->nlive; i++) {
@@ -175,7 +154,7 @@ static void put_release(mr_buf *b, const mr_queue_def *q, uint64_t owner)
     mr_buf_put_str(b, " SET ");
     mr_sql_put_ident(b, q->status_column);
     mr_buf_put_str(b, " = ");
-    mr_sql_put_string(b, q->unclaimed_value);
+    mr_sql_put_literal(b, q->unclaimed_value);
     mr_buf_put_str(b, ", ");
     mr_sql_put_ident(b, q->owner_column);
     mr_buf_put_str(b, " = ");
@@ -187,7 +166,7 @@ static void put_release(mr_buf *b, const mr_queue_def *q, uint64_t owner)
     mr_buf_put_str(b, " AND ");
     mr_sql_put_ident(b, q->status_column);
     mr_buf_put_str(b, " = ");
-    mr_sql_put_string(b, q->claimed_value);
+    mr_sql_put_literal(b, q->claimed_value);
 }
 
 char *mr_queue_release_sql(const mr_queue_def *q, uint64_t owner)
@@ -222,7 +201,7 @@ char *mr_queue_reap_find_sql(const mr_queue_def *q)
     mr_buf_put_str(&b, " WHERE ");
     mr_sql_put_ident(&b, q->status_column);
     mr_buf_put_str(&b, " = ");
-    mr_sql_put_string(&b, q->claimed_value);
+    mr_sql_put_literal(&b, q->claimed_value);
     put_age(&b, q);
     return take(&b);
 }
@@ -251,7 +230,7 @@ char *mr_queue_lock_sql(const mr_queue_def *q, int get)
     mr_buf b;
     mr_buf_init(&b);
     mr_buf_put_str(&b, get ? "SELECT GET_LOCK(" : "SELECT RELEASE_LOCK(");
-    mr_sql_put_string(&b, name);
+    mr_sql_put_literal(&b, name);
     mr_buf_put_str(&b, get ? ", 0)" : ")");
     return take(&b);
 }

@@ -23,6 +23,7 @@
 
 #include "myrewrite/net/bgconn.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/sql/quote.h"
 #include "myrewrite/sql/lexer.h"
 #include "myrewrite/sql/stmt.h"
 
@@ -433,14 +434,19 @@ void mr_schema_cache_ddl_end(uint64_t id)
 /* Rows of `head` WHERE TABLE_SCHEMA = s AND TABLE_NAME = t [tail]. */
 static MYSQL_RES *query(MYSQL *db, const mr_table_desc *td, const char *head, const char *tail)
 {
-    char s[2 * MR_SD_NAME + 1], t[2 * MR_SD_NAME + 1], sql[1024];
-    mysql_real_escape_string(db, s, td->schema, (unsigned long)strlen(td->schema));
-    mysql_real_escape_string(db, t, td->table, (unsigned long)strlen(td->table));
-    snprintf(sql, sizeof sql, "%s WHERE TABLE_SCHEMA = '%s' AND TABLE_NAME = '%s'%s", head, s, t,
-             tail);
-    if (!mr_bg_query(db, sql, "schema cache: reading information_schema"))
-        return NULL;
-    return mysql_store_result(db);
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_str(&b, head);
+    mr_buf_put_str(&b, " WHERE TABLE_SCHEMA = ");
+    mr_sql_put_literal(&b, td->schema);
+    mr_buf_put_str(&b, " AND TABLE_NAME = ");
+    mr_sql_put_literal(&b, td->table);
+    mr_buf_put_str(&b, tail);
+    mr_buf_put(&b, "", 1);
+    bool ok = !b.failed && mr_bg_query(db, (const char *)b.data,
+                                       "schema cache: reading information_schema");
+    mr_buf_free(&b);
+    return ok ? mysql_store_result(db) : NULL;
 }
 
 static bool load_engine(MYSQL *db, mr_table_desc *td)

@@ -96,6 +96,18 @@ static void update_forms(void **state)
                 "INSERT INTO `test`.`pairs_stage` (`n`, `b`, `a`, `op`) VALUES (1, X'0A', b'1', 0)");
 }
 
+/* A quoted name reads as mysqld reads it: a doubled backtick is one. */
+static void quoted_names(void **state)
+{
+    (void)state;
+    expect_sent(rs, &CTX, "UPDATE DELAYED `counters` SET `hits` = `hits` + 1 WHERE `id` = 5",
+                MR_ACT_REWRITE, INS "(`hits`, `id`, `op`) VALUES (1, 5, 0)");
+    expect_refused(&CTX, "UPDATE DELAYED counters SET `hi``ts` = `hi``ts` + 1 WHERE id = 1",
+                   "UPDATE DELAYED on test.counters: hi`ts is not one of the rule's columns");
+    expect_refused(&CTX, "UPDATE DELAYED counters SET `hi``ts` = `hits` + 1 WHERE id = 1",
+                   "UPDATE DELAYED:");
+}
+
 /* Staged SET col = literal: the value goes to `<col>_set`, its bit (the
  * column's place in set_columns) to set_mask; adds stay in the counters. */
 static void staged_sets(void **state)
@@ -504,6 +516,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(update_forms),   cmocka_unit_test(in_lists),
+        cmocka_unit_test(quoted_names),
         cmocka_unit_test(staged_sets),    cmocka_unit_test(staged_buckets),
         cmocka_unit_test(bucket_text),
         cmocka_unit_test(deletes),        cmocka_unit_test(hostile_literals),

@@ -176,11 +176,11 @@ static void release_sql(void **state)
     q.unclaimed_owner = "NULL";
     expect_sql(mr_queue_release_sql(&q, 4294967295u),
                "UPDATE `shop`.`we``ird` SET `status` = 'unsent', `owner` = NULL "
-               "WHERE `owner` = 4294967295 AND `status` = 'it''s \\\\ done'");
+               "WHERE `owner` = 4294967295 AND `status` = 'it\\'s \\\\ done'");
     q.unclaimed_owner = "nobody";
     expect_sql(mr_queue_release_sql(&q, 1),
                "UPDATE `shop`.`we``ird` SET `status` = 'unsent', `owner` = 'nobody' "
-               "WHERE `owner` = 1 AND `status` = 'it''s \\\\ done'");
+               "WHERE `owner` = 1 AND `status` = 'it\\'s \\\\ done'");
     q.release = "UPDATE j SET w = NULL WHERE w = {owner} OR prev = {owner}";
     expect_sql(mr_queue_release_sql(&q, 7), "UPDATE j SET w = NULL WHERE w = 7 OR prev = 7");
 }
@@ -221,7 +221,7 @@ static void reap_template_sql(void **state)
                "UPDATE j SET w = NULL, at = NULL WHERE w NOT IN (5,12,4294967295) AND at < "
                "TIMESTAMP'2026-11-30 11:00:00.250000' AND note <> '{owner}' AND x = '{live'");
     expect_sql(mr_queue_fill_reap("{live}{cutoff}{live}", live, 1, "x'y"),
-               "5TIMESTAMP'x''y'5");
+               "5TIMESTAMP'x\\'y'5");
     assert_null(mr_queue_fill_reap(tpl, live, 0, "2026-11-30 11:00:00"));
     expect_sql(mr_queue_fill_release("w = {owner} AND v = '{cutoff}' AND {owner", 3),
                "w = 3 AND v = '{cutoff}' AND {owner");
@@ -234,13 +234,13 @@ static void quoting(void **state)
     mr_buf_init(&b);
     mr_sql_put_ident(&b, "a`b");
     mr_buf_put(&b, " ", 1);
-    mr_sql_put_string(&b, "x'y\\z");
+    mr_sql_put_literal(&b, "x'y\\z");
     mr_buf_put(&b, " ", 1);
     mr_sql_put_value(&b, "-12");
     mr_buf_put(&b, " ", 1);
     mr_sql_put_value(&b, "12a");
     mr_buf_put(&b, "", 1);
-    assert_string_equal((const char *)b.data, "`a``b` 'x''y\\\\z' -12 '12a'");
+    assert_string_equal((const char *)b.data, "`a``b` 'x\\'y\\\\z' -12 '12a'");
     mr_buf_free(&b);
 }
 

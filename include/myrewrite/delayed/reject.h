@@ -19,7 +19,6 @@
 #ifndef MYREWRITE_DELAYED_REJECT_H
 #define MYREWRITE_DELAYED_REJECT_H
 
-#include <mysql.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,7 +39,7 @@ void mr_dreject_put_create(mr_buf *b, const char *schema, const char *table);
 /* INSERT INTO the dead-letter table one row: the key (as `col = value`
  * text), its change (`n + 5`, `DELETE then n + 5`, `s = 'x'`), how many
  * staged rows (or 1, a memory-mode key) it stood for, and the error. */
-void mr_dreject_put_insert(MYSQL *db, mr_buf *b, const char *schema, const char *table,
+void mr_dreject_put_insert(mr_buf *b, const char *schema, const char *table,
                            const char *key, const char *change, uint64_t rows, unsigned code,
                            const char *msg);
 

@@ -5,9 +5,7 @@
  * Pure, any thread (in practice the queue's background thread, and the
  * rules loader for checking `release` templates). Every function returns
  * a malloc'ed NUL-terminated string the caller frees, or NULL when out of
- * memory. Names are quoted with backticks (a backtick inside is doubled);
- * values are single-quoted literals with ' and \ escaped, which the proxy's
- * own connection reads with backslash escapes on (net/bgconn.c sets sql_mode).
+ * memory. Names and literals are written by sql/quote.h.
  */
 #ifndef MYREWRITE_QUEUE_SQL_H
 #define MYREWRITE_QUEUE_SQL_H
@@ -16,11 +14,8 @@
 
 #include "myrewrite/base/buf.h"
 #include "myrewrite/rules/rules.h"
+#include "myrewrite/sql/quote.h"
 
-/* `name` as `name`. */
-void mr_sql_put_ident(mr_buf *b, const char *name);
-/* `s` as a string literal: 'it''s' with \ doubled and NUL as \0. */
-void mr_sql_put_string(mr_buf *b, const char *s);
 /* A value as written in a rule: integers and NULL as they are, anything
  * else as a string literal. */
 void mr_sql_put_value(mr_buf *b, const char *v);
