@@ -106,6 +106,7 @@ static const struct {
     {"statements_blocked", STAT(statements_blocked)},
     {"statements_unreadable_passed", STAT(unreadable_passed)},
     {"statements_unreadable_blocked", STAT(unreadable_blocked)},
+    {"session_state_errors", STAT(state_errors)},
     {"bytes_from_clients", STAT(bytes_from_clients)},
     {"bytes_from_backend", STAT(bytes_from_backend)},
 };

@@ -57,6 +57,9 @@ static const counter_def worker_counters[] = {
     {"myrewrite_statements_unexamined_total", "counter",
      "COM_QUERY and COM_STMT_PREPARE texts larger than relay_buffer, relayed without meeting "
      "the rules.", W(statements_unexamined)},
+    {"myrewrite_session_state_errors_total", "counter",
+     "Session state changes the proxy's transition table does not allow (a bug: each is "
+     "logged).", W(state_errors)},
     {"myrewrite_bytes_from_clients_total", "counter",
      "Bytes of MySQL protocol packets read from clients, headers included.",
      W(bytes_from_clients)},

@@ -125,7 +125,7 @@ static bool client_may_send(mr_session *s, uint8_t seq)
     case SS_INFILE: return true;
     case SS_AUTH:
     case SS_RESPONSE: return ss_auth_exchange(s) && ss_auth_client_packet(s, seq) == AUTH_RELAY;
-    default: return false;
+    default: return false; /* SS_WAIT_BG: the next command waits for the job's answer */
     }
 }
 

@@ -262,7 +262,7 @@ stmt_verdict ss_flush_delayed(mr_session *s, const char *sql, size_t len, unsign
     s->flush = f;
     s->from_client.discard = true;
     s->digest = NULL;
-    ss_set_state(s, SS_RESPONSE); /* no further command is read until the answer */
+    ss_set_state(s, SS_WAIT_BG); /* no further command is read until the answer */
     return STMT_WAITING;
 }
 

@@ -11,6 +11,7 @@
  * we write to falls behind by relay_buffer bytes, we stop reading from the
  * other side until it catches up.
  */
+#include <assert.h>
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -26,14 +27,42 @@
 #include "session/session_impl.h"
 
 static const char *const state_names[SS_MAX] = {
-    "connecting", "greeting", "auth", "idle", "response", "infile", "closing", "closed",
+    "connecting", "greeting", "auth",    "idle",
+    "response",   "infile",   "waiting", "closing", "closed",
 };
 
 const char *ss_state_name(session_state st) { return state_names[st]; }
 
+#define TO(st) (1u << (st))
+#define ENDS (TO(SS_CLOSING) | TO(SS_CLOSED)) /* any live state may close */
+
+/* The states each state may go to. A session starts in SS_CONNECTING (and
+ * sets it again once its backend connect is under way). */
+static const unsigned next_states[SS_MAX] = {
+    [SS_CONNECTING] = TO(SS_CONNECTING) | TO(SS_GREETING) | ENDS,
+    [SS_GREETING] = TO(SS_AUTH) | ENDS,
+    [SS_AUTH] = TO(SS_IDLE) | ENDS,
+    [SS_IDLE] = TO(SS_RESPONSE) | TO(SS_WAIT_BG) | ENDS,
+    [SS_RESPONSE] = TO(SS_IDLE) | TO(SS_INFILE) | ENDS,
+    [SS_INFILE] = TO(SS_RESPONSE) | ENDS,
+    [SS_WAIT_BG] = TO(SS_IDLE) | ENDS,
+    [SS_CLOSING] = TO(SS_CLOSED),
+    [SS_CLOSED] = 0,
+};
+
+/* A change the table does not allow is a bug of the proxy: fatal where
+ * assertions are on (Debug, the sanitizer builds), else logged and counted
+ * (myrewrite_session_state_errors_total) and made anyway, since refusing it
+ * would leave the session in a state its code no longer expects. */
 void ss_set_state(mr_session *s, session_state to)
 {
     mr_debug(s->id, "state %s -> %s", ss_state_name(s->state), ss_state_name(to));
+    if (!(next_states[s->state] & TO(to))) {
+        mr_warn(s->id, "session state %s -> %s is not an allowed change", ss_state_name(s->state),
+                ss_state_name(to));
+        mr_stat_add(&s->w->stats.state_errors, 1);
+        assert(!"session state change not in the transition table");
+    }
     s->state = to;
     mr_client_set_state(&s->slot, ss_state_name(to));
 }

@@ -34,6 +34,8 @@ typedef enum session_state {
     SS_IDLE,       /* between commands: the client speaks next */
     SS_RESPONSE,   /* relaying the backend's answer to the current command */
     SS_INFILE,     /* relaying LOCAL INFILE contents from the client */
+    SS_WAIT_BG,    /* the answer comes from a background job (FLUSH DELAYED): the
+                      backend is idle and the client's next command waits */
     SS_CLOSING,    /* flushing a last packet to the client, then free */
     SS_CLOSED,     /* both sockets gone; memory freed from the event loop */
     SS_MAX
