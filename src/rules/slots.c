@@ -92,14 +92,9 @@ static void on_word(walker *w, const sql_token *t)
 
 static bool fold_sign(walker *w, sql_lexer *lx, const sql_token *t)
 {
-    if ((t->id != SQL_OP_MINUS && t->id != SQL_OP_PLUS) ||
-        !sql_operand_expected(w->prev_kind, w->prev_id))
-        return false;
-    sql_lexer p = *lx;
     sql_token nx;
-    if (!sql_lexer_next_sig(&p, &nx) || (nx.kind != SQL_TOK_NUMBER && nx.kind != SQL_TOK_PARAM))
+    if (!sql_digest_sign_folds(lx, t, w->prev_kind, w->prev_id, &nx))
         return false;
-    *lx = p;
     add_literal(w, t, nx.off + nx.len, false);
     w->prev_kind = SQL_TOK_NUMBER;
     return true;
@@ -123,32 +118,11 @@ static void on_lparen(walker *w, sql_lexer *lx, const sql_token *open)
     w->prev_kind = SQL_TOK_LPAREN;
 }
 
-static bool more_after_semi(sql_lexer *lx)
-{
-    for (;;) {
-        sql_lexer p = *lx;
-        sql_token t;
-        if (!sql_lexer_next_sig(&p, &t))
-            return false;
-        if (t.kind != SQL_TOK_SEMI)
-            return true;
-        *lx = p;
-    }
-}
-
-static void track_values(walker *w, const sql_token *t)
-{
-    if (w->values_depth == w->depth && t->kind != SQL_TOK_LPAREN &&
-        t->kind != SQL_TOK_COMMA && !(t->kind == SQL_TOK_WORD &&
-        (t->id == SQL_KW_VALUES || t->id == SQL_KW_VALUE)))
-        w->values_depth = -1;
-}
-
 /* One significant token; false to stop (trailing ';'). */
 static bool on_token(walker *w, sql_lexer *lx, const sql_token *t)
 {
-    track_values(w, t);
-    if (t->kind == SQL_TOK_SEMI && !more_after_semi(lx))
+    w->values_depth = sql_digest_values_depth(w->values_depth, w->depth, t);
+    if (t->kind == SQL_TOK_SEMI && !sql_digest_more_after_semi(lx))
         return false;
     if (sql_tok_is_literal(t->kind)) {
         add_literal(w, t, t->off + t->len, t->kind == SQL_TOK_STRING);

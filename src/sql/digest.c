@@ -239,17 +239,25 @@ static void emit_word(digester *d, const sql_token *t)
         d->values_depth = d->depth;
 }
 
+bool sql_digest_sign_folds(sql_lexer *lx, const sql_token *t, unsigned prev_kind,
+                           unsigned prev_id, sql_token *num)
+{
+    if ((t->id != SQL_OP_MINUS && t->id != SQL_OP_PLUS) ||
+        !sql_operand_expected(prev_kind, prev_id))
+        return false;
+    sql_lexer p = *lx;
+    if (!sql_lexer_next_sig(&p, num) || (num->kind != SQL_TOK_NUMBER && num->kind != SQL_TOK_PARAM))
+        return false;
+    *lx = p;
+    return true;
+}
+
 /* '-'/'+' in operand position before a number or '?': fold into one '?'. */
 static bool fold_sign(digester *d, sql_lexer *lx, const sql_token *t)
 {
-    if ((t->id != SQL_OP_MINUS && t->id != SQL_OP_PLUS) ||
-        !sql_operand_expected(d->prev_kind, d->prev_id))
-        return false;
-    sql_lexer p = *lx;
     sql_token nx;
-    if (!sql_lexer_next_sig(&p, &nx) || (nx.kind != SQL_TOK_NUMBER && nx.kind != SQL_TOK_PARAM))
+    if (!sql_digest_sign_folds(lx, t, d->prev_kind, d->prev_id, &nx))
         return false;
-    *lx = p;
     put_literal(&d->w, false);
     d->prev_kind = SQL_TOK_NUMBER;
     return true;
@@ -276,7 +284,7 @@ static void emit_lparen(digester *d, sql_lexer *lx)
 /* At ';': consume any further ';' (empty statements) and report whether
  * anything but comments follows. Consuming the run keeps a long ";;;;"
  * linear. */
-static bool more_after_semi(sql_lexer *lx)
+bool sql_digest_more_after_semi(sql_lexer *lx)
 {
     for (;;) {
         sql_lexer p = *lx;
@@ -326,21 +334,18 @@ static void emit_simple(digester *d, const sql_token *t)
     }
 }
 
-/* A VALUES row list ends at the first token at its depth that is neither
- * a row nor the comma between rows. */
-static void track_values(digester *d, const sql_token *t)
+int sql_digest_values_depth(int values_depth, int depth, const sql_token *t)
 {
-    if (d->values_depth == d->depth && t->kind != SQL_TOK_LPAREN &&
-        t->kind != SQL_TOK_COMMA && !(t->kind == SQL_TOK_WORD &&
-        (t->id == SQL_KW_VALUES || t->id == SQL_KW_VALUE)))
-        d->values_depth = -1;
+    bool row_list = t->kind == SQL_TOK_LPAREN || t->kind == SQL_TOK_COMMA ||
+                    (t->kind == SQL_TOK_WORD && (t->id == SQL_KW_VALUES || t->id == SQL_KW_VALUE));
+    return values_depth == depth && !row_list ? -1 : values_depth;
 }
 
 /* Emit one significant token; returns false to stop (trailing ';'). */
 static bool emit_token(digester *d, sql_lexer *lx, const sql_token *t)
 {
-    track_values(d, t);
-    if (t->kind == SQL_TOK_SEMI && !more_after_semi(lx))
+    d->values_depth = sql_digest_values_depth(d->values_depth, d->depth, t);
+    if (t->kind == SQL_TOK_SEMI && !sql_digest_more_after_semi(lx))
         return false;
     if (sql_tok_is_literal(t->kind)) {
         put_literal(&d->w, t->kind == SQL_TOK_STRING);

@@ -61,6 +61,19 @@ sql_rc sql_digest(const char *s, size_t n, unsigned lex_flags,
  * is just past the ')' and *close holds it. */
 bool sql_digest_literal_row(sql_lexer *lx, bool nest, sql_token *close);
 
+/* Two steps the rules' literal slots (rules/slots.c) must take exactly as
+ * the digest does, so that each `?` of a digest finds its source bytes:
+ * at ';', consume further ';' and say whether anything but comments
+ * follows; and the depth of a VALUES row list after token t (-1 once a
+ * token at its depth is neither a row nor the comma between rows). */
+bool sql_digest_more_after_semi(sql_lexer *lx);
+/* A '-' or '+' t in operand position (after prev_kind/prev_id) before a
+ * number or '?' folds into that one literal: true with lx moved past it and
+ * *num set to it. */
+bool sql_digest_sign_folds(sql_lexer *lx, const sql_token *t, unsigned prev_kind,
+                           unsigned prev_id, sql_token *num);
+int sql_digest_values_depth(int values_depth, int depth, const sql_token *t);
+
 /* FNV-1a 64, exposed so callers can hash digest text the same way. */
 uint64_t sql_hash64(const void *p, size_t n);
 
