@@ -5,6 +5,8 @@
  * with ERR 1235 saying why: outside the grammar, or no rule for the table.
  * A rule without `key` (either mode) takes the table's primary key from the
  * schema cache; until it is loaded the statement is refused with "retry".
+ * A value wider than its column, where the schema cache knows the column's
+ * range, is refused too (delayed/width.h).
  * A DELAYED statement is never sent as written. Sets without a delayed rule
  * leave DELAYED statements to the other rules and the server.
  *
@@ -19,6 +21,7 @@
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/delayed/mem_keys.h"
 #include "myrewrite/delayed/staging_sql.h"
+#include "myrewrite/delayed/width.h"
 #include "myrewrite/schema/desc.h"
 #include "rules/rules_run.h"
 
@@ -152,6 +155,14 @@ static delayed_step send_instead(run *R, stmt *S)
     return DELAYED_DONE;
 }
 
+/* Values wider than their column (delayed/width.h): the literals, and in a
+ * COM_STMT_EXECUTE of a memory statement the executed `?` values. */
+static bool fits(run *R, const stmt *S, const mr_delayed_stmt *d, const mr_delayed_def *def)
+{
+    return mr_delayed_widths_fit(S->text, R->s->tok, d, def, R->ctx->schema_src,
+                                 R->ctx->params, R->s->delayed_msg, sizeof R->s->delayed_msg);
+}
+
 /* COM_STMT_PREPARE of a memory-mode statement: the server prepares `DO ?,
  * ...` with as many parameters, so the client gets a statement id and its
  * parameter count; the session keeps the original text and answers each
@@ -162,7 +173,8 @@ static delayed_step prepare_stand_in(run *R, stmt *S, const mr_delayed_stmt *d, 
     mr_rules_scratch *s = R->s;
     int col[MR_DELAYED_MAX_TERMS], key[MR_DELAYED_MAX_TERMS];
     if (!mr_delayed_check(S->text, s->tok, d, def, col, key, s->delayed_msg,
-                          sizeof s->delayed_msg))
+                          sizeof s->delayed_msg) ||
+        !fits(R, S, d, def))
         return refuse(R, i);
     unsigned n = 0;
     for (uint32_t k = 0; k < S->st.end; k++)
@@ -217,7 +229,8 @@ static delayed_step into_memory(run *R, stmt *S, const mr_delayed_stmt *d, size_
         return prepare_stand_in(R, S, d, i, &def);
     bool no_bs = (R->ctx->lex_flags & SQL_LEX_NO_BACKSLASH_ESCAPES) != 0;
     if (!mr_dmem_read_stmt(S->text, s->tok, d, &def, no_bs, R->ctx->params, &s->dmem,
-                           s->delayed_msg, sizeof s->delayed_msg))
+                           s->delayed_msg, sizeof s->delayed_msg) ||
+        !fits(R, S, d, &def))
         return refuse(R, i);
     s->dmem.def = rule; /* outlives the copy; the store needs only its table */
     rules_count_hit(R, i);
@@ -267,7 +280,8 @@ static delayed_step stage(run *R, stmt *S, const mr_delayed_stmt *d, size_t i,
     const mr_rule *r = &R->rs->rules[i];
     mr_buf_reset(&s->delayed_out);
     if (!mr_delayed_build(S->text, s->tok, S->st.end, d, def, R->ctx->prepared,
-                          &s->delayed_out, s->delayed_msg, sizeof s->delayed_msg))
+                          &s->delayed_out, s->delayed_msg, sizeof s->delayed_msg) ||
+        !fits(R, S, d, def))
         return refuse(R, i);
     rules_count_hit(R, i);
     if (R->res->nmatched <= MR_MATCH_MAX_RULES && R->res->nmatched > 0 &&

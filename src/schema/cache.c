@@ -254,28 +254,56 @@ static bool answer(entry *e, mr_row_key *out, uint64_t now)
     return now - e->loaded_ms >= C.ttl_ms && enqueue(e);
 }
 
+/* Under the lock: the entry of a table, made (and queued by the caller's
+ * answer) on a miss; NULL when the cache cannot take it. */
+static entry *lookup(const char *schema, const char *table)
+{
+    uint64_t h = name_hash(schema, table);
+    entry *e = find(schema, table, h);
+    if (!e)
+        e = create(schema, table, h);
+    if (e)
+        lru_front(e);
+    return e;
+}
+
 mr_key_status mr_schema_cache_row_key(const char *schema, const char *table, mr_row_key *out)
 {
     if (!C.on) {
         unknown(out, W_OFF, schema, table);
         return MR_KEY_UNKNOWN;
     }
-    uint64_t h = name_hash(schema, table), now = mr_mono_ms();
+    uint64_t now = mr_mono_ms();
     pthread_mutex_lock(&C.lock);
-    entry *e = find(schema, table, h);
-    if (!e)
-        e = create(schema, table, h);
+    entry *e = lookup(schema, table);
     bool wake = false;
-    if (e) {
-        lru_front(e);
+    if (e)
         wake = answer(e, out, now);
-    } else {
+    else
         unknown(out, W_FULL, schema, table);
-    }
     pthread_mutex_unlock(&C.lock);
     if (wake)
         mr_bgconn_wake(C.bg);
     return out->status;
+}
+
+mr_range_status mr_schema_cache_column_range(const char *schema, const char *table,
+                                             const char *column, mr_col_range *out)
+{
+    if (!C.on)
+        return MR_RANGE_UNKNOWN;
+    mr_row_key rk; /* the same loading, DDL and TTL rules as a key lookup */
+    uint64_t now = mr_mono_ms();
+    mr_range_status st = MR_RANGE_UNKNOWN;
+    pthread_mutex_lock(&C.lock);
+    entry *e = lookup(schema, table);
+    bool wake = e && answer(e, &rk, now);
+    if (e && e->loaded && !e->holds && e->desc)
+        st = mr_td_column_range(e->desc, column, out);
+    pthread_mutex_unlock(&C.lock);
+    if (wake)
+        mr_bgconn_wake(C.bg);
+    return st;
 }
 
 static mr_key_status source_row_key(void *arg, const char *schema, const char *table,
@@ -285,7 +313,15 @@ static mr_key_status source_row_key(void *arg, const char *schema, const char *t
     return mr_schema_cache_row_key(schema, table, out);
 }
 
-static const mr_schema_source source = {.row_key = source_row_key};
+static mr_range_status source_column_range(void *arg, const char *schema, const char *table,
+                                           const char *column, mr_col_range *out)
+{
+    (void)arg;
+    return mr_schema_cache_column_range(schema, table, column, out);
+}
+
+static const mr_schema_source source = {.row_key = source_row_key,
+                                        .column_range = source_column_range};
 
 const mr_schema_source *mr_schema_cache_source(void)
 {
@@ -463,12 +499,15 @@ static bool load_engine(MYSQL *db, mr_table_desc *td)
 
 static bool load_columns(MYSQL *db, mr_table_desc *td)
 {
-    MYSQL_RES *res = query(db, td, "SELECT COLUMN_NAME, IS_NULLABLE FROM "
-                           "information_schema.COLUMNS", " ORDER BY ORDINAL_POSITION");
+    MYSQL_RES *res = query(db, td, "SELECT COLUMN_NAME, IS_NULLABLE, DATA_TYPE, COLUMN_TYPE "
+                           "FROM information_schema.COLUMNS", " ORDER BY ORDINAL_POSITION");
     bool ok = res != NULL;
     MYSQL_ROW row;
-    while (ok && (row = mysql_fetch_row(res)))
+    while (ok && (row = mysql_fetch_row(res))) {
         ok = mr_td_add_column(td, row[0], row[1]);
+        if (ok)
+            mr_td_set_column_type(td, row[2], row[3]);
+    }
     mysql_free_result(res);
     return ok;
 }

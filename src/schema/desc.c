@@ -72,6 +72,22 @@ bool mr_td_add_column(mr_table_desc *td, const char *name, const char *is_nullab
     return true;
 }
 
+void mr_td_set_column_type(mr_table_desc *td, const char *data_type, const char *column_type)
+{
+    if (td->ncols)
+        mr_range_read(data_type, column_type, &td->cols[td->ncols - 1].range);
+}
+
+mr_range_status mr_td_column_range(const mr_table_desc *td, const char *column,
+                                   mr_col_range *out)
+{
+    int c = td->exists ? mr_td_column(td, column) : -1;
+    if (c < 0)
+        return MR_RANGE_NO_COLUMN;
+    *out = td->cols[c].range;
+    return out->kind == MR_RANGE_NONE ? MR_RANGE_UNKNOWN : MR_RANGE_KNOWN;
+}
+
 int mr_td_column(const mr_table_desc *td, const char *name)
 {
     for (size_t i = 0; i < td->ncols; i++)

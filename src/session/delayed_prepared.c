@@ -29,6 +29,7 @@
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/proto/stmt_execute.h"
+#include "myrewrite/schema/cache.h"
 #include "myrewrite/base/log.h"
 #include "session/session_impl.h"
 
@@ -147,6 +148,7 @@ static stmt_verdict execute(mr_session *s, struct ss_dstmt *d, const uint8_t *p,
                          ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0,
         .shard = w->id,
         .params = &ps,
+        .schema_src = mr_schema_cache_source(), /* keys of rules without one, column ranges */
         .bookmarks = &mr_bookmarks_store,
     };
     mr_rules_apply(w->rules->set, d->sql, d->len, &ctx, w->scratch, res);

@@ -48,6 +48,10 @@ void mr_schema_cache_stop(void);
 const mr_schema_source *mr_schema_cache_source(void);
 /* Non-blocking lookup (see the top of this file). */
 mr_key_status mr_schema_cache_row_key(const char *schema, const char *table, mr_row_key *out);
+/* A column's range (schema/range.h), non-blocking like the key lookup: a
+ * miss queues the table's load and answers MR_RANGE_UNKNOWN. */
+mr_range_status mr_schema_cache_column_range(const char *schema, const char *table,
+                                             const char *column, mr_col_range *out);
 /* A DDL statement in COM_QUERY text: notes the tables it changes and drops
  * them; returns a handle for mr_schema_cache_ddl_end (0: not DDL). Any thread. */
 uint64_t mr_schema_cache_ddl_begin(const char *sql, size_t len, unsigned lex_flags,

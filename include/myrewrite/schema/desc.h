@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "myrewrite/schema/range.h"
 #include "myrewrite/sql/stmt.h"
 
 #define MR_SD_NAME 65        /* 64 characters of a MySQL name + NUL */
@@ -23,6 +24,7 @@
 typedef struct mr_sd_column {
     char name[MR_SD_NAME];
     bool nullable;
+    mr_col_range range; /* kind MR_RANGE_NONE unless an integer or DECIMAL type */
 } mr_sd_column;
 
 typedef struct mr_sd_index {
@@ -63,13 +65,18 @@ typedef struct mr_row_key {
     char why[256];            /* UNKNOWN / NONE: a reason for logs and --explain */
 } mr_row_key;
 
-/* Where rules find a table's row key without blocking (the schema cache on
- * workers; a fake in unit tests). `schema` and `table` are NUL-terminated
- * names as written (unquoted). Fills *out and returns its status; a miss
- * may ask for the table to be loaded and returns MR_KEY_UNKNOWN at once. */
+/* Where rules find a table's row key and a column's range without blocking
+ * (the schema cache on workers; a fake in unit tests). `schema`, `table`
+ * and `column` are NUL-terminated names as written (unquoted). row_key
+ * fills *out and returns its status; a miss may ask for the table to be
+ * loaded and returns MR_KEY_UNKNOWN at once. column_range (NULL: never
+ * known) fills *out when it returns MR_RANGE_KNOWN; a miss is the same as
+ * row_key's and returns MR_RANGE_UNKNOWN. */
 typedef struct mr_schema_source {
     mr_key_status (*row_key)(void *arg, const char *schema, const char *table, mr_row_key *out);
     void *arg;
+    mr_range_status (*column_range)(void *arg, const char *schema, const char *table,
+                                    const char *column, mr_col_range *out);
 } mr_schema_source;
 
 /* A new, empty description (exists = false until an engine row is set);
@@ -81,6 +88,13 @@ void mr_td_set_engine(mr_table_desc *td, const char *engine);
 /* One row of information_schema.COLUMNS, in ORDINAL_POSITION order:
  * is_nullable is "YES" or "NO". False when out of memory or malformed. */
 bool mr_td_add_column(mr_table_desc *td, const char *name, const char *is_nullable);
+/* The DATA_TYPE and COLUMN_TYPE of the column added last (either may be
+ * NULL): its range when it is an integer or DECIMAL type (schema/range.h). */
+void mr_td_set_column_type(mr_table_desc *td, const char *data_type, const char *column_type);
+/* The range of a column of a loaded description: KNOWN, UNKNOWN for a type
+ * without one, NO_COLUMN when the table lacks it or does not exist. */
+mr_range_status mr_td_column_range(const mr_table_desc *td, const char *column,
+                                   mr_col_range *out);
 /* One row of information_schema.STATISTICS, in (INDEX_NAME, SEQ_IN_INDEX)
  * order: non_unique "0" or "1"; the column must have been added. False when
  * out of memory, malformed, or the column is unknown. */
