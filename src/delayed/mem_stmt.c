@@ -66,7 +66,7 @@ typedef struct rd {
     const char *text;
     const sql_token *tok;
     bool no_backslash;
-    const mr_dmem_params *params;
+    const mr_exec_params *params;
     char *err;
     size_t errlen;
 } rd;
@@ -82,7 +82,7 @@ static unsigned param_no(const sql_token *tok, uint32_t i)
 
 /* The value bound to the `?` at token i; NULL (with the message) when
  * there is none or it is NULL. */
-static const mr_dmem_param *param_at(const rd *r, uint32_t i)
+static const mr_exec_param *param_at(const rd *r, uint32_t i)
 {
     unsigned no = param_no(r->tok, i);
     if (!r->params || no >= r->params->n) {
@@ -90,8 +90,8 @@ static const mr_dmem_param *param_at(const rd *r, uint32_t i)
                         "value", no + 1);
         return NULL;
     }
-    const mr_dmem_param *p = &r->params->v[no];
-    if (p->kind == MR_DMEM_PARAM_NULL) {
+    const mr_exec_param *p = &r->params->v[no];
+    if (p->kind == MR_EXEC_PARAM_NULL) {
         mr_delayed_fail(r->err, r->errlen, "DELAYED: parameter %u is NULL; keys and values "
                         "must not be NULL", no + 1);
         return NULL;
@@ -99,9 +99,9 @@ static const mr_dmem_param *param_at(const rd *r, uint32_t i)
     return p;
 }
 
-static void put_param(mr_buf *out, const mr_dmem_param *p)
+static void put_param(mr_buf *out, const mr_exec_param *p)
 {
-    if (p->kind == MR_DMEM_PARAM_INT) {
+    if (p->kind == MR_EXEC_PARAM_INT) {
         char tmp[24];
         int n = snprintf(tmp, sizeof tmp, "%lld", (long long)p->n);
         mr_buf_put(out, tmp, (size_t)n);
@@ -203,7 +203,7 @@ static bool put_value(const rd *r, uint32_t i, uint32_t end, mr_buf *out)
         return mr_delayed_fail(err, errlen, "DELAYED in mode = memory: a string with a charset "
                                "introducer (_utf8'...', N'...') is not taken; send it plain");
     case SQL_TOK_PARAM: {
-        const mr_dmem_param *v = param_at(r, i);
+        const mr_exec_param *v = param_at(r, i);
         if (v)
             put_param(out, v);
         return v != NULL;
@@ -299,11 +299,11 @@ static bool delta_of(const rd *r, const mr_delayed_set *s, int64_t *out)
     const sql_token *t = &r->tok[s->num];
     if (t->kind != SQL_TOK_PARAM)
         return read_delta(r->text + t->off, t->len, s->minus, out);
-    const mr_dmem_param *p = param_at(r, s->num);
+    const mr_exec_param *p = param_at(r, s->num);
     if (!p)
         return false;
     bool ok = true;
-    if (p->kind == MR_DMEM_PARAM_INT)
+    if (p->kind == MR_EXEC_PARAM_INT)
         *out = p->n;
     else
         ok = whole(p->p, p->len) && read_delta(p->p, p->len, false, out);
@@ -362,7 +362,7 @@ static bool read_ops(const rd *r, const mr_delayed_stmt *d, const mr_delayed_def
 
 bool mr_dmem_read_stmt(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
                        const mr_delayed_def *def, bool no_backslash,
-                       const mr_dmem_params *params, mr_dmem_batch *b, char *err,
+                       const mr_exec_params *params, mr_dmem_batch *b, char *err,
                        size_t errlen)
 {
     int col[MR_DELAYED_MAX_TERMS], key[MR_DELAYED_MAX_TERMS];

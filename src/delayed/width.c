@@ -30,21 +30,21 @@ static unsigned param_no(const sql_token *tok, uint32_t i)
 }
 
 /* The executed value of the `?` at token i, when the proxy has it. */
-static void from_param(const sql_token *tok, uint32_t i, const mr_dmem_params *params,
+static void from_param(const sql_token *tok, uint32_t i, const mr_exec_params *params,
                        value *v)
 {
     unsigned no = param_no(tok, i);
     if (!params || no >= params->n)
         return;
-    const mr_dmem_param *p = &params->v[no];
+    const mr_exec_param *p = &params->v[no];
     v->param = (int)no + 1;
-    if (p->kind == MR_DMEM_PARAM_INT) {
+    if (p->kind == MR_EXEC_PARAM_INT) {
         v->neg = p->n < 0;
         uint64_t mag = v->neg ? (uint64_t)(-(p->n + 1)) + 1 : (uint64_t)p->n;
         v->n = (size_t)snprintf(v->buf, sizeof v->buf, "%" PRIu64, mag);
         v->p = v->buf;
         v->known = true;
-    } else if (p->kind == MR_DMEM_PARAM_TEXT && p->len) {
+    } else if (p->kind == MR_EXEC_PARAM_TEXT && p->len) {
         v->neg = p->p[0] == '-';
         v->p = p->p + v->neg;
         v->n = p->len - v->neg;
@@ -54,7 +54,7 @@ static void from_param(const sql_token *tok, uint32_t i, const mr_dmem_params *p
 
 /* The value at token i: a number (after a `-` for a SET literal), or a `?`. */
 static void value_at(const char *text, const sql_token *tok, uint32_t i,
-                     const mr_dmem_params *params, value *v)
+                     const mr_exec_params *params, value *v)
 {
     memset(v, 0, sizeof *v);
     if (tok[i].kind == SQL_TOK_OP) { /* the `-` of `SET col = -N` */
@@ -95,7 +95,7 @@ static bool refuse(const mr_delayed_def *def, const char *col, const mr_col_rang
 /* One term: false (with the refusal) only when its value is known not to fit. */
 static bool term_fits(const char *text, const sql_token *tok, const mr_delayed_set *s,
                       const mr_delayed_def *def, const mr_schema_source *src,
-                      const mr_dmem_params *params, char *err, size_t errlen)
+                      const mr_exec_params *params, char *err, size_t errlen)
 {
     char col[MR_SD_NAME];
     value v;
@@ -111,7 +111,7 @@ static bool term_fits(const char *text, const sql_token *tok, const mr_delayed_s
 
 bool mr_delayed_widths_fit(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
                            const mr_delayed_def *def, const mr_schema_source *src,
-                           const mr_dmem_params *params, char *err, size_t errlen)
+                           const mr_exec_params *params, char *err, size_t errlen)
 {
     if (!src || !src->column_range)
         return true;

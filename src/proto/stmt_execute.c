@@ -52,7 +52,7 @@ static uint64_t le(const uint8_t *b, unsigned n)
 }
 
 /* A fixed-size integer of n bytes, signed unless the type's unsigned flag is set. */
-static bool int_value(cursor *c, unsigned n, bool is_unsigned, mr_dmem_param *out, char *buf)
+static bool int_value(cursor *c, unsigned n, bool is_unsigned, mr_exec_param *out, char *buf)
 {
     const uint8_t *b;
     if (!take(c, n, &b))
@@ -60,7 +60,7 @@ static bool int_value(cursor *c, unsigned n, bool is_unsigned, mr_dmem_param *ou
     uint64_t u = le(b, n);
     if (is_unsigned) {
         if (u > INT64_MAX) { /* written out: it fits no delta, but may be a key */
-            out->kind = MR_DMEM_PARAM_TEXT;
+            out->kind = MR_EXEC_PARAM_TEXT;
             out->len = (uint32_t)snprintf(buf, 32, "%llu", (unsigned long long)u);
             out->p = buf;
             return true;
@@ -70,12 +70,12 @@ static bool int_value(cursor *c, unsigned n, bool is_unsigned, mr_dmem_param *ou
         unsigned shift = 64 - 8 * n;
         out->n = (int64_t)(u << shift) >> shift; /* sign-extend */
     }
-    out->kind = MR_DMEM_PARAM_INT;
+    out->kind = MR_EXEC_PARAM_INT;
     return true;
 }
 
 /* DATE / DATETIME / TIMESTAMP as 'YYYY-MM-DD[ HH:MM:SS[.ffffff]]'. */
-static bool date_value(cursor *c, mr_dmem_param *out, char *buf)
+static bool date_value(cursor *c, mr_exec_param *out, char *buf)
 {
     const uint8_t *n, *b;
     if (!take(c, 1, &n) || (n[0] != 0 && n[0] != 4 && n[0] != 7 && n[0] != 11) ||
@@ -87,7 +87,7 @@ static bool date_value(cursor *c, mr_dmem_param *out, char *buf)
         len += snprintf(buf + len, 32 - (size_t)len, " %02u:%02u:%02u", b[4], b[5], b[6]);
     if (n[0] == 11)
         len += snprintf(buf + len, 32 - (size_t)len, ".%06u", (unsigned)le(b + 7, 4));
-    out->kind = MR_DMEM_PARAM_TEXT;
+    out->kind = MR_EXEC_PARAM_TEXT;
     out->p = buf;
     out->len = (uint32_t)len;
     return true;
@@ -95,7 +95,7 @@ static bool date_value(cursor *c, mr_dmem_param *out, char *buf)
 
 /* One value of the given type; false when the packet is short or the type
  * is not one a key or a delta can be. */
-static bool value(cursor *c, uint8_t type, bool is_unsigned, mr_dmem_param *out, char *buf)
+static bool value(cursor *c, uint8_t type, bool is_unsigned, mr_exec_param *out, char *buf)
 {
     const uint8_t *b;
     uint64_t n;
@@ -115,7 +115,7 @@ static bool value(cursor *c, uint8_t type, bool is_unsigned, mr_dmem_param *out,
         } else {
             memcpy(&v, b, 8);
         }
-        out->kind = MR_DMEM_PARAM_TEXT;
+        out->kind = MR_EXEC_PARAM_TEXT;
         out->len = (uint32_t)snprintf(buf, 32, "%.17g", v);
         out->p = buf;
         return true;
@@ -125,7 +125,7 @@ static bool value(cursor *c, uint8_t type, bool is_unsigned, mr_dmem_param *out,
     case 251: case 252: case 253: case 254:                  /* strings, decimals, blobs */
         if (!lenenc(c, &n) || n > UINT32_MAX || !take(c, (size_t)n, &b))
             return false;
-        out->kind = MR_DMEM_PARAM_TEXT;
+        out->kind = MR_EXEC_PARAM_TEXT;
         out->p = (const char *)b;
         out->len = (uint32_t)n;
         return true;
@@ -134,7 +134,7 @@ static bool value(cursor *c, uint8_t type, bool is_unsigned, mr_dmem_param *out,
 }
 
 const char *mr_exec_params_read(const uint8_t *body, size_t n, unsigned nparams, unsigned want,
-                                uint8_t *types, bool *have_types, mr_dmem_param *out,
+                                uint8_t *types, bool *have_types, mr_exec_param *out,
                                 char (*bufs)[32])
 {
     cursor c = {body, n};
@@ -152,7 +152,7 @@ const char *mr_exec_params_read(const uint8_t *body, size_t n, unsigned nparams,
         return "COM_STMT_EXECUTE bound no parameter types";
     }
     for (unsigned i = 0; i < want && i < nparams; i++) {
-        out[i] = (mr_dmem_param){.kind = MR_DMEM_PARAM_NULL};
+        out[i] = (mr_exec_param){.kind = MR_EXEC_PARAM_NULL};
         if (nulls[i / 8] & (1u << (i % 8)))
             continue;
         if (!value(&c, types[2 * i], (types[2 * i + 1] & 0x80) != 0, &out[i], bufs[i]))

@@ -128,7 +128,7 @@ static stmt_verdict refuse(mr_session *s, const char *msg)
  * original text, and the batch goes into the shard. */
 static stmt_verdict execute(mr_session *s, struct ss_dstmt *d, const uint8_t *p, size_t n)
 {
-    mr_dmem_param params[MAX_PARAMS];
+    mr_exec_param params[MAX_PARAMS];
     char bufs[MAX_PARAMS][32];                /* numbers and dates written out */
     if (d->long_data)
         return refuse(s, "DELAYED in mode = memory: parameters sent with "
@@ -137,7 +137,7 @@ static stmt_verdict execute(mr_session *s, struct ss_dstmt *d, const uint8_t *p,
                                           d->nparams, d->types, &d->have_types, params, bufs);
     if (bad)
         return refuse(s, bad);
-    mr_dmem_params ps = {params, d->nparams};
+    mr_exec_params ps = {params, d->nparams};
     mr_worker *w = s->w;
     mr_match_result *res = &w->match;
     mr_stmt_ctx ctx = {

@@ -114,18 +114,18 @@ static ss_pnote *find(mr_session *s, uint32_t id)
 /* The offset an execute binds, when it can be read as a whole number. */
 static bool offset_of(ss_pguard *g, const uint8_t *p, size_t n, uint64_t *off)
 {
-    mr_dmem_param v[MR_EXEC_MAX_PARAMS];
+    mr_exec_param v[MR_EXEC_MAX_PARAMS];
     char bufs[MR_EXEC_MAX_PARAMS][32];
     if (n < MR_EXEC_HEADER || mr_exec_params_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER,
                                                   g->nparams, g->param + 1, g->types,
                                                   &g->have_types, v, bufs))
         return false;
-    const mr_dmem_param *o = &v[g->param];
-    if (o->kind == MR_DMEM_PARAM_INT) {
+    const mr_exec_param *o = &v[g->param];
+    if (o->kind == MR_EXEC_PARAM_INT) {
         *off = o->n < 0 ? 0 : (uint64_t)o->n;
         return o->n >= 0;
     }
-    if (o->kind != MR_DMEM_PARAM_TEXT || o->len == 0 || o->len > 20)
+    if (o->kind != MR_EXEC_PARAM_TEXT || o->len == 0 || o->len > 20)
         return false;
     uint64_t x = 0;
     for (uint32_t i = 0; i < o->len; i++) {

@@ -178,11 +178,11 @@ static void prepared(void **state)
     assert_true(res.dmem_prepare);
     assert_int_equal(res.dmem_nparams, 4);
     expect_sent(rs, &prep, "DELETE DELAYED FROM counters WHERE id = 5", MR_ACT_REWRITE, "DO 0");
-    mr_dmem_param v[4] = {{.kind = MR_DMEM_PARAM_INT, .n = 7},
-                          {.kind = MR_DMEM_PARAM_TEXT, .p = "a'b", .len = 3},
-                          {.kind = MR_DMEM_PARAM_INT, .n = -3},
-                          {.kind = MR_DMEM_PARAM_TEXT, .p = "9", .len = 1}};
-    mr_dmem_params ps = {v, 4};
+    mr_exec_param v[4] = {{.kind = MR_EXEC_PARAM_INT, .n = 7},
+                          {.kind = MR_EXEC_PARAM_TEXT, .p = "a'b", .len = 3},
+                          {.kind = MR_EXEC_PARAM_INT, .n = -3},
+                          {.kind = MR_EXEC_PARAM_TEXT, .p = "9", .len = 1}};
+    mr_exec_params ps = {v, 4};
     mr_stmt_ctx exec = prep;
     exec.params = &ps;
     const mr_dmem_batch *b = NULL;
@@ -193,12 +193,12 @@ static void prepared(void **state)
     assert_int_equal(b->ops[1].op, MR_DMEM_SET_TEXT);
     assert_memory_equal(b->text.data + b->ops[1].off, "a'b", 3);
     assert_string_equal(tuples(b, 1), "-3;9;");
-    v[0] = (mr_dmem_param){.kind = MR_DMEM_PARAM_TEXT, .p = "2.5", .len = 3};
+    v[0] = (mr_exec_param){.kind = MR_EXEC_PARAM_TEXT, .p = "2.5", .len = 3};
     apply_ctx(rs, sql, &exec, s, &res);
     assert_int_equal(res.action, MR_ACT_BLOCK);
     assert_non_null(strstr(res.message, "parameter 1 is not a whole number"));
-    v[0] = (mr_dmem_param){.kind = MR_DMEM_PARAM_INT, .n = 1};
-    v[3] = (mr_dmem_param){.kind = MR_DMEM_PARAM_NULL};
+    v[0] = (mr_exec_param){.kind = MR_EXEC_PARAM_INT, .n = 1};
+    v[3] = (mr_exec_param){.kind = MR_EXEC_PARAM_NULL};
     apply_ctx(rs, sql, &exec, s, &res);
     assert_int_equal(res.action, MR_ACT_BLOCK);
     assert_non_null(strstr(res.message, "parameter 4 is NULL"));

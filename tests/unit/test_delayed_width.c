@@ -237,10 +237,10 @@ static void memory(void **state)
             "the delta 8589934592 is wider");
     const char *sql = "UPDATE DELAYED m SET n = n - ?, t = ? WHERE id = ?";
     accepted(rs, &prep, sql, MR_ACT_REWRITE);
-    mr_dmem_param v[3] = {{.kind = MR_DMEM_PARAM_INT, .n = INT64_MIN},
-                          {.kind = MR_DMEM_PARAM_INT, .n = 1},
-                          {.kind = MR_DMEM_PARAM_INT, .n = 1}};
-    mr_dmem_params ps = {v, 3};
+    mr_exec_param v[3] = {{.kind = MR_EXEC_PARAM_INT, .n = INT64_MIN},
+                          {.kind = MR_EXEC_PARAM_INT, .n = 1},
+                          {.kind = MR_EXEC_PARAM_INT, .n = 1}};
+    mr_exec_params ps = {v, 3};
     mr_stmt_ctx exec = prep;
     exec.params = &ps;
     v[0].n = 4294967296;
@@ -249,9 +249,9 @@ static void memory(void **state)
     accepted(rs, &exec, sql, MR_ACT_DELAYED_MEMORY);
     v[1].n = -129;
     refused(rs, &exec, sql, "SET t = -129 (parameter 2) is out of range for column t");
-    v[1] = (mr_dmem_param){.kind = MR_DMEM_PARAM_TEXT, .p = "300", .len = 3};
+    v[1] = (mr_exec_param){.kind = MR_EXEC_PARAM_TEXT, .p = "300", .len = 3};
     refused(rs, &exec, sql, "SET t = 300 (parameter 2) is out of range");
-    v[1] = (mr_dmem_param){.kind = MR_DMEM_PARAM_TEXT, .p = "-12", .len = 3};
+    v[1] = (mr_exec_param){.kind = MR_EXEC_PARAM_TEXT, .p = "-12", .len = 3};
     accepted(rs, &exec, sql, MR_ACT_DELAYED_MEMORY);
     mr_ruleset_free(rs);
 }

@@ -52,7 +52,7 @@ static void bound_and_reused(void **state)
     (void)state;
     uint8_t types[6];
     bool have = false;
-    mr_dmem_param v[3];
+    mr_exec_param v[3];
     char bufs[3][32];
     pkt p = three(false);
     assert_string_equal(mr_exec_params_read(p.b, p.n, 3, 3, types, &have, v, bufs),
@@ -60,17 +60,17 @@ static void bound_and_reused(void **state)
     p = three(true);
     assert_null(mr_exec_params_read(p.b, p.n, 3, 3, types, &have, v, bufs));
     assert_true(have);
-    assert_int_equal(v[0].kind, MR_DMEM_PARAM_INT);
+    assert_int_equal(v[0].kind, MR_EXEC_PARAM_INT);
     assert_int_equal(v[0].n, -7);
-    assert_int_equal(v[1].kind, MR_DMEM_PARAM_TEXT);
+    assert_int_equal(v[1].kind, MR_EXEC_PARAM_TEXT);
     assert_int_equal(v[1].len, 3);
     assert_memory_equal(v[1].p, "abc", 3);
-    assert_int_equal(v[2].kind, MR_DMEM_PARAM_NULL);
+    assert_int_equal(v[2].kind, MR_EXEC_PARAM_NULL);
     p = three(false); /* the types of the execute before */
     memset(v, 0xff, sizeof v);
     assert_null(mr_exec_params_read(p.b, p.n, 3, 3, types, &have, v, bufs));
     assert_int_equal(v[0].n, -7);
-    assert_int_equal(v[2].kind, MR_DMEM_PARAM_NULL);
+    assert_int_equal(v[2].kind, MR_EXEC_PARAM_NULL);
 }
 
 static void leading_only_and_short(void **state)
@@ -78,7 +78,7 @@ static void leading_only_and_short(void **state)
     (void)state;
     uint8_t types[6];
     bool have = false;
-    mr_dmem_param v[3];
+    mr_exec_param v[3];
     char bufs[3][32];
     pkt p = three(true);
     /* the first alone: the rest is not read, so a cut after it does not matter */
@@ -94,7 +94,7 @@ static void widths_and_text(void **state)
     (void)state;
     uint8_t types[10];
     bool have = false;
-    mr_dmem_param v[5];
+    mr_exec_param v[5];
     char bufs[5][32];
     pkt p = {.n = 0};
     put1(&p, 0);
@@ -112,9 +112,9 @@ static void widths_and_text(void **state)
     assert_int_equal(v[0].n, -2);
     assert_int_equal(v[1].n, 65535);
     assert_int_equal(v[2].n, INT32_MIN);
-    assert_int_equal(v[3].kind, MR_DMEM_PARAM_TEXT);
+    assert_int_equal(v[3].kind, MR_EXEC_PARAM_TEXT);
     assert_memory_equal(v[3].p, "18446744073709551615", v[3].len);
-    assert_int_equal(v[4].kind, MR_DMEM_PARAM_TEXT);
+    assert_int_equal(v[4].kind, MR_EXEC_PARAM_TEXT);
     assert_memory_equal(v[4].p, "2.5", v[4].len);
 }
 

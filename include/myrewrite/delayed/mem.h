@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "myrewrite/base/buf.h"
+#include "myrewrite/proto/stmt_execute.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/base/proxy.h"
 #include "myrewrite/rules/rules.h"
@@ -68,26 +69,6 @@ typedef struct mr_dmem_batch {
 size_t mr_dmem_columns(const mr_delayed_def *def);
 const char *mr_dmem_column(const mr_delayed_def *def, size_t i);
 
-/* The values of a prepared statement's `?`, in order, from its
- * COM_STMT_EXECUTE (decoded by the session, session/delayed_prepared.c). */
-typedef enum mr_dmem_param_kind {
-    MR_DMEM_PARAM_NULL,
-    MR_DMEM_PARAM_INT,  /* n */
-    MR_DMEM_PARAM_TEXT, /* p, len: a string, or a number or date written out */
-} mr_dmem_param_kind;
-
-typedef struct mr_dmem_param {
-    uint8_t kind;       /* mr_dmem_param_kind */
-    int64_t n;
-    const char *p;
-    uint32_t len;
-} mr_dmem_param;
-
-typedef struct mr_dmem_params {
-    const mr_dmem_param *v;
-    unsigned n;
-} mr_dmem_params;
-
 /* Reads a parsed DELAYED statement (d, from mr_delayed_parse) for a
  * memory-mode rule into b (reset first), a `?` taking its value from
  * params (NULL: a `?` is refused). False with a message in err when it
@@ -95,7 +76,7 @@ typedef struct mr_dmem_params {
  * sql_mode. Pure, any thread. */
 bool mr_dmem_read_stmt(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
                        const mr_delayed_def *def, bool no_backslash,
-                       const mr_dmem_params *params, mr_dmem_batch *b, char *err,
+                       const mr_exec_params *params, mr_dmem_batch *b, char *err,
                        size_t errlen);
 void mr_dmem_batch_free(mr_dmem_batch *b);
 

@@ -27,6 +27,6 @@
  * False with the refusal in err when a value cannot fit. */
 bool mr_delayed_widths_fit(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
                            const mr_delayed_def *def, const mr_schema_source *src,
-                           const mr_dmem_params *params, char *err, size_t errlen);
+                           const mr_exec_params *params, char *err, size_t errlen);
 
 #endif

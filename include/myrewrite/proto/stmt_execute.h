@@ -14,7 +14,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "myrewrite/delayed/mem.h" /* mr_dmem_param */
+/* The values of a prepared statement's `?`, in order, from its
+ * COM_STMT_EXECUTE. */
+typedef enum mr_exec_param_kind {
+    MR_EXEC_PARAM_NULL,
+    MR_EXEC_PARAM_INT,  /* n */
+    MR_EXEC_PARAM_TEXT, /* p, len: a string, or a number or date written out */
+} mr_exec_param_kind;
+
+typedef struct mr_exec_param {
+    uint8_t kind;       /* mr_exec_param_kind */
+    int64_t n;
+    const char *p;
+    uint32_t len;
+} mr_exec_param;
+
+typedef struct mr_exec_params {
+    const mr_exec_param *v;
+    unsigned n;
+} mr_exec_params;
 
 #define MR_EXEC_MAX_PARAMS 256 /* parameters a statement may have for these decisions */
 #define MR_EXEC_HEADER 10      /* command, statement id, flags, iteration count */
@@ -26,7 +44,7 @@
  * one statement, since an execute that binds none uses the last ones.
  * NULL on success, else what is wrong (static text). */
 const char *mr_exec_params_read(const uint8_t *body, size_t n, unsigned nparams, unsigned want,
-                                uint8_t *types, bool *have_types, mr_dmem_param *out,
+                                uint8_t *types, bool *have_types, mr_exec_param *out,
                                 char (*bufs)[32]);
 
 #endif

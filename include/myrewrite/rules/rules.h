@@ -237,7 +237,7 @@ typedef struct mr_stmt_ctx {
     /* row keys of tables, for paginate and delayed rules without `key`
      * (schema/desc.h; the schema cache on workers); NULL: none known */
     const struct mr_schema_source *schema_src;
-    const struct mr_dmem_params *params; /* prepared: the values of a COM_STMT_EXECUTE,
+    const struct mr_exec_params *params; /* prepared: the values of a COM_STMT_EXECUTE,
                            when the text is a memory-mode DELAYED statement's; else NULL */
     /* The session's client character set when the lexer cannot read it
      * (sql/charset_guard.h): only block rules run, DELAYED is refused. NULL: all rules. */
