@@ -34,7 +34,6 @@
 #include "myrewrite/sql/quote.h"
 #include "delayed/flush_impl.h"
 
-#define KEYS_PER_STATEMENT 500  /* keys per UPDATE ... JOIN, upsert or DELETE */
 #define SEQS_PER_STATEMENT 5000 /* staged rows per DELETE FROM staging */
 #define IDLE_MS 60000
 #define SETUP_RETRY_MS 10000    /* a table whose check failed is checked again after this */
@@ -248,9 +247,7 @@ static bool tables_from(tables *ts, const mr_ruleset *rs)
 
 static void put_table(mr_buf *b, const char *schema, const char *name)
 {
-    mr_sql_put_ident(b, schema);
-    mr_buf_put(b, ".", 1);
-    mr_sql_put_ident(b, name);
+    dchunk_put_table(b, schema, name);
 }
 
 static void put_fmt(mr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -543,46 +540,6 @@ bool dflush_setup_table(MYSQL *db, table *t)
 
 /* ---- one chunk: read and aggregate ----------------------------------------------- */
 
-/* A set column's value as an SQL literal in the arena ("NULL", '...', or
- * the bare digits of a counter column's value). */
-typedef struct lit {
-    size_t off, len;
-} lit;
-
-/* One staged row: its key as SQL literals ("'1', 'a'") in the arena. */
-typedef struct staged {
-    uint64_t seq;
-    size_t koff, klen;
-    int64_t *delta;  /* ncolumns values */
-    lit *val;        /* nset_columns values (those in mask) */
-    uint64_t mask;   /* set_mask: bit s sets set_columns[s] */
-    bool del;
-} staged;
-
-/* A key's net effect within the chunk. */
-typedef struct net {
-    size_t koff, klen;
-    int64_t *delta;  /* sums of the adds after the last delete (and after the last set
-                        of a counter that is also a set column) */
-    lit *val;        /* the last value set per set column (those in mask) */
-    uint64_t mask;   /* set columns set after the last delete */
-    bool del;        /* delete the row (before the adds) */
-    bool add;        /* an add follows the last delete (or there is no delete) */
-    size_t nrows;    /* staged rows of the key in the chunk */
-    bool overflow;   /* its deltas sum past BIGINT: refused without asking the server */
-} net;
-
-typedef struct chunk {
-    MYSQL_RES *res;
-    mr_buf arena;     /* key literals, set values */
-    staged *rows;
-    size_t nrows;
-    int64_t *deltas;  /* nrows * ncolumns, then nkeys * ncolumns sums */
-    lit *vals;        /* nrows * nset_columns, then nkeys * nset_columns */
-    net *keys;
-    size_t nkeys;
-} chunk;
-
 static void chunk_free(chunk *c)
 {
     mysql_free_result(c->res);
@@ -620,15 +577,6 @@ static bool read_rows(MYSQL *db, const table *t, chunk *c)
     return ok && (c->res = mysql_store_result(db)) != NULL;
 }
 
-/* Index of set column s among the counters, or -1 (a set-only column). */
-static int counter_of(const table *t, size_t s)
-{
-    for (size_t j = 0; j < t->def.ncolumns; j++)
-        if (strcasecmp(t->def.columns[j], t->def.set_columns[s]) == 0)
-            return (int)j;
-    return -1;
-}
-
 /* A whole number as the server prints an integer column: -?[0-9]+ */
 static bool is_integer_text(const char *v, size_t n)
 {
@@ -649,7 +597,7 @@ static void load_value(MYSQL *db, const table *t, chunk *c, size_t s, const char
     out->off = c->arena.len;
     if (!v)
         mr_buf_put_str(&c->arena, "NULL");
-    else if (counter_of(t, s) >= 0 && is_integer_text(v, n))
+    else if (dchunk_counter_of(t, s) >= 0 && is_integer_text(v, n))
         mr_buf_put(&c->arena, v, n);
     else
         mr_sql_put_literal_n(&c->arena, v, n);
@@ -704,84 +652,7 @@ static bool load_rows(MYSQL *db, const table *t, chunk *c)
     return !c->arena.failed;
 }
 
-static const char *sort_arena; /* the chunk being sorted (flusher thread only) */
-
-static int by_key_then_seq(const void *a, const void *b)
-{
-    const staged *x = a, *y = b;
-    size_t n = x->klen < y->klen ? x->klen : y->klen;
-    int c = memcmp(sort_arena + x->koff, sort_arena + y->koff, n);
-    if (c || x->klen != y->klen)
-        return c ? c : (x->klen < y->klen ? -1 : 1);
-    return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
-/* A staged row's sets: each value replaces the key's last one, and a set
- * of a counter drops the adds before it (last set + adds after it). */
-static void apply_sets(const table *t, net *k, const staged *s)
-{
-    for (size_t j = 0; j < t->def.nset_columns; j++) {
-        if (!(s->mask & (1ull << j)))
-            continue;
-        k->val[j] = s->val[j];
-        int ci = counter_of(t, j);
-        if (ci >= 0)
-            k->delta[ci] = 0;
-    }
-    k->mask |= s->mask;
-}
-
-/* Per key, in seq order: a delete drops what came before it. */
-static void aggregate(const table *t, chunk *c)
-{
-    size_t nc = t->def.ncolumns, ns = t->def.nset_columns;
-    sort_arena = (const char *)c->arena.data;
-    qsort(c->rows, c->nrows, sizeof *c->rows, by_key_then_seq);
-    int64_t *sums = &c->deltas[c->nrows * nc];
-    lit *vals = &c->vals[c->nrows * ns];
-    for (size_t i = 0; i < c->nrows; i++) {
-        const staged *s = &c->rows[i];
-        net *k = c->nkeys ? &c->keys[c->nkeys - 1] : NULL;
-        if (!k || k->klen != s->klen || memcmp(c->arena.data + k->koff, c->arena.data + s->koff,
-                                               s->klen) != 0) {
-            k = &c->keys[c->nkeys];
-            *k = (net){.koff = s->koff, .klen = s->klen, .delta = &sums[c->nkeys * nc],
-                       .val = &vals[c->nkeys * ns]};
-            c->nkeys++;
-        }
-        k->nrows++;
-        if (s->del) {
-            k->del = true;
-            k->add = false;
-            k->mask = 0;
-            k->overflow = false;
-            memset(k->delta, 0, nc * sizeof *k->delta);
-            continue;
-        }
-        k->add = true;
-        apply_sets(t, k, s);
-        for (size_t j = 0; j < nc; j++)
-            k->overflow |= __builtin_add_overflow(k->delta[j], s->delta[j], &k->delta[j]);
-    }
-}
-
 /* ---- one chunk: apply -------------------------------------------------------------- */
-
-static void put_key_tuple(mr_buf *b, const chunk *c, const net *k)
-{
-    mr_buf_put(b, "(", 1);
-    mr_buf_put(b, c->arena.data + k->koff, k->klen);
-    mr_buf_put(b, ")", 1);
-}
-
-static void put_key_names(mr_buf *b, const table *t)
-{
-    for (size_t i = 0; i < t->def.nkeys; i++) {
-        if (i)
-            mr_buf_put(b, ", ", 2);
-        mr_sql_put_ident(b, t->def.keys[i]);
-    }
-}
 
 /* DELETE FROM main WHERE (keys) IN ((...), ...) for the deleted keys. */
 static bool apply_deletes(MYSQL *db, const table *t, const chunk *c)
@@ -792,7 +663,7 @@ static bool apply_deletes(MYSQL *db, const table *t, const chunk *c)
         mr_buf_put_str(&b, t->locked ? "DELETE LOW_PRIORITY FROM " : "DELETE FROM ");
         put_table(&b, t->def.schema, t->def.table);
         mr_buf_put_str(&b, " WHERE (");
-        put_key_names(&b, t);
+        dchunk_put_key_names(&b, t);
         mr_buf_put_str(&b, ") IN (");
         size_t n = 0;
         for (; at < c->nkeys && n < KEYS_PER_STATEMENT; at++) {
@@ -800,7 +671,7 @@ static bool apply_deletes(MYSQL *db, const table *t, const chunk *c)
                 continue;
             if (n++)
                 mr_buf_put(&b, ", ", 2);
-            put_key_tuple(&b, c, &c->keys[at]);
+            dchunk_put_key_tuple(&b, c, &c->keys[at]);
         }
         mr_buf_put(&b, ")", 1);
         bool ok = !n || exec_buf(db, &b, t, "deleting rows");
@@ -810,192 +681,6 @@ static bool apply_deletes(MYSQL *db, const table *t, const chunk *c)
         mr_stat_add(&D.stats.keys, n);
     }
     return true;
-}
-
-/* Is key k's add applied, and by an upsert? */
-static bool wants_add(const table *t, const net *k)
-{
-    return k->add && (!k->del || t->def.missing == MR_DELAYED_MISSING_INSERT);
-}
-
-/* Index of counter j among the set columns when the mask sets it, or -1. */
-static int set_in_mask(const table *t, size_t j, uint64_t mask)
-{
-    for (size_t s = 0; s < t->def.nset_columns; s++)
-        if ((mask & (1ull << s)) && strcasecmp(t->def.set_columns[s], t->def.columns[j]) == 0)
-            return (int)s;
-    return -1;
-}
-
-/* Is set column s one that no counter shares? */
-static bool set_only(const table *t, size_t s)
-{
-    return counter_of(t, s) < 0;
-}
-
-static void put_lit(mr_buf *b, const chunk *c, const lit *v)
-{
-    mr_buf_put(b, c->arena.data + v->off, v->len);
-}
-
-/* Counter j's value for key k: its delta, or (last set value) + the adds
- * after it when the mask sets it. */
-static void put_counter_value(mr_buf *b, const table *t, const chunk *c, const net *k, size_t j,
-                              uint64_t mask)
-{
-    int s = set_in_mask(t, j, mask);
-    if (s < 0) {
-        put_fmt(b, "%" PRId64, k->delta[j]);
-        return;
-    }
-    mr_buf_put(b, "(", 1);
-    put_lit(b, c, &k->val[s]);
-    put_fmt(b, ") + %" PRId64, k->delta[j]);
-}
-
-/* The derived table's first row names its columns: SELECT k AS `key`, ... */
-static void put_first_select(mr_buf *b, const table *t, const chunk *c, const net *k)
-{
-    mr_buf_put_str(b, "SELECT ");
-    const char *v = (const char *)c->arena.data + k->koff;
-    size_t left = k->klen;
-    for (size_t i = 0; i < t->def.nkeys; i++) {
-        /* the literals are 'escaped' strings joined by ", " */
-        size_t len = 1;
-        while (len < left && v[len] != '\'')
-            len += v[len] == '\\' ? 2 : 1;
-        mr_buf_put(b, v, len + 1);
-        mr_buf_put_str(b, " AS ");
-        mr_sql_put_ident(b, t->def.keys[i]);
-        mr_buf_put(b, ", ", 2);
-        v += len + 1 + 2;
-        left = left > len + 3 ? left - len - 3 : 0;
-    }
-    for (size_t j = 0; j < t->def.ncolumns; j++) {
-        if (j)
-            mr_buf_put(b, ", ", 2);
-        put_counter_value(b, t, c, k, j, k->mask);
-        mr_buf_put_str(b, " AS ");
-        mr_sql_put_ident(b, t->def.columns[j]);
-    }
-    for (size_t s = 0; s < t->def.nset_columns; s++)
-        if ((k->mask & (1ull << s)) && set_only(t, s)) {
-            mr_buf_put(b, ", ", 2);
-            put_lit(b, c, &k->val[s]);
-            mr_buf_put_str(b, " AS ");
-            put_set_ident(b, t->def.set_columns[s]);
-        }
-}
-
-/* The values of a later row: counters, then the set-only columns of the mask. */
-static void put_values(mr_buf *b, const table *t, const chunk *c, const net *k)
-{
-    for (size_t j = 0; j < t->def.ncolumns; j++) {
-        mr_buf_put(b, ", ", 2);
-        put_counter_value(b, t, c, k, j, k->mask);
-    }
-    for (size_t s = 0; s < t->def.nset_columns; s++)
-        if ((k->mask & (1ull << s)) && set_only(t, s)) {
-            mr_buf_put(b, ", ", 2);
-            put_lit(b, c, &k->val[s]);
-        }
-}
-
-/* UPDATE main AS m JOIN (SELECT ... UNION ALL ...) AS d USING (keys)
- * SET m.c = m.c + d.c: rows without a delta are not touched. */
-static void build_update(mr_buf *b, const table *t, const chunk *c, uint64_t mask, size_t *at,
-                         size_t *n)
-{
-    mr_buf_put_str(b, t->locked ? "UPDATE LOW_PRIORITY " : "UPDATE ");
-    put_table(b, t->def.schema, t->def.table);
-    mr_buf_put_str(b, " AS `m` JOIN (");
-    for (; *at < c->nkeys && *n < KEYS_PER_STATEMENT; (*at)++) {
-        const net *k = &c->keys[*at];
-        if (!wants_add(t, k) || k->mask != mask)
-            continue;
-        if ((*n)++) {
-            mr_buf_put_str(b, " UNION ALL SELECT ");
-            mr_buf_put(b, c->arena.data + k->koff, k->klen);
-            put_values(b, t, c, k);
-        } else {
-            put_first_select(b, t, c, k);
-        }
-    }
-    mr_buf_put_str(b, ") AS `d` USING (");
-    put_key_names(b, t);
-    mr_buf_put_str(b, ") SET ");
-    for (size_t j = 0; j < t->def.ncolumns; j++) {
-        const char *col = t->def.columns[j];
-        mr_buf_put_str(b, j ? ", `m`." : "`m`.");
-        mr_sql_put_ident(b, col);
-        if (set_in_mask(t, j, mask) < 0) {
-            mr_buf_put_str(b, " = `m`.");
-            mr_sql_put_ident(b, col);
-            mr_buf_put_str(b, " + `d`.");
-        } else {
-            mr_buf_put_str(b, " = `d`.");
-        }
-        mr_sql_put_ident(b, col);
-    }
-    for (size_t s = 0; s < t->def.nset_columns; s++)
-        if ((mask & (1ull << s)) && set_only(t, s)) {
-            mr_buf_put_str(b, ", `m`.");
-            mr_sql_put_ident(b, t->def.set_columns[s]);
-            mr_buf_put_str(b, " = `d`.");
-            put_set_ident(b, t->def.set_columns[s]);
-        }
-}
-
-/* INSERT INTO main (keys, cols) VALUES ... ON DUPLICATE KEY UPDATE c = c + VALUES(c). */
-static void build_upsert(mr_buf *b, const table *t, const chunk *c, uint64_t mask, size_t *at,
-                         size_t *n)
-{
-    mr_buf_put_str(b, "INSERT INTO ");
-    put_table(b, t->def.schema, t->def.table);
-    mr_buf_put_str(b, " (");
-    put_key_names(b, t);
-    for (size_t j = 0; j < t->def.ncolumns; j++) {
-        mr_buf_put(b, ", ", 2);
-        mr_sql_put_ident(b, t->def.columns[j]);
-    }
-    for (size_t s = 0; s < t->def.nset_columns; s++)
-        if ((mask & (1ull << s)) && set_only(t, s)) {
-            mr_buf_put(b, ", ", 2);
-            mr_sql_put_ident(b, t->def.set_columns[s]);
-        }
-    mr_buf_put_str(b, ") VALUES ");
-    for (; *at < c->nkeys && *n < KEYS_PER_STATEMENT; (*at)++) {
-        const net *k = &c->keys[*at];
-        if (!wants_add(t, k) || k->mask != mask)
-            continue;
-        mr_buf_put_str(b, (*n)++ ? ", (" : "(");
-        mr_buf_put(b, c->arena.data + k->koff, k->klen);
-        put_values(b, t, c, k);
-        mr_buf_put(b, ")", 1);
-    }
-    mr_buf_put_str(b, " ON DUPLICATE KEY UPDATE ");
-    for (size_t j = 0; j < t->def.ncolumns; j++) {
-        const char *col = t->def.columns[j];
-        if (j)
-            mr_buf_put(b, ", ", 2);
-        mr_sql_put_ident(b, col);
-        mr_buf_put_str(b, " = ");
-        if (set_in_mask(t, j, mask) < 0) {
-            mr_sql_put_ident(b, col);
-            mr_buf_put_str(b, " + ");
-        }
-        mr_buf_put_str(b, "VALUES(");
-        mr_sql_put_ident(b, col);
-        mr_buf_put(b, ")", 1);
-    }
-    for (size_t s = 0; s < t->def.nset_columns; s++)
-        if ((mask & (1ull << s)) && set_only(t, s)) {
-            mr_buf_put_str(b, ", ");
-            mr_sql_put_ident(b, t->def.set_columns[s]);
-            mr_buf_put_str(b, " = VALUES(");
-            mr_sql_put_ident(b, t->def.set_columns[s]);
-            mr_buf_put(b, ")", 1);
-        }
 }
 
 /* The keys whose sets are `mask`: one statement shape per mask (which
@@ -1008,9 +693,9 @@ static bool apply_mask(MYSQL *db, const table *t, const chunk *c, uint64_t mask)
         mr_buf_init(&b);
         size_t n = 0;
         if (upsert)
-            build_upsert(&b, t, c, mask, &at, &n);
+            dchunk_build_upsert(&b, t, c, mask, &at, &n);
         else
-            build_update(&b, t, c, mask, &at, &n);
+            dchunk_build_update(&b, t, c, mask, &at, &n);
         bool ok = !n || exec_buf(db, &b, t, upsert ? "upserting deltas" : "adding deltas");
         mr_buf_free(&b);
         if (!ok)
@@ -1040,7 +725,7 @@ static bool apply_adds(MYSQL *db, const table *t, const chunk *c)
     }
     size_t n = 0;
     for (size_t i = 0; i < c->nkeys; i++)
-        if (c->keys[i].mask && wants_add(t, &c->keys[i]))
+        if (c->keys[i].mask && dchunk_wants_add(t, &c->keys[i]))
             masks[n++] = c->keys[i].mask;
     qsort(masks, n, sizeof *masks, by_mask);
     bool ok = true;
@@ -1080,39 +765,6 @@ typedef struct refused {
     char msg[200];
 } refused;
 
-/* `(k1, k2) = ('1', 'a')`: the key as the dead-letter table shows it. */
-static void key_text(const table *t, const chunk *c, const net *k, mr_buf *b)
-{
-    mr_buf_put(b, "(", 1);
-    put_key_names(b, t);
-    mr_buf_put_str(b, ") = ");
-    put_key_tuple(b, c, k);
-    mr_buf_put_u8(b, 0);
-}
-
-/* `n + 5, m + 0`, `DELETE, then n + 5`, `n = (7) + 1`, `s = 'x'`: what the
- * flush would have done to the key. */
-static void change_text(const table *t, const chunk *c, const net *k, mr_buf *b)
-{
-    if (k->del)
-        mr_buf_put_str(b, wants_add(t, k) ? "DELETE, then " : "DELETE");
-    for (size_t j = 0; wants_add(t, k) && j < t->def.ncolumns; j++) {
-        if (j)
-            mr_buf_put(b, ", ", 2);
-        mr_sql_put_ident(b, t->def.columns[j]);
-        mr_buf_put_str(b, set_in_mask(t, j, k->mask) < 0 ? " + " : " = ");
-        put_counter_value(b, t, c, k, j, k->mask);
-    }
-    for (size_t s = 0; wants_add(t, k) && s < t->def.nset_columns; s++)
-        if ((k->mask & (1ull << s)) && set_only(t, s)) {
-            mr_buf_put(b, ", ", 2);
-            mr_sql_put_ident(b, t->def.set_columns[s]);
-            mr_buf_put_str(b, " = ");
-            put_lit(b, c, &k->val[s]);
-        }
-    mr_buf_put_u8(b, 0);
-}
-
 /* Creates the dead-letter table (DDL: outside any transaction). */
 static bool reject_setup(MYSQL *db, table *t)
 {
@@ -1134,8 +786,8 @@ static bool reject_write(MYSQL *db, const table *t, const chunk *c, const refuse
     mr_buf_init(&change);
     mr_buf_init(&b);
     const net *k = &c->keys[r->key];
-    key_text(t, c, k, &key);
-    change_text(t, c, k, &change);
+    dchunk_key_text(t, c, k, &key);
+    dchunk_change_text(t, c, k, &change);
     bool ok = !key.failed && !change.failed;
     if (ok)
         mr_dreject_put_insert(&b, t->def.schema, t->def.table, (const char *)key.data,
@@ -1155,8 +807,8 @@ static void reject_note(const table *t, const chunk *c, const refused *rs, size_
         mr_buf_init(&key);
         mr_buf_init(&change);
         const net *k = &c->keys[rs[i].key];
-        key_text(t, c, k, &key);
-        change_text(t, c, k, &change);
+        dchunk_key_text(t, c, k, &key);
+        dchunk_change_text(t, c, k, &change);
         const char *ks = key.failed ? "?" : (const char *)key.data;
         const char *cs = change.failed ? "?" : (const char *)change.data;
         mr_error(0, "delayed %s: the server refused %s on %s.%s %s (%u %s); its %zu staged "
@@ -1166,14 +818,6 @@ static void reject_note(const table *t, const chunk *c, const refused *rs, size_
         mr_buf_free(&key);
         mr_buf_free(&change);
     }
-}
-
-static bool any_overflow(const chunk *c)
-{
-    for (size_t i = 0; i < c->nkeys; i++)
-        if (c->keys[i].overflow)
-            return true;
-    return false;
 }
 
 /* Key i alone under a savepoint: 1 applied, 0 refused for its data (rolled
@@ -1235,7 +879,7 @@ static long flush_chunk_isolating(MYSQL *db, table *t)
         return -1;
     bool ok = read_rows(db, t, &c) && load_rows(db, t, &c);
     if (ok && c.nrows) {
-        aggregate(t, &c);
+        dchunk_aggregate(t, &c);
         ok = apply_isolating(db, t, &c, &rs, &nr) && delete_staged(db, t, &c);
     }
     ok = ok && exec_str(db, "COMMIT", t, "COMMIT");
@@ -1264,8 +908,8 @@ static long flush_chunk(MYSQL *db, table *t)
         return -1;
     bool ok = read_rows(db, t, &c) && load_rows(db, t, &c), isolate = false;
     if (ok && c.nrows) {
-        aggregate(t, &c);
-        isolate = any_overflow(&c);
+        dchunk_aggregate(t, &c);
+        isolate = dchunk_any_overflow(&c);
         ok = !isolate && apply_deletes(db, t, &c) && apply_adds(db, t, &c);
         isolate = isolate || (!ok && !mr_bg_conn_broken(db) &&
                               mr_dreject_data_error(mysql_errno(db)));
@@ -1664,7 +1308,7 @@ long dflush_apply(MYSQL *db, table *t, uint64_t *written, long *rejected)
     size_t nr = 0;
     *rejected = 0;
     if (ok && c.nrows) {
-        aggregate(t, &c);
+        dchunk_aggregate(t, &c);
         /* No transaction here: a statement over many keys that the server
          * refuses part way (1264 at its second row, say) has already written
          * the rows before it, and nothing says which they were, so a retry

@@ -16,24 +16,7 @@
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/rules/rules.h"
 
-/* One delayed rule as the flusher sees it. */
-typedef struct table {
-    mr_delayed_def def;  /* keys filled from the primary key when the rule has none */
-    bool key_from_schema;/* def.keys were read from information_schema (again per connect) */
-    char *rule;
-    char lock_name[65];  /* GET_LOCK name shared by every proxy */
-    bool ready;          /* staging table checked on the current connection */
-    uint64_t next_ms;    /* monotonic time of the next flush */
-    uint64_t setup_after_ms; /* a failed check is retried from this time on */
-    bool locked;         /* the table is not transactional: the LOCK TABLES path */
-    const char *read_from; /* table the chunk reads: NULL for staging (FOR UPDATE), or
-                              the locked path's snapshot (a TEMPORARY table) */
-    char tmp_name[65];   /* locked path: the snapshot's name, `<staging>_mrsnap` */
-    struct mr_rule_stats *stats; /* the rule's SHOW DELAYED row (NULL when out of room); a
-                           derived table counts there and on def.table_stats, its own */
-    bool tmp_ready;      /* locked path: the snapshot exists on this connection */
-    bool reject_ready;   /* the dead-letter table exists (checked on this connection) */
-} table;
+#include "delayed/chunk.h" /* table, chunk */
 
 /* Runs the text built in b; logs and counts a failure. */
 bool dflush_exec(MYSQL *db, const mr_buf *b, const table *t, const char *what);
