@@ -12,6 +12,7 @@ Three proxies of the test's own: no rules at all, a rule set without a delayed r
 Environment: MR_NORULE_PORT (51040; the next two ports too), MR_BIN.
 """
 import os
+import socket
 import sys
 import time
 
@@ -40,6 +41,11 @@ def setup():
 
 
 def start(i, rules):
+    try:  # a proxy left on the port would answer in place of this one
+        socket.create_connection((t.HOST, BASE + i), timeout=1).close()
+        raise RuntimeError("port %d is in use already; set MR_NORULE_PORT" % (BASE + i))
+    except ConnectionRefusedError:
+        pass
     rules_dir = None
     if rules:
         rules_dir = t.write_rules(os.path.join(t.TMP, "norule_rules_%d" % i), rules)
@@ -74,11 +80,13 @@ def main():
         sys.exit(77)
     d = setup()
     cur = d.cursor()
-    procs = [start(i, rules) for i, (_, rules) in enumerate(SETS)]
-    cur.execute("SET GLOBAL log_output = 'TABLE'")
-    cur.execute("TRUNCATE mysql.general_log")
-    cur.execute("SET GLOBAL general_log = 1")
+    procs = []
     try:
+        for i, (_, rules) in enumerate(SETS):
+            procs.append(start(i, rules))  # those started are stopped below if one fails
+        cur.execute("SET GLOBAL log_output = 'TABLE'")
+        cur.execute("TRUNCATE mysql.general_log")
+        cur.execute("SET GLOBAL general_log = 1")
         for i, (what, _) in enumerate(SETS):
             refused(BASE + i, what)
         time.sleep(0.3)
