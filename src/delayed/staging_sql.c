@@ -370,9 +370,16 @@ void mr_delayed_no_rule(const char *text, const sql_token *tok, const mr_delayed
         tbl[0] = '\0';
     if (d->schema != SQL_NONE && tok_name(text, &tok[d->schema], sch))
         default_schema = sch;
-    snprintf(err, errlen, "no delayed rule for table %s%s%s; add a [delayed ...] rule "
-             "(see rules/README.md)", default_schema ? default_schema : "",
-             default_schema ? "." : "", tbl);
+    /* the rule to paste is a default rule for the table's schema, never
+     * `table = *`: covering every schema is the DBA's choice to make */
+    const char *rule_schema = default_schema ? default_schema : "<schema>";
+    snprintf(err, errlen, "no delayed rule covers table %s%s%s, so this DELAYED statement was "
+             "neither staged nor sent (it is never sent as written); to delay the counters of "
+             "every table of %s, add these two lines to a rules file and reload: "
+             "[delayed %s_default] table = %s.* (or a [delayed ...] rule for this table "
+             "alone; see rules/README.md)", default_schema ? default_schema : "",
+             default_schema ? "." : "", tbl, rule_schema,
+             default_schema ? default_schema : "my", rule_schema);
 }
 
 /* Index of `name` in list (case-insensitive, as column names are), or -1. */

@@ -7,8 +7,10 @@
  * schema cache; until it is loaded the statement is refused with "retry".
  * A value wider than its column, where the schema cache knows the column's
  * range, is refused too (delayed/width.h).
- * A DELAYED statement is never sent as written. Sets without a delayed rule
- * leave DELAYED statements to the other rules and the server.
+ * A DELAYED statement is never sent as written, whatever the set holds: one
+ * no rule covers (or met with no delayed rule at all) is refused with the
+ * default rule that would take it, since the server only answers a syntax
+ * error that hides the proxy.
  *
  * Pure, any thread; writes only the caller's scratch and result (see
  * rules/match.c), plus the matched rule's hit counter and, once, the key
@@ -59,6 +61,21 @@ static delayed_step refuse(run *R, size_t rule)
     return DELAYED_BLOCKED;
 }
 
+bool rules_mentions_delayed(const char *sql, size_t len)
+{
+    static const char word[] = "delayed";
+    size_t n = sizeof word - 1;
+    for (size_t i = 0; i + n <= len; i++)
+        if ((sql[i] | 0x20) == 'd' && strncasecmp(sql + i, word, n) == 0)
+            return true;
+    return false;
+}
+
+static size_t nrules(const run *R)
+{
+    return R->rs ? R->rs->n : 0;
+}
+
 static bool rule_applies(const run *R, const mr_rule *r)
 {
     return r->kind == MR_RULE_DELAYED && r->enabled &&
@@ -70,7 +87,7 @@ static bool rule_applies(const run *R, const mr_rule *r)
  * rules never match here: an explicit rule wins over them. */
 static size_t find_rule(const run *R, const stmt *S, const mr_delayed_stmt *d)
 {
-    for (size_t i = 0; i < R->rs->n; i++) {
+    for (size_t i = 0; i < nrules(R); i++) {
         const mr_rule *r = &R->rs->rules[i];
         if (rule_applies(R, r) && !r->delayed->derive &&
             mr_delayed_table_is(S->text, R->s->tok, d, R->ctx->schema, r->delayed))
@@ -84,7 +101,7 @@ static size_t find_rule(const run *R, const stmt *S, const mr_delayed_stmt *d)
 static size_t find_default(const run *R, const char *schema)
 {
     size_t any = SIZE_MAX;
-    for (size_t i = 0; i < R->rs->n; i++) {
+    for (size_t i = 0; i < nrules(R); i++) {
         const mr_rule *r = &R->rs->rules[i];
         if (!rule_applies(R, r) || !r->delayed->derive)
             continue;
@@ -339,7 +356,7 @@ bool mr_ruleset_has_delayed(const mr_ruleset *rs)
 
 delayed_step rules_delayed(run *R, stmt *S)
 {
-    if (!R->rs->has_delayed || !starts_dml(R, S))
+    if (!rules_mentions_delayed(S->text, S->len) || !starts_dml(R, S))
         return DELAYED_NONE;
     if (!S->parsed && !rules_parse_stmt(R, S))
         return DELAYED_NONE;

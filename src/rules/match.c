@@ -481,6 +481,8 @@ static bool statement(run *R, stmt *S, unsigned index)
         if (ds != DELAYED_NONE)
             return ds == DELAYED_DONE; /* blocked or taken into memory: nothing is sent */
     }
+    if (!R->rs || R->rs->n == 0)
+        return true; /* no rule: only a DELAYED statement was worth a look */
     for (bool first = true;; first = false) {
         if (!first)
             trace_statement(R, index, S);
@@ -606,11 +608,12 @@ void rules_run(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_
     R.whole_len = dr.len;
     if (rc == SQL_ERR && rules_unreadable(&R, sql, len))
         return; /* refused: no rule is tried, so none counts a hit */
-    if (!rs || rs->n == 0)
-        return;
+    bool empty = !rs || rs->n == 0;
+    if (empty && !rules_mentions_delayed(sql, len))
+        return; /* a DELAYED statement is refused even with no rule; nothing else to do */
     /* an out-of-range shard is folded in rather than overrun the counters */
-    R.shard = ctx->shard % rs->shards;
-    if (!GROW(scratch->bits, scratch->bit_words, (rs->n + 63) / 64))
+    R.shard = empty ? 0 : ctx->shard % rs->shards;
+    if (!empty && !GROW(scratch->bits, scratch->bit_words, (rs->n + 63) / 64))
         return;
     statements(&R, sql, len, rc != SQL_ERR);
     if (res->action == MR_ACT_REWRITE && res->text.failed)

@@ -128,6 +128,9 @@ typedef enum delayed_step {
 
 /* Takes over UPDATE/DELETE DELAYED when the set has a delayed rule. */
 delayed_step rules_delayed(run *R, stmt *S);
+/* The word "delayed" in any case anywhere in the text: without it no
+ * statement of the text is a DELAYED one (delayed/statement.c). */
+bool rules_mentions_delayed(const char *sql, size_t len);
 /* Records that rule i matched: res->matched and the hit counters (rules/match.c). */
 void rules_count_hit(run *R, size_t i);
 /* Lexes and recognizes S into the scratch tokens and S->st (rules/match.c). */

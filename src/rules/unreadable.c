@@ -4,7 +4,7 @@
  * can examine the statement holding the error, so the `unreadable` policy
  * decides whether it is relayed as written or refused with the proxy's
  * ERR. A DELAYED statement that does not lex is refused whatever the
- * policy when the set holds a delayed rule, since a DELAYED statement is
+ * policy and whatever rules the set holds, since a DELAYED statement is
  * never sent as written (delayed/statement.c).
  *
  * Pure, any thread; writes only the caller's scratch and result.
@@ -75,7 +75,7 @@ bool rules_unreadable(run *R, const char *sql, size_t len)
     const sql_token *e = NULL;
     if (lex_all(R, sql, len, &count) && count > 0 && R->s->tok[count - 1].kind == SQL_TOK_ERROR)
         e = &R->s->tok[count - 1];
-    bool delayed = e && R->rs && R->rs->has_delayed && error_in_delayed(R, sql, count);
+    bool delayed = e && error_in_delayed(R, sql, count);
     if (!delayed && !policy_blocks(R)) {
         res->unreadable = MR_UNREADABLE_PASSED;
         return false;

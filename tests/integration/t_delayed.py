@@ -3,7 +3,7 @@
 delayed rules, the real mariadbd.
 
   * every refused form gets ERR 1235 with its reason; a table without a rule gets
-    "no delayed rule for table ...";
+    "no delayed rule covers table ...";
   * 32 client threads (own connections, half through each proxy) send increments,
     decrements and IN lists; after a flush each counter equals the exact sum, and
     each OK reported the rows staged;
@@ -125,7 +125,7 @@ REFUSED = [
     ("DELETE DELAYED QUICK FROM d_counters WHERE id = 1",
      "DELETE DELAYED takes no modifier other than LOW_PRIORITY"),
     ("UPDATE DELAYED d_other SET hits = hits + 1 WHERE id = 1",
-     "no delayed rule for table test.d_other; add a [delayed ...] rule (see rules/README.md)"),
+     "no delayed rule covers table test.d_other, so this DELAYED statement was neither staged"),
 ]
 
 

@@ -9,7 +9,9 @@
   * --help, --version, --config-reference;
   * docker/compose.yml validates with docker-compose (when installed);
   * the Dockerfile's ENTRYPOINT runs on the host (image paths mapped to the
-    repository) and passes the image's HEALTHCHECK command.
+    repository) and passes the image's HEALTHCHECK command; given
+    MYREWRITE_PROXY_USER and a password file it runs with proxy_user set (the
+    console's SHOW BACKENDS) and the password on no command line.
 """
 import json
 import os
@@ -190,10 +192,19 @@ def check_compose():
                         "config"], capture_output=True, text=True)
     t.check(r.returncode == 0 and "myrewrite" in r.stdout, "docker/compose.yml validates",
             r.stderr)
+    demo = os.path.realpath(os.path.join(ROOT, "docker", "demo"))
+    for want, what in (("network_mode: service:app", "the proxy is the app's sidecar"),
+                       (os.path.join(demo, "rules") + ":/etc/myrewrite/rules:ro",
+                        "it runs the demo's rules (docker/demo/rules)"),
+                       (os.path.join(demo, "schema.sql"), "the database gets the demo schema"),
+                       (os.path.join(demo, "proxy_password.txt"),
+                        "proxy_user's password is a secret, not in the image")):
+        t.check(want in r.stdout, "docker/compose.yml: " + what, want)
 
 
 ENTRYPOINT_PORT = int(os.environ.get("MR_ENTRYPOINT_PORT", "26084"))
 ENTRYPOINT_HTTP = int(os.environ.get("MR_ENTRYPOINT_HTTP_PORT", "26085"))
+ENTRYPOINT_ADMIN = int(os.environ.get("MR_ENTRYPOINT_ADMIN_PORT", "26086"))
 
 
 def dockerfile_line(word):
@@ -206,22 +217,32 @@ def dockerfile_line(word):
 
 
 def check_entrypoint():
-    """The image's ENTRYPOINT, run on the host with the image's paths mapped to the
-    repository (binary, docker/myrewrite.conf, rules/), serves through the proxy and
-    passes the HEALTHCHECK command; only the addresses are overridden by flags."""
+    """The image's ENTRYPOINT (docker/entrypoint.sh), run on the host with the image's
+    paths mapped to the repository (binary, docker/myrewrite.conf, rules/) and the
+    proxy's own account from the environment and a password file, as compose gives
+    them: serves through the proxy, has proxy_user set, shows the password on no
+    command line, passes the HEALTHCHECK command; only the addresses are flags."""
     entry = dockerfile_line("ENTRYPOINT")
-    paths = {"/usr/local/bin/myrewrite": BIN,
-             "/etc/myrewrite/myrewrite.conf": os.path.join(ROOT, "docker", "myrewrite.conf")}
-    t.check(entry and entry[0] in paths and all(a in paths or a.startswith("--") for a in entry),
-            "the ENTRYPOINT is the binary with the config file", entry)
-    if not entry:
-        return
+    script = os.path.join(ROOT, "docker", "entrypoint.sh")
+    t.check(entry == ["/usr/local/bin/myrewrite-entrypoint"],
+            "the ENTRYPOINT is docker/entrypoint.sh", entry)
+    with open(os.path.join(ROOT, "docker", "Dockerfile")) as f:
+        t.check("COPY docker/entrypoint.sh /usr/local/bin/myrewrite-entrypoint" in f.read(),
+                "the image holds docker/entrypoint.sh as its ENTRYPOINT")
+    secret = os.path.join(t.TMP, "entrypoint_proxy_password")
+    with open(secret, "w") as f:
+        f.write(t.PASSWORD + "\n")
+    env = dict(os.environ, MYREWRITE_BIN=BIN,
+               MYREWRITE_CONFIG=os.path.join(ROOT, "docker", "myrewrite.conf"),
+               MYREWRITE_PROXY_USER=t.USER, MYREWRITE_PROXY_PASSWORD_FILE=secret, TMPDIR=t.TMP)
     http = "%s:%d" % (t.HOST, ENTRYPOINT_HTTP)
-    cmd = [paths.get(a, a) for a in entry] + [
-        "--listen", "%s:%d" % (t.HOST, ENTRYPOINT_PORT),
-        "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT),
-        "--rules", os.path.join(ROOT, "rules"), "--set", "http_listen=" + http]
-    p = subprocess.Popen(cmd, stdout=open(PROXY_LOG, "a"), stderr=subprocess.STDOUT)
+    cmd = ["bash", script,
+           "--listen", "%s:%d" % (t.HOST, ENTRYPOINT_PORT),
+           "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT),
+           "--rules", os.path.join(ROOT, "rules"), "--set", "http_listen=" + http,
+           "--set", "admin_listen=%s:%d" % (t.HOST, ENTRYPOINT_ADMIN),
+           "--set", "admin_password=entrypointpw"]
+    p = subprocess.Popen(cmd, env=env, stdout=open(PROXY_LOG, "a"), stderr=subprocess.STDOUT)
     try:
         c = None
         for _ in range(100):
@@ -236,6 +257,15 @@ def check_entrypoint():
                 cur.execute("SELECT 1")
                 t.eq("a statement through the entrypoint's proxy", ((1,),), cur.fetchall())
             c.close()
+        admin = t.connect(ENTRYPOINT_ADMIN, user="admin", password="entrypointpw", database=None)
+        backends = t.rows(admin, "SHOW BACKENDS")
+        admin.close()
+        t.check(backends and backends[0][-1] == "yes",
+                "the entrypoint's proxy has proxy_user from the environment", backends)
+        with open("/proc/%d/cmdline" % p.pid, "rb") as f:
+            argv = f.read()
+        t.check(argv.startswith(BIN.encode()) and t.PASSWORD.encode() not in argv,
+                "the proxy runs without the password on its command line", argv)
         health = dockerfile_line("HEALTHCHECK")
         check = [os.path.join(ROOT, "docker", "healthcheck.sh") if a.endswith("-healthcheck")
                  else a for a in health]

@@ -13,7 +13,7 @@ unreadable = block.
     is loaded, and relays (the server's own error) without one; explicit pass and block do
     what they say; myrewrite_statements_unreadable_total counts both actions;
   * a DELAYED statement that does not lex gets the proxy's ERR 1235 even under
-    unreadable = pass, and the server's general log never sees it.
+    unreadable = pass, and with no rule at all, and the server's general log never sees it.
 Environment: MR_UNREADABLE_PORT (56010; the next three ports and 56020-56023 for /metrics
 too), MR_BIN.
 """
@@ -144,7 +144,8 @@ def delayed(direct):
     cur.execute("TRUNCATE mysql.general_log")
     cur.execute("SET GLOBAL general_log = 1")
     try:
-        for i, what in ((0, "auto"), (2, "pass")):
+        for i, what in ((0, "auto"), (1, "auto without rules"), (2, "pass"),
+                        (3, "block without rules")):
             for q in (b"UPDATE DELAYED ur_counters SET hits = hits + 1 WHERE id = 'ur_mark",
                       b"UPDATE DELAYED ur_counters SET hits = hits + 1 WHERE id = 1\0\0ur_mark",
                       b"DELETE DELAYED FROM ur_counters WHERE id = 'ur_mark"):

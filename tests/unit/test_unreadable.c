@@ -2,7 +2,7 @@
  * test_unreadable.c - texts the lexer cannot read: what the server ignores
  * at the end of a statement (sql_server_len, checked against MariaDB 10.11
  * with raw COM_QUERY packets), and the unreadable policy of the rules
- * (auto, pass, block; DELAYED refused whatever the policy).
+ * (auto, pass, block; DELAYED refused whatever the policy and the rules).
  */
 #include "myrewrite/sql/lexer.h"
 #include "test_rules.h"
@@ -156,10 +156,14 @@ static void delayed_never_relayed(void **state)
     EXPECT(rs, &pass, "UPDATE counters SET hits = hits + 1 WHERE id = 'x", PASS, 0, NULL,
            MR_UNREADABLE_PASSED);
     mr_ruleset_free(rs);
-    /* without a delayed rule DELAYED statements are the server's (and the policy's) */
+    /* without a delayed rule, or any rule, they are refused all the same */
     mr_ruleset *none = load_ok(block_rule);
-    EXPECT(none, &pass, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 'x", PASS, 0,
-           NULL, MR_UNREADABLE_PASSED);
+    EXPECT(none, &pass, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 'x", BLOCK, 1235,
+           why, MR_UNREADABLE_BLOCKED);
+    EXPECT(NULL, &pass, "DELETE DELAYED FROM counters WHERE id = 'x", BLOCK, 1235, why,
+           MR_UNREADABLE_BLOCKED);
+    EXPECT(NULL, &pass, "UPDATE counters SET hits = hits + 1 WHERE id = 'x", PASS, 0, NULL,
+           MR_UNREADABLE_PASSED);
     mr_ruleset_free(none);
 }
 

@@ -1,0 +1,13 @@
+#!/bin/bash
+# Runs once, on the first start of the compose demo's MariaDB: the app may use
+# the demo schema; the proxy's own account gets the privileges README.md lists
+# ("The proxy's own account"), its password from the same secret the proxy
+# reads (docker/compose.yml).
+pw=$(<"$MYREWRITE_PROXY_PASSWORD_FILE")
+pw=${pw//\'/\'\'}
+mariadb -uroot -p"$MARIADB_ROOT_PASSWORD" <<SQL
+GRANT ALL ON demo.* TO 'app'@'%';
+CREATE USER '$MYREWRITE_PROXY_USER'@'%' IDENTIFIED BY '$pw';
+GRANT SELECT, INSERT, UPDATE, DELETE, CREATE ON demo.* TO '$MYREWRITE_PROXY_USER'@'%';
+GRANT PROCESS, CONNECTION ADMIN ON *.* TO '$MYREWRITE_PROXY_USER'@'%';
+SQL
