@@ -49,6 +49,27 @@ mr_port_listening() {
     [[ -n $(ss -Htln "sport = :$port" 2>/dev/null) ]]
 }
 
+# mr_free_port VAR: sets VAR to a loopback TCP port nothing listens on, picked
+# by the kernel (bind to port 0), so two test runs on one machine do not
+# collide. Ports already handed out by this shell are not repeated (hence a
+# variable name rather than output: $(...) would run in a subshell).
+MR__FREE_PORTS=" "
+mr_free_port() {
+    local var=$1 port i
+    for ((i = 0; i < 100; i++)); do
+        port=$("$MR_PY" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])') || return 1
+        if [[ $MR__FREE_PORTS != *" $port "* ]]; then
+            MR__FREE_PORTS+="$port "
+            printf -v "$var" '%s' "$port"
+            return 0
+        fi
+    done
+    return 1
+}
+
 mr_pid_alive() {
     local pid=$1 state
     [[ -n $pid ]] || return 1
