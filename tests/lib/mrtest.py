@@ -88,35 +88,38 @@ class Proxy:
 
     Proxy("name", rules="...") listens on a free port in front of the
     direct mariadbd (backend_port=... for another one), logging into
-    $MR_TMP/name.log. rules= writes that text into $MR_TMP/name_rules/
-    (rules_dir= picks the directory; both together write into it). own_conn
+    $MR_TMP/name.log. rules= is the text start() writes into
+    $MR_TMP/name_rules/test.rules (rules_dir= picks the directory, which
+    without rules= is used as it is). own_conn
     gives it proxy_user (the test account) for its own connection; admin=True
     adds the console on a free port (admin_password, default "adminpw"),
     http=True the HTTP endpoint. options is a dict or a list of (key, value)
     pairs passed as --set key=value; flags are further arguments, after the
     fixture's own, so a later --backend or --workers wins. command replaces
-    the binary (a list, e.g. an entrypoint and its arguments).
+    the binary (a list, e.g. an entrypoint and its arguments); backend=False
+    leaves --backend to flags; port= reuses a port (another proxy's, once it
+    has stopped) instead of picking one.
 
     The ports are known at construction (port, admin_port, http_port), so
     they can be used in rules or options before start(). Used as a context
-    manager it starts and stops (SIGTERM) the proxy. Each start() appends to
-    the log; log_text() reads what the current run wrote."""
+    manager it starts and stops (SIGTERM) the proxy. A restart appends to the
+    log; log_text() reads what the current run wrote."""
 
     def __init__(self, name, backend_port=None, rules_dir=None, rules=None, options=(),
                  flags=(), own_conn=False, admin=False, admin_password="adminpw",
                  http=False, workers=2, log_level="info", command=None, through=True,
-                 backend=True):
+                 backend=True, port=None):
         self.name = name
-        self.port = free_port()
+        self.port = port or free_port()
         self.backend_port = backend_port or DIRECT_PORT
         self.admin_port = free_port() if admin else None
         self.admin_password = admin_password
         self.http_port = free_port() if http else None
         self.log_path = os.path.join(TMP, name + ".log")
+        self.rules = rules
         self.rules_dir = rules_dir
-        if rules is not None:
-            self.rules_dir = rules_dir or os.path.join(TMP, name + "_rules")
-            write_rules(self.rules_dir, rules)
+        if rules is not None and not rules_dir:
+            self.rules_dir = os.path.join(TMP, name + "_rules")
         self.through = through
         self.proc = None
         self._log_start = 0
@@ -170,7 +173,10 @@ class Proxy:
         is not reachable yet). Raises, with the log's tail, if it exits or
         never gets there."""
         os.makedirs(TMP, exist_ok=True)
-        with open(self.log_path, "a") as log:
+        if self.rules is not None:
+            write_rules(self.rules_dir, self.rules)
+        # The first start truncates what an older run left; a restart appends.
+        with open(self.log_path, "a" if self.proc else "w") as log:
             self._log_start = log.tell()
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT)
