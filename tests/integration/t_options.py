@@ -10,11 +10,11 @@
   * docker/compose.yml validates with docker-compose (when installed);
   * the Dockerfile's ENTRYPOINT runs on the host (image paths mapped to the
     repository) and passes the image's HEALTHCHECK command.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxies take free ports.
 """
 import json
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -27,32 +27,14 @@ import pymysql  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 BIN = os.environ.get("MR_BIN", os.path.join(ROOT, "build", "myrewrite"))
-PORT = int(os.environ.get("MR_OPTIONS_PORT", "26037"))
-PROXY_LOG = os.path.join(t.TMP, "options_proxy.log")
+PORT = t.free_port()
 
 
-class Proxy:
-    """myrewrite on PORT with extra flags; stopped with SIGTERM on exit."""
-
-    def __init__(self, *args):
-        self.log = PROXY_LOG
-        self.p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
-                                   "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT),
-                                   "--rules", os.path.join(t.TMP, "no_rules")] + list(args),
-                                  stdout=open(self.log, "a"), stderr=subprocess.STDOUT)
-        for _ in range(100):
-            with socket.socket() as s:
-                if s.connect_ex((t.HOST, PORT)) == 0:
-                    return
-            time.sleep(0.05)
-        raise RuntimeError("proxy did not start")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.p.send_signal(signal.SIGTERM)
-        self.p.wait(timeout=30)
+def Proxy(*args):
+    """myrewrite on PORT with extra flags, started (once it accepts TCP connections) and
+    stopped with SIGTERM by `with`."""
+    return t.Proxy("options_proxy", port=PORT, rules_dir=os.path.join(t.TMP, "no_rules"),
+                   flags=args, workers=None, log_level=None, through=False)
 
 
 def connect(**kw):
@@ -80,7 +62,7 @@ def check_max_connections():
 
 
 def check_max_packet_size():
-    with Proxy("--set", "max_packet_size=64K"):
+    with Proxy("--set", "max_packet_size=64K") as px:
         a, b = connect(), connect()
         try:
             with a.cursor() as c:
@@ -90,8 +72,7 @@ def check_max_packet_size():
             # pymysql may still be writing when the proxy answers and closes;
             # then it reports the lost connection instead of the ERR it missed.
             time.sleep(0.2)
-            with open(PROXY_LOG) as f:
-                logged = "packet_too_large" in f.read()
+            logged = "packet_too_large" in px.log_text()
             t.check((e.args[0] == 1153 and "max_packet_size" in e.args[1]) or
                     (e.args[0] == 2013 and logged),
                     "oversized command gets ERR 1153 and the client is closed", e.args)
@@ -192,10 +173,6 @@ def check_compose():
             r.stderr)
 
 
-ENTRYPOINT_PORT = int(os.environ.get("MR_ENTRYPOINT_PORT", "26084"))
-ENTRYPOINT_HTTP = int(os.environ.get("MR_ENTRYPOINT_HTTP_PORT", "26085"))
-
-
 def dockerfile_line(word):
     """The JSON array after `word` (ENTRYPOINT, HEALTHCHECK ... CMD) in docker/Dockerfile."""
     with open(os.path.join(ROOT, "docker", "Dockerfile")) as f:
@@ -216,17 +193,16 @@ def check_entrypoint():
             "the ENTRYPOINT is the binary with the config file", entry)
     if not entry:
         return
-    http = "%s:%d" % (t.HOST, ENTRYPOINT_HTTP)
-    cmd = [paths.get(a, a) for a in entry] + [
-        "--listen", "%s:%d" % (t.HOST, ENTRYPOINT_PORT),
-        "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT),
-        "--rules", os.path.join(ROOT, "rules"), "--set", "http_listen=" + http]
-    p = subprocess.Popen(cmd, stdout=open(PROXY_LOG, "a"), stderr=subprocess.STDOUT)
+    p = t.Proxy("options_entrypoint", command=[paths.get(a, a) for a in entry],
+                rules_dir=os.path.join(ROOT, "rules"), http=True, workers=None, log_level=None,
+                through=False)
+    http = p.http_url_addr
+    p.start()
     try:
         c = None
         for _ in range(100):
             try:
-                c = t.connect(ENTRYPOINT_PORT)
+                c = t.connect(p.port)
                 break
             except pymysql.err.OperationalError:
                 time.sleep(0.05)
@@ -243,8 +219,7 @@ def check_entrypoint():
                            text=True)
         t.eq("the HEALTHCHECK command passes against it", 0, r.returncode)
     finally:
-        p.send_signal(signal.SIGTERM)
-        t.eq("the entrypoint's proxy exits 0 on SIGTERM", 0, p.wait(timeout=30))
+        t.eq("the entrypoint's proxy exits 0 on SIGTERM", 0, p.stop())
 
 
 def main():

@@ -90,7 +90,7 @@ class Proxy:
     direct mariadbd (backend_port=... for another one), logging into
     $MR_TMP/name.log. rules= is the text start() writes into
     $MR_TMP/name_rules/test.rules (rules_dir= picks the directory, which
-    without rules= is used as it is). own_conn
+    without rules= is used as it is; rules_file= the file's name). own_conn
     gives it proxy_user (the test account) for its own connection; admin=True
     adds the console on a free port (admin_password, default "adminpw"),
     http=True the HTTP endpoint. options is a dict or a list of (key, value)
@@ -98,7 +98,7 @@ class Proxy:
     fixture's own, so a later --backend or --workers wins. command replaces
     the binary (a list, e.g. an entrypoint and its arguments); backend=False
     leaves --backend to flags; port= reuses a port (another proxy's, once it
-    has stopped) instead of picking one.
+    has stopped) instead of picking one; cwd= the directory it runs in.
 
     The ports are known at construction (port, admin_port, http_port), so
     they can be used in rules or options before start(). Used as a context
@@ -108,7 +108,7 @@ class Proxy:
     def __init__(self, name, backend_port=None, rules_dir=None, rules=None, options=(),
                  flags=(), own_conn=False, admin=False, admin_password="adminpw",
                  http=False, workers=2, log_level="info", command=None, through=True,
-                 backend=True, port=None):
+                 backend=True, port=None, rules_file="test.rules", cwd=None):
         self.name = name
         self.port = port or free_port()
         self.backend_port = backend_port or DIRECT_PORT
@@ -117,10 +117,12 @@ class Proxy:
         self.http_port = free_port() if http else None
         self.log_path = os.path.join(TMP, name + ".log")
         self.rules = rules
+        self.rules_file = rules_file
         self.rules_dir = rules_dir
         if rules is not None and not rules_dir:
             self.rules_dir = os.path.join(TMP, name + "_rules")
         self.through = through
+        self.cwd = cwd
         self.proc = None
         self._log_start = 0
         self.argv = self._argv(command, options, flags, own_conn, workers, log_level, backend)
@@ -174,12 +176,12 @@ class Proxy:
         never gets there."""
         os.makedirs(TMP, exist_ok=True)
         if self.rules is not None:
-            write_rules(self.rules_dir, self.rules)
+            write_rules(self.rules_dir, self.rules, self.rules_file)
         # The first start truncates what an older run left; a restart appends.
         with open(self.log_path, "a" if self.proc else "w") as log:
             self._log_start = log.tell()
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT)
+                                         stderr=subprocess.STDOUT, cwd=self.cwd)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
