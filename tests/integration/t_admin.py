@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The admin console end to end, through a proxy of its own, against the real mariadbd.
 
-Starts myrewrite on its own ports (clients 26040, console 26041) with a rules
+Starts myrewrite on free ports of its own (clients, console) with a rules
 directory written here and an admin password, then checks:
   * a wrong admin password or user is refused with 1045, also after an auth
     switch (a client that asks for another plugin is moved to
