@@ -15,6 +15,7 @@ the line is removed at the end), starts a proxy with `--backend NAME:PORT`, then
     the name, and new connections work within 3 s.
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes a free port.
 """
+import fcntl
 import os
 import subprocess
 import sys
@@ -24,8 +25,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-NAME = "myrewrite-it-backend"
-LATE = "myrewrite-it-late"
+# Names of this run's own, so that two runs on one machine do not move each other's.
+NAME = "myrewrite-it-backend-%d" % os.getpid()
+LATE = "myrewrite-it-late-%d" % os.getpid()
 HOSTS = "/etc/hosts"
 PROXY = t.Proxy("backend_dns", backend=False, flags=["--backend", "%s:%d" % (NAME, t.DIRECT_PORT)])
 PORT = PROXY.port
@@ -35,13 +37,16 @@ LATE_PROXY = t.Proxy("backend_dns_late", port=PORT, backend=False, through=False
 
 
 def set_hosts(ip, name=NAME):
-    """Points name at ip (None: removes it), keeping every other line."""
-    with open(HOSTS) as f:
+    """Points name at ip (None: removes it), keeping every other line. Under a lock on
+    the file, so that another run's edit at the same moment is not lost."""
+    with open(HOSTS, "r+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
         lines = [line for line in f.read().splitlines() if not line.endswith(" " + name)]
-    if ip:
-        lines.append("%s %s" % (ip, name))
-    with open(HOSTS, "w") as f:
+        if ip:
+            lines.append("%s %s" % (ip, name))
+        f.seek(0)
         f.write("\n".join(lines) + "\n")
+        f.truncate()
 
 
 def works():
