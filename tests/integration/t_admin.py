@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The admin console end to end, through a proxy of its own, against the real mariadbd.
 
-Starts myrewrite on its own ports (clients 26040, console 26041) with a rules
+Starts myrewrite on free ports of its own (clients, console) with a rules
 directory written here and an admin password, then checks:
   * a wrong admin password or user is refused with 1045, also after an auth
     switch (a client that asks for another plugin is moved to
@@ -27,7 +27,6 @@ directory written here and an admin password, then checks:
 import decimal
 import hashlib
 import os
-import signal
 import socket
 import struct
 import subprocess
@@ -41,14 +40,14 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 import rawproto_lib as raw  # noqa: E402
 
-PORT = int(os.environ.get("MR_ADMIN_TEST_PORT", "26040"))
-ADMIN_PORT = int(os.environ.get("MR_ADMIN_TEST_ADMIN_PORT", "26041"))
-BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
-                                            "myrewrite"))
 RULES_DIR = os.path.join(t.TMP, "admin_rules")
-LOG = os.path.join(t.TMP, "admin_proxy.log")
 ADMIN_USER = "admin"
 ADMIN_PASSWORD = "adm-pw-7Qx!"
+PROXY = t.Proxy("admin_proxy", rules_dir=RULES_DIR, admin=True, admin_password=ADMIN_PASSWORD)
+PORT, ADMIN_PORT = PROXY.port, PROXY.admin_port
+# The same ports and log with admin_listen but no admin_password.
+NO_PASSWORD = t.Proxy("admin_proxy", port=PORT, rules_dir=RULES_DIR,
+                      options=[("admin_listen", "%s:%d" % (t.HOST, ADMIN_PORT))])
 
 RULES = """
 [rewrite adm_upper]
@@ -77,31 +76,6 @@ def write_rules(name, text):
     os.makedirs(RULES_DIR, exist_ok=True)
     with open(os.path.join(RULES_DIR, name), "w") as f:
         f.write(text)
-
-
-def start_proxy(password):
-    log = open(LOG, "a")
-    args = [BIN, "--listen", "%s:%d" % (t.HOST, PORT),
-            "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT), "--rules", RULES_DIR,
-            "--workers", "2", "--log-level", "info",
-            "--set", "admin_listen=%s:%d" % (t.HOST, ADMIN_PORT)]
-    if password is not None:
-        args += ["--set", "admin_password=" + password]
-    p = subprocess.Popen(args, stdout=log, stderr=log)
-    for _ in range(100):
-        try:
-            pymysql.connect(host=t.HOST, port=PORT, user=t.USER, password=t.PASSWORD,
-                            database=t.DB).close()
-            return p
-        except pymysql.err.OperationalError:
-            time.sleep(0.1)
-    raise RuntimeError("admin test proxy did not come up")
-
-
-def stop_proxy(p):
-    p.send_signal(signal.SIGTERM)
-    p.wait(timeout=30)
-    return p.returncode
 
 
 def admin(password=ADMIN_PASSWORD, user=ADMIN_USER, **kw):
@@ -208,7 +182,7 @@ def check_version_config(c):
     cols, rows = query(c, "SHOW VERSION")
     t.eq("SHOW VERSION columns", ["name", "value"], cols)
     v = dict(rows)
-    out = subprocess.run([BIN, "--version"], capture_output=True, text=True).stdout.split()[-1]
+    out = subprocess.run([t.BIN, "--version"], capture_output=True, text=True).stdout.split()[-1]
     t.eq("SHOW VERSION version is the binary's", out, v.get("version"))
     t.eq("SHOW VERSION workers", "2", v.get("workers"))
     t.check(int(v.get("uptime_seconds", "-1")) >= 0 and v.get("libevent"),
@@ -384,8 +358,7 @@ def check_reload(c):
     # the log is written by its own thread: give it a moment under load
     logged = False
     for _ in range(50):
-        with open(LOG) as f:
-            logged = "previous rules stay in force" in f.read()
+        logged = "previous rules stay in force" in PROXY.log_text()
         if logged:
             break
         time.sleep(0.1)
@@ -544,11 +517,9 @@ def check_cli():
 
 
 def check_no_password():
-    open(LOG, "w").close()
-    p = start_proxy(None)
+    NO_PASSWORD.start()
     try:
-        with open(LOG) as f:
-            text = f.read()
+        text = NO_PASSWORD.log_text()
         t.check("admin console not started: admin_password is empty" in text,
                 "without a password the log says why the console is off", text[-500:])
         try:
@@ -561,7 +532,7 @@ def check_no_password():
         t.eq("the proxy itself serves", ((1,),), one(c, "SELECT 1"))
         c.close()
     finally:
-        t.eq("proxy without console exits 0", 0, stop_proxy(p))
+        t.eq("proxy without console exits 0", 0, NO_PASSWORD.stop())
 
 
 def setup_tables():
@@ -584,8 +555,7 @@ def main():
         os.unlink(os.path.join(RULES_DIR, name))
     write_rules("10-admin.rules", RULES)
     setup_tables()
-    open(LOG, "w").close()
-    proxy_proc = start_proxy(ADMIN_PASSWORD)
+    PROXY.start()
     try:
         check_login()
         c = admin()
@@ -601,7 +571,7 @@ def main():
         check_cli()
         held = admin()  # open across shutdown: the console must not hold it up
     finally:
-        rc = stop_proxy(proxy_proc)
+        rc = PROXY.stop()
     t.eq("proxy with an open console connection exits 0 on SIGTERM", 0, rc)
     try:
         held.close()

@@ -21,8 +21,8 @@ commands in one send(), against a proxy of the test's own with a block rule:
   (e) an auth-switch reply with a wrong sequence id: ERR 1156, closed, the
       pipelined INSERT behind it not run.
 
-Environment: MR_DIRECT_PORT (mariadbd), MR_AUTH_PIPELINE_PORT (this test's
-proxy, default 46010), MR_TMP, MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_TMP, MR_BIN; this test's proxy takes
+a free port.
 """
 import os
 import struct
@@ -36,8 +36,9 @@ import mrtest as t  # noqa: E402
 import rawproto_lib as rp  # noqa: E402
 from rawproto_lib import Conn  # noqa: E402
 
-PORT = int(os.environ.get("MR_AUTH_PIPELINE_PORT", "46010"))
 RULES_DIR = os.path.join(t.TMP, "auth_pipeline_rules")
+PROXY = t.Proxy("auth_pipeline_proxy", rules_dir=RULES_DIR)
+PORT = PROXY.port
 TABLE = "ap_blocked"
 BLOCK_MSG = "ap_blocked takes no inserts through the proxy"
 RULES = """
@@ -310,7 +311,7 @@ def main():
     t.rows(c, "CREATE TABLE %s (v INT) ENGINE=InnoDB" % TABLE)
     c.close()
     t.write_rules(RULES_DIR, RULES)
-    proxy = t.start_proxy(PORT, os.path.join(t.TMP, "auth_pipeline_proxy.log"), RULES_DIR)
+    PROXY.start()
     try:
         part_a()
         part_b()
@@ -319,10 +320,9 @@ def main():
         part_c_refused_login()
         part_d()
         part_e()
-        t.check(proxy.poll() is None, "the proxy is still running")
+        t.check(PROXY.alive(), "the proxy is still running")
     finally:
-        proxy.terminate()
-        proxy.wait(10)
+        PROXY.stop(timeout=10)
         c = t.direct(autocommit=True)
         t.rows(c, "DROP TABLE IF EXISTS " + TABLE)
         c.close()

@@ -13,8 +13,9 @@ the line is removed at the end), starts a proxy with `--backend NAME:PORT`, then
   * a proxy started with a name that does not resolve yet (a database container not up):
     it starts, clients get "backend unavailable: ... does not resolve", /etc/hosts gains
     the name, and new connections work within 3 s.
-Environment: MR_DNS_PORT (26095), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes a free port.
 """
+import fcntl
 import os
 import subprocess
 import sys
@@ -24,21 +25,28 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-PORT = int(os.environ.get("MR_DNS_PORT", "26095"))
-NAME = "myrewrite-it-backend"
-LATE = "myrewrite-it-late"
+# Names of this run's own, so that two runs on one machine do not move each other's.
+NAME = "myrewrite-it-backend-%d" % os.getpid()
+LATE = "myrewrite-it-late-%d" % os.getpid()
 HOSTS = "/etc/hosts"
-LOG = os.path.join(t.TMP, "backend_dns.log")
+PROXY = t.Proxy("backend_dns", backend=False, flags=["--backend", "%s:%d" % (NAME, t.DIRECT_PORT)])
+PORT = PROXY.port
+# Started once PROXY has stopped, on the same port.
+LATE_PROXY = t.Proxy("backend_dns_late", port=PORT, backend=False, through=False,
+                     flags=["--backend", "%s:%d" % (LATE, t.DIRECT_PORT)])
 
 
 def set_hosts(ip, name=NAME):
-    """Points name at ip (None: removes it), keeping every other line."""
-    with open(HOSTS) as f:
+    """Points name at ip (None: removes it), keeping every other line. Under a lock on
+    the file, so that another run's edit at the same moment is not lost."""
+    with open(HOSTS, "r+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
         lines = [line for line in f.read().splitlines() if not line.endswith(" " + name)]
-    if ip:
-        lines.append("%s %s" % (ip, name))
-    with open(HOSTS, "w") as f:
+        if ip:
+            lines.append("%s %s" % (ip, name))
+        f.seek(0)
         f.write("\n".join(lines) + "\n")
+        f.truncate()
 
 
 def works():
@@ -66,8 +74,7 @@ def wait_for(want_ok, seconds):
 
 
 def log_text():
-    with open(LOG, encoding="utf-8", errors="replace") as f:
-        return f.read()
+    return PROXY.log_text()
 
 
 def late_name():
@@ -79,8 +86,7 @@ def late_name():
         t.log("skip the late-name part: looking up an absent name took %.1f s here"
               % (time.time() - t0))
         return
-    p = t.start_proxy(PORT, LOG + ".late", extra=["--backend", "%s:%d" % (LATE, t.DIRECT_PORT)],
-                      through=False)
+    LATE_PROXY.start()
     try:
         r = works()
         t.check("backend unavailable" in str(r) and "does not resolve" in str(r),
@@ -91,9 +97,8 @@ def late_name():
                 "within 3 s (%s s)" % (None if took is None else round(took, 1)))
     finally:
         set_hosts(None, LATE)
-        p.terminate()
-        p.wait(30)
-    t.eq("that proxy exits 0 on SIGTERM", 0, p.returncode)
+        rc = LATE_PROXY.stop()
+    t.eq("that proxy exits 0 on SIGTERM", 0, rc)
 
 
 def main():
@@ -104,9 +109,9 @@ def main():
         print("skip: %s is not writable (run as root)" % HOSTS)
         sys.exit(77)
     set_hosts("127.0.0.1")
-    p = None
+    rc = None
     try:
-        p = t.start_proxy(PORT, LOG, extra=["--backend", "%s:%d" % (NAME, t.DIRECT_PORT)])
+        PROXY.start()
         t.eq("through a backend host name: statements work", True, works())
         old = t.connect(PORT, autocommit=True)
         set_hosts("127.0.0.9")
@@ -126,10 +131,8 @@ def main():
         t.check("now resolves to 127.0.0.1" in log_text(), "the log names the address again")
     finally:
         set_hosts(None)
-        if p:
-            p.terminate()
-            p.wait(30)
-    t.eq("proxy exits 0 on SIGTERM", 0, p.returncode if p else None)
+        rc = PROXY.stop()
+    t.eq("proxy exits 0 on SIGTERM", 0, rc)
     late_name()
     t.done()
 

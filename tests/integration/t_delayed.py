@@ -14,8 +14,8 @@ delayed rules, the real mariadbd.
     staged and flushed rows exactly (an IN list stages one row per value), the
     round, its time and duration, and the flush-duration histogram moves;
   * SIGTERM runs a final flush for a table whose interval is an hour.
-Environment: MR_DELAYED_PORT_A / _B (26046 / 26047), MR_DELAYED_ADMIN_PORT (26049),
-MR_DELAYED_HTTP_PORT (26083), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the two proxies take free ports (B also for
+its console and HTTP endpoint).
 """
 import os
 import signal
@@ -30,12 +30,13 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 import rawproto_lib as raw  # noqa: E402
 
-PORTS = [int(os.environ.get("MR_DELAYED_PORT_A", "26046")),
-         int(os.environ.get("MR_DELAYED_PORT_B", "26047"))]
 CLIENTS = 32
-ADMIN_PORT = int(os.environ.get("MR_DELAYED_ADMIN_PORT", "26049"))  # proxy B's console
-HTTP_PORT = int(os.environ.get("MR_DELAYED_HTTP_PORT", "26083"))  # proxy B's /metrics
 RULES_DIR = os.path.join(t.TMP, "delayed_rules")
+PROXIES = [t.Proxy("delayed_proxy_a", rules_dir=RULES_DIR, own_conn=True),
+           t.Proxy("delayed_proxy_b", rules_dir=RULES_DIR, own_conn=True, admin=True, http=True)]
+PORTS = [p.port for p in PROXIES]
+ADMIN_PORT = PROXIES[1].admin_port  # proxy B's console
+HTTP_PORT = PROXIES[1].http_port  # proxy B's /metrics
 RULES = """
 [delayed counters]
 table = test.d_counters
@@ -51,14 +52,6 @@ columns = n
 flush_interval = 1h
 """
 UPD = "UPDATE DELAYED d_counters SET hits = hits %s %d WHERE id %s"
-
-
-def start_proxy(port, name):
-    console = (["--set", "admin_password=adminpw",
-                "--set", "admin_listen=%s:%d" % (t.HOST, ADMIN_PORT),
-                "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)] if port == PORTS[1] else [])
-    return t.start_proxy(port, os.path.join(t.TMP, name + ".log"), RULES_DIR, own_conn=True,
-                         extra=console)
 
 
 def setup(d):
@@ -223,12 +216,11 @@ def kill_run(d, procs):
     for th in threads:
         th.start()
     time.sleep(1.5)
-    procs[0].send_signal(signal.SIGKILL)
-    procs[0].wait()
+    procs[0].kill9()
     stop.set()
     for th in threads:
         th.join()
-    procs[0] = start_proxy(PORTS[0], "delayed_proxy_a2")
+    procs[0].start()
     t.check(staged_left(d) == ((0,),), "staging table drained after the restart")
     got = hits(d, range(1001, 1001 + CLIENTS))
     wrong = [(w, acked[w], got[1001 + w]) for w in range(CLIENTS)
@@ -331,7 +323,7 @@ def final_flush(d, procs):
     for p in procs:
         p.send_signal(signal.SIGTERM)
     for p in procs:
-        t.eq("delayed proxy exits 0 on SIGTERM", 0, p.wait(30))
+        t.eq("delayed proxy exits 0 on SIGTERM", 0, p.stop())
     cur.execute("SELECT n FROM d_slow WHERE id = 1")
     t.eq("SIGTERM's final flush applied what the hourly flush had not", (0, 30),
          (before, cur.fetchone()[0]))
@@ -346,7 +338,7 @@ def main():
         f.write(RULES)
     d = t.direct(autocommit=True)
     setup(d)
-    procs = [start_proxy(PORTS[0], "delayed_proxy_a"), start_proxy(PORTS[1], "delayed_proxy_b")]
+    procs = [p.start() for p in PROXIES]
     try:
         got = wait_for(d, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
                        "'test' AND TABLE_NAME IN ('d_counters_delayed', 'd_slow_delayed')",
@@ -359,9 +351,8 @@ def main():
         flush_command(d)
         final_flush(d, procs)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+        for p in PROXIES:
+            p.kill9()
     t.done()
 
 

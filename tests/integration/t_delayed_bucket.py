@@ -11,7 +11,7 @@ the proxy's clock), and missing = insert creates each bucket's row.
     the flush each page's row for the current bucket holds the exact sum, and the row of an
     older bucket of the same page is untouched;
   * a WHERE that names the bucket column is refused.
-Environment: MR_DELAYED_BUCKET_PORT (26097), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports.
 """
 import datetime
 import os
@@ -25,11 +25,12 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 import rawproto_lib as rp  # noqa: E402
 
-PORT = int(os.environ.get("MR_DELAYED_BUCKET_PORT", "26097"))
 CLIENTS = 16
 ROUNDS = 50
 PAGES = 4
 RULES_DIR = os.path.join(t.TMP, "delayed_bucket_rules")
+PROXY = t.Proxy("delayed_bucket_proxy", rules_dir=RULES_DIR, own_conn=True)
+PORT = PROXY.port
 # table: (engine, bucket column, its type, bucket, mode, old bucket value)
 TABLES = {
     "b_hourly": ("InnoDB", "hr", "DATETIME", "hour", "staged", datetime.datetime(2020, 1, 1, 5)),
@@ -146,8 +147,7 @@ def main():
         f.write(rules_text())
     d = t.direct(autocommit=True)
     setup(d)
-    proc = t.start_proxy(PORT, os.path.join(t.TMP, "delayed_bucket_proxy.log"), RULES_DIR,
-                         own_conn=True)
+    PROXY.start()
     try:
         want = ((2,),)
         sql = ("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'test' AND "
@@ -160,8 +160,7 @@ def main():
         for table in TABLES:
             run(d, table)
     finally:
-        proc.kill()
-        proc.wait()
+        PROXY.kill9()
     t.done()
 
 

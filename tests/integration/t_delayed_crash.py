@@ -18,7 +18,7 @@ delayed rules, both with flush_interval = 1h (nothing flushes until asked) and f
     DELAYED that succeeds, every key holds its exact sum, except that a chunk whose COMMIT
     the kill cut off may be lost whole (README: it is dropped, never retried): such keys hold
     0, there are at most flush_rows of them, and the proxy logged that chunk.
-Environment: MR_DCRASH_DB_PORT (23393), MR_DCRASH_PORT (26098), MR_BIN.
+Environment: MR_BIN; its own mariadbd and the proxy take free ports.
 """
 import os
 import signal
@@ -33,10 +33,10 @@ import pymysql  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DB_NAME = "dcrash"
-DB_PORT = int(os.environ.get("MR_DCRASH_DB_PORT", "23393"))
-PORT = int(os.environ.get("MR_DCRASH_PORT", "26098"))
-LOG = os.path.join(t.TMP, "dcrash_proxy.log")
+DB_PORT = t.free_port()
 RULES_DIR = os.path.join(t.TMP, "dcrash_rules")
+PROXY = t.Proxy("dcrash_proxy", backend_port=DB_PORT, rules_dir=RULES_DIR, own_conn=True)
+PORT = PROXY.port
 CHUNK = 500
 RULES = """
 [delayed crash_staged]
@@ -96,12 +96,6 @@ def direct():
 def scalar(cur, sql):
     cur.execute(sql)
     return cur.fetchone()[0]
-
-
-def start_proxy():
-    # t.start_proxy puts the proxy in front of t.DIRECT_PORT: this test's own server.
-    t.DIRECT_PORT = DB_PORT
-    return t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True)
 
 
 def flush_async(table, out):
@@ -312,8 +306,7 @@ def memory(d):
     zero = [k for k in expect if got.get(k) == 0]
     t.check(not wrong, "memory mode: every key holds its exact sum or, if in the chunk whose "
             "COMMIT was cut off, nothing (never a partial or doubled sum)", wrong[:10])
-    with open(LOG) as f:
-        logged = "the connection broke during COMMIT" in f.read()
+    logged = "the connection broke during COMMIT" in PROXY.log_text()
     t.check(len(zero) <= CHUNK and (not zero or logged),
             "memory mode: at most one chunk (%d keys) lost, and only with the COMMIT logged"
             % CHUNK, "%d keys at 0, COMMIT loss logged: %s" % (len(zero), logged))
@@ -330,7 +323,6 @@ def main():
     if not start_db():
         t.not_ok("own mariadbd %s on %d starts" % (DB_NAME, DB_PORT))
         t.done()
-    p = None
     try:
         d = direct()
         cur = d.cursor()
@@ -338,7 +330,7 @@ def main():
         for tbl in ("dc_staged", "dc_mem"):
             cur.execute("CREATE TABLE %s (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0) "
                         "ENGINE=InnoDB" % tbl)
-        p = start_proxy()
+        PROXY.start()
         t.eq("the flusher created the staging table", 1,
              wait_until(cur, "SELECT COUNT(*) FROM information_schema.TABLES WHERE "
                         "TABLE_SCHEMA = 'test' AND TABLE_NAME = 'dc_staged_delayed'",
@@ -346,11 +338,9 @@ def main():
         d = staged(d)
         d = memory(d)
         d.close()
-        p.send_signal(signal.SIGTERM)
-        t.eq("proxy exits 0 on SIGTERM after two server crashes", 0, p.wait(30))
+        t.eq("proxy exits 0 on SIGTERM after two server crashes", 0, PROXY.stop())
     finally:
-        if p and p.poll() is None:
-            p.kill()
+        PROXY.kill9()
         env_sh("mr_stop_mariadb %s" % DB_NAME)
     t.done()
 

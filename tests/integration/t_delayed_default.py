@@ -17,8 +17,8 @@ end against the real mariadbd, through a proxy of its own with its own flusher c
   8. SHOW DELAYED has a row per derived table under the default rule's row (their sum), and
      /metrics a series per derived staging table, counting exactly the rows staged and
      flushed.
-Environment: MR_DDEFAULT_PORT (26051), MR_DDEFAULT_ADMIN_PORT (26052),
-MR_DDEFAULT_HTTP_PORT (26053), MR_BIN, MR_BUILD.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN, MR_BUILD; the proxy takes free ports
+(client, console, HTTP).
 """
 import os
 import signal
@@ -32,13 +32,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-PORT = int(os.environ.get("MR_DDEFAULT_PORT", "26051"))
-ADMIN_PORT = int(os.environ.get("MR_DDEFAULT_ADMIN_PORT", "26052"))
-HTTP_PORT = int(os.environ.get("MR_DDEFAULT_HTTP_PORT", "26053"))
-CONSOLE = ("--set", "admin_password=adminpw", "--set", "admin_listen=%s:%d" % (t.HOST, ADMIN_PORT),
-           "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT))
-LOG = os.path.join(t.TMP, "ddefault_proxy.log")
 RULES_DIR = os.path.join(t.TMP, "ddefault_rules")
+PROXY = t.Proxy("ddefault_proxy", rules_dir=RULES_DIR, own_conn=True, admin=True, http=True)
+PORT, ADMIN_PORT, HTTP_PORT = PROXY.port, PROXY.admin_port, PROXY.http_port
 SCHEMA = "dflt"
 RULES = """
 [delayed dflt_default]
@@ -305,16 +301,13 @@ def test_adoption(p, c):
     staged = one("SELECT COUNT(*) FROM dflt.adopt_delayed")
     t.eq("adopt: 50 rows staged before the kill", 50, staged)
     c.close()
-    p.kill()
-    p.wait()
-    p = t.start_proxy(PORT, LOG + ".2", RULES_DIR, own_conn=True)
+    p.restart(kill=True)
     c = px()
     t.eq("after the restart FLUSH DELAYED answers OK", 0, flush(c))
     t.eq("adopted: the staged rows are applied without a statement on the table", total,
          dict(q("SELECT id, n FROM dflt.adopt")))
     t.eq("adopted: the staging table is empty", 0, one("SELECT COUNT(*) FROM dflt.adopt_delayed"))
-    with open(LOG + ".2") as f:
-        t.check("adopting dflt.adopt" in f.read(), "the proxy logged the adoption")
+    t.check("adopting dflt.adopt" in p.log_text(), "the proxy logged the adoption")
     return p, c
 
 
@@ -331,9 +324,8 @@ def test_reload(p, c):
     t.write_rules(RULES_DIR, "[delayed dflt_explicit]" + RULES.split("[delayed dflt_explicit]")[1])
     p.send_signal(signal.SIGHUP)
     for _ in range(100):
-        with open(LOG + ".2") as f:
-            if "rules reloaded" in f.read():
-                break
+        if "rules reloaded" in p.log_text():
+            break
         time.sleep(0.05)
     r = run(c, "UPDATE DELAYED hits SET n = n + 1 WHERE id = 2")
     t.check(isinstance(r, tuple) and r[0] == 1235 and "no delayed rule covers table dflt.hits," in r[1],
@@ -356,7 +348,7 @@ def main():
         sys.exit(77)
     setup_schema()
     t.write_rules(RULES_DIR, RULES)
-    p = t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True, extra=CONSOLE)
+    p = PROXY.start()
     c = px()
     try:
         test_explicit(c)
@@ -369,8 +361,7 @@ def main():
         test_reload(p, c)
     finally:
         c.close()
-        p.terminate()
-        rc = p.wait(timeout=30)
+        rc = p.stop()
     t.eq("the proxy exits 0 after SIGTERM (no sanitizer report)", 0, rc)
     t.done()
 

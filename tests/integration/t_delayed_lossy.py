@@ -10,10 +10,9 @@ of its own, killed -9 while its flusher's rows exist only in the flush snapshot.
     sent again. The one chunk is all or nothing: every row holds exactly its acknowledged
     count, or every row holds 0 (the chunk was lost); never more than acknowledged. Which
     of the two this server did is logged (rules/README.md, "the loss window").
-Environment: MR_LOSSY_PORT (26054), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports.
 """
 import os
-import signal
 import sys
 import threading
 import time
@@ -22,9 +21,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-PORT = int(os.environ.get("MR_LOSSY_PORT", "26054"))
-LOG = os.path.join(t.TMP, "lossy_proxy.log")
 RULES_DIR = os.path.join(t.TMP, "lossy_rules")
+PROXY = t.Proxy("lossy_proxy", rules_dir=RULES_DIR, own_conn=True)
+PORT = PROXY.port
 RULES = """
 [delayed lossy]
 table = test.l_counters
@@ -89,7 +88,7 @@ def main():
     d = t.direct(autocommit=True)
     setup(d)
     t.write_rules(RULES_DIR, RULES)
-    p = t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True)
+    PROXY.start()
     holder = t.direct(autocommit=True)
     try:
         acked = [0] * CLIENTS
@@ -103,11 +102,10 @@ def main():
              ((0,),), wait_for(d, "SELECT COUNT(*) FROM l_counters_delayed", ((0,),)))
         t.eq("... while the main table is not yet updated: the rows are in the snapshot only",
              ((0,),), rows(d, "SELECT SUM(n) FROM l_counters"))
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+        PROXY.kill9()
         time.sleep(0.5)
         holder.cursor().execute("UNLOCK TABLES")
-        p = t.start_proxy(PORT, LOG + ".2", RULES_DIR, own_conn=True)
+        PROXY.start()
         c = t.connect(PORT, autocommit=True)
         c.cursor().execute("FLUSH DELAYED l_counters")
         c.close()
@@ -126,9 +124,7 @@ def main():
                              sum(want[k] for k in want if not got[k])))
     finally:
         holder.close()
-        if p.poll() is None:
-            p.terminate()
-            p.wait(30)
+        PROXY.stop()
     t.done()
 
 

@@ -24,7 +24,7 @@ prepared DELAYED statements in staged mode; a proxy of its own, the real mariadb
     OK; after an ALTER of the primary key a statement gets "primary key ... changed" until a
     SIGHUP reload, after which the new key is taken;
   * SIGTERM runs a final flush of an hourly table.
-Environment: MR_DELAYED_MEM_PORT (26071), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports.
 """
 import os
 import signal
@@ -40,9 +40,10 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 import rawproto_lib as rp  # noqa: E402
 
-PORT = int(os.environ.get("MR_DELAYED_MEM_PORT", "26071"))
 CLIENTS = 32
 RULES_DIR = os.path.join(t.TMP, "delayed_memory_rules")
+PROXY = t.Proxy("delayed_memory_proxy", rules_dir=RULES_DIR, own_conn=True)
+PORT = PROXY.port
 RULES = """
 [delayed mem_counters]
 table = test.m_counters
@@ -96,10 +97,6 @@ mode = memory
 missing = insert
 flush_interval = 1h
 """
-
-
-def start_proxy(name):
-    return t.start_proxy(PORT, os.path.join(t.TMP, name + ".log"), RULES_DIR, own_conn=True)
 
 
 def setup(d):
@@ -616,8 +613,7 @@ def final_flush(d, proc):
         cur.execute("UPDATE DELAYED m_small SET n = n + 3 WHERE id = 5")
     c.close()
     before = rows(d, "SELECT n FROM m_small WHERE id = 5")
-    proc.send_signal(signal.SIGTERM)
-    t.eq("memory-mode proxy exits 0 on SIGTERM", 0, proc.wait(30))
+    t.eq("memory-mode proxy exits 0 on SIGTERM", 0, proc.stop())
     t.eq("SIGTERM's final flush wrote what the hourly flush had not", (((0,),), ((30,),)),
          (before, rows(d, "SELECT n FROM m_small WHERE id = 5")))
 
@@ -631,7 +627,7 @@ def main():
         f.write(RULES)
     d = t.direct(autocommit=True)
     setup(d)
-    proc = start_proxy("delayed_memory_proxy")
+    proc = PROXY.start()
     try:
         refusals()
         prepared(d)
@@ -648,8 +644,7 @@ def main():
         nokey_alter(d, proc)
         final_flush(d, proc)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        PROXY.kill9()
     t.done()
 
 

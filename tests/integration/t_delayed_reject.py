@@ -14,8 +14,8 @@ table, each in turn:
   * a later FLUSH DELAYED with good deltas answers OK and applies them.
 Also: two BIGINT deltas whose sum passes the signed 64-bit range are refused as 1690 without
 sending a wrapped value.
-Environment: MR_DREJECT_PORT (61010), MR_DREJECT_ADMIN_PORT (61011),
-MR_DREJECT_HTTP_PORT (61012), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports (client,
+console, HTTP).
 """
 import os
 import random
@@ -28,13 +28,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-PORT = int(os.environ.get("MR_DREJECT_PORT", "61010"))
-ADMIN_PORT = int(os.environ.get("MR_DREJECT_ADMIN_PORT", "61011"))
-HTTP_PORT = int(os.environ.get("MR_DREJECT_HTTP_PORT", "61012"))
-CONSOLE = ("--set", "admin_password=adminpw", "--set", "admin_listen=%s:%d" % (t.HOST, ADMIN_PORT),
-           "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT))
-LOG = os.path.join(t.TMP, "dreject_proxy.log")
 RULES_DIR = os.path.join(t.TMP, "dreject_rules")
+PROXY = t.Proxy("dreject_proxy", rules_dir=RULES_DIR, own_conn=True, admin=True, http=True)
+PORT, ADMIN_PORT, HTTP_PORT = PROXY.port, PROXY.admin_port, PROXY.http_port
 INT_MAX = 2147483647
 NEAR = INT_MAX - 1500
 TABLES = {"r_inno": ("InnoDB", "staged"), "r_myisam": ("MyISAM", "staged"),
@@ -205,7 +201,7 @@ def main():
         f.write("".join(RULE % {"t": n, "mode": m} for n, (_, m) in TABLES.items()) + EXTRA)
     d = t.direct(autocommit=True)
     setup(d)
-    proc = t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True, extra=CONSOLE)
+    PROXY.start()
     try:
         end = time.time() + 20
         while time.time() < end and rows(d, "SELECT COUNT(*) FROM information_schema.TABLES "
@@ -216,8 +212,7 @@ def main():
             overflow_one(d, table)
         bigint_sum(d)
     finally:
-        proc.kill()
-        proc.wait()
+        PROXY.kill9()
     t.done()
 
 

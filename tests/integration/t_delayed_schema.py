@@ -16,7 +16,7 @@ so the schema cache and the flusher run) in front of the real mariadbd.
     logs which columns are missing and counts an error in SHOW DELAYED;
   * an ARCHIVE table is refused by the flusher with its reason (when the server has
     the ARCHIVE engine loaded).
-Environment: MR_DELAYED_SCHEMA_PORT (26073), MR_DELAYED_SCHEMA_ADMIN_PORT (26072), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports (client, console).
 """
 import os
 import sys
@@ -27,12 +27,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-PORT = int(os.environ.get("MR_DELAYED_SCHEMA_PORT", "26073"))
-ADMIN_PORT = int(os.environ.get("MR_DELAYED_SCHEMA_ADMIN_PORT", "26072"))
 CLIENTS = 32
 PER_CLIENT = 60
 RULES_DIR = os.path.join(t.TMP, "delayed_schema_rules")
-LOG = os.path.join(t.TMP, "delayed_schema.log")
 RULES = """
 [delayed my]
 table = test.dk_my
@@ -66,11 +63,8 @@ TABLES = ("dk_my, dk_my_delayed, dk_mem, dk_mem_delayed, dk_stale, dk_stale_dela
           "dk_arch, dk_arch_delayed, dk_inno, dk_inno_delayed")
 
 
-def start_proxy():
-    t.write_rules(RULES_DIR, RULES)
-    return t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True,
-                         extra=["--set", "admin_password=adminpw",
-                                "--set", "admin_listen=%s:%d" % (t.HOST, ADMIN_PORT)])
+PROXY = t.Proxy("delayed_schema", rules_dir=RULES_DIR, rules=RULES, own_conn=True, admin=True)
+PORT, ADMIN_PORT = PROXY.port, PROXY.admin_port
 
 
 def setup(d):
@@ -244,7 +238,7 @@ def admin_delayed():
 
 
 def flusher_checks(archive):
-    text = open(LOG).read()
+    text = PROXY.log_text()
     t.check("the staging table test.dk_stale_delayed exists without the column(s) id, n" in text,
             "a stale staging table: the log names its missing columns",
             [x for x in text.splitlines() if "dk_stale" in x][:3])
@@ -274,7 +268,7 @@ def main():
     except pymysql.err.MySQLError as e:
         print("skip: cannot create the tables (%s)" % (e,))
         sys.exit(77)
-    p = start_proxy()
+    PROXY.start()
     try:
         c = t.connect(PORT, autocommit=True)
         first = first_statement(c)
@@ -286,8 +280,7 @@ def main():
         time.sleep(0.5)
         flusher_checks(archive)
     finally:
-        p.terminate()
-        p.wait(30)
+        PROXY.stop()
     d.cursor().execute("DROP TABLE IF EXISTS " + TABLES)
     d.close()
     t.done()

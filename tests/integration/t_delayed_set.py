@@ -14,7 +14,7 @@ its own with staged delayed rules, the real mariadbd.
     does not; DELETE DELAYED between sets drops what came before it;
   * an existing staging table without the set columns is refused by the check, with the
     missing columns named in the log.
-Environment: MR_DELAYED_SET_PORT (26096), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports.
 """
 import os
 import sys
@@ -26,12 +26,12 @@ sys.path.insert(0, os.path.dirname(__file__))
 import mrtest as t  # noqa: E402
 import rawproto_lib as rp  # noqa: E402
 
-PORT = int(os.environ.get("MR_DELAYED_SET_PORT", "26096"))
 KEYS = 8
 ADDERS = 24
 ROUNDS = 60
 RULES_DIR = os.path.join(t.TMP, "delayed_set_rules")
-LOG = os.path.join(t.TMP, "delayed_set_proxy.log")
+PROXY = t.Proxy("delayed_set_proxy", rules_dir=RULES_DIR, own_conn=True)
+PORT = PROXY.port
 TABLES = {"s_ignore": ("InnoDB", "ignore"), "s_upsert": ("InnoDB", "insert"),
           "s_myisam": ("MyISAM", "ignore")}
 RULE = """
@@ -227,8 +227,7 @@ def old_staging_table(d):
     c.cursor().execute("UPDATE DELAYED s_old SET hits = hits + 1 WHERE id = 1")
     c.close()
     time.sleep(0.5)
-    with open(LOG) as f:
-        log = f.read()
+    log = PROXY.log_text()
     t.check("staging table test.s_old_delayed exists without the column(s) title_set, "
             "set_mask that this rule stages into" in log,
             "a staging table without the set columns is refused, the columns named")
@@ -244,7 +243,7 @@ def main():
         f.write(rules_text())
     d = t.direct(autocommit=True)
     setup(d)
-    proc = t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True)
+    PROXY.start()
     try:
         end = time.time() + 20
         want = ((len(TABLES) + 1,),)
@@ -256,8 +255,7 @@ def main():
             sequence(d, table)
         old_staging_table(d)
     finally:
-        proc.kill()
-        proc.wait()
+        PROXY.kill9()
     t.done()
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Failure handling, on a private mariadbd ("fault", port 23307) and a private
-# proxy (port 26034) so that killing the backend does not disturb other tests.
+# Failure handling, on a private mariadbd ("fault") and a private proxy, both on
+# free ports, so that killing the backend does not disturb other tests.
 #  (a) backend down at connect time -> ERR (2003, SQLSTATE 08S01) "backend unavailable:", proxy lives
 #  (b) backend killed mid-query     -> client errors within 5 s, proxy lives
 #  (c) garbage from a client        -> that client is dropped, others unaffected
@@ -10,8 +10,8 @@ set -uo pipefail
 . "$(dirname "$0")/../lib/env.sh"
 trap mr_cleanup EXIT
 
-DB_PORT=23307
-FP=26034
+mr_free_port DB_PORT || mr_die "no free port"
+mr_free_port FP || mr_die "no free port"
 export MR_FAULT_DB_PORT=$DB_PORT
 : >"$MR_TMP/fault.log"
 

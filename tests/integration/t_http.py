@@ -20,7 +20,7 @@
   * docker/healthcheck.sh passes against the endpoint and fails without it, and
     docker/myrewrite.conf serves the address the Dockerfile's HEALTHCHECK uses;
   * the proxy still exits 0 on SIGTERM.
-Ports: proxy 26042, HTTP 26045, mariadbd "http" 23309.
+Environment: MR_BIN; its own mariadbd "http" and the proxies take free ports.
 """
 import http.client
 import os
@@ -37,11 +37,17 @@ import pymysql  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("MR_BIN", os.path.join(ROOT, "build", "myrewrite"))
-PORT = int(os.environ.get("MR_HTTP_PROXY_PORT", "26042"))
-HTTP_PORT = int(os.environ.get("MR_HTTP_PORT", "26045"))
-DB_PORT = int(os.environ.get("MR_HTTP_DB_PORT", "23309"))
+PORT = t.free_port()
+HTTP_PORT = t.free_port()
+DB_PORT = t.free_port()
 DB_NAME = "http"
 RULES_DIR = os.path.join(t.TMP, "http_rules")
+# One after the other on the same ports: without the endpoint, then with it.
+PROXIES = {
+    "http_off": t.Proxy("http_off", port=PORT, backend_port=DB_PORT, cwd=ROOT),
+    "http_on": t.Proxy("http_on", port=PORT, backend_port=DB_PORT, cwd=ROOT, rules_dir=RULES_DIR,
+                       options=[("http_listen", "%s:%d" % (t.HOST, HTTP_PORT))]),
+}
 RULES = """
 [rewrite http_upper]
 pattern = SELECT name FROM ht_items WHERE id = ?
@@ -92,36 +98,8 @@ def listening(port):
         s.close()
 
 
-def start_proxy(name, *extra):
-    log = open(os.path.join(t.TMP, name + ".log"), "w")
-    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
-                          "--backend", "%s:%d" % (t.HOST, DB_PORT), "--workers", "2",
-                          "--log-level", "info"] + list(extra),
-                         stdout=log, stderr=log, cwd=ROOT)
-    for _ in range(100):
-        if p.poll() is not None:
-            raise RuntimeError("proxy %s exited: %s" % (name, proxy_log(name)))
-        try:
-            t.connect(PORT).close()
-            return p
-        except pymysql.err.OperationalError:
-            time.sleep(0.1)
-    raise RuntimeError("proxy %s did not come up" % name)
-
-
-def stop_proxy(p):
-    p.terminate()
-    try:
-        return p.wait(30)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        return None
-
-
 def proxy_log(name):
-    with open(os.path.join(t.TMP, name + ".log")) as f:
-        return f.read()
+    return PROXIES[name].log_text()
 
 
 def request(path, method="GET"):
@@ -309,10 +287,10 @@ def check_port_taken():
 
 
 def check_off_by_default():
-    p = start_proxy("http_off")
+    p = PROXIES["http_off"].start()
     t.check(not listening(HTTP_PORT), "no HTTP listener unless http_listen is set")
     t.check("HTTP endpoint" not in proxy_log("http_off"), "no HTTP endpoint logged")
-    t.eq("proxy without HTTP exits 0 on SIGTERM", 0, stop_proxy(p))
+    t.eq("proxy without HTTP exits 0 on SIGTERM", 0, p.stop())
 
 
 def check_routes():
@@ -567,8 +545,7 @@ def main():
         check_config()
         check_off_by_default()
         check_port_taken()
-        p = start_proxy("http_on", "--rules", RULES_DIR,
-                        "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT))
+        p = PROXIES["http_on"].start()
         t.check(listening(HTTP_PORT), "HTTP listener on %d" % HTTP_PORT)
         check_routes()
         check_format()
@@ -577,14 +554,14 @@ def main():
         check_reload_counters(p)
         check_ready()
         script = check_healthcheck_script()
-        t.eq("proxy with HTTP exits 0 on SIGTERM", 0, stop_proxy(p))
+        t.eq("proxy with HTTP exits 0 on SIGTERM", 0, p.stop())
         p = None
         r = subprocess.run(["bash", script, "%s:%d" % (t.HOST, HTTP_PORT)],
                            capture_output=True, text=True)
         t.check(r.returncode != 0, "docker/healthcheck.sh fails once the proxy is gone")
     finally:
         if p:
-            stop_proxy(p)
+            p.stop()
         env_sh("mr_stop_mariadb %s" % DB_NAME)
     t.done()
 

@@ -19,7 +19,7 @@ real mariadbd.
   * prepared `LIMIT ?, ?` pages under a keyset rule (mr_stmt_paginate, the C client) are
     prepared as deferred joins and never seek, even once a text walk of the same
     listing has left bookmarks: their rows equal direct ones at every offset.
-Environment: MR_KEYSET_PORT (26091), MR_KEYSET_HTTP_PORT (26094), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports (client, HTTP).
 """
 import os
 import re
@@ -32,8 +32,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-PORT = int(os.environ.get("MR_KEYSET_PORT", "26091"))
-HTTP = int(os.environ.get("MR_KEYSET_HTTP_PORT", "26094"))
 ROWS = 3000
 PAGE = 37
 THRESHOLD = 50
@@ -42,7 +40,6 @@ BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..
 STMT_BIN = os.path.join(os.path.dirname(os.path.abspath(BIN)), "tests", "integration",
                         "mr_stmt_paginate")
 RULES_DIR = os.path.join(t.TMP, "keyset_rules")
-LOG = os.path.join(t.TMP, "keyset.log")
 RULES = """
 [paginate items]
 table = k_items
@@ -101,10 +98,8 @@ HOSTILE = ["plain", "it's", "it''s", "back\\slash", "back\\\\two", "\\'", "'", "
            "\u00c5", "\u212b", "a b", "a  b", "`tick`", "\u0000\u00ff", "\u4e00", "last"]
 
 
-def start_proxy():
-    t.write_rules(RULES_DIR, RULES)
-    return t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True,
-                         extra=["--set", "http_listen=%s:%d" % (t.HOST, HTTP)])
+PROXY = t.Proxy("keyset", rules_dir=RULES_DIR, rules=RULES, own_conn=True, http=True)
+PORT, HTTP = PROXY.port, PROXY.http_port
 
 
 def keyset_counts(rule):
@@ -156,8 +151,7 @@ def setup(d):
 
 def log_text():
     time.sleep(0.2)
-    with open(LOG, encoding="utf-8", errors="replace") as f:
-        return f.read()
+    return PROXY.log_text()
 
 
 def sent_texts(rule):
@@ -379,7 +373,7 @@ def main():
     except pymysql.err.MySQLError as e:
         print("skip: cannot fill the tables from seq_1_to_N (%s)" % (e,))
         sys.exit(77)
-    p = start_proxy()
+    PROXY.start()
     try:
         conns = [t.connect(PORT, autocommit=True), t.connect(PORT, autocommit=True)]
         walks(d, conns)
@@ -391,8 +385,7 @@ def main():
         for c in conns:
             c.close()
     finally:
-        p.terminate()
-        p.wait(30)
+        PROXY.stop()
     d.cursor().execute("DROP TABLE IF EXISTS k_items, k_pairs, k_str, k_bin, k_null, ps_items")
     d.close()
     t.done()

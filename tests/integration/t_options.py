@@ -12,11 +12,11 @@
     repository) and passes the image's HEALTHCHECK command; given
     MYREWRITE_PROXY_USER and a password file it runs with proxy_user set (the
     console's SHOW BACKENDS) and the password on no command line.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxies take free ports.
 """
 import json
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -29,32 +29,14 @@ import pymysql  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 BIN = os.environ.get("MR_BIN", os.path.join(ROOT, "build", "myrewrite"))
-PORT = int(os.environ.get("MR_OPTIONS_PORT", "26037"))
-PROXY_LOG = os.path.join(t.TMP, "options_proxy.log")
+PORT = t.free_port()
 
 
-class Proxy:
-    """myrewrite on PORT with extra flags; stopped with SIGTERM on exit."""
-
-    def __init__(self, *args):
-        self.log = PROXY_LOG
-        self.p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
-                                   "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT),
-                                   "--rules", os.path.join(t.TMP, "no_rules")] + list(args),
-                                  stdout=open(self.log, "a"), stderr=subprocess.STDOUT)
-        for _ in range(100):
-            with socket.socket() as s:
-                if s.connect_ex((t.HOST, PORT)) == 0:
-                    return
-            time.sleep(0.05)
-        raise RuntimeError("proxy did not start")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.p.send_signal(signal.SIGTERM)
-        self.p.wait(timeout=30)
+def Proxy(*args):
+    """myrewrite on PORT with extra flags, started (once it accepts TCP connections) and
+    stopped with SIGTERM by `with`."""
+    return t.Proxy("options_proxy", port=PORT, rules_dir=os.path.join(t.TMP, "no_rules"),
+                   flags=args, workers=None, log_level=None, through=False)
 
 
 def connect(**kw):
@@ -82,7 +64,7 @@ def check_max_connections():
 
 
 def check_max_packet_size():
-    with Proxy("--set", "max_packet_size=64K"):
+    with Proxy("--set", "max_packet_size=64K") as px:
         a, b = connect(), connect()
         try:
             with a.cursor() as c:
@@ -92,8 +74,7 @@ def check_max_packet_size():
             # pymysql may still be writing when the proxy answers and closes;
             # then it reports the lost connection instead of the ERR it missed.
             time.sleep(0.2)
-            with open(PROXY_LOG) as f:
-                logged = "packet_too_large" in f.read()
+            logged = "packet_too_large" in px.log_text()
             t.check((e.args[0] == 1153 and "max_packet_size" in e.args[1]) or
                     (e.args[0] == 2013 and logged),
                     "oversized command gets ERR 1153 and the client is closed", e.args)
@@ -202,11 +183,6 @@ def check_compose():
         t.check(want in r.stdout, "docker/compose.yml: " + what, want)
 
 
-ENTRYPOINT_PORT = int(os.environ.get("MR_ENTRYPOINT_PORT", "26084"))
-ENTRYPOINT_HTTP = int(os.environ.get("MR_ENTRYPOINT_HTTP_PORT", "26085"))
-ENTRYPOINT_ADMIN = int(os.environ.get("MR_ENTRYPOINT_ADMIN_PORT", "26086"))
-
-
 def dockerfile_line(word):
     """The JSON array after `word` (ENTRYPOINT, HEALTHCHECK ... CMD) in docker/Dockerfile."""
     with open(os.path.join(ROOT, "docker", "Dockerfile")) as f:
@@ -235,19 +211,17 @@ def check_entrypoint():
     env = dict(os.environ, MYREWRITE_BIN=BIN,
                MYREWRITE_CONFIG=os.path.join(ROOT, "docker", "myrewrite.conf"),
                MYREWRITE_PROXY_USER=t.USER, MYREWRITE_PROXY_PASSWORD_FILE=secret, TMPDIR=t.TMP)
-    http = "%s:%d" % (t.HOST, ENTRYPOINT_HTTP)
-    cmd = ["bash", script,
-           "--listen", "%s:%d" % (t.HOST, ENTRYPOINT_PORT),
-           "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT),
-           "--rules", os.path.join(ROOT, "rules"), "--set", "http_listen=" + http,
-           "--set", "admin_listen=%s:%d" % (t.HOST, ENTRYPOINT_ADMIN),
-           "--set", "admin_password=entrypointpw"]
-    p = subprocess.Popen(cmd, env=env, stdout=open(PROXY_LOG, "a"), stderr=subprocess.STDOUT)
+    p = t.Proxy("options_entrypoint", command=["bash", script],
+                rules_dir=os.path.join(ROOT, "rules"), http=True, admin=True,
+                admin_password="entrypointpw", workers=None, log_level=None, through=False,
+                env=env)
+    http = p.http_url_addr
+    p.start()
     try:
         c = None
         for _ in range(100):
             try:
-                c = t.connect(ENTRYPOINT_PORT)
+                c = t.connect(p.port)
                 break
             except pymysql.err.OperationalError:
                 time.sleep(0.05)
@@ -257,7 +231,7 @@ def check_entrypoint():
                 cur.execute("SELECT 1")
                 t.eq("a statement through the entrypoint's proxy", ((1,),), cur.fetchall())
             c.close()
-        admin = t.connect(ENTRYPOINT_ADMIN, user="admin", password="entrypointpw", database=None)
+        admin = t.connect(p.admin_port, user="admin", password="entrypointpw", database=None)
         backends = t.rows(admin, "SHOW BACKENDS")
         admin.close()
         t.check(backends and backends[0][-1] == "yes",
@@ -273,8 +247,7 @@ def check_entrypoint():
                            text=True)
         t.eq("the HEALTHCHECK command passes against it", 0, r.returncode)
     finally:
-        p.send_signal(signal.SIGTERM)
-        t.eq("the entrypoint's proxy exits 0 on SIGTERM", 0, p.wait(timeout=30))
+        t.eq("the entrypoint's proxy exits 0 on SIGTERM", 0, p.stop())
 
 
 def main():

@@ -13,8 +13,8 @@ paginate rules in front of the real mariadbd.
     does not; the same for a prepared `LIMIT ?, ?` at each COM_STMT_EXECUTE, whether the
     offset is bound as an integer or a string, with its types bound or reused, or executed
     by MariaDB's direct execution (statement id -1).
-Environment: MR_PAGINATE_PORT (26048), MR_BIN, MR_PAGINATE_SEED, MR_PAGINATE_ROWS
-(10^6), MR_PAGINATE_PAGES (25 random pages per shape).
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN (the proxy takes free ports), MR_PAGINATE_SEED,
+MR_PAGINATE_ROWS (10^6), MR_PAGINATE_PAGES (25 random pages per shape).
 """
 import os
 import random
@@ -28,12 +28,10 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 import rawproto_lib as rp  # noqa: E402
 
-PORT = int(os.environ.get("MR_PAGINATE_PORT", "26048"))
 ROWS = int(os.environ.get("MR_PAGINATE_ROWS", "1000000"))
 PAGES = int(os.environ.get("MR_PAGINATE_PAGES", "25"))
 MAX_OFFSET = ROWS * 9 // 10  # the items rule's guardrail
 RULES_DIR = os.path.join(t.TMP, "paginate_rules")
-LOG = os.path.join(t.TMP, "paginate.log")
 RULES = """
 [paginate items]
 table = %s.p_items
@@ -76,9 +74,8 @@ SHAPES = [
 UNINDEXED_WHERE = "WHERE name LIKE 'n1%' AND pad <> 'it''s'"
 
 
-def start_proxy():
-    t.write_rules(RULES_DIR, RULES)
-    return t.start_proxy(PORT, LOG, RULES_DIR)
+PROXY = t.Proxy("paginate", rules_dir=RULES_DIR, rules=RULES)
+PORT = PROXY.port
 
 
 def setup(d):
@@ -117,13 +114,12 @@ def pages(d, c, rng):
 def rewritten_forms():
     """One rewritten text per shape (LIMIT numbers aside), from the proxy's log."""
     forms = {}
-    with open(LOG) as f:
-        for line in f:
-            if " -> " in line and "myrewrite_dj" in line:
-                text = line.rstrip("\n").split(" -> ", 1)[1]
-                if re.search(r"LIMIT \?|OFFSET \?", text):
-                    continue  # a prepared page: EXPLAIN takes no parameters
-                forms.setdefault(re.sub(r"LIMIT \d+(, \d+| OFFSET \d+)", "LIMIT", text), text)
+    for line in PROXY.log_lines():
+        if " -> " in line and "myrewrite_dj" in line:
+            text = line.split(" -> ", 1)[1]
+            if re.search(r"LIMIT \?|OFFSET \?", text):
+                continue  # a prepared page: EXPLAIN takes no parameters
+            forms.setdefault(re.sub(r"LIMIT \d+(, \d+| OFFSET \d+)", "LIMIT", text), text)
     return list(forms.values())
 
 
@@ -238,7 +234,7 @@ def main():
         sys.exit(77)
     seed = int(os.environ.get("MR_PAGINATE_SEED", str(int(time.time()))))
     t.log("seed %d (MR_PAGINATE_SEED to repeat)" % seed)
-    p = start_proxy()
+    PROXY.start()
     try:
         c = t.connect(PORT, autocommit=True)
         n = pages(d, c, random.Random(seed))
@@ -247,12 +243,10 @@ def main():
         explain_forms(d)
         c.close()
         time.sleep(0.2)
-        with open(LOG) as f:
-            rewritten = f.read().count("myrewrite_dj")
+        rewritten = PROXY.log_text().count("myrewrite_dj")
         t.check(rewritten >= n, "the proxy rewrote every page (%d of %d)" % (rewritten, n))
     finally:
-        p.terminate()
-        p.wait(30)
+        PROXY.stop()
     d.cursor().execute("DROP TABLE IF EXISTS p_items, p_pairs")
     d.close()
     t.done()

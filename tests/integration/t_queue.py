@@ -11,7 +11,8 @@
   * at the end every row is 'sent' and recorded exactly once.
 The rule has claim_read_committed = yes: the claims run READ COMMITTED (the sends, inside
 BEGIN ... COMMIT, at the session's level), which must not change any of the above.
-Environment: MR_QUEUE_ROWS (default 10000), MR_QUEUE_WORKERS (default 30).
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN, MR_QUEUE_ROWS (default 10000),
+MR_QUEUE_WORKERS (default 30); the two proxies take free ports.
 """
 import os
 import re
@@ -25,12 +26,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-PORTS = [int(os.environ.get("MR_QUEUE_PORT_A", "26038")),
-         int(os.environ.get("MR_QUEUE_PORT_B", "26039"))]
 ROWS = int(os.environ.get("MR_QUEUE_ROWS", "10000"))
 WORKERS = int(os.environ.get("MR_QUEUE_WORKERS", "30"))
 TIMEOUT_S = 3
 RULES_DIR = os.path.join(t.TMP, "queue_rules")
+PROXIES = {name: t.Proxy(name, rules_dir=RULES_DIR, own_conn=True)
+           for name in ("queue_proxy_a", "queue_proxy_b")}
+PORTS = [p.port for p in PROXIES.values()]
 RULES = """
 [queue jobs]
 table = test.q_jobs
@@ -118,13 +120,8 @@ def read_line(p, prefix, timeout=60):
 
 # ---- proxies ------------------------------------------------------------------------------
 
-def start_proxy(port, name):
-    return t.start_proxy(port, os.path.join(t.TMP, name + ".log"), RULES_DIR, own_conn=True)
-
-
 def proxy_log(name):
-    with open(os.path.join(t.TMP, name + ".log")) as f:
-        return f.read()
+    return PROXIES[name].log_text()
 
 
 def releases(name):
@@ -214,14 +211,12 @@ def main():
         f.write(RULES)
     d = t.direct(autocommit=True)
     setup(d)
-    proxies = [start_proxy(PORTS[0], "queue_proxy_a"), start_proxy(PORTS[1], "queue_proxy_b")]
+    proxies = [p.start() for p in PROXIES.values()]
     try:
         run(d)
     finally:
         for p in proxies:
-            p.send_signal(signal.SIGTERM)
-        for p in proxies:
-            t.eq("queue proxy exits 0 on SIGTERM", 0, p.wait(30))
+            t.eq("queue proxy exits 0 on SIGTERM", 0, p.stop())
 
 
 def run(d):

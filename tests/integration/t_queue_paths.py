@@ -32,10 +32,6 @@ import pymysql  # noqa: E402
 import rawproto_lib as raw  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PORT_A = int(os.environ.get("MR_QPATHS_PORT_A", "26081"))  # proxy_user app
-PORT_B = int(os.environ.get("MR_QPATHS_PORT_B", "26082"))  # proxy_user qp_nokill
-PORT_C = int(os.environ.get("MR_QPATHS_PORT_C", "26092"))  # proxy_user qp_noproc
-HTTP_C = int(os.environ.get("MR_QPATHS_HTTP_C", "26093"))
 DB_NAME = os.environ.get("MR_QPATHS_DB_NAME", "main")  # the env.sh name of mariadbd
 TIMEOUT_S = 2
 GIVE_UP_S = 30  # GIVE_UP_MS in src/queue/release.c
@@ -99,16 +95,24 @@ def db_root(sql):
     return r.stdout.strip()
 
 
-def start_proxy(port, name, rules, user, password, extra=()):
-    rules_dir = t.write_rules(os.path.join(t.TMP, name + "_rules"), rules, "10-queue.rules")
-    return t.start_proxy(port, os.path.join(t.TMP, name + ".log"), rules_dir,
-                         extra=["--set", "proxy_user=%s" % user,
-                                "--set", "proxy_password=%s" % password] + list(extra))
+def proxy(name, rules, user, password, http=False):
+    return t.Proxy(name, rules=rules, rules_file="10-queue.rules", http=http,
+                   options=[("proxy_user", user), ("proxy_password", password)])
+
+
+PROXIES = {
+    "qp_proxy_a": proxy("qp_proxy_a", RULES_AB, t.USER, t.PASSWORD),
+    "qp_proxy_b": proxy("qp_proxy_b", RULES_AB, "qp_nokill", "qp_nokillpw"),
+    "qp_proxy_c": proxy("qp_proxy_c", RULES_C, "qp_noproc", "qp_noprocpw", http=True),
+}
+PORT_A = PROXIES["qp_proxy_a"].port  # proxy_user app
+PORT_B = PROXIES["qp_proxy_b"].port  # proxy_user qp_nokill
+PORT_C = PROXIES["qp_proxy_c"].port  # proxy_user qp_noproc
+HTTP_C = PROXIES["qp_proxy_c"].http_port
 
 
 def proxy_log(name):
-    with open(os.path.join(t.TMP, name + ".log")) as f:
-        return f.read()
+    return PROXIES[name].log_text()
 
 
 def wait_for(cond, timeout, step=0.005):
@@ -425,12 +429,7 @@ def prepared_claim_isolation(d):
 def main():
     d = t.direct(autocommit=True)
     setup(d)
-    proxies = [
-        start_proxy(PORT_A, "qp_proxy_a", RULES_AB, t.USER, t.PASSWORD),
-        start_proxy(PORT_B, "qp_proxy_b", RULES_AB, "qp_nokill", "qp_nokillpw"),
-        start_proxy(PORT_C, "qp_proxy_c", RULES_C, "qp_noproc", "qp_noprocpw",
-                    ["--set", "http_listen=%s:%d" % (t.HOST, HTTP_C)]),
-    ]
+    proxies = [p.start() for p in PROXIES.values()]
     try:
         holder, conn, killed_at = start_give_up(d)
         claim_isolation(d)
@@ -441,9 +440,7 @@ def main():
         finish_give_up(d, holder, conn, killed_at)
     finally:
         for p in proxies:
-            p.send_signal(signal.SIGTERM)
-        for p in proxies:
-            t.eq("queue proxy exits 0 on SIGTERM", 0, p.wait(30))
+            t.eq("queue proxy exits 0 on SIGTERM", 0, p.stop())
         for user in ("qp_nokill", "qp_noproc"):
             db_root("DROP USER IF EXISTS '%s'@'%%'" % user)
 

@@ -28,7 +28,6 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 import rawproto_lib as raw  # noqa: E402
 
-PORT = int(os.environ.get("MR_RULES_PORT", "26036"))
 BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
                                             "myrewrite"))
 RULES_DIR = os.path.join(t.TMP, "rules_test")
@@ -85,20 +84,8 @@ def write_rules(name, text):
         f.write(text)
 
 
-def start_proxy():
-    log = open(os.path.join(t.TMP, "rules_proxy.log"), "a")
-    p = subprocess.Popen([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
-                          "--backend", "%s:%d" % (t.HOST, t.DIRECT_PORT),
-                          "--rules", RULES_DIR, "--log-level", "info"],
-                         stdout=log, stderr=log)
-    for _ in range(100):
-        try:
-            pymysql.connect(host=t.HOST, port=PORT, user=t.USER, password=t.PASSWORD,
-                            database=t.DB).close()
-            return p
-        except pymysql.err.OperationalError:
-            time.sleep(0.1)
-    raise RuntimeError("rules proxy did not come up")
+PROXY = t.Proxy("rules_proxy", rules_dir=RULES_DIR, workers=None)
+PORT = PROXY.port
 
 
 def conn():
@@ -169,7 +156,7 @@ def check_prepared():
 def check_charsets():
     """In gbk (a character may end in the byte '\\') rewrites stay off and blocks
     still run; SET NAMES switches the guard both ways, also as mysqldump writes it."""
-    offset = os.path.getsize(os.path.join(t.TMP, "rules_proxy.log"))
+    offset = os.path.getsize(PROXY.log_path)
     upper = "SELECT name FROM rt_items WHERE id = 1"
     g = pymysql.connect(host=t.HOST, port=PORT, user=t.USER, password=t.PASSWORD,
                         database=t.DB, charset="gbk", autocommit=True)
@@ -217,7 +204,7 @@ def load(stop, errors):
 
 
 def log_lines_since(offset, prefix):
-    with open(os.path.join(t.TMP, "rules_proxy.log")) as f:
+    with open(PROXY.log_path) as f:
         f.seek(offset)
         return [line for line in f.read().split("\n") if prefix in line]
 
@@ -235,7 +222,7 @@ def wait_log_lines(offset, prefix, want):
 def check_log_sampling():
     """log_sample = 4 logs matches 1, 5, 9 of 10 on the connection's worker; log = digest
     never shows a literal; a rule without log_sample logs every match in full."""
-    offset = os.path.getsize(os.path.join(t.TMP, "rules_proxy.log"))
+    offset = os.path.getsize(PROXY.log_path)
     c = conn()  # one connection: every statement meets the same worker's counters
     for i in range(10):
         one(c, "SELECT v FROM rt_new WHERE v = %d" % (777000 + i))
@@ -277,7 +264,7 @@ def check_reload(proxy):
     time.sleep(0.5)
     t.eq("broken file: old rules keep working", (("apple",),),
          one(c, "SELECT name FROM rt_items WHERE id = 1"))
-    with open(os.path.join(t.TMP, "rules_proxy.log")) as f:
+    with open(PROXY.log_path) as f:
         text = f.read()
     t.check("20-broken.rules:3" in text and "previous rules stay in force" in text,
             "broken reload logged with file:line", text[-800:])
@@ -298,7 +285,7 @@ def main():
         os.unlink(os.path.join(RULES_DIR, name))
     write_rules("10-test.rules", FIRST_RULES)
     setup(t.direct(autocommit=True))
-    proxy = start_proxy()
+    proxy = PROXY.start()
     try:
         c = conn()
         check_rewrites(c)
@@ -309,9 +296,8 @@ def main():
         check_log_sampling()
         check_reload(proxy)
     finally:
-        proxy.send_signal(signal.SIGTERM)
-        proxy.wait(timeout=30)
-    t.eq("proxy exits 0 on SIGTERM", 0, proxy.returncode)
+        rc = proxy.stop()
+    t.eq("proxy exits 0 on SIGTERM", 0, rc)
     t.done()
 
 

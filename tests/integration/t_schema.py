@@ -13,7 +13,7 @@
     rewritten at prepare time and return the direct rows at every offset;
   * every page equals the same query sent direct, row for row (each ORDER BY is total,
     so a page is the same whether the proxy rewrote it or not).
-Environment: MR_SCHEMA_PORT (26070), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports (client, HTTP).
 """
 import os
 import re
@@ -26,13 +26,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-PORT = int(os.environ.get("MR_SCHEMA_PORT", "26070"))
-HTTP_PORT = int(os.environ.get("MR_SCHEMA_HTTP_PORT", "26075"))
 BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
                                             "myrewrite"))
 ROWS = 3000
 RULES_DIR = os.path.join(t.TMP, "schema_rules")
-LOG = os.path.join(t.TMP, "schema.log")
 RULES = """
 [paginate prepared_items]
 table = ps_items
@@ -50,11 +47,9 @@ STMT_BIN = os.path.join(os.path.dirname(os.path.abspath(BIN)), "tests", "integra
                         "mr_stmt_paginate")
 
 
-def start_proxy():
-    t.write_rules(RULES_DIR, RULES)
-    return t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True,
-                         extra=["--set", "schema_cache_ttl=1s",
-                                "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)])
+PROXY = t.Proxy("schema", rules_dir=RULES_DIR, rules=RULES, own_conn=True, http=True,
+                options={"schema_cache_ttl": "1s"})
+PORT, HTTP_PORT = PROXY.port, PROXY.http_port
 
 
 def setup(d):
@@ -82,8 +77,7 @@ def setup(d):
 
 def log_text():
     time.sleep(0.1)
-    with open(LOG) as f:
-        return f.read()
+    return PROXY.log_text()
 
 
 def rewrites(marker):
@@ -211,7 +205,7 @@ def main():
     except pymysql.err.MySQLError as e:
         print("skip: cannot fill the tables from seq_1_to_N (%s)" % (e,))
         sys.exit(77)
-    p = start_proxy()
+    PROXY.start()
     try:
         c = t.connect(PORT, autocommit=True)
         first_page_untouched(d, c)
@@ -223,8 +217,7 @@ def main():
         prepared_limit()
         metrics()
     finally:
-        p.terminate()
-        p.wait(30)
+        PROXY.stop()
     d.cursor().execute("DROP TABLE IF EXISTS " + TABLES)
     d.close()
     t.done()

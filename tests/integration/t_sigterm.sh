@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SIGTERM with a statement in flight: the statement completes normally, the
 # proxy then exits 0, and an idle session does not hold the shutdown up.
-# Needs its own proxy (port 26035, backend = main mariadbd); skipped (77) in
+# Needs its own proxy (a free port, backend = main mariadbd); skipped (77) in
 # direct mode, where there is no proxy to signal.
 set -uo pipefail
 # shellcheck source=../lib/env.sh
@@ -13,7 +13,7 @@ if mr_direct_only; then
     exit 77
 fi
 
-PORT=26035
+mr_free_port PORT || mr_die "no free port"
 work=$MR_TMP/t_sigterm
 rm -rf "$work"
 mkdir -p "$work"

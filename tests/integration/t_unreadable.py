@@ -14,11 +14,10 @@ unreadable = block.
     what they say; myrewrite_statements_unreadable_total counts both actions;
   * a DELAYED statement that does not lex gets the proxy's ERR 1235 even under
     unreadable = pass, and with no rule at all, and the server's general log never sees it.
-Environment: MR_UNREADABLE_PORT (56010; the next three ports and 56020-56023 for /metrics
-too), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the four proxies take free ports (client
+and HTTP).
 """
 import os
-import subprocess
 import sys
 import time
 import urllib.request
@@ -27,9 +26,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
 import mrtest as t  # noqa: E402
 import rawproto_lib as raw  # noqa: E402
-
-BASE = int(os.environ.get("MR_UNREADABLE_PORT", "56010"))
-HTTP_BASE = BASE + 10
 
 BLOCK_RULES = """
 [block no_sleep]
@@ -52,17 +48,20 @@ flush_interval = 1h
 UPDATE = b"UPDATE ur_u SET n = n + 1"
 
 
-def start(i, name, rules, extra=()):
-    rules_dir = None
-    if rules:
-        rules_dir = t.write_rules(os.path.join(t.TMP, "unreadable_rules_" + name), rules)
-    args = ["--set", "http_listen=127.0.0.1:%d" % (HTTP_BASE + i)] + list(extra)
-    return t.start_proxy(BASE + i, os.path.join(t.TMP, "unreadable_%s.log" % name), rules_dir,
-                         own_conn=True, extra=args)
+def proxy(name, rules, options=()):
+    return t.Proxy("unreadable_" + name, rules=rules,
+                   rules_dir=os.path.join(t.TMP, "unreadable_rules_" + name) if rules else None,
+                   own_conn=True, http=True, options=options)
+
+
+PROXIES = [proxy("auto_blocks", BLOCK_RULES), proxy("auto_none", None),
+           proxy("pass", BLOCK_RULES, {"unreadable": "pass"}),
+           proxy("block", None, {"unreadable": "block"})]
+PORTS = [p.port for p in PROXIES]
 
 
 def metric(i, action):
-    body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % (HTTP_BASE + i),
+    body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % PROXIES[i].http_port,
                                   timeout=5).read().decode()
     want = 'myrewrite_statements_unreadable_total{action="%s"} ' % action
     for line in body.splitlines():
@@ -86,7 +85,7 @@ def setup():
 
 
 def trailing_nul(direct):
-    c = raw.Conn(BASE + 0)
+    c = raw.Conn(PORTS[0])
     variants = [UPDATE + b"\0", UPDATE + b"\0 ", UPDATE + b"\0;", UPDATE + b" \0\n",
                 UPDATE + b"\0 ;\t\r\n", UPDATE + b"\0\0", UPDATE + b";\0"]
     for q in variants:
@@ -104,7 +103,7 @@ def trailing_nul(direct):
 
 
 def all_bytes(direct):
-    c = raw.Conn(BASE + 0)
+    c = raw.Conn(PORTS[0])
     ran = []
     for b in range(256):
         by = bytes([b])
@@ -123,7 +122,7 @@ def policy():
     cases = [(0, "block rules, auto", 1148), (1, "no rules, auto", 1064),
              (2, "block rules, pass", 1064), (3, "no rules, block", 1148)]
     for i, what, code in cases:
-        c = raw.Conn(BASE + i)
+        c = raw.Conn(PORTS[i])
         r = c.query(q)
         c.close()
         t.check(r.kind == "err" and r.err[0] == code, "%s: SELECT 'abc gets ERR %d" % (what, code),
@@ -149,7 +148,7 @@ def delayed(direct):
             for q in (b"UPDATE DELAYED ur_counters SET hits = hits + 1 WHERE id = 'ur_mark",
                       b"UPDATE DELAYED ur_counters SET hits = hits + 1 WHERE id = 1\0\0ur_mark",
                       b"DELETE DELAYED FROM ur_counters WHERE id = 'ur_mark"):
-                c = raw.Conn(BASE + i)
+                c = raw.Conn(PORTS[i])
                 r = c.query(q)
                 c.close()
                 t.check(r.kind == "err" and r.err[0] == 1235 and
@@ -169,23 +168,16 @@ def main():
         print("ok - skipped: needs proxies of its own")
         sys.exit(77)
     direct = setup()
-    procs = [start(0, "auto_blocks", BLOCK_RULES), start(1, "auto_none", None),
-             start(2, "pass", BLOCK_RULES, ["--set", "unreadable=pass"]),
-             start(3, "block", None, ["--set", "unreadable=block"])]
+    for p in PROXIES:
+        p.start()
     try:
         trailing_nul(direct)
         all_bytes(direct)
         policy()
         delayed(direct)
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        for p in PROXIES:
+            p.stop(timeout=20)
     t.done()
 
 

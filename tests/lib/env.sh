@@ -49,6 +49,27 @@ mr_port_listening() {
     [[ -n $(ss -Htln "sport = :$port" 2>/dev/null) ]]
 }
 
+# mr_free_port VAR: sets VAR to a loopback TCP port nothing listens on, picked
+# by the kernel (bind to port 0), so two test runs on one machine do not
+# collide. Ports already handed out by this shell are not repeated (hence a
+# variable name rather than output: $(...) would run in a subshell).
+MR__FREE_PORTS=" "
+mr_free_port() {
+    local var=$1 port i
+    for ((i = 0; i < 100; i++)); do
+        port=$("$MR_PY" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])') || return 1
+        if [[ $MR__FREE_PORTS != *" $port "* ]]; then
+            MR__FREE_PORTS+="$port "
+            printf -v "$var" '%s' "$port"
+            return 0
+        fi
+    done
+    return 1
+}
+
 mr_pid_alive() {
     local pid=$1 state
     [[ -n $pid ]] || return 1
@@ -157,11 +178,15 @@ mr_start_mariadb() {
     local as_user=()
     ((EUID == 0)) && as_user=(--user=root)
 
+    # A temporary directory of the instance's own: in the shared /tmp, two test
+    # runs initialising datadirs at the same moment clash on temporary tables.
+    mkdir -p "$dir/tmp"
+
     if [[ ! -d $data/mysql ]]; then
         rm -rf "$data"
         mr_log "initialising datadir for $name"
         if ! mariadb-install-db --no-defaults --auth-root-authentication-method=normal \
-                --skip-test-db --datadir="$data" "${as_user[@]}" \
+                --skip-test-db --datadir="$data" --tmpdir="$dir/tmp" "${as_user[@]}" \
                 >"$dir/install.log" 2>&1; then
             tail -n 20 "$dir/install.log" >&2
             return 1
@@ -178,7 +203,7 @@ mr_start_mariadb() {
     # Launched from a subshell so it is not a job of this shell: no zombie to
     # reap and no "Killed" notice when a test SIGKILLs it on purpose.
     (mariadbd --no-defaults "${as_user[@]}" \
-        --datadir="$data" --port="$port" --bind-address="$MR_HOST" \
+        --datadir="$data" --tmpdir="$dir/tmp" --port="$port" --bind-address="$MR_HOST" \
         --socket="$sock" --pid-file="$dir/mariadbd.pid" --log-error="$dir/mariadbd.err" \
         --skip-name-resolve --innodb-buffer-pool-size=256M --innodb-log-file-size=256M \
         --max-allowed-packet=1G --local-infile=1 --max-connections=1000 \

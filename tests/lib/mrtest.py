@@ -7,6 +7,8 @@ if any check failed.
 """
 import hashlib
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -54,9 +56,237 @@ def write_rules(rules_dir, text, name="test.rules"):
     return rules_dir
 
 
+# Ports handed out by free_port() in this process: the kernel may offer a
+# port again once its probe socket is closed, before the proxy has bound it.
+_handed_ports = set()
+
+
+def free_port():
+    """A loopback TCP port that nothing listens on now, never the same twice
+    in one process. Picked by the kernel (bind to port 0), so concurrent test
+    runs do not collide the way fixed numbers did."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((HOST, 0))
+            port = s.getsockname()[1]
+        if port not in _handed_ports:
+            _handed_ports.add(port)
+            return port
+    raise RuntimeError("no free loopback port found")
+
+
+def _file_tail(path, lines=30):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError as e:
+        return "(no log: %s)" % e
+
+
+class Proxy:
+    """A myrewrite process of the test's own, on free ports.
+
+    Proxy("name", rules="...") listens on a free port in front of the
+    direct mariadbd (backend_port=... for another one), logging into
+    $MR_TMP/name.log. rules= is the text start() writes into
+    $MR_TMP/name_rules/test.rules (rules_dir= picks the directory, which
+    without rules= is used as it is; rules_file= the file's name). own_conn
+    gives it proxy_user (the test account) for its own connection; admin=True
+    adds the console on a free port (admin_password, default "adminpw"),
+    http=True the HTTP endpoint. options is a dict or a list of (key, value)
+    pairs passed as --set key=value; flags are further arguments, after the
+    fixture's own, so a later --backend or --workers wins. command replaces
+    the binary (a list, e.g. an entrypoint and its arguments); backend=False
+    leaves --backend to flags; port= reuses a port (another proxy's, once it
+    has stopped) instead of picking one; cwd= the directory it runs in, env=
+    its environment (default: the test's).
+
+    The ports are known at construction (port, admin_port, http_port), so
+    they can be used in rules or options before start(). Used as a context
+    manager it starts and stops (SIGTERM) the proxy. A restart appends to the
+    log; log_text() reads what the current run wrote."""
+
+    def __init__(self, name, backend_port=None, rules_dir=None, rules=None, options=(),
+                 flags=(), own_conn=False, admin=False, admin_password="adminpw",
+                 http=False, workers=2, log_level="info", command=None, through=True,
+                 backend=True, port=None, rules_file="test.rules", cwd=None, env=None):
+        self.name = name
+        self.port = port or free_port()
+        self.backend_port = backend_port or DIRECT_PORT
+        self.admin_port = free_port() if admin else None
+        self.admin_password = admin_password
+        self.http_port = free_port() if http else None
+        self.log_path = os.path.join(TMP, name + ".log")
+        self.rules = rules
+        self.rules_file = rules_file
+        self.rules_dir = rules_dir
+        if rules is not None and not rules_dir:
+            self.rules_dir = os.path.join(TMP, name + "_rules")
+        self.through = through
+        self.cwd = cwd
+        self.env = env
+        self.proc = None
+        self._log_start = 0
+        self.argv = self._argv(command, options, flags, own_conn, workers, log_level, backend)
+
+    def _argv(self, command, options, flags, own_conn, workers, log_level, backend):
+        argv = list(command or [BIN]) + ["--listen", self.addr]
+        if backend:
+            argv += ["--backend", "%s:%d" % (HOST, self.backend_port)]
+        if workers is not None:
+            argv += ["--workers", str(workers)]
+        if log_level is not None:
+            argv += ["--log-level", log_level]
+        if self.rules_dir:
+            argv += ["--rules", self.rules_dir]
+        sets = []
+        if own_conn:
+            sets += [("proxy_user", USER), ("proxy_password", PASSWORD)]
+        if self.admin_port:
+            sets.append(("admin_listen", "%s:%d" % (HOST, self.admin_port)))
+            if self.admin_password is not None:
+                sets.append(("admin_password", self.admin_password))
+        if self.http_port:
+            sets.append(("http_listen", self.http_url_addr))
+        sets += list(options.items() if isinstance(options, dict) else options)
+        for key, value in sets:
+            argv += ["--set", "%s=%s" % (key, value)]
+        return argv + list(flags)
+
+    @property
+    def addr(self):
+        return "%s:%d" % (HOST, self.port)
+
+    @property
+    def http_url_addr(self):
+        return "%s:%d" % (HOST, self.http_port)
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def start(self, timeout=10):
+        """Starts the proxy and waits until a client can log in through it
+        (through=False: until it accepts TCP connections, for a backend that
+        is not reachable yet). Raises, with the log's tail, if it exits or
+        never gets there."""
+        os.makedirs(TMP, exist_ok=True)
+        if self.rules is not None:
+            write_rules(self.rules_dir, self.rules, self.rules_file)
+        # The first start truncates what an older run left; a restart appends.
+        with open(self.log_path, "a" if self.proc else "w") as log:
+            self._log_start = log.tell()
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, cwd=self.cwd,
+                                         env=self.env)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("proxy %s exited with status %s during startup; %s:\n%s"
+                                   % (self.name, self.proc.returncode, self.log_path,
+                                      _file_tail(self.log_path)))
+            try:
+                if self.through:
+                    self.connect().close()
+                else:
+                    socket.create_connection((HOST, self.port), timeout=1).close()
+                return self
+            except (pymysql.err.OperationalError, OSError):
+                time.sleep(0.1)
+        self.proc.kill()
+        self.proc.wait()
+        raise RuntimeError("proxy %s not up on port %d after %d s; %s:\n%s"
+                           % (self.name, self.port, timeout, self.log_path,
+                              _file_tail(self.log_path)))
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def send_signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def wait(self, timeout=None):
+        return self.proc.wait(timeout)
+
+    def stop(self, timeout=30, expect=None, desc=None):
+        """SIGTERM, wait up to timeout seconds, then SIGKILL. Returns the exit
+        status (negative: the signal that ended it). With expect set, also
+        checks it (desc names the check)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                log("proxy %s ignored SIGTERM for %d s; killing" % (self.name, timeout))
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode
+        if expect is not None:
+            eq(desc or "proxy %s exits %d on SIGTERM" % (self.name, expect), expect, rc)
+        return rc
+
+    def kill9(self):
+        """SIGKILL (a crash); returns once it is gone."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+        return self.proc.wait() if self.proc is not None else None
+
+    def restart(self, kill=False, timeout=10):
+        """Stops (SIGTERM, or SIGKILL with kill=True) and starts again on the
+        same ports; returns the exit status of the old process."""
+        rc = self.kill9() if kill else self.stop()
+        self.start(timeout)
+        return rc
+
+    def log_text(self, all_runs=False):
+        """What the current run (all_runs: every run) wrote to the log."""
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            if not all_runs:
+                f.seek(self._log_start)
+            return f.read()
+
+    def log_lines(self, all_runs=False):
+        return self.log_text(all_runs).splitlines()
+
+    def wait_log(self, regex, timeout=10):
+        """Waits until the current run's log matches regex; returns the match
+        or None after timeout seconds."""
+        pattern = re.compile(regex, re.M)
+        deadline = time.time() + timeout
+        while True:
+            m = pattern.search(self.log_text())
+            if m or time.time() >= deadline:
+                return m
+            time.sleep(0.1)
+
+    def connect(self, **kw):
+        """A pymysql connection through this proxy."""
+        return connect(self.port, **kw)
+
+    def admin(self, user="admin", password=None, **kw):
+        """A pymysql connection to this proxy's admin console."""
+        args = dict(connect_timeout=5, read_timeout=30)
+        args.update(kw)
+        return pymysql.connect(host=HOST, port=self.admin_port, user=user,
+                               password=self.admin_password if password is None else password,
+                               **args)
+
+    def http_url(self, path="/"):
+        return "http://%s%s" % (self.http_url_addr, path)
+
+
 def start_proxy(port, log_path, rules_dir=None, own_conn=False, extra=(), workers=2,
                 through=True):
-    """A proxy of the test's own on `port` in front of the direct mariadbd,
+    """The older form of Proxy, for tests not converted yet: a proxy of the
+    test's own on a port the caller picked in front of the direct mariadbd,
     logging at info into log_path (truncated); own_conn gives it proxy_user
     (the test account) for its background connection. Returns the process
     once a client can log in through it (through=False: once it accepts TCP
