@@ -9,7 +9,7 @@ Three proxies of the test's own: no rules at all, a rule set without a delayed r
     `table = test.*`), not the server's syntax error;
   * the server never sees them (general log) and the table is unchanged;
   * an UPDATE without DELAYED still reaches the server.
-Environment: MR_NORULE_PORT (51040; the next two ports too), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the three proxies take free ports.
 """
 import os
 import socket
@@ -20,7 +20,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-BASE = int(os.environ.get("MR_NORULE_PORT", "51040"))
 SETS = [("no rules", None),
         ("no delayed rule", "[block nr_block]\npattern = SELECT 12345\nmessage = no\n"),
         ("a delayed rule for another table",
@@ -41,15 +40,7 @@ def setup():
 
 
 def start(i, rules):
-    try:  # a proxy left on the port would answer in place of this one
-        socket.create_connection((t.HOST, BASE + i), timeout=1).close()
-        raise RuntimeError("port %d is in use already; set MR_NORULE_PORT" % (BASE + i))
-    except ConnectionRefusedError:
-        pass
-    rules_dir = None
-    if rules:
-        rules_dir = t.write_rules(os.path.join(t.TMP, "norule_rules_%d" % i), rules)
-    return t.start_proxy(BASE + i, os.path.join(t.TMP, "norule_%d.log" % i), rules_dir)
+    return t.Proxy("norule_%d" % i, rules=rules).start()
 
 
 def refused(port, what):
@@ -88,7 +79,7 @@ def main():
         cur.execute("TRUNCATE mysql.general_log")
         cur.execute("SET GLOBAL general_log = 1")
         for i, (what, _) in enumerate(SETS):
-            refused(BASE + i, what)
+            refused(procs[i].port, what)
         time.sleep(0.3)
         seen = t.rows(d, "SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE "
                       "'%nr\\_mark%' AND argument NOT LIKE '%general_log%'")
@@ -100,9 +91,7 @@ def main():
         cur.execute("SET GLOBAL general_log = 0")
         cur.execute("SET GLOBAL log_output = 'FILE'")
         for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=20)
+            p.stop()
     t.eq("the table is unchanged", ((1, 10), (2, 20)), t.rows(d, "SELECT id, n FROM nr_c ORDER BY id"))
     t.done()
 

@@ -17,8 +17,8 @@ Once the schema cache has read them (/metrics myrewrite_schema_cache_loads_total
     memory mode an executed `?` value too wide is refused at its COM_STMT_EXECUTE;
   * the in-range statements are accepted; FLUSH DELAYED answers OK, every value is exactly
     the sum of the accepted ones, and SHOW DELAYED counts no rejected row.
-Environment: MR_DWIDTH_PORT (48010), MR_DWIDTH_ADMIN_PORT (48011), MR_DWIDTH_HTTP_PORT
-(48012), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports (client, console,
+HTTP).
 """
 import os
 import sys
@@ -31,13 +31,9 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 import rawproto_lib as rp  # noqa: E402
 
-PORT = int(os.environ.get("MR_DWIDTH_PORT", "48010"))
-ADMIN_PORT = int(os.environ.get("MR_DWIDTH_ADMIN_PORT", "48011"))
-HTTP_PORT = int(os.environ.get("MR_DWIDTH_HTTP_PORT", "48012"))
-CONSOLE = ("--set", "admin_password=adminpw", "--set", "admin_listen=%s:%d" % (t.HOST, ADMIN_PORT),
-           "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT))
-LOG = os.path.join(t.TMP, "dwidth_proxy.log")
 RULES_DIR = os.path.join(t.TMP, "dwidth_rules")
+PROXY = t.Proxy("dwidth", rules_dir=RULES_DIR, own_conn=True, admin=True, http=True)
+PORT, ADMIN_PORT, HTTP_PORT = PROXY.port, PROXY.admin_port, PROXY.http_port
 # table: (type of n, mode, key given, set_columns)
 TABLES = {"w_int": ("INT", "staged", True, True), "w_big": ("BIGINT", "staged", False, False),
           "w_tiny": ("TINYINT", "memory", True, True),
@@ -213,7 +209,7 @@ def main():
     t.write_rules(RULES_DIR, rules(), "10-delayed-width.rules")
     d = t.direct(autocommit=True)
     setup(d)
-    proc = t.start_proxy(PORT, LOG, RULES_DIR, own_conn=True, extra=CONSOLE)
+    PROXY.start()
     try:
         end = time.time() + 20  # the flusher makes the staging tables
         while time.time() < end and rows(d, "SELECT COUNT(*) FROM information_schema.TABLES "
@@ -227,8 +223,7 @@ def main():
         results(c, d)
         c.close()
     finally:
-        proc.kill()
-        proc.wait()
+        PROXY.stop()
     t.done()
 
 

@@ -13,14 +13,15 @@
 #     the flushed row, the deferred join and the keyset hit;
 #   * a second run reuses the schema ("already built") and the account.
 # The demo's 10^6-row listing is built here (about 10-20 s).
-# Environment: MR_DEMO_DB_PORT (51310), MR_DEMO_PROXY_PORT (51050),
-# MR_DEMO_ADMIN_PORT (51051), MR_DEMO_HTTP_PORT (51052), MR_BIN.
+# Environment: MR_BIN; the demo's MariaDB, proxy, console and /metrics take free
+# ports (kept for both runs).
 . "$(dirname "$0")/../lib/env.sh"
 
 dir=$MR_TMP/t_demo
-db_port=${MR_DEMO_DB_PORT:-51310}
-export MR_RUN_DIR=$dir MR_RUN_DB_PORT=$db_port MR_RUN_PROXY_PORT=${MR_DEMO_PROXY_PORT:-51050}
-export MR_RUN_ADMIN_PORT=${MR_DEMO_ADMIN_PORT:-51051} MR_RUN_HTTP_PORT=${MR_DEMO_HTTP_PORT:-51052}
+mr_free_port db_port && mr_free_port proxy_port && mr_free_port admin_port &&
+    mr_free_port http_port || mr_die "no free port"
+export MR_RUN_DIR=$dir MR_RUN_DB_PORT=$db_port MR_RUN_PROXY_PORT=$proxy_port
+export MR_RUN_ADMIN_PORT=$admin_port MR_RUN_HTTP_PORT=$http_port
 export MR_RUN_DETACH=1 MR_RUN_NO_BUILD=1 MR_BIN
 
 stop_all() {

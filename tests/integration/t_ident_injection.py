@@ -18,7 +18,7 @@ default rule covers that schema. The real mariadbd, a proxy of its own:
      account" gives for DELAYED (SELECT, INSERT, UPDATE, DELETE, CREATE, LOCK TABLES, CREATE
      TEMPORARY TABLES on the schema): a default rule's derived tables (InnoDB, and MyISAM
      through the LOCK TABLES path) and a memory-mode table are flushed with those.
-Environment: MR_IDENT_PORT (36010), MR_IDENT_MIN_PORT (36011), MR_BIN, MR_TMP; root over the
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN, MR_TMP (the proxies take free ports); root over the
 test mariadbd's unix socket ($MR_TMP/main/mariadbd.sock).
 """
 import os
@@ -29,8 +29,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-PORT = int(os.environ.get("MR_IDENT_PORT", "36010"))
-MIN_PORT = int(os.environ.get("MR_IDENT_MIN_PORT", "36011"))
 SOCK = os.path.join(t.TMP, "main", "mariadbd.sock")
 SECRET = 918273645
 ODD = "c` INT) SELECT 1 id,v FROM secret.s #"
@@ -181,11 +179,10 @@ def test_memory(c):
 
 
 def test_least_privilege():
-    rules = t.write_rules(os.path.join(t.TMP, "ident_lean_rules"), MIN_RULES)
-    p = t.start_proxy(MIN_PORT, os.path.join(t.TMP, "ident_lean_proxy.log"), rules,
-                      extra=("--set", "proxy_user=mr_lean", "--set", "proxy_password=leanpw"))
+    p = t.Proxy("ident_lean_proxy", rules=MIN_RULES,
+                options=[("proxy_user", "mr_lean"), ("proxy_password", "leanpw")]).start()
     try:
-        c = user(MIN_PORT, "lean")
+        c = user(p.port, "lean")
         run(c, "CREATE TABLE hits (id INT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0)")
         run(c, "CREATE TABLE mem (id INT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0)")
         run(c, "CREATE TABLE mya (id INT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0) ENGINE=MyISAM")
@@ -209,23 +206,20 @@ def test_least_privilege():
         t.eq("lean: staging table empty", 0, q("SELECT COUNT(*) FROM lean.hits_delayed")[0][0])
         c.close()
     finally:
-        p.terminate()
-        p.wait(timeout=30)
+        p.stop()
 
 
 def main():
     setup()
-    rules = t.write_rules(os.path.join(t.TMP, "ident_rules"), RULES)
-    p = t.start_proxy(PORT, os.path.join(t.TMP, "ident_proxy.log"), rules, own_conn=True)
+    p = t.Proxy("ident_proxy", rules=RULES, own_conn=True).start()
     try:
-        c = user(PORT, "probe")
+        c = user(p.port, "probe")
         test_attack(c)
         test_staged(c)
         test_memory(c)
         c.close()
     finally:
-        p.terminate()
-        p.wait(timeout=30)
+        p.stop()
     test_least_privilege()
     t.done()
 
