@@ -21,12 +21,15 @@ typedef enum key_type {
     T_LOGLEVEL,
     T_TCP_OPT, /* "" (off) or a TCP host:port */
     T_UNREADABLE, /* auto, pass or block */
+    T_YESNO,      /* no or yes */
+    T_TLSVER,     /* TLSv1.2 or TLSv1.3 */
 } key_type;
 
 /* Key types whose field is a char * owned by the config. */
 static bool is_text(key_type t)
 {
-    return t == T_STRING || t == T_ADDR || t == T_LOGLEVEL || t == T_TCP_OPT || t == T_UNREADABLE;
+    return t == T_STRING || t == T_ADDR || t == T_LOGLEVEL || t == T_TCP_OPT || t == T_UNREADABLE ||
+           t == T_YESNO || t == T_TLSVER;
 }
 
 typedef struct key_def {
@@ -69,6 +72,8 @@ static const key_def keys[] = {
      "empty: none"},
     {"relay_buffer", T_SIZE, K(relay_buffer), "256K",
      "bytes queued toward a slow peer before the proxy stops reading the other side"},
+    {"require_tls", T_YESNO, K(require_tls), "no",
+     "yes: a client that does not start TLS gets ERR 3159 and is closed (needs tls_cert)"},
     {"rules_dir", T_STRING, K(rules_dir), "rules", "directory of *.rules files"},
     {"schema_cache_max_tables", T_COUNT, K(schema_cache_max_tables), "10000",
      "tables whose keys the schema cache keeps; the least recently used go first"},
@@ -78,6 +83,17 @@ static const key_def keys[] = {
     {"shutdown_timeout", T_DURATION, K(shutdown_timeout_ms), "10s",
      "on SIGTERM, how long in-flight statements may run before connections are closed"},
     {"socket", T_STRING, K(socket), "", "unix socket clients may also connect to (empty: none)"},
+    {"tls_ca", T_STRING, K(tls_ca), "",
+     "PEM file of the CAs client certificates must chain to; set: clients must show one"},
+    {"tls_cert", T_STRING, K(tls_cert), "",
+     "PEM certificate (chain) the proxy shows clients; set: the greeting offers TLS"},
+    {"tls_ciphers", T_STRING, K(tls_ciphers), "",
+     "OpenSSL cipher list for TLSv1.2 toward clients; empty: OpenSSL's default"},
+    {"tls_ciphersuites", T_STRING, K(tls_ciphersuites), "",
+     "OpenSSL TLSv1.3 cipher suites toward clients; empty: OpenSSL's default"},
+    {"tls_key", T_STRING, K(tls_key), "", "PEM private key of tls_cert"},
+    {"tls_min_version", T_TLSVER, K(tls_min_version), "TLSv1.2",
+     "oldest TLS version clients may use: TLSv1.2 or TLSv1.3"},
     {"unreadable", T_UNREADABLE, K(unreadable), "auto",
      "a statement the proxy cannot read (its rules cannot examine it): pass relays it as "
      "written, block answers ERR 1148; auto blocks once any block rule is in force, else passes"},
@@ -196,6 +212,8 @@ static const char *expected_form(key_type t)
     case T_LOGLEVEL: return "one of debug, info, warn, error";
     case T_TCP_OPT: return "host:port or [ipv6]:port, or nothing to turn it off";
     case T_UNREADABLE: return "one of auto, pass, block";
+    case T_YESNO: return "yes or no";
+    case T_TLSVER: return "TLSv1.2 or TLSv1.3";
     default: return "text";
     }
 }
@@ -211,6 +229,8 @@ static bool valid_value(const key_def *k, const char *value, void *field)
     case T_TCP_OPT: return !value[0] || (mr_addr_parse(value, &addr) && !addr.is_unix);
     case T_UNREADABLE:
         return !strcmp(value, "auto") || !strcmp(value, "pass") || !strcmp(value, "block");
+    case T_YESNO: return !strcmp(value, "yes") || !strcmp(value, "no");
+    case T_TLSVER: return !strcmp(value, "TLSv1.2") || !strcmp(value, "TLSv1.3");
     case T_LOGLEVEL:
         return !strcmp(value, "debug") || !strcmp(value, "info") || !strcmp(value, "warn") ||
                !strcmp(value, "error");

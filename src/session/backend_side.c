@@ -86,6 +86,7 @@ static void auth_done(mr_session *s)
     }
     mr_conn_set_timeout(s->client, NULL);
     s->authenticated = true;
+    s->login_shift = 0; /* commands start at sequence id 0 on both legs */
     apply_pending(s, true);
     mr_debug(s->id, "authenticated; backend thread id %u", s->backend_thread_id);
     ss_set_state(s, SS_IDLE);
@@ -137,7 +138,7 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
         greeting_unusable(s, "malformed greeting from backend");
         return;
     }
-    mr_greeting_mask(payload, &g);
+    mr_greeting_mask_offer(payload, &g, s->w->proxy->client_tls ? MR_CAP_SSL : 0);
     s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
     s->backend_thread_id = g.thread_id;
     atomic_store_explicit(&s->slot.backend_id, g.thread_id, memory_order_relaxed);
@@ -171,6 +172,8 @@ static bool backend_packet_start(mr_session *s, const uint8_t *p, uint32_t len, 
     }
     size_t n = len < MR_TRACK_PREFIX ? len : MR_TRACK_PREFIX;
     bool auth = ss_auth_exchange(s);
+    if (auth && !ss_auth_server_check(s, p, n, len, seq))
+        return false;
     mr_track_result r = mr_tracker_feed(&s->tracker, p, n, len);
     if (auth) /* an auth switch or plugin data asks for the client's answer */
         ss_auth_server_packet(s, seq, r != MR_TRACK_MORE);
@@ -239,6 +242,10 @@ void ss_pump_backend(mr_session *s)
         if (!f->continuation && s->state == SS_RESPONSE && ss_keyset_wants(s) &&
             !ss_keyset_packet(s, in, &pos, h.len, avail - move))
             break; /* a watched page's packet is read whole */
+        if (s->login_shift && s->state == SS_AUTH) {
+            h.seq = ss_auth_shift_to_client(s, in, move, h.seq);
+            evbuffer_ptr_set(in, &pos, move, EVBUFFER_PTR_SET); /* the buffer was rearranged */
+        }
         mr_stat_add(&s->w->stats.bytes_from_backend, MR_PKT_HEADER + (uint64_t)h.len);
         mr_stat_add(&s->slot.bytes_out, MR_PKT_HEADER + (uint64_t)h.len);
         if (!backend_packet_start(s, head + MR_PKT_HEADER, h.len, h.seq))

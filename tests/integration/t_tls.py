@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""TLS between clients and the proxy, against the real mariadbd.
+
+Makes a CA, a server certificate for 127.0.0.1/localhost and client
+certificates with the openssl CLI, starts three proxies of its own and checks:
+  * the greeting offers CLIENT_SSL once tls_cert is set;
+  * the mariadb CLI with --ssl-verify-server-cert runs a query over TLS (its
+    \\s shows the cipher); Ssl_cipher, which reports the backend leg, is empty;
+  * pymysql with an ssl context (verifying the proxy's certificate) runs
+    queries, a 6 MB result and a 6 MB statement; a plaintext client still works;
+  * a hand-made SSLRequest then TLS: the server's packets come with the
+    client's sequence ids (OK is 3), and a second connection resumes the
+    TLS session;
+  * a rewrite rule and a block rule work over TLS;
+  * 40 concurrent TLS clients, 50 queries each, all answered in order;
+  * garbage instead of a ClientHello: that connection is closed, a TLS client
+    at the same time is not hurt;
+  * require_tls = yes: a plaintext client gets ERR 3159 (08004); TLS works;
+  * tls_ca: no client certificate or one from another CA is refused, a good
+    one is accepted;
+  * an account whose server plugin asks for the password in clear (PAM,
+    when auth_pam can be installed) gets ERR 1251 over TLS instead of the
+    password being relayed over the plain backend connection.
+Environment: MR_TLS_PORT (default 49010; it uses that port and the next two).
+"""
+import os
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.dirname(__file__))
+import mrtest as t  # noqa: E402
+import pymysql  # noqa: E402
+import rawproto_lib as raw  # noqa: E402
+
+PORT = int(os.environ.get("MR_TLS_PORT", "49010"))
+REQ_PORT, CA_PORT = PORT + 1, PORT + 2
+DIR = os.path.join(t.TMP, "tls_test")
+RULES_DIR = os.path.join(t.TMP, "tls_rules")
+CLIENT_SSL = 1 << 11
+
+RULES = """
+[rewrite tls_upper]
+pattern = SELECT ? AS tls_rw
+replacement = SELECT UPPER(?) AS tls_rw
+
+[block tls_no_sleep]
+match = \\bsleep\\s*\\(
+message = SLEEP() is not allowed through the proxy
+"""
+
+
+def path(name):
+    return os.path.join(DIR, name)
+
+
+def openssl(*args):
+    subprocess.run(["openssl"] + list(args), check=True, capture_output=True)
+
+
+def make_certs():
+    os.makedirs(DIR, exist_ok=True)
+    for ca in ("ca", "rogue"):
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30",
+                "-subj", "/CN=myrewrite test %s" % ca, "-keyout", path(ca + ".key"),
+                "-out", path(ca + ".pem"))
+    ext = path("server.ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for name, ca, extfile in (("server", "ca", ext), ("client", "ca", None),
+                              ("badclient", "rogue", None)):
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=%s" % name,
+                "-keyout", path(name + ".key"), "-out", path(name + ".csr"))
+        args = ["x509", "-req", "-in", path(name + ".csr"), "-CA", path(ca + ".pem"),
+                "-CAkey", path(ca + ".key"), "-CAcreateserial", "-days", "30",
+                "-out", path(name + ".pem")]
+        if extfile:
+            args += ["-extfile", extfile]
+        openssl(*args)
+
+
+def tls_args(*more):
+    args = ["--set", "tls_cert=" + path("server.pem"), "--set", "tls_key=" + path("server.key")]
+    for m in more:
+        args += ["--set", m]
+    return args
+
+
+def ctx(cert=None):
+    c = ssl.create_default_context(cafile=path("ca.pem"))
+    if cert:
+        c.load_cert_chain(path(cert + ".pem"), path(cert + ".key"))
+    return c
+
+
+def tls_connect(port, cert=None, **kw):
+    return t.connect(port, ssl=ctx(cert), **kw)
+
+
+def greeting_caps(port):
+    c = raw.Conn(port, connect=False)
+    g = c.read_greeting()
+    c.close()
+    return g["caps"]
+
+
+def check_cli(port):
+    r = subprocess.run(["mariadb", "--no-defaults", "-h", t.HOST, "-P", str(port), "-u", t.USER,
+                        "-p" + t.PASSWORD, "--ssl-verify-server-cert", "--ssl-ca=" + path("ca.pem"),
+                        t.DB, "-e", "SELECT 40+2 AS answer; \\s"],
+                       capture_output=True, text=True, timeout=60)
+    t.check(r.returncode == 0 and "42" in r.stdout, "mariadb --ssl-verify-server-cert runs a "
+            "query through the proxy", (r.returncode, r.stdout[-500:], r.stderr[-500:]))
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("SSL:")]
+    t.check(line and "Cipher in use is" in line[0], "the CLI's status shows the client leg's "
+            "cipher", line)
+
+
+def check_pymysql(port):
+    c = tls_connect(port)
+    version = c._sock.version()
+    t.check(version in ("TLSv1.2", "TLSv1.3"), "pymysql's socket is TLS", version)
+    t.eq("a query over TLS", ((7,),), t.rows(c, "SELECT 3+4"))
+    t.eq("Ssl_cipher reports the backend leg, which is plain", (("Ssl_cipher", ""),),
+         t.rows(c, "SHOW SESSION STATUS LIKE 'Ssl_cipher'"))
+    big = t.rows(c, "SELECT REPEAT('x', 6000000)")[0][0]
+    t.eq("a 6 MB result over TLS", 6000000, len(big))
+    payload = "y" * 6000000
+    t.eq("a 6 MB statement over TLS", ((6000000,),), t.rows(c, "SELECT LENGTH(%s)", (payload,)))
+    c.close()
+    p = t.connect(port)
+    t.eq("a plaintext client still works", ((1,),), t.rows(p, "SELECT 1"))
+    p.close()
+
+
+def ssl_request(conn):
+    """Sends the 32-byte SSLRequest with the next sequence id."""
+    flags = raw.BASE_FLAGS | CLIENT_SSL
+    conn.send_payload(struct.pack("<IIB", flags, 1 << 30, 45) + b"\x00" * 23)
+
+
+def raw_tls(port, context, session=None):
+    c = raw.Conn(port, connect=False)
+    c.read_greeting()
+    ssl_request(c)
+    c.sock = context.wrap_socket(c.sock, server_hostname="127.0.0.1", session=session)
+    c.authenticate(t.USER, t.PASSWORD, t.DB)
+    return c
+
+
+def check_raw_and_resumption(port):
+    context = ctx()
+    c = raw_tls(port, context)
+    t.eq("over TLS the OK of the login has the client's sequence id 3", 3, c.auth_packets[-1][0])
+    res = c.query("SELECT 5")
+    t.eq("a query over the raw TLS connection", "rows", res.kind)
+    session = c.sock.session
+    c.close()
+    c2 = raw_tls(port, context, session)
+    t.check(c2.sock.session_reused, "a second connection resumes the TLS session")
+    c2.close()
+
+
+def check_rules(port):
+    c = tls_connect(port)
+    t.eq("a rewrite rule over TLS", (("ABC",),), t.rows(c, "SELECT 'abc' AS tls_rw"))
+    try:
+        t.rows(c, "SELECT SLEEP(0)")
+        t.not_ok("a block rule over TLS")
+    except pymysql.err.MySQLError as e:
+        t.check("SLEEP() is not allowed" in str(e), "a block rule over TLS", e)
+    t.eq("the session goes on after the block", ((2,),), t.rows(c, "SELECT 2"))
+    c.close()
+
+
+def check_concurrent(port, nthreads=40, nqueries=50):
+    errors = []
+
+    def worker(i):
+        try:
+            c = tls_connect(port)
+            for q in range(nqueries):
+                got = t.rows(c, "SELECT %s, %s", (i, q))
+                if got != ((i, q),):
+                    errors.append((i, q, got))
+                    break
+            c.close()
+        except Exception as e:  # noqa: BLE001
+            errors.append((i, repr(e)))
+
+    secs = t.run_threads([threading.Thread(target=worker, args=(i,)) for i in range(nthreads)])
+    t.eq("%d concurrent TLS clients, %d queries each, answered in order (%.1f s)"
+         % (nthreads, nqueries, secs), [], errors)
+
+
+def check_garbage(port):
+    c = raw.Conn(port, connect=False)
+    c.read_greeting()
+    ssl_request(c)
+    c.sock.sendall(b"GET / HTTP/1.0\r\n\r\n" + b"\x00" * 200)
+    good = tls_connect(port)
+    c.sock.settimeout(10)
+    try:
+        closed = c.sock.recv(4096) == b""
+    except ConnectionResetError:
+        closed = True
+    except socket.timeout:
+        closed = False
+    t.check(closed, "garbage instead of a ClientHello: the connection is closed")
+    t.eq("a TLS client at the same time is not hurt", ((9,),), t.rows(good, "SELECT 9"))
+    good.close()
+    c.close()
+
+
+def check_require_tls(port):
+    try:
+        t.connect(port).close()
+        t.not_ok("require_tls: a plaintext client is refused")
+    except pymysql.err.OperationalError as e:
+        t.check(e.args[0] == 3159 and "requires TLS" in e.args[1],
+                "require_tls: a plaintext client gets ERR 3159 saying TLS is required", e.args)
+    c = raw.Conn(port, connect=False)
+    c.read_greeting()
+    try:
+        c.authenticate(t.USER, t.PASSWORD, t.DB)
+        t.not_ok("require_tls: SQLSTATE 08004")
+    except raw.ServerError as e:
+        t.check(e.code == 3159 and "#08004" in c.auth_packets[-1][1].decode("latin1"),
+                "require_tls: SQLSTATE 08004", (e.args, c.auth_packets))
+    c.close()
+    c = tls_connect(port)
+    t.eq("require_tls: a TLS client works", ((1,),), t.rows(c, "SELECT 1"))
+    c.close()
+
+
+def refused(port, cert):
+    try:
+        c = tls_connect(port, cert)
+        t.rows(c, "SELECT 1")
+        c.close()
+        return False
+    except (pymysql.err.OperationalError, ssl.SSLError, OSError):
+        return True
+
+
+def check_client_certs(port):
+    t.check(refused(port, None), "tls_ca: a client without a certificate is refused")
+    t.check(refused(port, "badclient"), "tls_ca: a certificate from another CA is refused")
+    c = tls_connect(port, "client")
+    t.eq("tls_ca: a client with a good certificate works", ((1,),), t.rows(c, "SELECT 1"))
+    c.close()
+
+
+def check_cleartext_refused(port):
+    root = t.direct()
+    try:
+        root.cursor().execute("INSTALL SONAME 'auth_pam'")
+    except pymysql.err.MySQLError as e:
+        if e.args[0] != 1968:  # already installed
+            t.log("skip the cleartext check: auth_pam cannot be installed: %s" % (e,))
+            root.close()
+            return
+    root.cursor().execute("CREATE OR REPLACE USER 'tls_pam'@'%' IDENTIFIED VIA pam")
+    root.close()
+    try:
+        tls_connect(port, user="tls_pam", password="x").close()
+        t.not_ok("a PAM account over TLS is refused before the password is sent")
+    except pymysql.err.OperationalError as e:
+        t.check(e.args[0] == 1251 and "in clear text" in e.args[1],
+                "a server asking a TLS client for its password in clear gets ERR 1251", e.args)
+
+
+def main():
+    make_certs()
+    t.write_rules(RULES_DIR, RULES)
+    procs = []
+    try:
+        procs.append(t.start_proxy(PORT, os.path.join(t.TMP, "tls_proxy.log"),
+                                   rules_dir=RULES_DIR, extra=tls_args(), workers=4))
+        procs.append(t.start_proxy(REQ_PORT, os.path.join(t.TMP, "tls_req_proxy.log"),
+                                   extra=tls_args("require_tls=yes"), through=False))
+        procs.append(t.start_proxy(CA_PORT, os.path.join(t.TMP, "tls_ca_proxy.log"),
+                                   extra=tls_args("tls_ca=" + path("ca.pem"))))
+        t.check(greeting_caps(PORT) & CLIENT_SSL, "the greeting offers CLIENT_SSL")
+        check_cli(PORT)
+        check_pymysql(PORT)
+        check_raw_and_resumption(PORT)
+        check_rules(PORT)
+        check_concurrent(PORT)
+        check_garbage(PORT)
+        check_require_tls(REQ_PORT)
+        check_client_certs(CA_PORT)
+        check_cleartext_refused(PORT)
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    t.done()
+
+
+if __name__ == "__main__":
+    main()
