@@ -23,13 +23,14 @@ typedef enum key_type {
     T_UNREADABLE, /* auto, pass or block */
     T_YESNO,      /* no or yes */
     T_TLSVER,     /* TLSv1.2 or TLSv1.3 */
+    T_BACKEND_TLS, /* off, prefer, require, verify_ca, verify_identity */
 } key_type;
 
 /* Key types whose field is a char * owned by the config. */
 static bool is_text(key_type t)
 {
     return t == T_STRING || t == T_ADDR || t == T_LOGLEVEL || t == T_TCP_OPT || t == T_UNREADABLE ||
-           t == T_YESNO || t == T_TLSVER;
+           t == T_YESNO || t == T_TLSVER || t == T_BACKEND_TLS;
 }
 
 typedef struct key_def {
@@ -52,6 +53,12 @@ static const key_def keys[] = {
     {"admin_user", T_STRING, K(admin_user), "admin", "admin console user name"},
     {"backend", T_ADDR, K(backend), "127.0.0.1:3306",
      "the mysqld to relay to: host:port, [ipv6]:port or /path/to/mysqld.sock"},
+    {"backend_tls", T_BACKEND_TLS, K(backend_tls), "off",
+     "TLS toward the backend: off, prefer (when the server offers it), require, verify_ca "
+     "(backend_tls_ca signed its certificate), verify_identity (and it names the backend host); "
+     "a client that came over TLS gets prefer at least"},
+    {"backend_tls_ca", T_STRING, K(backend_tls_ca), "",
+     "PEM file of the CAs the backend's certificate must chain to (verify_ca, verify_identity)"},
     {"connect_timeout", T_DURATION, K(connect_timeout_ms), "5s",
      "how long connecting to the backend and reading its greeting may take"},
     {"handshake_timeout", T_DURATION, K(handshake_timeout_ms), "10s",
@@ -214,6 +221,7 @@ static const char *expected_form(key_type t)
     case T_UNREADABLE: return "one of auto, pass, block";
     case T_YESNO: return "yes or no";
     case T_TLSVER: return "TLSv1.2 or TLSv1.3";
+    case T_BACKEND_TLS: return "one of off, prefer, require, verify_ca, verify_identity";
     default: return "text";
     }
 }
@@ -231,6 +239,9 @@ static bool valid_value(const key_def *k, const char *value, void *field)
         return !strcmp(value, "auto") || !strcmp(value, "pass") || !strcmp(value, "block");
     case T_YESNO: return !strcmp(value, "yes") || !strcmp(value, "no");
     case T_TLSVER: return !strcmp(value, "TLSv1.2") || !strcmp(value, "TLSv1.3");
+    case T_BACKEND_TLS:
+        return !strcmp(value, "off") || !strcmp(value, "prefer") || !strcmp(value, "require") ||
+               !strcmp(value, "verify_ca") || !strcmp(value, "verify_identity");
     case T_LOGLEVEL:
         return !strcmp(value, "debug") || !strcmp(value, "info") || !strcmp(value, "warn") ||
                !strcmp(value, "error");

@@ -185,6 +185,30 @@ static void validate_tls(mr_config *c, mr_proxy *p, mr_diag *d)
         mr_diag_error(d, "tls", 0, "%s", err);
 }
 
+/* TLS toward the backend: needed for backend_tls, and for clients that come
+ * over TLS, which are never relayed in clear to a backend offering TLS. */
+static void validate_backend_tls(mr_config *c, mr_proxy *p, mr_diag *d)
+{
+    char err[400];
+    mr_addr a;
+    p->backend_tls_mode = (int)mr_backend_tls_parse(c->backend_tls);
+    if (p->backend_tls_mode >= MR_BTLS_VERIFY_CA && !c->backend_tls_ca[0]) {
+        mr_diag_error(d, "backend_tls_ca", 0, "backend_tls = %s needs backend_tls_ca",
+                      c->backend_tls);
+        return;
+    }
+    if (p->backend_tls_mode == MR_BTLS_OFF && !p->client_tls)
+        return;
+    if (mr_addr_parse(c->backend, &a))
+        snprintf(p->backend_tls_host, sizeof(p->backend_tls_host), "%s",
+                 a.is_unix ? "localhost" : a.host);
+    mr_backend_tls mode = p->backend_tls_mode ? (mr_backend_tls)p->backend_tls_mode
+                                              : MR_BTLS_PREFER;
+    p->backend_tls = mr_tls_backend_ctx(c, mode, err, sizeof(err));
+    if (!p->backend_tls)
+        mr_diag_error(d, "backend_tls", 0, "%s", err);
+}
+
 static bool validate(mr_config *c, mr_proxy *p, mr_diag *d)
 {
     mr_addr a;
@@ -199,6 +223,7 @@ static bool validate(mr_config *c, mr_proxy *p, mr_diag *d)
     if (!mr_backend_resolve(p, c->backend, err, sizeof(err)))
         mr_diag_error(d, "backend", 0, "%s", err);
     validate_tls(c, p, d);
+    validate_backend_tls(c, p, d);
     return d->errors == 0;
 }
 
@@ -364,6 +389,7 @@ int main(int argc, char **argv)
     rc = run(&cfg, &proxy, rules);
     mr_log_stop();
     mr_tls_ctx_free(proxy.client_tls);
+    mr_tls_ctx_free(proxy.backend_tls);
     mr_config_free(&cfg);
     return rc;
 }

@@ -333,8 +333,11 @@ bool mr_conn_start_tls(mr_conn *c, struct ssl_ctx_st *ctx, bool server, const ch
         t->ssl = SSL_new(ctx);
     if (t && evbuffer_get_length(c->in) > 0 && (t->pre = evbuffer_new()))
         evbuffer_add_buffer(t->pre, c->in);
+    /* verify_identity: the name is sent (SNI) and checked against the certificate */
+    bool named = server || !host ||
+                 (t && t->ssl && SSL_set_tlsext_host_name(t->ssl, host) && SSL_set1_host(t->ssl, host));
     if (!t || !t->ssl || !bio || !rev || !wev || evbuffer_get_length(c->in) > 0 ||
-        (server ? false : host && !SSL_set_tlsext_host_name(t->ssl, host))) {
+        evbuffer_get_length(c->out) > 0 || !named) {
         if (t) {
             SSL_free(t->ssl);
             if (t->pre)

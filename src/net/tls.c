@@ -97,3 +97,35 @@ struct ssl_ctx_st *mr_tls_server_ctx(const mr_config *c, char *err, size_t errle
 }
 
 void mr_tls_ctx_free(struct ssl_ctx_st *ctx) { SSL_CTX_free(ctx); }
+
+mr_backend_tls mr_backend_tls_parse(const char *s)
+{
+    static const char *const names[] = {"off", "prefer", "require", "verify_ca",
+                                        "verify_identity"};
+    for (int i = 0; i < 5; i++)
+        if (strcmp(s, names[i]) == 0)
+            return (mr_backend_tls)i;
+    return MR_BTLS_OFF;
+}
+
+struct ssl_ctx_st *mr_tls_backend_ctx(const mr_config *c, mr_backend_tls mode, char *err,
+                                      size_t errlen)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+        ssl_reason(err, errlen, "TLS", "context");
+        return NULL;
+    }
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    if (mode >= MR_BTLS_VERIFY_CA) {
+        if (SSL_CTX_load_verify_locations(ctx, c->backend_tls_ca, NULL) != 1) {
+            ssl_reason(err, errlen, "backend_tls_ca: cannot load", c->backend_tls_ca);
+            SSL_CTX_free(ctx);
+            return NULL;
+        }
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    }
+    return ctx;
+}

@@ -38,6 +38,7 @@
 
 #include "myrewrite/sql/charset_guard.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/net/tls.h"
 #include "session/session_impl.h"
 
 bool ss_auth_exchange(const mr_session *s)
@@ -113,15 +114,52 @@ static bool start_client_tls(mr_session *s, uint32_t len, uint8_t seq)
     return false; /* what follows in the input is TLS: the conn reads it */
 }
 
-/* The response relayed to the plain backend connection must not ask the
- * server for TLS (CLIENT_SSL, and the verify flag that goes with it). */
-static void strip_tls_caps(mr_session *s)
+/* The response relayed says CLIENT_SSL as the backend connection is: a
+ * plain one must not make the server wait for a TLS handshake. The verify
+ * flag is the client's own business. */
+static void set_tls_caps(mr_session *s, bool backend_tls)
 {
     uint8_t *p = evbuffer_pullup(mr_conn_input(s->client), MR_PKT_HEADER + 4);
     if (!p)
         return;
-    p[MR_PKT_HEADER + 1] &= (uint8_t)~(MR_CAP_SSL >> 8);
+    if (backend_tls)
+        p[MR_PKT_HEADER + 1] |= (uint8_t)(MR_CAP_SSL >> 8);
+    else
+        p[MR_PKT_HEADER + 1] &= (uint8_t)~(MR_CAP_SSL >> 8);
     p[MR_PKT_HEADER + 3] &= (uint8_t)~(MR_CAP_SSL_VERIFY_SERVER_CERT >> 24);
+}
+
+/* backend_tls prefer and up, and any client that came over TLS: TLS with a
+ * backend that offers it. */
+static bool backend_tls_wanted(const mr_session *s, bool client_tls)
+{
+    const mr_proxy *p = s->w->proxy;
+    return p->backend_tls && s->backend_offers_tls &&
+           (p->backend_tls_mode >= MR_BTLS_PREFER || client_tls);
+}
+
+/* The proxy's own SSLRequest to the backend (sequence id 1: the server's
+ * numbering), made of the head of the client's response p; then TLS on the
+ * backend conn. The response goes once it is up (the conn holds it). */
+static bool start_backend_tls(mr_session *s, const uint8_t *p, bool client_tls)
+{
+    const mr_proxy *px = s->w->proxy;
+    uint8_t req[MR_PKT_HEADER + 32] = {32, 0, 0, 1};
+    memcpy(req + MR_PKT_HEADER, p, 32);
+    req[MR_PKT_HEADER + 1] |= (uint8_t)(MR_CAP_SSL >> 8);
+    req[MR_PKT_HEADER + 3] &= (uint8_t)~(MR_CAP_SSL_VERIFY_SERVER_CERT >> 24);
+    mr_conn_write(s->backend, req, sizeof(req));
+    const char *host = px->backend_tls_mode == MR_BTLS_VERIFY_IDENTITY ? px->backend_tls_host
+                                                                        : NULL;
+    if (!mr_conn_start_tls(s->backend, px->backend_tls, false, host)) {
+        ss_send_err(s, (uint8_t)(s->seq + 1), MR_ER_BACKEND_UNAVAILABLE, "08S01",
+                    "backend unavailable: TLS toward it could not be started");
+        ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "cannot start TLS toward the backend");
+        return false;
+    }
+    set_tls_caps(s, true);
+    s->login_shift = client_tls ? 0 : -1;
+    return true;
 }
 
 void ss_auth_shift_to_server(mr_session *s, struct evbuffer *in)
@@ -160,7 +198,7 @@ static const char *cleartext_ask(const uint8_t *p, size_t n, uint32_t len)
 
 bool ss_auth_server_check(mr_session *s, const uint8_t *p, size_t n, uint32_t len, uint8_t seq)
 {
-    if (!mr_conn_tls_active(s->client))
+    if (!mr_conn_tls_active(s->client) || mr_conn_tls_active(s->backend))
         return true;
     const char *what = cleartext_ask(p, n, len);
     if (!what)
@@ -201,8 +239,10 @@ bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8
         ss_close_after_flush(s, MR_CLOSE_TLS_REQUIRED, "plaintext client under require_tls");
         return false;
     }
+    if (backend_tls_wanted(s, tls))
+        return start_backend_tls(s, p, tls);
     if (tls)
-        strip_tls_caps(s);
+        set_tls_caps(s, false);
     s->caps &= hr.caps;
     ss_copy_name(s->pending_user, sizeof(s->pending_user), hr.user, hr.user_len, &s->user_pending);
     ss_copy_name(s->pending_schema, sizeof(s->pending_schema), hr.db, hr.db_len,

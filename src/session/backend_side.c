@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "myrewrite/net/backend_addr.h"
+#include "myrewrite/net/tls.h"
 #include "myrewrite/sql/charset_guard.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/base/log.h"
@@ -140,6 +141,13 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
     }
     mr_greeting_mask_offer(payload, &g, s->w->proxy->client_tls ? MR_CAP_SSL : 0);
     s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
+    s->backend_offers_tls = (g.caps & MR_CAP_SSL) != 0;
+    if (!s->backend_offers_tls && s->w->proxy->backend_tls_mode >= MR_BTLS_REQUIRE) {
+        ss_send_err(s, 0, MR_ER_BACKEND_UNAVAILABLE, "08S01",
+                    "backend unavailable: it does not offer TLS and backend_tls requires it");
+        ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "backend does not offer TLS");
+        return;
+    }
     s->backend_thread_id = g.thread_id;
     atomic_store_explicit(&s->slot.backend_id, g.thread_id, memory_order_relaxed);
     s->skip_locked = mr_server_has_skip_locked(g.server_version, g.server_version_len);
@@ -313,6 +321,10 @@ static void backend_event_cb(mr_conn *c, int what, void *arg)
 {
     mr_session *s = arg;
     (void)c;
+    if (what & MR_CONN_TLS_READY) {
+        mr_debug(s->id, "backend TLS: %s", mr_conn_tls_cipher(c));
+        return; /* the HandshakeResponse waiting in its output goes now */
+    }
     if (what & MR_CONN_CONNECTED) {
         int one = 1;
         setsockopt(mr_conn_fd(s->backend), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -328,13 +340,13 @@ static void backend_event_cb(mr_conn *c, int what, void *arg)
         ss_pump_backend(s);
     if (!ALIVE(s) || !s->backend)
         return;
-    char what_s[160];
+    char what_s[300];
     if (what & MR_CONN_TIMEOUT) /* only connecting and the greeting are timed */
         snprintf(what_s, sizeof(what_s), "did not %s within connect_timeout (%llu ms)",
                  s->state == SS_CONNECTING ? "accept the connection" : "send its greeting",
                  (unsigned long long)cfg(s)->connect_timeout_ms);
     else if (what & MR_CONN_ERROR)
-        snprintf(what_s, sizeof(what_s), "failed: %s", strerror(mr_conn_errno(s->backend)));
+        snprintf(what_s, sizeof(what_s), "failed: %s", mr_conn_error_text(s->backend));
     else
         snprintf(what_s, sizeof(what_s), "closed the connection");
     ss_backend_failed(s, what_s);

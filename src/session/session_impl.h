@@ -94,9 +94,11 @@ struct mr_session {
     bool auth_seen_response;         /* the client's HandshakeResponse was checked */
     bool auth_turn;                  /* the auth exchange waits for a client packet ... */
     uint8_t auth_seq;                /* ... with this sequence id (session/auth.c) */
-    uint8_t login_shift;             /* the client's sequence ids minus the server's during
-                                        the login: 1 once the proxy took the client's
-                                        SSLRequest, which the server never sees */
+    int8_t login_shift;              /* the client's sequence ids minus the server's during
+                                        the login: +1 once the proxy took the client's
+                                        SSLRequest, -1 when it sent the server one of its
+                                        own, 0 for both or neither */
+    bool backend_offers_tls;         /* the backend's greeting had CLIENT_SSL */
     bool authenticated;              /* the backend accepted the login */
     bool skip_locked;                /* the backend supports FOR UPDATE SKIP LOCKED */
     bool prelude_pending;            /* the answer to a prelude comes first (session/prelude.c) */
@@ -178,7 +180,7 @@ bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8
 void ss_auth_shift_to_server(mr_session *s, struct evbuffer *in);
 uint8_t ss_auth_shift_to_client(mr_session *s, struct evbuffer *in, size_t off, uint8_t seq);
 /* A server packet of the login (its first n bytes at p): false when it asks
- * a client that came over TLS for its password in clear over the plain
+ * a client that came over TLS for its password in clear over a plain
  * backend connection; the client then got an ERR and the session closes. */
 bool ss_auth_server_check(mr_session *s, const uint8_t *p, size_t n, uint32_t len, uint8_t seq);
 

@@ -18,10 +18,17 @@ certificates with the openssl CLI, starts three proxies of its own and checks:
   * require_tls = yes: a plaintext client gets ERR 3159 (08004); TLS works;
   * tls_ca: no client certificate or one from another CA is refused, a good
     one is accepted;
-  * an account whose server plugin asks for the password in clear (PAM,
-    when auth_pam can be installed) gets ERR 1251 over TLS instead of the
-    password being relayed over the plain backend connection.
-Environment: MR_TLS_PORT (default 49010; it uses that port and the next two).
+  * toward the backend (whose greeting offers TLS): a TLS client's leg to it
+    is TLS even under backend_tls = off (Ssl_cipher set), a plaintext
+    client's is not; backend_tls = verify_identity with the server's CA gives
+    a plaintext client an encrypted backend leg (the login's OK keeps the
+    client's sequence id 2), a wrong CA fails the login saying why;
+  * against a second mariadbd without TLS: backend_tls = require refuses
+    with ERR 1053; a TLS client's backend leg is plain, and an account whose
+    server plugin asks for the password in clear (PAM, when auth_pam can be
+    installed) gets ERR 1251 instead of the password being relayed in clear.
+Environment: MR_TLS_PORT (default 49010; it uses that port and the next six),
+MR_TLS_PLAIN_DB_PORT (default 49301: the mariadbd without TLS).
 """
 import os
 import socket
@@ -39,7 +46,11 @@ import pymysql  # noqa: E402
 import rawproto_lib as raw  # noqa: E402
 
 PORT = int(os.environ.get("MR_TLS_PORT", "49010"))
-REQ_PORT, CA_PORT = PORT + 1, PORT + 2
+REQ_PORT, CA_PORT, BT_PORT, BAD_CA_PORT, PLAIN_PORT, BREQ_PORT = range(PORT + 1, PORT + 7)
+PLAIN_DB_PORT = int(os.environ.get("MR_TLS_PLAIN_DB_PORT", "49301"))
+PLAIN_DB = "tls_plain"
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SERVER_CA = os.path.join(t.TMP, "main", "tls", "cert.pem")  # tests/lib/env.sh made it
 DIR = os.path.join(t.TMP, "tls_test")
 RULES_DIR = os.path.join(t.TMP, "tls_rules")
 CLIENT_SSL = 1 << 11
@@ -126,8 +137,8 @@ def check_pymysql(port):
     version = c._sock.version()
     t.check(version in ("TLSv1.2", "TLSv1.3"), "pymysql's socket is TLS", version)
     t.eq("a query over TLS", ((7,),), t.rows(c, "SELECT 3+4"))
-    t.eq("Ssl_cipher reports the backend leg, which is plain", (("Ssl_cipher", ""),),
-         t.rows(c, "SHOW SESSION STATUS LIKE 'Ssl_cipher'"))
+    t.check(cipher(c), "a TLS client's backend leg is TLS too when the server offers it "
+            "(backend_tls = off)")
     big = t.rows(c, "SELECT REPEAT('x', 6000000)")[0][0]
     t.eq("a 6 MB result over TLS", 6000000, len(big))
     payload = "y" * 6000000
@@ -135,7 +146,13 @@ def check_pymysql(port):
     c.close()
     p = t.connect(port)
     t.eq("a plaintext client still works", ((1,),), t.rows(p, "SELECT 1"))
+    t.eq("... and its backend leg is plain under backend_tls = off", "", cipher(p))
     p.close()
+
+
+def cipher(conn):
+    """Ssl_cipher: it reports the proxy's connection to the server."""
+    return t.rows(conn, "SHOW SESSION STATUS LIKE 'Ssl_cipher'")[0][1]
 
 
 def ssl_request(conn):
@@ -256,8 +273,72 @@ def check_client_certs(port):
     c.close()
 
 
+def check_backend_tls(port, bad_ca_port):
+    p = t.connect(port)
+    t.check(cipher(p), "backend_tls = verify_identity: a plaintext client's backend leg is TLS")
+    t.eq("... and queries work", ((6,),), t.rows(p, "SELECT 2*3"))
+    p.close()
+    c = raw.Conn(port)
+    t.eq("... the login's OK comes with the client's sequence id 2", 2, c.auth_packets[-1][0])
+    c.close()
+    c = tls_connect(port)
+    t.check(cipher(c), "... a TLS client's too")
+    c.close()
+    try:
+        t.connect(bad_ca_port).close()
+        t.not_ok("backend_tls = verify_ca with a CA that did not sign the server's certificate")
+    except pymysql.err.OperationalError as e:
+        t.check("certificate verify failed" in str(e), "backend_tls = verify_ca with the wrong "
+                "CA: the login fails saying the certificate did not verify", e.args)
+
+
+def check_own_connections():
+    """The schema cache's own connection (net/bgconn.c) follows backend_tls."""
+    deadline = time.time() + 10
+    good = bad = ""
+    while time.time() < deadline:
+        good = open(os.path.join(t.TMP, "tls_bt_proxy.log")).read()
+        bad = open(os.path.join(t.TMP, "tls_badca_proxy.log")).read()
+        if "own connection" in good and "own connection" in bad:
+            break
+        time.sleep(0.2)
+    t.check(re_search(r"own connection to \S+ as \S+ up \(connection id \d+, TLS ", good),
+            "backend_tls = verify_identity: the proxy's own connection is up over TLS",
+            [ln for ln in good.splitlines() if "own connection" in ln])
+    t.check(re_search(r"own connection to \S+ as \S+ failed", bad) and
+            not re_search(r"own connection .* up ", bad),
+            "backend_tls = verify_ca with the wrong CA: the proxy's own connection fails",
+            [ln for ln in bad.splitlines() if "own connection" in ln])
+
+
+def re_search(pattern, text):
+    import re
+    return re.search(pattern, text) is not None
+
+
+def env_sh(cmd, **env):
+    r = subprocess.run(["bash", "-c", '. "%s/tests/lib/env.sh"; %s' % (ROOT, cmd)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       env=dict(os.environ, **env))
+    return r.returncode, r.stdout
+
+
+def check_plain_backend(port, breq_port):
+    try:
+        t.connect(breq_port).close()
+        t.not_ok("backend_tls = require and a server without TLS")
+    except pymysql.err.OperationalError as e:
+        t.check(e.args[0] == 1053 and "does not offer TLS" in e.args[1],
+                "backend_tls = require and a server without TLS: ERR 1053 saying so", e.args)
+    c = tls_connect(port)
+    t.eq("a TLS client in front of a server without TLS: its backend leg is plain", "",
+         cipher(c))
+    c.close()
+    check_cleartext_refused(port)
+
+
 def check_cleartext_refused(port):
-    root = t.direct()
+    root = t.connect(PLAIN_DB_PORT)
     try:
         root.cursor().execute("INSTALL SONAME 'auth_pam'")
     except pymysql.err.MySQLError as e:
@@ -278,6 +359,11 @@ def check_cleartext_refused(port):
 def main():
     make_certs()
     t.write_rules(RULES_DIR, RULES)
+    rc, out = env_sh("mr_start_mariadb %s %d" % (PLAIN_DB, PLAIN_DB_PORT), MR_MARIADB_TLS="0")
+    if rc:
+        print(out)
+        t.not_ok("a second mariadbd without TLS starts")
+        t.done()
     procs = []
     try:
         procs.append(t.start_proxy(PORT, os.path.join(t.TMP, "tls_proxy.log"),
@@ -286,6 +372,20 @@ def main():
                                    extra=tls_args("require_tls=yes"), through=False))
         procs.append(t.start_proxy(CA_PORT, os.path.join(t.TMP, "tls_ca_proxy.log"),
                                    extra=tls_args("tls_ca=" + path("ca.pem"))))
+        procs.append(t.start_proxy(BT_PORT, os.path.join(t.TMP, "tls_bt_proxy.log"),
+                                   own_conn=True, extra=tls_args("backend_tls=verify_identity",
+                                                  "backend_tls_ca=" + SERVER_CA)))
+        procs.append(t.start_proxy(BAD_CA_PORT, os.path.join(t.TMP, "tls_badca_proxy.log"),
+                                   own_conn=True,
+                                   extra=["--set", "backend_tls=verify_ca",
+                                          "--set", "backend_tls_ca=" + path("ca.pem")],
+                                   through=False))
+        plain_backend = ["--backend", "%s:%d" % (t.HOST, PLAIN_DB_PORT)]
+        procs.append(t.start_proxy(PLAIN_PORT, os.path.join(t.TMP, "tls_plain_proxy.log"),
+                                   extra=tls_args() + plain_backend))
+        procs.append(t.start_proxy(BREQ_PORT, os.path.join(t.TMP, "tls_breq_proxy.log"),
+                                   extra=["--set", "backend_tls=require"] + plain_backend,
+                                   through=False))
         t.check(greeting_caps(PORT) & CLIENT_SSL, "the greeting offers CLIENT_SSL")
         check_cli(PORT)
         check_pymysql(PORT)
@@ -295,7 +395,9 @@ def main():
         check_garbage(PORT)
         check_require_tls(REQ_PORT)
         check_client_certs(CA_PORT)
-        check_cleartext_refused(PORT)
+        check_backend_tls(BT_PORT, BAD_CA_PORT)
+        check_own_connections()
+        check_plain_backend(PLAIN_PORT, BREQ_PORT)
     finally:
         for p in procs:
             p.terminate()
@@ -304,6 +406,7 @@ def main():
                 p.wait(20)
             except subprocess.TimeoutExpired:
                 p.kill()
+        env_sh("mr_stop_mariadb %s" % PLAIN_DB)
     t.done()
 
 

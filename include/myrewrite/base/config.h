@@ -20,6 +20,8 @@ typedef struct mr_config {
     char *admin_password;       /* "" = the console does not start */
     char *admin_user;
     char *backend;              /* host:port or /path/to/mysqld.sock */
+    char *backend_tls;          /* off, prefer, require, verify_ca, verify_identity */
+    char *backend_tls_ca;       /* "" = no CA file (verify_* need one) */
     uint64_t connect_timeout_ms;
     uint64_t handshake_timeout_ms;
     char *http_listen;          /* host:port of /metrics, /health, /ready; "" = off */

@@ -28,6 +28,9 @@ typedef struct mr_proxy {
     char backend_name[300];               /* for messages: "127.0.0.1:3306" */
     struct ssl_ctx_st *client_tls;        /* TLS toward clients; NULL: not configured */
     bool require_tls;                     /* plaintext clients are refused */
+    struct ssl_ctx_st *backend_tls;       /* TLS toward the backend; NULL: never */
+    int backend_tls_mode;                 /* mr_backend_tls (net/tls.h) */
+    char backend_tls_host[256];           /* the name verify_identity checks */
     struct mr_worker *workers;
     unsigned nworkers;
     _Atomic uint64_t next_conn_id;

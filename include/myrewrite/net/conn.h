@@ -64,11 +64,12 @@ void mr_conn_set_timeout(mr_conn *c, const struct timeval *tv);
 void mr_conn_set_low_mark(mr_conn *c, size_t low);
 
 /* TLS (net/conn_tls.c). Starts TLS on a connected conn, as the server or as
- * the client (then `host`, when not NULL, is the name sent and, as the
- * context says, verified). Bytes already in the input are the peer's first
- * TLS bytes. The handshake runs from the loop: MR_CONN_TLS_READY or
- * MR_CONN_ERROR follows; output written meanwhile waits for its end. From
- * then on the input and output hold plaintext. False: out of memory. */
+ * the client (then `host`, when not NULL, is sent (SNI) and must be the
+ * certificate's name). Bytes already in the input are the peer's first TLS
+ * bytes; plaintext output must all have been sent. The handshake runs from
+ * the loop: MR_CONN_TLS_READY or MR_CONN_ERROR follows; output written
+ * meanwhile waits for its end. From then on the input and output hold
+ * plaintext. False: out of memory, or unsent output. */
 bool mr_conn_start_tls(mr_conn *c, struct ssl_ctx_st *ctx, bool server, const char *host);
 /* TLS was started on c (its handshake may still run). */
 bool mr_conn_tls_active(const mr_conn *c);
