@@ -22,15 +22,17 @@
  * TLS toward the client: when the proxy has a certificate its greeting
  * offers CLIENT_SSL. The client's SSLRequest is taken here, never relayed;
  * TLS starts on the client's conn, and the real HandshakeResponse follows
- * over it. The server, on its plain connection, never saw the SSLRequest,
- * so for the rest of the login each client packet goes to it with its
- * sequence id one lower and each of its packets comes to the client one
- * higher (login_shift); the response relayed loses CLIENT_SSL so the server
- * does not wait for a TLS handshake. A client that came over TLS believes
- * its password is protected: a server that asks it for the password in
- * clear (mysql_clear_password, dialog, sha256_password, or
- * caching_sha2_password's full authentication) is not answered over the
- * plain backend connection; the client gets ERR 1251 instead.
+ * over it. TLS toward the backend (backend_tls, and always for a TLS client
+ * when the server offers it): the proxy sends the server an SSLRequest of
+ * its own, made of the head of the client's response, starts TLS on the
+ * backend conn, and the response follows over it. Each leg's SSLRequest
+ * is seen by one side only, so for the rest of the login the sequence ids
+ * are moved by login_shift (+1: only the client's leg had one, -1: only
+ * the server's); the response relayed says CLIENT_SSL as the backend leg
+ * is. A client that came over TLS believes its password is protected: a
+ * server that asks it for the password in clear (mysql_clear_password,
+ * dialog, sha256_password, or caching_sha2_password's full authentication)
+ * over a plain backend leg is not answered; the client gets ERR 1251.
  * Runs on the session's worker thread.
  */
 #include <stdio.h>
