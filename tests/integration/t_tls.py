@@ -28,7 +28,8 @@ certificates with the openssl CLI, starts three proxies of its own and checks:
     with ERR 1053; a TLS client's backend leg is plain, and an account whose
     server plugin asks for the password in clear (PAM, when auth_pam can be
     installed) gets ERR 1251 instead of the password being relayed in clear.
-Environment: MR_TLS_PORT (default 49010; it uses that port and the next six),
+Environment: MR_TLS_PORT (default 49010; it takes the first seven ports from there up
+that are free),
 MR_TLS_PLAIN_DB_PORT (default 49301: the mariadbd without TLS).
 """
 import os
@@ -46,8 +47,27 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 import rawproto_lib as raw  # noqa: E402
 
-PORT = int(os.environ.get("MR_TLS_PORT", "49010"))
-REQ_PORT, CA_PORT, BT_PORT, BAD_CA_PORT, PLAIN_PORT, BREQ_PORT = range(PORT + 1, PORT + 7)
+def free_ports(base, n, span=40):
+    """n ports from base up that can be listened on now: the range overlaps the
+    ephemeral ports, which other processes' connections may hold for a while."""
+    found = []
+    for port in range(base, base + span):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((t.HOST, port))
+            found.append(port)
+        except OSError:
+            pass
+        finally:
+            s.close()
+        if len(found) == n:
+            return found
+    raise RuntimeError("fewer than %d free ports in %d..%d" % (n, base, base + span - 1))
+
+
+PORT, REQ_PORT, CA_PORT, BT_PORT, BAD_CA_PORT, PLAIN_PORT, BREQ_PORT = free_ports(
+    int(os.environ.get("MR_TLS_PORT", "49010")), 7)
 PLAIN_DB_PORT = int(os.environ.get("MR_TLS_PLAIN_DB_PORT", "49301"))
 PLAIN_DB = "tls_plain"
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
