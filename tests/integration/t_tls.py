@@ -17,6 +17,7 @@ certificates with the openssl CLI, starts three proxies of its own and checks:
   * garbage instead of a ClientHello: that connection is closed, a TLS client
     at the same time is not hurt;
   * require_tls = yes: a plaintext client gets ERR 3159 (08004); TLS works;
+  * an SSLRequest and then no ClientHello: closed at handshake_timeout;
   * tls_ca: no client certificate or one from another CA is refused, a good
     one is accepted;
   * toward the backend (whose greeting offers TLS): a TLS client's leg to it
@@ -290,6 +291,25 @@ def check_garbage(port):
     c.close()
 
 
+def check_silent_handshake(port):
+    """SSLRequest, then no ClientHello: closed at handshake_timeout (1 s here)."""
+    c = raw.Conn(port, connect=False)
+    c.read_greeting()
+    ssl_request(c)
+    c.sock.settimeout(10)
+    t0 = time.time()
+    try:
+        closed = c.sock.recv(4096) == b""
+    except ConnectionResetError:
+        closed = True
+    except socket.timeout:
+        closed = False
+    secs = time.time() - t0
+    t.check(closed and secs < 5, "no ClientHello after the SSLRequest: closed at "
+            "handshake_timeout (%.1f s)" % secs)
+    c.close()
+
+
 def check_require_tls(port):
     try:
         t.connect(port).close()
@@ -426,7 +446,8 @@ def main():
         procs.append(t.start_proxy(PORT, os.path.join(t.TMP, "tls_proxy.log"),
                                    rules_dir=RULES_DIR, extra=tls_args(), workers=4))
         procs.append(t.start_proxy(REQ_PORT, os.path.join(t.TMP, "tls_req_proxy.log"),
-                                   extra=tls_args("require_tls=yes"), through=False))
+                                   extra=tls_args("require_tls=yes", "handshake_timeout=1s"),
+                                   through=False))
         procs.append(t.start_proxy(CA_PORT, os.path.join(t.TMP, "tls_ca_proxy.log"),
                                    extra=tls_args("tls_ca=" + path("ca.pem"))))
         procs.append(t.start_proxy(BT_PORT, os.path.join(t.TMP, "tls_bt_proxy.log"),
@@ -452,6 +473,7 @@ def main():
         check_concurrent(PORT)
         check_garbage(PORT)
         check_require_tls(REQ_PORT)
+        check_silent_handshake(REQ_PORT)
         check_client_certs(CA_PORT)
         check_backend_tls(BT_PORT, BAD_CA_PORT)
         check_own_connections()
