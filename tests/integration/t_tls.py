@@ -3,6 +3,9 @@
 
 Makes a CA, a server certificate for 127.0.0.1/localhost and client
 certificates with the openssl CLI, starts three proxies of its own and checks:
+  * unusable TLS settings (a missing file, a key that does not match, a key
+    missing its partner, verify_ca without a CA, an unknown version) fail
+    --check, each named;
   * the greeting offers CLIENT_SSL once tls_cert is set;
   * the mariadb CLI with --ssl-verify-server-cert runs a query over TLS (its
     \\s shows the cipher); Ssl_cipher, which reports the backend leg, is empty;
@@ -291,6 +294,27 @@ def check_garbage(port):
     c.close()
 
 
+def check_bad_settings():
+    """Unusable TLS settings are start-up errors, named by --check."""
+    cases = [
+        (["tls_cert=/nonexistent.pem", "tls_key=" + path("server.key")],
+         "tls_cert: cannot use '/nonexistent.pem'"),
+        (["tls_cert=" + path("server.pem")], "tls_cert and tls_key go together"),
+        (["tls_cert=" + path("server.pem"), "tls_key=" + path("client.key")],
+         "tls_key: cannot use"),
+        (["require_tls=yes"], "require_tls: yes needs tls_cert and tls_key"),
+        (["backend_tls=verify_ca"], "backend_tls = verify_ca needs backend_tls_ca"),
+        (["tls_min_version=TLSv1.1"], "expected TLSv1.2 or TLSv1.3"),
+    ]
+    for sets, want in cases:
+        args = [t.BIN, "--check"]
+        for kv in sets:
+            args += ["--set", kv]
+        r = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        t.check(r.returncode == 1 and want in r.stderr, "--check refuses %s: %s"
+                % (" ".join(sets), want), (r.returncode, r.stderr))
+
+
 def check_silent_handshake(port):
     """SSLRequest, then no ClientHello: closed at handshake_timeout (1 s here)."""
     c = raw.Conn(port, connect=False)
@@ -435,6 +459,7 @@ def check_cleartext_refused(port):
 
 def main():
     make_certs()
+    check_bad_settings()
     t.write_rules(RULES_DIR, RULES)
     rc, out = env_sh("mr_start_mariadb %s %d" % (PLAIN_DB, PLAIN_DB_PORT), MR_MARIADB_TLS="0")
     if rc:
