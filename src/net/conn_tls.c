@@ -164,7 +164,7 @@ static void handshake_step(mr_conn *c)
         snprintf(t->cipher, sizeof(t->cipher), "%s %s", SSL_get_version(t->ssl),
                  SSL_get_cipher_name(t->ssl));
         tls_sync(c);
-        if (SSL_pending(t->ssl) > 0 || (t->pre && evbuffer_get_length(t->pre) > 0))
+        if (SSL_has_pending(t->ssl) || (t->pre && evbuffer_get_length(t->pre) > 0))
             event_active(c->rev, EV_READ, 1); /* plaintext came with the last flight */
         mr_conn_fire(c, MR_CONN_TLS_READY);
         return;
@@ -241,7 +241,10 @@ static void tls_write_handler(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Decrypts up to READ_CHUNK bytes into the input. Returns the MR_CONN_*
- * event to fire (0: none) and sets *got. */
+ * event to fire (0: none) and sets *got. The contexts read ahead, so one
+ * read() takes what the socket holds and OpenSSL says whether records are
+ * left: reading stops when none is, without a read() that would only say
+ * EAGAIN (the socket's level-triggered event brings any later bytes). */
 static int tls_read_some(mr_conn *c, size_t *got)
 {
     mr_conn_tls *t = c->tls;
@@ -258,6 +261,8 @@ static int tls_read_some(mr_conn *c, size_t *got)
             vec.iov_len = (size_t)n;
             evbuffer_commit_space(c->in, &vec, 1);
             *got += (size_t)n;
+            if (!SSL_has_pending(t->ssl))
+                return 0;
             continue;
         }
         evbuffer_commit_space(c->in, &vec, 0);
@@ -273,8 +278,8 @@ static int tls_read_some(mr_conn *c, size_t *got)
         note_error(c, "read", e);
         return MR_CONN_ERROR;
     }
-    if (SSL_pending(t->ssl) > 0)
-        event_active(c->rev, EV_READ, 1); /* the rest of the record, on the next turn */
+    if (SSL_has_pending(t->ssl))
+        event_active(c->rev, EV_READ, 1); /* records already read, on the next turn */
     return 0;
 }
 
@@ -386,7 +391,7 @@ void mr_conn_tls_read_enable(mr_conn *c)
     if (t->handshaking)
         return;
     tls_sync(c);
-    if (c->reading && (SSL_pending(t->ssl) > 0 || t->eof_pending))
+    if (c->reading && (SSL_has_pending(t->ssl) || t->eof_pending))
         event_active(c->rev, EV_READ, 1); /* decrypted bytes the socket will not announce */
 }
 

@@ -84,6 +84,7 @@ struct ssl_ctx_st *mr_tls_server_ctx(const mr_config *c, char *err, size_t errle
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION |
                                  SSL_OP_CIPHER_SERVER_PREFERENCE);
+    SSL_CTX_set_read_ahead(ctx, 1); /* net/conn_tls.c: fewer read() calls */
     /* Resumption: the server-side session cache (TLS 1.2 ids) and tickets
      * (on by default); the id context lets verified sessions resume. */
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
@@ -118,6 +119,7 @@ struct ssl_ctx_st *mr_tls_backend_ctx(const mr_config *c, mr_backend_tls mode, c
     }
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+    SSL_CTX_set_read_ahead(ctx, 1);
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     if (mode >= MR_BTLS_VERIFY_CA) {
         if (SSL_CTX_load_verify_locations(ctx, c->backend_tls_ca, NULL) != 1) {
