@@ -22,12 +22,16 @@ typedef enum key_type {
     T_LOGLEVEL,
     T_TCP_OPT, /* "" (off) or a TCP host:port */
     T_UNREADABLE, /* auto, pass or block */
+    T_YESNO,      /* no or yes */
+    T_TLSVER,     /* TLSv1.2 or TLSv1.3 */
+    T_BACKEND_TLS, /* off, prefer, require, verify_ca, verify_identity */
 } key_type;
 
 /* Key types whose field is a char * owned by the config. */
 static bool is_text(key_type t)
 {
-    return t == T_STRING || t == T_ADDR || t == T_LOGLEVEL || t == T_TCP_OPT || t == T_UNREADABLE;
+    return t == T_STRING || t == T_ADDR || t == T_LOGLEVEL || t == T_TCP_OPT || t == T_UNREADABLE ||
+           t == T_YESNO || t == T_TLSVER || t == T_BACKEND_TLS;
 }
 
 typedef struct key_def {
@@ -50,6 +54,12 @@ static const key_def keys[] = {
     {"admin_user", T_STRING, K(admin_user), "admin", "admin console user name"},
     {"backend", T_ADDR, K(backend), "127.0.0.1:3306",
      "the mysqld to relay to: host:port, [ipv6]:port or /path/to/mysqld.sock"},
+    {"backend_tls", T_BACKEND_TLS, K(backend_tls), "off",
+     "TLS toward the backend: off, prefer (when the server offers it), require, verify_ca "
+     "(backend_tls_ca signed its certificate), verify_identity (and it names the backend host); "
+     "a client that came over TLS gets prefer at least"},
+    {"backend_tls_ca", T_STRING, K(backend_tls_ca), "",
+     "PEM file of the CAs the backend's certificate must chain to (verify_ca, verify_identity)"},
     {"connect_timeout", T_DURATION, K(connect_timeout_ms), "5s",
      "how long connecting to the backend and reading its greeting may take"},
     {"handshake_timeout", T_DURATION, K(handshake_timeout_ms), "10s",
@@ -70,6 +80,8 @@ static const key_def keys[] = {
      "empty: none"},
     {"relay_buffer", T_SIZE, K(relay_buffer), "256K",
      "bytes queued toward a slow peer before the proxy stops reading the other side"},
+    {"require_tls", T_YESNO, K(require_tls), "no",
+     "yes: a client that does not start TLS gets ERR 3159 and is closed (needs tls_cert)"},
     {"rules_dir", T_STRING, K(rules_dir), "rules", "directory of *.rules files"},
     {"schema_cache_max_tables", T_COUNT, K(schema_cache_max_tables), "10000",
      "tables whose keys the schema cache keeps; the least recently used go first"},
@@ -79,6 +91,17 @@ static const key_def keys[] = {
     {"shutdown_timeout", T_DURATION, K(shutdown_timeout_ms), "10s",
      "on SIGTERM, how long in-flight statements may run before connections are closed"},
     {"socket", T_STRING, K(socket), "", "unix socket clients may also connect to (empty: none)"},
+    {"tls_ca", T_STRING, K(tls_ca), "",
+     "PEM file of the CAs client certificates must chain to; set: clients must show one"},
+    {"tls_cert", T_STRING, K(tls_cert), "",
+     "PEM certificate (chain) the proxy shows clients; set: the greeting offers TLS"},
+    {"tls_ciphers", T_STRING, K(tls_ciphers), "",
+     "OpenSSL cipher list for TLSv1.2 toward clients; empty: OpenSSL's default"},
+    {"tls_ciphersuites", T_STRING, K(tls_ciphersuites), "",
+     "OpenSSL TLSv1.3 cipher suites toward clients; empty: OpenSSL's default"},
+    {"tls_key", T_STRING, K(tls_key), "", "PEM private key of tls_cert"},
+    {"tls_min_version", T_TLSVER, K(tls_min_version), "TLSv1.2",
+     "oldest TLS version clients may use: TLSv1.2 or TLSv1.3"},
     {"unreadable", T_UNREADABLE, K(unreadable), "auto",
      "a statement the proxy cannot read (its rules cannot examine it): pass relays it as "
      "written, block answers ERR 1148; auto blocks once any block rule is in force, else passes"},
@@ -174,6 +197,9 @@ static const char *expected_form(key_type t)
     case T_LOGLEVEL: return "one of debug, info, warn, error";
     case T_TCP_OPT: return "host:port or [ipv6]:port, or nothing to turn it off";
     case T_UNREADABLE: return "one of auto, pass, block";
+    case T_YESNO: return "yes or no";
+    case T_TLSVER: return "TLSv1.2 or TLSv1.3";
+    case T_BACKEND_TLS: return "one of off, prefer, require, verify_ca, verify_identity";
     default: return "text";
     }
 }
@@ -189,6 +215,11 @@ static bool valid_value(const key_def *k, const char *value, void *field)
     case T_TCP_OPT: return !value[0] || (mr_addr_parse(value, &addr) && !addr.is_unix);
     case T_UNREADABLE:
         return !strcmp(value, "auto") || !strcmp(value, "pass") || !strcmp(value, "block");
+    case T_YESNO: return !strcmp(value, "yes") || !strcmp(value, "no");
+    case T_TLSVER: return !strcmp(value, "TLSv1.2") || !strcmp(value, "TLSv1.3");
+    case T_BACKEND_TLS:
+        return !strcmp(value, "off") || !strcmp(value, "prefer") || !strcmp(value, "require") ||
+               !strcmp(value, "verify_ca") || !strcmp(value, "verify_identity");
     case T_LOGLEVEL:
         return !strcmp(value, "debug") || !strcmp(value, "info") || !strcmp(value, "warn") ||
                !strcmp(value, "error");

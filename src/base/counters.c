@@ -15,6 +15,9 @@ static const char *const reason_names[MR_CLOSE_MAX] = {
     [MR_CLOSE_UNSUPPORTED] = "unsupported_feature",
     [MR_CLOSE_TIMEOUT] = "timeout",
     [MR_CLOSE_SHUTDOWN] = "shutdown",
+    [MR_CLOSE_TLS_REQUIRED] = "tls_required",
+    [MR_CLOSE_TLS_FAILED] = "tls_failed",
+    [MR_CLOSE_CLEARTEXT_REFUSED] = "cleartext_password_refused",
 };
 
 const char *mr_close_reason_name(mr_close_reason r)

@@ -21,6 +21,7 @@
 #include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/admin/admin.h"
 #include "myrewrite/net/backend_addr.h"
+#include "myrewrite/net/tls.h"
 #include "myrewrite/base/clock.h"
 #include "myrewrite/base/config.h"
 #include "myrewrite/delayed/flush.h"
@@ -163,6 +164,51 @@ static bool secrets_exposed(const char *path, const mr_config *c, char *msg, siz
     return true;
 }
 
+/* TLS toward clients: the context is built here, on the main thread, so a
+ * bad file is a start-up error and no worker ever reads one. */
+static void validate_tls(mr_config *c, mr_proxy *p, mr_diag *d)
+{
+    char err[400];
+    p->require_tls = strcmp(c->require_tls, "yes") == 0;
+    if (!c->tls_cert[0] || !c->tls_key[0]) {
+        if (c->tls_cert[0] || c->tls_key[0])
+            mr_diag_error(d, c->tls_cert[0] ? "tls_key" : "tls_cert", 0,
+                          "tls_cert and tls_key go together: set both or neither");
+        if (c->tls_ca[0])
+            mr_diag_error(d, "tls_ca", 0, "needs tls_cert and tls_key");
+        if (p->require_tls)
+            mr_diag_error(d, "require_tls", 0, "yes needs tls_cert and tls_key");
+        return;
+    }
+    p->client_tls = mr_tls_server_ctx(c, err, sizeof(err));
+    if (!p->client_tls)
+        mr_diag_error(d, "tls", 0, "%s", err);
+}
+
+/* TLS toward the backend: needed for backend_tls, and for clients that come
+ * over TLS, which are never relayed in clear to a backend offering TLS. */
+static void validate_backend_tls(mr_config *c, mr_proxy *p, mr_diag *d)
+{
+    char err[400];
+    mr_addr a;
+    p->backend_tls_mode = (int)mr_backend_tls_parse(c->backend_tls);
+    if (p->backend_tls_mode >= MR_BTLS_VERIFY_CA && !c->backend_tls_ca[0]) {
+        mr_diag_error(d, "backend_tls_ca", 0, "backend_tls = %s needs backend_tls_ca",
+                      c->backend_tls);
+        return;
+    }
+    if (p->backend_tls_mode == MR_BTLS_OFF && !p->client_tls)
+        return;
+    if (mr_addr_parse(c->backend, &a))
+        snprintf(p->backend_tls_host, sizeof(p->backend_tls_host), "%s",
+                 a.is_unix ? "localhost" : a.host);
+    mr_backend_tls mode = p->backend_tls_mode ? (mr_backend_tls)p->backend_tls_mode
+                                              : MR_BTLS_PREFER;
+    p->backend_tls = mr_tls_backend_ctx(c, mode, err, sizeof(err));
+    if (!p->backend_tls)
+        mr_diag_error(d, "backend_tls", 0, "%s", err);
+}
+
 static bool validate(mr_config *c, mr_proxy *p, mr_diag *d)
 {
     mr_addr a;
@@ -176,6 +222,8 @@ static bool validate(mr_config *c, mr_proxy *p, mr_diag *d)
         mr_diag_error(d, "max_packet_size", 0, "must be at least 1K");
     if (!mr_backend_resolve(p, c->backend, err, sizeof(err)))
         mr_diag_error(d, "backend", 0, "%s", err);
+    validate_tls(c, p, d);
+    validate_backend_tls(c, p, d);
     return d->errors == 0;
 }
 
@@ -340,6 +388,8 @@ int main(int argc, char **argv)
         mr_warn(0, "%s", exposed);
     rc = run(&cfg, &proxy, rules);
     mr_log_stop();
+    mr_tls_ctx_free(proxy.client_tls);
+    mr_tls_ctx_free(proxy.backend_tls);
     mr_config_free(&cfg);
     return rc;
 }

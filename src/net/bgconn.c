@@ -21,6 +21,7 @@
 #include "myrewrite/base/buf.h"
 #include "myrewrite/base/clock.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/net/tls.h"
 
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -37,6 +38,8 @@ typedef struct job {
 struct mr_bgconn {
     mr_bgconn_ops ops;
     char *user, *password;
+    mr_backend_tls tls;       /* backend_tls, as for the sessions */
+    char *tls_ca;             /* backend_tls_ca */
     mr_addr addr;
     char backend[300];
     unsigned connect_timeout_s;
@@ -97,6 +100,19 @@ static bool setup_session(mr_bgconn *b)
     return true;
 }
 
+/* backend_tls for the proxy's own connections: prefer asks for TLS when
+ * the server offers it, require insists, verify_ca gives the CA (the
+ * library then verifies the chain), verify_identity also the host name. */
+static void set_tls_options(mr_bgconn *b)
+{
+    if (b->tls == MR_BTLS_OFF)
+        return;
+    my_bool enforce = b->tls >= MR_BTLS_REQUIRE, verify = b->tls >= MR_BTLS_VERIFY_IDENTITY;
+    mysql_ssl_set(b->db, NULL, NULL, b->tls >= MR_BTLS_VERIFY_CA ? b->tls_ca : NULL, NULL, NULL);
+    mysql_optionsv(b->db, MYSQL_OPT_SSL_ENFORCE, &enforce);
+    mysql_optionsv(b->db, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
+}
+
 static void set_options(mr_bgconn *b)
 {
     unsigned io = IO_TIMEOUT_S;
@@ -108,6 +124,7 @@ static void set_options(mr_bgconn *b)
     mysql_options(b->db, MYSQL_OPT_PROTOCOL, &proto);
     mysql_options(b->db, MYSQL_OPT_RECONNECT, &no);
     mysql_options(b->db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    set_tls_options(b);
 }
 
 static void drop_connection(mr_bgconn *b)
@@ -140,8 +157,10 @@ static bool connect_db(mr_bgconn *b)
         drop_connection(b);
         return false;
     }
-    mr_info(0, "%s: own connection to %s as %s up (connection id %lu)", b->ops.name, b->backend,
-            b->user, mysql_thread_id(b->db));
+    const char *cipher = mysql_get_ssl_cipher(b->db);
+    mr_info(0, "%s: own connection to %s as %s up (connection id %lu, %s%s)", b->ops.name,
+            b->backend, b->user, mysql_thread_id(b->db), cipher ? "TLS " : "no TLS",
+            cipher ? cipher : "");
     b->failing = false;
     b->checked_ms = mr_mono_ms();
     atomic_store(&b->connected, true);
@@ -265,6 +284,7 @@ static void bg_free(mr_bgconn *b)
     pthread_mutex_destroy(&b->lock);
     free(b->user);
     free(b->password);
+    free(b->tls_ca);
     free(b);
 }
 
@@ -304,10 +324,12 @@ static mr_bgconn *bg_new(const mr_config *cfg, const char *backend, const mr_bgc
     b->ops = *ops;
     b->user = strdup(cfg->proxy_user);
     b->password = strdup(cfg->proxy_password ? cfg->proxy_password : "");
+    b->tls = mr_backend_tls_parse(cfg->backend_tls);
+    b->tls_ca = strdup(cfg->backend_tls_ca);
     snprintf(b->backend, sizeof b->backend, "%s", backend);
     uint64_t s = (cfg->connect_timeout_ms + 999) / 1000;
     b->connect_timeout_s = s ? (unsigned)s : 1;
-    if (!b->user || !b->password) {
+    if (!b->user || !b->password || !b->tls_ca) {
         bg_free(b);
         return NULL;
     }

@@ -2,7 +2,7 @@
  * net/conn.c - non-blocking socket with evbuffers (see net/conn.h).
  * Runs on the thread that owns its event_base; owns the socket and buffers.
  */
-#include "myrewrite/net/conn.h"
+#include "net/conn_impl.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -11,27 +11,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define READ_CHUNK 65536
-
-struct mr_conn {
-    int fd;
-    struct event *rev;    /* persistent read event; added while reading */
-    struct event *wev;    /* persistent write event; added while output waits */
-    struct event *timer;  /* the deadline set by mr_conn_set_timeout() */
-    struct evbuffer *in;  /* bytes read, not yet consumed */
-    struct evbuffer *out; /* bytes to send */
-    mr_conn_callbacks cb;
-    void *arg;
-    bool reading, write_pending, connecting, failed;
-    int err;
-    size_t low;
-};
-
-static void fire(mr_conn *c, int what)
-{
-    if (c->cb.event)
-        c->cb.event(c, what, c->arg); /* may free c */
-}
+static void fire(mr_conn *c, int what) { mr_conn_fire(c, what); }
 
 static void timer_handler(evutil_socket_t fd, short what, void *arg)
 {
@@ -201,6 +181,8 @@ void mr_conn_free(mr_conn *c)
 {
     if (!c)
         return;
+    if (c->tls)
+        mr_conn_tls_free(c);
     if (c->rev)
         event_free(c->rev);
     if (c->wev)
@@ -223,6 +205,10 @@ int mr_conn_errno(const mr_conn *c) { return c->err; }
 
 void mr_conn_flush(mr_conn *c)
 {
+    if (c->tls) {
+        mr_conn_tls_flush(c);
+        return;
+    }
     if (c->connecting || c->failed || c->write_pending)
         return; /* the write event is already watching */
     if (!write_now(c)) {
@@ -242,6 +228,11 @@ void mr_conn_write(mr_conn *c, const void *data, size_t len)
 
 void mr_conn_read_enable(mr_conn *c, bool on)
 {
+    if (c->tls) {
+        c->reading = on;
+        mr_conn_tls_read_enable(c);
+        return;
+    }
     if (on && !c->reading)
         event_add(c->rev, NULL);
     else if (!on && c->reading)

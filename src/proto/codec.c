@@ -231,9 +231,11 @@ static void put_le_at(uint8_t *p, uint32_t v, int bytes)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-void mr_greeting_mask(uint8_t *p, const mr_greeting *g)
+void mr_greeting_mask(uint8_t *p, const mr_greeting *g) { mr_greeting_mask_offer(p, g, 0); }
+
+void mr_greeting_mask_offer(uint8_t *p, const mr_greeting *g, uint32_t offer)
 {
-    uint32_t caps = g->caps & ~(uint32_t)MR_CAP_MASKED;
+    uint32_t caps = (g->caps & ~(uint32_t)MR_CAP_MASKED) | offer;
     put_le_at(p + g->caps_lo_off, caps & 0xffff, 2);
     if (g->caps_hi_off)
         put_le_at(p + g->caps_hi_off, caps >> 16, 2);

@@ -18,10 +18,29 @@
  * one client packet with the next sequence id. A plugin's data may also be
  * followed by the OK without an answer (caching_sha2_password's fast path),
  * so a packet with sequence id 0, a command, is held rather than refused.
+ *
+ * TLS toward the client: when the proxy has a certificate its greeting
+ * offers CLIENT_SSL. The client's SSLRequest is taken here, never relayed;
+ * TLS starts on the client's conn, and the real HandshakeResponse follows
+ * over it. TLS toward the backend (backend_tls, and always for a TLS client
+ * when the server offers it): the proxy sends the server an SSLRequest of
+ * its own, made of the head of the client's response, starts TLS on the
+ * backend conn, and the response follows over it. Each leg's SSLRequest
+ * is seen by one side only, so for the rest of the login the sequence ids
+ * are moved by login_shift (+1: only the client's leg had one, -1: only
+ * the server's); the response relayed says CLIENT_SSL as the backend leg
+ * is. A client that came over TLS believes its password is protected: a
+ * server that asks it for the password in clear (mysql_clear_password,
+ * dialog, sha256_password, or caching_sha2_password's full authentication)
+ * over a plain backend leg is not answered; the client gets ERR 1251.
  * Runs on the session's worker thread.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "myrewrite/sql/charset_guard.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/net/tls.h"
 #include "session/session_impl.h"
 
 bool ss_auth_exchange(const mr_session *s)
@@ -55,12 +74,17 @@ ss_auth_verdict ss_auth_client_packet(mr_session *s, uint8_t seq)
 
 /* What the proxy cannot relay yet, as the client's ERR message and the log
  * detail; NULL: nothing. */
-static const char *unsupported_request(const mr_handshake_response *hr, const char **detail)
+static const char *unsupported_request(const mr_session *s, const mr_handshake_response *hr,
+                                       const char **detail)
 {
+    if (hr->ssl_request && mr_conn_tls_active(s->client)) {
+        *detail = "client sent a second SSLRequest over TLS";
+        return "a second SSLRequest over an encrypted connection: send the HandshakeResponse";
+    }
     if (hr->ssl_request) {
         *detail = "client asked for TLS";
-        return "myrewrite does not support TLS between client and proxy yet; connect with TLS "
-               "disabled (ssl-mode=DISABLED)";
+        return "myrewrite has no TLS certificate configured (tls_cert, tls_key); connect with "
+               "TLS disabled (ssl-mode=DISABLED) or configure one";
     }
     if (hr->caps & (MR_CAP_COMPRESS | MR_CAP_ZSTD_COMPRESSION)) {
         *detail = "client asked for compression";
@@ -74,6 +98,123 @@ static const char *unsupported_request(const mr_handshake_response *hr, const ch
     return NULL;
 }
 
+/* The SSLRequest (`len` payload bytes heading the client's input) is taken
+ * off; TLS starts; the real HandshakeResponse is due next, with the next
+ * sequence id. */
+static bool start_client_tls(mr_session *s, uint32_t len, uint8_t seq)
+{
+    evbuffer_drain(mr_conn_input(s->client), MR_PKT_HEADER + (size_t)len);
+    s->from_client.remaining = 0;
+    if (!mr_conn_start_tls(s->client, s->w->proxy->client_tls, true, NULL)) {
+        ss_close(s, MR_CLOSE_TLS_FAILED, "out of memory starting TLS");
+        return false;
+    }
+    s->auth_seen_response = false;
+    s->auth_turn = true;
+    s->auth_seq = (uint8_t)(seq + 1);
+    s->login_shift = 1;
+    return false; /* what follows in the input is TLS: the conn reads it */
+}
+
+/* The response relayed says CLIENT_SSL as the backend connection is: a
+ * plain one must not make the server wait for a TLS handshake. The verify
+ * flag is the client's own business. */
+static void set_tls_caps(mr_session *s, bool backend_tls)
+{
+    uint8_t *p = evbuffer_pullup(mr_conn_input(s->client), MR_PKT_HEADER + 4);
+    if (!p)
+        return;
+    if (backend_tls)
+        p[MR_PKT_HEADER + 1] |= (uint8_t)(MR_CAP_SSL >> 8);
+    else
+        p[MR_PKT_HEADER + 1] &= (uint8_t)~(MR_CAP_SSL >> 8);
+    p[MR_PKT_HEADER + 3] &= (uint8_t)~(MR_CAP_SSL_VERIFY_SERVER_CERT >> 24);
+}
+
+/* backend_tls prefer and up, and any client that came over TLS: TLS with a
+ * backend that offers it. */
+static bool backend_tls_wanted(const mr_session *s, bool client_tls)
+{
+    const mr_proxy *p = s->w->proxy;
+    return p->backend_tls && s->backend_offers_tls &&
+           (p->backend_tls_mode >= MR_BTLS_PREFER || client_tls);
+}
+
+/* The proxy's own SSLRequest to the backend (sequence id 1: the server's
+ * numbering), made of the head of the client's response p; then TLS on the
+ * backend conn. The response goes once it is up (the conn holds it). */
+static bool start_backend_tls(mr_session *s, const uint8_t *p, bool client_tls)
+{
+    const mr_proxy *px = s->w->proxy;
+    uint8_t req[MR_PKT_HEADER + 32] = {32, 0, 0, 1};
+    memcpy(req + MR_PKT_HEADER, p, 32);
+    req[MR_PKT_HEADER + 1] |= (uint8_t)(MR_CAP_SSL >> 8);
+    req[MR_PKT_HEADER + 3] &= (uint8_t)~(MR_CAP_SSL_VERIFY_SERVER_CERT >> 24);
+    mr_conn_write(s->backend, req, sizeof(req));
+    const char *host = px->backend_tls_mode == MR_BTLS_VERIFY_IDENTITY ? px->backend_tls_host
+                                                                        : NULL;
+    if (!mr_conn_start_tls(s->backend, px->backend_tls, false, host)) {
+        ss_send_err(s, (uint8_t)(s->seq + 1), MR_ER_BACKEND_UNAVAILABLE, "08S01",
+                    "backend unavailable: TLS toward it could not be started");
+        ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "cannot start TLS toward the backend");
+        return false;
+    }
+    set_tls_caps(s, true);
+    s->login_shift = client_tls ? 0 : -1;
+    return true;
+}
+
+void ss_auth_shift_to_server(mr_session *s, struct evbuffer *in)
+{
+    uint8_t *p = evbuffer_pullup(in, MR_PKT_HEADER);
+    if (p)
+        p[3] = (uint8_t)(p[3] - s->login_shift);
+}
+
+uint8_t ss_auth_shift_to_client(mr_session *s, struct evbuffer *in, size_t off, uint8_t seq)
+{
+    uint8_t *p = evbuffer_pullup(in, (ev_ssize_t)(off + MR_PKT_HEADER));
+    uint8_t to = (uint8_t)(seq + s->login_shift);
+    if (p)
+        p[off + 3] = to;
+    return to;
+}
+
+/* Does this login packet of the server make the client send its password
+ * as it is? An auth switch to a plugin that does (its name follows 0xFE),
+ * or caching_sha2_password's "perform full authentication" (0x01 0x04). */
+static const char *cleartext_ask(const uint8_t *p, size_t n, uint32_t len)
+{
+    static const char *const plugins[] = {"mysql_clear_password", "dialog", "sha256_password"};
+    if (n == 2 && len == 2 && p[0] == 0x01 && p[1] == 0x04)
+        return "caching_sha2_password full authentication";
+    if (n < 2 || p[0] != 0xfe)
+        return NULL;
+    for (size_t i = 0; i < sizeof(plugins) / sizeof(plugins[0]); i++) {
+        size_t l = strlen(plugins[i]);
+        if (n >= 1 + l + 1 && memcmp(p + 1, plugins[i], l) == 0 && p[1 + l] == 0)
+            return plugins[i];
+    }
+    return NULL;
+}
+
+bool ss_auth_server_check(mr_session *s, const uint8_t *p, size_t n, uint32_t len, uint8_t seq)
+{
+    if (!mr_conn_tls_active(s->client) || mr_conn_tls_active(s->backend))
+        return true;
+    const char *what = cleartext_ask(p, n, len);
+    if (!what)
+        return true;
+    char msg[400];
+    snprintf(msg, sizeof(msg), "the server asks for the password in clear text (%s) and "
+             "myrewrite's connection to the server is not encrypted: the password is not sent; "
+             "use an account whose plugin never sends it (mysql_native_password, ed25519)", what);
+    mr_warn(s->id, "refused to relay a cleartext password request (%s) for a TLS client", what);
+    ss_send_err(s, seq, MR_ER_NOT_SUPPORTED_AUTH_MODE, "08004", msg);
+    ss_close_after_flush(s, MR_CLOSE_CLEARTEXT_REFUSED, "cleartext password over a plain backend");
+    return false;
+}
+
 bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
 {
     mr_handshake_response hr;
@@ -84,12 +225,26 @@ bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8
         ss_close_after_flush(s, MR_CLOSE_MALFORMED, "malformed handshake response");
         return false;
     }
-    const char *detail, *msg = unsupported_request(&hr, &detail);
+    bool tls = mr_conn_tls_active(s->client);
+    if (hr.ssl_request && !tls && s->w->proxy->client_tls)
+        return start_client_tls(s, len, seq);
+    const char *detail, *msg = unsupported_request(s, &hr, &detail);
     if (msg) {
         ss_send_err(s, (uint8_t)(seq + 1), MR_ER_NOT_SUPPORTED, "08004", msg);
         ss_close_after_flush(s, MR_CLOSE_UNSUPPORTED, detail);
         return false;
     }
+    if (!tls && s->w->proxy->require_tls) {
+        ss_send_err(s, (uint8_t)(seq + 1), MR_ER_SECURE_TRANSPORT_REQUIRED, "08004",
+                    "Connections using insecure transport are prohibited: myrewrite requires TLS "
+                    "(require_tls = yes); connect with TLS (ssl-mode=REQUIRED)");
+        ss_close_after_flush(s, MR_CLOSE_TLS_REQUIRED, "plaintext client under require_tls");
+        return false;
+    }
+    if (backend_tls_wanted(s, tls))
+        return start_backend_tls(s, p, tls);
+    if (tls)
+        set_tls_caps(s, false);
     s->caps &= hr.caps;
     ss_copy_name(s->pending_user, sizeof(s->pending_user), hr.user, hr.user_len, &s->user_pending);
     ss_copy_name(s->pending_schema, sizeof(s->pending_schema), hr.db, hr.db_len,

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "myrewrite/net/backend_addr.h"
+#include "myrewrite/net/tls.h"
 #include "myrewrite/sql/charset_guard.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/base/log.h"
@@ -86,6 +87,7 @@ static void auth_done(mr_session *s)
     }
     mr_conn_set_timeout(s->client, NULL);
     s->authenticated = true;
+    s->login_shift = 0; /* commands start at sequence id 0 on both legs */
     apply_pending(s, true);
     mr_debug(s->id, "authenticated; backend thread id %u", s->backend_thread_id);
     ss_set_state(s, SS_IDLE);
@@ -137,8 +139,15 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
         greeting_unusable(s, "malformed greeting from backend");
         return;
     }
-    mr_greeting_mask(payload, &g);
+    mr_greeting_mask_offer(payload, &g, s->w->proxy->client_tls ? MR_CAP_SSL : 0);
     s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
+    s->backend_offers_tls = (g.caps & MR_CAP_SSL) != 0;
+    if (!s->backend_offers_tls && s->w->proxy->backend_tls_mode >= MR_BTLS_REQUIRE) {
+        ss_send_err(s, 0, MR_ER_BACKEND_UNAVAILABLE, "08S01",
+                    "backend unavailable: it does not offer TLS and backend_tls requires it");
+        ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "backend does not offer TLS");
+        return;
+    }
     s->backend_thread_id = g.thread_id;
     atomic_store_explicit(&s->slot.backend_id, g.thread_id, memory_order_relaxed);
     s->skip_locked = mr_server_has_skip_locked(g.server_version, g.server_version_len);
@@ -171,6 +180,8 @@ static bool backend_packet_start(mr_session *s, const uint8_t *p, uint32_t len, 
     }
     size_t n = len < MR_TRACK_PREFIX ? len : MR_TRACK_PREFIX;
     bool auth = ss_auth_exchange(s);
+    if (auth && !ss_auth_server_check(s, p, n, len, seq))
+        return false;
     mr_track_result r = mr_tracker_feed(&s->tracker, p, n, len);
     if (auth) /* an auth switch or plugin data asks for the client's answer */
         ss_auth_server_packet(s, seq, r != MR_TRACK_MORE);
@@ -239,6 +250,10 @@ void ss_pump_backend(mr_session *s)
         if (!f->continuation && s->state == SS_RESPONSE && ss_keyset_wants(s) &&
             !ss_keyset_packet(s, in, &pos, h.len, avail - move))
             break; /* a watched page's packet is read whole */
+        if (s->login_shift && s->state == SS_AUTH) {
+            h.seq = ss_auth_shift_to_client(s, in, move, h.seq);
+            evbuffer_ptr_set(in, &pos, move, EVBUFFER_PTR_SET); /* the buffer was rearranged */
+        }
         mr_stat_add(&s->w->stats.bytes_from_backend, MR_PKT_HEADER + (uint64_t)h.len);
         mr_stat_add(&s->slot.bytes_out, MR_PKT_HEADER + (uint64_t)h.len);
         if (!backend_packet_start(s, head + MR_PKT_HEADER, h.len, h.seq))
@@ -306,6 +321,10 @@ static void backend_event_cb(mr_conn *c, int what, void *arg)
 {
     mr_session *s = arg;
     (void)c;
+    if (what & MR_CONN_TLS_READY) {
+        mr_debug(s->id, "backend TLS: %s", mr_conn_tls_cipher(c));
+        return; /* the HandshakeResponse waiting in its output goes now */
+    }
     if (what & MR_CONN_CONNECTED) {
         int one = 1;
         setsockopt(mr_conn_fd(s->backend), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -321,13 +340,13 @@ static void backend_event_cb(mr_conn *c, int what, void *arg)
         ss_pump_backend(s);
     if (!ALIVE(s) || !s->backend)
         return;
-    char what_s[160];
+    char what_s[300];
     if (what & MR_CONN_TIMEOUT) /* only connecting and the greeting are timed */
         snprintf(what_s, sizeof(what_s), "did not %s within connect_timeout (%llu ms)",
                  s->state == SS_CONNECTING ? "accept the connection" : "send its greeting",
                  (unsigned long long)cfg(s)->connect_timeout_ms);
     else if (what & MR_CONN_ERROR)
-        snprintf(what_s, sizeof(what_s), "failed: %s", strerror(mr_conn_errno(s->backend)));
+        snprintf(what_s, sizeof(what_s), "failed: %s", mr_conn_error_text(s->backend));
     else
         snprintf(what_s, sizeof(what_s), "closed the connection");
     ss_backend_failed(s, what_s);

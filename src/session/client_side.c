@@ -227,6 +227,8 @@ void ss_pump_client(mr_session *s)
         mr_stat_add(&s->slot.bytes_in, MR_PKT_HEADER + (uint64_t)h.len);
         if (!client_packet_start(s, payload, n, h.len, h.seq))
             return;
+        if (s->login_shift && s->state == SS_AUTH && !f->discard)
+            ss_auth_shift_to_server(s, in);
     }
     ss_client_flow(s);
 }
@@ -257,6 +259,19 @@ static void client_event_cb(mr_conn *c, int what, void *arg)
         ss_free(s); /* the client went away or never read its ERR */
         return;
     }
+    if (what & MR_CONN_TLS_READY) {
+        mr_debug(s->id, "client TLS: %s", mr_conn_tls_cipher(c));
+        return; /* the HandshakeResponse follows over TLS */
+    }
+    if ((what & MR_CONN_TIMEOUT) && mr_conn_tls_handshaking(c)) {
+        ss_close(s, MR_CLOSE_TIMEOUT, "TLS handshake did not finish within handshake_timeout");
+        return;
+    }
+    if ((what & MR_CONN_ERROR) && mr_conn_tls_handshaking(c)) {
+        mr_info(s->id, "client %s", mr_conn_error_text(c));
+        ss_close(s, MR_CLOSE_TLS_FAILED, mr_conn_error_text(c));
+        return;
+    }
     if (what & MR_CONN_TIMEOUT) {
         ss_send_err(s, (uint8_t)(s->seq + 1), MR_ER_HANDSHAKE, "08S01",
                  "authentication did not finish within handshake_timeout");
@@ -264,7 +279,7 @@ static void client_event_cb(mr_conn *c, int what, void *arg)
         return;
     }
     ss_close(s, MR_CLOSE_CLIENT_GONE,
-                  (what & MR_CONN_ERROR) ? strerror(mr_conn_errno(c))
+                  (what & MR_CONN_ERROR) ? mr_conn_error_text(c)
                                          : "client closed the connection");
 }
 

@@ -96,6 +96,11 @@ struct mr_session {
     bool auth_seen_response;         /* the client's HandshakeResponse was checked */
     bool auth_turn;                  /* the auth exchange waits for a client packet ... */
     uint8_t auth_seq;                /* ... with this sequence id (session/auth.c) */
+    int8_t login_shift;              /* the client's sequence ids minus the server's during
+                                        the login: +1 once the proxy took the client's
+                                        SSLRequest, -1 when it sent the server one of its
+                                        own, 0 for both or neither */
+    bool backend_offers_tls;         /* the backend's greeting had CLIENT_SSL */
     bool authenticated;              /* the backend accepted the login */
     bool skip_locked;                /* the backend supports FOR UPDATE SKIP LOCKED */
     bool prelude_pending;            /* the answer to a prelude comes first (session/prelude.c) */
@@ -166,8 +171,20 @@ void ss_auth_server_packet(mr_session *s, uint8_t seq, bool ends);
 void ss_auth_client_sent(mr_session *s);
 ss_auth_verdict ss_auth_client_packet(mr_session *s, uint8_t seq);
 /* Checks the client's HandshakeResponse (or SSLRequest) before it is
- * relayed: false when the session was answered with an ERR and closes. */
+ * relayed: false when the session was answered with an ERR and closes, or
+ * when an SSLRequest started TLS (nothing is relayed; the real response
+ * comes over TLS). */
 bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq);
+/* During the login, a client packet whose header heads `in` goes to the
+ * server, and a server packet `off` bytes into `in` goes to the client: the
+ * sequence ids are moved past the SSLRequest the server did not see. The
+ * server's packet's id for the client is returned. */
+void ss_auth_shift_to_server(mr_session *s, struct evbuffer *in);
+uint8_t ss_auth_shift_to_client(mr_session *s, struct evbuffer *in, size_t off, uint8_t seq);
+/* A server packet of the login (its first n bytes at p): false when it asks
+ * a client that came over TLS for its password in clear over a plain
+ * backend connection; the client then got an ERR and the session closes. */
+bool ss_auth_server_check(mr_session *s, const uint8_t *p, size_t n, uint32_t len, uint8_t seq);
 
 /* session/backend_side.c */
 extern const mr_conn_callbacks ss_backend_callbacks;

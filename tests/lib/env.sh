@@ -154,9 +154,10 @@ mr__mariadb_pid() {
 # Creates (once) a datadir under $MR_TMP/NAME, starts mariadbd on
 # 127.0.0.1:PORT and creates the test database and users. Does nothing but the
 # (idempotent) account setup if this instance already runs on that port.
+# MR_MARIADB_TLS=0 starts it without TLS (its greeting does not offer it).
 mr_start_mariadb() {
     local name=$1 port=$2
-    local dir data sock pid i
+    local dir data sock pid i tls_args=()
     dir=$(mr__mariadb_dir "$name")
     data=$dir/data
     sock=$dir/mariadbd.sock
@@ -196,6 +197,10 @@ mr_start_mariadb() {
     # A TLS-capable backend makes "the proxy masks TLS in the greeting"
     # observable: without masking, TLS-preferring clients would break.
     mr__mariadb_tls "$dir" || return 1
+    if [[ ${MR_MARIADB_TLS:-1} != 0 ]]; then
+        tls_args=(--ssl-cert="$dir/tls/cert.pem" --ssl-key="$dir/tls/key.pem"
+                  --ssl-ca="$dir/tls/cert.pem")
+    fi
 
     rm -f "$sock" "$dir/mariadbd.pid"
     # max_connections: the fault test opens 200 sessions at once.
@@ -207,7 +212,7 @@ mr_start_mariadb() {
         --socket="$sock" --pid-file="$dir/mariadbd.pid" --log-error="$dir/mariadbd.err" \
         --skip-name-resolve --innodb-buffer-pool-size=256M --innodb-log-file-size=256M \
         --max-allowed-packet=1G --local-infile=1 --max-connections=1000 \
-        --ssl-cert="$dir/tls/cert.pem" --ssl-key="$dir/tls/key.pem" --ssl-ca="$dir/tls/cert.pem" \
+        "${tls_args[@]}" \
         </dev/null >>"$dir/mariadbd.out" 2>&1 &
      echo $! >"$dir/launch.pid")
     pid=$(cat "$dir/launch.pid")

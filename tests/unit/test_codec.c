@@ -933,6 +933,27 @@ static void greeting_mask_keeps_unmasked_bits(void **state)
     mr_buf_free(&b);
 }
 
+/* With a certificate for clients the proxy offers CLIENT_SSL itself, whether
+ * the server offered it or not; the other masked bits stay cleared. */
+static void greeting_mask_offer_sets_ssl(void **state)
+{
+    (void)state;
+    for (int server_ssl = 0; server_ssl < 2; server_ssl++) {
+        greeting_spec s = mysql_80;
+        s.caps = MR_CAP_PROTOCOL_41 | MR_CAP_COMPRESS | MR_CAP_SSL_VERIFY_SERVER_CERT |
+                 (server_ssl ? MR_CAP_SSL : 0);
+        mr_buf b;
+        mr_buf_init(&b);
+        build_greeting(&b, &s);
+        mr_greeting g;
+        assert_int_equal(mr_greeting_parse(b.data, b.len, &g), MR_OK);
+        mr_greeting_mask_offer(b.data, &g, MR_CAP_SSL);
+        assert_int_equal(mr_greeting_parse(b.data, b.len, &g), MR_OK);
+        assert_int_equal(g.caps, MR_CAP_PROTOCOL_41 | MR_CAP_SSL);
+        mr_buf_free(&b);
+    }
+}
+
 static void greeting_mask_minimal_touches_only_lower_caps(void **state)
 {
     (void)state;
@@ -1164,6 +1185,7 @@ int main(void)
         cmocka_unit_test(greeting_mask_mariadb_clears_masked_and_ext_caps),
         cmocka_unit_test(greeting_mask_mysql_keeps_reserved_zeros),
         cmocka_unit_test(greeting_mask_keeps_unmasked_bits),
+        cmocka_unit_test(greeting_mask_offer_sets_ssl),
         cmocka_unit_test(greeting_mask_minimal_touches_only_lower_caps),
         cmocka_unit_test(handshake_response_full_41),
         cmocka_unit_test(handshake_response_ssl_request),

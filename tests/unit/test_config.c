@@ -262,6 +262,31 @@ static void log_level_values(void **state)
     }
 }
 
+/* The TLS choices take their listed words only, and keep the last good one. */
+static void tls_choice_values(void **state)
+{
+    fixture *f = *state;
+    assert_string_equal(f->c.require_tls, "no");
+    assert_string_equal(f->c.tls_min_version, "TLSv1.2");
+    assert_string_equal(f->c.backend_tls, "off");
+    assert_true(set(f, "require_tls", "yes"));
+    assert_false(set(f, "require_tls", "true"));
+    assert_string_equal(f->c.require_tls, "yes");
+    assert_true(set(f, "tls_min_version", "TLSv1.3"));
+    assert_false(set(f, "tls_min_version", "TLSv1.1"));
+    assert_false(set(f, "tls_min_version", "tlsv1.2"));
+    assert_string_equal(f->c.tls_min_version, "TLSv1.3");
+    static const char *const modes[] = {"off", "prefer", "require", "verify_ca",
+                                        "verify_identity"};
+    for (size_t i = 0; i < 5; i++) {
+        assert_true(set(f, "backend_tls", modes[i]));
+        assert_string_equal(f->c.backend_tls, modes[i]);
+    }
+    assert_false(set(f, "backend_tls", "on"));
+    assert_false(set(f, "backend_tls", "VERIFY_CA"));
+    assert_string_equal(f->c.backend_tls, "verify_identity");
+}
+
 static void string_values_are_copied(void **state)
 {
     fixture *f = *state;
@@ -614,6 +639,7 @@ int main(void)
         T(count_invalid_values),
         T(count_rejects_negative_after_space),
         T(log_level_values),
+        T(tls_choice_values),
         T(string_values_are_copied),
         cmocka_unit_test(addr_host_port),
         cmocka_unit_test(addr_ipv6_in_brackets),

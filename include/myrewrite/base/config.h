@@ -20,6 +20,8 @@ typedef struct mr_config {
     char *admin_password;       /* "" = the console does not start */
     char *admin_user;
     char *backend;              /* host:port or /path/to/mysqld.sock */
+    char *backend_tls;          /* off, prefer, require, verify_ca, verify_identity */
+    char *backend_tls_ca;       /* "" = no CA file (verify_* need one) */
     uint64_t connect_timeout_ms;
     uint64_t handshake_timeout_ms;
     char *http_listen;          /* host:port of /metrics, /health, /ready; "" = off */
@@ -30,11 +32,18 @@ typedef struct mr_config {
     char *proxy_password;       /* the proxy's own account (flusher, janitor) */
     char *proxy_user;           /* "" = no own connection: features needing it are off */
     uint64_t relay_buffer;
+    char *require_tls;          /* "yes": plaintext clients are refused (needs tls_cert) */
     char *rules_dir;
     uint64_t schema_cache_max_tables; /* entries of the schema cache */
     uint64_t schema_cache_ttl_ms;     /* age at which a table's keys are read again */
     uint64_t shutdown_timeout_ms;
     char *socket;               /* unix socket path, "" = none */
+    char *tls_ca;               /* "" = client certificates are not asked for */
+    char *tls_cert;             /* "" = no TLS toward clients */
+    char *tls_ciphers;          /* TLSv1.2 cipher list; "" = OpenSSL's default */
+    char *tls_ciphersuites;     /* TLSv1.3 suites; "" = OpenSSL's default */
+    char *tls_key;
+    char *tls_min_version;      /* "TLSv1.2" or "TLSv1.3" */
     char *unreadable;           /* "auto", "pass" or "block" (mr_unreadable_policy) */
     uint64_t workers;           /* 0 = one per core */
 } mr_config;

@@ -25,6 +25,10 @@ typedef enum mr_close_reason {
     MR_CLOSE_UNSUPPORTED,       /* TLS, compression or an old protocol asked for */
     MR_CLOSE_TIMEOUT,           /* handshake or connect timeout */
     MR_CLOSE_SHUTDOWN,          /* proxy shutting down */
+    MR_CLOSE_TLS_REQUIRED,      /* a plaintext client under require_tls */
+    MR_CLOSE_TLS_FAILED,        /* the TLS handshake with the client failed */
+    MR_CLOSE_CLEARTEXT_REFUSED, /* the server asked a TLS client for its password in clear
+                                   over the plain backend connection */
     MR_CLOSE_MAX
 } mr_close_reason;
 

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -17,6 +18,7 @@
 
 struct mr_worker;
 struct mr_shared_rules;
+struct ssl_ctx_st;
 
 typedef struct mr_proxy {
     const mr_config *cfg;
@@ -24,6 +26,11 @@ typedef struct mr_proxy {
     struct sockaddr_storage backend_addr; /* resolved at start, then again (net/backend_addr.h) */
     socklen_t backend_addr_len;
     char backend_name[300];               /* for messages: "127.0.0.1:3306" */
+    struct ssl_ctx_st *client_tls;        /* TLS toward clients; NULL: not configured */
+    bool require_tls;                     /* plaintext clients are refused */
+    struct ssl_ctx_st *backend_tls;       /* TLS toward the backend; NULL: never */
+    int backend_tls_mode;                 /* mr_backend_tls (net/tls.h) */
+    char backend_tls_host[256];           /* the name verify_identity checks */
     struct mr_worker *workers;
     unsigned nworkers;
     _Atomic uint64_t next_conn_id;

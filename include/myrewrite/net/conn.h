@@ -21,6 +21,7 @@
 struct event_base;
 struct event;
 struct evbuffer;
+struct ssl_ctx_st;
 
 typedef struct mr_conn mr_conn;
 
@@ -29,6 +30,7 @@ typedef struct mr_conn mr_conn;
 #define MR_CONN_EOF 0x02
 #define MR_CONN_ERROR 0x04
 #define MR_CONN_TIMEOUT 0x08
+#define MR_CONN_TLS_READY 0x10 /* the TLS handshake finished */
 
 typedef struct mr_conn_callbacks {
     void (*read)(mr_conn *c, void *arg);             /* new bytes in input */
@@ -60,5 +62,21 @@ void mr_conn_read_enable(mr_conn *c, bool on);
 void mr_conn_set_timeout(mr_conn *c, const struct timeval *tv);
 /* `drained` is called when pending output falls to `low` bytes or fewer. */
 void mr_conn_set_low_mark(mr_conn *c, size_t low);
+
+/* TLS (net/conn_tls.c). Starts TLS on a connected conn, as the server or as
+ * the client (then `host`, when not NULL, is sent (SNI) and must be the
+ * certificate's name). Bytes already in the input are the peer's first TLS
+ * bytes; plaintext output must all have been sent. The handshake runs from
+ * the loop: MR_CONN_TLS_READY or MR_CONN_ERROR follows; output written
+ * meanwhile waits for its end. From then on the input and output hold
+ * plaintext. False: out of memory, or unsent output. */
+bool mr_conn_start_tls(mr_conn *c, struct ssl_ctx_st *ctx, bool server, const char *host);
+/* TLS was started on c (its handshake may still run). */
+bool mr_conn_tls_active(const mr_conn *c);
+bool mr_conn_tls_handshaking(const mr_conn *c);
+/* "TLSv1.3 TLS_AES_256_GCM_SHA384"; NULL on a plain conn or mid-handshake. */
+const char *mr_conn_tls_cipher(const mr_conn *c);
+/* The last failure for messages: the TLS library's reason, else strerror. */
+const char *mr_conn_error_text(const mr_conn *c);
 
 #endif

@@ -126,6 +126,8 @@ enum mr_command {
 #define MR_ER_BACKEND_LOST 1158        /* ER_NET_READ_ERROR: backend lost during a statement */
 #define MR_ER_NOT_SUPPORTED 1235
 #define MR_ER_OUT_OF_MEMORY 1037
+#define MR_ER_NOT_SUPPORTED_AUTH_MODE 1251
+#define MR_ER_SECURE_TRANSPORT_REQUIRED 3159 /* 08004: TLS is required */
 
 /* ---- framing and primitive readers ---- */
 
@@ -202,6 +204,9 @@ typedef struct mr_greeting {
 mr_rc mr_greeting_parse(const uint8_t *p, size_t n, mr_greeting *g);
 /* Clears the masked capability bits in a greeting payload in place. */
 void mr_greeting_mask(uint8_t *p, const mr_greeting *g);
+/* The same, then sets `offer` (the proxy's own: MR_CAP_SSL when it has a
+ * certificate for clients). */
+void mr_greeting_mask_offer(uint8_t *p, const mr_greeting *g, uint32_t offer);
 
 typedef struct mr_handshake_response {
     uint32_t caps;
