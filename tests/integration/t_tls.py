@@ -32,9 +32,8 @@ certificates with the openssl CLI, starts three proxies of its own and checks:
     with ERR 1053; a TLS client's backend leg is plain, and an account whose
     server plugin asks for the password in clear (PAM, when auth_pam can be
     installed) gets ERR 1251 instead of the password being relayed in clear.
-Environment: MR_TLS_PORT (default 49010; it takes the first seven ports from there up
-that are free),
-MR_TLS_PLAIN_DB_PORT (default 49301: the mariadbd without TLS).
+Environment: MR_DIRECT_PORT (the mariadbd with TLS), MR_BIN; the seven proxies and the
+mariadbd without TLS take free ports.
 """
 import os
 import socket
@@ -51,28 +50,9 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 import rawproto_lib as raw  # noqa: E402
 
-def free_ports(base, n, span=40):
-    """n ports from base up that can be listened on now: the range overlaps the
-    ephemeral ports, which other processes' connections may hold for a while."""
-    found = []
-    for port in range(base, base + span):
-        s = socket.socket()
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((t.HOST, port))
-            found.append(port)
-        except OSError:
-            pass
-        finally:
-            s.close()
-        if len(found) == n:
-            return found
-    raise RuntimeError("fewer than %d free ports in %d..%d" % (n, base, base + span - 1))
-
-
-PORT, REQ_PORT, CA_PORT, BT_PORT, BAD_CA_PORT, PLAIN_PORT, BREQ_PORT = free_ports(
-    int(os.environ.get("MR_TLS_PORT", "49010")), 7)
-PLAIN_DB_PORT = int(os.environ.get("MR_TLS_PLAIN_DB_PORT", "49301"))
+PORT, REQ_PORT, CA_PORT, BT_PORT, BAD_CA_PORT, PLAIN_PORT, BREQ_PORT = (
+    t.free_port() for _ in range(7))
+PLAIN_DB_PORT = t.free_port()
 PLAIN_DB = "tls_plain"
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SERVER_CA = os.path.join(t.TMP, "main", "tls", "cert.pem")  # tests/lib/env.sh made it
@@ -467,28 +447,24 @@ def main():
         t.not_ok("a second mariadbd without TLS starts")
         t.done()
     procs = []
+    plain_backend = ["--backend", "%s:%d" % (t.HOST, PLAIN_DB_PORT)]
+    proxies = [
+        t.Proxy("tls_proxy", port=PORT, rules_dir=RULES_DIR, flags=tls_args(), workers=4),
+        t.Proxy("tls_req_proxy", port=REQ_PORT, through=False,
+                flags=tls_args("require_tls=yes", "handshake_timeout=1s")),
+        t.Proxy("tls_ca_proxy", port=CA_PORT, flags=tls_args("tls_ca=" + path("ca.pem"))),
+        t.Proxy("tls_bt_proxy", port=BT_PORT, own_conn=True,
+                flags=tls_args("backend_tls=verify_identity", "backend_tls_ca=" + SERVER_CA)),
+        t.Proxy("tls_badca_proxy", port=BAD_CA_PORT, own_conn=True, through=False,
+                flags=["--set", "backend_tls=verify_ca", "--set",
+                       "backend_tls_ca=" + path("ca.pem")]),
+        t.Proxy("tls_plain_proxy", port=PLAIN_PORT, flags=tls_args() + plain_backend),
+        t.Proxy("tls_breq_proxy", port=BREQ_PORT, through=False,
+                flags=["--set", "backend_tls=require"] + plain_backend),
+    ]
     try:
-        procs.append(t.start_proxy(PORT, os.path.join(t.TMP, "tls_proxy.log"),
-                                   rules_dir=RULES_DIR, extra=tls_args(), workers=4))
-        procs.append(t.start_proxy(REQ_PORT, os.path.join(t.TMP, "tls_req_proxy.log"),
-                                   extra=tls_args("require_tls=yes", "handshake_timeout=1s"),
-                                   through=False))
-        procs.append(t.start_proxy(CA_PORT, os.path.join(t.TMP, "tls_ca_proxy.log"),
-                                   extra=tls_args("tls_ca=" + path("ca.pem"))))
-        procs.append(t.start_proxy(BT_PORT, os.path.join(t.TMP, "tls_bt_proxy.log"),
-                                   own_conn=True, extra=tls_args("backend_tls=verify_identity",
-                                                  "backend_tls_ca=" + SERVER_CA)))
-        procs.append(t.start_proxy(BAD_CA_PORT, os.path.join(t.TMP, "tls_badca_proxy.log"),
-                                   own_conn=True,
-                                   extra=["--set", "backend_tls=verify_ca",
-                                          "--set", "backend_tls_ca=" + path("ca.pem")],
-                                   through=False))
-        plain_backend = ["--backend", "%s:%d" % (t.HOST, PLAIN_DB_PORT)]
-        procs.append(t.start_proxy(PLAIN_PORT, os.path.join(t.TMP, "tls_plain_proxy.log"),
-                                   extra=tls_args() + plain_backend))
-        procs.append(t.start_proxy(BREQ_PORT, os.path.join(t.TMP, "tls_breq_proxy.log"),
-                                   extra=["--set", "backend_tls=require"] + plain_backend,
-                                   through=False))
+        for p in proxies:
+            procs.append(p.start())  # those started are stopped below if one fails
         t.check(greeting_caps(PORT) & CLIENT_SSL, "the greeting offers CLIENT_SSL")
         check_cli(PORT)
         check_pymysql(PORT)
@@ -505,12 +481,7 @@ def main():
         check_plain_backend(PLAIN_PORT, BREQ_PORT)
     finally:
         for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            p.stop(timeout=20)
         env_sh("mr_stop_mariadb %s" % PLAIN_DB)
     t.done()
 
