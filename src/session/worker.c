@@ -92,6 +92,13 @@ static void on_message(mr_worker *w, int msg)
         take_pending_rules(w);
         return;
     }
+    if (msg == MR_WORKER_MSG_SCHEMA) {
+        for (mr_session *s = w->sessions, *next; s; s = next) {
+            next = mr_session_next(s); /* s may end below */
+            mr_session_schema_loaded(s);
+        }
+        return;
+    }
     w->draining = true;
     drain_sessions(w, msg == MR_WORKER_MSG_STOP);
     if (w->nsessions == 0)
