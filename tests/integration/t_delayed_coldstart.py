@@ -230,6 +230,7 @@ def cold_start():
          "within their increments in doubt)" % exact, [], bad_staged)
     t.eq("memory: ids written after the kill exact, those before it at most their sum", [],
          bad_mem)
+    t.log("statements parked by the restarted proxy: %d" % metric("myrewrite_delayed_parked_total"))
     return proxy
 
 
@@ -305,7 +306,7 @@ def park_pipelined_and_gone():
     time.sleep(0.3)
 
 
-def metrics():
+def park_metrics():
     body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % HTTP_PORT,
                                   timeout=5).read().decode()
     vals = {}
@@ -313,6 +314,15 @@ def metrics():
         if line.startswith("myrewrite_delayed_park"):
             name, v = line.split()
             vals[name] = float(v)
+    return vals
+
+
+def metric(name):
+    return int(park_metrics().get(name, 0))
+
+
+def metrics():
+    vals = park_metrics()
     t.check(vals.get("myrewrite_delayed_parked_total", 0) >= 2,
             "/metrics counts the parked statements", vals)
     t.eq("/metrics counts the timeouts", 2.0, vals.get("myrewrite_delayed_park_timeouts_total"))
