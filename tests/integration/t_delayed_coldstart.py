@@ -27,8 +27,10 @@ with keyless rules on test.cs_staged (staged mode) and test.cs_mem (memory mode)
     A SELECT pipelined behind a parked statement (one write, raw protocol) is answered after
     it, in order; a client that leaves while its statement is parked ends its session
     cleanly (the proxy, under ASan too, exits 0 at SIGTERM with no leak report).
-  * /metrics counts the parked statements, their wait and the timeouts.
-Environment: MR_COLDSTART_PORT (54010; /metrics on the next port), MR_BIN.
+  * /metrics counts the parked statements, their wait and the timeouts, SHOW STATS on the
+    console too; its EXPLAIN REWRITE says a statement on the missing table would be parked.
+Environment: MR_COLDSTART_PORT (54010; /metrics on the next port, the console on the one
+after), MR_BIN.
 """
 import os
 import signal
@@ -44,6 +46,7 @@ import rawproto_lib as raw  # noqa: E402
 
 PORT = int(os.environ.get("MR_COLDSTART_PORT", "54010"))
 HTTP_PORT = PORT + 1
+ADMIN_PORT = PORT + 2
 LOG = os.path.join(t.TMP, "coldstart_proxy.log")
 RULES_DIR = os.path.join(t.TMP, "coldstart_rules")
 RULES = """
@@ -78,7 +81,9 @@ TABLES = ("cs_staged", "cs_staged_delayed", "cs_mem", "cs_late", "cs_nosuch")
 def start_proxy():
     return t.start_proxy(PORT, LOG + ".%d" % start_proxy.n, RULES_DIR, own_conn=True,
                          extra=["--set", "delayed_park_timeout=2s",
-                                "--set", "http_listen=127.0.0.1:%d" % HTTP_PORT])
+                                "--set", "http_listen=127.0.0.1:%d" % HTTP_PORT,
+                                "--set", "admin_listen=127.0.0.1:%d" % ADMIN_PORT,
+                                "--set", "admin_password=adminpw"])
 
 
 start_proxy.n = 0
@@ -328,6 +333,20 @@ def metrics():
     t.eq("/metrics counts the timeouts", 2.0, vals.get("myrewrite_delayed_park_timeouts_total"))
     t.check(vals.get("myrewrite_delayed_park_wait_seconds_total", 0) >= 2.5,
             "/metrics sums their wait in seconds", vals)
+    a = pymysql.connect(host=t.HOST, port=ADMIN_PORT, user="admin", password="adminpw")
+    cur = a.cursor()
+    cur.execute("SHOW STATS")
+    stats = {r[0]: r[1] for r in cur.fetchall()}
+    t.eq("SHOW STATS: delayed_park_timeouts", "2", str(stats.get("delayed_park_timeouts")))
+    t.check(int(stats.get("delayed_parked", 0)) >= 3 and
+            int(stats.get("delayed_park_wait_us", 0)) >= 2500000,
+            "SHOW STATS: delayed_parked and delayed_park_wait_us", stats)
+    cur.execute("EXPLAIN REWRITE 'UPDATE DELAYED test.cs_nosuch SET hits = hits + 1 WHERE "
+                "id = 1'")
+    text = "\n".join(r[0] for r in cur.fetchall())
+    t.check("action: parked until the schema cache has the table" in text,
+            "EXPLAIN REWRITE: the statement would be parked", text)
+    a.close()
 
 
 def main():
