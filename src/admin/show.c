@@ -107,6 +107,9 @@ static const struct {
     {"statements_unreadable_passed", STAT(unreadable_passed)},
     {"statements_unreadable_blocked", STAT(unreadable_blocked)},
     {"session_state_errors", STAT(state_errors)},
+    {"delayed_parked", STAT(delayed_parked)},
+    {"delayed_park_timeouts", STAT(delayed_park_timeouts)},
+    {"delayed_park_wait_us", STAT(delayed_park_wait_us)},
     {"bytes_from_clients", STAT(bytes_from_clients)},
     {"bytes_from_backend", STAT(bytes_from_backend)},
 };

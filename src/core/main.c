@@ -32,6 +32,7 @@
 #include "myrewrite/queue/release.h"
 #include "myrewrite/session/reload.h"
 #include "myrewrite/schema/cache.h"
+#include "myrewrite/session/session.h"
 #include "myrewrite/session/worker.h"
 
 static const char usage[] =
@@ -288,7 +289,9 @@ static bool start_workers(mr_proxy *p, mr_ruleset *rules)
 static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
 {
     struct event_base *base = event_base_new();
+    mr_schema_cache_on_load(mr_session_wake_parked, p);
     mr_schema_cache_start(c, p->backend_name);
+    mr_schema_cache_preload(rules); /* the keys the rules need, before the first statement */
     mr_queue_configure(p, rules);
     mr_delayed_configure(p, rules);
     if (mr_dmem_init(p->nworkers))
@@ -311,6 +314,7 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     mr_http_stop();
     mr_listener_stop(l);
     mr_admin_stop(); /* before the workers: the console reads their counters */
+    mr_schema_cache_on_load(NULL, NULL); /* the workers' pipes close below */
     stop_workers(p);
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_join(&p->workers[i]);

@@ -4,7 +4,9 @@
  * INSERT of the delayed rule for its table (delayed/staging_sql.h), or is refused
  * with ERR 1235 saying why: outside the grammar, or no rule for the table.
  * A rule without `key` (either mode) takes the table's primary key from the
- * schema cache; until it is loaded the statement is refused with "retry".
+ * schema cache; until it is loaded the statement is refused with "retry"
+ * and marked for parking (res->park): the session holds it and runs it
+ * again once the cache has the table (session/park.c).
  * A value wider than its column, where the schema cache knows the column's
  * range, is refused too (delayed/width.h).
  * A DELAYED statement is never sent as written, whatever the set holds: one
@@ -50,7 +52,8 @@ static void trace(run *R, size_t i, rule_why why, const char *detail)
 static delayed_step refuse(run *R, size_t rule)
 {
     if (rule != SIZE_MAX) {
-        rules_count_hit(R, rule);
+        if (!R->res->park) /* a parked statement counts once, when it is run again */
+            rules_count_hit(R, rule);
         trace(R, rule, WHY_MATCHED, R->s->delayed_msg);
     }
     mr_match_result *res = R->res;
@@ -114,9 +117,10 @@ static size_t find_default(const run *R, const char *schema)
 }
 
 /* A rule without `key`: the table's row key from the schema source, into a
- * copy of the rule's settings. Never waits: while the key is not loaded the
- * statement is refused with "retry" (the lookup has queued the load), and
- * nothing is staged under a key the flusher might not share. */
+ * copy of the rule's settings. Never waits: while the key is not loaded (or
+ * the table does not exist yet) the statement is refused with "retry" and
+ * marked for parking (the lookup has queued the load), and nothing is
+ * staged under a key the flusher might not share. */
 static bool key_from_schema(run *R, mr_delayed_def *def, mr_row_key *rk, char **names)
 {
     mr_rules_scratch *s = R->s;
@@ -124,15 +128,23 @@ static bool key_from_schema(run *R, mr_delayed_def *def, mr_row_key *rk, char **
     if (!src) {
         snprintf(s->delayed_msg, sizeof s->delayed_msg, "myrewrite: the delayed rule for %s.%s "
                  "names no key and this proxy has no schema cache (set proxy_user, or give key "
-                 "in the rule)", def->schema, def->table);
+                 "in the rule; a proxy with one parks the statement until the schema cache "
+                 "has the table)", def->schema, def->table);
         return false;
     }
     src->row_key(src->arg, def->schema, def->table, rk);
+    R->res->park = rk->pending && rk->status != MR_KEY_FOUND;
     if (rk->status == MR_KEY_UNKNOWN) {
         snprintf(s->delayed_msg, sizeof s->delayed_msg, "myrewrite: schema not loaded yet, "
                  "retry: the key of %s.%s is being read from information_schema (the delayed "
                  "rule names no key); nothing was staged (%.300s)", def->schema, def->table,
                  rk->why);
+        return false;
+    }
+    if (rk->status == MR_KEY_NONE && rk->pending) {
+        snprintf(s->delayed_msg, sizeof s->delayed_msg, "myrewrite: DELAYED on %s.%s: %.300s "
+                 "(the delayed rule names no key, so the table's primary key is read from "
+                 "information_schema); nothing was staged", def->schema, def->table, rk->why);
         return false;
     }
     if (rk->status != MR_KEY_FOUND || !rk->primary) {

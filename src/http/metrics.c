@@ -60,6 +60,12 @@ static const counter_def worker_counters[] = {
     {"myrewrite_session_state_errors_total", "counter",
      "Session state changes the proxy's transition table does not allow (a bug: each is "
      "logged).", W(state_errors)},
+    {"myrewrite_delayed_parked_total", "counter",
+     "DELAYED statements whose rule names no key, held in their session until the schema "
+     "cache had the table's key (or delayed_park_timeout passed).", W(delayed_parked)},
+    {"myrewrite_delayed_park_timeouts_total", "counter",
+     "Parked DELAYED statements answered with an ERR after delayed_park_timeout.",
+     W(delayed_park_timeouts)},
     {"myrewrite_bytes_from_clients_total", "counter",
      "Bytes of MySQL protocol packets read from clients, headers included.",
      W(bytes_from_clients)},
@@ -146,6 +152,16 @@ static void write_worker_counters(mr_proxy *p, struct evbuffer *out)
         mr_metrics_family(out, c->name, c->type, c->help);
         mr_metrics_sample(out, c->name, mr_metrics_worker_sum(p, c->offset));
     }
+}
+
+/* Kept in microseconds, shown in seconds as the format's convention asks. */
+static void write_park_wait(mr_proxy *p, struct evbuffer *out)
+{
+    static const char name[] = "myrewrite_delayed_park_wait_seconds_total";
+    mr_metrics_family(out, name, "counter", "Seconds parked DELAYED statements waited in all "
+                      "(divided by myrewrite_delayed_parked_total: the mean wait).");
+    uint64_t us = mr_metrics_worker_sum(p, W(delayed_park_wait_us));
+    evbuffer_add_printf(out, "%s %" PRIu64 ".%06" PRIu64 "\n", name, us / 1000000, us % 1000000);
 }
 
 static void write_closes(mr_proxy *p, struct evbuffer *out)
@@ -288,6 +304,7 @@ void mr_metrics_write(mr_proxy *p, struct evbuffer *out)
 {
     write_process(p, out);
     write_worker_counters(p, out);
+    write_park_wait(p, out);
     write_closes(p, out);
     write_unreadable(p, out);
     write_rules(p, out);

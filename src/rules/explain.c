@@ -172,8 +172,12 @@ static void outcome(FILE *out, const mr_match_result *res)
         fputc('\n', out);
         break;
     case MR_ACT_BLOCK:
-        fprintf(out, "action: block\nerror: %u (%s) %s\n", res->err_code, res->sqlstate,
-                res->message);
+        if (res->park)
+            fputs("action: parked until the schema cache has the table (then the statement "
+                  "is run again; after delayed_park_timeout it gets this error)\n", out);
+        else
+            fputs("action: block\n", out);
+        fprintf(out, "error: %u (%s) %s\n", res->err_code, res->sqlstate, res->message);
         break;
     case MR_ACT_DELAYED_MEMORY:
         fprintf(out, "action: delayed memory\nkeys: %u (added to the proxy's memory, answered "

@@ -594,6 +594,7 @@ static void result_init(mr_match_result *res)
     res->dmem_nparams = 0;
     res->page_guard.rule = NULL;
     res->unreadable = MR_UNREADABLE_NONE;
+    res->park = false;
 }
 
 void rules_run(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "myrewrite/net/bgconn.h"
+#include "myrewrite/rules/rules.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/sql/quote.h"
 #include "myrewrite/sql/lexer.h"
@@ -29,6 +30,7 @@
 
 #define DDL_TABLES 8     /* tables one DDL statement may hold */
 #define DDL_TOKENS 512   /* tokens read of a DDL text (names come first) */
+#define MISSING_RECHECK_MS 1000 /* a table that did not exist is read again this soon */
 
 typedef struct entry {
     char schema[MR_SD_NAME];
@@ -41,6 +43,7 @@ typedef struct entry {
     uint32_t gen;                 /* bumped by each invalidation */
     uint32_t holds;               /* DDL statements in flight on the table */
     uint64_t loaded_ms;
+    char last_error[160];         /* why the last load failed; "" when it did not */
     mr_row_key key;
     mr_table_desc *desc;          /* owned */
 } entry;
@@ -75,8 +78,11 @@ static struct {
     uint64_t ttl_ms;
     size_t max_tables;
     mr_bgconn *bg;
+    pthread_mutex_t hook_lock;    /* held while on_load runs or changes */
+    void (*on_load)(void *arg);   /* told after each table installed (loader thread) */
+    void *on_load_arg;
     mr_schema_cache_stats stats;  /* any thread, relaxed atomics */
-} C = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} C = {.lock = PTHREAD_MUTEX_INITIALIZER, .hook_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t name_hash(const char *schema, const char *table)
 {
@@ -213,10 +219,12 @@ static bool enqueue(entry *e)
 /* What a lookup that cannot answer tells the rule (for logs and --explain). */
 typedef enum why_unknown { W_OFF, W_DDL, W_LOADING, W_FULL } why_unknown;
 
-static void unknown(mr_row_key *out, why_unknown w, const char *schema, const char *table)
+static void unknown(mr_row_key *out, why_unknown w, const char *schema, const char *table,
+                    const char *last_error)
 {
     memset(out, 0, sizeof *out);
     out->status = MR_KEY_UNKNOWN;
+    out->pending = w == W_DDL || w == W_LOADING;
     switch (w) {
     case W_OFF:
         snprintf(out->why, sizeof out->why, "no proxy_user: the schema cache is off (%s.%s)",
@@ -227,8 +235,9 @@ static void unknown(mr_row_key *out, why_unknown w, const char *schema, const ch
                  "again once it is done", schema, table);
         break;
     case W_LOADING:
-        snprintf(out->why, sizeof out->why, "the schema of %s.%s is not loaded yet (a load "
-                 "is queued)", schema, table);
+        snprintf(out->why, sizeof out->why, "the schema of %.64s.%.64s is not loaded yet (a load "
+                 "is queued%s%.100s)", schema, table, last_error[0] ? "; the last one failed: " : "",
+                 last_error);
         break;
     case W_FULL:
         snprintf(out->why, sizeof out->why, "the schema cache cannot take %s.%s (out of "
@@ -241,17 +250,21 @@ static void unknown(mr_row_key *out, why_unknown w, const char *schema, const ch
 static bool answer(entry *e, mr_row_key *out, uint64_t now)
 {
     if (e->holds) {
-        unknown(out, W_DDL, e->schema, e->table);
+        unknown(out, W_DDL, e->schema, e->table, "");
         return false;
     }
     if (!e->loaded) {
-        unknown(out, W_LOADING, e->schema, e->table);
+        unknown(out, W_LOADING, e->schema, e->table, e->last_error);
         mr_stat_add(&C.stats.misses, 1);
         return enqueue(e);
     }
     *out = e->key;
     mr_stat_add(&C.stats.hits, 1);
-    return now - e->loaded_ms >= C.ttl_ms && enqueue(e);
+    /* a table that did not exist is looked for again soon: a DELAYED
+     * statement parked on it (session/park.c) goes on once it is created */
+    uint64_t ttl = e->desc && !e->desc->exists && MISSING_RECHECK_MS < C.ttl_ms
+                       ? MISSING_RECHECK_MS : C.ttl_ms;
+    return now - e->loaded_ms >= ttl && enqueue(e);
 }
 
 /* Under the lock: the entry of a table, made (and queued by the caller's
@@ -270,7 +283,7 @@ static entry *lookup(const char *schema, const char *table)
 mr_key_status mr_schema_cache_row_key(const char *schema, const char *table, mr_row_key *out)
 {
     if (!C.on) {
-        unknown(out, W_OFF, schema, table);
+        unknown(out, W_OFF, schema, table, "");
         return MR_KEY_UNKNOWN;
     }
     uint64_t now = mr_mono_ms();
@@ -280,7 +293,7 @@ mr_key_status mr_schema_cache_row_key(const char *schema, const char *table, mr_
     if (e)
         wake = answer(e, out, now);
     else
-        unknown(out, W_FULL, schema, table);
+        unknown(out, W_FULL, schema, table, "");
     pthread_mutex_unlock(&C.lock);
     if (wake)
         mr_bgconn_wake(C.bg);
@@ -326,6 +339,43 @@ static const mr_schema_source source = {.row_key = source_row_key,
 const mr_schema_source *mr_schema_cache_source(void)
 {
     return &source;
+}
+
+void mr_schema_cache_on_load(void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&C.hook_lock);
+    C.on_load = fn;
+    C.on_load_arg = arg;
+    pthread_mutex_unlock(&C.hook_lock);
+}
+
+/* Queues a load of one table named by a rule, unless it is known or queued. */
+static void want(const char *schema, const char *table)
+{
+    if (!schema || !table || strcmp(schema, "*") == 0 || strcmp(table, "*") == 0)
+        return;
+    uint64_t h = name_hash(schema, table);
+    pthread_mutex_lock(&C.lock);
+    entry *e = find(schema, table, h);
+    if (!e)
+        e = create(schema, table, h);
+    bool wake = e && !e->loaded && enqueue(e);
+    pthread_mutex_unlock(&C.lock);
+    if (wake)
+        mr_bgconn_wake(C.bg);
+}
+
+void mr_schema_cache_preload(const mr_ruleset *rs)
+{
+    if (!C.on)
+        return;
+    for (size_t i = 0; i < mr_ruleset_count(rs); i++) {
+        const mr_rule *r = mr_ruleset_rule(rs, i);
+        if (r->kind == MR_RULE_DELAYED && !r->delayed->derive && !r->delayed->nkeys)
+            want(r->delayed->schema, r->delayed->table);
+        else if (r->kind == MR_RULE_PAGINATE && !r->paginate->nkeys)
+            want(r->paginate->schema, r->paginate->table);
+    }
 }
 
 /* ---- DDL ------------------------------------------------------------------------ */
@@ -538,12 +588,17 @@ mr_table_desc *mr_schema_read(MYSQL *db, const char *schema, const char *table)
 }
 
 /* Puts a loaded description in place, unless DDL or eviction came first. */
-static void install(const req *r, mr_table_desc *td)
+static void install(const req *r, mr_table_desc *td, bool broken)
 {
+    bool told = td != NULL;
     pthread_mutex_lock(&C.lock);
     entry *e = find(r->schema, r->table, name_hash(r->schema, r->table));
     if (e && e->gen == r->gen)
         e->queued = false;
+    if (e && e->gen == r->gen)
+        snprintf(e->last_error, sizeof e->last_error, "%s", td ? "" : broken
+                 ? "the proxy's own connection to the server (proxy_user) is down"
+                 : "reading information_schema failed, see the proxy's log");
     if (e && e->gen == r->gen && td) {
         mr_td_row_key(td, &e->key);
         if (e->key.status != MR_KEY_FOUND && !e->loaded)
@@ -556,6 +611,12 @@ static void install(const req *r, mr_table_desc *td)
     }
     pthread_mutex_unlock(&C.lock);
     mr_td_free(td);
+    if (!told)
+        return; /* a failed load is not told: lookups queue it again */
+    pthread_mutex_lock(&C.hook_lock);
+    if (C.on_load)
+        C.on_load(C.on_load_arg);
+    pthread_mutex_unlock(&C.hook_lock);
 }
 
 static req *take_queue(void)
@@ -572,10 +633,10 @@ static uint64_t tick(MYSQL *db, void *arg)
     (void)arg;
     for (req *r = take_queue(), *next; r; r = next) {
         next = r->next;
-        mr_table_desc *td = mr_bg_conn_broken(db) ? NULL : mr_schema_read(db, r->schema,
-                                                                           r->table);
+        bool broken = mr_bg_conn_broken(db);
+        mr_table_desc *td = broken ? NULL : mr_schema_read(db, r->schema, r->table);
         mr_stat_add(td ? &C.stats.loads : &C.stats.load_errors, 1);
-        install(r, td);
+        install(r, td, broken);
         free(r);
     }
     return 60000;

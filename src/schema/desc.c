@@ -168,6 +168,7 @@ void mr_td_row_key(const mr_table_desc *td, mr_row_key *out)
     out->status = MR_KEY_NONE;
     if (!td->exists) {
         snprintf(out->why, sizeof out->why, "table %s.%s does not exist", td->schema, td->table);
+        out->pending = true; /* a deploy may be about to create it */
         return;
     }
     const mr_sd_index *x = best_key(td);

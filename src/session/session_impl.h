@@ -34,7 +34,8 @@ typedef enum session_state {
     SS_IDLE,       /* between commands: the client speaks next */
     SS_RESPONSE,   /* relaying the backend's answer to the current command */
     SS_INFILE,     /* relaying LOCAL INFILE contents from the client */
-    SS_WAIT_BG,    /* the answer comes from a background job (FLUSH DELAYED): the
+    SS_WAIT_BG,    /* the answer comes from a background job (FLUSH DELAYED), or a
+                      parked DELAYED statement waits for the schema cache: the
                       backend is idle and the client's next command waits */
     SS_CLOSING,    /* flushing a last packet to the client, then free */
     SS_CLOSED,     /* both sockets gone; memory freed from the event loop */
@@ -127,6 +128,7 @@ struct mr_session {
     mr_digest_entry *digest;         /* stats entry of the statement in flight */
     uint64_t ddl_hold;               /* schema cache hold of the DDL in flight (0: none) */
     struct ss_flush *flush;          /* FLUSH DELAYED waiting for the flushers (session/flush_delayed.c) */
+    struct ss_park *park;            /* a DELAYED statement waiting for its table's key (session/park.c) */
     struct ss_dstmt *dstmts;         /* prepared memory-mode DELAYED statements (session/delayed_prepared.c) */
     struct ss_dstmt *dprep;          /* the one being prepared */
     uint32_t dlast;                  /* id of the last prepared, if a memory stand-in; else
@@ -141,7 +143,8 @@ typedef enum stmt_verdict {
     STMT_RELAY,    /* send it (as written or rewritten) and relay the answer */
     STMT_ANSWERED, /* the proxy answered it (a block); nothing goes to the backend */
     STMT_CLOSED,   /* the session had to close */
-    STMT_WAITING,  /* the proxy answers later (FLUSH DELAYED); nothing goes to the backend */
+    STMT_WAITING,  /* the proxy answers later (FLUSH DELAYED, a parked DELAYED statement);
+                      nothing goes to the backend yet */
 } stmt_verdict;
 
 static inline const mr_config *cfg(const mr_session *s) { return s->w->proxy->cfg; }
@@ -267,5 +270,14 @@ void ss_dmem_forget_all(mr_session *s);
 stmt_verdict ss_flush_delayed(mr_session *s, const char *sql, size_t len, unsigned lex_flags);
 /* The session ends: a FLUSH DELAYED in flight answers nobody. */
 void ss_flush_orphan(mr_session *s);
+
+/* session/park.c: the front end marked the statement for parking
+ * (res->park): true when the session now holds a copy of it in
+ * SS_WAIT_BG (or, running it again, still does); false when it cannot
+ * (delayed_park_timeout = 0, out of memory): res's ERR is the answer. */
+bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len,
+             const mr_match_result *res);
+/* The session ends: its parked statement goes with it. */
+void ss_park_free(mr_session *s);
 
 #endif

@@ -92,6 +92,14 @@ static void on_message(mr_worker *w, int msg)
         take_pending_rules(w);
         return;
     }
+    if (msg == MR_WORKER_MSG_SCHEMA) {
+        atomic_store(&w->schema_signaled, false); /* a load from now on signals again */
+        for (mr_session *s = w->sessions, *next; s; s = next) {
+            next = mr_session_next(s); /* s may end below */
+            mr_session_schema_loaded(s);
+        }
+        return;
+    }
     w->draining = true;
     drain_sessions(w, msg == MR_WORKER_MSG_STOP);
     if (w->nsessions == 0)

@@ -23,6 +23,8 @@ typedef struct mr_config {
     char *backend_tls;          /* off, prefer, require, verify_ca, verify_identity */
     char *backend_tls_ca;       /* "" = no CA file (verify_* need one) */
     uint64_t connect_timeout_ms;
+    uint64_t delayed_park_timeout_ms; /* a keyless DELAYED statement waits this long for its
+                                         table's key (session/park.c); 0 = refused at once */
     uint64_t handshake_timeout_ms;
     char *http_listen;          /* host:port of /metrics, /health, /ready; "" = off */
     char *listen;               /* host:port */

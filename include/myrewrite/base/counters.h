@@ -58,6 +58,12 @@ typedef struct mr_stats {
     mr_counter frontend_ns;
     /* rows the proxy staged for DELAYED statements it sent */
     mr_counter delayed_rows_staged;
+    /* DELAYED statements parked until the schema cache had their table's
+     * key (session/park.c), those answered with an ERR after
+     * delayed_park_timeout, and the microseconds they waited in all */
+    mr_counter delayed_parked;
+    mr_counter delayed_park_timeouts;
+    mr_counter delayed_park_wait_us;
 } mr_stats;
 
 static inline void mr_stat_add(mr_counter *c, uint64_t n)

@@ -319,6 +319,11 @@ typedef struct mr_match_result {
     mr_page_guard page_guard; /* COM_STMT_PREPARE of a page whose LIMIT offset is a `?`
                              under a rule with max_offset: the caller checks each execute */
     uint8_t unreadable;   /* mr_unreadable_outcome */
+    bool park;            /* BLOCK of a DELAYED statement whose rule names no key and whose
+                             table's key the schema source does not have yet (row key
+                             pending): the caller may hold the statement and run it again
+                             once the cache has loaded a table, instead of answering the
+                             message (which says "retry") */
 } mr_match_result;
 
 /* Runs the rules over one COM_QUERY or COM_STMT_PREPARE text. Multi-statement

@@ -7,8 +7,11 @@
  * Workers never wait for the server: mr_schema_cache_row_key copies the
  * cached key out under a mutex held for a hash lookup and a memcpy. A miss
  * queues the table for loading and answers MR_KEY_UNKNOWN at once; the
- * statement then goes on without the table's key (passes untouched, or is
- * refused with "retry" by DELAYED). Entries older than schema_cache_ttl are
+ * statement then goes on without the table's key (a paginate rule passes
+ * it untouched; DELAYED parks it in its session until the key is loaded,
+ * session/park.c). Tables that rules name without a key are queued as the
+ * rules are loaded (mr_schema_cache_preload), so the first statements
+ * rarely miss. A table that does not exist is read again after a second. Entries older than schema_cache_ttl are
  * still answered while a refresh is queued. At most schema_cache_max_tables
  * entries are kept; the least recently used one is dropped first.
  *
@@ -59,6 +62,15 @@ uint64_t mr_schema_cache_ddl_begin(const char *sql, size_t len, unsigned lex_fla
 /* The DDL's response ended (or its session closed): the tables may load again. */
 void mr_schema_cache_ddl_end(uint64_t handle);
 const mr_schema_cache_stats *mr_schema_cache_stats_get(void);
+/* fn(arg) is called on the loader thread after each table it installs
+ * (not after a failed load). Main thread; once (NULL, NULL) returns, fn
+ * runs no more, so what arg points to may go. */
+void mr_schema_cache_on_load(void (*fn)(void *arg), void *arg);
+/* Queues the load of every table a delayed or paginate rule of rs names
+ * explicitly and needs the key of (no `key` given). Main thread, at start
+ * and after each reload. */
+struct mr_ruleset;
+void mr_schema_cache_preload(const struct mr_ruleset *rs);
 
 /* Reads one table's description from information_schema on `db`, blocking:
  * background threads only (the cache's loader, the DELAYED flusher). NULL

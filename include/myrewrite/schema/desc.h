@@ -62,7 +62,9 @@ typedef struct mr_row_key {
     uint8_t ncols;
     char cols[MR_SD_MAX_KEY_COLS][MR_SD_NAME];
     char engine[MR_SD_NAME];
-    char why[256];            /* UNKNOWN / NONE: a reason for logs and --explain */
+    char why[384];            /* UNKNOWN / NONE: a reason for logs and --explain */
+    bool pending;             /* asking again soon may answer otherwise: a load is queued,
+                                 DDL is in flight, or the table does not exist (yet) */
 } mr_row_key;
 
 /* Where rules find a table's row key and a column's range without blocking

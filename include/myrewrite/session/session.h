@@ -19,5 +19,11 @@ void mr_session_start(struct mr_worker *w, int fd);
 void mr_session_drain(mr_session *s, int force);
 /* Next session in the worker's list. */
 mr_session *mr_session_next(mr_session *s);
+/* The schema cache loaded a table: a DELAYED statement parked in s waiting
+ * for its table's key is run again (session/park.c). Worker thread. */
+void mr_session_schema_loaded(mr_session *s);
+/* The schema cache's hook (mr_schema_cache_on_load, arg: the mr_proxy):
+ * signals every worker when any statement is parked. Loader thread. */
+void mr_session_wake_parked(void *proxy);
 
 #endif

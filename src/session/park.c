@@ -1,0 +1,209 @@
+/*
+ * session/park.c - a DELAYED statement whose rule names no key, sent before
+ * the schema cache has its table's key (just after a start or a reload, or
+ * while DDL on the table runs), waits in its session instead of being
+ * refused with "retry".
+ *
+ * The session keeps a copy of the statement and sits in SS_WAIT_BG, so the
+ * client's pipelined commands stay in its input. The statement meets the
+ * front end again (staged or summed as usual) when the cache has loaded a
+ * table (the loader's hook signals every worker, MR_WORKER_MSG_SCHEMA,
+ * while any statement is parked) and at each tick (a lookup also queues
+ * again a load that failed). After delayed_park_timeout the client gets
+ * the rule's ERR, saying how long it waited and why. The worker never
+ * waits.
+ *
+ * Threads: the session's worker, but mr_session_wake_parked (the schema
+ * cache's loader) and the parked count (any thread).
+ */
+#include <event2/event.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "myrewrite/base/log.h"
+#include "session/session_impl.h"
+
+#define PARK_TICK_MS 200
+
+struct ss_park {
+    uint8_t cmd;             /* MR_COM_QUERY or MR_COM_STMT_PREPARE */
+    char *sql;               /* the statement as the client sent it (owned) */
+    size_t len;
+    uint64_t start_ns;
+    struct event *tick;
+    bool again;              /* set when running it again parked it again */
+    char why[512];           /* the last refusal: what the cache said */
+    uint16_t err_code;       /* ... and its code and SQLSTATE */
+    char sqlstate[6];
+};
+
+/* Sessions parked now, over all workers: the loader's hook signals the
+ * workers only when there is one. */
+static _Atomic unsigned parked_now;
+
+static void park_end(mr_session *s)
+{
+    struct ss_park *pk = s->park;
+    if (!pk)
+        return;
+    s->park = NULL;
+    uint64_t waited = mr_mono_ns() - pk->start_ns;
+    mr_stat_add(&s->w->stats.delayed_park_wait_us, waited / 1000);
+    atomic_fetch_sub(&parked_now, 1);
+    event_free(pk->tick);
+    free(pk->sql);
+    free(pk);
+}
+
+void ss_park_free(mr_session *s)
+{
+    park_end(s);
+}
+
+/* The rule's message after the wait: how long, and what the cache said. */
+static void time_out(mr_session *s)
+{
+    struct ss_park *pk = s->park;
+    char msg[700];
+    uint64_t ms = cfg(s)->delayed_park_timeout_ms;
+    const char *why = pk->why;
+    if (strncmp(why, "myrewrite: ", 11) == 0)
+        why += 11;
+    snprintf(msg, sizeof msg, "myrewrite: the table's schema could not be read in %llu.%03llu s "
+             "(delayed_park_timeout): %s", (unsigned long long)(ms / 1000),
+             (unsigned long long)(ms % 1000), why);
+    uint16_t pk_code = pk->err_code;
+    char pk_state[6];
+    memcpy(pk_state, pk->sqlstate, sizeof pk_state);
+    mr_info(s->id, "a parked DELAYED statement timed out: %s", pk->why);
+    mr_stat_add(&s->w->stats.delayed_park_timeouts, 1);
+    mr_stat_add(&s->w->stats.statements_blocked, 1);
+    park_end(s);
+    ss_set_state(s, SS_IDLE);
+    ss_send_err(s, 1, pk_code, pk_state, msg);
+}
+
+/* The statement went out as the front end left it: the response is relayed. */
+static void relayed(mr_session *s, uint8_t cmd, const char *sql, size_t len)
+{
+    if (s->w->match.action != MR_ACT_REWRITE) { /* as written (the rules changed meanwhile) */
+        mr_buf out;
+        mr_buf_init(&out);
+        mr_command_build(&out, cmd, (const uint8_t *)sql, len);
+        if (!out.failed)
+            mr_conn_write(s->backend, out.data, out.len);
+        mr_buf_free(&out);
+    }
+    mr_tracker_begin(&s->tracker, mr_expect_for_command(cmd));
+    ss_set_state(s, SS_RESPONSE);
+}
+
+/* Runs the parked statement through the front end again; it may park once
+ * more (the table is still unknown), be answered, or go to the server. */
+static void run_again(mr_session *s)
+{
+    struct ss_park *pk = s->park;
+    pk->again = false;
+    ss_set_state(s, SS_IDLE);
+    uint64_t start = s->command_start_ns;
+    s->command_start_ns = mr_mono_ns(); /* the front end's own time, not the wait */
+    stmt_verdict v = ss_statement_start(s, pk->cmd, pk->sql, pk->len);
+    s->command_start_ns = start; /* the command's latency includes the wait */
+    if (s->park != pk)
+        return; /* the session ended */
+    if (v == STMT_WAITING && pk->again)
+        return; /* still parked */
+    uint8_t cmd = pk->cmd;
+    char *sql = pk->sql;
+    size_t len = pk->len;
+    pk->sql = NULL;
+    park_end(s);
+    if (ALIVE(s) && v == STMT_RELAY)
+        relayed(s, cmd, sql, len);
+    free(sql);
+}
+
+/* After a run or a timeout: an idle session reads its next command. */
+static void go_on(mr_session *s)
+{
+    if (!ALIVE(s) || s->state != SS_IDLE)
+        return;
+    if (s->w->draining) {
+        ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
+        return;
+    }
+    ss_pump_client(s);
+}
+
+static void try_parked(mr_session *s, bool tick)
+{
+    if (!s->park || !ALIVE(s))
+        return;
+    if (tick && mr_mono_ns() - s->park->start_ns >= cfg(s)->delayed_park_timeout_ms * 1000000)
+        time_out(s);
+    else
+        run_again(s);
+    go_on(s);
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    try_parked(arg, true);
+}
+
+bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len, const mr_match_result *res)
+{
+    if (s->park) { /* run again and still unknown */
+        snprintf(s->park->why, sizeof s->park->why, "%s", res->message);
+        s->park->again = true;
+    } else {
+        uint64_t ms = cfg(s)->delayed_park_timeout_ms;
+        struct ss_park *pk = ms ? calloc(1, sizeof *pk) : NULL;
+        if (!pk)
+            return false; /* refused at once, as the message says */
+        pk->sql = malloc(len ? len : 1);
+        pk->tick = event_new(s->w->base, -1, EV_PERSIST, tick_cb, s);
+        struct timeval tv = {0, (ms < PARK_TICK_MS ? ms : PARK_TICK_MS) * 1000};
+        if (!pk->sql || !pk->tick || event_add(pk->tick, &tv) != 0) {
+            if (pk->tick)
+                event_free(pk->tick);
+            free(pk->sql);
+            free(pk);
+            return false;
+        }
+        memcpy(pk->sql, sql, len);
+        pk->len = len;
+        pk->cmd = cmd;
+        pk->start_ns = mr_mono_ns();
+        snprintf(pk->why, sizeof pk->why, "%s", res->message);
+        pk->err_code = res->err_code;
+        memcpy(pk->sqlstate, res->sqlstate, sizeof pk->sqlstate);
+        s->park = pk;
+        atomic_fetch_add(&parked_now, 1);
+        mr_stat_add(&s->w->stats.delayed_parked, 1);
+        mr_debug(s->id, "DELAYED statement parked: %s", pk->why);
+    }
+    s->from_client.discard = true; /* the packet is drained; the copy is run again */
+    s->digest = NULL;
+    ss_set_state(s, SS_WAIT_BG);
+    return true;
+}
+
+void mr_session_schema_loaded(mr_session *s)
+{
+    try_parked(s, false);
+}
+
+void mr_session_wake_parked(void *proxy)
+{
+    mr_proxy *p = proxy;
+    if (atomic_load(&parked_now) == 0)
+        return;
+    for (unsigned i = 0; i < p->nworkers; i++)
+        if (!atomic_exchange(&p->workers[i].schema_signaled, true))
+            mr_worker_signal(&p->workers[i], MR_WORKER_MSG_SCHEMA);
+}
