@@ -29,11 +29,10 @@ with keyless rules on test.cs_staged (staged mode) and test.cs_mem (memory mode)
     cleanly (the proxy, under ASan too, exits 0 at SIGTERM with no leak report).
   * /metrics counts the parked statements, their wait and the timeouts, SHOW STATS on the
     console too; its EXPLAIN REWRITE says a statement on the missing table would be parked.
-Environment: MR_COLDSTART_PORT (54010; /metrics on the next port, the console on the one
-after), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports (one client port
+kept across its restarts, /metrics, the console).
 """
 import os
-import signal
 import sys
 import threading
 import time
@@ -44,10 +43,7 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 import rawproto_lib as raw  # noqa: E402
 
-PORT = int(os.environ.get("MR_COLDSTART_PORT", "54010"))
-HTTP_PORT = PORT + 1
-ADMIN_PORT = PORT + 2
-LOG = os.path.join(t.TMP, "coldstart_proxy.log")
+PORT, HTTP_PORT, ADMIN_PORT = t.free_port(), t.free_port(), t.free_port()
 RULES_DIR = os.path.join(t.TMP, "coldstart_rules")
 RULES = """
 [delayed cs_staged]
@@ -79,11 +75,13 @@ TABLES = ("cs_staged", "cs_staged_delayed", "cs_mem", "cs_late", "cs_nosuch")
 
 
 def start_proxy():
-    return t.start_proxy(PORT, LOG + ".%d" % start_proxy.n, RULES_DIR, own_conn=True,
-                         extra=["--set", "delayed_park_timeout=2s",
-                                "--set", "http_listen=127.0.0.1:%d" % HTTP_PORT,
-                                "--set", "admin_listen=127.0.0.1:%d" % ADMIN_PORT,
-                                "--set", "admin_password=adminpw"])
+    """A proxy on the test's one port (clients retry it across the restarts)."""
+    return t.Proxy("coldstart_proxy_%d" % start_proxy.n, port=PORT, rules_dir=RULES_DIR,
+                   own_conn=True,
+                   options=[("delayed_park_timeout", "2s"),
+                            ("http_listen", "127.0.0.1:%d" % HTTP_PORT),
+                            ("admin_listen", "127.0.0.1:%d" % ADMIN_PORT),
+                            ("admin_password", "adminpw")]).start()
 
 
 start_proxy.n = 0
@@ -185,8 +183,7 @@ def earlier_deploy():
             "TABLE_NAME = 'cs_staged_delayed'"):
         time.sleep(0.05)
     d.close()
-    proxy.terminate()
-    proxy.wait(20)
+    proxy.stop(timeout=20)
 
 
 def cold_start():
@@ -197,8 +194,7 @@ def cold_start():
     time.sleep(0.2)
     proxy = start_proxy()
     time.sleep(PHASE_S)
-    proxy.send_signal(signal.SIGKILL)
-    proxy.wait()
+    proxy.kill9()
     load.after_kill = True
     t.log("proxy killed after %d statements; starting it again" % load.sent)
     start_proxy.n += 1
@@ -363,11 +359,8 @@ def main():
         park_pipelined_and_gone()
         metrics()
     finally:
-        proxy.terminate()
-        try:
-            t.eq("the proxy exits 0 at SIGTERM (no leak report under ASan)", 0, proxy.wait(20))
-        except Exception:
-            proxy.kill()
+        proxy.stop(timeout=20, expect=0,
+                   desc="the proxy exits 0 at SIGTERM (no leak report under ASan)")
         d = t.direct(autocommit=True)
         for tbl in TABLES:
             d.cursor().execute("DROP TABLE IF EXISTS %s" % tbl)
