@@ -1,7 +1,8 @@
 /*
  * net/bgconn.c - a background thread holding the proxy's own libmysqlclient
  * connection: connect with backoff, session setup, a FIFO of jobs and the
- * owner's periodic tick (see net/bgconn.h).
+ * owner's periodic tick (see net/bgconn.h). A lazy owner's connection opens
+ * at its first job or wake and closes after own_connection_idle without one.
  *
  * The thread it starts is the only one that touches the MYSQL handle and
  * runs jobs; other threads only queue jobs and wake it under `lock`. Owns
@@ -40,15 +41,19 @@ struct mr_bgconn {
     mr_addr addr;
     char backend[300];
     unsigned connect_timeout_s;
+    uint64_t idle_ms;         /* own_connection_idle: a lazy owner's idle close */
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;      /* CLOCK_MONOTONIC */
     job *head, *tail;         /* guarded by lock */
     bool woken, stop;         /* guarded by lock */
+    bool wanted;              /* a job or wake since the thread last looked (lock) */
     _Atomic bool connected;
     MYSQL *db;                /* thread only */
     bool failing;             /* the last connect failed (thread only): quieter logs */
     uint64_t checked_ms;      /* when db was last pinged or connected (thread only) */
+    uint64_t wanted_ms;       /* the last job or wake the thread saw (thread only) */
+    bool ever_wanted;         /* one was seen at all (thread only) */
 };
 
 bool mr_bg_conn_broken(MYSQL *db)
@@ -215,12 +220,50 @@ static bool gone_while_idle(mr_bgconn *b)
     return mysql_ping(b->db) != 0 && mr_bg_conn_broken(b->db);
 }
 
+/* Notes a job or wake asked for since the last look (wanted_ms). */
+static void take_wanted(mr_bgconn *b)
+{
+    pthread_mutex_lock(&b->lock);
+    bool w = b->wanted || b->head;
+    b->wanted = false;
+    pthread_mutex_unlock(&b->lock);
+    if (w) {
+        b->wanted_ms = mr_mono_ms();
+        b->ever_wanted = true;
+    }
+}
+
+/* How long a lazy owner's connection may still stay open without work;
+ * 0: close it (or do not open it). Others: always open. */
+static uint64_t idle_left(const mr_bgconn *b)
+{
+    if (!b->ops.lazy)
+        return UINT64_MAX;
+    uint64_t since = mr_mono_ms() - b->wanted_ms;
+    return b->ever_wanted && since < b->idle_ms ? b->idle_ms - since : 0;
+}
+
+/* A lazy owner with no work for own_connection_idle: its connection goes,
+ * so the server sees no idle session of the proxy's own. */
+static void close_idle(mr_bgconn *b)
+{
+    mr_info(0, "%s: own connection closed after %llu ms without work; it opens again at the "
+            "next job", b->ops.name, (unsigned long long)b->idle_ms);
+    drop_connection(b);
+}
+
 static void *thread_main(void *arg)
 {
     mr_bgconn *b = arg;
     uint64_t backoff = BACKOFF_FIRST_MS;
     mysql_thread_init();
     for (;;) {
+        take_wanted(b);
+        if (!b->db && !idle_left(b)) {
+            if (!wait_for(b, 60000))
+                break;
+            continue;
+        }
         if (!b->db && !connect_db(b)) {
             if (!wait_for(b, backoff))
                 break;
@@ -244,6 +287,11 @@ static void *thread_main(void *arg)
             drop_connection(b);
             delay = 0;
         }
+        uint64_t left = b->db ? idle_left(b) : UINT64_MAX;
+        if (!left)
+            close_idle(b);
+        else if (left < delay)
+            delay = left;
         if (!wait_for(b, delay))
             break;
     }
@@ -307,6 +355,7 @@ static mr_bgconn *bg_new(const mr_config *cfg, const char *backend, const mr_bgc
     snprintf(b->backend, sizeof b->backend, "%s", backend);
     uint64_t s = (cfg->connect_timeout_ms + 999) / 1000;
     b->connect_timeout_s = s ? (unsigned)s : 1;
+    b->idle_ms = cfg->own_connection_idle_ms ? cfg->own_connection_idle_ms : 1;
     if (!b->user || !b->password) {
         bg_free(b);
         return NULL;
@@ -353,7 +402,7 @@ bool mr_bgconn_submit(mr_bgconn *b, mr_bg_job_fn fn, void *arg)
     else
         b->head = j;
     b->tail = j;
-    b->woken = true;
+    b->woken = b->wanted = true;
     pthread_cond_signal(&b->cond);
     pthread_mutex_unlock(&b->lock);
     return true;
@@ -362,7 +411,7 @@ bool mr_bgconn_submit(mr_bgconn *b, mr_bg_job_fn fn, void *arg)
 void mr_bgconn_wake(mr_bgconn *b)
 {
     pthread_mutex_lock(&b->lock);
-    b->woken = true;
+    b->woken = b->wanted = true;
     pthread_cond_signal(&b->cond);
     pthread_mutex_unlock(&b->lock);
 }

@@ -8,6 +8,11 @@
  * lock released and installs the result afterwards. An entry's `gen` is
  * bumped by every invalidation, and a load installs only into the entry
  * generation it was queued for, so a load that raced with DDL is dropped.
+ *
+ * Only tables a rule in force asked about are read: a lookup (from a rule
+ * that needs the key) marks its entry `wanted`; DDL holds create entries
+ * that are not, and those are never loaded, and go when the DDL ends. A new
+ * rule set (mr_schema_cache_rules_changed) unmarks them all.
  * Owns the entries, their descriptions, the queue and the holds.
  */
 #include "myrewrite/base/clock.h"
@@ -38,6 +43,8 @@ typedef struct entry {
     struct entry *lprev, *lnext;  /* LRU list, most recent first */
     bool loaded;                  /* key and desc are valid */
     bool queued;                  /* a load request is in the queue */
+    bool wanted;                  /* a lookup asked for it under the rules in force */
+    bool reported;                /* its keyless state was logged (once until DDL) */
     uint32_t gen;                 /* bumped by each invalidation */
     uint32_t holds;               /* DDL statements in flight on the table */
     uint64_t loaded_ms;
@@ -247,7 +254,7 @@ static bool answer(entry *e, mr_row_key *out, uint64_t now)
     if (!e->loaded) {
         unknown(out, W_LOADING, e->schema, e->table);
         mr_stat_add(&C.stats.misses, 1);
-        return enqueue(e);
+        return enqueue(e) || e->queued; /* a wake also retries after a failed connect */
     }
     *out = e->key;
     mr_stat_add(&C.stats.hits, 1);
@@ -267,6 +274,7 @@ mr_key_status mr_schema_cache_row_key(const char *schema, const char *table, mr_
         e = create(schema, table, h);
     bool wake = false;
     if (e) {
+        e->wanted = true;
         lru_front(e);
         wake = answer(e, out, now);
     } else {
@@ -387,6 +395,7 @@ uint64_t mr_schema_cache_ddl_begin(const char *sql, size_t len, unsigned lex_fla
             break;
         }
         invalidate(e);
+        e->reported = false; /* a changed table may lose (or gain) its key: say so again */
         e->holds++;
     }
     uint64_t id = 0;
@@ -421,7 +430,10 @@ void mr_schema_cache_ddl_end(uint64_t id)
             continue;
         e->holds--;
         invalidate(e); /* a load may have started before the hold */
-        wake |= e->holds == 0 && enqueue(e);
+        if (!e->wanted && !e->holds)
+            entry_remove(e); /* held only for the DDL: no rule reads it */
+        else
+            wake |= e->holds == 0 && e->wanted && enqueue(e);
     }
     pthread_mutex_unlock(&C.lock);
     free(h);
@@ -507,8 +519,9 @@ static void install(const req *r, mr_table_desc *td)
         e->queued = false;
     if (e && e->gen == r->gen && td) {
         mr_td_row_key(td, &e->key);
-        if (e->key.status != MR_KEY_FOUND && !e->loaded)
+        if (e->key.status != MR_KEY_FOUND && !e->reported)
             mr_info(0, "schema cache: %s; rules that need its key leave it alone", e->key.why);
+        e->reported = e->reported || e->key.status != MR_KEY_FOUND;
         mr_td_free(e->desc);
         e->desc = td;
         e->loaded = true;
@@ -562,12 +575,20 @@ void mr_schema_cache_start(const mr_config *cfg, const char *backend)
         mr_error(0, "schema cache: out of memory; it stays off");
         return;
     }
-    static const mr_bgconn_ops ops = {
-        .name = "schema cache", .on_connect = on_connect, .tick = tick, .arg = NULL};
+    static const mr_bgconn_ops ops = {.name = "schema cache", .on_connect = on_connect,
+                                      .tick = tick, .arg = NULL, .lazy = true};
     if (!cfg->proxy_user || !cfg->proxy_user[0])
         return; /* bgconn would only log that it is off; rules say so per statement */
     C.bg = mr_bgconn_start(cfg, backend, &ops);
     C.on = C.bg != NULL;
+}
+
+void mr_schema_cache_rules_changed(void)
+{
+    pthread_mutex_lock(&C.lock);
+    for (entry *e = C.lru_head; e; e = e->lnext)
+        e->wanted = e->reported = false;
+    pthread_mutex_unlock(&C.lock);
 }
 
 void mr_schema_cache_stop(void)

@@ -12,6 +12,7 @@
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/queue/release.h"
+#include "myrewrite/schema/cache.h"
 #include "myrewrite/session/worker.h"
 
 mr_ruleset *mr_rules_load_configured(const mr_config *cfg, unsigned shards, mr_diag *d)
@@ -113,6 +114,7 @@ static int reload_locked(mr_proxy *p, FILE *errors)
     mr_delayed_configure(p, set);
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_set_rules(&p->workers[i], shared);
+    mr_schema_cache_rules_changed(); /* tables the old rules read are not kept fresh */
     mr_info(0, "rules reloaded from %s: %zu rules", p->cfg->rules_dir, mr_ruleset_count(set));
     return 0;
 }

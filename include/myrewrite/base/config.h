@@ -23,10 +23,13 @@ typedef struct mr_config {
     uint64_t connect_timeout_ms;
     uint64_t handshake_timeout_ms;
     char *http_listen;          /* host:port of /metrics, /health, /ready; "" = off */
+    bool http_insecure;         /* a non-loopback http_listen without http_token is allowed */
+    char *http_token;           /* "" = /metrics needs no bearer token */
     char *listen;               /* host:port */
     char *log_level;
     uint64_t max_connections;
     uint64_t max_packet_size;
+    uint64_t own_connection_idle_ms; /* an own connection idle this long is closed */
     char *proxy_password;       /* the proxy's own account (flusher, janitor) */
     char *proxy_user;           /* "" = no own connection: features needing it are off */
     uint64_t relay_buffer;

@@ -10,6 +10,11 @@
  * order, then the owner's tick, then sleeps until woken or until the tick's
  * next wanted time. Blocking calls happen only on this thread.
  *
+ * A lazy owner (ops.lazy) has no connection until its first job or wake,
+ * and its connection is closed once own_connection_idle has passed without
+ * one (its tick runs only while connected); the next job opens it again.
+ * Others connect at start and stay connected while they run.
+ *
  * Start and stop on the main thread; mr_bgconn_submit and mr_bgconn_wake
  * from any thread (they take a mutex for a few instructions, never wait).
  */
@@ -36,6 +41,7 @@ typedef struct mr_bgconn_ops {
     /* Periodic work; returns how many ms until it wants to run again. */
     uint64_t (*tick)(struct st_mysql *db, void *arg);
     void *arg;
+    bool lazy;          /* connect at the first job or wake; close when idle */
 } mr_bgconn_ops;
 
 /* Starts the thread. NULL, with a log line saying what is off and why,

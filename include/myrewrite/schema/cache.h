@@ -18,6 +18,13 @@
  * read the table as it was before the change; DDL that names no table the
  * proxy can read drops the whole cache.
  *
+ * Nothing is read that no rule asked for: only a lookup (made by a rule in
+ * force that needs the table's key) loads a table, and DDL reloads only
+ * tables looked up since the last rule reload. The loader's connection is
+ * lazy (net/bgconn.h): with no such rule the proxy sends nothing of its own.
+ * A table without a usable key is logged once, again only after DDL on it
+ * or a rule reload.
+ *
  * Threads: start/stop on the main thread; lookups and DDL notes from any
  * thread (workers); loads on the cache's own bgconn thread.
  */
@@ -55,6 +62,10 @@ uint64_t mr_schema_cache_ddl_begin(const char *sql, size_t len, unsigned lex_fla
 /* The DDL's response ended (or its session closed): the tables may load again. */
 void mr_schema_cache_ddl_end(uint64_t handle);
 const mr_schema_cache_stats *mr_schema_cache_stats_get(void);
+/* A new rule set is in force: tables asked about so far are no longer
+ * reloaded after DDL until a rule asks again, and keyless tables are
+ * reported again. Any thread. */
+void mr_schema_cache_rules_changed(void);
 
 /* Reads one table's description from information_schema on `db`, blocking:
  * background threads only (the cache's loader, the DELAYED flusher). NULL
