@@ -15,6 +15,7 @@ the test mariadbd's unix socket ($MR_TMP/main/mariadbd.sock).
 """
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -68,10 +69,11 @@ def start(port, name, rules_text, extra=()):
 def stop(p):
     p.send_signal(signal.SIGTERM)
     try:
-        p.wait(20)
-    except Exception:
+        t.eq("the proxy exits 0 on SIGTERM", 0, p.wait(20))
+    except subprocess.TimeoutExpired:
         p.kill()
         p.wait()
+        t.not_ok("the proxy exits on SIGTERM within 20 s")
 
 
 def general_log_on():
