@@ -1526,6 +1526,8 @@ static uint64_t tick(MYSQL *db, void *arg)
         pthread_cond_broadcast(&D.done_cond);
         pthread_mutex_unlock(&D.lock);
     }
+    if (!D.cur.n && !D.derived.n && !D.cur.nd)
+        return MR_BG_NOTHING_DUE; /* no delayed rules left: the connection may go */
     return wait;
 }
 

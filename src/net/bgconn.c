@@ -54,6 +54,7 @@ struct mr_bgconn {
     uint64_t checked_ms;      /* when db was last pinged or connected (thread only) */
     uint64_t wanted_ms;       /* the last job or wake the thread saw (thread only) */
     bool ever_wanted;         /* one was seen at all (thread only) */
+    bool nothing_due;         /* the last tick had no periodic work (thread only) */
 };
 
 bool mr_bg_conn_broken(MYSQL *db)
@@ -233,11 +234,12 @@ static void take_wanted(mr_bgconn *b)
     }
 }
 
-/* How long a lazy owner's connection may still stay open without work;
- * 0: close it (or do not open it). Others: always open. */
+/* How long a lazy owner's connection (or one whose tick has nothing due)
+ * may still stay open without a job or wake; 0: close it, or do not open
+ * it. Others: always open. */
 static uint64_t idle_left(const mr_bgconn *b)
 {
-    if (!b->ops.lazy)
+    if (!b->ops.lazy && !b->nothing_due)
         return UINT64_MAX;
     uint64_t since = mr_mono_ms() - b->wanted_ms;
     return b->ever_wanted && since < b->idle_ms ? b->idle_ms - since : 0;
@@ -279,8 +281,12 @@ static void *thread_main(void *arg)
         }
         uint64_t delay = 60000;
         bool ok = run_jobs(b);
-        if (ok && b->ops.tick)
+        if (ok && b->ops.tick) {
             delay = b->ops.tick(b->db, b->ops.arg);
+            b->nothing_due = delay == MR_BG_NOTHING_DUE;
+            if (b->nothing_due)
+                delay = 60000;
+        }
         if (!ok || mr_bg_conn_broken(b->db)) {
             mr_warn(0, "%s: own connection lost (%u %s); reconnecting", b->ops.name,
                     mysql_errno(b->db), mysql_error(b->db));
@@ -382,6 +388,7 @@ mr_bgconn *mr_bgconn_start(const mr_config *cfg, const char *backend, const mr_b
         return NULL;
     }
     b->addr = a;
+    b->wanted = !ops->lazy; /* the others connect at once */
     if (pthread_create(&b->thread, NULL, thread_main, b) != 0) {
         mr_error(0, "%s: cannot start its background thread; %s is off", ops->name, ops->name);
         bg_free(b);

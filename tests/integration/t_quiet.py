@@ -9,7 +9,10 @@
     own_connection_idle = 2s: the same rounds on other (keyless) tables plus 30 deep pages
     of the rule's table; mr_quiet reads information_schema about that table only, its
     connection shows in SHOW PROCESSLIST while it loads and is gone after the idle time,
-    and "has no primary key" is logged once, for that table only.
+    and "has no primary key" is logged once, for that table only;
+  * a delayed rule (with key, so no schema cache): the flusher's own connection is open
+    while the rule is in force; after a SIGHUP reload to no rules it is closed within
+    own_connection_idle (2s).
 Environment: MR_QUIET_PORT (52010), MR_QUIET_RULE_PORT (52011), MR_BIN, MR_TMP; root over
 the test mariadbd's unix socket ($MR_TMP/main/mariadbd.sock).
 """
@@ -50,7 +53,7 @@ def q(sql, args=None):
 def setup_account():
     q("DROP USER IF EXISTS '%s'@'%%'" % OWN)
     q("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'" % (OWN, OWN_PW))
-    q("GRANT SELECT ON %s.* TO '%s'@'%%'" % (t.DB, OWN))
+    q("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE ON %s.* TO '%s'@'%%'" % (t.DB, OWN))
 
 
 def start(port, name, rules_text, extra=()):
@@ -177,11 +180,50 @@ def with_rule():
         q("DROP TABLE IF EXISTS %s.q_keyless" % t.DB)
 
 
+DELAYED_RULE = """
+[delayed quiet_counts]
+table = %s.q_counts
+key = id
+columns = n
+flush_interval = 1h
+""" % t.DB
+
+
+def wait_for_connections(want, seconds):
+    seen = own_connections()
+    end = time.time() + seconds
+    while bool(seen) != want and time.time() < end:
+        time.sleep(0.1)
+        seen = own_connections()
+    return seen
+
+
+def rules_removed():
+    q("DROP TABLE IF EXISTS %s.q_counts" % t.DB)
+    q("CREATE TABLE %s.q_counts (id INT PRIMARY KEY, n INT NOT NULL)" % t.DB)
+    p, _ = start(RULE_PORT, "delayed", DELAYED_RULE, ["--set", "own_connection_idle=2s"])
+    try:
+        t.check(wait_for_connections(True, 5),
+                "delayed rule: the flusher's own connection is open")
+        time.sleep(2.5)
+        t.check(own_connections(), "delayed rule: it stays open while the rule is in force")
+        os.remove(os.path.join(t.TMP, "quiet-delayed-rules", "test.rules"))
+        p.send_signal(signal.SIGHUP)
+        time.sleep(1)
+        t.eq("rules reloaded to none: the own connection is closed after own_connection_idle",
+             [], wait_for_connections(False, 4))
+    finally:
+        stop(p)
+        q("DROP TABLE IF EXISTS %s.q_counts" % t.DB)
+        q("DROP TABLE IF EXISTS %s.q_counts_delayed" % t.DB)
+
+
 def main():
     setup_account()
     try:
         no_rules()
         with_rule()
+        rules_removed()
     finally:
         q("DROP USER IF EXISTS '%s'@'%%'" % OWN)
     t.done()

@@ -13,7 +13,7 @@
  * A lazy owner (ops.lazy) has no connection until its first job or wake,
  * and its connection is closed once own_connection_idle has passed without
  * one (its tick runs only while connected); the next job opens it again.
- * Others connect at start and stay connected while they run.
+ * Others connect at start and stay connected while their tick has work due.
  *
  * Start and stop on the main thread; mr_bgconn_submit and mr_bgconn_wake
  * from any thread (they take a mutex for a few instructions, never wait).
@@ -33,12 +33,17 @@ typedef struct mr_bgconn mr_bgconn;
  * be run again after a reconnect (the connection broke under it). */
 typedef bool (*mr_bg_job_fn)(struct st_mysql *db, void *arg);
 
+#define MR_BG_NOTHING_DUE UINT64_MAX
+
 typedef struct mr_bgconn_ops {
     const char *name;   /* for log lines: "queue" */
     /* After every (re)connect, before anything else; false: the account
      * cannot do the work (logged by the callback); retried after backoff. */
     bool (*on_connect)(struct st_mysql *db, void *arg);
-    /* Periodic work; returns how many ms until it wants to run again. */
+    /* Periodic work; returns how many ms until it wants to run again, or
+     * MR_BG_NOTHING_DUE: no periodic work now (say, its rules are gone), so
+     * the connection is closed after own_connection_idle without a job or
+     * wake, as a lazy owner's is, until a wake brings work again. */
     uint64_t (*tick)(struct st_mysql *db, void *arg);
     void *arg;
     bool lazy;          /* connect at the first job or wake; close when idle */
