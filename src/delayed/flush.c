@@ -1609,7 +1609,7 @@ void mr_delayed_stop(uint64_t drain_ms)
     pthread_mutex_unlock(&D.lock);
     mr_bgconn_wake(D.bg);
     pthread_mutex_lock(&D.lock);
-    while (mr_bgconn_connected(D.bg) && !D.final_done &&
+    while (mr_bgconn_usable(D.bg) && !D.final_done &&
            pthread_cond_timedwait(&D.done_cond, &D.lock, &until) == 0)
         ;
     bool done = D.final_done;

@@ -49,6 +49,7 @@ struct mr_bgconn {
     bool woken, stop;         /* guarded by lock */
     bool wanted;              /* a job or wake since the thread last looked (lock) */
     _Atomic bool connected;
+    _Atomic bool resting;     /* no connection because none was needed (not a failure) */
     MYSQL *db;                /* thread only */
     bool failing;             /* the last connect failed (thread only): quieter logs */
     uint64_t checked_ms;      /* when db was last pinged or connected (thread only) */
@@ -252,6 +253,7 @@ static void close_idle(mr_bgconn *b)
     mr_info(0, "%s: own connection closed after %llu ms without work; it opens again at the "
             "next job", b->ops.name, (unsigned long long)b->idle_ms);
     drop_connection(b);
+    atomic_store(&b->resting, true);
 }
 
 static void *thread_main(void *arg)
@@ -266,13 +268,17 @@ static void *thread_main(void *arg)
                 break;
             continue;
         }
-        if (!b->db && !connect_db(b)) {
+        bool connecting = !b->db;
+        if (connecting && !connect_db(b)) {
+            atomic_store(&b->resting, false);
             if (!wait_for(b, backoff))
                 break;
             backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
             continue;
         }
         backoff = BACKOFF_FIRST_MS;
+        if (connecting)
+            atomic_store(&b->resting, false);
         if (gone_while_idle(b)) {
             mr_warn(0, "%s: own connection lost (%u %s, found by a ping); reconnecting",
                     b->ops.name, mysql_errno(b->db), mysql_error(b->db));
@@ -389,6 +395,7 @@ mr_bgconn *mr_bgconn_start(const mr_config *cfg, const char *backend, const mr_b
     }
     b->addr = a;
     b->wanted = !ops->lazy; /* the others connect at once */
+    atomic_store(&b->resting, ops->lazy);
     if (pthread_create(&b->thread, NULL, thread_main, b) != 0) {
         mr_error(0, "%s: cannot start its background thread; %s is off", ops->name, ops->name);
         bg_free(b);
@@ -426,6 +433,11 @@ void mr_bgconn_wake(mr_bgconn *b)
 bool mr_bgconn_connected(const mr_bgconn *b)
 {
     return atomic_load(&b->connected);
+}
+
+bool mr_bgconn_usable(const mr_bgconn *b)
+{
+    return atomic_load(&b->connected) || atomic_load(&b->resting);
 }
 
 void mr_bgconn_stop(mr_bgconn *b)

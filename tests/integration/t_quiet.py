@@ -12,7 +12,8 @@
     and "has no primary key" is logged once, for that table only;
   * a delayed rule (with key, so no schema cache): the flusher's own connection is open
     while the rule is in force; after a SIGHUP reload to no rules it is closed within
-    own_connection_idle (2s).
+    own_connection_idle (2s), and SIGTERM's final flush still runs (it is not given up as
+    "not done within the shutdown timeout").
 Environment: MR_QUIET_PORT (52010), MR_QUIET_RULE_PORT (52011), MR_BIN, MR_TMP; root over
 the test mariadbd's unix socket ($MR_TMP/main/mariadbd.sock).
 """
@@ -201,7 +202,8 @@ def wait_for_connections(want, seconds):
 def rules_removed():
     q("DROP TABLE IF EXISTS %s.q_counts" % t.DB)
     q("CREATE TABLE %s.q_counts (id INT PRIMARY KEY, n INT NOT NULL)" % t.DB)
-    p, _ = start(RULE_PORT, "delayed", DELAYED_RULE, ["--set", "own_connection_idle=2s"])
+    p, log_path = start(RULE_PORT, "delayed", DELAYED_RULE,
+                        ["--set", "own_connection_idle=2s"])
     try:
         t.check(wait_for_connections(True, 5),
                 "delayed rule: the flusher's own connection is open")
@@ -214,6 +216,10 @@ def rules_removed():
              [], wait_for_connections(False, 4))
     finally:
         stop(p)
+        with open(log_path) as f:
+            text = f.read()
+        t.check("final flush not done" not in text,
+                "shutdown after the idle close: the final flush is waited for, not given up")
         q("DROP TABLE IF EXISTS %s.q_counts" % t.DB)
         q("DROP TABLE IF EXISTS %s.q_counts_delayed" % t.DB)
 

@@ -58,6 +58,10 @@ bool mr_bgconn_submit(mr_bgconn *b, mr_bg_job_fn fn, void *arg);
 void mr_bgconn_wake(mr_bgconn *b);
 /* True while the thread holds a working connection. */
 bool mr_bgconn_connected(const mr_bgconn *b);
+/* Connected, or without a connection only because none was needed (lazy
+ * or idle-closed; the next wake opens one): worth waiting for. False while
+ * connecting fails. */
+bool mr_bgconn_usable(const mr_bgconn *b);
 /* Stops the thread (unrun jobs are dropped, their arg untouched), closes
  * the connection and frees everything. */
 void mr_bgconn_stop(mr_bgconn *b);
