@@ -1,7 +1,7 @@
 /*
  * net/bgconn.h - a background thread with the proxy's own connection to the
- * backend (libmysqlclient), for work that must not run on a worker: queue
- * releases and the reaper today, a flusher later.
+ * backend (libmysqlclient), for work that must not run on a worker: the
+ * schema cache's loads, the DELAYED flushers, queue releases and the reaper.
  *
  * The thread connects as `proxy_user` to the configured backend, sets up
  * the session (sql_mode with backslash escapes, READ COMMITTED, a short
