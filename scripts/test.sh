@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test run: dependencies, a warnings-as-errors build, the cmocka
 # unit tests through ctest, the integration suite against real mariadbd,
-# then the unit tests and part of the suite again under ASan/UBSan.
+# then the unit tests and part of the suite again under ASan/UBSan, and a
+# threaded subset under ThreadSanitizer.
 # Ends with "all: N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,11 +65,48 @@ if cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=ASAN -DMYREWRITE_WERROR=ON >/dev/nul
     ctest --test-dir "$asan" --output-on-failure 2>&1 | tee "$asan/ctest.log"
     count_ctest "$asan/ctest.log" "${PIPESTATUS[0]}"
     MR_BUILD=$asan MR_TMP=$root/.tmp/it-asan tests/integration/run.sh \
-        't_rawproto|t_rules|t_faults|t_options|t_pymysql|t_sigterm|t_delayed_memory|t_delayed_set|t_delayed_default|t_delayed_bucket|t_delayed_reject|t_keyset|t_admin|t_auth_pipeline|t_unreadable|t_ident_injection|mr_client_test' 2>&1 |
+        't_rawproto|t_rules|t_faults|t_options|t_pymysql|t_sigterm|t_delayed_memory|t_delayed_set|t_delayed_default|t_delayed_bucket|t_delayed_reject|t_keyset|t_admin|t_auth_pipeline|t_unreadable|t_ident_injection|t_quiet|t_http_token|mr_client_test' 2>&1 |
         tee "$asan/integration.log"
     count_integration "$asan/integration.log" "${PIPESTATUS[0]}"
 else
     echo "test: sanitizer build failed"
+    failed=$((failed + 1))
+fi
+
+# --- ThreadSanitizer: the unit tests that run threads or the stores' locks,
+# and short integration tests whose proxies run every background thread
+# (workers, the own connections opening and closing, flushers, HTTP). A
+# report stops the process (halt_on_error), so the test fails. TSan needs
+# the address layout it expects: when it cannot map its shadow memory it is
+# run again without ASLR (setarch -R), and skipped with the reason if that
+# does not help either.
+tsan=${MR_TSAN_BUILD:-$root/build-tsan}
+tsan_units='^(test_delayed_mem_keys|test_rules_match|test_bookmarks|test_rule_hits|test_schema_cache|test_delayed_mem)$'
+tsan_its='t_quiet|t_http_token|t_delayed_memory|t_delayed_default|t_delayed_schema'
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
+if cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=TSAN -DMYREWRITE_WERROR=ON >/dev/null &&
+    cmake --build "$tsan" -j2 >/dev/null; then
+    tsan_run=()
+    if ! "$tsan/tests/unit/test_rule_hits" >"$tsan/probe.log" 2>&1; then
+        if setarch "$(uname -m)" -R "$tsan/tests/unit/test_rule_hits" >"$tsan/probe.log" 2>&1; then
+            tsan_run=(setarch "$(uname -m)" -R)
+        else
+            tsan_run=(skip)
+        fi
+    fi
+    if [[ ${tsan_run[0]:-} == skip ]]; then
+        echo "test: ThreadSanitizer stage skipped: a TSan binary does not run here, even" \
+            "without ASLR (setarch -R): $(grep -m1 -E 'FATAL|ERROR' "$tsan/probe.log")"
+    else
+        "${tsan_run[@]}" ctest --test-dir "$tsan" --output-on-failure -R "$tsan_units" 2>&1 |
+            tee "$tsan/ctest.log"
+        count_ctest "$tsan/ctest.log" "${PIPESTATUS[0]}"
+        MR_BUILD=$tsan MR_TMP=$root/.tmp/it-tsan "${tsan_run[@]}" tests/integration/run.sh \
+            "$tsan_its" 2>&1 | tee "$tsan/integration.log"
+        count_integration "$tsan/integration.log" "${PIPESTATUS[0]}"
+    fi
+else
+    echo "test: ThreadSanitizer build failed"
     failed=$((failed + 1))
 fi
 

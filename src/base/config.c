@@ -22,16 +22,16 @@ typedef enum key_type {
     T_LOGLEVEL,
     T_TCP_OPT, /* "" (off) or a TCP host:port */
     T_UNREADABLE, /* auto, pass or block */
-    T_YESNO,      /* no or yes */
     T_TLSVER,     /* TLSv1.2 or TLSv1.3 */
     T_BACKEND_TLS, /* off, prefer, require, verify_ca, verify_identity */
+    T_BOOL,       /* yes or no, into a bool */
 } key_type;
 
 /* Key types whose field is a char * owned by the config. */
 static bool is_text(key_type t)
 {
     return t == T_STRING || t == T_ADDR || t == T_LOGLEVEL || t == T_TCP_OPT || t == T_UNREADABLE ||
-           t == T_YESNO || t == T_TLSVER || t == T_BACKEND_TLS;
+           t == T_TLSVER || t == T_BACKEND_TLS;
 }
 
 typedef struct key_def {
@@ -70,12 +70,21 @@ static const key_def keys[] = {
     {"http_listen", T_TCP_OPT, K(http_listen), "",
      "TCP address of the HTTP endpoint (/metrics, /health, /ready), e.g. 127.0.0.1:9104; "
      "empty: off"},
+    {"http_insecure", T_BOOL, K(http_insecure), "no",
+     "yes: serve http_listen on an address other than loopback without http_token (anyone "
+     "who reaches it reads /metrics)"},
+    {"http_token", T_STRING, K(http_token), "",
+     "when set, /metrics answers only requests with the header 'Authorization: Bearer "
+     "<token>' (401 otherwise); /health and /ready stay open; empty: no token"},
     {"listen", T_ADDR, K(listen), "127.0.0.1:6033", "TCP address clients connect to"},
     {"log_level", T_LOGLEVEL, K(log_level), "info", "debug, info, warn or error"},
     {"max_connections", T_COUNT, K(max_connections), "1000",
      "client connections beyond this get ERR 1040 and are closed"},
     {"max_packet_size", T_SIZE, K(max_packet_size), "1G",
      "largest client command payload (all 16 MiB pieces together); larger ones get ERR 1153"},
+    {"own_connection_idle", T_DURATION, K(own_connection_idle_ms), "60s",
+     "a connection of the proxy's own (proxy_user) that had no work for this long is closed; "
+     "it opens again at the next job"},
     {"proxy_password", T_STRING, K(proxy_password), "",
      "password of the proxy's own account (keep the file unreadable to others)"},
     {"proxy_user", T_STRING, K(proxy_user), "",
@@ -83,7 +92,7 @@ static const key_def keys[] = {
      "empty: none"},
     {"relay_buffer", T_SIZE, K(relay_buffer), "256K",
      "bytes queued toward a slow peer before the proxy stops reading the other side"},
-    {"require_tls", T_YESNO, K(require_tls), "no",
+    {"require_tls", T_BOOL, K(require_tls), "no",
      "yes: a client that does not start TLS gets ERR 3159 and is closed (needs tls_cert)"},
     {"rules_dir", T_STRING, K(rules_dir), "rules", "directory of *.rules files"},
     {"schema_cache_max_tables", T_COUNT, K(schema_cache_max_tables), "10000",
@@ -190,6 +199,17 @@ bool mr_addr_parse(const char *s, mr_addr *a)
     return true;
 }
 
+static bool parse_bool(const char *s, bool *out)
+{
+    if (!strcmp(s, "yes") || !strcmp(s, "true") || !strcmp(s, "on") || !strcmp(s, "1"))
+        *out = true;
+    else if (!strcmp(s, "no") || !strcmp(s, "false") || !strcmp(s, "off") || !strcmp(s, "0"))
+        *out = false;
+    else
+        return false;
+    return true;
+}
+
 static const char *expected_form(key_type t)
 {
     switch (t) {
@@ -200,9 +220,9 @@ static const char *expected_form(key_type t)
     case T_LOGLEVEL: return "one of debug, info, warn, error";
     case T_TCP_OPT: return "host:port or [ipv6]:port, or nothing to turn it off";
     case T_UNREADABLE: return "one of auto, pass, block";
-    case T_YESNO: return "yes or no";
     case T_TLSVER: return "TLSv1.2 or TLSv1.3";
     case T_BACKEND_TLS: return "one of off, prefer, require, verify_ca, verify_identity";
+    case T_BOOL: return "yes or no";
     default: return "text";
     }
 }
@@ -218,11 +238,11 @@ static bool valid_value(const key_def *k, const char *value, void *field)
     case T_TCP_OPT: return !value[0] || (mr_addr_parse(value, &addr) && !addr.is_unix);
     case T_UNREADABLE:
         return !strcmp(value, "auto") || !strcmp(value, "pass") || !strcmp(value, "block");
-    case T_YESNO: return !strcmp(value, "yes") || !strcmp(value, "no");
     case T_TLSVER: return !strcmp(value, "TLSv1.2") || !strcmp(value, "TLSv1.3");
     case T_BACKEND_TLS:
         return !strcmp(value, "off") || !strcmp(value, "prefer") || !strcmp(value, "require") ||
                !strcmp(value, "verify_ca") || !strcmp(value, "verify_identity");
+    case T_BOOL: return parse_bool(value, field);
     case T_LOGLEVEL:
         return !strcmp(value, "debug") || !strcmp(value, "info") || !strcmp(value, "warn") ||
                !strcmp(value, "error");
@@ -370,9 +390,13 @@ void mr_config_dump(const mr_config *c, FILE *out)
             fprintf(out, "%s = %llums\n", keys[i].name,
                     (unsigned long long)*(const uint64_t *)field);
             break;
+        case T_BOOL:
+            fprintf(out, "%s = %s\n", keys[i].name, *(const bool *)field ? "yes" : "no");
+            break;
         default: {
             const char *v = *(char *const *)field;
-            bool secret = strstr(keys[i].name, "password") && v[0];
+            bool secret = (strstr(keys[i].name, "password") || strstr(keys[i].name, "token")) &&
+                          v[0];
             fprintf(out, "%s = %s\n", keys[i].name, secret ? "(set, not shown)" : v);
         }
         }

@@ -170,7 +170,7 @@ static bool secrets_exposed(const char *path, const mr_config *c, char *msg, siz
 static void validate_tls(mr_config *c, mr_proxy *p, mr_diag *d)
 {
     char err[400];
-    p->require_tls = strcmp(c->require_tls, "yes") == 0;
+    p->require_tls = c->require_tls;
     if (!c->tls_cert[0] || !c->tls_key[0]) {
         if (c->tls_cert[0] || c->tls_key[0])
             mr_diag_error(d, c->tls_cert[0] ? "tls_key" : "tls_cert", 0,

@@ -1170,6 +1170,8 @@ static uint64_t tick(MYSQL *db, void *arg)
         pthread_cond_broadcast(&D.done_cond);
         pthread_mutex_unlock(&D.lock);
     }
+    if (!D.cur.n && !D.derived.n && !D.cur.nd)
+        return MR_BG_NOTHING_DUE; /* no delayed rules left: the connection may go */
     return wait;
 }
 
@@ -1251,7 +1253,7 @@ void mr_delayed_stop(uint64_t drain_ms)
     pthread_mutex_unlock(&D.lock);
     mr_bgconn_wake(D.bg);
     pthread_mutex_lock(&D.lock);
-    while (mr_bgconn_connected(D.bg) && !D.final_done &&
+    while (mr_bgconn_usable(D.bg) && !D.final_done &&
            pthread_cond_timedwait(&D.done_cond, &D.lock, &until) == 0)
         ;
     bool done = D.final_done;

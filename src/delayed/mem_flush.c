@@ -479,7 +479,7 @@ void dm_flusher_stop(uint64_t drain_ms)
         return;
     mr_bgconn_wake(bg);
     pthread_mutex_lock(&F.lock);
-    while (mr_bgconn_connected(bg) && !F.final_done &&
+    while (mr_bgconn_usable(bg) && !F.final_done &&
            pthread_cond_timedwait(&F.cond, &F.lock, &until) == 0)
         ;
     pthread_mutex_unlock(&F.lock);

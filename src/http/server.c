@@ -16,6 +16,7 @@
 #include "myrewrite/net/backend_addr.h"
 #include "myrewrite/base/clock.h"
 #include "myrewrite/http/http.h"
+#include "http_impl.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -238,6 +239,23 @@ static void serve_ready(struct evhttp_request *req)
 
 /* ---- routing and the thread ---------------------------------------------------- */
 
+/* /metrics with http_token set: the request must carry it. /health and
+ * /ready stay open: orchestrators probe them without credentials, and they
+ * tell only whether the proxy is up and its backend reachable. */
+static bool token_ok(struct evhttp_request *req)
+{
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    return mr_http_token_ok(H.p->cfg->http_token, auth);
+}
+
+static void refuse(struct evhttp_request *req)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+                      "Bearer realm=\"myrewrite\"");
+    reply_text(req, 401, "Unauthorized", "/metrics needs the header 'Authorization: Bearer "
+               "<token>' (http_token)\n");
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     (void)arg;
@@ -248,7 +266,9 @@ static void on_request(struct evhttp_request *req, void *arg)
         return;
     }
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-    if (path && strcmp(path, "/metrics") == 0)
+    if (path && strcmp(path, "/metrics") == 0 && !token_ok(req))
+        refuse(req);
+    else if (path && strcmp(path, "/metrics") == 0)
         serve_metrics(req);
     else if (path && strcmp(path, "/health") == 0)
         reply_text(req, 200, "OK", "ok\n");
@@ -326,6 +346,8 @@ bool mr_http_start(mr_proxy *p)
         mr_error(0, "http_listen = '%s': expected a TCP host:port", spec);
         return false;
     }
+    if (!mr_http_exposure_ok(p->cfg, &a))
+        return false;
     H.p = p;
     if (!setup(&a)) {
         int err = errno;

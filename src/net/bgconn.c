@@ -1,7 +1,8 @@
 /*
  * net/bgconn.c - a background thread holding the proxy's own libmysqlclient
  * connection: connect with backoff, session setup, a FIFO of jobs and the
- * owner's periodic tick (see net/bgconn.h).
+ * owner's periodic tick (see net/bgconn.h). A lazy owner's connection opens
+ * at its first job or wake and closes after own_connection_idle without one.
  *
  * The thread it starts is the only one that touches the MYSQL handle and
  * runs jobs; other threads only queue jobs and wake it under `lock`. Owns
@@ -43,15 +44,21 @@ struct mr_bgconn {
     mr_addr addr;
     char backend[300];
     unsigned connect_timeout_s;
+    uint64_t idle_ms;         /* own_connection_idle: a lazy owner's idle close */
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;      /* CLOCK_MONOTONIC */
     job *head, *tail;         /* guarded by lock */
     bool woken, stop;         /* guarded by lock */
+    bool wanted;              /* a job or wake since the thread last looked (lock) */
     _Atomic bool connected;
+    _Atomic bool resting;     /* no connection because none was needed (not a failure) */
     MYSQL *db;                /* thread only */
     bool failing;             /* the last connect failed (thread only): quieter logs */
     uint64_t checked_ms;      /* when db was last pinged or connected (thread only) */
+    uint64_t wanted_ms;       /* the last job or wake the thread saw (thread only) */
+    bool ever_wanted;         /* one was seen at all (thread only) */
+    bool nothing_due;         /* the last tick had no periodic work (thread only) */
 };
 
 bool mr_bg_conn_broken(MYSQL *db)
@@ -234,19 +241,63 @@ static bool gone_while_idle(mr_bgconn *b)
     return mysql_ping(b->db) != 0 && mr_bg_conn_broken(b->db);
 }
 
+/* Notes a job or wake asked for since the last look (wanted_ms). */
+static void take_wanted(mr_bgconn *b)
+{
+    pthread_mutex_lock(&b->lock);
+    bool w = b->wanted || b->head;
+    b->wanted = false;
+    pthread_mutex_unlock(&b->lock);
+    if (w) {
+        b->wanted_ms = mr_mono_ms();
+        b->ever_wanted = true;
+    }
+}
+
+/* How long a lazy owner's connection (or one whose tick has nothing due)
+ * may still stay open without a job or wake; 0: close it, or do not open
+ * it. Others: always open. */
+static uint64_t idle_left(const mr_bgconn *b)
+{
+    if (!b->ops.lazy && !b->nothing_due)
+        return UINT64_MAX;
+    uint64_t since = mr_mono_ms() - b->wanted_ms;
+    return b->ever_wanted && since < b->idle_ms ? b->idle_ms - since : 0;
+}
+
+/* A lazy owner with no work for own_connection_idle: its connection goes,
+ * so the server sees no idle session of the proxy's own. */
+static void close_idle(mr_bgconn *b)
+{
+    mr_info(0, "%s: own connection closed after %llu ms without work; it opens again at the "
+            "next job", b->ops.name, (unsigned long long)b->idle_ms);
+    drop_connection(b);
+    atomic_store(&b->resting, true);
+}
+
 static void *thread_main(void *arg)
 {
     mr_bgconn *b = arg;
     uint64_t backoff = BACKOFF_FIRST_MS;
     mysql_thread_init();
     for (;;) {
-        if (!b->db && !connect_db(b)) {
+        take_wanted(b);
+        if (!b->db && !idle_left(b)) {
+            if (!wait_for(b, 60000))
+                break;
+            continue;
+        }
+        bool connecting = !b->db;
+        if (connecting && !connect_db(b)) {
+            atomic_store(&b->resting, false);
             if (!wait_for(b, backoff))
                 break;
             backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
             continue;
         }
         backoff = BACKOFF_FIRST_MS;
+        if (connecting)
+            atomic_store(&b->resting, false);
         if (gone_while_idle(b)) {
             mr_warn(0, "%s: own connection lost (%u %s, found by a ping); reconnecting",
                     b->ops.name, mysql_errno(b->db), mysql_error(b->db));
@@ -255,14 +306,23 @@ static void *thread_main(void *arg)
         }
         uint64_t delay = 60000;
         bool ok = run_jobs(b);
-        if (ok && b->ops.tick)
+        if (ok && b->ops.tick) {
             delay = b->ops.tick(b->db, b->ops.arg);
+            b->nothing_due = delay == MR_BG_NOTHING_DUE;
+            if (b->nothing_due)
+                delay = 60000;
+        }
         if (!ok || mr_bg_conn_broken(b->db)) {
             mr_warn(0, "%s: own connection lost (%u %s); reconnecting", b->ops.name,
                     mysql_errno(b->db), mysql_error(b->db));
             drop_connection(b);
             delay = 0;
         }
+        uint64_t left = b->db ? idle_left(b) : UINT64_MAX;
+        if (!left)
+            close_idle(b);
+        else if (left < delay)
+            delay = left;
         if (!wait_for(b, delay))
             break;
     }
@@ -329,6 +389,7 @@ static mr_bgconn *bg_new(const mr_config *cfg, const char *backend, const mr_bgc
     snprintf(b->backend, sizeof b->backend, "%s", backend);
     uint64_t s = (cfg->connect_timeout_ms + 999) / 1000;
     b->connect_timeout_s = s ? (unsigned)s : 1;
+    b->idle_ms = cfg->own_connection_idle_ms ? cfg->own_connection_idle_ms : 1;
     if (!b->user || !b->password || !b->tls_ca) {
         bg_free(b);
         return NULL;
@@ -355,6 +416,8 @@ mr_bgconn *mr_bgconn_start(const mr_config *cfg, const char *backend, const mr_b
         return NULL;
     }
     b->addr = a;
+    b->wanted = !ops->lazy; /* the others connect at once */
+    atomic_store(&b->resting, ops->lazy);
     if (pthread_create(&b->thread, NULL, thread_main, b) != 0) {
         mr_error(0, "%s: cannot start its background thread; %s is off", ops->name, ops->name);
         bg_free(b);
@@ -375,7 +438,7 @@ bool mr_bgconn_submit(mr_bgconn *b, mr_bg_job_fn fn, void *arg)
     else
         b->head = j;
     b->tail = j;
-    b->woken = true;
+    b->woken = b->wanted = true;
     pthread_cond_signal(&b->cond);
     pthread_mutex_unlock(&b->lock);
     return true;
@@ -384,7 +447,7 @@ bool mr_bgconn_submit(mr_bgconn *b, mr_bg_job_fn fn, void *arg)
 void mr_bgconn_wake(mr_bgconn *b)
 {
     pthread_mutex_lock(&b->lock);
-    b->woken = true;
+    b->woken = b->wanted = true;
     pthread_cond_signal(&b->cond);
     pthread_mutex_unlock(&b->lock);
 }
@@ -392,6 +455,11 @@ void mr_bgconn_wake(mr_bgconn *b)
 bool mr_bgconn_connected(const mr_bgconn *b)
 {
     return atomic_load(&b->connected);
+}
+
+bool mr_bgconn_usable(const mr_bgconn *b)
+{
+    return atomic_load(&b->connected) || atomic_load(&b->resting);
 }
 
 void mr_bgconn_stop(mr_bgconn *b)

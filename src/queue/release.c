@@ -661,6 +661,8 @@ static uint64_t tick(MYSQL *db, void *arg)
     if (Q.idle)
         pthread_cond_broadcast(&Q.idle_cond);
     pthread_mutex_unlock(&Q.lock);
+    if (!Q.cur.n && Q.idle)
+        return MR_BG_NOTHING_DUE; /* no queue rules left: the connection may go */
     return Q.nwait && delay > POLL_MS ? POLL_MS : delay;
 }
 

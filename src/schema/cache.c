@@ -8,6 +8,11 @@
  * lock released and installs the result afterwards. An entry's `gen` is
  * bumped by every invalidation, and a load installs only into the entry
  * generation it was queued for, so a load that raced with DDL is dropped.
+ *
+ * Only tables a rule in force asked about are read: a lookup (from a rule
+ * that needs the key) marks its entry `wanted`; DDL holds create entries
+ * that are not, and those are never loaded, and go when the DDL ends. A new
+ * rule set (mr_schema_cache_rules_changed) unmarks them all.
  * Owns the entries, their descriptions, the queue and the holds.
  */
 #include "myrewrite/base/clock.h"
@@ -40,6 +45,8 @@ typedef struct entry {
     struct entry *lprev, *lnext;  /* LRU list, most recent first */
     bool loaded;                  /* key and desc are valid */
     bool queued;                  /* a load request is in the queue */
+    bool wanted;                  /* a lookup asked for it under the rules in force */
+    bool reported;                /* its keyless state was logged (once until DDL) */
     uint32_t gen;                 /* bumped by each invalidation */
     uint32_t holds;               /* DDL statements in flight on the table */
     uint64_t loaded_ms;
@@ -256,7 +263,7 @@ static bool answer(entry *e, mr_row_key *out, uint64_t now)
     if (!e->loaded) {
         unknown(out, W_LOADING, e->schema, e->table, e->last_error);
         mr_stat_add(&C.stats.misses, 1);
-        return enqueue(e);
+        return enqueue(e) || e->queued; /* a wake also retries after a failed connect */
     }
     *out = e->key;
     mr_stat_add(&C.stats.hits, 1);
@@ -290,10 +297,12 @@ mr_key_status mr_schema_cache_row_key(const char *schema, const char *table, mr_
     pthread_mutex_lock(&C.lock);
     entry *e = lookup(schema, table);
     bool wake = false;
-    if (e)
+    if (e) {
+        e->wanted = true; /* a rule in force asked: reloaded after DDL from now on */
         wake = answer(e, out, now);
-    else
+    } else {
         unknown(out, W_FULL, schema, table, "");
+    }
     pthread_mutex_unlock(&C.lock);
     if (wake)
         mr_bgconn_wake(C.bg);
@@ -310,6 +319,8 @@ mr_range_status mr_schema_cache_column_range(const char *schema, const char *tab
     mr_range_status st = MR_RANGE_UNKNOWN;
     pthread_mutex_lock(&C.lock);
     entry *e = lookup(schema, table);
+    if (e)
+        e->wanted = true; /* a delayed rule in force asked */
     bool wake = e && answer(e, &rk, now);
     if (e && e->loaded && !e->holds && e->desc)
         st = mr_td_column_range(e->desc, column, out);
@@ -359,6 +370,8 @@ static void want(const char *schema, const char *table)
     entry *e = find(schema, table, h);
     if (!e)
         e = create(schema, table, h);
+    if (e)
+        e->wanted = true; /* a rule in force names it */
     bool wake = e && !e->loaded && enqueue(e);
     pthread_mutex_unlock(&C.lock);
     if (wake)
@@ -473,6 +486,7 @@ uint64_t mr_schema_cache_ddl_begin(const char *sql, size_t len, unsigned lex_fla
             break;
         }
         invalidate(e);
+        e->reported = false; /* a changed table may lose (or gain) its key: say so again */
         e->holds++;
     }
     uint64_t id = 0;
@@ -507,7 +521,10 @@ void mr_schema_cache_ddl_end(uint64_t id)
             continue;
         e->holds--;
         invalidate(e); /* a load may have started before the hold */
-        wake |= e->holds == 0 && enqueue(e);
+        if (!e->wanted && !e->holds)
+            entry_remove(e); /* held only for the DDL: no rule reads it */
+        else
+            wake |= e->holds == 0 && e->wanted && enqueue(e);
     }
     pthread_mutex_unlock(&C.lock);
     free(h);
@@ -601,8 +618,9 @@ static void install(const req *r, mr_table_desc *td, bool broken)
                  : "reading information_schema failed, see the proxy's log");
     if (e && e->gen == r->gen && td) {
         mr_td_row_key(td, &e->key);
-        if (e->key.status != MR_KEY_FOUND && !e->loaded)
+        if (e->key.status != MR_KEY_FOUND && !e->reported)
             mr_info(0, "schema cache: %s; rules that need its key leave it alone", e->key.why);
+        e->reported = e->reported || e->key.status != MR_KEY_FOUND;
         mr_td_free(e->desc);
         e->desc = td;
         e->loaded = true;
@@ -662,12 +680,20 @@ void mr_schema_cache_start(const mr_config *cfg, const char *backend)
         mr_error(0, "schema cache: out of memory; it stays off");
         return;
     }
-    static const mr_bgconn_ops ops = {
-        .name = "schema cache", .on_connect = on_connect, .tick = tick, .arg = NULL};
+    static const mr_bgconn_ops ops = {.name = "schema cache", .on_connect = on_connect,
+                                      .tick = tick, .arg = NULL, .lazy = true};
     if (!cfg->proxy_user || !cfg->proxy_user[0])
         return; /* bgconn would only log that it is off; rules say so per statement */
     C.bg = mr_bgconn_start(cfg, backend, &ops);
     C.on = C.bg != NULL;
+}
+
+void mr_schema_cache_rules_changed(void)
+{
+    pthread_mutex_lock(&C.lock);
+    for (entry *e = C.lru_head; e; e = e->lnext)
+        e->wanted = e->reported = false;
+    pthread_mutex_unlock(&C.lock);
 }
 
 void mr_schema_cache_stop(void)

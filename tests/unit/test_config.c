@@ -266,12 +266,12 @@ static void log_level_values(void **state)
 static void tls_choice_values(void **state)
 {
     fixture *f = *state;
-    assert_string_equal(f->c.require_tls, "no");
+    assert_false(f->c.require_tls);
     assert_string_equal(f->c.tls_min_version, "TLSv1.2");
     assert_string_equal(f->c.backend_tls, "off");
     assert_true(set(f, "require_tls", "yes"));
-    assert_false(set(f, "require_tls", "true"));
-    assert_string_equal(f->c.require_tls, "yes");
+    assert_false(set(f, "require_tls", "maybe"));
+    assert_true(f->c.require_tls);
     assert_true(set(f, "tls_min_version", "TLSv1.3"));
     assert_false(set(f, "tls_min_version", "TLSv1.1"));
     assert_false(set(f, "tls_min_version", "tlsv1.2"));
@@ -285,6 +285,51 @@ static void tls_choice_values(void **state)
     assert_false(set(f, "backend_tls", "on"));
     assert_false(set(f, "backend_tls", "VERIFY_CA"));
     assert_string_equal(f->c.backend_tls, "verify_identity");
+}
+
+static void bool_values(void **state)
+{
+    fixture *f = *state;
+    assert_false(f->c.http_insecure);
+    static const char *const yes[] = {"yes", "true", "on", "1"}, *const no[] = {"no", "false",
+                                                                                 "off", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        assert_true(set(f, "http_insecure", yes[i]));
+        assert_true(f->c.http_insecure);
+        assert_true(set(f, "http_insecure", no[i]));
+        assert_false(f->c.http_insecure);
+    }
+    static const char *const bad[] = {"", "YES", "maybe", "yes ", "2"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_false(set(f, "http_insecure", bad[i]));
+}
+
+static void own_connection_idle_is_a_duration(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(f->c.own_connection_idle_ms, 60000);
+    assert_true(set(f, "own_connection_idle", "2s"));
+    assert_int_equal(f->c.own_connection_idle_ms, 2000);
+    assert_true(set(f, "own_connection_idle", "1.5m"));
+    assert_int_equal(f->c.own_connection_idle_ms, 90000);
+    assert_false(set(f, "own_connection_idle", "soon"));
+}
+
+static void token_is_not_dumped(void **state)
+{
+    fixture *f = *state;
+    assert_true(set(f, "http_token", "very-secret"));
+    assert_true(set(f, "http_insecure", "yes"));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    mr_config_dump(&f->c, out);
+    fclose(out);
+    assert_null(strstr(text, "very-secret"));
+    assert_non_null(strstr(text, "http_token = (set, not shown)\n"));
+    assert_non_null(strstr(text, "http_insecure = yes\n"));
+    free(text);
 }
 
 static void string_values_are_copied(void **state)
@@ -641,6 +686,9 @@ int main(void)
         T(log_level_values),
         T(tls_choice_values),
         T(string_values_are_copied),
+        T(bool_values),
+        T(own_connection_idle_is_a_duration),
+        T(token_is_not_dumped),
         cmocka_unit_test(addr_host_port),
         cmocka_unit_test(addr_ipv6_in_brackets),
         cmocka_unit_test(addr_unix_path),

@@ -27,14 +27,17 @@ typedef struct mr_config {
                                          table's key (session/park.c); 0 = refused at once */
     uint64_t handshake_timeout_ms;
     char *http_listen;          /* host:port of /metrics, /health, /ready; "" = off */
+    bool http_insecure;         /* a non-loopback http_listen without http_token is allowed */
+    char *http_token;           /* "" = /metrics needs no bearer token */
     char *listen;               /* host:port */
     char *log_level;
     uint64_t max_connections;
     uint64_t max_packet_size;
+    uint64_t own_connection_idle_ms; /* an own connection idle this long is closed */
     char *proxy_password;       /* the proxy's own account (flusher, janitor) */
     char *proxy_user;           /* "" = no own connection: features needing it are off */
     uint64_t relay_buffer;
-    char *require_tls;          /* "yes": plaintext clients are refused (needs tls_cert) */
+    bool require_tls;           /* plaintext clients are refused (needs tls_cert) */
     char *rules_dir;
     uint64_t schema_cache_max_tables; /* entries of the schema cache */
     uint64_t schema_cache_ttl_ms;     /* age at which a table's keys are read again */

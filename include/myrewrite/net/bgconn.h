@@ -1,7 +1,7 @@
 /*
  * net/bgconn.h - a background thread with the proxy's own connection to the
- * backend (libmysqlclient), for work that must not run on a worker: queue
- * releases and the reaper today, a flusher later.
+ * backend (libmysqlclient), for work that must not run on a worker: the
+ * schema cache's loads, the DELAYED flushers, queue releases and the reaper.
  *
  * The thread connects as `proxy_user` to the configured backend, sets up
  * the session (sql_mode with backslash escapes, READ COMMITTED, a short
@@ -9,6 +9,11 @@
  * when the connection breaks. While it is connected it runs queued jobs in
  * order, then the owner's tick, then sleeps until woken or until the tick's
  * next wanted time. Blocking calls happen only on this thread.
+ *
+ * A lazy owner (ops.lazy) has no connection until its first job or wake,
+ * and its connection is closed once own_connection_idle has passed without
+ * one (its tick runs only while connected); the next job opens it again.
+ * Others connect at start and stay connected while their tick has work due.
  *
  * Start and stop on the main thread; mr_bgconn_submit and mr_bgconn_wake
  * from any thread (they take a mutex for a few instructions, never wait).
@@ -28,14 +33,20 @@ typedef struct mr_bgconn mr_bgconn;
  * be run again after a reconnect (the connection broke under it). */
 typedef bool (*mr_bg_job_fn)(struct st_mysql *db, void *arg);
 
+#define MR_BG_NOTHING_DUE UINT64_MAX
+
 typedef struct mr_bgconn_ops {
     const char *name;   /* for log lines: "queue" */
     /* After every (re)connect, before anything else; false: the account
      * cannot do the work (logged by the callback); retried after backoff. */
     bool (*on_connect)(struct st_mysql *db, void *arg);
-    /* Periodic work; returns how many ms until it wants to run again. */
+    /* Periodic work; returns how many ms until it wants to run again, or
+     * MR_BG_NOTHING_DUE: no periodic work now (say, its rules are gone), so
+     * the connection is closed after own_connection_idle without a job or
+     * wake, as a lazy owner's is, until a wake brings work again. */
     uint64_t (*tick)(struct st_mysql *db, void *arg);
     void *arg;
+    bool lazy;          /* connect at the first job or wake; close when idle */
 } mr_bgconn_ops;
 
 /* Starts the thread. NULL, with a log line saying what is off and why,
@@ -47,6 +58,10 @@ bool mr_bgconn_submit(mr_bgconn *b, mr_bg_job_fn fn, void *arg);
 void mr_bgconn_wake(mr_bgconn *b);
 /* True while the thread holds a working connection. */
 bool mr_bgconn_connected(const mr_bgconn *b);
+/* Connected, or without a connection only because none was needed (lazy
+ * or idle-closed; the next wake opens one): worth waiting for. False while
+ * connecting fails. */
+bool mr_bgconn_usable(const mr_bgconn *b);
 /* Stops the thread (unrun jobs are dropped, their arg untouched), closes
  * the connection and frees everything. */
 void mr_bgconn_stop(mr_bgconn *b);

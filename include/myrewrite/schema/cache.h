@@ -21,6 +21,13 @@
  * read the table as it was before the change; DDL that names no table the
  * proxy can read drops the whole cache.
  *
+ * Nothing is read that no rule asked for: only a lookup (made by a rule in
+ * force that needs the table's key) loads a table, and DDL reloads only
+ * tables looked up since the last rule reload. The loader's connection is
+ * lazy (net/bgconn.h): with no such rule the proxy sends nothing of its own.
+ * A table without a usable key is logged once, again only after DDL on it
+ * or a rule reload.
+ *
  * Threads: start/stop on the main thread; lookups and DDL notes from any
  * thread (workers); loads on the cache's own bgconn thread.
  */
@@ -71,6 +78,10 @@ void mr_schema_cache_on_load(void (*fn)(void *arg), void *arg);
  * and after each reload. */
 struct mr_ruleset;
 void mr_schema_cache_preload(const struct mr_ruleset *rs);
+/* A new rule set is in force: tables asked about so far are no longer
+ * reloaded after DDL until a rule asks again, and keyless tables are
+ * reported again. Any thread. */
+void mr_schema_cache_rules_changed(void);
 
 /* Reads one table's description from information_schema on `db`, blocking:
  * background threads only (the cache's loader, the DELAYED flusher). NULL
