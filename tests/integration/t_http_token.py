@@ -9,10 +9,9 @@
   * http_listen on 0.0.0.0 or [::] without http_token: the proxy refuses to start, exit
     status 1, and its log says what to set (http_token, a loopback address, or
     http_insecure = yes). Nothing is bound off loopback: the check comes first.
-Environment: MR_HTTP_TOKEN_PORT (52040), MR_HTTP_TOKEN_HTTP_PORT (52041), MR_BIN, MR_TMP.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN, MR_TMP; the proxies take free ports.
 """
 import os
-import signal
 import subprocess
 import sys
 import urllib.error
@@ -21,8 +20,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 
-PORT = int(os.environ.get("MR_HTTP_TOKEN_PORT", "52040"))
-HTTP_PORT = int(os.environ.get("MR_HTTP_TOKEN_HTTP_PORT", "52041"))
+PORT, HTTP_PORT = t.free_port(), t.free_port()
 TOKEN = "s3cr3t-Token_42"
 
 
@@ -39,19 +37,12 @@ def get(path, auth=None):
 
 
 def start(name, extra):
-    log_path = os.path.join(t.TMP, "http-token-%s.log" % name)
-    return t.start_proxy(PORT, log_path, extra=["--set", "http_listen=127.0.0.1:%d" % HTTP_PORT]
-                         + extra)
+    return t.Proxy("http-token-%s" % name, port=PORT,
+                   flags=["--set", "http_listen=127.0.0.1:%d" % HTTP_PORT] + extra).start()
 
 
 def stop(p):
-    p.send_signal(signal.SIGTERM)
-    try:
-        t.eq("the proxy exits 0 on SIGTERM", 0, p.wait(20))
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        t.not_ok("the proxy exits on SIGTERM")
+    p.stop(timeout=20, expect=0, desc="the proxy exits 0 on SIGTERM")
 
 
 def with_token():

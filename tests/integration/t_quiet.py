@@ -14,12 +14,11 @@
     while the rule is in force; after a SIGHUP reload to no rules it is closed within
     own_connection_idle (2s), and SIGTERM's final flush still runs (it is not given up as
     "not done within the shutdown timeout").
-Environment: MR_QUIET_PORT (52010), MR_QUIET_RULE_PORT (52011), MR_BIN, MR_TMP; root over
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN, MR_TMP (the proxies take free ports); root over
 the test mariadbd's unix socket ($MR_TMP/main/mariadbd.sock).
 """
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -27,8 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-PORT = int(os.environ.get("MR_QUIET_PORT", "52010"))
-RULE_PORT = int(os.environ.get("MR_QUIET_RULE_PORT", "52011"))
+PORT, RULE_PORT = t.free_port(), t.free_port()
 SOCK = os.path.join(t.TMP, "main", "mariadbd.sock")
 OWN = "mr_quiet"
 OWN_PW = "quietpw"
@@ -64,20 +62,13 @@ def start(port, name, rules_text, extra=()):
         os.remove(os.path.join(rules_dir, f))
     if rules_text:
         t.write_rules(rules_dir, rules_text)
-    log_path = os.path.join(t.TMP, "quiet-%s.log" % name)
-    args = ["--set", "proxy_user=%s" % OWN, "--set", "proxy_password=%s" % OWN_PW]
-    p = t.start_proxy(port, log_path, rules_dir=rules_dir, extra=args + list(extra))
-    return p, log_path
+    p = t.Proxy("quiet-%s" % name, port=port, rules_dir=rules_dir, flags=list(extra),
+                options=[("proxy_user", OWN), ("proxy_password", OWN_PW)]).start()
+    return p, p.log_path
 
 
 def stop(p):
-    p.send_signal(signal.SIGTERM)
-    try:
-        t.eq("the proxy exits 0 on SIGTERM", 0, p.wait(20))
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        t.not_ok("the proxy exits on SIGTERM within 20 s")
+    p.stop(timeout=20, expect=0, desc="the proxy exits 0 on SIGTERM")
 
 
 def general_log_on():
