@@ -106,11 +106,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sql_stmt_parse(sql, tok, ntok, &st);
     if (!mr_delayed_is_delayed(&st))
         return 0;
-    if (!(st.flags & SQL_SF_MULTI_STMT))
-        stripped(sql, len, tok, &st, flags);
     char err[512], schema[65], table[65];
     if (!mr_delayed_parse(sql, tok, &st, &d, err, sizeof err))
         return 0;
+    if (!(st.flags & SQL_SF_MULTI_STMT))
+        stripped(sql, len, tok, &st, flags); /* as the session sends it: parsed first */
     if (mr_delayed_names(sql, tok, &d, "shop", schema, table))
         FUZZ_CHECK(strlen(schema) <= 64 && strlen(table) <= 64);
     mr_delayed_no_rule(sql, tok, &d, NULL, err, sizeof err);
