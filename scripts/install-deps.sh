@@ -8,6 +8,9 @@ packages=(
     # toolchain and libraries the build links against
     gcc libc6-dev make cmake pkg-config
     libevent-dev libmariadb-dev libmariadb-dev-compat libpcre2-dev libcmocka-dev libssl-dev
+    # the fuzz targets (scripts/fuzz.sh): clang and its libFuzzer/sanitizer
+    # runtimes, which clang only recommends
+    clang libclang-rt-dev
     # servers and clients the integration tests drive
     mariadb-server mariadb-client python3 python3-pymysql sysbench
     # test plumbing: TLS certificates, pgrep/ps, fuser, ss, timeout

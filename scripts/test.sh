@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test run: dependencies, a warnings-as-errors build, the cmocka
 # unit tests through ctest, the integration suite against real mariadbd,
-# then the unit tests and part of the suite again under ASan/UBSan, and a
-# threaded subset under ThreadSanitizer.
+# then the unit tests and part of the suite again under ASan/UBSan, a
+# threaded subset under ThreadSanitizer, then every fuzz target for a short
+# while (scripts/fuzz.sh).
 # Ends with "all: N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +31,20 @@ count_ctest() {
         ((BASH_REMATCH[1] == 0 && $2 != 0)) && failed=$((failed + 1))
     else
         echo "test: could not read the ctest summary (exit status $2)"
+        failed=$((failed + 1))
+    fi
+}
+
+# count_fuzz LOG STATUS: adds fuzz.sh's "fuzz: N passed, M failed" (one per target).
+count_fuzz() {
+    local summary
+    summary=$(grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed$' "$1" | tail -n 1)
+    if [[ $summary =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+        passed=$((passed + BASH_REMATCH[1]))
+        failed=$((failed + BASH_REMATCH[2]))
+        ((BASH_REMATCH[2] == 0 && $2 != 0)) && failed=$((failed + 1))
+    else
+        echo "test: fuzzing ended without a summary (exit status $2)"
         failed=$((failed + 1))
     fi
 }
@@ -109,6 +124,13 @@ else
     echo "test: ThreadSanitizer build failed"
     failed=$((failed + 1))
 fi
+
+# --- fuzzing: every libFuzzer target of tests/fuzz/ on its seed corpus, 20 s
+# each (11 targets: about 4 minutes with the build), one pass per clean target.
+fuzz_log=$root/.tmp/fuzz.log
+mkdir -p "$root/.tmp"
+scripts/fuzz.sh "${MR_FUZZ_SECONDS:-20}" 2>&1 | tee "$fuzz_log"
+count_fuzz "$fuzz_log" "${PIPESTATUS[0]}"
 
 echo "all: $passed passed, $failed failed"
 ((failed == 0))

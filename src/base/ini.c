@@ -97,6 +97,11 @@ static void on_pair(parser *p, const char *s, const char *e, int line)
 
 static void on_line(parser *p, const char *s, const char *e, int line)
 {
+    if (memchr(s, '\0', (size_t)(e - s))) {
+        /* the callbacks get C strings: the value would silently end there */
+        fail(p, line, "a NUL byte in the line (the file must be text)");
+        return;
+    }
     bool indented = s < e && (*s == ' ' || *s == '\t');
     trim(&s, &e);
     if (s == e || *s == '#' || *s == ';')

@@ -164,6 +164,21 @@ static bool check_shape(const sql_stmt *st, const mr_delayed_stmt *d, char *err,
     return true;
 }
 
+/* DELAYED and LOW_PRIORITY at most once each before the table: the plain
+ * statement a pending default rule sends drops one DELAYED word only. */
+static bool modifiers_once(const sql_token *tok, const sql_stmt *st, const mr_delayed_stmt *d,
+                           char *err, size_t errlen)
+{
+    uint32_t end = st->ntables ? st->tables[0].span.first : st->verb + 1;
+    unsigned words = 0;
+    for (uint32_t i = st->verb + 1; i < end; i++)
+        words += tok[i].kind == SQL_TOK_WORD &&
+                 (tok[i].id == SQL_KW_DELAYED || tok[i].id == SQL_KW_LOW_PRIORITY);
+    if (words > (unsigned)__builtin_popcount(st->mods))
+        return fail(err, errlen, "%s takes DELAYED and LOW_PRIORITY once each", verb(d));
+    return true;
+}
+
 /* The one table: [schema.]name, nothing else in its span. */
 static bool read_table(const char *text, const sql_token *tok, const sql_stmt *st,
                        mr_delayed_stmt *d, char *err, size_t errlen)
@@ -316,7 +331,8 @@ bool mr_delayed_parse(const char *text, const sql_token *tok, const sql_stmt *st
     out->is_delete = st->kind == SQL_STMT_DELETE;
     out->in_term = -1;
     out->schema = out->table = SQL_NONE;
-    return check_shape(st, out, err, errlen) && read_table(text, tok, st, out, err, errlen) &&
+    return check_shape(st, out, err, errlen) && modifiers_once(tok, st, out, err, errlen) &&
+           read_table(text, tok, st, out, err, errlen) &&
            read_set(text, tok, st, out, err, errlen) &&
            read_where(text, tok, st, out, err, errlen);
 }

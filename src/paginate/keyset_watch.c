@@ -103,6 +103,10 @@ static void columns_done(mr_keyset_watch *w)
 
 static void keep_row(mr_keyset_watch *w, const uint8_t *p, size_t n)
 {
+    if (n == 0) {
+        w->broken = true; /* no row of a result with columns is empty: not a page to trust */
+        return;
+    }
     if (n > w->row_cap) {
         uint8_t *row = realloc(w->row, n);
         if (!row) {

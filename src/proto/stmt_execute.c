@@ -74,12 +74,23 @@ static bool int_value(cursor *c, unsigned n, bool is_unsigned, mr_exec_param *ou
     return true;
 }
 
+/* The fields of a binary date as the client sent them are in range: a
+ * valid date, and one that fits its 32-byte buffer when written out. */
+static bool date_in_range(const uint8_t *b, uint8_t n)
+{
+    if (n >= 4 && (le(b, 2) > 9999 || b[2] > 12 || b[3] > 31))
+        return false;
+    if (n >= 7 && (b[4] > 23 || b[5] > 59 || b[6] > 59))
+        return false;
+    return n < 11 || le(b + 7, 4) <= 999999;
+}
+
 /* DATE / DATETIME / TIMESTAMP as 'YYYY-MM-DD[ HH:MM:SS[.ffffff]]'. */
 static bool date_value(cursor *c, mr_exec_param *out, char *buf)
 {
     const uint8_t *n, *b;
     if (!take(c, 1, &n) || (n[0] != 0 && n[0] != 4 && n[0] != 7 && n[0] != 11) ||
-        !take(c, n[0], &b))
+        !take(c, n[0], &b) || !date_in_range(b, n[0]))
         return false;
     unsigned y = n[0] ? (unsigned)le(b, 2) : 0, mo = n[0] ? b[2] : 0, d = n[0] ? b[3] : 0;
     int len = snprintf(buf, 32, "%04u-%02u-%02u", y, mo, d);

@@ -1081,7 +1081,8 @@ static bool default_schema(loader *L, const draft *dr, mr_delayed_def *d)
         oom(L);
     for (size_t i = 0; d->schema && i < L->n; i++) {
         const mr_delayed_def *o = L->rules[i].delayed;
-        if (L->rules[i].kind == MR_RULE_DELAYED && o && o->derive &&
+        /* o->schema is NULL on a default rule refused for its table */
+        if (L->rules[i].kind == MR_RULE_DELAYED && o && o->derive && o->schema &&
             strcmp(o->schema, d->schema) == 0) {
             mr_diag_error(L->d, L->file, dr->vline[K_TABLE], "[delayed %s]: rule %s (%s:%d) is "
                           "already the default rule for %s; at most one default rule per schema",

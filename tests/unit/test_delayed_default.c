@@ -87,6 +87,12 @@ static void load_refusals(void **state)
     expect_error("[delayed d]\ntable = app.*\nstaging_engine = a;b\n",
                  "t.rules:3: staging_engine = 'a;b' in [delayed d]: expected an engine name, "
                  "like InnoDB\n");
+    /* a default rule refused for its table has no schema: the next one's
+     * one-per-schema check must pass over it (it dereferenced NULL) */
+    expect_error("[delayed d]\ntable = aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.*\n"
+                 "[delayed e]\ntable = app.*\n",
+                 "t.rules:2: table = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.*' "
+                 "in [delayed d]: expected schema.* or * for a default rule\n");
     /* one per schema pattern: app.* and * together are fine */
     mr_ruleset_free(load_ok("[delayed d]\ntable = app.*\n[delayed e]\ntable = *\n"));
 }

@@ -296,6 +296,11 @@ static void refusals(void **state)
          "UPDATE DELAYED takes no ORDER BY or LIMIT"},
         {"UPDATE DELAYED IGNORE counters SET hits = hits + 1 WHERE id = 1",
          "UPDATE DELAYED takes no modifier other than LOW_PRIORITY"},
+        /* a doubled DELAYED would stay in the plain statement a pending default rule sends */
+        {"UPDATE DELAYED DELAYED counters SET hits = hits + 1 WHERE id = 1",
+         "UPDATE DELAYED takes DELAYED and LOW_PRIORITY once each"},
+        {"DELETE DELAYED LOW_PRIORITY LOW_PRIORITY FROM counters WHERE id = 1",
+         "DELETE DELAYED takes DELAYED and LOW_PRIORITY once each"},
         {"UPDATE DELAYED counters c SET hits = hits + 1 WHERE id = 1",
          "UPDATE DELAYED takes no alias, partition or index hint"},
         {"UPDATE DELAYED counters, pairs SET hits = hits + 1 WHERE id = 1",

@@ -118,12 +118,44 @@ static void widths_and_text(void **state)
     assert_memory_equal(v[4].p, "2.5", v[4].len);
 }
 
+/* A date's fields come from the client as bytes: out of range they would
+ * write more than the 32-byte buffer holds ("65535-255-255 255:255:255.
+ * 4294967295"), so such a date is refused. The largest valid one fits. */
+static void dates_out_of_range_are_refused(void **state)
+{
+    (void)state;
+    uint8_t types[2];
+    bool have = false;
+    mr_dmem_param v[1];
+    char bufs[1][32];
+    pkt p = {.n = 0};
+    put1(&p, 0);
+    put1(&p, 1);
+    put(&p, "\x0c\x00", 2);                      /* DATETIME */
+    put1(&p, 11);
+    put(&p, "\xff\xff\xff\xff\xff\xff\xff", 7); /* year 65535, 255 for the rest */
+    put(&p, "\xff\xff\xff\xff", 4);             /* microseconds 4294967295 */
+    assert_non_null(mr_exec_params_read(p.b, p.n, 1, 1, types, &have, v, bufs));
+    pkt q = {.n = 0};
+    put1(&q, 0);
+    put1(&q, 1);
+    put(&q, "\x0c\x00", 2);
+    put1(&q, 11);
+    put(&q, "\x0f\x27\x0c\x1f\x17\x3b\x3b", 7); /* 9999-12-31 23:59:59 */
+    put(&q, "\x3f\x42\x0f\x00", 4);             /* .999999 */
+    assert_null(mr_exec_params_read(q.b, q.n, 1, 1, types, &have, v, bufs));
+    assert_int_equal(v[0].kind, MR_DMEM_PARAM_TEXT);
+    assert_int_equal(v[0].len, 26);
+    assert_memory_equal(v[0].p, "9999-12-31 23:59:59.999999", 26);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bound_and_reused),
         cmocka_unit_test(leading_only_and_short),
         cmocka_unit_test(widths_and_text),
+        cmocka_unit_test(dates_out_of_range_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -290,6 +290,20 @@ static void key_outside_section_is_an_error(void **state)
     check_pair(r, 2, "s", "k", "v", 3);
 }
 
+/* A NUL byte would end the value the callbacks see as a C string, so
+ * `k = v<NUL>rest` would silently mean `k = v`: the line is an error. */
+static void nul_byte_in_a_line_is_an_error(void **state)
+{
+    recorder *r = *state;
+    static const char text[] = "[s]\nk = v\0rest\n  more\0\nj = w\n";
+    assert_int_equal(mr_ini_parse(text, sizeof text - 1, &callbacks, r), 2);
+    assert_int_equal(r->n, 4);
+    check_section(r, 0, "s", 1);
+    check_error(r, 1, 2);
+    check_error(r, 2, 3);
+    check_pair(r, 3, "s", "j", "w", 4);
+}
+
 static void line_without_equals_is_an_error(void **state)
 {
     recorder *r = *state;
@@ -506,6 +520,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(crlf_with_bom, setup, teardown),
         cmocka_unit_test_setup_teardown(long_value_is_not_truncated, setup, teardown),
         cmocka_unit_test_setup_teardown(long_continued_value_is_not_truncated, setup, teardown),
+        cmocka_unit_test_setup_teardown(nul_byte_in_a_line_is_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown(empty_input, setup, teardown),
         cmocka_unit_test_setup_teardown(length_limits_the_parse, setup, teardown),
         cmocka_unit_test_setup_teardown(callback_failures_are_counted, setup, teardown),

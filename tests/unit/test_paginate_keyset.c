@@ -403,6 +403,21 @@ static void watch(void **state)
     mr_keyset_watch_end(&w, true, mr_bookmarks_now_ms());
     assert_int_equal(found(&n, 100, &pos, v, &len), MR_BOOKMARK_NONE);
 
+    /* an empty row packet (no row of a result with columns is) gives up
+     * quietly, also when a good last row follows */
+    mr_keyset_watch w2;
+    memset(&w2, 0, sizeof w2);
+    mr_keyset_watch_begin(&w2, &n, &mr_bookmarks_store);
+    coldef(&w2, "pairs", "a", 3, 1 | 2, 63);
+    coldef(&w2, "pairs", "name", 253, 1, 45);
+    coldef(&w2, "pairs", "b", 8, 1 | 2, 63);
+    mr_keyset_watch_packet(&w2, MR_TS_ROWS, (const uint8_t *)"", 0);
+    mr_keyset_watch_packet(&w2, MR_TS_ROWS, (const uint8_t *)"\x01" "1\x01x\x01" "2", 6);
+    eof(&w2);
+    mr_keyset_watch_end(&w2, true, mr_bookmarks_now_ms());
+    assert_int_equal(found(&n, 100, &pos, v, &len), MR_BOOKMARK_NONE);
+    mr_keyset_watch_free(&w2);
+
     /* a packet too large to read gives up quietly */
     mr_keyset_watch_begin(&w, &n, &mr_bookmarks_store);
     coldef(&w, "pairs", "a", 3, 1 | 2, 63);

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpus, tests/fuzz/corpus/<target>/.
+
+Every seed is made here, so the corpus can be re-made and reviewed:
+protocol packets built by hand in the layouts MariaDB 10.11 and MySQL 8
+send, statements and rule texts taken from the unit tests' string
+literals, the example rules and the example config. Each target's input
+layout (its leading option bytes) is in its opening comment in
+tests/fuzz/. Run from anywhere; it replaces the corpus folders.
+"""
+import hashlib
+import pathlib
+import re
+import shutil
+import struct
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "fuzz" / "corpus"
+MAX_STATEMENTS = 120  # per SQL target: keeps the corpus small
+
+
+def pkt(payload, seq=0):
+    return struct.pack("<I", len(payload))[:3] + bytes([seq]) + payload
+
+
+def lenenc(n):
+    if n < 251:
+        return bytes([n])
+    if n < 1 << 16:
+        return b"\xfc" + struct.pack("<H", n)
+    return b"\xfd" + struct.pack("<I", n)[:3]
+
+
+def lstr(s):
+    s = s.encode() if isinstance(s, str) else s
+    return lenenc(len(s)) + s
+
+
+def ok(affected=0, insert_id=0, status=0x0002, warnings=0, head=b"\x00"):
+    return head + lenenc(affected) + lenenc(insert_id) + struct.pack("<HH", status, warnings)
+
+
+def err(code=1064, state=b"42000", msg=b"You have an error in your SQL syntax"):
+    return b"\xff" + struct.pack("<H", code) + b"#" + state + msg
+
+
+def eof(status=0x0002, warnings=0):
+    return b"\xfe" + struct.pack("<HH", warnings, status)
+
+
+def greeting(version, caps, ext_caps=0):
+    return (b"\x0a" + version + b"\x00" + struct.pack("<I", 42) + b"abcdefgh\x00" +
+            struct.pack("<H", caps & 0xffff) + b"\x2d" + struct.pack("<H", 0x0002) +
+            struct.pack("<H", caps >> 16) + b"\x15" + b"\x00" * 6 +
+            struct.pack("<I", ext_caps) + b"ijklmnopqrst\x00" + b"mysql_native_password\x00")
+
+
+def handshake(caps, user=b"app", db=b"shop", auth=b"\x01" * 20):
+    body = struct.pack("<IIB", caps, 1 << 24, 45) + b"\x00" * 23
+    body += user + b"\x00"
+    body += lstr(auth) if caps & (1 << 21) else bytes([len(auth)]) + auth
+    if caps & (1 << 3):
+        body += db + b"\x00"
+    if caps & (1 << 19):
+        body += b"mysql_native_password\x00"
+    return body
+
+
+def coldef(name, table="t", type_=0xfd, charset=45, flags=1):
+    return (lstr("def") + lstr("shop") + lstr(table) + lstr(table) + lstr(name) + lstr(name) +
+            b"\x0c" + struct.pack("<HIBHB", charset, 255, type_, flags, 0) + b"\x00\x00")
+
+
+def row(*values):
+    return b"".join(b"\xfb" if v is None else lstr(v) for v in values)
+
+
+def stream(payloads):
+    return b"".join(pkt(p, i + 1) for i, p in enumerate(payloads))
+
+
+def c_strings(text):
+    """The C string literals of text, adjacent ones joined, escapes decoded."""
+    lit = r'"(?:[^"\\\n]|\\.)*"'
+    for m in re.finditer(r"(%s)(?:\s*%s)*" % (lit, lit), text):
+        parts = re.findall(lit, m.group(0))
+        raw = "".join(p[1:-1] for p in parts)
+        try:
+            yield raw.encode().decode("unicode_escape").encode("latin-1")
+        except (UnicodeDecodeError, UnicodeEncodeError):
+            continue
+
+
+def unit_strings():
+    out = []
+    for f in sorted((ROOT / "tests" / "unit").glob("test_*.c")):
+        out.extend(c_strings(f.read_text(errors="replace")))
+    return out
+
+
+SQL_START = re.compile(rb"^\s*(SELECT|UPDATE|DELETE|INSERT|REPLACE|WITH|SET|CALL|BEGIN|"
+                       rb"START|COMMIT|ROLLBACK|CREATE|ALTER|DROP|SHOW|USE|\(|/\*)", re.I)
+
+
+def statements(strings):
+    seen, out = set(), []
+    for s in strings:
+        if SQL_START.match(s) and s not in seen and len(s) < 600:
+            seen.add(s)
+            out.append(s)
+    return out
+
+
+def pick(items, n):
+    """n items spread over the list (keeps variety, not just the first file)."""
+    if len(items) <= n:
+        return items
+    return [items[i * len(items) // n] for i in range(n)]
+
+
+def write(target, seeds):
+    d = OUT / target
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    for s in seeds:
+        (d / hashlib.sha1(s).hexdigest()[:16]).write_bytes(s)
+
+
+def main():
+    strings = unit_strings()
+    stmts = statements(strings)
+    delayed = [s for s in stmts if b"DELAYED" in s.upper()]
+    rules = [s for s in strings if s.startswith(b"[") and b"=" in s]
+    example_rules = (ROOT / "rules" / "00-examples.rules").read_bytes()
+    config = (ROOT / "dist" / "myrewrite.conf").read_bytes()
+
+    caps41 = 0x000fa685 | (1 << 24)            # MariaDB 10.11's client caps, DEPRECATE_EOF on
+    mariadb = greeting(b"5.5.5-10.11.6-MariaDB-0+deb12u1", 0xf7fe | (0x81bf << 16), 0x1d)
+    mysql = greeting(b"8.0.36", 0xffff | (0xdfff << 16))
+    write("fuzz_codec", [
+        pkt(mariadb), pkt(mysql),
+        pkt(handshake(caps41), 1), pkt(handshake(caps41 | (1 << 21)), 1),
+        pkt(handshake(0x0a00 | 0x8000), 1),
+        pkt(struct.pack("<IIB", 0x0a00 | (1 << 11), 1 << 24, 45) + b"\x00" * 23, 1),
+        pkt(ok(3, 7, 0x0003, 1), 1), pkt(err(), 1), pkt(eof(), 5),
+        pkt(b"\x11app\x00\x14" + b"\x02" * 20 + b"shop\x00\x2d\x00"),
+        pkt(ok(1, 0, 0x4002) + b"\x00" + lstr(b"\x00" + lstr(lstr("autocommit") + lstr("ON"))), 1),
+    ])
+
+    text_rs = [b"\x02", coldef("id", type_=3, charset=63), coldef("name")]
+    rows = [row("1", "a"), row("2", None)]
+    streams = {
+        # byte 0: bit 7 DEPRECATE_EOF, the rest the mr_expect kind (3 = RESULT)
+        "ok": (3, [ok(1)]),
+        "err": (3, [err()]),
+        "text": (3, text_rs + [eof()] + rows + [eof()]),
+        "text_deprecate": (0x80 | 3, text_rs + rows + [ok(head=b"\xfe")]),
+        "multi": (3, [ok(1, status=0x000a), b"\x01", coldef("x"), eof(), row("1"), eof()]),
+        "infile": (3, [b"\xfbdata.csv", ok(5)]),
+        "execute": (4, [b"\x01", coldef("id", type_=3), eof(0x0042)]),
+        "fetch": (5, [b"\x00\x00\x07\x00\x00\x00", eof(0x0082)]),
+        "field_list": (6, [coldef("id"), coldef("name"), eof()]),
+        "prepare": (7, [b"\x00\x01\x00\x00\x00\x01\x00\x01\x00\x00\x00\x00",
+                        coldef("?"), eof(), coldef("id"), eof()]),
+        "prepare_deprecate": (0x80 | 7, [b"\x00\x01\x00\x00\x00\x01\x00\x01\x00\x00\x00\x00",
+                                         coldef("?"), coldef("id")]),
+        "auth": (8, [b"\xfemysql_native_password\x00" + b"x" * 20, b"\x01\x03", ok()]),
+        "one": (2, [b"Uptime: 10  Threads: 1"]),
+    }
+    seeds = []
+    for first, payloads in streams.values():
+        seeds.append(bytes([first]) + stream(payloads))
+    seeds.append(bytes([3]) + stream([ok(1)]) + bytes([3]) + stream([err()]))  # pipelined
+    write("fuzz_tracker", seeds)
+
+    three = (b"\x04\x01" + bytes([8, 0, 253, 0, 1, 0]) + struct.pack("<q", -7) + b"\x03abc")
+    date = (b"\x00\x01" + bytes([12, 0, 10, 0]) + b"\x0b\xe8\x07\x03\x0f\x0a\x1e\x05" +
+            struct.pack("<I", 123) + b"\x04\xe8\x07\x01\x02")
+    nums = (b"\x00\x01" + bytes([1, 0, 2, 0x80, 3, 0, 4, 0, 5, 0]) + b"\xfe\xff\xff" +
+            b"\x00\x00\x00\x80" + struct.pack("<f", 1.5) + struct.pack("<d", 2.5))
+    write("fuzz_stmt_execute", [b"\x03\x03" + three, b"\x02\x02" + date, b"\x05\x05" + nums,
+                                b"\x03\x01" + b"\x00\x00" + struct.pack("<q", 1)])
+
+    sql_seeds = pick(stmts, MAX_STATEMENTS)
+    write("fuzz_sql", [bytes([i % 8]) + s for i, s in enumerate(sql_seeds)])
+    write("fuzz_rules_match", [bytes([(i * 37) % 256]) + s for i, s in enumerate(sql_seeds)] +
+          [b"\x00SELECT * FROM orders WHERE customer_id = 7",
+           b"\x00SELECT x FROM report_rows WHERE y = 1",
+           b"\x00SELECT * FROM lines ORDER BY order_id LIMIT 1000, 10",
+           b"\x00SELECT * FROM events ORDER BY id LIMIT 500, 10",
+           b"\x00UPDATE DELAYED mem SET n = n + 1, title = 'x' WHERE a = 1 AND b = 'q'",
+           b"\x00UPDATE DELAYED counters SET hits = hits + 1 WHERE id IN (1, 2, 3)",
+           b"\x00UPDATE jobs SET owner = 'w1', status = 'claimed' WHERE status = 'free' LIMIT 1",
+           b"\x18SELECT 'unterminated", b"\x00DELETE FROM t"])
+    write("fuzz_delayed", [bytes([i % 4]) + s for i, s in enumerate(pick(delayed, 60))] +
+          [b"\x00UPDATE DELAYED mem SET n = n + 1, m = m - 2, title = 'it''s' WHERE a = 1 AND b = x'41'",
+           b"\x01UPDATE DELAYED mem SET n = n + ? WHERE a = ? AND b = ?",
+           b"\x00DELETE DELAYED FROM shop.daily WHERE page = 3 AND lang IN ('en', 'fr')",
+           b"\x00UPDATE DELAYED counters SET note = 'x', hits = hits + 1 WHERE id = -5"])
+    write("fuzz_server_len", [b"SELECT 1\x00", b"SELECT 1\x00 ;\xa0", b"SELECT 1\x00\x00",
+                              b"SELECT 1;", b"\x00"] + pick(stmts, 10))
+
+    write("fuzz_rules_load", [example_rules] + pick(rules, 60))
+    write("fuzz_ini", [example_rules, config] + pick(rules, 20))
+
+    admin = [b"SHOW VERSION", b"show rules;", b"SHOW DIGESTS", b"RELOAD RULES",
+             b"EXPLAIN REWRITE 'SELECT * FROM t WHERE a = \\'x\\''",
+             b"EXPLAIN REWRITE \"SELECT 1\"", b"FLUSH DELAYED shop.counters",
+             b"SHOW DELAYED REJECTED t", b"SELECT @@version_comment LIMIT 1",
+             b"SET NAMES utf8mb4", b"  ;  ", handshake(0x000aa285),
+             handshake(0x000aa285 | (1 << 21)), handshake(0x0a00)]
+    write("fuzz_admin", admin)
+
+    # byte 0: 2 column definitions; bytes 1-3: a type and charset for the direct literal
+    page = (stream([coldef("id", type_=3, charset=63, flags=1 | 2),
+                    coldef("name", type_=0xfd, charset=45, flags=1)]) +
+            stream([row("7", "abc"), row("-12", "it's"), eof()]))
+    write("fuzz_keyset", [b"\x02\x03\x3f\x00" + page,
+                          b"\x02\xf6\x3f\x00-12.50",
+                          b"\x02\x0c\x3f\x002024-03-15 10:30:05.000123",
+                          b"\x02\xfd\x2d\x00caf\xc3\xa9",
+                          b"\x02\xfc\x3f\x00\x00\x01\xff"])
+
+
+if __name__ == "__main__":
+    main()
