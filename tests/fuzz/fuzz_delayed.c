@@ -24,12 +24,12 @@
 
 #define MAX_TOKENS 4096
 
-static const mr_dmem_param param_values[] = {
-    {.kind = MR_DMEM_PARAM_INT, .n = 5},
-    {.kind = MR_DMEM_PARAM_TEXT, .p = "it's \\ x", .len = 8},
-    {.kind = MR_DMEM_PARAM_NULL},
+static const mr_exec_param param_values[] = {
+    {.kind = MR_EXEC_PARAM_INT, .n = 5},
+    {.kind = MR_EXEC_PARAM_TEXT, .p = "it's \\ x", .len = 8},
+    {.kind = MR_EXEC_PARAM_NULL},
 };
-static const mr_dmem_params params = {param_values, 3};
+static const mr_exec_params params = {param_values, 3};
 
 static void check_batch(const mr_dmem_batch *b, const mr_delayed_def *def)
 {

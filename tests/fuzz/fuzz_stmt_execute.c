@@ -17,26 +17,26 @@
 #include "fuzz.h"
 #include "myrewrite/proto/stmt_execute.h"
 
-static void check_values(const mr_dmem_param *v, unsigned k, char (*bufs)[32],
+static void check_values(const mr_exec_param *v, unsigned k, char (*bufs)[32],
                          const uint8_t *body, size_t n)
 {
     for (unsigned i = 0; i < k; i++) {
-        FUZZ_CHECK(v[i].kind <= MR_DMEM_PARAM_TEXT);
-        if (v[i].kind != MR_DMEM_PARAM_TEXT)
+        FUZZ_CHECK(v[i].kind <= MR_EXEC_PARAM_TEXT);
+        if (v[i].kind != MR_EXEC_PARAM_TEXT)
             continue;
         FUZZ_CHECK(fuzz_within(v[i].p, v[i].len, body, n) ||
                    fuzz_within(v[i].p, v[i].len, bufs[i], sizeof bufs[i]));
     }
 }
 
-static bool same(const mr_dmem_param *a, const mr_dmem_param *b, unsigned k)
+static bool same(const mr_exec_param *a, const mr_exec_param *b, unsigned k)
 {
     for (unsigned i = 0; i < k; i++) {
         if (a[i].kind != b[i].kind)
             return false;
-        if (a[i].kind == MR_DMEM_PARAM_INT && a[i].n != b[i].n)
+        if (a[i].kind == MR_EXEC_PARAM_INT && a[i].n != b[i].n)
             return false;
-        if (a[i].kind == MR_DMEM_PARAM_TEXT &&
+        if (a[i].kind == MR_EXEC_PARAM_TEXT &&
             (a[i].len != b[i].len || memcmp(a[i].p, b[i].p, a[i].len) != 0))
             return false;
     }
@@ -45,7 +45,7 @@ static bool same(const mr_dmem_param *a, const mr_dmem_param *b, unsigned k)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static mr_dmem_param v1[MR_EXEC_MAX_PARAMS], v2[MR_EXEC_MAX_PARAMS];
+    static mr_exec_param v1[MR_EXEC_MAX_PARAMS], v2[MR_EXEC_MAX_PARAMS];
     static char bufs1[MR_EXEC_MAX_PARAMS][32], bufs2[MR_EXEC_MAX_PARAMS][32];
     if (size < 2)
         return 0;

@@ -126,7 +126,7 @@ static void dates_out_of_range_are_refused(void **state)
     (void)state;
     uint8_t types[2];
     bool have = false;
-    mr_dmem_param v[1];
+    mr_exec_param v[1];
     char bufs[1][32];
     pkt p = {.n = 0};
     put1(&p, 0);
@@ -144,7 +144,7 @@ static void dates_out_of_range_are_refused(void **state)
     put(&q, "\x0f\x27\x0c\x1f\x17\x3b\x3b", 7); /* 9999-12-31 23:59:59 */
     put(&q, "\x3f\x42\x0f\x00", 4);             /* .999999 */
     assert_null(mr_exec_params_read(q.b, q.n, 1, 1, types, &have, v, bufs));
-    assert_int_equal(v[0].kind, MR_DMEM_PARAM_TEXT);
+    assert_int_equal(v[0].kind, MR_EXEC_PARAM_TEXT);
     assert_int_equal(v[0].len, 26);
     assert_memory_equal(v[0].p, "9999-12-31 23:59:59.999999", 26);
 }
