@@ -13,12 +13,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-deb}
 maint="${DEBFULLNAME:-myrewrite maintainers} <${DEBEMAIL:-myrewrite@localhost}>"
+mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMYREWRITE_TESTS=OFF \
-      -DMYREWRITE_DEB=ON -DCMAKE_INSTALL_PREFIX=/usr -DMYREWRITE_DEB_MAINTAINER="$maint" >"$build.log" 2>&1 \
-    || { cat "$build.log" >&2; exit 1; }
-cmake --build "$build" -j"$(nproc)" >>"$build.log" 2>&1 || { tail -n 30 "$build.log" >&2; exit 1; }
-(cd "$build" && cpack -G DEB >>"$build.log" 2>&1) || { tail -n 30 "$build.log" >&2; exit 1; }
+      -DMYREWRITE_DEB=ON -DCMAKE_INSTALL_PREFIX=/usr -DMYREWRITE_DEB_MAINTAINER="$maint" >"$build/package.log" 2>&1 \
+    || { cat "$build/package.log" >&2; exit 1; }
+cmake --build "$build" -j"$(nproc)" >>"$build/package.log" 2>&1 || { tail -n 30 "$build/package.log" >&2; exit 1; }
+(cd "$build" && cpack -G DEB >>"$build/package.log" 2>&1) || { tail -n 30 "$build/package.log" >&2; exit 1; }
 version=$(sed -n 's/^project(myrewrite VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 deb=$build/myrewrite_${version}_$(dpkg --print-architecture).deb
-[[ -s $deb ]] || { echo "package.sh: $deb was not made; see $build.log" >&2; exit 1; }
+[[ -s $deb ]] || { echo "package.sh: $deb was not made; see $build/package.log" >&2; exit 1; }
 echo "$deb"
