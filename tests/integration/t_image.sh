@@ -33,6 +33,9 @@ build_img=localhost/myrewrite-test-base:bookworm
 slim_img=localhost/myrewrite-test-slim:bookworm
 image=localhost/myrewrite-test:latest
 t0=$(date +%s)
+for p in "$port" "$http"; do
+    mr_port_listening "$p" && mr_die "port $p is in use; set MR_IMAGE_PORT / MR_IMAGE_HTTP_PORT"
+done
 
 # The two bases: the debootstrapped root with the host's apt sources, and
 # the same without docs, man pages and locales (as debian:bookworm-slim).
