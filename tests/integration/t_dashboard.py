@@ -2,7 +2,8 @@
 """The Grafana dashboard (dist/grafana/myrewrite.json) asks only for metrics the proxy serves.
 
 A proxy of its own with a delayed, a paginate, a queue and a rewrite rule gets
-some traffic of each kind; then every myrewrite_* name in every panel's PromQL
+some traffic of each kind (and a DELAYED delta that overflows its INT at flush, so
+the dead-letter counter has a sample); then every myrewrite_* name in every panel's PromQL
 expression must be a sample name in /metrics (histogram series by their
 _bucket/_sum/_count names, as PromQL uses them). Also: the dashboard is a
 Grafana JSON model whose datasource is a variable, not a fixed uid.
@@ -34,6 +35,12 @@ key = id
 columns = hits
 flush_interval = 200ms
 
+[delayed dash_small]
+table = test.dash_small
+key = id
+columns = n
+flush_interval = 200ms
+
 [paginate dash_pages]
 table = dash_items
 key = id
@@ -54,13 +61,18 @@ timeout = 3s
 def setup():
     d = t.direct(autocommit=True)
     cur = d.cursor()
-    cur.execute("DROP TABLE IF EXISTS dash_items, dash_counters, dash_counters_delayed, dash_jobs")
+    cur.execute("DROP TABLE IF EXISTS dash_items, dash_counters, dash_counters_delayed, dash_jobs, "
+                "dash_small, dash_small_delayed, dash_small_delayed_rejected")
     cur.execute("CREATE TABLE dash_items (id INT PRIMARY KEY, name VARCHAR(20)) ENGINE=InnoDB")
     cur.execute("INSERT INTO dash_items VALUES " +
                 ",".join("(%d, 'n%d')" % (i, i) for i in range(1, 101)))
     cur.execute("CREATE TABLE dash_counters (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0)"
                 " ENGINE=InnoDB")
     cur.execute("INSERT INTO dash_counters (id) VALUES (1), (2)")
+    # An INT near its maximum: a delta that fits the column overflows it at flush, and the
+    # row goes to the dead-letter table (myrewrite_delayed_rejected_total).
+    cur.execute("CREATE TABLE dash_small (id INT PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB")
+    cur.execute("INSERT INTO dash_small VALUES (1, %d)" % (2147483647 - 10))
     cur.execute("CREATE TABLE dash_jobs (id INT PRIMARY KEY, status VARCHAR(16) NOT NULL "
                 "DEFAULT 'unsent', owner BIGINT UNSIGNED NOT NULL DEFAULT 0, "
                 "claimed_at DATETIME(6) NULL, KEY (owner, status)) ENGINE=InnoDB")
@@ -75,6 +87,7 @@ def traffic():
     cur.execute("SELECT name FROM dash_items WHERE id = 7")
     t.eq("the rewrite rule applies", (("N7",),), tuple(cur.fetchall()))
     cur.execute("UPDATE DELAYED dash_counters SET hits = hits + 1 WHERE id = 1")
+    cur.execute("UPDATE DELAYED dash_small SET n = n + 1000 WHERE id = 1")
     cur.execute("SELECT id FROM dash_items ORDER BY id LIMIT 5 OFFSET 20")
     t.eq("the paginated page", tuple((i,) for i in range(21, 26)), tuple(cur.fetchall()))
     cur.execute("UPDATE dash_jobs SET status = 'claimed', owner = CONNECTION_ID(), "
@@ -86,6 +99,12 @@ def traffic():
         time.sleep(0.1)
     t.eq("the DELAYED update was flushed", ((1,),),
          t.rows(d, "SELECT hits FROM dash_counters WHERE id = 1"))
+    end = time.time() + 10
+    while time.time() < end and not t.rows(d, "SHOW TABLES LIKE 'dash_small_delayed_rejected'"):
+        time.sleep(0.1)
+    rejected = (t.rows(d, "SELECT COUNT(*) FROM dash_small_delayed_rejected")
+                if t.rows(d, "SHOW TABLES LIKE 'dash_small_delayed_rejected'") else "no table")
+    t.eq("the overflowing delta went to the dead-letter table", ((1,),), rejected)
     d.close()
 
 
