@@ -7,12 +7,13 @@ the dead-letter counter has a sample); then every myrewrite_* name in every pane
 expression must be a sample name in /metrics (histogram series by their
 _bucket/_sum/_count names, as PromQL uses them). Also: the dashboard is a
 Grafana JSON model whose datasource is a variable, not a fixed uid.
-Environment: MR_DASH_PORT (55010), MR_DASH_HTTP_PORT (55011), MR_BIN.
+Environment: MR_DASH_PORT, MR_DASH_HTTP_PORT (default: free ports picked by the kernel), MR_BIN.
 """
 import http.client
 import json
 import os
 import re
+import socket
 import sys
 import time
 
@@ -21,8 +22,18 @@ import mrtest as t  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DASHBOARD = os.path.join(ROOT, "dist", "grafana", "myrewrite.json")
-PORT = int(os.environ.get("MR_DASH_PORT", "55010"))
-HTTP_PORT = int(os.environ.get("MR_DASH_HTTP_PORT", "55011"))
+
+
+def free_port():
+    """A port the kernel says is free now (fixed ports in the ephemeral range were seen
+    taken by other tests' client connections on a busy machine)."""
+    with socket.socket() as s:
+        s.bind((t.HOST, 0))
+        return s.getsockname()[1]
+
+
+PORT = int(os.environ.get("MR_DASH_PORT") or free_port())
+HTTP_PORT = int(os.environ.get("MR_DASH_HTTP_PORT") or free_port())
 RULES_DIR = os.path.join(t.TMP, "dash_rules")
 RULES = """
 [rewrite dash_upper]
@@ -99,11 +110,13 @@ def traffic():
         time.sleep(0.1)
     t.eq("the DELAYED update was flushed", ((1,),),
          t.rows(d, "SELECT hits FROM dash_counters WHERE id = 1"))
+    # The flusher creates the dead-letter table, then moves the row into it.
     end = time.time() + 10
-    while time.time() < end and not t.rows(d, "SHOW TABLES LIKE 'dash_small_delayed_rejected'"):
+    rejected = "no table"
+    while time.time() < end and rejected != ((1,),):
+        if t.rows(d, "SHOW TABLES LIKE 'dash_small_delayed_rejected'"):
+            rejected = t.rows(d, "SELECT COUNT(*) FROM dash_small_delayed_rejected")
         time.sleep(0.1)
-    rejected = (t.rows(d, "SELECT COUNT(*) FROM dash_small_delayed_rejected")
-                if t.rows(d, "SHOW TABLES LIKE 'dash_small_delayed_rejected'") else "no table")
     t.eq("the overflowing delta went to the dead-letter table", ((1,),), rejected)
     d.close()
 
@@ -148,9 +161,15 @@ def main():
     t.write_rules(RULES_DIR, RULES)
     p = t.start_proxy(PORT, os.path.join(t.TMP, "dash.log"), RULES_DIR, own_conn=True,
                       extra=["--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)])
+    wanted = {n for _, e in queries(dash) for n in re.findall(r"myrewrite_[a-z_]+", e)}
     try:
         traffic()
+        # The flusher counts a dead-letter row just after moving it: allow it a moment.
+        end = time.time() + 5
         served = scrape()
+        while time.time() < end and wanted - served:
+            time.sleep(0.2)
+            served = scrape()
     finally:
         p.terminate()
         p.wait(timeout=20)

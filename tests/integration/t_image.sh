@@ -13,7 +13,7 @@
 # (overlay driver), so a warm run reuses the base images and the build stage's
 # package layer. Only the test's own images and its container are touched.
 # SKIP (77) without root, podman, debootstrap or a reachable mirror.
-# Environment: MR_IMAGE_PORT (55020), MR_IMAGE_HTTP_PORT (55021).
+# Environment: MR_IMAGE_PORT, MR_IMAGE_HTTP_PORT (default: free ports picked by the kernel).
 set -uo pipefail
 . "$(dirname "$0")/../lib/env.sh"
 MR_BASE_LIB=1 . "$MR_ROOT/scripts/debian-base.sh"
@@ -26,8 +26,13 @@ rc=$?
 ((rc == 77)) && skip "$(cat "$MR_TMP/img-base.err")"
 ((rc == 0)) || mr_die "debian-base.sh: $(cat "$MR_TMP/img-base.err")"
 
-port=${MR_IMAGE_PORT:-55020}
-http=${MR_IMAGE_HTTP_PORT:-55021}
+# Unset: ports the kernel says are free now (fixed ports in the ephemeral range
+# were seen taken by other tests' client connections on a busy machine).
+free_port() {
+    /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+port=${MR_IMAGE_PORT:-$(free_port)}
+http=${MR_IMAGE_HTTP_PORT:-$(free_port)}
 pm() { podman --root "$cache/podman" --runroot "$MR_TMP/podman-run" --storage-driver overlay "$@"; }
 build_img=localhost/myrewrite-test-base:bookworm
 slim_img=localhost/myrewrite-test-slim:bookworm
