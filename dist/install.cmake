@@ -33,3 +33,17 @@ else()
   file(COPY "${MR_DIST}/myrewrite.conf" DESTINATION "${dest}${confdir}"
        FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
 endif()
+
+# The Debian package's layout (scripts/package.sh configures with
+# MYREWRITE_DEB=ON): the example rules become /etc/myrewrite/rules/ conffiles,
+# the man page and changelog are gzipped, and the copyright file is added.
+if(MR_DEB_LAYOUT)
+  file(COPY "${MR_DIST}/../rules/00-examples.rules" DESTINATION "${dest}${confdir}/rules"
+       FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+  set(docdir "${dest}${prefix}/share/doc/myrewrite")
+  file(COPY "${MR_DIST}/deb/copyright" DESTINATION "${docdir}")
+  execute_process(COMMAND gzip -9nf "${dest}${prefix}/share/man/man1/myrewrite.1")
+  # A native package: changelog.gz, not changelog.Debian.gz.
+  configure_file("${MR_DIST}/deb/changelog.in" "${docdir}/changelog" @ONLY)
+  execute_process(COMMAND gzip -9nf "${docdir}/changelog")
+endif()
