@@ -7,13 +7,12 @@ the dead-letter counter has a sample); then every myrewrite_* name in every pane
 expression must be a sample name in /metrics (histogram series by their
 _bucket/_sum/_count names, as PromQL uses them). Also: the dashboard is a
 Grafana JSON model whose datasource is a variable, not a fixed uid.
-Environment: MR_DASH_PORT, MR_DASH_HTTP_PORT (default: free ports picked by the kernel), MR_BIN.
+Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports.
 """
 import http.client
 import json
 import os
 import re
-import socket
 import sys
 import time
 
@@ -24,16 +23,6 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DASHBOARD = os.path.join(ROOT, "dist", "grafana", "myrewrite.json")
 
 
-def free_port():
-    """A port the kernel says is free now (fixed ports in the ephemeral range were seen
-    taken by other tests' client connections on a busy machine)."""
-    with socket.socket() as s:
-        s.bind((t.HOST, 0))
-        return s.getsockname()[1]
-
-
-PORT = int(os.environ.get("MR_DASH_PORT") or free_port())
-HTTP_PORT = int(os.environ.get("MR_DASH_HTTP_PORT") or free_port())
 RULES_DIR = os.path.join(t.TMP, "dash_rules")
 RULES = """
 [rewrite dash_upper]
@@ -68,6 +57,8 @@ claimed_at_column = claimed_at
 timeout = 3s
 """
 
+PROXY = t.Proxy("dash", rules_dir=RULES_DIR, own_conn=True, http=True)
+PORT, HTTP_PORT = PROXY.port, PROXY.http_port
 
 def setup():
     d = t.direct(autocommit=True)
@@ -159,8 +150,7 @@ def main():
     check_model(dash)
     setup()
     t.write_rules(RULES_DIR, RULES)
-    p = t.start_proxy(PORT, os.path.join(t.TMP, "dash.log"), RULES_DIR, own_conn=True,
-                      extra=["--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)])
+    p = PROXY.start()
     wanted = {n for _, e in queries(dash) for n in re.findall(r"myrewrite_[a-z_]+", e)}
     try:
         traffic()
@@ -171,8 +161,7 @@ def main():
             time.sleep(0.2)
             served = scrape()
     finally:
-        p.terminate()
-        p.wait(timeout=20)
+        p.stop(timeout=20)
     used = set()
     for title, expr in queries(dash):
         names = set(re.findall(r"myrewrite_[a-z_]+", expr))

@@ -13,7 +13,7 @@
 # (overlay driver), so a warm run reuses the base images and the build stage's
 # package layer. Only the test's own images and its container are touched.
 # SKIP (77) without root, podman, debootstrap or a reachable mirror.
-# Environment: MR_IMAGE_PORT, MR_IMAGE_HTTP_PORT (default: free ports picked by the kernel).
+# Environment: MR_DIRECT_PORT (the test mariadbd), MR_BIN; the proxy takes free ports.
 set -uo pipefail
 . "$(dirname "$0")/../lib/env.sh"
 MR_BASE_LIB=1 . "$MR_ROOT/scripts/debian-base.sh"
@@ -26,20 +26,14 @@ rc=$?
 ((rc == 77)) && skip "$(cat "$MR_TMP/img-base.err")"
 ((rc == 0)) || mr_die "debian-base.sh: $(cat "$MR_TMP/img-base.err")"
 
-# Unset: ports the kernel says are free now (fixed ports in the ephemeral range
-# were seen taken by other tests' client connections on a busy machine).
-free_port() {
-    /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-port=${MR_IMAGE_PORT:-$(free_port)}
-http=${MR_IMAGE_HTTP_PORT:-$(free_port)}
+mr_free_port port && mr_free_port http || mr_die "no free port"
 pm() { podman --root "$cache/podman" --runroot "$MR_TMP/podman-run" --storage-driver overlay "$@"; }
 build_img=localhost/myrewrite-test-base:bookworm
 slim_img=localhost/myrewrite-test-slim:bookworm
 image=localhost/myrewrite-test:latest
 t0=$(date +%s)
 for p in "$port" "$http"; do
-    mr_port_listening "$p" && mr_die "port $p is in use; set MR_IMAGE_PORT / MR_IMAGE_HTTP_PORT"
+    mr_port_listening "$p" && mr_die "port $p is in use"
 done
 
 # The two bases: the debootstrapped root with the host's apt sources, and

@@ -283,40 +283,6 @@ class Proxy:
         return "http://%s%s" % (self.http_url_addr, path)
 
 
-def start_proxy(port, log_path, rules_dir=None, own_conn=False, extra=(), workers=2,
-                through=True):
-    """The older form of Proxy, for tests not converted yet: a proxy of the
-    test's own on a port the caller picked in front of the direct mariadbd,
-    logging at info into log_path (truncated); own_conn gives it proxy_user
-    (the test account) for its background connection. Returns the process
-    once a client can log in through it (through=False: once it accepts TCP
-    connections, for a backend that is not reachable yet); raises if it
-    exits or never does."""
-    args = [BIN, "--listen", "%s:%d" % (HOST, port),
-            "--backend", "%s:%d" % (HOST, DIRECT_PORT),
-            "--workers", str(workers), "--log-level", "info"]
-    if rules_dir:
-        args += ["--rules", rules_dir]
-    if own_conn:
-        args += ["--set", "proxy_user=%s" % USER, "--set", "proxy_password=%s" % PASSWORD]
-    log_file = open(log_path, "w")
-    p = subprocess.Popen(args + list(extra), stdout=log_file, stderr=log_file)
-    for _ in range(100):
-        if p.poll() is not None:
-            raise RuntimeError("proxy on port %d exited (%s): see %s" % (port, p.returncode,
-                                                                        log_path))
-        try:
-            if through:
-                connect(port).close()
-            else:
-                socket.create_connection((HOST, port), timeout=1).close()
-            return p
-        except (pymysql.err.OperationalError, OSError):
-            time.sleep(0.1)
-    p.kill()
-    raise RuntimeError("proxy on port %d did not come up: see %s" % (port, log_path))
-
-
 def rows(conn, sql, args=None):
     """The rows of sql on conn, as a tuple of tuples."""
     cur = conn.cursor()
