@@ -261,7 +261,7 @@ def killed_backend(d):
 
 def own_connection_ids(name):
     return [int(x) for x in re.findall(r"queue release: own connection to \S+ as \S+ up "
-                                       r"\(connection id (\d+)\)", proxy_log(name))]
+                                       r"\(connection id (\d+)[,)]", proxy_log(name))]
 
 
 def killed_own_connection(d):
