@@ -17,8 +17,10 @@ packages=(
     openssl procps psmisc iproute2 coreutils
     # /metrics checked with a Prometheus parser; the man page rendered with groff
     python3-prometheus-client groff-base
-    # container setup in docker/
-    docker-compose
+    # container setup in docker/; the image and package tests (t_image.sh,
+    # t_package.sh): a Debian root made by debootstrap, podman building the
+    # image on it, the .deb built by CPack (dpkg-shlibdeps) and checked by lintian
+    docker-compose debootstrap podman dpkg-dev lintian
 )
 
 missing=()
