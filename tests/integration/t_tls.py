@@ -372,6 +372,15 @@ def check_backend_tls(port, bad_ca_port):
                 "CA: the login fails saying the certificate did not verify", e.args)
 
 
+# A rule naming a table without `key`: its key is read as the rules load, so the
+# proxy's own connection opens at start (with no such rule it opens none).
+OWN_RULES = """
+[paginate tls_own]
+table = test.tls_own_t
+threshold = 100
+"""
+
+
 def check_own_connections():
     """The schema cache's own connection (net/bgconn.c) follows backend_tls."""
     deadline = time.time() + 10
@@ -453,9 +462,10 @@ def main():
         t.Proxy("tls_req_proxy", port=REQ_PORT, through=False,
                 flags=tls_args("require_tls=yes", "handshake_timeout=1s")),
         t.Proxy("tls_ca_proxy", port=CA_PORT, flags=tls_args("tls_ca=" + path("ca.pem"))),
-        t.Proxy("tls_bt_proxy", port=BT_PORT, own_conn=True,
+        t.Proxy("tls_bt_proxy", port=BT_PORT, own_conn=True, rules=OWN_RULES,
                 flags=tls_args("backend_tls=verify_identity", "backend_tls_ca=" + SERVER_CA)),
-        t.Proxy("tls_badca_proxy", port=BAD_CA_PORT, own_conn=True, through=False,
+        t.Proxy("tls_badca_proxy", port=BAD_CA_PORT, own_conn=True, rules=OWN_RULES,
+                through=False,
                 flags=["--set", "backend_tls=verify_ca", "--set",
                        "backend_tls_ca=" + path("ca.pem")]),
         t.Proxy("tls_plain_proxy", port=PLAIN_PORT, flags=tls_args() + plain_backend),

@@ -55,15 +55,16 @@ mr_port_listening() {
 # variable name rather than output: $(...) would run in a subshell).
 MR__FREE_PORTS=" "
 mr_free_port() {
-    local var=$1 port i
-    for ((i = 0; i < 100; i++)); do
-        port=$("$MR_PY" -c 'import socket
+    # Locals with names of their own: a caller's `port` must not be shadowed.
+    local mr__var=$1 mr__port mr__try
+    for ((mr__try = 0; mr__try < 100; mr__try++)); do
+        mr__port=$("$MR_PY" -c 'import socket
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])') || return 1
-        if [[ $MR__FREE_PORTS != *" $port "* ]]; then
-            MR__FREE_PORTS+="$port "
-            printf -v "$var" '%s' "$port"
+        if [[ $MR__FREE_PORTS != *" $mr__port "* ]]; then
+            MR__FREE_PORTS+="$mr__port "
+            printf -v "$mr__var" '%s' "$mr__port"
             return 0
         fi
     done
