@@ -27,7 +27,10 @@ rc=$?
 ((rc == 0)) || mr_die "debian-base.sh: $(cat "$MR_TMP/img-base.err")"
 
 mr_free_port port && mr_free_port http || mr_die "no free port"
-pm() { podman --root "$cache/podman" --runroot "$MR_TMP/podman-run" --storage-driver overlay "$@"; }
+# The storage and its run directory both in the cache: podman records the run
+# directory with the storage and refuses another one, and CI runs from a fresh
+# clone in another folder.
+pm() { podman --root "$cache/podman-store" --runroot "$cache/podman-store-run" --storage-driver overlay "$@"; }
 build_img=localhost/myrewrite-test-base:bookworm
 slim_img=localhost/myrewrite-test-slim:bookworm
 image=localhost/myrewrite-test:latest
