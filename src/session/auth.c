@@ -215,6 +215,22 @@ bool ss_auth_server_check(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     return false;
 }
 
+/* What the session keeps of the login it relays: the capabilities both ends
+ * have (the tracker reads responses by them), the user, schema and character
+ * set the rules filter on once the server accepts them. */
+static void note_login(mr_session *s, const mr_handshake_response *hr)
+{
+    s->caps &= hr->caps;
+    ss_copy_name(s->pending_user, sizeof(s->pending_user), hr->user, hr->user_len,
+                 &s->user_pending);
+    ss_copy_name(s->pending_schema, sizeof(s->pending_schema), hr->db, hr->db_len,
+                 &s->schema_pending);
+    s->pending_charset = mr_charset_unsafe_collation(hr->charset);
+    s->charset_pending = true;
+    mr_tracker_init(&s->tracker, (s->caps & MR_CAP_DEPRECATE_EOF) != 0);
+    mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
+}
+
 bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
 {
     mr_handshake_response hr;
@@ -241,17 +257,10 @@ bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8
         ss_close_after_flush(s, MR_CLOSE_TLS_REQUIRED, "plaintext client under require_tls");
         return false;
     }
+    note_login(s, &hr); /* before either leg's TLS: both relay this same login */
     if (backend_tls_wanted(s, tls))
         return start_backend_tls(s, p, tls);
     if (tls)
         set_tls_caps(s, false);
-    s->caps &= hr.caps;
-    ss_copy_name(s->pending_user, sizeof(s->pending_user), hr.user, hr.user_len, &s->user_pending);
-    ss_copy_name(s->pending_schema, sizeof(s->pending_schema), hr.db, hr.db_len,
-              &s->schema_pending);
-    s->pending_charset = mr_charset_unsafe_collation(hr.charset);
-    s->charset_pending = true;
-    mr_tracker_init(&s->tracker, (s->caps & MR_CAP_DEPRECATE_EOF) != 0);
-    mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
     return true;
 }

@@ -364,6 +364,21 @@ def check_backend_tls(port, bad_ca_port):
     c = tls_connect(port)
     t.check(cipher(c), "... a TLS client's too")
     c.close()
+    # The login relayed over the backend's TLS is the session's login too: its
+    # schema filters the rules, its capabilities tell the tracker where results end.
+    c = t.connect(port)
+    try:
+        t.rows(c, "SELECT 7 AS tls_blocked")
+        t.not_ok("... a rule filtered on the login's schema blocks through it")
+    except pymysql.err.MySQLError as e:
+        t.check(e.args[0] == 1148, "... a rule filtered on the login's schema blocks through it",
+                e.args)
+    c.close()
+    c = raw.Conn(port, deprecate_eof=True)
+    r = c.query("SELECT 1 UNION ALL SELECT 2")
+    t.eq("... a CLIENT_DEPRECATE_EOF client gets its rows", "rows", r.kind)
+    t.eq("... and stays in step", "rows", c.query("SELECT 3").kind)
+    c.close()
     try:
         t.connect(bad_ca_port).close()
         t.not_ok("backend_tls = verify_ca with a CA that did not sign the server's certificate")
@@ -378,6 +393,11 @@ OWN_RULES = """
 [paginate tls_own]
 table = test.tls_own_t
 threshold = 100
+
+[block tls_schema_block]
+schema = test
+pattern = SELECT ? AS tls_blocked
+message = blocked for schema test
 """
 
 
