@@ -763,7 +763,17 @@ typedef struct refused {
     size_t key;      /* index in c->keys */
     unsigned code;
     char msg[200];
+    bool deleted;    /* the locked path applied the key's DELETE before its add failed */
 } refused;
+
+/* The key as refused: what is left of its change once a DELETE went through. */
+static net refused_net(const chunk *c, const refused *r)
+{
+    net k = c->keys[r->key];
+    if (r->deleted)
+        k.del = false;
+    return k;
+}
 
 /* Creates the dead-letter table (DDL: outside any transaction). */
 static bool reject_setup(MYSQL *db, table *t)
@@ -785,7 +795,8 @@ static bool reject_write(MYSQL *db, const table *t, const chunk *c, const refuse
     mr_buf_init(&key);
     mr_buf_init(&change);
     mr_buf_init(&b);
-    const net *k = &c->keys[r->key];
+    net kr = refused_net(c, r);
+    const net *k = &kr;
     dchunk_key_text(t, c, k, &key);
     dchunk_change_text(t, c, k, &change);
     bool ok = !key.failed && !change.failed;
@@ -806,7 +817,8 @@ static void reject_note(const table *t, const chunk *c, const refused *rs, size_
         mr_buf key, change;
         mr_buf_init(&key);
         mr_buf_init(&change);
-        const net *k = &c->keys[rs[i].key];
+        net kr = refused_net(c, &rs[i]);
+        const net *k = &kr;
         dchunk_key_text(t, c, k, &key);
         dchunk_change_text(t, c, k, &change);
         const char *ks = key.failed ? "?" : (const char *)key.data;
@@ -837,12 +849,16 @@ static int apply_one(MYSQL *db, const table *t, const chunk *c, size_t i, refuse
     bool sp = !t->locked; /* the locked path has no transaction: one key's statements */
     if (sp && !exec_str(db, "SAVEPOINT `mr_key`", t, "SAVEPOINT"))
         return -1;
-    if (apply_deletes(db, t, &one) && apply_adds(db, t, &one))
+    bool deleted = apply_deletes(db, t, &one);
+    if (deleted && apply_adds(db, t, &one))
         return 1;
     r->code = mysql_errno(db);
     snprintf(r->msg, sizeof r->msg, "%s", mysql_error(db));
     if (!mr_dreject_data_error(r->code) || mr_bg_conn_broken(db))
         return -1;
+    /* Without a savepoint a DELETE that went through stays: the dead-letter
+     * row then holds only the add the server refused. */
+    r->deleted = !sp && deleted && one.keys[0].del;
     return !sp || exec_str(db, "ROLLBACK TO SAVEPOINT `mr_key`", t, "ROLLBACK TO SAVEPOINT")
                ? 0 : -1;
 }
@@ -858,8 +874,11 @@ static bool apply_isolating(MYSQL *db, const table *t, const chunk *c, refused *
         int rc = apply_one(db, t, c, i, &(*rs)[*n]);
         if (rc < 0)
             return false;
-        if (rc == 0 && !reject_write(db, t, c, &(*rs)[(*n)++]))
-            return false;
+        if (rc == 0) {
+            if (!reject_write(db, t, c, &(*rs)[*n]))
+                return false; /* not counted: the key was neither applied nor moved */
+            (*n)++;
+        }
     }
     return true;
 }

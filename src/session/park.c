@@ -204,6 +204,7 @@ void mr_session_wake_parked(void *proxy)
     if (atomic_load(&parked_now) == 0)
         return;
     for (unsigned i = 0; i < p->nworkers; i++)
-        if (!atomic_exchange(&p->workers[i].schema_signaled, true))
-            mr_worker_signal(&p->workers[i], MR_WORKER_MSG_SCHEMA);
+        if (!atomic_exchange(&p->workers[i].schema_signaled, true) &&
+            !mr_worker_signal(&p->workers[i], MR_WORKER_MSG_SCHEMA))
+            atomic_store(&p->workers[i].schema_signaled, false); /* the next load tries again */
 }

@@ -175,10 +175,12 @@ static bool send_msg(mr_worker *w, int msg)
 
 bool mr_worker_hand_off(mr_worker *w, int fd) { return send_msg(w, fd); }
 
-void mr_worker_signal(mr_worker *w, int msg)
+bool mr_worker_signal(mr_worker *w, int msg)
 {
-    if (!send_msg(w, msg))
-        mr_error(0, "cannot signal worker %u: %s", w->id, strerror(errno));
+    if (send_msg(w, msg))
+        return true;
+    mr_error(0, "cannot signal worker %u: %s", w->id, strerror(errno));
+    return false;
 }
 
 void mr_worker_join(mr_worker *w)

@@ -70,7 +70,7 @@ void mr_worker_set_rules(mr_worker *w, mr_shared_rules *rules);
 /* Hands a connected client socket to the worker (called by the listener). */
 bool mr_worker_hand_off(mr_worker *w, int fd);
 /* Sends a control message; the worker acts on it in its own thread. */
-void mr_worker_signal(mr_worker *w, int msg);
+bool mr_worker_signal(mr_worker *w, int msg); /* false: not sent (logged) */
 void mr_worker_join(mr_worker *w);
 /* Called by a session as it ends; stops the loop once drained. */
 void mr_worker_session_ended(mr_worker *w);
