@@ -315,17 +315,24 @@ static void own_connection_idle_is_a_duration(void **state)
     assert_false(set(f, "own_connection_idle", "soon"));
 }
 
-static void token_is_not_dumped(void **state)
+/* The config as mr_config_dump writes it (the caller frees it). */
+static char *dump_text(fixture *f)
 {
-    fixture *f = *state;
-    assert_true(set(f, "http_token", "very-secret"));
-    assert_true(set(f, "http_insecure", "yes"));
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     assert_non_null(out);
     mr_config_dump(&f->c, out);
     fclose(out);
+    return text;
+}
+
+static void token_is_not_dumped(void **state)
+{
+    fixture *f = *state;
+    assert_true(set(f, "http_token", "very-secret"));
+    assert_true(set(f, "http_insecure", "yes"));
+    char *text = dump_text(f);
     assert_null(strstr(text, "very-secret"));
     assert_non_null(strstr(text, "http_token = (set, not shown)\n"));
     assert_non_null(strstr(text, "http_insecure = yes\n"));
@@ -636,12 +643,7 @@ static void dump_round_trips_through_load(void **state)
     assert_true(set(f, "relay_buffer", "1M"));
     assert_true(set(f, "connect_timeout", "1.5s"));
     assert_true(set(f, "log_level", "warn"));
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-    assert_non_null(out);
-    mr_config_dump(&f->c, out);
-    fclose(out);
+    char *text = dump_text(f);
     assert_non_null(strstr(text, "[myrewrite]\n"));
     assert_non_null(strstr(text, "connect_timeout = 1500ms\n"));
     assert_non_null(strstr(text, "relay_buffer = 1048576\n"));
