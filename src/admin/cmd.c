@@ -139,6 +139,7 @@ static const plain_cmd plain[] = {
     {"SHOW DELAYED", MR_ADM_SHOW_DELAYED},
     {"SHOW PAGINATION", MR_ADM_SHOW_PAGINATION},
     {"RELOAD RULES", MR_ADM_RELOAD_RULES},
+    {"RELOAD TLS", MR_ADM_RELOAD_TLS},
     {"SELECT @@version_comment LIMIT 1", MR_ADM_VERSION_COMMENT},
     {"SELECT @@version_comment", MR_ADM_VERSION_COMMENT},
 };
@@ -173,7 +174,7 @@ const char *mr_admin_cmd_list(void)
 {
     return "SHOW VERSION, SHOW CONFIG, SHOW RULES, SHOW DIGESTS, SHOW STATS, SHOW BACKENDS, "
            "SHOW QUEUES, SHOW CLIENTS, SHOW DELAYED, SHOW DELAYED REJECTED [table], "
-           "SHOW PAGINATION, RELOAD RULES, "
+           "SHOW PAGINATION, RELOAD RULES, RELOAD TLS, "
            "FLUSH DELAYED [table], EXPLAIN REWRITE '<sql>'";
 }
 

@@ -16,6 +16,7 @@
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/delayed/reject.h"
+#include "myrewrite/net/tls_reload.h"
 #include "myrewrite/delayed/staging_sql.h"
 
 #define ER_PARSE_ERROR 1064
@@ -46,6 +47,20 @@ static void unknown(mr_buf *out)
     char msg[512];
     snprintf(msg, sizeof(msg), "unknown admin command; the commands are: %s", mr_admin_cmd_list());
     mr_admin_error(out, MR_ER_UNKNOWN_COM, "42000", msg);
+}
+
+/* RELOAD TLS: the certificate files read again whether or not they changed
+ * (SIGHUP reads only changed ones); a pair that does not load is an error
+ * and the one in force stays. */
+static void reload_tls(mr_proxy *p, mr_buf *out)
+{
+    char msg[600];
+    switch (mr_tls_reload(p, false, msg, sizeof(msg))) {
+    case MR_TLS_RELOADED:
+    case MR_TLS_UNCHANGED: mr_admin_lines_result(out, "result", msg); return;
+    case MR_TLS_REFUSED:
+    case MR_TLS_NONE: mr_admin_error(out, MR_ER_TLS_RELOAD, "HY000", msg); return;
+    }
 }
 
 /* FLUSH DELAYED [table]: a flush round now, waited for (the console waits
@@ -112,6 +127,7 @@ static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out)
         mr_admin_show_delayed_rejected(arg->len ? (const char *)arg->data : "", out);
         return;
     case MR_ADM_RELOAD_RULES: mr_admin_reload_rules(p, out); return;
+    case MR_ADM_RELOAD_TLS: reload_tls(p, out); return;
     case MR_ADM_EXPLAIN_REWRITE:
         mr_admin_explain(p, (const char *)arg->data, arg->len - 1, out); /* without the NUL */
         return;

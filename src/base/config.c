@@ -60,6 +60,10 @@ static const key_def keys[] = {
      "a client that came over TLS gets prefer at least"},
     {"backend_tls_ca", T_STRING, K(backend_tls_ca), "",
      "PEM file of the CAs the backend's certificate must chain to (verify_ca, verify_identity)"},
+    {"backend_tls_cert", T_STRING, K(backend_tls_cert), "",
+     "PEM certificate (chain) the proxy shows the backend over TLS, for every session and its "
+     "own connections; with backend_tls_key"},
+    {"backend_tls_key", T_STRING, K(backend_tls_key), "", "PEM private key of backend_tls_cert"},
     {"connect_timeout", T_DURATION, K(connect_timeout_ms), "5s",
      "how long connecting to the backend and reading its greeting may take"},
     {"delayed_park_timeout", T_DURATION, K(delayed_park_timeout_ms), "5s",

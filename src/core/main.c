@@ -22,6 +22,7 @@
 #include "myrewrite/admin/admin.h"
 #include "myrewrite/net/backend_addr.h"
 #include "myrewrite/net/tls.h"
+#include "myrewrite/net/tls_reload.h"
 #include "myrewrite/base/clock.h"
 #include "myrewrite/base/config.h"
 #include "myrewrite/delayed/flush.h"
@@ -182,6 +183,7 @@ static void validate_tls(mr_config *c, mr_proxy *p, mr_diag *d)
         return;
     }
     p->client_tls = mr_tls_server_ctx(c, err, sizeof(err));
+    p->client_tls_on = p->client_tls != NULL;
     if (!p->client_tls)
         mr_diag_error(d, "tls", 0, "%s", err);
 }
@@ -198,6 +200,11 @@ static void validate_backend_tls(mr_config *c, mr_proxy *p, mr_diag *d)
                       c->backend_tls);
         return;
     }
+    if (!c->backend_tls_cert[0] != !c->backend_tls_key[0]) {
+        mr_diag_error(d, c->backend_tls_cert[0] ? "backend_tls_key" : "backend_tls_cert", 0,
+                      "backend_tls_cert and backend_tls_key go together: set both or neither");
+        return;
+    }
     if (p->backend_tls_mode == MR_BTLS_OFF && !p->client_tls)
         return;
     if (mr_addr_parse(c->backend, &a))
@@ -206,6 +213,7 @@ static void validate_backend_tls(mr_config *c, mr_proxy *p, mr_diag *d)
     mr_backend_tls mode = p->backend_tls_mode ? (mr_backend_tls)p->backend_tls_mode
                                               : MR_BTLS_PREFER;
     p->backend_tls = mr_tls_backend_ctx(c, mode, err, sizeof(err));
+    p->backend_tls_on = p->backend_tls != NULL;
     if (!p->backend_tls)
         mr_diag_error(d, "backend_tls", 0, "%s", err);
 }
@@ -225,6 +233,7 @@ static bool validate(mr_config *c, mr_proxy *p, mr_diag *d)
         mr_diag_error(d, "backend", 0, "%s", err);
     validate_tls(c, p, d);
     validate_backend_tls(c, p, d);
+    mr_tls_loaded(c);
     return d->errors == 0;
 }
 
@@ -244,8 +253,10 @@ static void on_sighup(evutil_socket_t sig, short what, void *arg)
 {
     (void)sig;
     (void)what;
-    mr_info(0, "received SIGHUP: reloading rules");
+    mr_info(0, "received SIGHUP: reloading rules, and TLS files that changed");
     mr_rules_reload(arg, NULL);
+    char msg[600];
+    mr_tls_reload(arg, true, msg, sizeof(msg)); /* logs what it did */
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -353,6 +364,7 @@ int main(int argc, char **argv)
     pthread_mutex_init(&proxy.rules_lock, NULL);
     pthread_mutex_init(&proxy.reload_lock, NULL);
     pthread_mutex_init(&proxy.backend_lock, NULL);
+    pthread_mutex_init(&proxy.tls_lock, NULL);
     unsigned n = cfg.workers ? (unsigned)cfg.workers : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     proxy.nworkers = n ? n : 1;
     if (o.explain) { /* needs the rules only, not a reachable backend */

@@ -18,6 +18,7 @@
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/paginate/stats.h"
+#include "myrewrite/net/tls_reload.h"
 #include "myrewrite/session/reload.h"
 #include "myrewrite/delayed/reject.h"
 #include "myrewrite/stats/rule_stats.h"
@@ -64,6 +65,13 @@ static void write_reloads(struct evbuffer *out)
                       "failed kept the old one.");
     labeled2(out, name, "result", "ok", NULL, NULL, c.ok);
     labeled2(out, name, "result", "failed", NULL, NULL, c.failed);
+    static const char tls[] = "myrewrite_tls_reloads_total";
+    mr_tls_reload_counts t = mr_tls_reload_counts_get();
+    mr_metrics_family(out, tls, "counter",
+                      "TLS certificate reloads (SIGHUP when a file changed, RELOAD TLS) by "
+                      "result: ok swapped new contexts in, failed kept the old ones.");
+    labeled2(out, tls, "result", "ok", NULL, NULL, t.ok);
+    labeled2(out, tls, "result", "failed", NULL, NULL, t.failed);
 }
 
 /* Nanoseconds as seconds with all nine decimals: exact, not a float. */

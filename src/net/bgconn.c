@@ -41,6 +41,7 @@ struct mr_bgconn {
     char *user, *password;
     mr_backend_tls tls;       /* backend_tls, as for the sessions */
     char *tls_ca;             /* backend_tls_ca */
+    char *tls_cert, *tls_key; /* backend_tls_cert, backend_tls_key: "" for none */
     mr_addr addr;
     char backend[300];
     unsigned connect_timeout_s;
@@ -109,13 +110,16 @@ static bool setup_session(mr_bgconn *b)
 
 /* backend_tls for the proxy's own connections: prefer asks for TLS when
  * the server offers it, require insists, verify_ca gives the CA (the
- * library then verifies the chain), verify_identity also the host name. */
+ * library then verifies the chain), verify_identity also the host name.
+ * backend_tls_cert is shown as the sessions show it. The library reads the
+ * files at each connect, so rotated ones are picked up without a reload. */
 static void set_tls_options(mr_bgconn *b)
 {
     if (b->tls == MR_BTLS_OFF)
         return;
     my_bool enforce = b->tls >= MR_BTLS_REQUIRE, verify = b->tls >= MR_BTLS_VERIFY_IDENTITY;
-    mysql_ssl_set(b->db, NULL, NULL, b->tls >= MR_BTLS_VERIFY_CA ? b->tls_ca : NULL, NULL, NULL);
+    mysql_ssl_set(b->db, b->tls_key[0] ? b->tls_key : NULL, b->tls_cert[0] ? b->tls_cert : NULL,
+                  b->tls >= MR_BTLS_VERIFY_CA ? b->tls_ca : NULL, NULL, NULL);
     mysql_optionsv(b->db, MYSQL_OPT_SSL_ENFORCE, &enforce);
     mysql_optionsv(b->db, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
 }
@@ -345,6 +349,8 @@ static void bg_free(mr_bgconn *b)
     free(b->user);
     free(b->password);
     free(b->tls_ca);
+    free(b->tls_cert);
+    free(b->tls_key);
     free(b);
 }
 
@@ -386,11 +392,13 @@ static mr_bgconn *bg_new(const mr_config *cfg, const char *backend, const mr_bgc
     b->password = strdup(cfg->proxy_password ? cfg->proxy_password : "");
     b->tls = mr_backend_tls_parse(cfg->backend_tls);
     b->tls_ca = strdup(cfg->backend_tls_ca);
+    b->tls_cert = strdup(cfg->backend_tls_cert);
+    b->tls_key = strdup(cfg->backend_tls_key);
     snprintf(b->backend, sizeof b->backend, "%s", backend);
     uint64_t s = (cfg->connect_timeout_ms + 999) / 1000;
     b->connect_timeout_s = s ? (unsigned)s : 1;
     b->idle_ms = cfg->own_connection_idle_ms ? cfg->own_connection_idle_ms : 1;
-    if (!b->user || !b->password || !b->tls_ca) {
+    if (!b->user || !b->password || !b->tls_ca || !b->tls_cert || !b->tls_key) {
         bg_free(b);
         return NULL;
     }

@@ -1,5 +1,6 @@
 /*
- * net/tls.c - the TLS contexts (see net/tls.h). Main thread, at start.
+ * net/tls.c - the TLS contexts (see net/tls.h). Main thread at start, and
+ * the thread of a reload (net/tls_reload.c).
  */
 #include "myrewrite/net/tls.h"
 
@@ -37,22 +38,31 @@ static bool set_versions_and_ciphers(SSL_CTX *ctx, const mr_config *c, char *err
     return true;
 }
 
-static bool load_identity(SSL_CTX *ctx, const mr_config *c, char *err, size_t errlen)
+/* A certificate and its key, named in messages by their settings' names. */
+static bool load_identity(SSL_CTX *ctx, const char *const names[2], const char *cert,
+                          const char *key, char *err, size_t errlen)
 {
-    if (SSL_CTX_use_certificate_chain_file(ctx, c->tls_cert) != 1) {
-        ssl_reason(err, errlen, "tls_cert: cannot use", c->tls_cert);
+    char what[80];
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+        snprintf(what, sizeof(what), "%s: cannot use", names[0]);
+        ssl_reason(err, errlen, what, cert);
         return false;
     }
-    if (SSL_CTX_use_PrivateKey_file(ctx, c->tls_key, SSL_FILETYPE_PEM) != 1) {
-        ssl_reason(err, errlen, "tls_key: cannot use", c->tls_key);
+    if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+        snprintf(what, sizeof(what), "%s: cannot use", names[1]);
+        ssl_reason(err, errlen, what, key);
         return false;
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {
-        ssl_reason(err, errlen, "tls_key: does not match tls_cert", c->tls_key);
+        snprintf(what, sizeof(what), "%s: does not match %s", names[1], names[0]);
+        ssl_reason(err, errlen, what, key);
         return false;
     }
     return true;
 }
+
+static const char *const server_names[2] = {"tls_cert", "tls_key"};
+static const char *const backend_names[2] = {"backend_tls_cert", "backend_tls_key"};
 
 /* Client certificates: asked for, and required to chain to tls_ca. */
 static bool load_client_ca(SSL_CTX *ctx, const mr_config *c, char *err, size_t errlen)
@@ -89,7 +99,7 @@ struct ssl_ctx_st *mr_tls_server_ctx(const mr_config *c, char *err, size_t errle
      * (on by default); the id context lets verified sessions resume. */
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"myrewrite", 9);
-    if (!set_versions_and_ciphers(ctx, c, err, errlen) || !load_identity(ctx, c, err, errlen) ||
+    if (!set_versions_and_ciphers(ctx, c, err, errlen) || !load_identity(ctx, server_names, c->tls_cert, c->tls_key, err, errlen) ||
         (c->tls_ca[0] && !load_client_ca(ctx, c, err, errlen))) {
         SSL_CTX_free(ctx);
         return NULL;
@@ -128,6 +138,11 @@ struct ssl_ctx_st *mr_tls_backend_ctx(const mr_config *c, mr_backend_tls mode, c
             return NULL;
         }
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    }
+    if (c->backend_tls_cert[0] && !load_identity(ctx, backend_names, c->backend_tls_cert,
+                                                 c->backend_tls_key, err, errlen)) {
+        SSL_CTX_free(ctx);
+        return NULL;
     }
     return ctx;
 }

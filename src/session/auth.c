@@ -41,6 +41,7 @@
 #include "myrewrite/sql/charset_guard.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/net/tls.h"
+#include "myrewrite/net/tls_reload.h"
 #include "session/session_impl.h"
 
 bool ss_auth_exchange(const mr_session *s)
@@ -105,7 +106,10 @@ static bool start_client_tls(mr_session *s, uint32_t len, uint8_t seq)
 {
     evbuffer_drain(mr_conn_input(s->client), MR_PKT_HEADER + (size_t)len);
     s->from_client.remaining = 0;
-    if (!mr_conn_start_tls(s->client, s->w->proxy->client_tls, true, NULL)) {
+    struct ssl_ctx_st *ctx = mr_tls_client_ref(s->w->proxy);
+    bool started = ctx && mr_conn_start_tls(s->client, ctx, true, NULL);
+    mr_tls_ctx_free(ctx); /* the TLS connection holds its own reference */
+    if (!started) {
         ss_close(s, MR_CLOSE_TLS_FAILED, "out of memory starting TLS");
         return false;
     }
@@ -136,7 +140,7 @@ static void set_tls_caps(mr_session *s, bool backend_tls)
 static bool backend_tls_wanted(const mr_session *s, bool client_tls)
 {
     const mr_proxy *p = s->w->proxy;
-    return p->backend_tls && s->backend_offers_tls &&
+    return p->backend_tls_on && s->backend_offers_tls &&
            (p->backend_tls_mode >= MR_BTLS_PREFER || client_tls);
 }
 
@@ -153,7 +157,10 @@ static bool start_backend_tls(mr_session *s, const uint8_t *p, bool client_tls)
     mr_conn_write(s->backend, req, sizeof(req));
     const char *host = px->backend_tls_mode == MR_BTLS_VERIFY_IDENTITY ? px->backend_tls_host
                                                                         : NULL;
-    if (!mr_conn_start_tls(s->backend, px->backend_tls, false, host)) {
+    struct ssl_ctx_st *ctx = mr_tls_backend_ref(s->w->proxy);
+    bool started = ctx && mr_conn_start_tls(s->backend, ctx, false, host);
+    mr_tls_ctx_free(ctx);
+    if (!started) {
         ss_send_err(s, (uint8_t)(s->seq + 1), MR_ER_BACKEND_UNAVAILABLE, "08S01",
                     "backend unavailable: TLS toward it could not be started");
         ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "cannot start TLS toward the backend");
@@ -242,7 +249,7 @@ bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8
         return false;
     }
     bool tls = mr_conn_tls_active(s->client);
-    if (hr.ssl_request && !tls && s->w->proxy->client_tls)
+    if (hr.ssl_request && !tls && s->w->proxy->client_tls_on)
         return start_client_tls(s, len, seq);
     const char *detail, *msg = unsupported_request(s, &hr, &detail);
     if (msg) {

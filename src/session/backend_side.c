@@ -139,7 +139,7 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
         greeting_unusable(s, "malformed greeting from backend");
         return;
     }
-    mr_greeting_mask_offer(payload, &g, s->w->proxy->client_tls ? MR_CAP_SSL : 0);
+    mr_greeting_mask_offer(payload, &g, s->w->proxy->client_tls_on ? MR_CAP_SSL : 0);
     s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
     s->backend_offers_tls = (g.caps & MR_CAP_SSL) != 0;
     if (!s->backend_offers_tls && s->w->proxy->backend_tls_mode >= MR_BTLS_REQUIRE) {

@@ -25,6 +25,7 @@ typedef enum mr_admin_cmd {
     MR_ADM_SHOW_BACKENDS,
     MR_ADM_SHOW_QUEUES,
     MR_ADM_RELOAD_RULES,
+    MR_ADM_RELOAD_TLS,
     MR_ADM_EXPLAIN_REWRITE, /* argument: the unquoted statement */
     MR_ADM_SHOW_CLIENTS,
     MR_ADM_SHOW_DELAYED,

@@ -3,7 +3,8 @@
  *
  * Built by main before any thread starts; read-only afterwards except for
  * the atomics, which any thread may update, the rule set in force, guarded
- * by rules_lock, and the backend address, guarded by backend_lock.
+ * by rules_lock, the backend address, guarded by backend_lock, and the two
+ * TLS contexts, guarded by tls_lock (net/tls_reload.h swaps them).
  */
 #ifndef MYREWRITE_PROXY_H
 #define MYREWRITE_PROXY_H
@@ -26,9 +27,12 @@ typedef struct mr_proxy {
     struct sockaddr_storage backend_addr; /* resolved at start, then again (net/backend_addr.h) */
     socklen_t backend_addr_len;
     char backend_name[300];               /* for messages: "127.0.0.1:3306" */
+    pthread_mutex_t tls_lock;             /* guards client_tls and backend_tls */
     struct ssl_ctx_st *client_tls;        /* TLS toward clients; NULL: not configured */
-    bool require_tls;                     /* plaintext clients are refused */
     struct ssl_ctx_st *backend_tls;       /* TLS toward the backend; NULL: never */
+    bool client_tls_on;                   /* client_tls set at start: a reload never unsets it */
+    bool backend_tls_on;                  /* the same for backend_tls */
+    bool require_tls;                     /* plaintext clients are refused */
     int backend_tls_mode;                 /* mr_backend_tls (net/tls.h) */
     char backend_tls_host[256];           /* the name verify_identity checks */
     struct mr_worker *workers;

@@ -128,6 +128,7 @@ enum mr_command {
 #define MR_ER_OUT_OF_MEMORY 1037
 #define MR_ER_NOT_SUPPORTED_AUTH_MODE 1251
 #define MR_ER_SECURE_TRANSPORT_REQUIRED 3159 /* 08004: TLS is required */
+#define MR_ER_TLS_RELOAD 3889 /* MySQL's code for a TLS library error on RELOAD TLS */
 
 /* ---- framing and primitive readers ---- */
 
