@@ -13,6 +13,7 @@ import pathlib
 import re
 import shutil
 import struct
+import zlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "fuzz" / "corpus"
@@ -172,6 +173,17 @@ def main():
         seeds.append(bytes([first]) + stream(payloads))
     seeds.append(bytes([3]) + stream([ok(1)]) + bytes([3]) + stream([err()]))  # pipelined
     write("fuzz_tracker", seeds)
+
+    def zframe(plain, seq=0, packed=True):
+        body = zlib.compress(plain) if packed else plain
+        return (struct.pack("<I", len(body))[:3] + bytes([seq]) +
+                struct.pack("<I", len(plain) if packed else 0)[:3] + body)
+    query = pkt(b"\x03SELECT seq, REPEAT('x', 80) FROM seq_1_to_100")
+    write("fuzz_zframe", [
+        zframe(query), zframe(pkt(b"\x03SELECT 1"), packed=False),
+        zframe(query, 0) + zframe(pkt(b"a,b\n" * 500, 2), 1),
+        zframe(b"\x00" * 4000), zframe(query)[:20],
+    ])
 
     three = (b"\x04\x01" + bytes([8, 0, 253, 0, 1, 0]) + struct.pack("<q", -7) + b"\x03abc")
     date = (b"\x00\x01" + bytes([12, 0, 10, 0]) + b"\x0b\xe8\x07\x03\x0f\x0a\x1e\x05" +

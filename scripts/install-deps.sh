@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
     # toolchain and libraries the build links against
     gcc libc6-dev make cmake pkg-config
-    libevent-dev libmariadb-dev libmariadb-dev-compat libpcre2-dev libcmocka-dev libssl-dev
+    libevent-dev libmariadb-dev libmariadb-dev-compat libpcre2-dev libcmocka-dev libssl-dev zlib1g-dev
     # the fuzz targets (scripts/fuzz.sh): clang and its libFuzzer/sanitizer
     # runtimes, which clang only recommends
     clang libclang-rt-dev

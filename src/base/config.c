@@ -64,6 +64,9 @@ static const key_def keys[] = {
      "PEM certificate (chain) the proxy shows the backend over TLS, for every session and its "
      "own connections; with backend_tls_key"},
     {"backend_tls_key", T_STRING, K(backend_tls_key), "", "PEM private key of backend_tls_cert"},
+    {"compression", T_BOOL, K(compression), "yes",
+     "yes: the greeting offers the compressed protocol (zlib, CLIENT_COMPRESS) when the server's "
+     "does, and clients that ask for it get it on their leg; the backend leg stays plain"},
     {"connect_timeout", T_DURATION, K(connect_timeout_ms), "5s",
      "how long connecting to the backend and reading its greeting may take"},
     {"delayed_park_timeout", T_DURATION, K(delayed_park_timeout_ms), "5s",

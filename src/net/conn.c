@@ -20,12 +20,26 @@ static void timer_handler(evutil_socket_t fd, short what, void *arg)
     fire(arg, MR_CONN_TIMEOUT);
 }
 
+void mr_conn_delivered(mr_conn *c)
+{
+    if (c->z && !mr_conn_z_inflate(c)) {
+        fire(c, MR_CONN_ERROR);
+        return;
+    }
+    if (c->cb.read)
+        c->cb.read(c, c->arg);
+}
+
 static void read_handler(evutil_socket_t fd, short what, void *arg)
 {
     mr_conn *c = arg;
     (void)what;
+    if (c->z && mr_conn_z_ready(c)) { /* frames left over from an earlier read */
+        mr_conn_delivered(c);
+        return;
+    }
     struct evbuffer_iovec vec[2];
-    int nvec = evbuffer_reserve_space(c->in, READ_CHUNK, vec, 2);
+    int nvec = evbuffer_reserve_space(c->wire_in, READ_CHUNK, vec, 2);
     if (nvec <= 0) {
         c->err = ENOMEM;
         fire(c, MR_CONN_ERROR);
@@ -38,7 +52,7 @@ static void read_handler(evutil_socket_t fd, short what, void *arg)
     }
     ssize_t n = readv(fd, iov, nvec);
     if (n < 0) {
-        evbuffer_commit_space(c->in, vec, 0);
+        evbuffer_commit_space(c->wire_in, vec, 0);
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
             return;
         c->err = errno;
@@ -46,7 +60,7 @@ static void read_handler(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (n == 0) {
-        evbuffer_commit_space(c->in, vec, 0);
+        evbuffer_commit_space(c->wire_in, vec, 0);
         fire(c, MR_CONN_EOF);
         return;
     }
@@ -57,16 +71,15 @@ static void read_handler(evutil_socket_t fd, short what, void *arg)
             vec[used].iov_len = left;
         left -= vec[used].iov_len;
     }
-    evbuffer_commit_space(c->in, vec, used);
-    if (c->cb.read)
-        c->cb.read(c, c->arg);
+    evbuffer_commit_space(c->wire_in, vec, used);
+    mr_conn_delivered(c);
 }
 
 /* Writes as much as the socket takes; false on a hard error. */
 static bool write_now(mr_conn *c)
 {
-    while (evbuffer_get_length(c->out) > 0) {
-        int n = evbuffer_write(c->out, c->fd);
+    while (evbuffer_get_length(c->wire_out) > 0) {
+        int n = evbuffer_write(c->wire_out, c->fd);
         if (n > 0)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
@@ -119,7 +132,7 @@ static void write_handler(evutil_socket_t fd, short what, void *arg)
         fire(c, MR_CONN_ERROR);
         return;
     }
-    size_t left = evbuffer_get_length(c->out);
+    size_t left = evbuffer_get_length(c->wire_out);
     if (left == 0)
         watch_writes(c, false);
     if (left <= c->low && c->cb.drained)
@@ -139,6 +152,8 @@ static mr_conn *conn_alloc(struct event_base *base, int fd, const mr_conn_callba
     c->rev = event_new(base, fd, EV_READ | EV_PERSIST, read_handler, c);
     c->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, write_handler, c);
     c->timer = evtimer_new(base, timer_handler, c);
+    c->wire_in = c->in;
+    c->wire_out = c->out;
     if (!c->in || !c->out || !c->rev || !c->wev || !c->timer) {
         c->fd = -1; /* the caller still owns fd */
         mr_conn_free(c);
@@ -183,6 +198,8 @@ void mr_conn_free(mr_conn *c)
         return;
     if (c->tls)
         mr_conn_tls_free(c);
+    if (c->z)
+        mr_conn_z_free(c);
     if (c->rev)
         event_free(c->rev);
     if (c->wev)
@@ -203,8 +220,19 @@ struct evbuffer *mr_conn_output(mr_conn *c) { return c->out; }
 int mr_conn_fd(const mr_conn *c) { return c->fd; }
 int mr_conn_errno(const mr_conn *c) { return c->err; }
 
+size_t mr_conn_pending(const mr_conn *c)
+{
+    size_t n = evbuffer_get_length(c->out);
+    return c->wire_out == c->out ? n : n + evbuffer_get_length(c->wire_out);
+}
+
 void mr_conn_flush(mr_conn *c)
 {
+    if (c->z && !c->failed && !mr_conn_z_deflate(c)) {
+        c->failed = true; /* reported from the loop, as a write error is */
+        event_active(c->wev, EV_WRITE, 1);
+        return;
+    }
     if (c->tls) {
         mr_conn_tls_flush(c);
         return;
@@ -231,13 +259,15 @@ void mr_conn_read_enable(mr_conn *c, bool on)
     if (c->tls) {
         c->reading = on;
         mr_conn_tls_read_enable(c);
-        return;
+    } else {
+        if (on && !c->reading)
+            event_add(c->rev, NULL);
+        else if (!on && c->reading)
+            event_del(c->rev);
+        c->reading = on;
     }
-    if (on && !c->reading)
-        event_add(c->rev, NULL);
-    else if (!on && c->reading)
-        event_del(c->rev);
-    c->reading = on;
+    if (on && c->z && mr_conn_z_ready(c))
+        event_active(c->rev, EV_READ, 1); /* frames left over, and the socket may stay quiet */
 }
 
 void mr_conn_set_timeout(mr_conn *c, const struct timeval *tv)

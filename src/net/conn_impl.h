@@ -13,6 +13,7 @@
 #define READ_CHUNK 65536
 
 typedef struct mr_conn_tls mr_conn_tls;
+typedef struct mr_conn_z mr_conn_z;
 
 struct mr_conn {
     int fd;
@@ -21,12 +22,16 @@ struct mr_conn {
     struct event *timer;  /* the deadline set by mr_conn_set_timeout() */
     struct evbuffer *in;  /* bytes read, not yet consumed (plaintext under TLS) */
     struct evbuffer *out; /* bytes to send (plaintext under TLS) */
+    /* What the socket or TLS layer reads into and sends from: in and out,
+     * or under compression the frames (net/conn_z.c). */
+    struct evbuffer *wire_in, *wire_out;
     mr_conn_callbacks cb;
     void *arg;
     bool reading, write_pending, connecting, failed;
     int err;
     size_t low;
     mr_conn_tls *tls;     /* NULL: plain; else the TLS layer owns rev and wev */
+    mr_conn_z *z;         /* NULL: not compressed */
 };
 
 static inline void mr_conn_fire(mr_conn *c, int what)
@@ -40,5 +45,18 @@ static inline void mr_conn_fire(mr_conn *c, int what)
 void mr_conn_tls_flush(mr_conn *c);
 void mr_conn_tls_read_enable(mr_conn *c);
 void mr_conn_tls_free(mr_conn *c);
+
+/* net/conn_z.c. After a read into wire_in: frames into c->in, as far as
+ * in_limit allows; false on a corrupt frame (c->err set). Before a write:
+ * c->out into frames in wire_out. ready: a whole frame waits and c->in has
+ * room for it, so the reader should take it without reading the socket. */
+bool mr_conn_z_inflate(mr_conn *c);
+bool mr_conn_z_deflate(mr_conn *c);
+bool mr_conn_z_ready(mr_conn *c);
+void mr_conn_z_free(mr_conn *c);
+
+/* After bytes reached wire_in (or frames wait): inflates, asks the loop to
+ * come back for frames left over, and calls the read callback. */
+void mr_conn_delivered(mr_conn *c);
 
 #endif

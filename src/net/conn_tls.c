@@ -125,7 +125,7 @@ static void tls_sync(mr_conn *c)
     } else {
         want_r = c->reading || t->write_wants_read;
         want_w = t->read_wants_write || c->failed ||
-                 (!t->write_wants_read && evbuffer_get_length(c->out) > 0);
+                 (!t->write_wants_read && evbuffer_get_length(c->wire_out) > 0);
     }
     set_event(c->rev, &t->rev_on, want_r);
     set_event(c->wev, &t->wev_on, want_w);
@@ -187,9 +187,9 @@ static bool tls_write_now(mr_conn *c)
 {
     mr_conn_tls *t = c->tls;
     size_t len;
-    while ((len = evbuffer_get_length(c->out)) > 0) {
+    while ((len = evbuffer_get_length(c->wire_out)) > 0) {
         int chunk = (int)(len < TLS_RECORD ? len : TLS_RECORD);
-        unsigned char *p = evbuffer_pullup(c->out, chunk);
+        unsigned char *p = evbuffer_pullup(c->wire_out, chunk);
         if (!p) {
             c->err = ENOMEM;
             return false;
@@ -197,7 +197,7 @@ static bool tls_write_now(mr_conn *c)
         ERR_clear_error();
         int n = SSL_write(t->ssl, p, chunk);
         if (n > 0) {
-            evbuffer_drain(c->out, (size_t)n);
+            evbuffer_drain(c->wire_out, (size_t)n);
             continue;
         }
         int e = SSL_get_error(t->ssl, n);
@@ -236,7 +236,7 @@ static void tls_write_handler(evutil_socket_t fd, short what, void *arg)
         return;
     }
     tls_sync(c);
-    if (evbuffer_get_length(c->out) <= c->low && c->cb.drained)
+    if (evbuffer_get_length(c->wire_out) <= c->low && c->cb.drained)
         c->cb.drained(c, c->arg);
 }
 
@@ -251,7 +251,7 @@ static int tls_read_some(mr_conn *c, size_t *got)
     *got = 0;
     while (*got < READ_CHUNK) {
         struct evbuffer_iovec vec;
-        if (evbuffer_reserve_space(c->in, TLS_RECORD, &vec, 1) != 1) {
+        if (evbuffer_reserve_space(c->wire_in, TLS_RECORD, &vec, 1) != 1) {
             c->err = ENOMEM;
             return MR_CONN_ERROR;
         }
@@ -259,13 +259,13 @@ static int tls_read_some(mr_conn *c, size_t *got)
         int n = SSL_read(t->ssl, vec.iov_base, (int)vec.iov_len);
         if (n > 0) {
             vec.iov_len = (size_t)n;
-            evbuffer_commit_space(c->in, &vec, 1);
+            evbuffer_commit_space(c->wire_in, &vec, 1);
             *got += (size_t)n;
             if (!SSL_has_pending(t->ssl))
                 return 0;
             continue;
         }
-        evbuffer_commit_space(c->in, &vec, 0);
+        evbuffer_commit_space(c->wire_in, &vec, 0);
         int e = SSL_get_error(t->ssl, n);
         if (e == SSL_ERROR_WANT_READ)
             return 0;
@@ -305,6 +305,10 @@ static void tls_read_handler(evutil_socket_t fd, short what, void *arg)
         tls_sync(c);
         return;
     }
+    if (c->z && mr_conn_z_ready(c)) { /* frames left over from an earlier read */
+        mr_conn_delivered(c);
+        return;
+    }
     size_t got;
     int ev = tls_read_some(c, &got);
     tls_sync(c);
@@ -320,8 +324,8 @@ static void tls_read_handler(evutil_socket_t fd, short what, void *arg)
         mr_conn_fire(c, ev);
         return;
     }
-    if (got > 0 && c->cb.read)
-        c->cb.read(c, c->arg);
+    if (got > 0)
+        mr_conn_delivered(c);
 }
 
 /* --- the entry points --- */

@@ -87,9 +87,15 @@ static const char *unsupported_request(const mr_session *s, const mr_handshake_r
         return "myrewrite has no TLS certificate configured (tls_cert, tls_key); connect with "
                "TLS disabled (ssl-mode=DISABLED) or configure one";
     }
-    if (hr->caps & (MR_CAP_COMPRESS | MR_CAP_ZSTD_COMPRESSION)) {
+    if (hr->caps & MR_CAP_ZSTD_COMPRESSION) {
+        *detail = "client asked for zstd compression";
+        return "myrewrite does not support zstd protocol compression; connect with zlib "
+               "compression (compression_algorithms=zlib) or without compression";
+    }
+    if ((hr->caps & MR_CAP_COMPRESS) && !s->compress_offered) {
         *detail = "client asked for compression";
-        return "myrewrite does not support protocol compression; connect without compression";
+        return "myrewrite offers no protocol compression here (compression = no, or the server "
+               "does not offer it); connect without compression";
     }
     if (hr->mariadb_ext_caps & MR_MARIADB_CAP_CACHE_METADATA) {
         *detail = "client asked for the metadata cache";
@@ -133,6 +139,16 @@ static void set_tls_caps(mr_session *s, bool backend_tls)
     else
         p[MR_PKT_HEADER + 1] &= (uint8_t)~(MR_CAP_SSL >> 8);
     p[MR_PKT_HEADER + 3] &= (uint8_t)~(MR_CAP_SSL_VERIFY_SERVER_CERT >> 24);
+}
+
+/* The client's leg is compressed by the proxy; the server is told the
+ * client does not compress (the backend leg stays plain). */
+static void take_compression(mr_session *s)
+{
+    uint8_t *p = evbuffer_pullup(mr_conn_input(s->client), MR_PKT_HEADER + 4);
+    if (p)
+        p[MR_PKT_HEADER] &= (uint8_t)~MR_CAP_COMPRESS;
+    s->client_compress = true;
 }
 
 /* backend_tls prefer and up, and any client that came over TLS: TLS with a
@@ -265,6 +281,8 @@ bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8
         return false;
     }
     note_login(s, &hr); /* before either leg's TLS: both relay this same login */
+    if (hr.caps & MR_CAP_COMPRESS)
+        take_compression(s);
     if (backend_tls_wanted(s, tls))
         return start_backend_tls(s, p, tls);
     if (tls)

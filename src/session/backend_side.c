@@ -86,6 +86,11 @@ static void auth_done(mr_session *s)
         return;
     }
     mr_conn_set_timeout(s->client, NULL);
+    /* the OK went out plain; all that follows either way is in frames */
+    if (s->client_compress && !mr_conn_start_compress(s->client, 1, cfg(s)->relay_buffer)) {
+        ss_close(s, MR_CLOSE_BACKEND_LOST, "out of memory starting compression");
+        return;
+    }
     s->authenticated = true;
     s->login_shift = 0; /* commands start at sequence id 0 on both legs */
     apply_pending(s, true);
@@ -139,7 +144,13 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
         greeting_unusable(s, "malformed greeting from backend");
         return;
     }
-    mr_greeting_mask_offer(payload, &g, s->w->proxy->client_tls_on ? MR_CAP_SSL : 0);
+    /* TLS and compression end at the proxy: offered for the client's leg
+     * whatever the backend leg does (compression as the server would). */
+    uint32_t offer = s->w->proxy->client_tls_on ? MR_CAP_SSL : 0;
+    s->compress_offered = cfg(s)->compression && (g.caps & MR_CAP_COMPRESS);
+    if (s->compress_offered)
+        offer |= MR_CAP_COMPRESS;
+    mr_greeting_mask_offer(payload, &g, offer);
     s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
     s->backend_offers_tls = (g.caps & MR_CAP_SSL) != 0;
     if (!s->backend_offers_tls && s->w->proxy->backend_tls_mode >= MR_BTLS_REQUIRE) {

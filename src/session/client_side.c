@@ -244,7 +244,7 @@ static void client_write_cb(mr_conn *c, void *arg)
     mr_session *s = arg;
     (void)c;
     if (s->state == SS_CLOSING) {
-        if (evbuffer_get_length(mr_conn_output(s->client)) == 0)
+        if (mr_conn_pending(s->client) == 0)
             ss_free(s);
         return;
     }

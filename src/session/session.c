@@ -115,7 +115,7 @@ void ss_close_after_flush(mr_session *s, mr_close_reason why, const char *detail
     close_backend(s);
     ss_set_state(s, SS_CLOSING);
     mr_conn_read_enable(s->client, false);
-    if (evbuffer_get_length(mr_conn_output(s->client)) == 0) {
+    if (mr_conn_pending(s->client) == 0) {
         ss_free(s);
         return;
     }
@@ -136,11 +136,15 @@ void ss_send_err(mr_session *s, uint8_t seq, uint16_t code, const char *sqlstate
     mr_buf_free(&b);
 }
 
+/* A compressed conn is told each time reading goes on: frames it holds
+ * beyond what it inflated are then taken even if the socket stays quiet. */
 static void set_reading(mr_conn *from, framing *f, bool want)
 {
     if (want == f->blocked) {
         f->blocked = !want;
         mr_conn_read_enable(from, want);
+    } else if (want && mr_conn_compressed(from)) {
+        mr_conn_read_enable(from, true);
     }
 }
 
@@ -162,7 +166,7 @@ void ss_backend_flow(mr_session *s)
     if (!ALIVE(s) || !s->backend)
         return;
     set_reading(s->backend, &s->from_backend,
-                queued(mr_conn_output(s->client)) < cfg(s)->relay_buffer);
+                mr_conn_pending(s->client) < cfg(s)->relay_buffer);
 }
 
 /* Copies a user or schema name; names too long for the buffer are left unknown. */

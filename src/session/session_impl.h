@@ -102,6 +102,9 @@ struct mr_session {
                                         SSLRequest, -1 when it sent the server one of its
                                         own, 0 for both or neither */
     bool backend_offers_tls;         /* the backend's greeting had CLIENT_SSL */
+    bool compress_offered;           /* the relayed greeting offered CLIENT_COMPRESS */
+    bool client_compress;            /* the client asked for CLIENT_COMPRESS: its leg is
+                                        compressed once the login succeeds */
     bool authenticated;              /* the backend accepted the login */
     bool skip_locked;                /* the backend supports FOR UPDATE SKIP LOCKED */
     bool prelude_pending;            /* the answer to a prelude comes first (session/prelude.c) */

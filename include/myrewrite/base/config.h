@@ -24,6 +24,7 @@ typedef struct mr_config {
     char *backend_tls_ca;       /* "" = no CA file (verify_* need one) */
     char *backend_tls_cert;     /* "" = the proxy shows the backend no certificate */
     char *backend_tls_key;
+    bool compression;           /* clients may use the compressed protocol (zlib) */
     uint64_t connect_timeout_ms;
     uint64_t delayed_park_timeout_ms; /* a keyless DELAYED statement waits this long for its
                                          table's key (session/park.c); 0 = refused at once */

@@ -52,6 +52,10 @@ int mr_conn_fd(const mr_conn *c);
 /* errno of the last failure, for messages. */
 int mr_conn_errno(const mr_conn *c);
 
+/* Bytes written and not yet sent: the output, and under compression the
+ * frames made of it. What flow control and "close once sent" look at. */
+size_t mr_conn_pending(const mr_conn *c);
+
 /* Sends what the output holds, as far as the socket takes it now. */
 void mr_conn_flush(mr_conn *c);
 void mr_conn_write(mr_conn *c, const void *data, size_t len);
@@ -62,6 +66,15 @@ void mr_conn_read_enable(mr_conn *c, bool on);
 void mr_conn_set_timeout(mr_conn *c, const struct timeval *tv);
 /* `drained` is called when pending output falls to `low` bytes or fewer. */
 void mr_conn_set_low_mark(mr_conn *c, size_t low);
+
+/* The compressed protocol (net/conn_z.c, zlib at `level`): from now on the
+ * input holds what the peer's frames carry and the output is sent in
+ * frames. Bytes already in the output go out as they are (they were
+ * written before); bytes already in the input are taken as frames. At
+ * most about in_limit bytes are inflated ahead of the reader. False: out
+ * of memory. */
+bool mr_conn_start_compress(mr_conn *c, int level, size_t in_limit);
+bool mr_conn_compressed(const mr_conn *c);
 
 /* TLS (net/conn_tls.c). Starts TLS on a connected conn, as the server or as
  * the client (then `host`, when not NULL, is sent (SNI) and must be the

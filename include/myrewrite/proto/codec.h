@@ -48,8 +48,10 @@ typedef enum mr_rc {
 #define MR_CAP_SSL_VERIFY_SERVER_CERT (1u << 30)
 
 /*
- * Capabilities the proxy does not relay: it cannot terminate TLS or
- * decompress, and it only parses the response formats it knows.
+ * Capabilities the proxy does not relay as they are. TLS and zlib
+ * compression end at the proxy, which offers them again on the client's
+ * leg (session/backend_side.c) when it has them; zstd it does not speak,
+ * and it only parses the response formats it knows.
  * QUERY_ATTRIBUTES and OPTIONAL_RESULTSET_METADATA change the COM_QUERY and
  * result-set layouts (MySQL 8); the old MariaDB progress flag adds
  * unsolicited progress packets inside responses.
