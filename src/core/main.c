@@ -25,6 +25,7 @@
 #include "myrewrite/base/clock.h"
 #include "myrewrite/base/config.h"
 #include "myrewrite/delayed/flush.h"
+#include "myrewrite/delayed/group.h"
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/http/http.h"
 #include "myrewrite/core/listener.h"
@@ -294,6 +295,7 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     mr_schema_cache_preload(rules); /* the keys the rules need, before the first statement */
     mr_queue_configure(p, rules);
     mr_delayed_configure(p, rules);
+    mr_dgroup_configure(p, rules);
     if (mr_dmem_init(p->nworkers))
         mr_dmem_configure(p, rules); /* before the workers see the rules */
     if (!base || !start_workers(p, rules))
@@ -315,6 +317,7 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     mr_listener_stop(l);
     mr_admin_stop(); /* before the workers: the console reads their counters */
     mr_schema_cache_on_load(NULL, NULL); /* the workers' pipes close below */
+    mr_dgroup_stop(); /* its last answers go to the workers, still running */
     stop_workers(p);
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_join(&p->workers[i]);
