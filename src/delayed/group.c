@@ -272,7 +272,7 @@ static unsigned run_with_staging(MYSQL *db, const mr_buf *st, size_t k, bool *pa
             mr_info(0, "group commit: the staging table does not exist yet (%s); the batch "
                     "waits for the flusher to create it", err);
         *parked = true;
-        mr_delayed_wake();
+        mr_delayed_setup_now();
         struct timespec ts = {0, STAGING_RETRY_MS * 1000000L};
         nanosleep(&ts, NULL);
     }

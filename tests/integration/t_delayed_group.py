@@ -327,6 +327,68 @@ def fresh_staging(proxy):
     t.eq("... and it is applied", {1: 3}, hits("gc_fresh"))
 
 
+FIRST_RULES = """
+[delayed gc_first]
+table = test.gc_first
+key = id
+columns = hits
+flush_interval = 300ms
+"""
+
+
+def first_client(port, book, n):
+    conn = None
+    while not book.stop:
+        if conn is None:
+            try:
+                conn = t.connect(port, autocommit=True, connect_timeout=1)
+            except (pymysql.err.OperationalError, OSError):
+                time.sleep(0.001)  # a tight loop: the proxy is starting
+                continue
+        key = 1 + n % 4
+        try:
+            conn.cursor().execute("UPDATE DELAYED gc_first SET hits = hits + 1 WHERE id = %d"
+                                  % key)
+            book.add(book.acked, key, 1)
+        except pymysql.err.MySQLError as e:
+            with book.lock:
+                book.errors.append(e.args)
+            time.sleep(0.01)
+
+
+def first_start():
+    """A very first start, staged statements on the clients' own connections (no
+    group_commit): the listener opens once the flusher has created the staging table, so
+    the first statements do not get the server's 1146."""
+    d = t.direct(autocommit=True)
+    for sql in ("DROP TABLE IF EXISTS gc_first", "DROP TABLE IF EXISTS gc_first_delayed",
+                "CREATE TABLE gc_first (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0) "
+                "ENGINE=InnoDB", "INSERT INTO gc_first (id) VALUES (1), (2), (3), (4)"):
+        d.cursor().execute(sql)
+    first = t.Proxy("group_first", rules=FIRST_RULES, own_conn=True)
+    book = Book()
+    ths = [threading.Thread(target=first_client, args=(first.port, book, n))
+           for n in range(16)]
+    for th in ths:
+        th.start()
+    first.start()
+    time.sleep(1.0)
+    book.stop = True
+    for th in ths:
+        th.join()
+    c = first.connect(autocommit=True)
+    c.cursor().execute("FLUSH DELAYED gc_first")
+    c.close()
+    got = dict(t.rows(d, "SELECT id, hits FROM gc_first"))
+    d.close()
+    first.stop()
+    t.eq("first start: no statement met a missing staging table", [], book.errors[:5])
+    t.check(sum(book.acked.values()) > 0, "first start: statements were staged",
+            book.acked)
+    t.eq("first start: every acknowledged increment applied",
+         {i: book.acked.get(i, 0) for i in (1, 2, 3, 4)}, got)
+
+
 def reporting(proxy):
     m = metrics(proxy)
     for name in ("batches_total", "rows_total", "statements_total", "wait_seconds_total",
@@ -355,6 +417,7 @@ def main():
         print("skip: needs the proxy")
         sys.exit(77)
     setup()
+    first_start()
     proxy = t.Proxy("group", rules=RULES, own_conn=True, http=True, admin=True,
                     options=[("delayed_park_timeout", "5s")])
     proxy.start()

@@ -62,6 +62,9 @@ bool mr_bgconn_connected(const mr_bgconn *b);
  * or idle-closed; the next wake opens one): worth waiting for. False while
  * connecting fails. */
 bool mr_bgconn_usable(const mr_bgconn *b);
+/* Connect attempts that failed since the start (a waiter's cue that the
+ * server is not there to wait for). */
+unsigned mr_bgconn_connect_failures(const mr_bgconn *b);
 /* Stops the thread (unrun jobs are dropped, their arg untouched), closes
  * the connection and frees everything. */
 void mr_bgconn_stop(mr_bgconn *b);
