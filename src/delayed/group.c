@@ -34,6 +34,7 @@ static struct {
     pthread_cond_t more;        /* a member was queued (CLOCK_MONOTONIC) */
     mr_dgroup_member *head, **tail;
     size_t nqueued;
+    unsigned ticking;           /* runner threads inside tick() */
     bool running, stopping;
     bool concurrent;            /* the last batch held more than one member, or had
                                    more queued behind it */
@@ -159,6 +160,7 @@ bool mr_dgroup_submit(mr_dgroup_member *m)
     /* a runner that cannot connect sends nobody into a wait: the client's
      * own connection stages the statement, or says why not */
     bool ok = G.running && !G.stopping && mr_bgconn_usable(G.conn[0]);
+    bool wake = ok && G.ticking < MR_DGROUP_CONNS;
     if (ok) {
         *G.tail = m;
         G.tail = &m->next;
@@ -166,7 +168,7 @@ bool mr_dgroup_submit(mr_dgroup_member *m)
         pthread_cond_signal(&G.more);
     }
     pthread_mutex_unlock(&G.lock);
-    if (ok) /* a thread in its tick takes it anyway; an idle one starts one */
+    if (wake) /* threads in their tick take it anyway; an idle one starts one */
         for (unsigned i = 0; i < MR_DGROUP_CONNS; i++)
             mr_bgconn_wake(G.conn[i]);
     return ok;
@@ -376,19 +378,31 @@ static bool run_batch(MYSQL *db, mr_dgroup_member *first, size_t n)
 
 /* ---- the runner --------------------------------------------------------------- */
 
+/* Runs batches while there are members; G.ticking counts the threads in
+ * here, so that a submit wakes a thread only when one is not (a thread
+ * leaves in the same critical section in which it found the queue empty). */
 static uint64_t tick(MYSQL *db, void *arg)
 {
     (void)arg;
+    uint64_t due = MR_BG_NOTHING_DUE;
+    pthread_mutex_lock(&G.lock);
+    G.ticking++;
     for (;;) {
         size_t n;
-        pthread_mutex_lock(&G.lock);
         mr_dgroup_member *b = take_batch(&n);
-        pthread_mutex_unlock(&G.lock);
         if (!b)
-            return MR_BG_NOTHING_DUE;
-        if (!run_batch(db, b, n))
-            return 0; /* reconnect, then go on */
+            break;
+        pthread_mutex_unlock(&G.lock);
+        bool ok = run_batch(db, b, n);
+        pthread_mutex_lock(&G.lock);
+        if (!ok) {
+            due = 0; /* reconnect, then go on */
+            break;
+        }
     }
+    G.ticking--;
+    pthread_mutex_unlock(&G.lock);
+    return due;
 }
 
 static bool on_connect(MYSQL *db, void *arg)

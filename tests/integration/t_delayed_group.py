@@ -265,6 +265,23 @@ def send(proxy, sql, out, key):
     c.close()
 
 
+def waiting_sessions(proxy, n, timeout=20):
+    """Waits until n client sessions wait for their batch (SHOW CLIENTS: waiting)."""
+    a = proxy.admin()
+    deadline = time.time() + timeout
+    got = None
+    while time.time() < deadline:
+        cur = a.cursor()
+        cur.execute("SHOW CLIENTS")
+        cols = [c[0] for c in cur.description]
+        got = [dict(zip(cols, r))["state"] for r in cur.fetchall()]
+        if got.count("waiting") >= n:
+            break
+        time.sleep(0.05)
+    a.close()
+    t.check(got and got.count("waiting") >= n, "%d sessions wait for their batch" % n, got)
+
+
 def failed_batch(proxy):
     flush(proxy)
     before = hits()
@@ -278,16 +295,18 @@ def failed_batch(proxy):
     first = [threading.Thread(target=send, args=(
         proxy, "UPDATE DELAYED gc_hot SET hits = hits + %d WHERE id = %d" % (k, k), out, k))
         for k in (5, 6)]
-    for th in first:  # one batch on each own connection, both waiting for the lock
+    for k, th in enumerate(first):  # one batch on each own connection, both waiting
         th.start()
-        time.sleep(0.4)
+        waiting_sessions(proxy, k + 1)
+        time.sleep(0.2)
     stmts = {7: 7, 8: 5000000, 9: 9}
     rest = [threading.Thread(target=send, args=(
         proxy, "UPDATE DELAYED gc_hot SET hits = hits + %d WHERE id = %d" % (v, k), out, k))
         for k, v in stmts.items()]
     for th in rest:
         th.start()
-    time.sleep(0.6)  # all three queued behind the two waiting batches
+    waiting_sessions(proxy, 5)  # all three queued behind the two waiting batches
+    time.sleep(0.2)
     lock.cursor().execute("UNLOCK TABLES")
     for th in first + rest:
         th.join()
