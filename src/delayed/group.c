@@ -34,6 +34,9 @@ static struct {
     pthread_cond_t more;        /* a member was queued (CLOCK_MONOTONIC) */
     mr_dgroup_member *head, **tail;
     size_t nqueued;
+    uint64_t qrows, qbytes;     /* staging rows and text bytes queued */
+    bool filling;               /* a thread waits for a batch to fill ... */
+    uint64_t fill_rows, fill_bytes; /* ... up to these: a submit that reaches one signals */
     unsigned ticking;           /* runner threads inside tick() */
     bool running, stopping;
     bool concurrent;            /* the last batch held more than one member, or had
@@ -165,7 +168,12 @@ bool mr_dgroup_submit(mr_dgroup_member *m)
         *G.tail = m;
         G.tail = &m->next;
         G.nqueued++;
-        pthread_cond_signal(&G.more);
+        G.qrows += m->rows;
+        G.qbytes += m->len;
+        /* one wake-up per batch, when it is full, not one per statement */
+        if (G.filling && (G.qrows >= G.fill_rows || G.qbytes >= G.fill_bytes ||
+                          G.nqueued >= MAX_BATCH))
+            pthread_cond_signal(&G.more);
     }
     pthread_mutex_unlock(&G.lock);
     if (wake) /* threads in their tick take it anyway; an idle one starts one */
@@ -208,14 +216,18 @@ static mr_dgroup_member *take_batch(size_t *n)
             end.tv_sec++;
             end.tv_nsec -= 1000000000;
         }
-        while (k == G.nqueued && k < MAX_BATCH && rows < max_rows && bytes < max_bytes &&
-               !G.stopping) {
+        G.filling = true;
+        G.fill_rows = max_rows;
+        G.fill_bytes = max_bytes;
+        while (k == G.nqueued && G.qrows < max_rows && G.qbytes < max_bytes &&
+               G.nqueued < MAX_BATCH && !G.stopping) {
             if (pthread_cond_timedwait(&G.more, &G.lock, &end) != 0)
                 break; /* the wait is over */
             if (!G.head)
-                return NULL; /* another thread took them meanwhile */
+                break; /* another thread took them meanwhile */
             k = fits(max_rows, max_bytes, &rows, &bytes);
         }
+        G.filling = false;
         if (!G.head)
             return NULL;
         k = fits(max_rows, max_bytes, &rows, &bytes);
@@ -228,6 +240,8 @@ static mr_dgroup_member *take_batch(size_t *n)
     if (!G.head)
         G.tail = &G.head;
     G.nqueued -= k;
+    G.qrows -= rows;
+    G.qbytes -= bytes;
     G.concurrent = k > 1 || G.head != NULL;
     *n = k;
     return first;
@@ -467,6 +481,7 @@ void mr_dgroup_stop(void)
     G.head = NULL;
     G.tail = &G.head;
     G.nqueued = 0;
+    G.qrows = G.qbytes = 0;
     pthread_cond_broadcast(&G.more);
     pthread_mutex_unlock(&G.lock);
     for (mr_dgroup_member *m = left, *next; m; m = next) {
