@@ -22,9 +22,13 @@ proxy started, so its staging table does not exist yet):
     locked, two batches wait; three statements (one over the CHECK) queue behind them and
     become one batch: all three get the server's ERR 4025 prefixed "myrewrite: group commit",
     none of them is staged, the two before are applied;
+  * a client that leaves while its batch waits: the batch still commits, the proxy goes on;
   * a fresh staging table: a statement on test.gc_fresh right after the table was created
     (the flusher has not made its staging table yet: the server would answer 1146) waits
     and is answered OK, and is applied; /metrics counts it parked;
+  * a very first start without group commit: 16 clients connecting in a tight loop before
+    the proxy starts get no 1146 (the listener opens once the flusher has created the
+    staging table), and every acknowledged increment is applied;
   * /metrics and SHOW DELAYED count batches, rows, grouped statements and their wait;
     EXPLAIN REWRITE says "grouped".
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports.
@@ -38,6 +42,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
+import rawproto_lib as raw  # noqa: E402
 
 HOT = 10
 RULES = """
@@ -327,6 +332,29 @@ def failed_batch(proxy):
          metrics(proxy).get("myrewrite_delayed_group_failed_total", 0) - m0)
 
 
+def gone_in_flight(proxy):
+    """A client that leaves while its batch waits (the staging table locked): the batch
+    still commits, the proxy goes on."""
+    flush(proxy)
+    before = hits()
+    lock = t.direct(autocommit=True)
+    lock.cursor().execute("LOCK TABLES gc_hot_delayed WRITE")
+    gone = raw.Conn(proxy.port)
+    gone.send_command(bytes([raw.COM_QUERY]) +
+                      b"UPDATE DELAYED gc_hot SET hits = hits + 11 WHERE id = 10")
+    waiting_sessions(proxy, 1)
+    gone.close()
+    time.sleep(0.3)
+    lock.cursor().execute("UNLOCK TABLES")
+    lock.close()
+    out = {}
+    send(proxy, "UPDATE DELAYED gc_hot SET hits = hits + 1 WHERE id = 10", out, 1)
+    t.eq("after a client left with its batch in flight, the proxy answers the next", "OK",
+         out[1])
+    flush(proxy)
+    t.eq("the batch of the client that left was committed", 12, hits()[10] - before[10])
+
+
 def fresh_staging(proxy):
     d = t.direct(autocommit=True)
     d.cursor().execute("CREATE TABLE gc_fresh (id INT PRIMARY KEY, hits BIGINT NOT NULL "
@@ -445,6 +473,7 @@ def main():
         load_exact(proxy)
         transactions(proxy)
         failed_batch(proxy)
+        gone_in_flight(proxy)
         fresh_staging(proxy)
         reporting(proxy)
         kill_under_load(proxy)
