@@ -67,6 +67,9 @@ bool ss_group_join(mr_session *s, const mr_match_result *res)
         return false; /* no runner: the client's own connection stages it */
     }
     s->group = m;
+    if (s->digest)
+        mr_stat_add(&s->digest->rewritten, 1);
+    mr_stat_add(&w->stats.statements_rewritten, 1); /* as a staging INSERT sent */
     s->from_client.discard = true; /* the statement is in the member */
     ss_set_state(s, SS_WAIT_BG);
     return true;
