@@ -276,18 +276,22 @@ static unsigned run_inserts(MYSQL *db, const mr_buf *st, size_t k, char *state, 
 
 /* The batch's INSERTs, retried while the staging table does not exist yet
  * (the flusher is woken to create it), up to delayed_park_timeout. */
-static unsigned run_with_staging(MYSQL *db, const mr_buf *st, size_t k, bool *parked,
+static unsigned run_with_staging(MYSQL *db, const mr_buf *st, size_t k, uint64_t *parked_us,
                                  char *state, char *err, size_t cap)
 {
-    uint64_t start = mr_mono_ms();
+    uint64_t start = mr_mono_ns();
+    bool parked = false;
     for (;;) {
         unsigned e = run_inserts(db, st, k, state, err, cap);
-        if (e != ER_NO_SUCH_TABLE || mr_mono_ms() - start >= G.park_timeout_ms)
+        uint64_t waited = mr_mono_ns() - start;
+        if (parked)
+            *parked_us = waited / 1000 ? waited / 1000 : 1;
+        if (e != ER_NO_SUCH_TABLE || waited / 1000000 >= G.park_timeout_ms)
             return e;
-        if (!*parked)
+        if (!parked)
             mr_info(0, "group commit: the staging table does not exist yet (%s); the batch "
                     "waits for the flusher to create it", err);
-        *parked = true;
+        parked = true;
         mr_delayed_setup_now();
         struct timespec ts = {0, STAGING_RETRY_MS * 1000000L};
         nanosleep(&ts, NULL);
@@ -296,8 +300,9 @@ static unsigned run_with_staging(MYSQL *db, const mr_buf *st, size_t k, bool *pa
 
 /* Counts a committed batch on the global and the rules' counters (each
  * rule's batches once). */
-static void count_batch(mr_dgroup_member *first, size_t n, bool ok, bool parked)
+static void count_batch(mr_dgroup_member *first, size_t n, bool ok, uint64_t parked_us)
 {
+    bool parked = parked_us > 0;
     struct mr_rule_stats *seen[MR_DGROUP_MAX_STMTS];
     size_t nseen = 0;
     uint64_t rows = 0;
@@ -305,8 +310,11 @@ static void count_batch(mr_dgroup_member *first, size_t n, bool ok, bool parked)
         rows += m->rows;
         if (m->stats && ok)
             atomic_fetch_add_explicit(&m->stats->group_rows, m->rows, memory_order_relaxed);
-        if (m->stats && parked)
+        if (m->stats && parked) {
             atomic_fetch_add_explicit(&m->stats->group_parked, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&m->stats->group_park_wait_us, parked_us,
+                                      memory_order_relaxed);
+        }
         size_t j = 0;
         while (j < nseen && seen[j] != m->stats)
             j++;
@@ -321,8 +329,10 @@ static void count_batch(mr_dgroup_member *first, size_t n, bool ok, bool parked)
         atomic_fetch_add_explicit(&G.stats.rows, rows, memory_order_relaxed);
     else
         atomic_fetch_add_explicit(&G.stats.failed, 1, memory_order_relaxed);
-    if (parked)
+    if (parked) {
         atomic_fetch_add_explicit(&G.stats.parked, n, memory_order_relaxed);
+        atomic_fetch_add_explicit(&G.stats.park_wait_us, parked_us * n, memory_order_relaxed);
+    }
 }
 
 /* Every member gets the batch's outcome and goes back to its inbox. */
@@ -361,7 +371,7 @@ static bool run_batch(MYSQL *db, mr_dgroup_member *first, size_t n)
     free(t);
     char state[6] = "HY000", err[400] = "myrewrite is out of memory";
     unsigned e = 1037; /* ER_OUTOFMEMORY */
-    bool parked = false;
+    uint64_t parked_us = 0;
     if (k == 0 && n > 1) { /* more column lists than one batch takes: one by one */
         for (mr_dgroup_member *m = first, *next; m; m = next) {
             next = m->next;
@@ -379,13 +389,13 @@ static bool run_batch(MYSQL *db, mr_dgroup_member *first, size_t n)
         return true;
     }
     if (k)
-        e = run_with_staging(db, st, k, &parked, state, err, sizeof err);
+        e = run_with_staging(db, st, k, &parked_us, state, err, sizeof err);
     for (size_t j = 0; j < MR_DGROUP_MAX_STMTS; j++)
         mr_buf_free(&st[j]);
     bool broken = e && mr_bg_conn_broken(db);
     if (e)
         mr_warn(0, "group commit: a batch of %zu statement(s) failed: %s", n, err);
-    count_batch(first, n, !e, parked);
+    count_batch(first, n, !e, parked_us);
     answer_all(first, n, e, state, err, broken);
     return !broken;
 }

@@ -243,14 +243,22 @@ static const counter_def group_counters[] = {
      "Grouped statements whose batch waited for its staging table to be created.", G(parked)},
 };
 
-/* The grouped statements' waits, submit to answer; kept in microseconds. */
+/* A counter kept in microseconds, shown in seconds. */
+static void write_seconds(struct evbuffer *out, const char *name, const char *help, uint64_t us)
+{
+    mr_metrics_family(out, name, "counter", help);
+    evbuffer_add_printf(out, "%s %" PRIu64 ".%06" PRIu64 "\n", name, us / 1000000, us % 1000000);
+}
+
 static void write_group_wait(struct evbuffer *out)
 {
-    static const char name[] = "myrewrite_delayed_group_wait_seconds_total";
-    mr_metrics_family(out, name, "counter", "Seconds grouped DELAYED statements waited for "
-                      "their batch in all (divided by statements_total: the mean wait).");
-    uint64_t us = read_counter(mr_dgroup_stats_get(), G(wait_us));
-    evbuffer_add_printf(out, "%s %" PRIu64 ".%06" PRIu64 "\n", name, us / 1000000, us % 1000000);
+    const mr_dgroup_stats *g = mr_dgroup_stats_get();
+    write_seconds(out, "myrewrite_delayed_group_wait_seconds_total", "Seconds grouped DELAYED "
+                  "statements waited for their batch in all, submit to answer (divided by "
+                  "statements_total: the mean wait).", read_counter(g, G(wait_us)));
+    write_seconds(out, "myrewrite_delayed_group_park_wait_seconds_total", "Seconds parked "
+                  "grouped statements waited for their staging table in all (divided by "
+                  "parked_total: the mean wait).", read_counter(g, G(park_wait_us)));
 }
 
 static void write_delayed(struct evbuffer *out)

@@ -368,8 +368,10 @@ def fresh_staging(proxy):
     out = {}
     send(proxy, "UPDATE DELAYED gc_fresh SET hits = hits + 3 WHERE id = 1", out, 1)
     t.eq("a statement before its staging table exists waits and is answered OK", "OK", out[1])
-    t.check(metrics(proxy).get("myrewrite_delayed_group_parked_total", 0) - p0 >= 1,
-            "/metrics counts it parked")
+    m = metrics(proxy)
+    t.check(m.get("myrewrite_delayed_group_parked_total", 0) - p0 >= 1 and
+            m.get("myrewrite_delayed_group_park_wait_seconds_total", 0) > 0,
+            "/metrics counts it parked, and its wait", m)
     flush(proxy, "gc_fresh")
     t.eq("... and it is applied", {1: 3}, hits("gc_fresh"))
 
@@ -439,7 +441,7 @@ def first_start():
 def reporting(proxy):
     m = metrics(proxy)
     for name in ("batches_total", "rows_total", "statements_total", "wait_seconds_total",
-                 "parked_total", "failed_total"):
+                 "parked_total", "park_wait_seconds_total", "failed_total"):
         t.check("myrewrite_delayed_group_" + name in m, "/metrics has myrewrite_delayed_group_"
                 + name, sorted(m))
     t.check(m.get("myrewrite_delayed_group_rows_total", 0) >=
@@ -449,7 +451,12 @@ def reporting(proxy):
     cur = a.cursor()
     cur.execute("SHOW DELAYED")
     cols = [c[0] for c in cur.description]
-    row = dict(zip(cols, [r for r in cur.fetchall() if r[0] == "gc"][0]))
+    rows = cur.fetchall()
+    row = dict(zip(cols, [r for r in rows if r[0] == "gc"][0]))
+    fresh = dict(zip(cols, [r for r in rows if r[0] == "gc_fresh"][0]))
+    t.check(int(fresh.get("parked") or 0) >= 1 and fresh.get("park_wait_ms") is not None,
+            "SHOW DELAYED: parked and park_wait_ms of the rule whose staging table was late",
+            fresh)
     t.check(int(row.get("batches") or 0) > 0 and float(row.get("rows_per_batch") or 0) > 1
             and int(row.get("grouped") or 0) > 0 and row.get("group_wait_ms") is not None,
             "SHOW DELAYED: batches, rows_per_batch, grouped, group_wait_ms", row)

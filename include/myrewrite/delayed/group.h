@@ -78,6 +78,7 @@ typedef struct mr_dgroup_stats {
     mr_counter waited;       /* statements answered (each waited for its batch) */
     mr_counter wait_us;      /* ... their waits, submit to answer, summed */
     mr_counter parked;       /* statements whose batch waited for the staging table */
+    mr_counter park_wait_us; /* ... that wait (the batch's, for each of them), summed */
 } mr_dgroup_stats;
 
 /* A member for the staging INSERT sql[0..len) of `rows` rows under rule
