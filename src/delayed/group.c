@@ -124,9 +124,11 @@ static void deliver(mr_dgroup_member *m)
 {
     mr_dgroup_inbox *in = m->inbox;
     uint64_t waited = (mr_mono_ns() - m->joined_ns) / 1000;
-    atomic_fetch_add_explicit(&G.stats.waited, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&G.stats.wait_us, waited, memory_order_relaxed);
-    if (m->stats) {
+    if (!m->unsent) { /* an unsent one is answered by the server, not a batch */
+        atomic_fetch_add_explicit(&G.stats.waited, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&G.stats.wait_us, waited, memory_order_relaxed);
+    }
+    if (m->stats && !m->unsent) {
         atomic_fetch_add_explicit(&m->stats->group_statements, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&m->stats->group_wait_us, waited, memory_order_relaxed);
     }
@@ -429,6 +431,28 @@ static uint64_t tick(MYSQL *db, void *arg)
     return due;
 }
 
+/* The runner cannot reach the server: what is queued was never sent, so it
+ * goes back to its sessions, which send it on their own connections (new
+ * statements are not queued while the connect fails: mr_dgroup_submit). */
+static void on_connect_failed(const char *why, void *arg)
+{
+    (void)why;
+    (void)arg;
+    pthread_mutex_lock(&G.lock);
+    mr_dgroup_member *left = G.head;
+    G.head = NULL;
+    G.tail = &G.head;
+    G.nqueued = 0;
+    G.qrows = G.qbytes = 0;
+    pthread_mutex_unlock(&G.lock);
+    for (mr_dgroup_member *m = left, *next; m; m = next) {
+        next = m->next;
+        m->ok = false;
+        m->unsent = true;
+        deliver(m);
+    }
+}
+
 static bool on_connect(MYSQL *db, void *arg)
 {
     (void)db;
@@ -466,7 +490,7 @@ void mr_dgroup_configure(const mr_proxy *p, const mr_ruleset *rs)
     if (!cond_init())
         return;
     mr_bgconn_ops ops = {.name = "group commit", .on_connect = on_connect, .tick = tick,
-                         .lazy = true};
+                         .on_connect_failed = on_connect_failed, .lazy = true};
     for (unsigned i = 0; i < MR_DGROUP_CONNS; i++)
         if (!(G.conn[i] = mr_bgconn_start(p->cfg, p->backend_name, &ops))) {
             while (i--)

@@ -292,6 +292,8 @@ static void *thread_main(void *arg)
         if (connecting && !connect_db(b)) {
             atomic_store(&b->resting, false);
             atomic_fetch_add(&b->failed_connects, 1);
+            if (b->ops.on_connect_failed)
+                b->ops.on_connect_failed("cannot connect (see the log)", b->ops.arg);
             if (!wait_for(b, backoff))
                 break;
             backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;

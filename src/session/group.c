@@ -15,6 +15,8 @@
  * (MR_WORKER_MSG_GROUP); the worker answers each session with the OK of
  * its rows, or the batch's ERR. A session that ends meanwhile leaves its
  * member behind (owner NULL): the batch still runs, the answer is dropped.
+ * A member the runner could not send (it cannot connect) comes back unsent
+ * and goes on the client's own connection, as without group commit.
  *
  * Threads: the session's worker, but notify (the runner's thread).
  */
@@ -105,13 +107,36 @@ static void finish(mr_session *s, const mr_dgroup_member *m)
     }
 }
 
+/* The runner could not connect, so the statement was never sent: it goes on
+ * the client's own connection as it would without group commit, and the
+ * server's answer is relayed (its end counts it, as for any statement). */
+static void send_own(mr_session *s, const mr_dgroup_member *m)
+{
+    mr_buf out;
+    mr_buf_init(&out);
+    mr_command_build(&out, MR_COM_QUERY, (const uint8_t *)m->sql, m->len);
+    if (out.failed) {
+        mr_buf_free(&out);
+        ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
+        ss_set_state(s, SS_IDLE);
+        return;
+    }
+    mr_conn_write(s->backend, out.data, out.len);
+    mr_buf_free(&out);
+    mr_tracker_begin(&s->tracker, mr_expect_for_command(MR_COM_QUERY));
+    ss_set_state(s, SS_RESPONSE);
+}
+
 void mr_session_group_answered(mr_worker *w)
 {
     mr_dgroup_member *m = w->group_inbox ? mr_dgroup_inbox_take(w->group_inbox) : NULL;
     for (mr_dgroup_member *next; m; m = next) {
         next = m->next;
         mr_session *s = m->owner;
-        if (s && ALIVE(s) && s->group == m) {
+        if (s && ALIVE(s) && s->group == m && m->unsent) {
+            s->group = NULL;
+            send_own(s, m);
+        } else if (s && ALIVE(s) && s->group == m) {
             s->group = NULL;
             answer(s, m);
             finish(s, m);

@@ -29,6 +29,8 @@ proxy started, so its staging table does not exist yet):
   * a very first start without group commit: 16 clients connecting in a tight loop before
     the proxy starts get no 1146 (the listener opens once the flusher has created the
     staging table), and every acknowledged increment is applied;
+  * the proxy's own account cannot log in: a grouped statement goes on the client's own
+    connection instead (staged, OK), and so does the next;
   * /metrics and SHOW DELAYED count batches, rows, grouped statements and their wait;
     EXPLAIN REWRITE says "grouped".
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports.
@@ -466,6 +468,25 @@ def reporting(proxy):
     a.close()
 
 
+def runner_cannot_connect():
+    """The proxy's own account cannot log in (a wrong proxy_password): the grouped statement
+    the runner could not send goes on the client's own connection instead, as without group
+    commit, and so does the next; both are staged and answered OK."""
+    d = t.direct(autocommit=True)
+    before = t.rows(d, "SELECT COALESCE(SUM(hits), 0) FROM gc_hot_delayed WHERE id = 10")[0][0]
+    bad = t.Proxy("group_badpw", rules=RULES, options=[("proxy_user", t.USER),
+                                                      ("proxy_password", "wrong")])
+    bad.start()
+    out = {}
+    send(bad, "UPDATE DELAYED gc_hot SET hits = hits + 1000 WHERE id = 10", out, 1)
+    send(bad, "UPDATE DELAYED gc_hot SET hits = hits + 100 WHERE id = 10", out, 2)
+    bad.stop()
+    after = t.rows(d, "SELECT COALESCE(SUM(hits), 0) FROM gc_hot_delayed WHERE id = 10")[0][0]
+    d.close()
+    t.eq("runner cannot connect: both statements answered OK", ("OK", "OK"), (out[1], out[2]))
+    t.eq("... and staged on the clients' own connections", 1100, int(after) - int(before))
+
+
 def main():
     if t.DIRECT_ONLY:
         print("skip: needs the proxy")
@@ -486,6 +507,7 @@ def main():
         kill_under_load(proxy)
     finally:
         proxy.stop(expect=0, desc="the proxy exits 0 at SIGTERM")
+    runner_cannot_connect()
     t.done()
 
 

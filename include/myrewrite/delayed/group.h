@@ -20,7 +20,8 @@
  * a session writing alone is never kept waiting. One prefix (staging table
  * and column list) makes one autocommit INSERT; several are run in one
  * transaction. A failed batch stages nothing and answers every member with
- * the server's error. While the staging table does not exist yet (1146, a
+ * the server's error. When a runner thread cannot connect, the queued
+ * members (never sent) come back `unsent`, for their sessions to send. While the staging table does not exist yet (1146, a
  * very first start: the flusher creates it), the batch is retried, the
  * flusher woken, for up to delayed_park_timeout.
  *
@@ -55,6 +56,8 @@ typedef struct mr_dgroup_member {
     uint64_t joined_ns;             /* when it was submitted */
     /* the answer, written by the runner before the member comes back */
     bool ok;
+    bool unsent;                    /* not ok, and never sent: the runner could not connect;
+                                       the submitter sends it on its own connection */
     uint16_t err_code;
     char sqlstate[6];
     char msg[640];

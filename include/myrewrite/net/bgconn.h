@@ -45,6 +45,9 @@ typedef struct mr_bgconn_ops {
      * the connection is closed after own_connection_idle without a job or
      * wake, as a lazy owner's is, until a wake brings work again. */
     uint64_t (*tick)(struct st_mysql *db, void *arg);
+    /* Optional: a connect attempt failed (`why`: the client library's error);
+     * the thread retries after its backoff. */
+    void (*on_connect_failed)(const char *why, void *arg);
     void *arg;
     bool lazy;          /* connect at the first job or wake; close when idle */
 } mr_bgconn_ops;
