@@ -302,9 +302,9 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
         return 1;
     /* a very first start: the staging tables exist before a statement comes */
     if (!mr_delayed_wait_staging(c->delayed_park_timeout_ms))
-        mr_warn(0, "delayed: the flusher has not set up its staging tables after "
-                "delayed_park_timeout; listening anyway (a staged statement on a missing one "
-                "gets the server's error until it exists)");
+        mr_warn(0, "delayed: the flusher has not set up its staging tables (its connection "
+                "failed, or delayed_park_timeout passed); listening anyway (a staged statement "
+                "on a missing one gets the server's error until it exists)");
     mr_listener *l = mr_listener_start(base, p);
     if (!l || !mr_admin_start(p) || !mr_http_start(p))
         return 1;

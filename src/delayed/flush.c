@@ -38,6 +38,7 @@
 #define IDLE_MS 60000
 #define SETUP_RETRY_MS 10000    /* a table whose check failed is checked again after this */
 #define SETUP_ASKED_MS 200      /* ... or, asked for (a staging table is missing), this */
+#define STAGING_POLL_MS 20      /* a start waiting for the staging tables looks this often */
 #define ADOPT_MS 60000          /* between scans for staging tables of default rules */
 
 
@@ -1268,12 +1269,15 @@ void mr_delayed_setup_now(void)
 
 bool mr_delayed_wait_staging(uint64_t timeout_ms)
 {
-    struct timespec until = mr_deadline_in(CLOCK_REALTIME, timeout_ms);
+    uint64_t end = mr_mono_ms() + timeout_ms;
     pthread_mutex_lock(&D.lock);
     mr_bgconn *bg = D.bg;
+    /* in slices: a failed connect is seen by polling, nobody signals it */
     while (bg && D.staging_checks == 0 && mr_bgconn_connect_failures(bg) == 0 &&
-           pthread_cond_timedwait(&D.done_cond, &D.lock, &until) == 0)
-        ;
+           mr_mono_ms() < end) {
+        struct timespec slice = mr_deadline_in(CLOCK_REALTIME, STAGING_POLL_MS);
+        pthread_cond_timedwait(&D.done_cond, &D.lock, &slice);
+    }
     bool done = !bg || D.staging_checks > 0;
     pthread_mutex_unlock(&D.lock);
     return done;

@@ -124,6 +124,7 @@ static void send_own(mr_session *s, const mr_dgroup_member *m)
     mr_conn_write(s->backend, out.data, out.len);
     mr_buf_free(&out);
     mr_tracker_begin(&s->tracker, mr_expect_for_command(MR_COM_QUERY));
+    ss_set_state(s, SS_IDLE); /* the command goes on as a relayed one */
     ss_set_state(s, SS_RESPONSE);
 }
 
