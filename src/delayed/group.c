@@ -95,7 +95,7 @@ void mr_dgroup_inbox_free(mr_dgroup_inbox *in)
     }
 }
 
-mr_dgroup_inbox *mr_dgroup_inbox_new(void (*notify)(void *arg), void *arg)
+mr_dgroup_inbox *mr_dgroup_inbox_new(bool (*notify)(void *arg), void *arg)
 {
     mr_dgroup_inbox *in = calloc(1, sizeof *in);
     if (!in || pthread_mutex_init(&in->lock, NULL) != 0) {
@@ -139,8 +139,11 @@ static void deliver(mr_dgroup_member *m)
     bool call = !in->notified;
     in->notified = true;
     pthread_mutex_unlock(&in->lock);
-    if (call)
-        in->notify(in->arg);
+    if (call && !in->notify(in->arg)) {
+        pthread_mutex_lock(&in->lock);
+        in->notified = false; /* the next answer into it tries again */
+        pthread_mutex_unlock(&in->lock);
+    }
 }
 
 __attribute__((format(printf, 4, 5)))

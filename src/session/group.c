@@ -28,11 +28,14 @@
 #include "myrewrite/stats/rule_stats.h"
 #include "session/session_impl.h"
 
-static void notify(void *arg)
+static bool notify(void *arg)
 {
     mr_worker *w = arg;
-    if (!mr_worker_signal(w, MR_WORKER_MSG_GROUP))
-        mr_error(0, "group commit: cannot wake worker %u; its grouped statements wait", w->id);
+    if (mr_worker_signal(w, MR_WORKER_MSG_GROUP))
+        return true;
+    mr_error(0, "group commit: cannot wake worker %u; its answered statements wait for the "
+             "next batch's answer to wake it", w->id);
+    return false;
 }
 
 bool ss_group_wanted(const mr_session *s, uint8_t cmd, const mr_match_result *res)

@@ -68,7 +68,7 @@ struct mr_dgroup_inbox {
     pthread_mutex_t lock;
     mr_dgroup_member *head, **tail; /* answered members, in order */
     bool notified;                  /* notify was called since the last take */
-    void (*notify)(void *arg);
+    bool (*notify)(void *arg);      /* false: not delivered; the next answer calls it again */
     void *arg;
 };
 
@@ -94,7 +94,7 @@ void mr_dgroup_member_free(mr_dgroup_member *m);
 void mr_dgroup_member_free_all(mr_dgroup_member *list);
 
 /* An inbox whose notify(arg) is called when an answer lands in it empty. */
-mr_dgroup_inbox *mr_dgroup_inbox_new(void (*notify)(void *arg), void *arg);
+mr_dgroup_inbox *mr_dgroup_inbox_new(bool (*notify)(void *arg), void *arg);
 /* The answered members, in order (the list is the caller's now). */
 mr_dgroup_member *mr_dgroup_inbox_take(mr_dgroup_inbox *in);
 /* Frees an empty inbox (NULL: nothing); no member may come to it any more. */
