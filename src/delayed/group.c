@@ -212,11 +212,11 @@ static mr_dgroup_member *take_batch(size_t *n)
     uint64_t max_rows = G.head->max_rows, max_bytes = G.head->max_bytes, rows, bytes;
     size_t k = fits(max_rows, max_bytes, &rows, &bytes);
     if (G.concurrent && G.head->wait_us && !G.stopping) {
-        uint64_t wait_ms_ns = G.head->wait_us * 1000;
+        uint64_t wait_ns = G.head->wait_us * 1000;
         struct timespec end;
         clock_gettime(CLOCK_MONOTONIC, &end);
-        end.tv_sec += (time_t)(wait_ms_ns / 1000000000u);
-        end.tv_nsec += (long)(wait_ms_ns % 1000000000u);
+        end.tv_sec += (time_t)(wait_ns / 1000000000u);
+        end.tv_nsec += (long)(wait_ns % 1000000000u);
         if (end.tv_nsec >= 1000000000) {
             end.tv_sec++;
             end.tv_nsec -= 1000000000;
