@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
 """delayed_counters.py - hot counters with and without UPDATE DELAYED, through myrewrite.
 
-Run by bench/delayed_counters.sh, which starts mariadbd and three proxies: one with a
+Run by bench/delayed_counters.sh, which starts mariadbd and four proxies: one with a
 delayed rule on test.counters (key id, column hits, flush_interval 1s), one with the same
-rule in mode = memory, one with no rules.
+rule and group_commit = yes, one with it in mode = memory, one with no rules.
 Table: counters (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0), ids 1..1000, InnoDB.
 
-For each number of hot rows H and each number of clients C, three modes one after the
+For each number of hot rows H and each number of clients C, the modes one after the
 other, each for SECONDS, with C worker processes (multiprocessing, not threads), every
 statement on an id picked uniformly from 1..H, autocommit:
 
   direct   UPDATE counters SET hits = hits + 1 WHERE id = ?          to mariadbd
   proxy    the same statement through the proxy without rules
   delayed  UPDATE DELAYED counters SET hits = hits + 1 WHERE id = ?  through the rule proxy
+  group    the same through the group-commit proxy (staged, one multi-row INSERT per batch)
   memory   the same through the memory-mode proxy
 
 With --loadgen (the C program bench/delayed_load.c) the clients are connections driven by
@@ -27,7 +28,7 @@ the p99_x column.
 
 incr/s counts acknowledged statements (OK packets) over the window, from the common start
 to the last acknowledgement. The check compares the growth of SUM(hits), read on a direct
-connection once the staging table is empty (staged) or after FLUSH DELAYED through the
+connection once the staging table is empty (staged, group) or after FLUSH DELAYED through the
 memory proxy (memory), with the acknowledged increments.
 
 Then the flush rate: N rows (key ids spread over the 1000 counters, delta +1 each) are
@@ -55,6 +56,7 @@ MODES = [
     ("direct", "direct", "UPDATE counters SET hits = hits + 1 WHERE id = %d"),
     ("proxy", "plain", "UPDATE counters SET hits = hits + 1 WHERE id = %d"),
     ("delayed", "rule", "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = %d"),
+    ("group", "group", "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = %d"),
     ("memory", "memory", "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = %d"),
 ]
 # What the readers send, straight to mariadbd: a point read of one of the hot rows.
@@ -256,7 +258,7 @@ def flush_memory(cfg):
 def counters_part(cfg, d):
     cur = d.cursor()
     ports = {"direct": cfg.direct_port, "plain": cfg.plain_port, "rule": cfg.rule_port,
-             "memory": cfg.memory_port}
+             "memory": cfg.memory_port, "group": cfg.group_port}
     print("# %g s per run; clients %s; hot rows %s; load average at start %s"
           % (cfg.seconds, cfg.clients, cfg.hot, " ".join(loadavg())))
     print("# clients: %s" % ("C load generator, %d threads, one statement in flight per "
@@ -281,7 +283,7 @@ def counters_part(cfg, d):
                                                               clients)
                 cpu = busy_pct(c0, cpu_ticks())
                 load1 = loadavg()[0]
-                if which == "rule":
+                if which in ("rule", "group"):
                     drain = wait_drained(cur, DRAIN_TIMEOUT)
                 elif which == "memory":
                     drain = flush_memory(cfg)
@@ -296,15 +298,15 @@ def counters_part(cfg, d):
                     base = rate
                 print("%4d %7d  %-8s %11.0f %7.2f %7d %9s  %-8s %5s %5.0f %s"
                       % (hot, clients, name, rate, rate / base if base else 0.0, errors,
-                         "-" if which not in ("rule", "memory") else
+                         "-" if which not in ("rule", "group", "memory") else
                          ("%.2f" % drain if drain is not None else "timeout"),
                          check, load1, cpu, reads_cols(reads, base_p99)), flush=True)
                 if not ok:
                     print("#   acknowledged %d, SUM(hits) grew by %d" % (acks, grown))
                 for m in msgs:
                     print("#   error: %s" % m)
-    print("# drain_s: seconds from the end of the delayed run until the staging table was "
-          "empty (flush_interval 1s);")
+    print("# drain_s: seconds from the end of the delayed (or group) run until the staging "
+          "table was empty (flush_interval 1s);")
     print("#   memory: how long FLUSH DELAYED through the memory proxy took after the run")
     if cfg.readers:
         print("# rd_p50us / rd_p99us: the readers' median and 99th percentile latency in us "
@@ -443,9 +445,10 @@ def main():
     ap.add_argument("--rule-port", type=int, default=26073)
     ap.add_argument("--plain-port", type=int, default=26074)
     ap.add_argument("--memory-port", type=int, default=26075)
+    ap.add_argument("--group-port", type=int, default=26076)
     ap.add_argument("--loadgen", default="", help="the C load generator (delayed_load)")
     ap.add_argument("--load-threads", type=int, default=2)
-    ap.add_argument("--modes", default="direct proxy delayed memory")
+    ap.add_argument("--modes", default="direct proxy delayed group memory")
     ap.add_argument("--readers", type=int, default=8,
                     help="point readers on mariadbd during every run (C load generator only)")
     ap.add_argument("--read-interval-us", type=int, default=2000,

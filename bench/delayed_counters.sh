@@ -3,17 +3,19 @@
 # UPDATE DELAYED (staged mode and memory mode) through myrewrite, side by side; then the
 # flush rate of staged rows.
 #
-# Starts a throwaway mariadbd "dbench" and three proxies (tests/lib/env.sh):
+# Starts a throwaway mariadbd "dbench" and four proxies (tests/lib/env.sh):
 #   :26073  rules dir with one delayed rule on test.counters (key id, column hits,
 #           flush_interval 1s) and the proxy's own account (proxy_user=app), which the
 #           flusher uses;
 #   :26074  an empty rules dir: the plain UPDATE of mode (b) goes through it untouched;
-#   :26075  the same delayed rule with mode = memory.
+#   :26075  the same delayed rule with mode = memory;
+#   :26076  the same delayed rule with group_commit = yes (staged, grouped).
 # Then bench/delayed_counters.py runs, for hot rows 1 and 10 and each client count,
 #   (a) direct    UPDATE counters SET hits = hits + 1 WHERE id = ?    to mariadbd
 #   (b) proxy     the same statement through the proxy without rules
 #   (c) delayed   UPDATE DELAYED counters SET hits = hits + 1 WHERE id = ?  through the rule proxy
-#   (d) memory    the same through the memory-mode proxy (checked after FLUSH DELAYED)
+#   (d) group     the same through the group-commit proxy (staged+group)
+#   (e) memory    the same through the memory-mode proxy (checked after FLUSH DELAYED)
 # with the C load generator (build/delayed_load; BENCH_DRIVER=python for one pymysql process
 # per client instead) for SECONDS each, prints acknowledged increments/s, the ratio to (a)
 # and, after the staging table has drained, whether the counters grew by exactly the number
@@ -28,7 +30,7 @@
 # Env:   BENCH_CLIENTS="32 128" (client processes)  BENCH_HOT="1 10" (hot rows)
 #        BENCH_FLUSH_ROWS="100000 1000000"  BENCH_PROXY_THREADS=2 (proxy worker threads)
 #        BENCH_DRIVER=c|python  BENCH_LOAD_THREADS=2 (load generator threads)
-#        BENCH_MODES="direct proxy delayed memory"  BENCH_READERS=8 (0: no readers)
+#        BENCH_MODES="direct proxy delayed group memory"  BENCH_READERS=8 (0: no readers)
 #        BENCH_READ_INTERVAL_US=2000 (per reader, between the starts of two reads)
 set -uo pipefail  # env.sh helpers are not written for set -e
 . "$(dirname "$0")/../tests/lib/env.sh"
@@ -49,9 +51,10 @@ MR_DIRECT_PORT=23346
 MR_PROXY_PORT=26073
 PLAIN_PORT=26074
 MEMORY_PORT=26075
+GROUP_PORT=26076
 DRIVER=${BENCH_DRIVER:-c}
 LOAD_THREADS=${BENCH_LOAD_THREADS:-2}
-MODES=${BENCH_MODES:-"direct proxy delayed memory"}
+MODES=${BENCH_MODES:-"direct proxy delayed group memory"}
 LOADGEN=$MR_BUILD/delayed_load
 export MR_TMP MR_DIRECT_PORT MR_PROXY_PORT
 mkdir -p "$MR_TMP"
@@ -60,13 +63,23 @@ trap mr_cleanup EXIT
 RULES_DELAYED=$MR_TMP/rules_delayed
 RULES_NONE=$MR_TMP/rules_none
 RULES_MEMORY=$MR_TMP/rules_memory
-rm -rf "$RULES_DELAYED" "$RULES_NONE" "$RULES_MEMORY"
-mkdir -p "$RULES_DELAYED" "$RULES_NONE" "$RULES_MEMORY"
+RULES_GROUP=$MR_TMP/rules_group
+rm -rf "$RULES_DELAYED" "$RULES_NONE" "$RULES_MEMORY" "$RULES_GROUP"
+mkdir -p "$RULES_DELAYED" "$RULES_NONE" "$RULES_MEMORY" "$RULES_GROUP"
 cat >"$RULES_DELAYED/10-dbench.rules" <<'RULES'
 [delayed dbench]
 table = test.counters
 key = id
 columns = hits
+flush_interval = 1s
+RULES
+
+cat >"$RULES_GROUP/10-dbench.rules" <<'RULES'
+[delayed dbench_group]
+table = test.counters
+key = id
+columns = hits
+group_commit = yes
 flush_interval = 1s
 RULES
 
@@ -81,6 +94,7 @@ RULES
 
 "$MR_BIN" --rules "$RULES_DELAYED" --check >&2 || mr_die "the delayed rule does not load"
 "$MR_BIN" --rules "$RULES_MEMORY" --check >&2 || mr_die "the memory rule does not load"
+"$MR_BIN" --rules "$RULES_GROUP" --check >&2 || mr_die "the group rule does not load"
 if [[ $DRIVER == c ]]; then
     [[ -x $LOADGEN ]] || mr_die "$LOADGEN not built (cmake --build build)"
 else
@@ -90,7 +104,7 @@ fi
 mr_start_mariadb dbench "$MR_DIRECT_PORT" >/dev/null || mr_die "mariadbd dbench did not start"
 PY_ARGS=(--seconds "$SECS" --clients "$CLIENTS" --hot "$HOT" --flush-rows "$FLUSH_ROWS"
     --host "$MR_HOST" --direct-port "$MR_DIRECT_PORT" --rule-port "$MR_PROXY_PORT"
-    --plain-port "$PLAIN_PORT" --memory-port "$MEMORY_PORT" --user "$MR_USER"
+    --plain-port "$PLAIN_PORT" --memory-port "$MEMORY_PORT" --group-port "$GROUP_PORT" --user "$MR_USER"
     --password "$MR_PASSWORD" --db "$MR_DB" --loadgen "$LOADGEN" --load-threads "$LOAD_THREADS"
     --modes "$MODES" --readers "${BENCH_READERS:-8}"
     --read-interval-us "${BENCH_READ_INTERVAL_US:-2000}")
@@ -101,6 +115,7 @@ PY_ARGS=(--seconds "$SECS" --clients "$CLIENTS" --hot "$HOT" --flush-rows "$FLUS
 : >"$MR_TMP/dbench_rule.log"
 : >"$MR_TMP/dbench_plain.log"
 : >"$MR_TMP/dbench_memory.log"
+: >"$MR_TMP/dbench_group.log"
 mr_start_proxy dbench_rule "$MR_PROXY_PORT" "$MR_DIRECT_PORT" --rules "$RULES_DELAYED" \
     --workers "$PROXY_THREADS" --set proxy_user="$MR_USER" --set proxy_password="$MR_PASSWORD" \
     || mr_die "proxy with the delayed rule did not start"
@@ -110,11 +125,14 @@ mr_start_proxy dbench_plain "$PLAIN_PORT" "$MR_DIRECT_PORT" --rules "$RULES_NONE
 mr_start_proxy dbench_memory "$MEMORY_PORT" "$MR_DIRECT_PORT" --rules "$RULES_MEMORY" \
     --workers "$PROXY_THREADS" --set proxy_user="$MR_USER" --set proxy_password="$MR_PASSWORD" \
     || mr_die "proxy with the memory rule did not start"
+mr_start_proxy dbench_group "$GROUP_PORT" "$MR_DIRECT_PORT" --rules "$RULES_GROUP" \
+    --workers "$PROXY_THREADS" --set proxy_user="$MR_USER" --set proxy_password="$MR_PASSWORD" \
+    || mr_die "proxy with the group-commit rule did not start"
 
 "$MR_PY" "$MR_ROOT/bench/delayed_counters.py" "${PY_ARGS[@]}"
 rc=$?
 
-for name in dbench_rule dbench_plain dbench_memory; do
+for name in dbench_rule dbench_plain dbench_memory dbench_group; do
     # The admin console notice is expected: no admin_password is set.
     n=$(grep -E '^\S+ (warn|error) ' "$MR_TMP/$name.log" | grep -vc 'admin console not started')
     if ((n > 0)); then

@@ -127,7 +127,7 @@ void mr_admin_show_pagination(mr_proxy *p, mr_buf *out)
 
 /* ---- SHOW DELAYED ---- */
 
-enum { DEL_COLS = 12 };
+enum { DEL_COLS = 18 };
 
 /* Unix milliseconds as UTC "YYYY-MM-DD HH:MM:SS.mmm"; NULL for 0 (never). */
 static const char *utc_ms(uint64_t ms, char *buf, size_t n)
@@ -147,6 +147,14 @@ static const char *ms_as_seconds(uint64_t ms, char *buf, size_t n)
     return buf;
 }
 
+/* num / (den * unit) with three decimals: rows per batch, a mean wait in ms. */
+static const char *ratio(uint64_t num, uint64_t den, uint64_t unit, char *buf, size_t n)
+{
+    uint64_t milli = num * 1000 / (den * unit);
+    snprintf(buf, n, "%" PRIu64 ".%03" PRIu64, milli / 1000, milli % 1000);
+    return buf;
+}
+
 /* One row: the counters e (NULL: nothing done yet) of rule `name` on
  * table, staged in staging. */
 static void delayed_row(mr_resultset *rs, const char *name, const char *table,
@@ -154,7 +162,10 @@ static void delayed_row(mr_resultset *rs, const char *name, const char *table,
 {
     char staged[24], flushed[24], rounds[24], last[40], dur[32], lag[32], errs[24],
         err[MR_RULE_STATS_ERR_MAX], rejected[24];
+    char gb[24], rpb[32], gs[24], gw[32], gp[24], pw[32];
     uint64_t at = e ? mr_stat_get(&e->last_flush_at) : 0, now = mr_unix_ms();
+    uint64_t batches = e ? load(&e->group_batches) : 0, grouped = e ? load(&e->group_statements) : 0;
+    uint64_t parked = e ? load(&e->group_parked) : 0;
     err[0] = '\0';
     if (e)
         mr_rule_stats_last_error(e, err, sizeof err);
@@ -171,6 +182,12 @@ static void delayed_row(mr_resultset *rs, const char *name, const char *table,
         u64(e ? mr_stat_get(&e->errors) : 0, errs, sizeof errs),
         err[0] ? err : NULL,
         u64(mr_dreject_total(table), rejected, sizeof rejected),
+        u64(batches, gb, sizeof gb),
+        batches ? ratio(e ? load(&e->group_rows) : 0, batches, 1, rpb, sizeof rpb) : NULL,
+        u64(grouped, gs, sizeof gs),
+        grouped ? ratio(e ? load(&e->group_wait_us) : 0, grouped, 1000, gw, sizeof gw) : NULL,
+        u64(parked, gp, sizeof gp),
+        parked ? ratio(e ? load(&e->group_park_wait_us) : 0, parked, 1000, pw, sizeof pw) : NULL,
     };
     mr_rs_row(rs, row);
 }
@@ -200,7 +217,10 @@ void mr_admin_show_delayed(mr_proxy *p, mr_buf *out)
         {"rows_flushed", MR_COL_INT},    {"flush_rounds", MR_COL_INT},
         {"last_flush", MR_COL_TEXT},     {"last_flush_ms", MR_COL_DECIMAL},
         {"lag_seconds", MR_COL_DECIMAL}, {"errors", MR_COL_INT},
-        {"last_error", MR_COL_TEXT},     {"rows_rejected", MR_COL_INT}};
+        {"last_error", MR_COL_TEXT},     {"rows_rejected", MR_COL_INT},
+        {"batches", MR_COL_INT},         {"rows_per_batch", MR_COL_DECIMAL},
+        {"grouped", MR_COL_INT},         {"group_wait_ms", MR_COL_DECIMAL},
+        {"parked", MR_COL_INT},          {"park_wait_ms", MR_COL_DECIMAL}};
     mr_shared_rules *cur = mr_rules_current(p);
     mr_resultset rs;
     mr_rs_begin(&rs, out, 1, cols, DEL_COLS);

@@ -71,7 +71,9 @@ static const key_def keys[] = {
      "how long connecting to the backend and reading its greeting may take"},
     {"delayed_park_timeout", T_DURATION, K(delayed_park_timeout_ms), "5s",
      "how long a DELAYED statement whose rule names no key waits for the schema cache to "
-     "read its table's key before it is refused; 0: refused at once with \"retry\""},
+     "read its table's key before it is refused; 0: refused at once with \"retry\". Also "
+     "how long a start waits for the flusher to create missing staging tables before it "
+     "listens, and how long a group-commit batch waits for a staging table not created yet"},
     {"handshake_timeout", T_DURATION, K(handshake_timeout_ms), "10s",
      "how long a client may take to finish authentication"},
     {"http_listen", T_TCP_OPT, K(http_listen), "",

@@ -26,6 +26,7 @@
 #include "myrewrite/base/clock.h"
 #include "myrewrite/base/config.h"
 #include "myrewrite/delayed/flush.h"
+#include "myrewrite/delayed/group.h"
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/http/http.h"
 #include "myrewrite/core/listener.h"
@@ -305,10 +306,16 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     mr_schema_cache_preload(rules); /* the keys the rules need, before the first statement */
     mr_queue_configure(p, rules);
     mr_delayed_configure(p, rules);
+    mr_dgroup_configure(p, rules);
     if (mr_dmem_init(p->nworkers))
         mr_dmem_configure(p, rules); /* before the workers see the rules */
     if (!base || !start_workers(p, rules))
         return 1;
+    /* a very first start: the staging tables exist before a statement comes */
+    if (!mr_delayed_wait_staging(c->delayed_park_timeout_ms))
+        mr_warn(0, "delayed: the flusher has not set up its staging tables (its connection "
+                "failed, or delayed_park_timeout passed); listening anyway (a staged statement "
+                "on a missing one gets the server's error until it exists)");
     mr_listener *l = mr_listener_start(base, p);
     if (!l || !mr_admin_start(p) || !mr_http_start(p))
         return 1;
@@ -326,6 +333,7 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     mr_listener_stop(l);
     mr_admin_stop(); /* before the workers: the console reads their counters */
     mr_schema_cache_on_load(NULL, NULL); /* the workers' pipes close below */
+    mr_dgroup_stop(); /* its last answers go to the workers, still running */
     stop_workers(p);
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_join(&p->workers[i]);

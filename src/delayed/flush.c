@@ -37,6 +37,8 @@
 #define SEQS_PER_STATEMENT 5000 /* staged rows per DELETE FROM staging */
 #define IDLE_MS 60000
 #define SETUP_RETRY_MS 10000    /* a table whose check failed is checked again after this */
+#define SETUP_ASKED_MS 200      /* ... or, asked for (a staging table is missing), this */
+#define STAGING_POLL_MS 20      /* a start waiting for the staging tables looks this often */
 #define ADOPT_MS 60000          /* between scans for staging tables of default rules */
 
 
@@ -55,6 +57,9 @@ static struct {
     bool have_next;
     bool final_wanted;
     bool final_done;
+    uint64_t staging_checks;  /* ticks that set up every table not ready (done_cond) */
+    bool setup_asked;         /* a staging table is missing: set up the tables not ready
+                                 now, whatever their setup_after_ms (mr_delayed_setup_now) */
     uint64_t deadline_ms;
     uint64_t flush_asked, flush_done; /* FLUSH DELAYED requests and the last one served */
     bool flush_ok;                    /* every table it asked for flushed without a failure */
@@ -1149,10 +1154,36 @@ static void adopt_staging(MYSQL *db)
         dflush_adopt(db, g, &D.cur.d[i], owned);
 }
 
+/* Each table not set up yet (its staging table perhaps not created) is set
+ * up now, ahead of any flush: a start waits for this (mr_delayed_wait_staging)
+ * so that no staged statement meets a missing staging table. */
+static void setup_pending(MYSQL *db)
+{
+    static uint64_t last_asked_ms;
+    uint64_t now = mr_mono_ms();
+    pthread_mutex_lock(&D.lock);
+    bool asked = D.setup_asked && now - last_asked_ms >= SETUP_ASKED_MS;
+    if (asked)
+        D.setup_asked = false;
+    pthread_mutex_unlock(&D.lock);
+    if (asked)
+        last_asked_ms = now;
+    for (size_t i = 0; i < D.cur.n && !mr_bg_conn_broken(db); i++) {
+        table *t = &D.cur.t[i];
+        if (!t->ready && (asked || now >= t->setup_after_ms) && !dflush_setup_table(db, t))
+            t->setup_after_ms = mr_mono_ms() + SETUP_RETRY_MS;
+    }
+    pthread_mutex_lock(&D.lock);
+    D.staging_checks++;
+    pthread_cond_broadcast(&D.done_cond);
+    pthread_mutex_unlock(&D.lock);
+}
+
 static uint64_t tick(MYSQL *db, void *arg)
 {
     (void)arg;
     adopt_tables();
+    setup_pending(db);
     char filter[sizeof D.flush_filter];
     pthread_mutex_lock(&D.lock);
     bool final = D.final_wanted;
@@ -1224,6 +1255,32 @@ int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms)
     int rc = D.flush_done < mine ? 1 : D.flush_ok ? 0 : 2;
     pthread_mutex_unlock(&D.lock);
     return rc;
+}
+
+void mr_delayed_setup_now(void)
+{
+    pthread_mutex_lock(&D.lock);
+    mr_bgconn *bg = D.bg;
+    D.setup_asked = true;
+    pthread_mutex_unlock(&D.lock);
+    if (bg)
+        mr_bgconn_wake(bg);
+}
+
+bool mr_delayed_wait_staging(uint64_t timeout_ms)
+{
+    uint64_t end = mr_mono_ms() + timeout_ms;
+    pthread_mutex_lock(&D.lock);
+    mr_bgconn *bg = D.bg;
+    /* in slices: a failed connect is seen by polling, nobody signals it */
+    while (bg && D.staging_checks == 0 && mr_bgconn_connect_failures(bg) == 0 &&
+           mr_mono_ms() < end) {
+        struct timespec slice = mr_deadline_in(CLOCK_REALTIME, STAGING_POLL_MS);
+        pthread_cond_timedwait(&D.done_cond, &D.lock, &slice);
+    }
+    bool done = !bg || D.staging_checks > 0;
+    pthread_mutex_unlock(&D.lock);
+    return done;
 }
 
 void mr_delayed_wake(void)

@@ -319,7 +319,17 @@ static delayed_step stage(run *R, stmt *S, const mr_delayed_stmt *d, size_t i,
         R->res->staged_rows[m] = d->in_term >= 0 ? d->key[d->in_term].count : 1;
         R->res->staged_table[m] = def->table_stats;
     }
-    trace(R, i, WHY_MATCHED, "staging INSERT");
+    /* group commit takes a COM_QUERY text of this statement alone; the
+     * session decides by its transaction state (autocommit, none open) */
+    bool grouped = r->delayed->group_commit && !R->ctx->prepared && !R->multi;
+    if (grouped) {
+        R->res->group = r;
+        R->res->group_sql = (const char *)s->delayed_out.data;
+        R->res->group_len = s->delayed_out.len;
+    }
+    trace(R, i, WHY_MATCHED, grouped ? "staging INSERT, grouped (group_commit: in autocommit "
+          "mode outside a transaction it joins a multi-row INSERT of many sessions on the "
+          "proxy's own connection)" : "staging INSERT");
     note_staged(R, r->delayed, d);
     return send_instead(R, S);
 }

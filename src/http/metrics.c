@@ -16,6 +16,7 @@
 
 #include "http/http_impl.h"
 #include "myrewrite/delayed/flush.h"
+#include "myrewrite/delayed/group.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/queue/release.h"
@@ -37,6 +38,7 @@ typedef struct counter_def {
 #define Q(field) offsetof(mr_queue_stats, field)
 #define D(field) offsetof(mr_delayed_stats, field)
 #define SC(field) offsetof(mr_schema_cache_stats, field)
+#define G(field) offsetof(mr_dgroup_stats, field)
 
 static const counter_def worker_counters[] = {
     {"myrewrite_connections_accepted_total", "counter", "Client connections taken by a worker.",
@@ -226,9 +228,44 @@ static void write_counters(struct evbuffer *out, const counter_def *defs, size_t
     }
 }
 
+static const counter_def group_counters[] = {
+    {"myrewrite_delayed_group_batches_total", "counter",
+     "Group-commit batches of staged DELAYED statements run (committed or failed).",
+     G(batches)},
+    {"myrewrite_delayed_group_failed_total", "counter",
+     "Group-commit batches whose INSERT failed: every statement of it got the ERR.", G(failed)},
+    {"myrewrite_delayed_group_statements_total", "counter",
+     "Statements answered by a group-commit batch.", G(statements)},
+    {"myrewrite_delayed_group_rows_total", "counter",
+     "Staging rows committed by group-commit batches (divided by batches_total: rows per "
+     "batch).", G(rows)},
+    {"myrewrite_delayed_group_parked_total", "counter",
+     "Grouped statements whose batch waited for its staging table to be created.", G(parked)},
+};
+
+/* A counter kept in microseconds, shown in seconds. */
+static void write_seconds(struct evbuffer *out, const char *name, const char *help, uint64_t us)
+{
+    mr_metrics_family(out, name, "counter", help);
+    evbuffer_add_printf(out, "%s %" PRIu64 ".%06" PRIu64 "\n", name, us / 1000000, us % 1000000);
+}
+
+static void write_group_wait(struct evbuffer *out)
+{
+    const mr_dgroup_stats *g = mr_dgroup_stats_get();
+    write_seconds(out, "myrewrite_delayed_group_wait_seconds_total", "Seconds grouped DELAYED "
+                  "statements waited for their batch in all, submit to answer (divided by "
+                  "statements_total: the mean wait).", read_counter(g, G(wait_us)));
+    write_seconds(out, "myrewrite_delayed_group_park_wait_seconds_total", "Seconds parked "
+                  "grouped statements waited for their staging table in all (divided by "
+                  "parked_total: the mean wait).", read_counter(g, G(park_wait_us)));
+}
+
 static void write_delayed(struct evbuffer *out)
 {
     write_counters(out, delayed_counters, COUNT(delayed_counters), mr_delayed_stats_get());
+    write_counters(out, group_counters, COUNT(group_counters), mr_dgroup_stats_get());
+    write_group_wait(out);
 }
 
 static const counter_def schema_counters[] = {

@@ -54,6 +54,7 @@ struct mr_bgconn {
     bool wanted;              /* a job or wake since the thread last looked (lock) */
     _Atomic bool connected;
     _Atomic bool resting;     /* no connection because none was needed (not a failure) */
+    _Atomic unsigned failed_connects; /* connect attempts that failed, ever */
     MYSQL *db;                /* thread only */
     bool failing;             /* the last connect failed (thread only): quieter logs */
     uint64_t checked_ms;      /* when db was last pinged or connected (thread only) */
@@ -294,6 +295,9 @@ static void *thread_main(void *arg)
         bool connecting = !b->db;
         if (connecting && !connect_db(b)) {
             atomic_store(&b->resting, false);
+            atomic_fetch_add(&b->failed_connects, 1);
+            if (b->ops.on_connect_failed)
+                b->ops.on_connect_failed("cannot connect (see the log)", b->ops.arg);
             if (!wait_for(b, backoff))
                 break;
             backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
@@ -463,6 +467,11 @@ void mr_bgconn_wake(mr_bgconn *b)
 bool mr_bgconn_connected(const mr_bgconn *b)
 {
     return atomic_load(&b->connected);
+}
+
+unsigned mr_bgconn_connect_failures(const mr_bgconn *b)
+{
+    return atomic_load(&b->failed_connects);
 }
 
 bool mr_bgconn_usable(const mr_bgconn *b)

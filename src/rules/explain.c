@@ -170,6 +170,11 @@ static void outcome(FILE *out, const mr_match_result *res)
         fputs("action: rewrite\ntext: ", out);
         put_text(out, (const char *)res->text.data, res->text.len);
         fputc('\n', out);
+        if (res->group)
+            fprintf(out, "grouped: yes (rule %s has group_commit: in autocommit mode outside a "
+                    "transaction this INSERT joins a multi-row INSERT of many sessions on the "
+                    "proxy's own connection, answered after its commit; in a transaction it "
+                    "goes on the client's connection as shown)\n", res->group->name);
         break;
     case MR_ACT_BLOCK:
         if (res->park)

@@ -31,7 +31,8 @@ typedef enum key_id {
     K_UNCLAIMED_OWNER, K_CLAIMED_AT_COLUMN, K_TIMEOUT, K_RELEASE, K_REAP, K_SKIP_LOCKED,
     K_CLAIM_READ_COMMITTED, K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE,
     K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, K_SET_COLUMNS,
-    K_MEMORY_MAX_KEYS, K_FLUSH_EARLY, K_BUCKET_COLUMN, K_BUCKET, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET,
+    K_MEMORY_MAX_KEYS, K_FLUSH_EARLY, K_BUCKET_COLUMN, K_BUCKET, K_GROUP_COMMIT,
+    K_GROUP_COMMIT_WAIT, K_GROUP_COMMIT_ROWS, K_GROUP_COMMIT_BYTES, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET,
     K_MAX_BOOKMARKS, K_BOOKMARK_TTL, K_ENABLED, K_CONTINUE, K_LOG_ONLY, K_LOG, K_LOG_SAMPLE,
     K_USER, K_SCHEMA,
     K_MAX
@@ -45,6 +46,7 @@ static const char *const key_names[K_MAX] = {
     "claim_read_committed",
     "key", "columns", "staging_table", "staging_engine", "flush_interval", "flush_rows",
     "missing", "mode", "set_columns", "memory_max_keys", "flush_early", "bucket_column", "bucket",
+    "group_commit", "group_commit_wait", "group_commit_rows", "group_commit_bytes",
     "threshold", "strategy", "max_offset", "max_bookmarks", "bookmark_ttl",
     "enabled", "continue", "log_only", "log", "log_sample", "user", "schema",
 };
@@ -91,7 +93,8 @@ static const kind_def kinds[MR_RULE_KIND_MAX] = {
     [MR_RULE_DELAYED] = {{K_TABLE, K_KEY, K_COLUMNS, K_STAGING_TABLE, K_STAGING_ENGINE,
                           K_FLUSH_INTERVAL, K_FLUSH_ROWS, K_MISSING, K_MODE, K_SET_COLUMNS,
                           K_MEMORY_MAX_KEYS, K_FLUSH_EARLY, K_BUCKET_COLUMN, K_BUCKET,
-                          COMMON_KEYS}, 21,
+                          K_GROUP_COMMIT, K_GROUP_COMMIT_WAIT, K_GROUP_COMMIT_ROWS,
+                          K_GROUP_COMMIT_BYTES, COMMON_KEYS}, 25,
                          finish_delayed},
     [MR_RULE_PAGINATE] = {{K_TABLE, K_KEY, K_THRESHOLD, K_STRATEGY, K_MAX_OFFSET, K_MESSAGE,
                            K_MAX_BOOKMARKS, K_BOOKMARK_TTL, COMMON_KEYS}, 15, finish_paginate},
@@ -994,6 +997,37 @@ static bool delayed_consistent(loader *L, const draft *dr, const mr_delayed_def 
     return true;
 }
 
+/* group_commit (default no: the staging row is then written by the proxy's
+ * account, not the client's, which a DBA opts into) and its bounds: a
+ * batch waits at most group_commit_wait (default 200us, 0 to 1s) for
+ * more, and holds at most group_commit_rows staging rows (default 1000)
+ * and group_commit_bytes of VALUES (default 1 MiB, 1 KiB to 64 MiB: below
+ * max_allowed_packet). Staged mode only. */
+static bool delayed_group_settings(loader *L, const draft *dr, mr_delayed_def *d)
+{
+    bool ok = parse_bool(L, dr, K_GROUP_COMMIT, false, &d->group_commit);
+    d->group_wait_us = 200;
+    if (dr->val[K_GROUP_COMMIT_WAIT] &&
+        (!mr_parse_duration_us(dr->val[K_GROUP_COMMIT_WAIT], &d->group_wait_us) ||
+         d->group_wait_us > 1000000)) {
+        bad_value(L, dr, K_GROUP_COMMIT_WAIT, "a duration from 0 to 1s, like 200us or 1ms");
+        ok = false;
+    }
+    ok &= parse_count(L, dr, K_GROUP_COMMIT_ROWS, 1000, 100000, &d->group_rows);
+    ok &= parse_count(L, dr, K_GROUP_COMMIT_BYTES, 1u << 20, 64u << 20, &d->group_bytes);
+    if (ok && d->group_bytes < 1024) {
+        bad_value(L, dr, K_GROUP_COMMIT_BYTES, "a whole number from 1024 to 67108864");
+        ok = false;
+    }
+    if (ok && d->group_commit && d->mode == MR_DELAYED_MEMORY) {
+        mr_diag_error(L->d, L->file, dr->vline[K_GROUP_COMMIT], "[delayed %s]: group_commit "
+                      "is for mode = staged (memory mode answers at once, without a commit)",
+                      dr->name);
+        ok = false;
+    }
+    return ok;
+}
+
 /* flush_interval (default 1 s) and flush_rows (default 10000). */
 static bool delayed_flush_settings(loader *L, const draft *dr, mr_delayed_def *d)
 {
@@ -1111,7 +1145,8 @@ static bool default_staging(loader *L, const draft *dr, mr_delayed_def *d)
 static bool finish_delayed_default(loader *L, const draft *dr, mr_rule *r, mr_delayed_def *d)
 {
     d->derive = true;
-    bool ok = default_keys_absent(L, dr) && delayed_modes(L, dr, d) && default_schema(L, dr, d);
+    bool ok = default_keys_absent(L, dr) && delayed_modes(L, dr, d) &&
+              delayed_group_settings(L, dr, d) && default_schema(L, dr, d);
     ok = ok && default_staging(L, dr, d) && staging_engine_ok(L, dr);
     if (ok)
         ok = (d->staging_engine = dup_str(L, dr->val[K_STAGING_ENGINE] ? dr->val[K_STAGING_ENGINE]
@@ -1143,6 +1178,7 @@ static bool finish_delayed(loader *L, const draft *dr, mr_rule *r, rule_impl *im
                "DELAYED may add to");
     ok &= delayed_flush_settings(L, dr, d);
     ok &= delayed_modes(L, dr, d);
+    ok = ok && delayed_group_settings(L, dr, d);
     ok = ok && table_value(L, dr, &d->schema, &d->table);
     /* without key: the table's primary key, from the schema cache (workers) and,
      * staged, information_schema (the flusher); a memory table learns it from

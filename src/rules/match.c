@@ -595,6 +595,9 @@ static void result_init(mr_match_result *res)
     res->page_guard.rule = NULL;
     res->unreadable = MR_UNREADABLE_NONE;
     res->park = false;
+    res->group = NULL;
+    res->group_sql = NULL;
+    res->group_len = 0;
 }
 
 void rules_run(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "myrewrite/delayed/flush.h"
+#include "myrewrite/delayed/group.h"
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/queue/release.h"
@@ -112,6 +113,7 @@ static int reload_locked(mr_proxy *p, FILE *errors)
     set_current(p, shared);
     mr_queue_configure(p, set);
     mr_delayed_configure(p, set);
+    mr_dgroup_configure(p, set);
     mr_schema_cache_rules_changed(); /* tables the old rules read are not kept fresh */
     mr_schema_cache_preload(set);      /* keys the new rules need, before their statements */
     for (unsigned i = 0; i < p->nworkers; i++)

@@ -266,6 +266,7 @@ void ss_free(mr_session *s)
     mr_client_unregister(&w->clients, &s->slot);
     ss_flush_orphan(s);
     ss_park_free(s);
+    ss_group_orphan(s);
     ss_dmem_forget_all(s);
     ss_prepared_forget_all(s);
     if (s->prev)

@@ -132,6 +132,8 @@ struct mr_session {
     uint64_t ddl_hold;               /* schema cache hold of the DDL in flight (0: none) */
     struct ss_flush *flush;          /* FLUSH DELAYED waiting for the flushers (session/flush_delayed.c) */
     struct ss_park *park;            /* a DELAYED statement waiting for its table's key (session/park.c) */
+    struct mr_dgroup_member *group;  /* a staged DELAYED statement in a group-commit batch
+                                        (session/group.c); the runner's until answered */
     struct ss_dstmt *dstmts;         /* prepared memory-mode DELAYED statements (session/delayed_prepared.c) */
     struct ss_dstmt *dprep;          /* the one being prepared */
     uint32_t dlast;                  /* id of the last prepared, if a memory stand-in; else
@@ -282,5 +284,15 @@ bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len,
              const mr_match_result *res);
 /* The session ends: its parked statement goes with it. */
 void ss_park_free(mr_session *s);
+
+/* session/group.c: does the statement join a group-commit batch (its rule
+ * has group_commit, a COM_QUERY of it alone, autocommit mode outside a
+ * transaction)? Joining parks the session in SS_WAIT_BG until the batch
+ * answers (true); false: it cannot (no runner, out of memory) and goes on
+ * the client's own connection as usual. Orphan: the session ends with its
+ * member in flight. */
+bool ss_group_wanted(const mr_session *s, uint8_t cmd, const mr_match_result *res);
+bool ss_group_join(mr_session *s, const mr_match_result *res);
+void ss_group_orphan(mr_session *s);
 
 #endif

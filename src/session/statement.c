@@ -187,6 +187,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         s->digest = NULL;
         return STMT_ANSWERED;
     }
+    if (ss_group_wanted(s, cmd, res) && ss_group_join(s, res))
+        return STMT_WAITING; /* answered once its batch has committed (session/group.c) */
     if (res->action == MR_ACT_REWRITE) {
         mr_buf out;
         mr_buf_init(&out);

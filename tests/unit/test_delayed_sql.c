@@ -452,6 +452,18 @@ static void load_defaults(void **state)
     assert_int_equal(d->flush_rows, 500);
     assert_int_equal(d->missing, MR_DELAYED_MISSING_INSERT);
     assert_string_equal(d->staging_engine, "MyISAM");
+    assert_false(d->group_commit);
+    assert_int_equal(d->group_wait_us, 200);
+    assert_int_equal(d->group_rows, 1000);
+    assert_int_equal(d->group_bytes, 1048576);
+    mr_ruleset_free(o);
+    o = load_ok("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\ngroup_commit = yes\n"
+                "group_commit_wait = 1.5ms\ngroup_commit_rows = 50\ngroup_commit_bytes = 4096\n");
+    d = mr_ruleset_rule(o, 0)->delayed;
+    assert_true(d->group_commit);
+    assert_int_equal(d->group_wait_us, 1500);
+    assert_int_equal(d->group_rows, 50);
+    assert_int_equal(d->group_bytes, 4096);
     mr_ruleset_free(o);
 }
 
@@ -542,6 +554,18 @@ static void load_errors(void **state)
                  "memory_max_keys = 0\n",
                  "t.rules:6: memory_max_keys = '0' in [delayed x]: expected a whole number from "
                  "1 to 100000000\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmode = memory\n"
+                 "group_commit = yes\n",
+                 "t.rules:6: [delayed x]: group_commit is for mode = staged (memory mode answers "
+                 "at once, without a commit)\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\ngroup_commit_wait = 2s\n",
+                 "t.rules:5: group_commit_wait = '2s' in [delayed x]: expected a duration from "
+                 "0 to 1s, like 200us or 1ms\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\ngroup_commit_bytes = 100\n",
+                 "t.rules:5: group_commit_bytes = '100' in [delayed x]: expected a whole number "
+                 "from 1024 to 67108864\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\ngroup_commit = maybe\n",
+                 "t.rules:5: group_commit = 'maybe' in [delayed x]: expected yes or no\n");
     expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nmissing = upsert\n",
                  "t.rules:5: missing = 'upsert' in [delayed x]: expected ignore or insert\n");
     expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\nflush_rows = 0\n",

@@ -42,6 +42,33 @@ static void fractions(void **state)
     assert_int_equal(ms_of("7."), 7000);
 }
 
+static uint64_t us_of(const char *s)
+{
+    uint64_t us = 12345;
+    assert_true(mr_parse_duration_us(s, &us));
+    return us;
+}
+
+/* group_commit_wait = 200us: the same grammar in microseconds, and us read
+ * as milliseconds rounds to nearest like any fraction of one. */
+static void microseconds(void **state)
+{
+    (void)state;
+    assert_int_equal(us_of("200us"), 200);
+    assert_int_equal(us_of("1.5ms"), 1500);
+    assert_int_equal(us_of("2"), 2000000);
+    assert_int_equal(us_of("0.4us"), 0);
+    assert_int_equal(us_of("2.5us"), 3);
+    assert_int_equal(ms_of("200us"), 0);
+    assert_int_equal(ms_of("1500us"), 2);
+    assert_int_equal(ms_of("2499us"), 2);
+    uint64_t us = 7;
+    assert_false(mr_parse_duration_us("1000000000000000001us", &us));
+    assert_false(mr_parse_duration_us("200 us", &us));
+    assert_false(mr_parse_duration_us("200µs", &us));
+    assert_int_equal(us, 7);
+}
+
 static void refused(void **state)
 {
     (void)state;
@@ -68,6 +95,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(units),
         cmocka_unit_test(fractions),
+        cmocka_unit_test(microseconds),
         cmocka_unit_test(refused),
         cmocka_unit_test(the_largest),
     };

@@ -56,6 +56,16 @@ int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms);
 /* Asks for a round of every staged table now, without waiting (a rule's
  * flush_early was passed). Any thread; a mutex for a few instructions. */
 void mr_delayed_wake(void);
+/* At start, before the listener: waits up to timeout_ms until the flusher
+ * has set up its tables (created the missing staging tables), so that the
+ * first staged statements do not meet a missing one. Returns at once when
+ * there is no flusher and as soon as its connect fails; false when it
+ * gave up waiting. Main thread. */
+bool mr_delayed_wait_staging(uint64_t timeout_ms);
+/* A staged statement met a missing staging table (1146): the flusher sets
+ * up its tables not ready at once (at most every 200 ms), not after the
+ * 10 s it waits between two failed checks. Any thread, never waits. */
+void mr_delayed_setup_now(void);
 /* The process's registry of tables derived by default rules
  * (delayed/derive.h), for the workers' mr_stmt_ctx; NULL when out of
  * memory. Any thread. */

@@ -45,6 +45,9 @@ typedef struct mr_bgconn_ops {
      * the connection is closed after own_connection_idle without a job or
      * wake, as a lazy owner's is, until a wake brings work again. */
     uint64_t (*tick)(struct st_mysql *db, void *arg);
+    /* Optional: a connect attempt failed (`why`: the client library's error);
+     * the thread retries after its backoff. */
+    void (*on_connect_failed)(const char *why, void *arg);
     void *arg;
     bool lazy;          /* connect at the first job or wake; close when idle */
 } mr_bgconn_ops;
@@ -62,6 +65,9 @@ bool mr_bgconn_connected(const mr_bgconn *b);
  * or idle-closed; the next wake opens one): worth waiting for. False while
  * connecting fails. */
 bool mr_bgconn_usable(const mr_bgconn *b);
+/* Connect attempts that failed since the start (a waiter's cue that the
+ * server is not there to wait for). */
+unsigned mr_bgconn_connect_failures(const mr_bgconn *b);
 /* Stops the thread (unrun jobs are dropped, their arg untouched), closes
  * the connection and frees everything. */
 void mr_bgconn_stop(mr_bgconn *b);

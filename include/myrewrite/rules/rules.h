@@ -130,6 +130,13 @@ typedef struct mr_delayed_def {
                                   derived from the schema at run time (delayed/derive.h);
                                   table is "*", schema the schema or "*" for any, and
                                   staging_table a pattern holding {table}; no keys, columns */
+    bool group_commit;         /* staged: autocommit statements of many sessions are staged
+                                  together, one multi-row INSERT per batch on the proxy's own
+                                  connection (delayed/group.h); default no */
+    uint64_t group_wait_us;    /* how long a batch waits for more once sessions write
+                                  concurrently; default 200 */
+    uint64_t group_rows;       /* staging rows per batch at most; default 1000 */
+    uint64_t group_bytes;      /* VALUES bytes per batch at most; default 1 MiB */
     struct mr_rule_stats *table_stats; /* a rule a default rule derived: its table's own
                                   SHOW DELAYED row (counted besides the default rule's); NULL
                                   for the rules of rule files */
@@ -319,6 +326,13 @@ typedef struct mr_match_result {
     mr_page_guard page_guard; /* COM_STMT_PREPARE of a page whose LIMIT offset is a `?`
                              under a rule with max_offset: the caller checks each execute */
     uint8_t unreadable;   /* mr_unreadable_outcome */
+    const mr_rule *group; /* REWRITE of one staged DELAYED statement (COM_QUERY, alone in
+                             its text) under a rule with group_commit: in autocommit mode
+                             outside a transaction the caller stages it in a group batch
+                             (delayed/group.h) instead of sending text; NULL otherwise */
+    const char *group_sql; /* ... the staging INSERT alone (in the scratch; valid until the
+                             next call), without what surrounded the statement */
+    size_t group_len;
     bool park;            /* BLOCK of a DELAYED statement whose rule names no key and whose
                              table's key the schema source does not have yet (row key
                              pending): the caller may hold the statement and run it again

@@ -25,5 +25,8 @@ void mr_session_schema_loaded(mr_session *s);
 /* The schema cache's hook (mr_schema_cache_on_load, arg: the mr_proxy):
  * signals every worker when any statement is parked. Loader thread. */
 void mr_session_wake_parked(void *proxy);
+/* MR_WORKER_MSG_GROUP: group commit answered statements of this worker's
+ * sessions; each gets its OK or ERR (session/group.c). Worker thread. */
+void mr_session_group_answered(struct mr_worker *w);
 
 #endif

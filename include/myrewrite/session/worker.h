@@ -36,6 +36,8 @@ typedef struct mr_worker {
     bool draining;              /* shutdown: close sessions as they go idle */
     _Atomic bool schema_signaled; /* an MR_WORKER_MSG_SCHEMA is on its way: another one
                                    would only repeat it (set by the loader, cleared here) */
+    struct mr_dgroup_inbox *group_inbox; /* group commit's answers (delayed/group.h);
+                                   made at the first grouped statement, worker thread */
     mr_stats stats;             /* written by this worker only */
     mr_digest_stats digests;    /* written by this worker only */
     mr_client_registry clients; /* SHOW CLIENTS snapshots of the sessions (stats/client_info.h) */
@@ -61,6 +63,7 @@ void mr_shared_rules_release(mr_shared_rules *r);
 #define MR_WORKER_MSG_STOP (-2)
 #define MR_WORKER_MSG_RULES (-3) /* pick up pending_rules */
 #define MR_WORKER_MSG_SCHEMA (-4) /* the schema cache loaded a table: run parked statements */
+#define MR_WORKER_MSG_GROUP (-5)  /* group commit answered statements: see group_inbox */
 
 /* One reference to `rules` moves to the worker. */
 bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *rules);

@@ -40,6 +40,13 @@ typedef struct mr_rule_stats {
     _Atomic uint64_t keyset_misses; /* keyset wanted, no usable bookmark */
     /* delayed, written by workers */
     _Atomic uint64_t staged;     /* staging rows in DELAYED statements the proxy sent */
+    /* delayed with group_commit, written by the group runner's threads (delayed/group.h) */
+    _Atomic uint64_t group_batches;    /* batches that held a statement of the rule */
+    _Atomic uint64_t group_rows;       /* staging rows of its statements those batches committed */
+    _Atomic uint64_t group_statements; /* its statements answered by a batch */
+    _Atomic uint64_t group_wait_us;    /* ... their waits (submit to answer), summed */
+    _Atomic uint64_t group_parked;     /* its statements whose batch waited for the staging table */
+    _Atomic uint64_t group_park_wait_us; /* ... how long their batches waited for it, summed */
     /* delayed, written by the flusher thread */
     mr_counter flushed;          /* staged rows applied */
     mr_counter rounds;           /* flush rounds that held the lock */

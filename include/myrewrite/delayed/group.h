@@ -1,0 +1,114 @@
+/*
+ * delayed/group.h - group commit for staged UPDATE DELAYED: autocommit
+ * statements of many sessions are staged together, one multi-row INSERT
+ * per batch (delayed/group_sql.h) on a connection of the proxy's own, and
+ * each session is answered once that INSERT has committed.
+ *
+ * A session (on its worker) makes a member holding its staging INSERT and
+ * submits it; the member is the runner's until it comes back through the
+ * member's inbox, with the answer written in it (ok, or the ERR to send).
+ * The inbox's notify is called (on the runner's thread) when a member is
+ * put into an empty inbox; the worker then takes them all and answers.
+ *
+ * Connections: MR_DGROUP_CONNS bgconn threads (lazy: none opens before the
+ * first batch) take batches from one queue, so at most that many batches
+ * are in flight; while one commits, the next fills. A batch takes members
+ * in arrival order up to the head's rule's group_commit_rows and
+ * group_commit_bytes (always at least one). It waits up to the rule's
+ * group_commit_wait for more only when sessions write concurrently (the
+ * last batch held more than one statement, or more were queued behind it):
+ * a session writing alone is never kept waiting. One prefix (staging table
+ * and column list) makes one autocommit INSERT; several are run in one
+ * transaction. A failed batch stages nothing and answers every member with
+ * the server's error. When a runner thread cannot connect, the queued
+ * members (never sent) come back `unsent`, for their sessions to send. While the staging table does not exist yet (1146, a
+ * very first start: the flusher creates it), the batch is retried, the
+ * flusher woken, for up to delayed_park_timeout.
+ *
+ * Threads: mr_dgroup_configure and mr_dgroup_stop on the main thread (or a
+ * reload under the proxy's reload_lock); submit, the inbox calls and the
+ * member calls on any thread; the batches on the runner's bgconn threads.
+ */
+#ifndef MYREWRITE_DELAYED_GROUP_H
+#define MYREWRITE_DELAYED_GROUP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "myrewrite/base/proxy.h"
+#include "myrewrite/base/counters.h"
+#include "myrewrite/rules/rules.h"
+
+#define MR_DGROUP_CONNS 2
+
+struct mr_rule_stats;
+typedef struct mr_dgroup_inbox mr_dgroup_inbox;
+
+typedef struct mr_dgroup_member {
+    struct mr_dgroup_member *next;  /* the runner's queue, then the inbox's list */
+    char *sql;                      /* the staging INSERT (owned) */
+    size_t len;
+    uint32_t rows;                  /* staging rows in it */
+    uint64_t wait_us, max_rows, max_bytes; /* its rule's bounds */
+    struct mr_rule_stats *stats;    /* its rule's counters (NULL: none) */
+    mr_dgroup_inbox *inbox;
+    uint64_t joined_ns;             /* when it was submitted */
+    /* the answer, written by the runner before the member comes back */
+    bool ok;
+    bool unsent;                    /* not ok, and never sent: the runner could not connect;
+                                       the submitter sends it on its own connection */
+    uint16_t err_code;
+    char sqlstate[6];
+    char msg[640];
+    void *owner;                    /* the submitter's; the runner never reads it */
+} mr_dgroup_member;
+
+struct mr_dgroup_inbox {
+    pthread_mutex_t lock;
+    mr_dgroup_member *head, **tail; /* answered members, in order */
+    bool notified;                  /* notify was called since the last take */
+    bool (*notify)(void *arg);      /* false: not delivered; the next answer calls it again */
+    void *arg;
+};
+
+/* Process-wide, relaxed atomics: any thread reads them. */
+typedef struct mr_dgroup_stats {
+    mr_counter batches;      /* batches run (committed or failed) */
+    mr_counter failed;       /* ... of them failed */
+    mr_counter statements;   /* statements answered by a batch */
+    mr_counter rows;         /* staging rows in committed batches */
+    mr_counter waited;       /* statements answered (each waited for its batch) */
+    mr_counter wait_us;      /* ... their waits, submit to answer, summed */
+    mr_counter parked;       /* statements whose batch waited for the staging table */
+    mr_counter park_wait_us; /* ... that wait (the batch's, for each of them), summed */
+} mr_dgroup_stats;
+
+/* A member for the staging INSERT sql[0..len) of `rows` rows under rule
+ * def; NULL when out of memory. */
+mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, uint32_t rows,
+                                       const mr_delayed_def *def, struct mr_rule_stats *stats,
+                                       mr_dgroup_inbox *inbox);
+void mr_dgroup_member_free(mr_dgroup_member *m);
+/* A list of members (next-linked), each freed. */
+void mr_dgroup_member_free_all(mr_dgroup_member *list);
+
+/* An inbox whose notify(arg) is called when an answer lands in it empty. */
+mr_dgroup_inbox *mr_dgroup_inbox_new(bool (*notify)(void *arg), void *arg);
+/* The answered members, in order (the list is the caller's now). */
+mr_dgroup_member *mr_dgroup_inbox_take(mr_dgroup_inbox *in);
+/* Frees an empty inbox (NULL: nothing); no member may come to it any more. */
+void mr_dgroup_inbox_free(mr_dgroup_inbox *in);
+
+/* Queues m for a batch; false (m still the caller's) when no runner runs
+ * (no rule with group_commit, no proxy_user, stopping). */
+bool mr_dgroup_submit(mr_dgroup_member *m);
+
+/* Starts the runner the first time a rule of rs has group_commit. */
+void mr_dgroup_configure(const mr_proxy *p, const mr_ruleset *rs);
+/* Answers what is still queued with an ERR (shutting down), lets the
+ * batches in flight finish, stops the threads. Before the workers stop. */
+void mr_dgroup_stop(void);
+const mr_dgroup_stats *mr_dgroup_stats_get(void);
+
+#endif

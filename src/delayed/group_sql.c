@@ -1,0 +1,67 @@
+/*
+ * delayed/group_sql.c - the multi-row INSERT of a group-commit batch (see
+ * delayed/group_sql.h).
+ */
+#include "myrewrite/delayed/group_sql.h"
+
+#include <string.h>
+
+static const char values_word[] = " VALUES ";
+
+size_t mr_dgroup_prefix_len(const char *sql, size_t len)
+{
+    size_t n = sizeof values_word - 1;
+    for (size_t i = 0; i < len; i++) {
+        if (sql[i] == '`') { /* a quoted name, to its closing `; `` stays inside */
+            for (i++; i < len; i++) {
+                if (sql[i] != '`')
+                    continue;
+                if (i + 1 < len && sql[i + 1] == '`')
+                    i++;
+                else
+                    break;
+            }
+            continue;
+        }
+        if (sql[i] == ' ' && i + n < len && memcmp(sql + i, values_word, n) == 0)
+            return i + n;
+    }
+    return 0;
+}
+
+/* Which of out[0..k) has the prefix p (of n bytes); k when none. */
+static size_t find_prefix(const mr_buf *out, size_t k, const size_t *plen, const char *p,
+                          size_t n)
+{
+    for (size_t j = 0; j < k; j++)
+        if (plen[j] == n && memcmp(out[j].data, p, n) == 0)
+            return j;
+    return k;
+}
+
+size_t mr_dgroup_build(const mr_dgroup_text *t, size_t n, mr_buf *out, size_t cap)
+{
+    size_t k = 0, plen[MR_DGROUP_MAX_STMTS];
+    if (cap > MR_DGROUP_MAX_STMTS)
+        cap = MR_DGROUP_MAX_STMTS;
+    for (size_t i = 0; i < n; i++) {
+        size_t p = mr_dgroup_prefix_len(t[i].sql, t[i].len);
+        if (!p || p == t[i].len)
+            return 0;
+        size_t j = find_prefix(out, k, plen, t[i].sql, p);
+        if (j == k) {
+            if (k == cap)
+                return 0;
+            mr_buf_reset(&out[k]);
+            mr_buf_put(&out[k], t[i].sql, p);
+            plen[k++] = p;
+        } else {
+            mr_buf_put_str(&out[j], ", ");
+        }
+        mr_buf_put(&out[j], t[i].sql + p, t[i].len - p);
+    }
+    for (size_t j = 0; j < k; j++)
+        if (out[j].failed)
+            return 0;
+    return k;
+}
