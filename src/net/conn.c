@@ -20,6 +20,20 @@ static void timer_handler(evutil_socket_t fd, short what, void *arg)
     fire(arg, MR_CONN_TIMEOUT);
 }
 
+/* One reserved extent (the usual case) is one read(): cheaper in the kernel
+ * than a readv(), which copies and checks the iovec array first. */
+static ssize_t read_into(int fd, const struct evbuffer_iovec *vec, int nvec)
+{
+    if (nvec == 1)
+        return read(fd, vec[0].iov_base, vec[0].iov_len);
+    struct iovec iov[2];
+    for (int i = 0; i < nvec; i++) {
+        iov[i].iov_base = vec[i].iov_base;
+        iov[i].iov_len = vec[i].iov_len;
+    }
+    return readv(fd, iov, nvec);
+}
+
 static void read_handler(evutil_socket_t fd, short what, void *arg)
 {
     mr_conn *c = arg;
@@ -31,12 +45,7 @@ static void read_handler(evutil_socket_t fd, short what, void *arg)
         fire(c, MR_CONN_ERROR);
         return;
     }
-    struct iovec iov[2];
-    for (int i = 0; i < nvec; i++) {
-        iov[i].iov_base = vec[i].iov_base;
-        iov[i].iov_len = vec[i].iov_len;
-    }
-    ssize_t n = readv(fd, iov, nvec);
+    ssize_t n = read_into(fd, vec, nvec);
     if (n < 0) {
         evbuffer_commit_space(c->in, vec, 0);
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
@@ -62,11 +71,36 @@ static void read_handler(evutil_socket_t fd, short what, void *arg)
         c->cb.read(c, c->arg);
 }
 
+/* Sends the head of the output: one write() when it is one extent (a relayed
+ * response usually is), else one writev() of up to WRITE_VECS extents. This
+ * skips libevent's evbuffer_write, which always gathers for a writev(). */
+static ssize_t write_head(mr_conn *c)
+{
+    struct evbuffer_iovec vec[WRITE_VECS];
+    int nvec = evbuffer_peek(c->out, -1, NULL, vec, WRITE_VECS);
+    if (nvec > WRITE_VECS)
+        nvec = WRITE_VECS;
+    ssize_t n;
+    if (nvec == 1) {
+        n = write(c->fd, vec[0].iov_base, vec[0].iov_len);
+    } else {
+        struct iovec iov[WRITE_VECS];
+        for (int i = 0; i < nvec; i++) {
+            iov[i].iov_base = vec[i].iov_base;
+            iov[i].iov_len = vec[i].iov_len;
+        }
+        n = writev(c->fd, iov, nvec);
+    }
+    if (n > 0)
+        evbuffer_drain(c->out, (size_t)n);
+    return n;
+}
+
 /* Writes as much as the socket takes; false on a hard error. */
 static bool write_now(mr_conn *c)
 {
     while (evbuffer_get_length(c->out) > 0) {
-        int n = evbuffer_write(c->out, c->fd);
+        ssize_t n = write_head(c);
         if (n > 0)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))

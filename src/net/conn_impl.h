@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #define READ_CHUNK 65536
+#define WRITE_VECS 16 /* extents one writev() sends; the rest goes on the next */
 
 typedef struct mr_conn_tls mr_conn_tls;
 
