@@ -22,6 +22,8 @@
 #        BENCH_ROWS=100000  BENCH_WORKERS=1 (proxy worker threads)
 #        BENCH_DIRECT_PORT, BENCH_PROXY_PORT (the first proxy; others are free ports)
 #        MR_BIN (the proxy; the relays are looked for next to it)
+#        BENCH_MR_BASE=/path/to/other/myrewrite: also runs that build, as
+#        "base-<backend>", to compare two builds in the same run
 set -uo pipefail  # env.sh helpers are not written for set -e
 . "$(dirname "$0")/../tests/lib/env.sh"
 
@@ -80,7 +82,13 @@ for be in $BACKENDS; do
             [[ $be == unix ]] && extra=(--backend "$SOCK")
             MR_PROXY_LOG_LEVEL=warn mr_start_proxy "myrewrite-$be" "$port" "$MR_DIRECT_PORT" \
                 --workers "$WORKERS" "${extra[@]}" >/dev/null || exit 1
-            T_NAME+=("myrewrite-$be") T_PORT+=("$port") T_PID+=("$MR_PROXY_PID") ;;
+            T_NAME+=("myrewrite-$be") T_PORT+=("$port") T_PID+=("$MR_PROXY_PID")
+            if [[ -n ${BENCH_MR_BASE:-} ]]; then
+                mr_free_port port
+                MR_BIN=$BENCH_MR_BASE MR_PROXY_LOG_LEVEL=warn mr_start_proxy "base-$be" "$port" \
+                    "$MR_DIRECT_PORT" --workers "$WORKERS" "${extra[@]}" >/dev/null || exit 1
+                T_NAME+=("base-$be") T_PORT+=("$port") T_PID+=("$MR_PROXY_PID")
+            fi ;;
         esac
     done
 done
