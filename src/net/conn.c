@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -34,32 +35,18 @@ static ssize_t read_into(int fd, const struct evbuffer_iovec *vec, int nvec)
     return readv(fd, iov, nvec);
 }
 
-static void read_handler(evutil_socket_t fd, short what, void *arg)
+/* A read straight into reserved input space: no copy, but the input's
+ * 64 KiB extent is a large allocation each time the input was emptied. */
+static ssize_t read_reserved(mr_conn *c)
 {
-    mr_conn *c = arg;
-    (void)what;
     struct evbuffer_iovec vec[2];
     int nvec = evbuffer_reserve_space(c->in, READ_CHUNK, vec, 2);
     if (nvec <= 0) {
-        c->err = ENOMEM;
-        fire(c, MR_CONN_ERROR);
-        return;
+        errno = ENOMEM;
+        return -1;
     }
-    ssize_t n = read_into(fd, vec, nvec);
-    if (n < 0) {
-        evbuffer_commit_space(c->in, vec, 0);
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-            return;
-        c->err = errno;
-        fire(c, MR_CONN_ERROR);
-        return;
-    }
-    if (n == 0) {
-        evbuffer_commit_space(c->in, vec, 0);
-        fire(c, MR_CONN_EOF);
-        return;
-    }
-    size_t left = (size_t)n;
+    ssize_t n = read_into(c->fd, vec, nvec);
+    size_t left = n > 0 ? (size_t)n : 0;
     int used = 0;
     for (; used < nvec && left > 0; used++) {
         if (vec[used].iov_len > left)
@@ -67,6 +54,42 @@ static void read_handler(evutil_socket_t fd, short what, void *arg)
         left -= vec[used].iov_len;
     }
     evbuffer_commit_space(c->in, vec, used);
+    return n;
+}
+
+/* A read into this thread's scratch, then copied: for small reads (a query,
+ * an OK, a short result) the copy and a small allocation cost less than the
+ * large one of read_reserved(). */
+static ssize_t read_copied(mr_conn *c)
+{
+    static _Thread_local uint8_t scratch[READ_CHUNK];
+    ssize_t n = read(c->fd, scratch, sizeof(scratch));
+    if (n > 0 && evbuffer_add(c->in, scratch, (size_t)n) != 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return n;
+}
+
+static void read_handler(evutil_socket_t fd, short what, void *arg)
+{
+    mr_conn *c = arg;
+    (void)fd;
+    (void)what;
+    /* The last read's size picks the way: bulk transfers stay zero-copy. */
+    ssize_t n = c->last_read < SMALL_READ ? read_copied(c) : read_reserved(c);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+            return;
+        c->err = errno;
+        fire(c, MR_CONN_ERROR);
+        return;
+    }
+    if (n == 0) {
+        fire(c, MR_CONN_EOF);
+        return;
+    }
+    c->last_read = (size_t)n;
     if (c->cb.read)
         c->cb.read(c, c->arg);
 }

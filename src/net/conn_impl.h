@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #define READ_CHUNK 65536
+#define SMALL_READ 4096 /* reads below this size are copied (net/conn.c) */
 #define WRITE_VECS 16 /* extents one writev() sends; the rest goes on the next */
 
 typedef struct mr_conn_tls mr_conn_tls;
@@ -27,6 +28,7 @@ struct mr_conn {
     bool reading, write_pending, connecting, failed;
     int err;
     size_t low;
+    size_t last_read;     /* bytes the last plain read returned */
     mr_conn_tls *tls;     /* NULL: plain; else the TLS layer owns rev and wev */
 };
 
