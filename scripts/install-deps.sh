@@ -15,6 +15,8 @@ packages=(
     mariadb-server mariadb-client python3 python3-pymysql sysbench
     # test plumbing: TLS certificates, pgrep/ps, fuser, ss, timeout
     openssl procps psmisc iproute2 coreutils
+    # the io_uring floor relay (bench/relay_floor_uring.c; skipped without it)
+    liburing-dev
     # /metrics checked with a Prometheus parser; the man page rendered with groff
     python3-prometheus-client groff-base
     # container setup in docker/; the image and package tests (t_image.sh,

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -18,6 +19,56 @@ static void timer_handler(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     fire(arg, MR_CONN_TIMEOUT);
+}
+
+/* One reserved extent (the usual case) is one read(): cheaper in the kernel
+ * than a readv(), which copies and checks the iovec array first. */
+static ssize_t read_into(int fd, const struct evbuffer_iovec *vec, int nvec)
+{
+    if (nvec == 1)
+        return read(fd, vec[0].iov_base, vec[0].iov_len);
+    struct iovec iov[2];
+    for (int i = 0; i < nvec; i++) {
+        iov[i].iov_base = vec[i].iov_base;
+        iov[i].iov_len = vec[i].iov_len;
+    }
+    return readv(fd, iov, nvec);
+}
+
+/* A read straight into reserved input space: no copy, but the input's
+ * 64 KiB extent is a large allocation each time the input was emptied. */
+static ssize_t read_reserved(mr_conn *c)
+{
+    struct evbuffer_iovec vec[2];
+    int nvec = evbuffer_reserve_space(c->wire_in, READ_CHUNK, vec, 2);
+    if (nvec <= 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    ssize_t n = read_into(c->fd, vec, nvec);
+    size_t left = n > 0 ? (size_t)n : 0;
+    int used = 0;
+    for (; used < nvec && left > 0; used++) {
+        if (vec[used].iov_len > left)
+            vec[used].iov_len = left;
+        left -= vec[used].iov_len;
+    }
+    evbuffer_commit_space(c->wire_in, vec, used);
+    return n;
+}
+
+/* A read into this thread's scratch, then copied: for small reads (a query,
+ * an OK, a short result) the copy and a small allocation cost less than the
+ * large one of read_reserved(). */
+static ssize_t read_copied(mr_conn *c)
+{
+    static _Thread_local uint8_t scratch[READ_CHUNK];
+    ssize_t n = read(c->fd, scratch, sizeof(scratch));
+    if (n > 0 && evbuffer_add(c->wire_in, scratch, (size_t)n) != 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return n;
 }
 
 void mr_conn_delivered(mr_conn *c)
@@ -33,26 +84,15 @@ void mr_conn_delivered(mr_conn *c)
 static void read_handler(evutil_socket_t fd, short what, void *arg)
 {
     mr_conn *c = arg;
+    (void)fd;
     (void)what;
     if (c->z && mr_conn_z_ready(c)) { /* frames left over from an earlier read */
         mr_conn_delivered(c);
         return;
     }
-    struct evbuffer_iovec vec[2];
-    int nvec = evbuffer_reserve_space(c->wire_in, READ_CHUNK, vec, 2);
-    if (nvec <= 0) {
-        c->err = ENOMEM;
-        fire(c, MR_CONN_ERROR);
-        return;
-    }
-    struct iovec iov[2];
-    for (int i = 0; i < nvec; i++) {
-        iov[i].iov_base = vec[i].iov_base;
-        iov[i].iov_len = vec[i].iov_len;
-    }
-    ssize_t n = readv(fd, iov, nvec);
+    /* The last read's size picks the way: bulk transfers stay zero-copy. */
+    ssize_t n = c->last_read < SMALL_READ ? read_copied(c) : read_reserved(c);
     if (n < 0) {
-        evbuffer_commit_space(c->wire_in, vec, 0);
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
             return;
         c->err = errno;
@@ -60,26 +100,43 @@ static void read_handler(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (n == 0) {
-        evbuffer_commit_space(c->wire_in, vec, 0);
         fire(c, MR_CONN_EOF);
         return;
     }
-    size_t left = (size_t)n;
-    int used = 0;
-    for (; used < nvec && left > 0; used++) {
-        if (vec[used].iov_len > left)
-            vec[used].iov_len = left;
-        left -= vec[used].iov_len;
-    }
-    evbuffer_commit_space(c->wire_in, vec, used);
+    c->last_read = (size_t)n;
     mr_conn_delivered(c);
+}
+
+/* Sends the head of the output: one write() when it is one extent (a relayed
+ * response usually is), else one writev() of up to WRITE_VECS extents. This
+ * skips libevent's evbuffer_write, which always gathers for a writev(). */
+static ssize_t write_head(mr_conn *c)
+{
+    struct evbuffer_iovec vec[WRITE_VECS];
+    int nvec = evbuffer_peek(c->wire_out, -1, NULL, vec, WRITE_VECS);
+    if (nvec > WRITE_VECS)
+        nvec = WRITE_VECS;
+    ssize_t n;
+    if (nvec == 1) {
+        n = write(c->fd, vec[0].iov_base, vec[0].iov_len);
+    } else {
+        struct iovec iov[WRITE_VECS];
+        for (int i = 0; i < nvec; i++) {
+            iov[i].iov_base = vec[i].iov_base;
+            iov[i].iov_len = vec[i].iov_len;
+        }
+        n = writev(c->fd, iov, nvec);
+    }
+    if (n > 0)
+        evbuffer_drain(c->wire_out, (size_t)n);
+    return n;
 }
 
 /* Writes as much as the socket takes; false on a hard error. */
 static bool write_now(mr_conn *c)
 {
     while (evbuffer_get_length(c->wire_out) > 0) {
-        int n = evbuffer_write(c->wire_out, c->fd);
+        ssize_t n = write_head(c);
         if (n > 0)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
@@ -244,7 +301,7 @@ void mr_conn_flush(mr_conn *c)
         event_active(c->wev, EV_WRITE, 1);
         return;
     }
-    if (evbuffer_get_length(c->out) > 0)
+    if (evbuffer_get_length(c->wire_out) > 0)
         watch_writes(c, true);
 }
 

@@ -11,6 +11,8 @@
 #include <stddef.h>
 
 #define READ_CHUNK 65536
+#define SMALL_READ 4096 /* reads below this size are copied (net/conn.c) */
+#define WRITE_VECS 16 /* extents one writev() sends; the rest goes on the next */
 
 typedef struct mr_conn_tls mr_conn_tls;
 typedef struct mr_conn_z mr_conn_z;
@@ -30,6 +32,7 @@ struct mr_conn {
     bool reading, write_pending, connecting, failed;
     int err;
     size_t low;
+    size_t last_read;     /* bytes the last plain read returned */
     mr_conn_tls *tls;     /* NULL: plain; else the TLS layer owns rev and wev */
     mr_conn_z *z;         /* NULL: not compressed */
 };

@@ -219,6 +219,31 @@ static void backend_response_complete(mr_session *s)
         response_done(s);
 }
 
+/* The `got` bytes at offset `off` of the input, copied into `buf`, with
+ * `pos` left at `off` for the readers that take a position. */
+static void copy_head(struct evbuffer *in, struct evbuffer_ptr *pos, size_t off, uint8_t *buf,
+                      size_t got)
+{
+    evbuffer_ptr_set(in, pos, off, EVBUFFER_PTR_SET);
+    evbuffer_copyout_from(in, pos, buf, got);
+}
+
+/* A packet's head at offset `off`: in place when it lies in the input's first
+ * extent (a response read in one go: every packet of it), else copied into
+ * `buf`. `first` caches that extent across calls (iov_len 0: not yet peeked);
+ * it holds while nothing drains or rearranges the input. */
+static const uint8_t *packet_head(struct evbuffer *in, struct evbuffer_iovec *first, size_t off,
+                                  uint8_t *buf, size_t got)
+{
+    if (first->iov_len == 0 && evbuffer_peek(in, -1, NULL, first, 1) < 1)
+        first->iov_len = 0;
+    if (off + got <= first->iov_len)
+        return (const uint8_t *)first->iov_base + off;
+    struct evbuffer_ptr pos;
+    copy_head(in, &pos, off, buf, got);
+    return buf;
+}
+
 /* Relays complete and partial packets from the backend to the client in one
  * batch (a single evbuffer move), inspecting each packet's head on the way. */
 void ss_pump_backend(mr_session *s)
@@ -236,7 +261,7 @@ void ss_pump_backend(mr_session *s)
             return;
         avail = evbuffer_get_length(in);
     }
-    evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
+    struct evbuffer_iovec first = {NULL, 0};
     for (;;) {
         if (f->remaining > 0) {
             size_t take = avail - move < f->remaining ? avail - move : (size_t)f->remaining;
@@ -246,28 +271,31 @@ void ss_pump_backend(mr_session *s)
                 complete = f->remaining == 0;
                 break;
             }
-            if (move < avail)
-                evbuffer_ptr_set(in, &pos, take, EVBUFFER_PTR_ADD);
             continue;
         }
         if (avail - move < MR_PKT_HEADER || move >= cfg(s)->relay_buffer)
             break;
         size_t got = avail - move < sizeof(head) ? avail - move : sizeof(head);
-        evbuffer_copyout_from(in, &pos, head, got);
+        bool watched = !f->continuation && s->state == SS_RESPONSE && ss_keyset_wants(s);
+        bool shifted = s->login_shift && s->state == SS_AUTH;
+        const uint8_t *hp = head;
+        if (!watched && !shifted) /* nothing rearranges the input: read it in place */
+            hp = packet_head(in, &first, move, head, got);
+        else
+            copy_head(in, &pos, move, head, got);
         mr_pkt_header h;
-        mr_pkt_header_read(head, got, &h);
+        mr_pkt_header_read(hp, got, &h);
         if (got < MR_PKT_HEADER + (h.len < MR_TRACK_PREFIX ? h.len : MR_TRACK_PREFIX))
             break;
-        if (!f->continuation && s->state == SS_RESPONSE && ss_keyset_wants(s) &&
-            !ss_keyset_packet(s, in, &pos, h.len, avail - move))
+        if (watched && !ss_keyset_packet(s, in, &pos, h.len, avail - move))
             break; /* a watched page's packet is read whole */
-        if (s->login_shift && s->state == SS_AUTH) {
+        if (shifted)
             h.seq = ss_auth_shift_to_client(s, in, move, h.seq);
-            evbuffer_ptr_set(in, &pos, move, EVBUFFER_PTR_SET); /* the buffer was rearranged */
-        }
+        if (watched || shifted)
+            first.iov_len = 0; /* the buffer may have been rearranged */
         mr_stat_add(&s->w->stats.bytes_from_backend, MR_PKT_HEADER + (uint64_t)h.len);
         mr_stat_add(&s->slot.bytes_out, MR_PKT_HEADER + (uint64_t)h.len);
-        if (!backend_packet_start(s, head + MR_PKT_HEADER, h.len, h.seq))
+        if (!backend_packet_start(s, hp + MR_PKT_HEADER, h.len, h.seq))
             return;
         if (f->ends_response && s->state == SS_RESPONSE)
             ss_keyset_response_done(s); /* before the client has the end and asks again */
