@@ -17,7 +17,8 @@ A raw client of the test's own speaks the compressed protocol (frames of a
   * a frame whose zlib stream is garbage, and one that inflates to less
     than its header says: that connection is closed, another one at the
     same time is not hurt, the proxy goes on;
-  * a rewrite rule and a block rule over compression;
+  * a rewrite rule and a block rule over compression; a client that reads
+    a large result late gets all of it;
   * the mariadb CLI with --compress (the status says so) gives the same
     output as direct for large results and loads a 2 MB file with LOAD DATA
     LOCAL; and the same over TLS and compression at once.
@@ -29,6 +30,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -213,6 +215,19 @@ def check_corrupt(port):
         bystander.close()
 
 
+def check_slow_reader(port):
+    """A client that reads a large compressed result late: the frames the
+    socket did not take at once still go out (never a stalled reply)."""
+    c = ZConn(port)
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.send_command(b"\x03SELECT seq, MD5(seq), REPEAT(MD5(seq * 7), 8) FROM seq_1_to_40000")
+    time.sleep(1.5)
+    r = c.read_result(c._logged("slow"))
+    t.check(r.kind == "rows" and len(r.rows) == 40000,
+            "a slow reader gets the whole compressed result (%d rows)" % len(r.rows))
+    c.close()
+
+
 def check_rules(port):
     c = ZConn(port)
     r = c.query("SELECT 'abc' AS z_rw")
@@ -278,6 +293,7 @@ def main():
         check_bytes(proxy.port)
         check_corrupt(proxy.port)
         check_rules(proxy.port)
+        check_slow_reader(proxy.port)
         check_cli(proxy.port, tls.port)
     t.done()
 
