@@ -159,6 +159,16 @@ def main():
         "multi": (3, [ok(1, status=0x000a), b"\x01", coldef("x"), eof(), row("1"), eof()]),
         "infile": (3, [b"\xfbdata.csv", ok(5)]),
         "execute": (4, [b"\x01", coldef("id", type_=3), eof(0x0042)]),
+        # a compound statement with an open cursor of its own: CURSOR_EXISTS
+        # with MORE_RESULTS in the column EOF, and the rows still follow
+        "execute_block": (4, [b"\x01", coldef("a", type_=3), eof(0x006a),
+                              b"\x00\x00\x01\x00\x00\x00", eof(0x006a), b"\x01",
+                              coldef("n", type_=8), eof(0x006a), b"\x00\x00" + b"\x03" + b"\x00" * 7,
+                              eof(0x006a), ok(status=0x0022)]),
+        "execute_block_deprecate": (0x80 | 4, [b"\x01", coldef("a", type_=3),
+                                               b"\x00\x00\x01\x00\x00\x00",
+                                               ok(status=0x004a, head=b"\xfe"),
+                                               ok(status=0x0002)]),
         "fetch": (5, [b"\x00\x00\x07\x00\x00\x00", eof(0x0082)]),
         "field_list": (6, [coldef("id"), coldef("name"), eof()]),
         "prepare": (7, [b"\x00\x01\x00\x00\x00\x01\x00\x01\x00\x00\x00\x00",

@@ -13,6 +13,8 @@ packages=(
     clang libclang-rt-dev
     # servers and clients the integration tests drive
     mariadb-server mariadb-client python3 python3-pymysql sysbench
+    # MariaDB's own regression suite, run through the proxy (tests/mtr/compare.sh)
+    mariadb-test
     # test plumbing: TLS certificates, pgrep/ps, fuser, ss, timeout
     openssl procps psmisc iproute2 coreutils
     # the io_uring floor relay (bench/relay_floor_uring.c; skipped without it)

@@ -166,8 +166,13 @@ static mr_track_result feed_columns_eof(mr_tracker *t, const uint8_t *p, size_t 
     if (!is_eof(t, p, n, len) || mr_eof_parse(p, n, &eof) != MR_OK)
         return MR_TRACK_MALFORMED;
     t->status = eof.status;
-    /* An opened cursor sends no rows now; COM_STMT_FETCH asks for them. */
-    if (t->expect == MR_EXPECT_EXECUTE && (eof.status & MR_STATUS_CURSOR_EXISTS))
+    /* An opened cursor sends no rows now; COM_STMT_FETCH asks for them. A
+     * cursor is opened only for a lone SELECT, never with more results to
+     * come: a result set from inside a compound statement carries
+     * CURSOR_EXISTS for the block's own open cursor and MORE_RESULTS, and
+     * its rows follow. */
+    if (t->expect == MR_EXPECT_EXECUTE && (eof.status & MR_STATUS_CURSOR_EXISTS) &&
+        !(eof.status & MR_STATUS_MORE_RESULTS))
         return done(t);
     t->state = MR_TS_ROWS;
     return MR_TRACK_MORE;

@@ -123,6 +123,8 @@ void sr_free(struct stmt_rows *r);
 /* Metadata and up to max_rows rows (0: all) of the executed statement. */
 int dg_stmt_rows(struct ctx *c, MYSQL_STMT *s, unsigned long max_rows);
 MYSQL_STMT *stmt_prepare(struct ctx *c, MYSQL *m, const char *sql);
+/* Every result of the executed statement s (OUT parameters flagged). */
+int dg_stmt_results(struct ctx *c, MYSQL *m, MYSQL_STMT *s);
 
 uint32_t crc32_calc(uint32_t crc, const unsigned char *p, size_t n);
 double now_sec(void);

@@ -1,7 +1,10 @@
 /*
  * Server-side cursors: COM_STMT_EXECUTE with CURSOR_TYPE_READ_ONLY, then
  * COM_STMT_FETCH in batches of STMT_ATTR_PREFETCH_ROWS, including two
- * cursors and plain queries interleaved on one connection.
+ * cursors and plain queries interleaved on one connection; and statements
+ * that return result sets while a cursor of their own is open (a FOR loop
+ * over a SELECT, a procedure, an sql_mode=ORACLE block): the server flags
+ * those result sets CURSOR_EXISTS, yet sends their rows.
  */
 #include "client_common.h"
 
@@ -153,9 +156,58 @@ static int chk_two_cursors(struct ctx *c)
     return rc;
 }
 
+/* Result sets from inside a statement with an open cursor of its own. */
+static const char *const k_blocks[] = {
+    "BEGIN NOT ATOMIC FOR r IN (SELECT id FROM mct_rows WHERE id <= 3 ORDER BY id) DO"
+    " SELECT r.id, 'loop' AS w; END FOR; END",
+    "CALL mct_open_cursor()",
+    "DECLARE CURSOR c IS SELECT id FROM mct_rows WHERE id = 5; v INT; BEGIN OPEN c;"
+    " FETCH c INTO v; SELECT v, 'oracle' AS w FROM DUAL; CLOSE c; END",
+};
+#define BLOCK_ROUNDS 40
+
+static int run_block(struct ctx *c, MYSQL *m, const char *sql, unsigned long type)
+{
+    MYSQL_STMT *s = stmt_prepare(c, m, sql);
+    int rc = s ? 0 : -1;
+    if (rc == 0 && mysql_stmt_attr_set(s, STMT_ATTR_CURSOR_TYPE, &type))
+        rc = fail_st(c, s, "set cursor type");
+    for (int i = 0; rc == 0 && i < BLOCK_ROUNDS; i++) {
+        if (mysql_stmt_execute(s))
+            rc = fail_st(c, s, "execute compound statement");
+        else if (i == 0 || i == BLOCK_ROUNDS - 1)
+            rc = dg_stmt_results(c, m, s);
+        else
+            while (mysql_stmt_next_result(s) == 0)
+                ; /* the middle rounds only have to end */
+        rc = rc ? rc : q_exec(c, m, "SELECT 1"); /* nothing left over before it */
+    }
+    if (s)
+        mysql_stmt_close(s);
+    return rc;
+}
+
+/* Without a cursor asked for: with one, libmariadb takes the flag for an
+ * opened cursor and fails direct as well ("Commands out of sync"). */
+static int chk_blocks_with_open_cursor(struct ctx *c)
+{
+    MYSQL *m = db_open(c, NULL);
+    int rc = m ? 0 : -1;
+    for (size_t b = 0; rc == 0 && b < sizeof k_blocks / sizeof k_blocks[0]; b++) {
+        if (b == 2)
+            rc = q_exec(c, m, "SET sql_mode = ORACLE");
+        rc = rc ? rc : run_block(c, m, k_blocks[b], CURSOR_TYPE_NO_CURSOR);
+        rc = rc ? rc : q_exec(c, m, "SET sql_mode = DEFAULT");
+    }
+    if (m)
+        mysql_close(m);
+    return rc;
+}
+
 void run_cursor_checks(void)
 {
     check_compare("ps_cursor_prefetch_7_1000_rows", chk_cursor);
     check_compare("ps_cursor_reexecute_and_reset", chk_cursor_reexecute);
     check_compare("ps_two_cursors_interleaved", chk_two_cursors);
+    check_compare("ps_blocks_with_open_cursor", chk_blocks_with_open_cursor);
 }

@@ -10,7 +10,7 @@
 #include <string.h>
 
 /* Walks every result of an executed statement into the digest. */
-static int dg_stmt_results(struct ctx *c, MYSQL *m, MYSQL_STMT *s)
+int dg_stmt_results(struct ctx *c, MYSQL *m, MYSQL_STMT *s)
 {
     int st, idx = 0;
     do {

@@ -396,12 +396,16 @@ static const char *const k_setup[] = {
     "DROP PROCEDURE IF EXISTS mct_out",
     "CREATE PROCEDURE mct_out(IN x INT, OUT y INT, INOUT z VARCHAR(32))"
     " BEGIN SET y = x * 2; SET z = CONCAT(z, '!'); SELECT x AS echoed; END",
+    "DROP PROCEDURE IF EXISTS mct_open_cursor",
+    "CREATE PROCEDURE mct_open_cursor() BEGIN DECLARE c CURSOR FOR SELECT id FROM mct_rows;"
+    " OPEN c; SELECT id, v FROM mct_rows WHERE id <= 2 ORDER BY id; CLOSE c; END",
 };
 
 static const char *const k_teardown[] = {
     "DROP TABLE IF EXISTS mct_types, mct_rows",
     "DROP PROCEDURE IF EXISTS mct_two",
     "DROP PROCEDURE IF EXISTS mct_out",
+    "DROP PROCEDURE IF EXISTS mct_open_cursor",
 };
 
 static int run_sql_list(const char *const *sql, size_t n)

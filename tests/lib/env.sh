@@ -156,6 +156,7 @@ mr__mariadb_pid() {
 # 127.0.0.1:PORT and creates the test database and users. Does nothing but the
 # (idempotent) account setup if this instance already runs on that port.
 # MR_MARIADB_TLS=0 starts it without TLS (its greeting does not offer it).
+# MR_MARIADB_ARGS: further mariadbd options, after (so overriding) these.
 mr_start_mariadb() {
     local name=$1 port=$2
     local dir data sock pid i tls_args=()
@@ -213,7 +214,7 @@ mr_start_mariadb() {
         --socket="$sock" --pid-file="$dir/mariadbd.pid" --log-error="$dir/mariadbd.err" \
         --skip-name-resolve --innodb-buffer-pool-size=256M --innodb-log-file-size=256M \
         --max-allowed-packet=1G --local-infile=1 --max-connections=1000 \
-        "${tls_args[@]}" \
+        "${tls_args[@]}" ${MR_MARIADB_ARGS:-} \
         </dev/null >>"$dir/mariadbd.out" 2>&1 &
      echo $! >"$dir/launch.pid")
     pid=$(cat "$dir/launch.pid")

@@ -790,6 +790,46 @@ static void execute_cursor_deprecate_eof_fe_ok_is_done(void **state)
     assert_true(t.status & MR_STATUS_CURSOR_EXISTS);
 }
 
+/* A compound statement (BEGIN NOT ATOMIC FOR r IN (SELECT ...) DO SELECT
+ * ...; END FOR; END, or an sql_mode=ORACLE block with an OPEN cursor) run
+ * with COM_STMT_EXECUTE: each result set from inside the block carries
+ * CURSOR_EXISTS in its column EOF, for the block's own cursor, and MORE_RESULTS.
+ * No cursor was opened for the client: the rows follow. Taken from MariaDB
+ * 10.11 (status 0x006a). */
+static void execute_compound_with_sp_cursor_sends_rows(void **state)
+{
+    (void)state;
+    const uint16_t inside = MR_STATUS_AUTOCOMMIT | MR_STATUS_MORE_RESULTS |
+                            MR_STATUS_CURSOR_EXISTS | 0x0020 /* NO_INDEX_USED */;
+    mr_tracker t;
+    start(&t, false, MR_EXPECT_EXECUTE);
+    for (int set = 0; set < 2; set++) {
+        assert_int_equal(send_column_count(&t, 1), MR_TRACK_MORE);
+        columns_more(&t, 1);
+        assert_int_equal(send_eof(&t, inside), MR_TRACK_MORE);
+        assert_int_equal(t.state, MR_TS_ROWS);
+        binary_rows_more(&t, 1);
+        assert_int_equal(send_eof(&t, inside), MR_TRACK_MORE);
+    }
+    assert_int_equal(send_ok(&t, 0, 0, MR_STATUS_AUTOCOMMIT | 0x0020), MR_TRACK_DONE);
+    assert_false(t.ended_with_err);
+}
+
+/* The same block under DEPRECATE_EOF: no column EOF, the 0xFE OK ends each set. */
+static void execute_compound_with_sp_cursor_deprecate_eof(void **state)
+{
+    (void)state;
+    const uint16_t inside = MR_STATUS_AUTOCOMMIT | MR_STATUS_MORE_RESULTS |
+                            MR_STATUS_CURSOR_EXISTS;
+    mr_tracker t;
+    start(&t, true, MR_EXPECT_EXECUTE);
+    assert_int_equal(send_column_count(&t, 1), MR_TRACK_MORE);
+    columns_more(&t, 1);
+    binary_rows_more(&t, 1);
+    assert_int_equal(send_ok_fe(&t, inside), MR_TRACK_MORE);
+    assert_int_equal(send_ok(&t, 0, 0, MR_STATUS_AUTOCOMMIT), MR_TRACK_DONE);
+}
+
 /* CALL with OUT parameters: the parameter row set, then the final OK. */
 static void execute_out_params_then_ok(void **state)
 {
@@ -1349,6 +1389,8 @@ int main(void)
         cmocka_unit_test(execute_binary_result_set_deprecate_eof),
         cmocka_unit_test(execute_cursor_eof_is_done),
         cmocka_unit_test(execute_cursor_deprecate_eof_fe_ok_is_done),
+        cmocka_unit_test(execute_compound_with_sp_cursor_sends_rows),
+        cmocka_unit_test(execute_compound_with_sp_cursor_deprecate_eof),
         cmocka_unit_test(execute_out_params_then_ok),
         cmocka_unit_test(execute_local_infile_marker_is_malformed),
         cmocka_unit_test(execute_err),

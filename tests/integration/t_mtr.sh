@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# MariaDB's regression suite through the proxy, the CI subset: the 40 tests
+# of tests/mtr/ci.list in plain, --ps-protocol and --cursor-protocol mode,
+# compared with direct by tests/mtr/compare.sh (its own two mariadbd and
+# proxy, in $MR_TMP/mtr-ci). Fails when a test passes direct and fails or
+# hangs through the proxy. Skips when the mariadb-test package is missing.
+# The full list (tests/mtr/full.list) is for developers: README.md, "MariaDB's
+# regression suite".
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+if [[ ! -x ${MTR_DIR:-/usr/share/mysql/mysql-test}/mariadb-test-run.pl ]]; then
+    echo "mariadb-test is not installed"
+    exit 77
+fi
+MR_TMP=${MR_TMP:-$here/../../.tmp/it}/mtr-ci exec "$here/../mtr/compare.sh" \
+    -l "$here/../mtr/ci.list"
