@@ -12,8 +12,10 @@ struct command_info {
 };
 
 /* Commands a client may send, and the shape of the server's answer.
- * Unlisted commands (replication, COM_DAEMON, bulk execute, obsolete ones)
- * are refused by the session with an error naming the command. */
+ * Unlisted commands (replication, COM_DAEMON, obsolete ones) are refused by
+ * the session with an error naming the command. COM_STMT_BULK_EXECUTE
+ * (MARIADB_CLIENT_STMT_BULK_OPERATIONS) is answered like an execute: one OK
+ * for all its rows, or the result set of a RETURNING, or an ERR. */
 static const struct command_info commands[256] = {
     [MR_COM_SLEEP] = {"COM_SLEEP", MR_EXPECT_UNSUPPORTED},
     [MR_COM_QUIT] = {"COM_QUIT", MR_EXPECT_NONE},
@@ -47,7 +49,7 @@ static const struct command_info commands[256] = {
     [MR_COM_DAEMON] = {"COM_DAEMON", MR_EXPECT_UNSUPPORTED},
     [MR_COM_BINLOG_DUMP_GTID] = {"COM_BINLOG_DUMP_GTID", MR_EXPECT_UNSUPPORTED},
     [MR_COM_RESET_CONNECTION] = {"COM_RESET_CONNECTION", MR_EXPECT_ONE},
-    [MR_COM_STMT_BULK_EXECUTE] = {"COM_STMT_BULK_EXECUTE", MR_EXPECT_UNSUPPORTED},
+    [MR_COM_STMT_BULK_EXECUTE] = {"COM_STMT_BULK_EXECUTE", MR_EXPECT_EXECUTE},
 };
 
 mr_expect mr_expect_for_command(uint8_t command) { return commands[command].expect; }

@@ -85,7 +85,8 @@ void ss_keyset_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, u
         memset(&k->command, 0, sizeof k->command);
     if (!mr_bookmarks_armed() || !(k = state(s)))
         return;
-    if (cmd == MR_COM_STMT_EXECUTE && (k->prepared.n || k->prepared.all))
+    if ((cmd == MR_COM_STMT_EXECUTE || cmd == MR_COM_STMT_BULK_EXECUTE) &&
+        (k->prepared.n || k->prepared.all))
         merge(&k->command, &k->prepared);
     /* only the head was read: a write's names may lie beyond it */
     if (cmd == MR_COM_QUERY && n < len && !starts_with_select((const char *)p + 1, n - 1))

@@ -46,6 +46,26 @@ static mr_track_result send_ok(mr_tracker *t, uint64_t affected, uint64_t id, ui
     return feed_buf(t, &b);
 }
 
+static mr_track_result send_eof(mr_tracker *t, uint16_t status)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_u8(&b, 0xfe);
+    mr_buf_put_u16(&b, 0);
+    mr_buf_put_u16(&b, status);
+    return feed_buf(t, &b);
+}
+
+static mr_track_result send_binary_row(mr_tracker *t, uint32_t v)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_u8(&b, 0x00);
+    mr_buf_put_u8(&b, 0x00);
+    mr_buf_put_u32(&b, v);
+    return feed_buf(t, &b);
+}
+
 static mr_track_result send_err(mr_tracker *t, uint16_t code)
 {
     mr_buf b;
@@ -128,6 +148,80 @@ static void progress_when_nothing_was_asked_is_malformed(void **state)
     assert_int_equal(send_progress(&t, 1, 10), MR_TRACK_MALFORMED);
 }
 
+/* ---- COM_STMT_BULK_EXECUTE ---- */
+
+static void bulk_execute_is_answered_like_an_execute(void **state)
+{
+    (void)state;
+    assert_int_equal(mr_expect_for_command(MR_COM_STMT_BULK_EXECUTE), MR_EXPECT_EXECUTE);
+    assert_string_equal(mr_command_name(MR_COM_STMT_BULK_EXECUTE), "COM_STMT_BULK_EXECUTE");
+}
+
+/* One OK for all the rows: affected rows and the first id. */
+static void bulk_ok_for_all_rows(void **state)
+{
+    (void)state;
+    mr_tracker t;
+    start(&t, false, MR_MARIADB_CAP_BULK, mr_expect_for_command(MR_COM_STMT_BULK_EXECUTE));
+    assert_int_equal(send_ok(&t, 50, 1000, MR_STATUS_AUTOCOMMIT), MR_TRACK_DONE);
+    assert_int_equal(t.last_ok.affected_rows, 50);
+    assert_int_equal(t.last_ok.last_insert_id, 1000);
+}
+
+static mr_track_result send_column_count(mr_tracker *t, uint64_t n)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_lenenc(&b, n);
+    return feed_buf(t, &b);
+}
+
+static mr_track_result send_column_def(mr_tracker *t)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    static const char *const f[6] = {"def", "test", "t", "t", "id", "id"};
+    for (int i = 0; i < 6; i++)
+        mr_buf_put_lenenc_str(&b, f[i], strlen(f[i]));
+    mr_buf_put_lenenc(&b, 0x0c);
+    mr_buf_put_u16(&b, 63);
+    mr_buf_put_u32(&b, 11);
+    mr_buf_put_u8(&b, 0x03);
+    mr_buf_put_u16(&b, 0x0001);
+    mr_buf_put_u8(&b, 0);
+    mr_buf_put_u16(&b, 0);
+    return feed_buf(t, &b);
+}
+
+/* INSERT ... RETURNING: one binary result set with a row per inserted row. */
+static void bulk_returning_result_set(void **state)
+{
+    (void)state;
+    for (int deprecate_eof = 0; deprecate_eof < 2; deprecate_eof++) {
+        mr_tracker t;
+        start(&t, deprecate_eof, MR_MARIADB_CAP_BULK,
+              mr_expect_for_command(MR_COM_STMT_BULK_EXECUTE));
+        assert_int_equal(send_column_count(&t, 1), MR_TRACK_MORE);
+        assert_int_equal(send_column_def(&t), MR_TRACK_MORE);
+        if (!deprecate_eof)
+            assert_int_equal(send_eof(&t, 0), MR_TRACK_MORE);
+        for (uint32_t i = 0; i < 3; i++)
+            assert_int_equal(send_binary_row(&t, 1000 + i), MR_TRACK_MORE);
+        assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT), MR_TRACK_DONE);
+        assert_false(t.ended_with_err);
+    }
+}
+
+/* A row that fails (a duplicate key) ends the response with its ERR. */
+static void bulk_err_ends_it(void **state)
+{
+    (void)state;
+    mr_tracker t;
+    start(&t, false, MR_MARIADB_CAP_BULK, mr_expect_for_command(MR_COM_STMT_BULK_EXECUTE));
+    assert_int_equal(send_err(&t, 1062), MR_TRACK_DONE);
+    assert_true(t.ended_with_err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -136,6 +230,10 @@ int main(void)
         cmocka_unit_test(progress_without_the_capability_is_an_err),
         cmocka_unit_test(progress_in_one_packet_response),
         cmocka_unit_test(progress_when_nothing_was_asked_is_malformed),
+        cmocka_unit_test(bulk_execute_is_answered_like_an_execute),
+        cmocka_unit_test(bulk_ok_for_all_rows),
+        cmocka_unit_test(bulk_returning_result_set),
+        cmocka_unit_test(bulk_err_ends_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
