@@ -158,10 +158,22 @@ static mr_track_result feed_first(mr_tracker *t, const uint8_t *p, size_t n, uin
     }
     mr_reader r = {p, n, 0};
     uint64_t count;
-    if (mr_read_lenenc(&r, &count) != MR_OK || count == 0 || r.pos != len)
+    uint8_t follows = 1;
+    if (mr_read_lenenc(&r, &count) != MR_OK || count == 0)
+        return MR_TRACK_MALFORMED;
+    if ((t->mariadb_caps & MR_MARIADB_CAP_CACHE_METADATA) &&
+        (mr_read_u8(&r, &follows) != MR_OK || follows > 1))
+        return MR_TRACK_MALFORMED;
+    if (r.pos != len)
         return MR_TRACK_MALFORMED;
     t->remaining = count;
-    t->state = MR_TS_COLUMNS;
+    /* MARIADB_CLIENT_CACHE_METADATA: "metadata follows" = 0 when the client
+     * has the columns already (an execute of a statement whose prepare sent
+     * them): no definitions, but the EOF that ends them still comes. */
+    if (!follows)
+        t->state = t->deprecate_eof ? MR_TS_ROWS : MR_TS_COLUMNS_EOF;
+    else
+        t->state = MR_TS_COLUMNS;
     return MR_TRACK_MORE;
 }
 

@@ -128,8 +128,10 @@ void ss_keyset_statement(mr_session *s, uint8_t cmd, const char *sql, size_t len
         merge(&k->command, &wr);
         note(&wr);
     }
-    if (watch)
+    if (watch) {
         mr_keyset_watch_begin(&k->watch, &res->keyset, &mr_bookmarks_store);
+        k->watch.ext_metadata = (s->ext_caps & MR_MARIADB_CAP_EXTENDED_METADATA) != 0;
+    }
     else
         k->watch.active = false;
 }

@@ -2,7 +2,9 @@
  * MariaDB's protocol extensions, relayed by the proxy: progress reports
  * (MARIADB_CLIENT_PROGRESS) during a long ALTER TABLE and LOAD DATA, and
  * array binding (MARIADB_CLIENT_STMT_BULK_OPERATIONS) with auto-increment
- * ids and RETURNING. Each check runs direct and through the proxy; the
+ * ids and RETURNING, the type and format names of extended metadata
+ * (MARIADB_CLIENT_EXTENDED_METADATA) and executes answered without column
+ * definitions (MARIADB_CLIENT_CACHE_METADATA). Each check runs direct and through the proxy; the
  * digests must be equal, and each side must have used the extension.
  */
 #include "client_common.h"
@@ -151,8 +153,74 @@ static int chk_bulk_autoinc_returning(struct ctx *c)
     return rc;
 }
 
+/* ---- extended and cached metadata ------------------------------------------ */
+
+/* The extended type info of each column: data type and format names. */
+static void dg_field_attrs(struct ctx *c, MYSQL_RES *meta)
+{
+    unsigned n = mysql_num_fields(meta);
+    MYSQL_FIELD *f = mysql_fetch_fields(meta);
+    for (unsigned i = 0; i < n; i++) {
+        MARIADB_CONST_STRING type = {0}, format = {0};
+        mariadb_field_attr(&type, &f[i], MARIADB_FIELD_ATTR_DATA_TYPE_NAME);
+        mariadb_field_attr(&format, &f[i], MARIADB_FIELD_ATTR_FORMAT_NAME);
+        sb_printf(&c->dg, "%s:%.*s/%.*s;", f[i].name, (int)type.length,
+                  type.str ? type.str : "", (int)format.length, format.str ? format.str : "");
+    }
+}
+
+/* A JSON and an INET6 column, read by a text query and by a prepared
+ * statement executed three times: the first execute's answer already
+ * leaves the definitions out (the prepare sent them), the client uses
+ * those; the format names come with the definitions. */
+static int chk_metadata(struct ctx *c)
+{
+    MYSQL *m = db_open(c, NULL);
+    if (!m)
+        return -1;
+    unsigned long long need = MARIADB_CLIENT_EXTENDED_METADATA | MARIADB_CLIENT_CACHE_METADATA;
+    int rc = (ext_offered(m) & need) == need
+                 ? 0 : fail(c, "extended or cached metadata not offered");
+    rc = rc ? rc : q_exec(c, m, "CREATE TEMPORARY TABLE mct_meta (id INT PRIMARY KEY,"
+                                " j JSON, a INET6)");
+    rc = rc ? rc : q_exec(c, m, "INSERT INTO mct_meta VALUES (1, '{\"k\": 1}', '::1'),"
+                                " (2, '[2]', '::ffff:10.0.0.2')");
+    if (rc == 0 && mysql_query(m, "SELECT id, j, a FROM mct_meta ORDER BY id") == 0) {
+        MYSQL_RES *res = mysql_store_result(m);
+        if (res) {
+            dg_field_attrs(c, res);
+            rc = dg_result(c, m, res);
+        } else {
+            rc = fail_my(c, m, "store_result");
+        }
+    } else if (rc == 0) {
+        rc = fail_my(c, m, "query");
+    }
+    MYSQL_STMT *s = rc ? NULL : stmt_prepare(c, m, "SELECT id, j, a FROM mct_meta ORDER BY id");
+    for (int i = 0; s && rc == 0 && i < 3; i++) {
+        if (mysql_stmt_execute(s)) {
+            rc = fail_st(c, s, "execute");
+            break;
+        }
+        MYSQL_RES *meta = mysql_stmt_result_metadata(s);
+        if (meta) {
+            dg_field_attrs(c, meta);
+            mysql_free_result(meta);
+        }
+        rc = dg_stmt_rows(c, s, 0);
+    }
+    if (s)
+        mysql_stmt_close(s);
+    if (rc == 0 && !strstr(c->dg.p, "j:/json;"))
+        rc = fail(c, "no JSON format name in the column definitions: %s", c->dg.p);
+    rc = rc ? rc : q_exec(c, m, "SELECT 1");
+    mysql_close(m);
+    return rc;
+}
+
 void run_mariadb_ext_checks(void)
 {
+    check_compare("mariadb_extended_and_cached_metadata", chk_metadata);
     check_compare("mariadb_progress_alter_table", chk_progress_alter);
     check_compare("mariadb_bulk_autoinc_returning", chk_bulk_autoinc_returning);
 }

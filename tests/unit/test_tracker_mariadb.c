@@ -222,6 +222,85 @@ static void bulk_err_ends_it(void **state)
     assert_true(t.ended_with_err);
 }
 
+/* ---- MARIADB_CLIENT_CACHE_METADATA ---- */
+
+static mr_track_result send_count_follows(mr_tracker *t, uint64_t n, int follows)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_lenenc(&b, n);
+    if (follows >= 0)
+        mr_buf_put_u8(&b, (uint8_t)follows);
+    return feed_buf(t, &b);
+}
+
+static mr_track_result send_fe_ok(mr_tracker *t, uint16_t status)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put_u8(&b, 0xfe);
+    mr_buf_put_lenenc(&b, 0);
+    mr_buf_put_lenenc(&b, 0);
+    mr_buf_put_u16(&b, status);
+    mr_buf_put_u16(&b, 0);
+    return feed_buf(t, &b);
+}
+
+/* As mariadbd answers an execute whose columns the prepare sent: count 2,
+ * "metadata follows" 0, then (without DEPRECATE_EOF) the EOF, the rows. */
+static void cached_metadata_execute_without_definitions(void **state)
+{
+    (void)state;
+    for (int dep = 0; dep < 2; dep++) {
+        mr_tracker t;
+        start(&t, dep, MR_MARIADB_CAP_CACHE_METADATA, MR_EXPECT_EXECUTE);
+        assert_int_equal(send_count_follows(&t, 2, 0), MR_TRACK_MORE);
+        if (!dep)
+            assert_int_equal(send_eof(&t, 0), MR_TRACK_MORE);
+        assert_int_equal(send_binary_row(&t, 1), MR_TRACK_MORE);
+        assert_int_equal(send_binary_row(&t, 2), MR_TRACK_MORE);
+        assert_int_equal(dep ? send_fe_ok(&t, 0) : send_eof(&t, 0), MR_TRACK_DONE);
+        assert_false(t.ended_with_err);
+    }
+}
+
+/* "metadata follows" 1 (every text result set): the definitions come. */
+static void cached_metadata_follows_one_sends_definitions(void **state)
+{
+    (void)state;
+    mr_tracker t;
+    start(&t, false, MR_MARIADB_CAP_CACHE_METADATA, MR_EXPECT_RESULT);
+    assert_int_equal(send_count_follows(&t, 1, 1), MR_TRACK_MORE);
+    assert_int_equal(t.state, MR_TS_COLUMNS);
+    assert_int_equal(send_column_def(&t), MR_TRACK_MORE);
+    assert_int_equal(send_eof(&t, 0), MR_TRACK_MORE);
+    assert_int_equal(send_eof(&t, 0), MR_TRACK_DONE);
+}
+
+/* A cursor opened on an execute without definitions ends at the EOF. */
+static void cached_metadata_cursor(void **state)
+{
+    (void)state;
+    mr_tracker t;
+    start(&t, false, MR_MARIADB_CAP_CACHE_METADATA, MR_EXPECT_EXECUTE);
+    assert_int_equal(send_count_follows(&t, 3, 0), MR_TRACK_MORE);
+    assert_int_equal(send_eof(&t, MR_STATUS_CURSOR_EXISTS), MR_TRACK_DONE);
+}
+
+/* The byte is missing or is neither 0 nor 1; or present without the
+ * capability: not a column count. */
+static void cached_metadata_bad_count_packets_are_malformed(void **state)
+{
+    (void)state;
+    mr_tracker t;
+    start(&t, false, MR_MARIADB_CAP_CACHE_METADATA, MR_EXPECT_EXECUTE);
+    assert_int_equal(send_count_follows(&t, 2, -1), MR_TRACK_MALFORMED);
+    start(&t, false, MR_MARIADB_CAP_CACHE_METADATA, MR_EXPECT_EXECUTE);
+    assert_int_equal(send_count_follows(&t, 2, 2), MR_TRACK_MALFORMED);
+    start(&t, false, 0, MR_EXPECT_EXECUTE);
+    assert_int_equal(send_count_follows(&t, 2, 0), MR_TRACK_MALFORMED);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +313,10 @@ int main(void)
         cmocka_unit_test(bulk_ok_for_all_rows),
         cmocka_unit_test(bulk_returning_result_set),
         cmocka_unit_test(bulk_err_ends_it),
+        cmocka_unit_test(cached_metadata_execute_without_definitions),
+        cmocka_unit_test(cached_metadata_follows_one_sends_definitions),
+        cmocka_unit_test(cached_metadata_cursor),
+        cmocka_unit_test(cached_metadata_bad_count_packets_are_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,7 +69,9 @@ typedef enum mr_rc {
 /* The extended capabilities the proxy relays; the greeting hides the others
  * and a HandshakeResponse that asks for one has it cleared (README.md,
  * "What stays masked and why"). */
-#define MR_MARIADB_EXT_CAP_RELAYED (MR_MARIADB_CAP_PROGRESS | MR_MARIADB_CAP_BULK)
+#define MR_MARIADB_EXT_CAP_RELAYED                                                  \
+    (MR_MARIADB_CAP_PROGRESS | MR_MARIADB_CAP_BULK | MR_MARIADB_CAP_EXTENDED_METADATA | \
+     MR_MARIADB_CAP_CACHE_METADATA)
 #define MR_MARIADB_EXT_CAP_MASKED (~(uint32_t)MR_MARIADB_EXT_CAP_RELAYED)
 
 /* A MariaDB progress report: an ERR header with code 0xFFFF, sent inside a

@@ -75,7 +75,9 @@ const char *mr_command_name(uint8_t command);
 void mr_tracker_init(mr_tracker *t, bool deprecate_eof);
 /* The MariaDB extensions the login negotiated (after mr_tracker_init):
  * MR_MARIADB_CAP_PROGRESS makes progress reports (mr_is_progress) part of
- * any response rather than an ERR that ends it. */
+ * any response rather than an ERR that ends it; MR_MARIADB_CAP_CACHE_METADATA
+ * adds a "metadata follows" byte to each column count, and when it is 0 the
+ * column definitions are left out. */
 void mr_tracker_set_mariadb(mr_tracker *t, uint32_t mariadb_caps);
 /* Starts tracking the response to a command with the given expectation. */
 void mr_tracker_begin(mr_tracker *t, mr_expect expect);
