@@ -2,8 +2,9 @@
  * session/auth.c - the authentication exchanges of a session: the login
  * (greeting, HandshakeResponse, auth switch and plugin rounds) and
  * COM_CHANGE_USER's. The client's HandshakeResponse is checked for what the
- * proxy cannot relay; then only the packets the exchange is waiting for go
- * to the server.
+ * proxy cannot relay (MariaDB extensions the greeting hid are cleared in
+ * it, TLS without a certificate and compression are refused); then only
+ * the packets the exchange is waiting for go to the server.
  *
  * Why: a client may write commands right behind its last auth packet (in
  * the same send()). Relayed at once they would skip the rules, and their
