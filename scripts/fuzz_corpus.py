@@ -72,6 +72,32 @@ def coldef(name, table="t", type_=0xfd, charset=45, flags=1):
             b"\x0c" + struct.pack("<HIBHB", charset, 255, type_, flags, 0) + b"\x00\x00")
 
 
+def coldef_ext(name, info=b"", table="t", type_=0xfc, charset=45, flags=0x90):
+    """A column definition under MARIADB_CLIENT_EXTENDED_METADATA: a type-info
+    string (key byte, lenenc value: 0 data type name, 1 format name) after
+    org_name."""
+    return (lstr("def") + lstr("shop") + lstr(table) + lstr(table) + lstr(name) + lstr(name) +
+            lstr(info) + b"\x0c" + struct.pack("<HIBHB", charset, 255, type_, flags, 0) +
+            b"\x00\x00")
+
+
+def progress(stage=1, max_stage=2, permille=12345, info=b"copy to tmp table"):
+    """A MariaDB progress report: an ERR header with code 0xFFFF."""
+    return (b"\xff\xff\xff\x01" + bytes([stage, max_stage]) + struct.pack("<I", permille)[:3] +
+            lstr(info))
+
+
+def bulk_execute(stmt_id, rows, flags=128):
+    """COM_STMT_BULK_EXECUTE: statement, flags (128: types sent), the types,
+    then per row per parameter an indicator byte (0: a value follows, 1:
+    NULL) and the value; every parameter here a LONGLONG."""
+    p = struct.pack("<BIH", 0xfa, stmt_id, flags) + b"\x08\x00" * len(rows[0])
+    for r in rows:
+        for v in r:
+            p += b"\x01" if v is None else b"\x00" + struct.pack("<q", v)
+    return p
+
+
 def row(*values):
     return b"".join(b"\xfb" if v is None else lstr(v) for v in values)
 
@@ -146,6 +172,11 @@ def main():
         pkt(ok(3, 7, 0x0003, 1), 1), pkt(err(), 1), pkt(eof(), 5),
         pkt(b"\x11app\x00\x14" + b"\x02" * 20 + b"shop\x00\x2d\x00"),
         pkt(ok(1, 0, 0x4002) + b"\x00" + lstr(b"\x00" + lstr(lstr("autocommit") + lstr("ON"))), 1),
+        # MariaDB extensions: a response asking for progress, bulk and both metadata
+        # extensions; a progress report (read as an ERR); a bulk execute
+        pkt(handshake(caps41 & ~1)[:28] + struct.pack("<I", 0x1d) + handshake(caps41 & ~1)[32:], 1),
+        pkt(progress(), 3),
+        pkt(bulk_execute(1, [(1, 2), (3, None)])),
     ])
 
     text_rs = [b"\x02", coldef("id", type_=3, charset=63), coldef("name")]
@@ -177,6 +208,21 @@ def main():
                                          coldef("?"), coldef("id")]),
         "auth": (8, [b"\xfemysql_native_password\x00" + b"x" * 20, b"\x01\x03", ok()]),
         "one": (2, [b"Uptime: 10  Threads: 1"]),
+        # MariaDB extensions (fuzz_tracker.c): bit 4 of byte 0 negotiates
+        # MARIADB_CLIENT_PROGRESS, bit 5 MARIADB_CLIENT_CACHE_METADATA
+        "progress": (0x10 | 3, [progress(1), progress(2, permille=99000), ok(400000)]),
+        "progress_then_err": (0x10 | 3, [progress(), err(1062)]),
+        "progress_rows": (0x10 | 3, text_rs + [eof(), row("1", "a"), progress(), eof()]),
+        "cached_execute": (0x20 | 4, [b"\x02\x00", eof(), b"\x00\x00\x07\x00\x00\x00", eof()]),
+        "cached_execute_deprecate": (0x80 | 0x20 | 4, [b"\x02\x00", b"\x00\x00\x07\x00\x00\x00",
+                                                      ok(head=b"\xfe")]),
+        "cached_text": (0x20 | 3, [b"\x01\x01", coldef("x"), eof(), row("1"), eof()]),
+        "cached_cursor": (0x20 | 4, [b"\x03\x00", eof(0x0042)]),
+        "extended_metadata": (3, [b"\x02", coldef_ext("j", b"\x01\x04json"),
+                                  coldef_ext("a", b"\x00\x05inet6"), eof(), row("[1]", "::1"),
+                                  eof()]),
+        "bulk_returning": (4, [b"\x01", coldef("id", type_=3), eof(), b"\x00\x00\xe8\x03\x00\x00",
+                               b"\x00\x00\xe9\x03\x00\x00", eof()]),
     }
     seeds = []
     for first, payloads in streams.values():
@@ -200,8 +246,13 @@ def main():
             struct.pack("<I", 123) + b"\x04\xe8\x07\x01\x02")
     nums = (b"\x00\x01" + bytes([1, 0, 2, 0x80, 3, 0, 4, 0, 5, 0]) + b"\xfe\xff\xff" +
             b"\x00\x00\x00\x80" + struct.pack("<f", 1.5) + struct.pack("<d", 2.5))
+    # bulk execute bodies after the 10-byte head the target skips: the decoder
+    # reads them as an execute's (the proxy never decodes a bulk execute: it
+    # relays it or refuses it whole), which must fail or stay in bounds
+    bulk = bulk_execute(1, [(1, 2), (3, None), (5, 6)])
     write("fuzz_stmt_execute", [b"\x03\x03" + three, b"\x02\x02" + date, b"\x05\x05" + nums,
-                                b"\x03\x01" + b"\x00\x00" + struct.pack("<q", 1)])
+                                b"\x03\x01" + b"\x00\x00" + struct.pack("<q", 1),
+                                b"\x02\x02" + bulk[1:], b"\x02\x02" + b"\x00" * 3 + bulk])
 
     sql_seeds = pick(stmts, MAX_STATEMENTS)
     write("fuzz_sql", [bytes([i % 8]) + s for i, s in enumerate(sql_seeds)])

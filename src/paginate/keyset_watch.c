@@ -68,6 +68,12 @@ static void column(mr_keyset_watch *w, const uint8_t *p, size_t n)
             w->broken = true;
             return;
         }
+    const uint8_t *info;
+    size_t info_len;
+    if (w->ext_metadata && !read_str(&r, &info, &info_len)) { /* e.g. "json", "inet6" */
+        w->broken = true;
+        return;
+    }
     uint64_t fixed;
     uint16_t charset, flags;
     uint8_t type;

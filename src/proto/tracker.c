@@ -12,8 +12,10 @@ struct command_info {
 };
 
 /* Commands a client may send, and the shape of the server's answer.
- * Unlisted commands (replication, COM_DAEMON, bulk execute, obsolete ones)
- * are refused by the session with an error naming the command. */
+ * Unlisted commands (replication, COM_DAEMON, obsolete ones) are refused by
+ * the session with an error naming the command. COM_STMT_BULK_EXECUTE
+ * (MARIADB_CLIENT_STMT_BULK_OPERATIONS) is answered like an execute: one OK
+ * for all its rows, or the result set of a RETURNING, or an ERR. */
 static const struct command_info commands[256] = {
     [MR_COM_SLEEP] = {"COM_SLEEP", MR_EXPECT_UNSUPPORTED},
     [MR_COM_QUIT] = {"COM_QUIT", MR_EXPECT_NONE},
@@ -47,7 +49,7 @@ static const struct command_info commands[256] = {
     [MR_COM_DAEMON] = {"COM_DAEMON", MR_EXPECT_UNSUPPORTED},
     [MR_COM_BINLOG_DUMP_GTID] = {"COM_BINLOG_DUMP_GTID", MR_EXPECT_UNSUPPORTED},
     [MR_COM_RESET_CONNECTION] = {"COM_RESET_CONNECTION", MR_EXPECT_ONE},
-    [MR_COM_STMT_BULK_EXECUTE] = {"COM_STMT_BULK_EXECUTE", MR_EXPECT_UNSUPPORTED},
+    [MR_COM_STMT_BULK_EXECUTE] = {"COM_STMT_BULK_EXECUTE", MR_EXPECT_EXECUTE},
 };
 
 mr_expect mr_expect_for_command(uint8_t command) { return commands[command].expect; }
@@ -61,6 +63,11 @@ void mr_tracker_init(mr_tracker *t, bool deprecate_eof)
 {
     memset(t, 0, sizeof(*t));
     t->deprecate_eof = deprecate_eof;
+}
+
+void mr_tracker_set_mariadb(mr_tracker *t, uint32_t mariadb_caps)
+{
+    t->mariadb_caps = mariadb_caps;
 }
 
 void mr_tracker_begin(mr_tracker *t, mr_expect expect)
@@ -151,10 +158,22 @@ static mr_track_result feed_first(mr_tracker *t, const uint8_t *p, size_t n, uin
     }
     mr_reader r = {p, n, 0};
     uint64_t count;
-    if (mr_read_lenenc(&r, &count) != MR_OK || count == 0 || r.pos != len)
+    uint8_t follows = 1;
+    if (mr_read_lenenc(&r, &count) != MR_OK || count == 0)
+        return MR_TRACK_MALFORMED;
+    if ((t->mariadb_caps & MR_MARIADB_CAP_CACHE_METADATA) &&
+        (mr_read_u8(&r, &follows) != MR_OK || follows > 1))
+        return MR_TRACK_MALFORMED;
+    if (r.pos != len)
         return MR_TRACK_MALFORMED;
     t->remaining = count;
-    t->state = MR_TS_COLUMNS;
+    /* MARIADB_CLIENT_CACHE_METADATA: "metadata follows" = 0 when the client
+     * has the columns already (an execute of a statement whose prepare sent
+     * them): no definitions, but the EOF that ends them still comes. */
+    if (!follows)
+        t->state = t->deprecate_eof ? MR_TS_ROWS : MR_TS_COLUMNS_EOF;
+    else
+        t->state = MR_TS_COLUMNS;
     return MR_TRACK_MORE;
 }
 
@@ -282,8 +301,20 @@ static mr_track_result feed_auth(mr_tracker *t, const uint8_t *p, size_t n)
     return MR_TRACK_MORE; /* auth switch or plugin data: the client answers */
 }
 
+/* A progress report may come anywhere in a command's response (before its
+ * first packet, between result sets, among rows): it changes nothing. No
+ * other packet of a response starts 0xFF 0xFF 0xFF (an ERR has a code
+ * below 0xFFFF; rows and definitions never start with 0xFF). */
+static bool progress_report(const mr_tracker *t, const uint8_t *p, size_t n)
+{
+    return (t->mariadb_caps & MR_MARIADB_CAP_PROGRESS) && t->state != MR_TS_IDLE &&
+           t->state != MR_TS_AUTH && mr_is_progress(p, n);
+}
+
 mr_track_result mr_tracker_feed(mr_tracker *t, const uint8_t *p, size_t n, uint32_t len)
 {
+    if (progress_report(t, p, n))
+        return MR_TRACK_MORE;
     switch (t->state) {
     case MR_TS_FIRST:
         return t->expect == MR_EXPECT_PREPARE ? feed_prepare_ok(t, p, n) : feed_first(t, p, n, len);

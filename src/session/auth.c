@@ -2,8 +2,9 @@
  * session/auth.c - the authentication exchanges of a session: the login
  * (greeting, HandshakeResponse, auth switch and plugin rounds) and
  * COM_CHANGE_USER's. The client's HandshakeResponse is checked for what the
- * proxy cannot relay; then only the packets the exchange is waiting for go
- * to the server.
+ * proxy cannot relay (MariaDB extensions the greeting hid are cleared in
+ * it, TLS without a certificate and compression are refused); then only
+ * the packets the exchange is waiting for go to the server.
  *
  * Why: a client may write commands right behind its last auth packet (in
  * the same send()). Relayed at once they would skip the rules, and their
@@ -96,11 +97,6 @@ static const char *unsupported_request(const mr_session *s, const mr_handshake_r
         *detail = "client asked for compression";
         return "myrewrite offers no protocol compression here (compression = no, or the server "
                "does not offer it); connect without compression";
-    }
-    if (hr->mariadb_ext_caps & MR_MARIADB_CAP_CACHE_METADATA) {
-        *detail = "client asked for the metadata cache";
-        return "myrewrite does not support MariaDB's result set metadata cache "
-               "(MARIADB_CLIENT_CACHE_METADATA) yet; connect without it";
     }
     return NULL;
 }
@@ -238,12 +234,31 @@ bool ss_auth_server_check(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     return false;
 }
 
+/* The MariaDB extensions the proxy does not relay are cleared in the
+ * response relayed, should the client ask for one the greeting hid: the
+ * server then never uses them. The client's own reading of the server
+ * follows the greeting it saw. */
+static void clear_masked_ext_caps(mr_session *s, const mr_handshake_response *hr)
+{
+    if (!(hr->mariadb_ext_caps & MR_MARIADB_EXT_CAP_MASKED))
+        return;
+    uint8_t *p = evbuffer_pullup(mr_conn_input(s->client), MR_PKT_HEADER + 32);
+    if (!p)
+        return;
+    uint32_t keep = hr->mariadb_ext_caps & MR_MARIADB_EXT_CAP_RELAYED;
+    for (int i = 0; i < 4; i++)
+        p[MR_PKT_HEADER + 28 + i] = (uint8_t)(keep >> (8 * i));
+    mr_debug(s->id, "client asked for MariaDB extensions 0x%08x that the greeting did not offer; "
+             "cleared", hr->mariadb_ext_caps & MR_MARIADB_EXT_CAP_MASKED);
+}
+
 /* What the session keeps of the login it relays: the capabilities both ends
  * have (the tracker reads responses by them), the user, schema and character
  * set the rules filter on once the server accepts them. */
 static void note_login(mr_session *s, const mr_handshake_response *hr)
 {
     s->caps &= hr->caps;
+    s->ext_caps &= hr->mariadb_ext_caps;
     ss_copy_name(s->pending_user, sizeof(s->pending_user), hr->user, hr->user_len,
                  &s->user_pending);
     ss_copy_name(s->pending_schema, sizeof(s->pending_schema), hr->db, hr->db_len,
@@ -251,6 +266,7 @@ static void note_login(mr_session *s, const mr_handshake_response *hr)
     s->pending_charset = mr_charset_unsafe_collation(hr->charset);
     s->charset_pending = true;
     mr_tracker_init(&s->tracker, (s->caps & MR_CAP_DEPRECATE_EOF) != 0);
+    mr_tracker_set_mariadb(&s->tracker, s->ext_caps);
     mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
 }
 
@@ -280,6 +296,7 @@ bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8
         ss_close_after_flush(s, MR_CLOSE_TLS_REQUIRED, "plaintext client under require_tls");
         return false;
     }
+    clear_masked_ext_caps(s, &hr);
     note_login(s, &hr); /* before either leg's TLS: both relay this same login */
     if (hr.caps & MR_CAP_COMPRESS)
         take_compression(s);

@@ -152,6 +152,7 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
         offer |= MR_CAP_COMPRESS;
     mr_greeting_mask_offer(payload, &g, offer);
     s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
+    s->ext_caps = g.mariadb_ext_caps & MR_MARIADB_EXT_CAP_RELAYED;
     s->backend_offers_tls = (g.caps & MR_CAP_SSL) != 0;
     if (!s->backend_offers_tls && s->w->proxy->backend_tls_mode >= MR_BTLS_REQUIRE) {
         ss_send_err(s, 0, MR_ER_BACKEND_UNAVAILABLE, "08S01",

@@ -85,7 +85,8 @@ void ss_keyset_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, u
         memset(&k->command, 0, sizeof k->command);
     if (!mr_bookmarks_armed() || !(k = state(s)))
         return;
-    if (cmd == MR_COM_STMT_EXECUTE && (k->prepared.n || k->prepared.all))
+    if ((cmd == MR_COM_STMT_EXECUTE || cmd == MR_COM_STMT_BULK_EXECUTE) &&
+        (k->prepared.n || k->prepared.all))
         merge(&k->command, &k->prepared);
     /* only the head was read: a write's names may lie beyond it */
     if (cmd == MR_COM_QUERY && n < len && !starts_with_select((const char *)p + 1, n - 1))
@@ -127,8 +128,10 @@ void ss_keyset_statement(mr_session *s, uint8_t cmd, const char *sql, size_t len
         merge(&k->command, &wr);
         note(&wr);
     }
-    if (watch)
+    if (watch) {
         mr_keyset_watch_begin(&k->watch, &res->keyset, &mr_bookmarks_store);
+        k->watch.ext_metadata = (s->ext_caps & MR_MARIADB_CAP_EXTENDED_METADATA) != 0;
+    }
     else
         k->watch.active = false;
 }

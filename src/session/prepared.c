@@ -6,7 +6,10 @@
  * offset is a `?` meets its rule's max_offset (the value is read from the
  * execute; beyond it the proxy answers the rule's ERR and sends nothing),
  * claim_read_committed's prelude goes out first, and the page or the
- * staging rows it sends are counted. The notes live until COM_STMT_CLOSE,
+ * staging rows it sends are counted. COM_STMT_BULK_EXECUTE of a statement a
+ * delayed, paginate or queue rule acted on is refused with an ERR and
+ * nothing is run: its rows would bypass what each execute must repeat (the
+ * guardrail, the prelude, the counts). The notes live until COM_STMT_CLOSE,
  * or until COM_RESET_CONNECTION / COM_CHANGE_USER drop every prepared
  * statement on the server too. Statements nothing acted on are not kept.
  *
@@ -74,7 +77,7 @@ void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g)
 
 static bool worth_keeping(const ss_pnote *n)
 {
-    return n->claim || n->page || n->rows || n->guard;
+    return n->claim || n->page || n->rows || n->guard || n->rewritten;
 }
 
 void ss_prepared_done(mr_session *s, bool ok, uint32_t id)
@@ -212,13 +215,29 @@ static void pay_types(mr_session *s, ss_pguard *g, const uint8_t *p, size_t n, u
     mr_buf_free(&out);
 }
 
+/* A bulk execute of a statement the front end acted on: nothing is run,
+ * so no row is applied (let alone some of them). */
+static bool refuse_bulk(mr_session *s)
+{
+    mr_stat_add(&s->w->stats.statements_blocked, 1);
+    ss_send_err(s, 1, MR_ER_NOT_SUPPORTED, "42000",
+                "COM_STMT_BULK_EXECUTE (array binding) of a statement a myrewrite delayed, "
+                "paginate or queue rule rewrote is not supported; nothing was run: execute it "
+                "once per row (no STMT_ATTR_ARRAY_SIZE)");
+    s->from_client.discard = true;
+    return true;
+}
+
 bool ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len)
 {
-    if (!s->npnotes || (cmd != MR_COM_STMT_EXECUTE && cmd != MR_COM_STMT_CLOSE) || n < 5)
+    if (!s->npnotes || n < 5 ||
+        (cmd != MR_COM_STMT_EXECUTE && cmd != MR_COM_STMT_CLOSE && cmd != MR_COM_STMT_BULK_EXECUTE))
         return false;
     ss_pnote *note = named(s, p);
     if (!note)
         return false;
+    if (cmd == MR_COM_STMT_BULK_EXECUTE)
+        return refuse_bulk(s);
     if (cmd == MR_COM_STMT_CLOSE) {
         note_clear(note);
         *note = s->pnotes[--s->npnotes];

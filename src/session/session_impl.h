@@ -77,6 +77,8 @@ typedef struct ss_pnote {
     uint32_t rows;                   /* a staged DELAYED rule: staging rows it sends */
     struct mr_rule_stats *page_rule, *staged_rule; /* their counters (NULL: none) */
     struct mr_rule_stats *staged_table; /* a derived table's own counters (NULL: none) */
+    bool rewritten;                  /* a delayed, paginate or queue rule rewrote it: no
+                                        COM_STMT_BULK_EXECUTE of it is relayed */
 } ss_pnote;
 
 struct mr_session {
@@ -93,6 +95,7 @@ struct mr_session {
     uint8_t command;                 /* the command being answered */
     uint64_t command_bytes;          /* payload of the current client command so far */
     uint32_t caps;                   /* negotiated capabilities */
+    uint32_t ext_caps;               /* negotiated MariaDB extended ones (relayed only) */
     uint32_t backend_thread_id;      /* the backend's connection id */
     bool auth_seen_response;         /* the client's HandshakeResponse was checked */
     bool auth_turn;                  /* the auth exchange waits for a client packet ... */
@@ -212,7 +215,8 @@ int ss_prelude_take(mr_session *s, struct evbuffer *in);
 /* session/prepared.c: a COM_STMT_PREPARE's response ended (ok: statement
  * `id`), keeping s->pnote_next when the front end acted on its text; a
  * statement command on a kept id (COM_STMT_EXECUTE: the guardrail, the
- * claim's prelude and the rules' counts; COM_STMT_CLOSE: forgotten); the
+ * claim's prelude and the rules' counts; COM_STMT_BULK_EXECUTE of one a
+ * feature rule rewrote: refused; COM_STMT_CLOSE: forgotten); the
  * server dropped every prepared statement (reset, change user, session
  * closed). */
 void ss_prepared_done(mr_session *s, bool ok, uint32_t id);

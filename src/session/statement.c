@@ -113,6 +113,19 @@ static uint8_t unreadable_policy(const mr_config *c)
 }
 
 /* A whole COM_QUERY or COM_STMT_PREPARE: run the front end and act on it. */
+/* Did a delayed, paginate or queue rule rewrite the statement? */
+static bool feature_rewrite(const mr_match_result *res)
+{
+    if (res->action != MR_ACT_REWRITE)
+        return false;
+    for (unsigned i = 0; i < res->nmatched; i++) {
+        mr_rule_kind k = res->matched[i]->kind;
+        if (k == MR_RULE_DELAYED || k == MR_RULE_PAGINATE || k == MR_RULE_QUEUE)
+            return true;
+    }
+    return false;
+}
+
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len)
 {
     mr_worker *w = s->w;
@@ -169,6 +182,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     }
     if (res->page_guard.rule)
         ss_prepared_note_guard(s, &res->page_guard); /* checked at each COM_STMT_EXECUTE */
+    if (ctx.prepared && feature_rewrite(res))
+        s->pnote_next.rewritten = true; /* no bulk execute of it (session/prepared.c) */
     if (res->read_committed && cmd == MR_COM_QUERY)
         ss_prelude_read_committed(s); /* ahead of the statement, rewritten or not */
     else if (res->read_committed)

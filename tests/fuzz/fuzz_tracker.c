@@ -2,8 +2,10 @@
  * fuzz_tracker.c - the response tracker (proto/tracker.c) fed whole
  * response streams.
  *
- * Feeds: byte 0 picks CLIENT_DEPRECATE_EOF (bit 7) and the expected
- * response (the rest, mod the mr_expect kinds); the remaining bytes are
+ * Feeds: byte 0 picks CLIENT_DEPRECATE_EOF (bit 7), MariaDB's
+ * MARIADB_CLIENT_PROGRESS (bit 4) and MARIADB_CLIENT_CACHE_METADATA (bit
+ * 5), and the expected response (bits 0-3, mod the mr_expect kinds); the
+ * remaining bytes are
  * server packets, 4-byte header then payload, fed one by one the way the
  * session feeds them (the first min(len, MR_TRACK_PREFIX) bytes, as soon as
  * they are there; the last packet may be cut short). When a response ends,
@@ -11,7 +13,8 @@
  * LOCAL INFILE the client's data is taken as sent.
  * Checks beyond no crash: the state after each result agrees with it (DONE:
  * idle; MORE: not idle; CLIENT_NEXT: waiting for the infile data), an
- * ERR-ended response ended on a 0xFF packet, nothing is accepted when no
+ * ERR-ended response ended on a 0xFF packet, a progress report (with the
+ * capability) never ends a response, nothing is accepted when no
  * response is pending, and a second tracker fed each payload whole (when it
  * is in the input) gives the same results: the prefix is enough.
  */
@@ -22,7 +25,7 @@
 
 static void begin(mr_tracker *a, mr_tracker *b, uint8_t pick)
 {
-    mr_expect e = (mr_expect)((pick & 0x7f) % EXPECT_KINDS);
+    mr_expect e = (mr_expect)((pick & 0x0f) % EXPECT_KINDS);
     mr_tracker_begin(a, e);
     mr_tracker_begin(b, e);
 }
@@ -48,6 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mr_tracker pre, whole;
     mr_tracker_init(&pre, data[0] & 0x80);
     mr_tracker_init(&whole, data[0] & 0x80);
+    uint32_t mariadb = ((data[0] & 0x10) ? MR_MARIADB_CAP_PROGRESS : 0) |
+                       ((data[0] & 0x20) ? MR_MARIADB_CAP_CACHE_METADATA : 0);
+    mr_tracker_set_mariadb(&pre, mariadb);
+    mr_tracker_set_mariadb(&whole, mariadb);
     begin(&pre, &whole, data[0]);
     size_t pos = 1;
     while (pos + MR_PKT_HEADER <= size) {
@@ -60,9 +67,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break; /* the session waits for the prefix */
         const uint8_t *p = data + pos;
         bool idle = pre.state == MR_TS_IDLE;
+        bool progress = (mariadb & MR_MARIADB_CAP_PROGRESS) && !idle &&
+                        pre.state != MR_TS_AUTH && mr_is_progress(p, n);
         mr_track_result r = mr_tracker_feed(&pre, p, n, h.len);
         check_state(&pre, r, p, n);
         FUZZ_CHECK(!idle || r == MR_TRACK_MALFORMED);
+        FUZZ_CHECK(!progress || r == MR_TRACK_MORE);
         if (have >= h.len)
             FUZZ_CHECK(mr_tracker_feed(&whole, p, h.len, h.len) == r);
         if (r == MR_TRACK_MALFORMED || have < h.len)

@@ -140,5 +140,6 @@ void run_big_checks(void);
 void run_load_checks(void);
 void run_concurrency_checks(void);
 void run_raw_checks(void);
+void run_mariadb_ext_checks(void);
 
 #endif

@@ -257,51 +257,18 @@ static int bulk_array(struct ctx *c, MYSQL_STMT *s, struct bulk_data *d)
     return 0;
 }
 
-/* The same rows with one COM_STMT_EXECUTE each. */
-static int bulk_rows(struct ctx *c, MYSQL_STMT *s, struct bulk_data *d)
-{
-    unsigned long long affected = 0;
-    for (int i = 0; i < BULK_ROWS; i++) {
-        unsigned long len = (unsigned long)strlen(d->text[i]);
-        my_bool is_null = d->ind[i] == STMT_INDICATOR_NULL;
-        MYSQL_BIND b[2];
-        memset(b, 0, sizeof b);
-        b[0].buffer_type = MYSQL_TYPE_LONG;
-        b[0].buffer = &d->ids[i];
-        b[1].buffer_type = MYSQL_TYPE_STRING;
-        b[1].buffer = d->text[i];
-        b[1].length = &len;
-        b[1].is_null = &is_null;
-        if (mysql_stmt_bind_param(s, b) || mysql_stmt_execute(s))
-            return fail_st(c, s, "row execute");
-        affected += mysql_stmt_affected_rows(s);
-    }
-    sb_printf(&c->dg, "bulk affected=%llu;", affected);
-    return 0;
-}
-
-/*
- * COM_STMT_BULK_EXECUTE is only sent when the greeting offers
- * MARIADB_CLIENT_STMT_BULK_OPERATIONS.  A proxy may deliberately withhold
- * MariaDB's extended capabilities; then the library refuses array binding,
- * and the check instead proves the refusal is clean and the row-at-a-time
- * path stores the same data.
- */
+/* The proxy relays MARIADB_CLIENT_STMT_BULK_OPERATIONS: both sides must
+ * offer it, so the rows go as one COM_STMT_BULK_EXECUTE. */
 static int bulk_insert(struct ctx *c, MYSQL *m)
 {
     static struct bulk_data d;
     bulk_fill(&d);
+    if (!bulk_offered(m))
+        return fail(c, "MARIADB_CLIENT_STMT_BULK_OPERATIONS not offered");
     MYSQL_STMT *s = stmt_prepare(c, m, "INSERT INTO mct_bulk VALUES (?, ?)");
     if (!s)
         return -1;
-    int rc;
-    if (bulk_offered(m)) {
-        rc = bulk_array(c, s, &d);
-    } else {
-        printf("# %s: MARIADB_CLIENT_STMT_BULK_OPERATIONS not offered, "
-               "COM_STMT_BULK_EXECUTE not exercised\n", c->side);
-        rc = bulk_rows(c, s, &d);
-    }
+    int rc = bulk_array(c, s, &d);
     mysql_stmt_close(s);
     return rc;
 }

@@ -557,9 +557,9 @@ def check_greeting():
             "proxy greeting: other capability bits equal to direct",
             "direct 0x%08x proxy 0x%08x" % (gd["caps"], gp["caps"]))
     if gd["mariadb"]:
-        R.check(gp["ext_caps"] == 0,
-                "proxy greeting: MariaDB extended capabilities cleared (direct 0x%08x)"
-                % gd["ext_caps"], "proxy 0x%08x" % gp["ext_caps"])
+        R.check(gp["ext_caps"] == gd["ext_caps"] & rp.PROXY_RELAYED_EXT_CAPS,
+                "proxy greeting: MariaDB extended capabilities the proxy relays kept, the "
+                "others cleared (direct 0x%08x)" % gd["ext_caps"], "proxy 0x%08x" % gp["ext_caps"])
     same = all(gd[k] == gp[k] for k in ("protocol", "version", "charset", "status",
                                         "auth_len", "plugin", "seq"))
     keys = ("version", "charset", "status", "plugin")
@@ -581,7 +581,8 @@ def check_greeting():
         if "caps_hi_off" in gd:
             exp[gd["caps_hi_off"]:gd["caps_hi_off"] + 2] = struct.pack("<H", caps >> 16)
         if gd["mariadb"] and "ext_caps_off" in gd:
-            exp[gd["ext_caps_off"]:gd["ext_caps_off"] + 4] = b"\x00" * 4
+            exp[gd["ext_caps_off"]:gd["ext_caps_off"] + 4] = struct.pack(
+                "<I", gd["ext_caps"] & rp.PROXY_RELAYED_EXT_CAPS)
     diff = rp.diff_logs([("greeting", [(gd["seq"], bytes(exp))])],
                         [("greeting", [(gp["seq"], gp["raw"])])], "expect", "proxy")
     R.check(diff is None, "proxy greeting: identical to direct apart from thread id, scramble"

@@ -301,6 +301,31 @@ static void coldef(mr_keyset_watch *w, const char *org_table, const char *org_na
     mr_buf_free(&b);
 }
 
+/* A definition under MARIADB_CLIENT_EXTENDED_METADATA: a type-info string
+ * (here empty or a format name) between org_name and the fixed fields. */
+static void coldef_ext(mr_keyset_watch *w, const char *org_name, uint8_t type, uint16_t flags,
+                       uint16_t cs, const char *info)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    put_str(&b, "def");
+    put_str(&b, "shop");
+    put_str(&b, "pairs");
+    put_str(&b, "pairs");
+    put_str(&b, org_name);
+    put_str(&b, org_name);
+    mr_buf_put_lenenc_str(&b, info, strlen(info));
+    mr_buf_put_u8(&b, 0x0c);
+    mr_buf_put_u16(&b, cs);
+    mr_buf_put_u32(&b, 11);
+    mr_buf_put_u8(&b, type);
+    mr_buf_put_u16(&b, flags);
+    mr_buf_put_u8(&b, 0);
+    mr_buf_put_u16(&b, 0);
+    mr_keyset_watch_packet(w, MR_TS_COLUMNS, b.data, b.len);
+    mr_buf_free(&b);
+}
+
 static void row(mr_keyset_watch *w, const char *a, const char *b_, size_t bn)
 {
     mr_buf b;
@@ -330,6 +355,41 @@ static mr_bookmark_find found(const mr_keyset_note *n, uint64_t off, uint64_t *p
 {
     return mr_bookmarks_find(n->listing.hash, n->listing.table_hash, off, mr_bookmarks_now_ms(),
                              pos, v, 256, len);
+}
+
+/* Definitions with MariaDB's type-info string: read past it when the
+ * session says the extension is on, a bookmark results; read as plain
+ * definitions they do not parse and the watch gives up (no bookmark). */
+static void watch_extended_metadata(void **state)
+{
+    (void)state;
+    for (int ext = 1; ext >= 0; ext--) {
+        mr_bookmarks_clear();
+        mr_keyset_watch w;
+        memset(&w, 0, sizeof w);
+        mr_keyset_note n = note_of("SELECT * FROM pairs ORDER BY name, a DESC LIMIT 40, 20");
+        mr_keyset_watch_begin(&w, &n, &mr_bookmarks_store);
+        w.ext_metadata = ext;
+        coldef_ext(&w, "a", 3, 1 | 2, 63, "");
+        coldef_ext(&w, "name", 253, 1, 45, "\x01\x04json");
+        coldef_ext(&w, "b", 8, 1 | 2, 63, "");
+        mr_buf r;
+        mr_buf_init(&r);
+        put_str(&r, "7");
+        put_str(&r, "ok");
+        put_str(&r, "-9");
+        mr_keyset_watch_packet(&w, MR_TS_ROWS, r.data, r.len);
+        mr_buf_free(&r);
+        eof(&w);
+        mr_keyset_watch_end(&w, true, mr_bookmarks_now_ms());
+        uint64_t pos = 0;
+        size_t len = 0;
+        char v[256];
+        assert_int_equal(found(&n, 100, &pos, v, &len),
+                         ext ? MR_BOOKMARK_FOUND : MR_BOOKMARK_NONE);
+        mr_keyset_watch_free(&w);
+    }
+    mr_bookmarks_clear();
 }
 
 static void watch(void **state)
@@ -439,6 +499,7 @@ int main(void)
         cmocka_unit_test_setup(literals, reset),
         cmocka_unit_test_setup(writes, reset),
         cmocka_unit_test_setup(watch, reset),
+        cmocka_unit_test_setup(watch_extended_metadata, reset),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

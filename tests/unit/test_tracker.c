@@ -1261,7 +1261,8 @@ static mr_expect expected_for(unsigned cmd)
     case MR_COM_FIELD_LIST: return MR_EXPECT_FIELD_LIST;
     case MR_COM_CHANGE_USER: return MR_EXPECT_AUTH;
     case MR_COM_STMT_PREPARE: return MR_EXPECT_PREPARE;
-    case MR_COM_STMT_EXECUTE: return MR_EXPECT_EXECUTE;
+    case MR_COM_STMT_EXECUTE:
+    case MR_COM_STMT_BULK_EXECUTE: return MR_EXPECT_EXECUTE;
     case MR_COM_STMT_FETCH: return MR_EXPECT_FETCH;
     default: return MR_EXPECT_UNSUPPORTED;
     }

@@ -134,6 +134,8 @@ void mr_keyset_writes_scan(const char *sql, size_t len, unsigned lex_flags, mr_k
  * One per session, on its worker thread; owns its row copy. */
 typedef struct mr_keyset_watch {
     bool active;
+    bool ext_metadata;    /* MARIADB_CLIENT_EXTENDED_METADATA: definitions carry a type-info
+                             string after org_name (set by the session; kept by begin) */
     const struct mr_bookmark_port *store; /* where the page's end is recorded */
     bool broken;          /* give up quietly: no bookmark, no refusal */
     bool rows_started;

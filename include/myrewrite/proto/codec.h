@@ -60,12 +60,29 @@ typedef enum mr_rc {
     (MR_CAP_SSL | MR_CAP_COMPRESS | MR_CAP_ZSTD_COMPRESSION | MR_CAP_QUERY_ATTRIBUTES | \
      MR_CAP_OPTIONAL_RESULTSET_METADATA | MR_CAP_MARIADB_PROGRESS_OLD |                 \
      MR_CAP_SSL_VERIFY_SERVER_CERT)
-/* MariaDB extended capabilities (upper 32 bits): progress reports, COM_MULTI,
- * bulk execute, extended and cached metadata. None is relayed. */
-#define MR_MARIADB_EXT_CAP_MASKED 0xffffffffu
-/* MARIADB_CLIENT_CACHE_METADATA (bit 36): result sets may leave out their
- * column definitions. The greeting hides it, but a client may ask anyway. */
-#define MR_MARIADB_CAP_CACHE_METADATA (1u << 4)
+/* MariaDB extended capabilities (upper 32 bits of the 64, as the greeting's
+ * and the HandshakeResponse's last reserved 4 bytes carry them). */
+#define MR_MARIADB_CAP_PROGRESS (1u << 0)          /* 0xFF 0xFFFF progress packets */
+#define MR_MARIADB_CAP_COM_MULTI (1u << 1)         /* obsolete COM_MULTI */
+#define MR_MARIADB_CAP_BULK (1u << 2)              /* COM_STMT_BULK_EXECUTE */
+#define MR_MARIADB_CAP_EXTENDED_METADATA (1u << 3) /* a type-info string in column definitions */
+#define MR_MARIADB_CAP_CACHE_METADATA (1u << 4)    /* result sets may leave out their columns */
+#define MR_MARIADB_CAP_BULK_UNIT_RESULTS (1u << 5) /* a bulk execute answers a result per row */
+/* The extended capabilities the proxy relays; the greeting hides the others
+ * and a HandshakeResponse that asks for one has it cleared (README.md,
+ * "What stays masked and why"). */
+#define MR_MARIADB_EXT_CAP_RELAYED                                                  \
+    (MR_MARIADB_CAP_PROGRESS | MR_MARIADB_CAP_BULK | MR_MARIADB_CAP_EXTENDED_METADATA | \
+     MR_MARIADB_CAP_CACHE_METADATA)
+#define MR_MARIADB_EXT_CAP_MASKED (~(uint32_t)MR_MARIADB_EXT_CAP_RELAYED)
+
+/* A MariaDB progress report: an ERR header with code 0xFFFF, sent inside a
+ * response (not ending it) to a client that negotiated
+ * MR_MARIADB_CAP_PROGRESS; `n` bytes of its payload at p. */
+static inline bool mr_is_progress(const uint8_t *p, size_t n)
+{
+    return n >= 3 && p[0] == 0xff && p[1] == 0xff && p[2] == 0xff;
+}
 
 /* Server status flags. */
 #define MR_STATUS_IN_TRANS 0x0001

@@ -60,6 +60,7 @@ typedef struct mr_tracker {
     mr_track_state state;
     mr_expect expect;
     bool deprecate_eof; /* negotiated CLIENT_DEPRECATE_EOF */
+    uint32_t mariadb_caps; /* negotiated MariaDB extended capabilities (MR_MARIADB_CAP_*) */
     uint64_t remaining; /* definitions left in the current block */
     uint16_t prep_columns;
     uint16_t status;    /* server status from the last OK/EOF seen */
@@ -72,6 +73,12 @@ mr_expect mr_expect_for_command(uint8_t command);
 const char *mr_command_name(uint8_t command);
 
 void mr_tracker_init(mr_tracker *t, bool deprecate_eof);
+/* The MariaDB extensions the login negotiated (after mr_tracker_init):
+ * MR_MARIADB_CAP_PROGRESS makes progress reports (mr_is_progress) part of
+ * any response rather than an ERR that ends it; MR_MARIADB_CAP_CACHE_METADATA
+ * adds a "metadata follows" byte to each column count, and when it is 0 the
+ * column definitions are left out. */
+void mr_tracker_set_mariadb(mr_tracker *t, uint32_t mariadb_caps);
 /* Starts tracking the response to a command with the given expectation. */
 void mr_tracker_begin(mr_tracker *t, mr_expect expect);
 /* Feeds the first min(payload_len, MR_TRACK_PREFIX) bytes of a server packet. */

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# MariaDB's own C API test program (mariadb-client-test, Debian package
+# mariadb-test) against the shared proxy and against mariadbd direct, one
+# case at a time: every case that passes direct must pass through the proxy.
+#
+# Cases run one by one (the program stops at its first failure, and some
+# cases need privileges the test account lacks or depend on earlier ones):
+# those that fail direct are not held against the proxy. A case that fails
+# through the proxy is run once more through it before it counts (a few are
+# timing-sensitive); the log says which were retried. Each side has its own
+# database (the program drops and creates its tables there); the proxy's
+# cases may run in MR_CLIENT_TEST_JOBS shards, a database each (default 1:
+# cases in parallel shards disturb each other through server-wide objects).
+#
+# Environment: MR_DIRECT_PORT, MR_PROXY_PORT (the shared proxy), MR_TMP.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib/env.sh
+. "$here/../lib/env.sh"
+
+prog=$(command -v mariadb-client-test || command -v mysql_client_test || true)
+if [[ -z $prog ]]; then
+    echo "skip: mariadb-client-test not installed (Debian package mariadb-test)"
+    exit 77
+fi
+if mr_direct_only; then
+    echo "skip: compares the proxy with direct"
+    exit 77
+fi
+
+work=$MR_TMP/client_test
+rm -rf "$work"
+mkdir -p "$work/direct" "$work/proxy"
+mr_sql_direct -e "CREATE DATABASE IF NOT EXISTS mct_direct" \
+    || mr_die "cannot create the test databases"
+
+# run_case SIDE PORT DB NAME: exit status of one case, its output in $work/SIDE/NAME.log
+run_case() {
+    timeout --kill-after=5 60 "$prog" --no-defaults -h "$MR_HOST" -P "$2" -u "$MR_USER" \
+        -p"$MR_PASSWORD" -D "$3" -s "$4" >"$work/$1/$4.log" 2>&1
+}
+
+mapfile -t cases < <("$prog" --no-defaults -T 2>/dev/null | grep -E '^[a-z_0-9]+$')
+((${#cases[@]} > 0)) || mr_die "$prog -T listed no cases"
+
+# Direct first, one case after another (fast); then the cases that passed,
+# through the proxy, in $jobs shards of their own database each (most of a
+# case's time through the proxy is spent waiting, not computing).
+total=${#cases[@]}
+passing=()
+for c in "${cases[@]}"; do
+    run_case direct "$MR_DIRECT_PORT" mct_direct "$c" && passing+=("$c")
+done
+jobs=${MR_CLIENT_TEST_JOBS:-1}
+for ((j = 0; j < jobs; j++)); do
+    mr_sql_direct -e "CREATE DATABASE IF NOT EXISTS mct_proxy_$j" || mr_die "cannot create mct_proxy_$j"
+    (
+        for ((i = j; i < ${#passing[@]}; i += jobs)); do
+            c=${passing[i]}
+            run_case proxy "$MR_PROXY_PORT" "mct_proxy_$j" "$c" || echo "$c"
+        done >"$work/failed_$j"
+    ) &
+done
+wait
+mapfile -t failed < <(cat "$work"/failed_*)
+retried=()
+lost=()
+for c in "${failed[@]}"; do
+    [[ -n $c ]] || continue
+    retried+=("$c")
+    if ! run_case proxy "$MR_PROXY_PORT" mct_proxy_0 "$c"; then
+        lost+=("$c")
+        echo "--- $c through the proxy:"
+        grep -v '^$\|^#####\|of (1/1)' "$work/proxy/$c.log" | tail -n 5
+    fi
+done
+direct_pass=${#passing[@]}
+proxy_pass=$((direct_pass - ${#lost[@]}))
+
+for ((j = 0; j < jobs; j++)); do
+    mr_sql_direct -e "DROP DATABASE IF EXISTS mct_proxy_$j"
+done
+mr_sql_direct -e "DROP DATABASE IF EXISTS mct_direct"
+echo "# $total cases; $direct_pass pass direct; $proxy_pass of them pass through the proxy"
+((${#retried[@]})) && echo "# retried once after failing through the proxy: ${retried[*]}"
+mr_eq "every mariadb-client-test case that passes direct passes through the proxy" "" "${lost[*]}"
+mr_done
