@@ -27,7 +27,13 @@ struct mr_conn {
     int err;
     size_t low;
     mr_conn_tls *tls;     /* NULL: plain; else the TLS layer owns rev and wev */
+    bool idle_on;         /* mr_conn_set_read_idle: the timer restarts at each read */
+    struct timeval idle;
 };
+
+/* Bytes were read into c->in: the silence limit starts again, then the
+ * owner reads them. */
+void mr_conn_delivered(mr_conn *c);
 
 static inline void mr_conn_fire(mr_conn *c, int what)
 {

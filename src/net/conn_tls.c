@@ -320,8 +320,8 @@ static void tls_read_handler(evutil_socket_t fd, short what, void *arg)
         mr_conn_fire(c, ev);
         return;
     }
-    if (got > 0 && c->cb.read)
-        c->cb.read(c, c->arg);
+    if (got > 0)
+        mr_conn_delivered(c);
 }
 
 /* --- the entry points --- */
