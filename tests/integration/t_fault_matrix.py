@@ -11,7 +11,8 @@ within a bound, never a hang; a second client works through the same proxy durin
 the fault and after it; the proxy stays up and exits 0 on SIGTERM.
 
   auth:      RST / FIN / stall of the HandshakeResponse toward the server
-  result:    RST / FIN / stall after 200 KB of a 20 MB SELECT
+  result:    RST / FIN / stall after 200 KB of a 20 MB SELECT; the sessions' backend
+             sockets carry TCP keepalive (ss -o)
   infile:    RST / FIN after 100 KB of a 2 MB LOAD DATA LOCAL
   staged:    the flusher's COMMIT cut before it reaches the server (RST) and its OK cut
              after (RST, and a stall): the sum equals the acknowledged UPDATE DELAYEDs,
@@ -127,9 +128,21 @@ def auth_cases():
         g.close()
 
 
+def keepalive_check(g):
+    """backend_keepalive (30s by default): the sessions' backend sockets carry it."""
+    c = g.connect()
+    out = subprocess.run(["ss", "-tnoH", "state", "established", "( dport = :%d )"
+                          % g.relay.port], capture_output=True, text=True).stdout
+    c.close()
+    lines = out.splitlines()
+    t.check(lines and all("keepalive" in x for x in lines),
+            "result: the proxy's backend sockets have TCP keepalive on", out)
+
+
 def result_cases():
     g = Group("result")
     big = "SELECT seq, REPEAT('r', 1000) FROM seq_1_to_20000"
+    keepalive_check(g)
     try:
         for action in ("rst", "fin", "stall"):
             c = g.connect()
