@@ -8,9 +8,12 @@
  *
  * Every statement is TEMPLATE with its %d replaced by an id drawn uniformly
  * from 1..HOT. Runs for SECONDS and prints one line:
- *   acks=N errors=N affected=N elapsed=S reads=N read_errors=N read_p50_us=X
- *   read_p99_us=X first_error=...
- * where acks counts OK packets, affected sums their affected rows.
+ *   acks=N errors=N affected=N lost=N elapsed=S reads=N read_errors=N
+ *   read_p50_us=X read_p99_us=X first_error=...
+ * where acks counts OK packets, affected sums their affected rows, and lost
+ * counts the statements whose connection broke while they were in flight
+ * (the server may or may not have applied them); such a connection is not
+ * used again, so a server restart ends its writers instead of spinning.
  *
  * With READERS > 0, that many more connections to READ_PORT (each on a thread
  * of its own) send READ_TEMPLATE (a point read, its %d an id from 1..HOT) one
@@ -43,7 +46,7 @@ typedef struct args {
 typedef struct worker {
     const args *a;
     unsigned first, count;   /* connections [first, first + count) */
-    uint64_t acks, errors, affected;
+    uint64_t acks, errors, affected, lost;
     char first_error[200];
     unsigned seed;
 } worker;
@@ -195,6 +198,15 @@ static void report_reads(reader *rs, unsigned count)
     free(all);
 }
 
+/* The connection itself broke: the statement's outcome is unknown. */
+static bool gone(MYSQL *db)
+{
+    unsigned e = mysql_errno(db);
+    /* 1158: the proxy saying its backend connection broke mid-statement */
+    return e == 2006 || e == 2013 || e == 1158 || e == 1053 /* server shutdown */ ||
+           e == 1927 /* killed */;
+}
+
 static void *run(void *arg)
 {
     worker *w = arg;
@@ -209,6 +221,10 @@ static void *run(void *arg)
     char sql[512];
     while (now_s() < end_at) {
         for (unsigned i = 0; i < w->count; i++) {
+            if (!dbs[i]) {
+                sent[i] = false;
+                continue;
+            }
             int n = fill(a, sql, sizeof sql, (unsigned)rand_r(&w->seed) % a->hot + 1);
             sent[i] = mysql_send_query(dbs[i], sql, (unsigned long)n) == 0;
             if (!sent[i])
@@ -219,6 +235,11 @@ static void *run(void *arg)
                 continue;
             if (mysql_read_query_result(dbs[i]) != 0) {
                 note_error(w, dbs[i]);
+                if (gone(dbs[i])) {
+                    w->lost++;
+                    mysql_close(dbs[i]);
+                    dbs[i] = NULL;
+                }
                 continue;
             }
             w->acks++;
@@ -226,7 +247,8 @@ static void *run(void *arg)
         }
     }
     for (unsigned i = 0; i < w->count; i++)
-        mysql_close(dbs[i]);
+        if (dbs[i])
+            mysql_close(dbs[i]);
     free(dbs);
     free(sent);
     return NULL;
@@ -275,20 +297,22 @@ int main(int argc, char **argv)
     start_at = now_s();
     end_at = start_at + a.seconds;
     pthread_barrier_wait(&started);
-    uint64_t acks = 0, errors = 0, affected = 0;
+    uint64_t acks = 0, errors = 0, affected = 0, lost = 0;
     const char *first = "";
     for (unsigned t = 0; t < a.threads; t++) {
         pthread_join(th[t], NULL);
         acks += ws[t].acks;
         errors += ws[t].errors;
         affected += ws[t].affected;
+        lost += ws[t].lost;
         if (!first[0])
             first = ws[t].first_error;
     }
     for (unsigned r = 0; r < a.readers; r++)
         pthread_join(th[a.threads + r], NULL);
-    printf("acks=%llu errors=%llu affected=%llu elapsed=%.3f", (unsigned long long)acks,
-           (unsigned long long)errors, (unsigned long long)affected, now_s() - start_at);
+    printf("acks=%llu errors=%llu affected=%llu lost=%llu elapsed=%.3f",
+           (unsigned long long)acks, (unsigned long long)errors, (unsigned long long)affected,
+           (unsigned long long)lost, now_s() - start_at);
     report_reads(rs, a.readers);
     printf(" first_error=%s\n", first);
     free(ws);

@@ -54,6 +54,15 @@ static const key_def keys[] = {
     {"admin_user", T_STRING, K(admin_user), "admin", "admin console user name"},
     {"backend", T_ADDR, K(backend), "127.0.0.1:3306",
      "the mysqld to relay to: host:port, [ipv6]:port or /path/to/mysqld.sock"},
+    {"backend_keepalive", T_DURATION, K(backend_keepalive_ms), "30s",
+     "TCP keepalive on the sessions' backend connections: probes after this long without "
+     "traffic, 3 of them a third of it apart, and unacknowledged data given up after as long "
+     "(TCP_USER_TIMEOUT), so a backend host that vanished ends its sessions with an ERR; "
+     "0: off"},
+    {"backend_read_timeout", T_DURATION, K(backend_read_timeout_ms), "0",
+     "while a session waits for the backend's answer to a command, the longest the backend "
+     "may send nothing before the client gets ERR 1158 (08S01) and the session is closed; "
+     "0: no limit (a long silent query is not cut)"},
     {"backend_tls", T_BACKEND_TLS, K(backend_tls), "off",
      "TLS toward the backend: off, prefer (when the server offers it), require, verify_ca "
      "(backend_tls_ca signed its certificate), verify_identity (and it names the backend host); "
@@ -94,6 +103,10 @@ static const key_def keys[] = {
     {"own_connection_idle", T_DURATION, K(own_connection_idle_ms), "60s",
      "a connection of the proxy's own (proxy_user) that had no work for this long is closed; "
      "it opens again at the next job"},
+    {"own_connection_timeout", T_DURATION, K(own_connection_timeout_ms), "30s",
+     "read and write timeout of the proxy's own connections (whole seconds, at least 1): a "
+     "backend that does not answer a flush or release statement for this long counts as "
+     "gone, and the connection is made again"},
     {"proxy_password", T_STRING, K(proxy_password), "",
      "password of the proxy's own account (keep the file unreadable to others)"},
     {"proxy_user", T_STRING, K(proxy_user), "",

@@ -293,6 +293,8 @@ int mr_dmem_apply(unsigned shard_no, const mr_dmem_batch *b, uint64_t *affected,
     uint64_t early = t->def.flush_early;
     if (rc != 0 || (early && before < early && before + made >= early))
         dm_flusher_wake(t); /* at the bound, or past the flush-early threshold */
+    else if (made && !before)
+        dm_flusher_wake(NULL); /* the first key: an idle flusher opens its connection */
     if (rc == 0 && oom) {
         put_err(err, errlen, "DELAYED on %s.%s: the proxy is out of memory; keys before the "
                 "failing one were taken", t->def.schema, t->def.table);

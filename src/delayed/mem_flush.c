@@ -13,6 +13,10 @@
  * committed: it is dropped (and logged), never retried, so it is applied
  * at most once (README, "memory mode").
  *
+ * While no key is held the tick says nothing is due, so the connection is
+ * closed after own_connection_idle; a table's first key wakes the thread,
+ * which opens it again for the round.
+ *
  * Threads: start/stop on the main thread (or under the reload lock); wake
  * and flush_now from any thread; the rest on the flusher thread. Counters are written by the flusher thread only.
  */
@@ -379,6 +383,20 @@ static bool on_connect(MYSQL *db, void *arg)
     return true;
 }
 
+/* No key held anywhere (shards or pending): no round is due until a
+ * statement brings one, and mr_dmem_apply wakes the thread when a table's
+ * first key arrives, so the connection may close after own_connection_idle
+ * and open again for that flush. */
+static bool nothing_held(void)
+{
+    if (F.pending.n)
+        return false;
+    for (struct mr_dmem_table *t = dm_tables(); t; t = t->next)
+        if (atomic_load_explicit(&t->nkeys, memory_order_relaxed))
+            return false;
+    return true;
+}
+
 static uint64_t tick(MYSQL *db, void *arg)
 {
     (void)arg;
@@ -401,7 +419,7 @@ static uint64_t tick(MYSQL *db, void *arg)
     pthread_mutex_unlock(&F.lock);
     if (!ok && wait < 100)
         wait = 100; /* a failing server: no retry loop */
-    return wait;
+    return ok && !final && nothing_held() ? MR_BG_NOTHING_DUE : wait;
 }
 
 bool dm_flusher_start(const mr_proxy *p)

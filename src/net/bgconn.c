@@ -26,7 +26,6 @@
 
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
-#define IO_TIMEOUT_S 30
 /* A connection not checked for this long is pinged before the next round. */
 #define IDLE_PING_MS 1000
 
@@ -45,6 +44,7 @@ struct mr_bgconn {
     mr_addr addr;
     char backend[300];
     unsigned connect_timeout_s;
+    unsigned io_timeout_s;    /* own_connection_timeout: read and write timeouts */
     uint64_t idle_ms;         /* own_connection_idle: a lazy owner's idle close */
     pthread_t thread;
     pthread_mutex_t lock;
@@ -127,7 +127,7 @@ static void set_tls_options(mr_bgconn *b)
 
 static void set_options(mr_bgconn *b)
 {
-    unsigned io = IO_TIMEOUT_S;
+    unsigned io = b->io_timeout_s;
     unsigned proto = b->addr.is_unix ? MYSQL_PROTOCOL_SOCKET : MYSQL_PROTOCOL_TCP;
     my_bool no = 0;
     mysql_options(b->db, MYSQL_OPT_CONNECT_TIMEOUT, &b->connect_timeout_s);
@@ -401,6 +401,8 @@ static mr_bgconn *bg_new(const mr_config *cfg, const char *backend, const mr_bgc
     snprintf(b->backend, sizeof b->backend, "%s", backend);
     uint64_t s = (cfg->connect_timeout_ms + 999) / 1000;
     b->connect_timeout_s = s ? (unsigned)s : 1;
+    uint64_t io = (cfg->own_connection_timeout_ms + 999) / 1000;
+    b->io_timeout_s = io ? (unsigned)io : 1;
     b->idle_ms = cfg->own_connection_idle_ms ? cfg->own_connection_idle_ms : 1;
     if (!b->user || !b->password || !b->tls_ca || !b->tls_cert || !b->tls_key) {
         bg_free(b);

@@ -7,8 +7,11 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -73,6 +76,8 @@ static ssize_t read_copied(mr_conn *c)
 
 void mr_conn_delivered(mr_conn *c)
 {
+    if (c->idle_on)
+        evtimer_add(c->timer, &c->idle);
     if (c->z && !mr_conn_z_inflate(c)) {
         fire(c, MR_CONN_ERROR);
         return;
@@ -313,6 +318,12 @@ void mr_conn_write(mr_conn *c, const void *data, size_t len)
 
 void mr_conn_read_enable(mr_conn *c, bool on)
 {
+    if (c->idle_on && on != c->reading) { /* a paused read is not the peer's silence */
+        if (on)
+            evtimer_add(c->timer, &c->idle);
+        else
+            evtimer_del(c->timer);
+    }
     if (c->tls) {
         c->reading = on;
         mr_conn_tls_read_enable(c);
@@ -333,6 +344,33 @@ void mr_conn_set_timeout(mr_conn *c, const struct timeval *tv)
         evtimer_add(c->timer, tv);
     else
         evtimer_del(c->timer);
+}
+
+void mr_conn_set_read_idle(mr_conn *c, const struct timeval *tv)
+{
+    c->idle_on = tv != NULL;
+    if (tv)
+        c->idle = *tv;
+    if (tv && c->reading)
+        evtimer_add(c->timer, tv);
+    else
+        evtimer_del(c->timer);
+}
+
+void mr_conn_keepalive(mr_conn *c, uint64_t ms)
+{
+    if (!ms)
+        return;
+    int on = 1, cnt = 3;
+    int idle = ms < 1000 ? 1 : (int)(ms / 1000);
+    int intvl = idle / 3 ? idle / 3 : 1;
+    unsigned user_ms = (unsigned)((uint64_t)(idle + cnt * intvl) * 1000);
+    /* each fails harmlessly on a unix socket */
+    (void)setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    (void)setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    (void)setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    (void)setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+    (void)setsockopt(c->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof user_ms);
 }
 
 void mr_conn_set_low_mark(mr_conn *c, size_t low) { c->low = low; }

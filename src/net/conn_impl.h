@@ -35,6 +35,8 @@ struct mr_conn {
     size_t last_read;     /* bytes the last plain read returned */
     mr_conn_tls *tls;     /* NULL: plain; else the TLS layer owns rev and wev */
     mr_conn_z *z;         /* NULL: not compressed */
+    bool idle_on;         /* mr_conn_set_read_idle: the timer restarts at each read */
+    struct timeval idle;
 };
 
 static inline void mr_conn_fire(mr_conn *c, int what)
@@ -58,8 +60,8 @@ bool mr_conn_z_deflate(mr_conn *c);
 bool mr_conn_z_ready(mr_conn *c);
 void mr_conn_z_free(mr_conn *c);
 
-/* After bytes reached wire_in (or frames wait): inflates, asks the loop to
- * come back for frames left over, and calls the read callback. */
+/* After bytes reached wire_in (or frames wait): the silence limit starts
+ * again, the frames are inflated, and the owner reads them. */
 void mr_conn_delivered(mr_conn *c);
 
 #endif

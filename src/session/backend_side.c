@@ -368,6 +368,7 @@ static void backend_event_cb(mr_conn *c, int what, void *arg)
     if (what & MR_CONN_CONNECTED) {
         int one = 1;
         setsockopt(mr_conn_fd(s->backend), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        mr_conn_keepalive(s->backend, cfg(s)->backend_keepalive_ms);
         struct timeval tv = {(time_t)(cfg(s)->connect_timeout_ms / 1000),
                              (suseconds_t)(cfg(s)->connect_timeout_ms % 1000) * 1000};
         mr_conn_set_timeout(s->backend, &tv); /* until the greeting is in */
@@ -381,7 +382,10 @@ static void backend_event_cb(mr_conn *c, int what, void *arg)
     if (!ALIVE(s) || !s->backend)
         return;
     char what_s[300];
-    if (what & MR_CONN_TIMEOUT) /* only connecting and the greeting are timed */
+    if ((what & MR_CONN_TIMEOUT) && s->state == SS_RESPONSE) /* backend_read_timeout */
+        snprintf(what_s, sizeof(what_s), "the backend sent nothing for backend_read_timeout "
+                 "(%llu ms)", (unsigned long long)cfg(s)->backend_read_timeout_ms);
+    else if (what & MR_CONN_TIMEOUT) /* connecting and the greeting */
         snprintf(what_s, sizeof(what_s), "did not %s within connect_timeout (%llu ms)",
                  s->state == SS_CONNECTING ? "accept the connection" : "send its greeting",
                  (unsigned long long)cfg(s)->connect_timeout_ms);

@@ -54,6 +54,17 @@ static const unsigned next_states[SS_MAX] = {
  * assertions are on (Debug, the sanitizer builds), else logged and counted
  * (myrewrite_session_state_errors_total) and made anyway, since refusing it
  * would leave the session in a state its code no longer expects. */
+/* backend_read_timeout: while a command's answer is awaited, a backend that
+ * sends nothing for that long is taken as gone (backend_side.c says so). */
+static void time_backend_answer(mr_session *s, session_state to)
+{
+    uint64_t ms = cfg(s)->backend_read_timeout_ms;
+    if (!ms || !s->backend || (to == SS_RESPONSE) == (s->state == SS_RESPONSE))
+        return;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    mr_conn_set_read_idle(s->backend, to == SS_RESPONSE ? &tv : NULL);
+}
+
 void ss_set_state(mr_session *s, session_state to)
 {
     mr_debug(s->id, "state %s -> %s", ss_state_name(s->state), ss_state_name(to));
@@ -63,6 +74,7 @@ void ss_set_state(mr_session *s, session_state to)
         mr_stat_add(&s->w->stats.state_errors, 1);
         assert(!"session state change not in the transition table");
     }
+    time_backend_answer(s, to);
     s->state = to;
     mr_client_set_state(&s->slot, ss_state_name(to));
 }

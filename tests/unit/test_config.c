@@ -315,6 +315,22 @@ static void own_connection_idle_is_a_duration(void **state)
     assert_false(set(f, "own_connection_idle", "soon"));
 }
 
+/* The timeouts between the proxy and the backend, and their defaults. */
+static void backend_timeouts_are_durations(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(f->c.backend_read_timeout_ms, 0);
+    assert_int_equal(f->c.backend_keepalive_ms, 30000);
+    assert_int_equal(f->c.own_connection_timeout_ms, 30000);
+    assert_true(set(f, "backend_read_timeout", "2s"));
+    assert_int_equal(f->c.backend_read_timeout_ms, 2000);
+    assert_true(set(f, "backend_keepalive", "0"));
+    assert_int_equal(f->c.backend_keepalive_ms, 0);
+    assert_true(set(f, "own_connection_timeout", "1s"));
+    assert_int_equal(f->c.own_connection_timeout_ms, 1000);
+    assert_false(set(f, "backend_read_timeout", "never"));
+}
+
 /* The config as mr_config_dump writes it (the caller frees it). */
 static char *dump_text(fixture *f)
 {
@@ -690,6 +706,7 @@ int main(void)
         T(string_values_are_copied),
         T(bool_values),
         T(own_connection_idle_is_a_duration),
+        T(backend_timeouts_are_durations),
         T(token_is_not_dumped),
         cmocka_unit_test(addr_host_port),
         cmocka_unit_test(addr_ipv6_in_brackets),

@@ -20,6 +20,9 @@ typedef struct mr_config {
     char *admin_password;       /* "" = the console does not start */
     char *admin_user;
     char *backend;              /* host:port or /path/to/mysqld.sock */
+    uint64_t backend_keepalive_ms;    /* TCP keepalive of the sessions' backend sockets; 0 = off */
+    uint64_t backend_read_timeout_ms; /* longest silence of the backend while a session waits
+                                         for its answer; 0 = no limit */
     char *backend_tls;          /* off, prefer, require, verify_ca, verify_identity */
     char *backend_tls_ca;       /* "" = no CA file (verify_* need one) */
     char *backend_tls_cert;     /* "" = the proxy shows the backend no certificate */
@@ -37,6 +40,7 @@ typedef struct mr_config {
     uint64_t max_connections;
     uint64_t max_packet_size;
     uint64_t own_connection_idle_ms; /* an own connection idle this long is closed */
+    uint64_t own_connection_timeout_ms; /* read/write timeout of an own connection */
     char *proxy_password;       /* the proxy's own account (flusher, janitor) */
     char *proxy_user;           /* "" = no own connection: features needing it are off */
     uint64_t relay_buffer;

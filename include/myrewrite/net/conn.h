@@ -15,6 +15,7 @@
 #define MYREWRITE_CONN_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -65,6 +66,14 @@ void mr_conn_read_enable(mr_conn *c, bool on);
 /* A deadline: MR_CONN_TIMEOUT fires once `tv` from now unless it is set
  * again or cleared with NULL. */
 void mr_conn_set_timeout(mr_conn *c, const struct timeval *tv);
+/* A silence limit: MR_CONN_TIMEOUT fires once `tv` passes without bytes
+ * read while reading is on (a paused read, say for a slow peer on the other
+ * side, does not count); NULL clears it. It shares the deadline's timer. */
+void mr_conn_set_read_idle(mr_conn *c, const struct timeval *tv);
+/* TCP keepalive on c's socket: probes after `ms` without traffic, 3 of them
+ * ms/3 apart, and TCP_USER_TIMEOUT of as long for unacknowledged data. 0:
+ * nothing is set. Fails harmlessly on a unix socket. */
+void mr_conn_keepalive(mr_conn *c, uint64_t ms);
 /* `drained` is called when pending output falls to `low` bytes or fewer. */
 void mr_conn_set_low_mark(mr_conn *c, size_t low);
 
