@@ -27,7 +27,7 @@
 
 /* The kind's header word, from the rule loader's own kind table, so kinds
  * added there show up here by name. */
-static const char *kind_name(mr_rule_kind k)
+static const char *kind_name(mr_rule_type k)
 {
     return (unsigned)k < MR_RULE_KIND_MAX ? rules_kind_names[k] : "unknown";
 }

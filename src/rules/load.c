@@ -53,7 +53,7 @@ static const char *const key_names[K_MAX] = {
 
 /* A rule section being read: raw values and the line of each. */
 typedef struct draft {
-    mr_rule_kind kind;
+    mr_rule_type kind;
     char *name;
     int line;
     char *val[K_MAX];
@@ -1340,7 +1340,7 @@ static int on_section(void *ctx, const char *sec, int line)
     L->skip_keys = !parse_header(L, sec, line, &kind, &name);
     if (L->skip_keys)
         return 0;
-    L->cur.kind = (mr_rule_kind)kind;
+    L->cur.kind = (mr_rule_type)kind;
     L->cur.line = line;
     L->cur.name = dup_str(L, name);
     L->have_cur = L->cur.name != NULL;

@@ -30,12 +30,12 @@ const char *const mr_flush_bucket_le[MR_FLUSH_BUCKETS] = {
     "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5",
 };
 
-static bool same(const mr_rule_stats *e, mr_rule_kind kind, const char *name)
+static bool same(const mr_rule_stats *e, mr_rule_type kind, const char *name)
 {
     return e->kind == kind && strcmp(e->name, name) == 0;
 }
 
-static mr_rule_stats *lookup(size_t n, mr_rule_kind kind, const char *name)
+static mr_rule_stats *lookup(size_t n, mr_rule_type kind, const char *name)
 {
     for (size_t i = 0; i < n; i++)
         if (same(&S.e[i], kind, name))
@@ -43,7 +43,7 @@ static mr_rule_stats *lookup(size_t n, mr_rule_kind kind, const char *name)
     return NULL;
 }
 
-static mr_rule_stats *create(mr_rule_kind kind, const char *name, const char *table,
+static mr_rule_stats *create(mr_rule_type kind, const char *name, const char *table,
                              const char *staging)
 {
     size_t n = atomic_load_explicit(&S.count, memory_order_relaxed); /* we hold the lock */
@@ -57,7 +57,7 @@ static mr_rule_stats *create(mr_rule_kind kind, const char *name, const char *ta
     return e;
 }
 
-mr_rule_stats *mr_rule_stats_find(mr_rule_kind kind, const char *name, const char *table,
+mr_rule_stats *mr_rule_stats_find(mr_rule_type kind, const char *name, const char *table,
                                   const char *staging, bool want)
 {
     mr_rule_stats *e = lookup(mr_rule_stats_count(), kind, name);

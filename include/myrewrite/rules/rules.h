@@ -32,7 +32,7 @@
 #include "myrewrite/paginate/keyset.h"
 #include "myrewrite/base/counters.h"
 
-typedef enum mr_rule_kind {
+typedef enum mr_rule_type {
     MR_RULE_REWRITE,
     MR_RULE_REGEX,
     MR_RULE_BLOCK,
@@ -40,7 +40,7 @@ typedef enum mr_rule_kind {
     MR_RULE_DELAYED,
     MR_RULE_PAGINATE,
     MR_RULE_KIND_MAX
-} mr_rule_kind;
+} mr_rule_type;
 
 /* What a rule asks to log when it matches. */
 typedef enum mr_rule_log {
@@ -165,7 +165,7 @@ typedef struct mr_rule {
     char *name;
     char *file;        /* path as given to the loader */
     int line;          /* line of the section header */
-    mr_rule_kind kind;
+    mr_rule_type kind;
     bool enabled;      /* `enabled = no` keeps the rule listed but never matched */
     bool cont;         /* `continue = yes`: later rules see the rewritten text */
     bool log_only;     /* match and log, but send the original */
