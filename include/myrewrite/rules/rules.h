@@ -31,6 +31,9 @@
 #include "myrewrite/base/config.h"
 #include "myrewrite/paginate/keyset.h"
 #include "myrewrite/base/counters.h"
+#include "myrewrite/delayed/rule.h"
+#include "myrewrite/paginate/rule.h"
+#include "myrewrite/queue/rule.h"
 
 typedef enum mr_rule_type {
     MR_RULE_REWRITE,
@@ -48,117 +51,6 @@ typedef enum mr_rule_log {
     MR_RULE_LOG_DIGEST, /* rule name and the digest (no literals) */
     MR_RULE_LOG_FULL,   /* original and rewritten text */
 } mr_rule_log;
-
-/* A queue rule's settings (rules/README.md, "queue"); immutable. Every
- * name is as written in the file, unquoted. */
-typedef struct mr_queue_def {
-    char *schema;            /* schema of the table: from `table = s.t` or the `schema` key */
-    char *table;
-    char *owner_column;      /* NULL when `release` is given */
-    char *status_column;
-    char *claimed_value;
-    char *unclaimed_value;
-    char *unclaimed_owner;   /* SQL literal as written: 0, -1, NULL or a string */
-    char *claimed_at_column; /* NULL: no claim time, so no reaper */
-    uint64_t timeout_ms;     /* a claim older than this with a dead owner is a zombie */
-    char *release;           /* statement template with {owner}; NULL: built from the columns */
-    char *reap;              /* with release: the reaper's template ({live}, {cutoff}); or NULL */
-    bool skip_locked;        /* add SKIP LOCKED to SELECT ... FROM table ... FOR UPDATE */
-    bool claim_read_committed; /* single-table UPDATEs of the table sent alone run READ COMMITTED */
-} mr_queue_def;
-
-/* What a delayed rule does with deltas for keys absent from the table. */
-typedef enum mr_delayed_missing {
-    MR_DELAYED_MISSING_IGNORE, /* dropped */
-    MR_DELAYED_MISSING_INSERT, /* INSERT ... ON DUPLICATE KEY UPDATE */
-} mr_delayed_missing;
-
-/* Where a delayed rule keeps its deltas until the flush. */
-typedef enum mr_delayed_mode {
-    MR_DELAYED_STAGED, /* an INSERT into the staging table on the client's connection */
-    MR_DELAYED_MEMORY, /* the proxy's memory (delayed/mem.h); OK at once */
-} mr_delayed_mode;
-
-/* A delayed rule's time bucket: the key column the proxy fills with the
- * UTC day or hour a statement was acknowledged (delayed/bucket.h). */
-typedef enum mr_delayed_bucket {
-    MR_BUCKET_NONE,
-    MR_BUCKET_DAY,  /* 'YYYY-MM-DD' */
-    MR_BUCKET_HOUR, /* 'YYYY-MM-DD HH:00:00' */
-} mr_delayed_bucket;
-
-struct mr_dmem_table;
-
-/* A delayed rule's settings (rules/README.md, "delayed"); immutable once
- * the set is published (`mem` is set by mr_dmem_configure before that).
- * Names are as written in the file, unquoted, without backticks. */
-/* The statement side's way to a memory table's learned key (delayed/mem_keys.h):
- * take is mr_dmem_keys_take on the store arg points at. A port, so that the
- * pure layers call into the store without linking it. */
-typedef struct mr_key_port {
-    bool (*take)(void *arg, const char *schema, const char *table, char *const *cols,
-                 size_t n, char *err, size_t errlen);
-    void *arg;
-} mr_key_port;
-
-typedef struct mr_delayed_def {
-    char *schema;              /* from `table = s.t` or the `schema` key */
-    char *table;
-    char **keys;               /* key columns, in the order of the `key` list */
-    size_t nkeys;
-    char **columns;            /* counter columns UPDATE DELAYED may add to */
-    size_t ncolumns;
-    char *staging_table;       /* default <table>_delayed, same schema */
-    char *staging_engine;      /* default InnoDB */
-    uint64_t flush_interval_ms;/* default 1000 */
-    uint64_t flush_rows;       /* staged rows per flush transaction; default 10000 */
-    uint64_t flush_early;      /* wake the flusher once this many staged rows (staged) or
-                                  keys (memory) wait; 0 = only the interval */
-    mr_delayed_missing missing;
-    mr_delayed_mode mode;
-    char **set_columns;        /* columns `SET col = literal` may write (last write wins) */
-    size_t nset_columns;
-    uint64_t memory_max_keys;  /* memory mode: distinct keys held before new ones are refused */
-    char *bucket_column;       /* key column the proxy fills with the bucket; NULL: none */
-    mr_delayed_bucket bucket;  /* MR_BUCKET_NONE exactly when bucket_column is NULL */
-    struct mr_dmem_table *mem; /* memory mode: its in-memory table; NULL without a flusher */
-    const struct mr_key_port *mem_keys; /* memory mode without key: the key that table
-                                  learned from the schema (delayed/mem_keys.h); NULL otherwise */
-    mr_counter *staged_rows;   /* staged mode with flush_early: rows staged so far (any
-                                  worker, atomic adds); NULL otherwise */
-    bool derive;               /* a default rule (`table = s.*` or `*`): each table's rule is
-                                  derived from the schema at run time (delayed/derive.h);
-                                  table is "*", schema the schema or "*" for any, and
-                                  staging_table a pattern holding {table}; no keys, columns */
-    struct mr_rule_stats *table_stats; /* a rule a default rule derived: its table's own
-                                  SHOW DELAYED row (counted besides the default rule's); NULL
-                                  for the rules of rule files */
-} mr_delayed_def;
-
-/* How a paginate rule rewrites deep pages. */
-typedef enum mr_paginate_strategy {
-    MR_PAGINATE_DEFERRED_JOIN,
-    MR_PAGINATE_KEYSET, /* seek from a bookmark; without one the page passes untouched */
-    MR_PAGINATE_AUTO,   /* seek from a bookmark; without one the deferred join */
-} mr_paginate_strategy;
-
-/* A paginate rule's settings (rules/README.md, "paginate"); immutable.
- * Names are as written in the file, unquoted, without backticks. */
-typedef struct mr_paginate_def {
-    char *schema;              /* from `table = s.t`; NULL: any schema */
-    char *table;               /* NULL for `table = *`: any table */
-    char **keys;               /* primary-key columns, from the `key` list */
-    size_t nkeys;
-    uint64_t threshold;        /* rewrite from this offset on; default 1000 */
-    uint64_t max_offset;       /* deeper offsets are refused; 0 = no limit */
-    mr_paginate_strategy strategy;
-    uint64_t max_bookmarks;    /* keyset: bound of the bookmark store; default 10000 */
-    uint64_t bookmark_ttl_ms;  /* keyset: a bookmark's life; default 60 s */
-} mr_paginate_def;
-
-/* The error a paginate rule's guardrail answers with (ER_NOT_SUPPORTED_YET). */
-#define MR_PAGINATE_ERR_CODE 1235
-#define MR_PAGINATE_SQLSTATE "42000"
 
 /* One rule as loaded; immutable. */
 typedef struct mr_rule {
