@@ -29,7 +29,7 @@
 
 #include "myrewrite/base/buf.h"
 #include "myrewrite/base/config.h"
-#include "myrewrite/paginate/keyset.h"
+#include "myrewrite/rules/keyset_note.h"
 #include "myrewrite/base/counters.h"
 #include "myrewrite/delayed/rule.h"
 #include "myrewrite/paginate/rule.h"
