@@ -10,6 +10,8 @@
  */
 #include "myrewrite/stats/rule_stats.h"
 
+#include "myrewrite/rules/kind.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,16 +89,13 @@ mr_rule_stats *mr_rule_stats_of(const mr_rule *r)
     mr_rule_stats *e = lookup(mr_rule_stats_count(), r->kind, r->name);
     if (e)
         return e; /* the common case: no formatting, no lock */
-    if (r->kind == MR_RULE_PAGINATE && r->paginate) {
-        qualified(table, sizeof table, r->paginate->schema, r->paginate->table);
-        return mr_rule_stats_find(r->kind, r->name, table, NULL, true);
-    }
-    if (r->kind == MR_RULE_DELAYED && r->delayed) {
-        qualified(table, sizeof table, r->delayed->schema, r->delayed->table);
-        qualified(staging, sizeof staging, r->delayed->schema, r->delayed->staging_table);
-        return mr_rule_stats_find(r->kind, r->name, table, staging, true);
-    }
-    return NULL;
+    const char *schema, *name, *stage;
+    if (!r->settings || !r->entry->tables || !r->entry->tables(r, &schema, &name, &stage))
+        return NULL; /* a kind SHOW lists no table for */
+    qualified(table, sizeof table, schema, name);
+    if (stage)
+        qualified(staging, sizeof staging, schema, stage);
+    return mr_rule_stats_find(r->kind, r->name, table, stage ? staging : NULL, true);
 }
 
 size_t mr_rule_stats_count(void)

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "myrewrite/core/rule_kinds.h"
 #include "test_rules.h"
 
 /* ---- successful loads ---- */
@@ -88,7 +89,7 @@ static void empty_text_gives_empty_set(void **state)
     mr_ruleset *rs = load_ok("# nothing here\n");
     assert_int_equal(mr_ruleset_count(rs), 0);
     mr_ruleset_free(rs);
-    rs = mr_rules_empty(4);
+    rs = mr_rules_empty(mr_rule_kinds_all, 4);
     assert_non_null(rs);
     assert_int_equal(mr_ruleset_count(rs), 0);
     assert_null(mr_ruleset_rule(rs, 0));
@@ -99,8 +100,8 @@ static void empty_text_gives_empty_set(void **state)
 static void null_diag_is_allowed(void **state)
 {
     (void)state;
-    assert_null(mr_rules_load_string("[nope x]\n", "t.rules", 1, NULL));
-    mr_ruleset *rs = mr_rules_load_string("", "t.rules", 1, NULL);
+    assert_null(mr_rules_load_string("[nope x]\n", "t.rules", mr_rule_kinds_all, 1, NULL));
+    mr_ruleset *rs = mr_rules_load_string("", "t.rules", mr_rule_kinds_all, 1, NULL);
     assert_non_null(rs);
     mr_ruleset_free(rs);
 }
@@ -425,7 +426,7 @@ static mr_ruleset *load_dir(const tmpdir *t, char **diag, int *errors)
 {
     size_t len;
     mr_diag d = {open_memstream(diag, &len), 0};
-    mr_ruleset *rs = mr_rules_load_dir(t->path, 2, &d);
+    mr_ruleset *rs = mr_rules_load_dir(t->path, mr_rule_kinds_all, 2, &d);
     fclose(d.out);
     *errors = d.errors;
     return rs;
@@ -515,7 +516,7 @@ static void shipped_examples_load(void **state)
     char *cut = strstr(dir, "tests/unit/");
     assert_non_null(cut);
     strcpy(cut, "rules");
-    mr_ruleset *rs = mr_rules_load_dir(dir, 1, &d);
+    mr_ruleset *rs = mr_rules_load_dir(dir, mr_rule_kinds_all, 1, &d);
     fclose(d.out);
     if (!rs)
         fail_msg("rules/ does not load:\n%s", diag);

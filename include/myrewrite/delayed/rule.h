@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "myrewrite/rules/kind.h"
+
 #include "myrewrite/base/counters.h"
 
 struct mr_rule_stats;
@@ -82,5 +84,24 @@ typedef struct mr_delayed_def {
                                   SHOW DELAYED row (counted besides the default rule's); NULL
                                   for the rules of rule files */
 } mr_delayed_def;
+
+
+/* ---- the kind (delayed/rule_kind.c) ---- */
+
+extern const mr_rule_kind mr_delayed_kind;
+/* [delayed NAME]: checks the section and fills r->delayed (delayed/rule_load.c). */
+bool mr_delayed_rule_parse(mr_rule_loader *L, const mr_rule_draft *dr, mr_rule *r,
+                           struct rule_impl *im);
+void mr_delayed_rule_free(mr_rule *r);
+/* Takes over UPDATE/DELETE DELAYED, before any rule and whatever the set
+ * holds (delayed/statement.c). */
+mr_take_step mr_delayed_take(mr_rule_run *R, mr_rule_stmt *S);
+/* The word "delayed" in any case anywhere in the text: without it no
+ * statement of the text is a DELAYED one. */
+bool mr_delayed_mentioned(const char *sql, size_t len);
+/* An unreadable DELAYED statement is refused whatever the policy. */
+bool mr_delayed_unreadable(mr_rule_run *R, const sql_stmt *st, const char *why, char *msg,
+                           size_t cap);
+void mr_delayed_scratch_free(void *p);
 
 #endif

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "myrewrite/base/buf.h"
+#include "myrewrite/paginate/rule.h"
 #include "myrewrite/rules/keyset_note.h"
 #include "myrewrite/sql/stmt.h"
 

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "myrewrite/rules/kind.h"
+
 /* How a paginate rule rewrites deep pages. */
 typedef enum mr_paginate_strategy {
     MR_PAGINATE_DEFERRED_JOIN,
@@ -35,5 +37,19 @@ typedef struct mr_paginate_def {
 /* The error a paginate rule's guardrail answers with (ER_NOT_SUPPORTED_YET). */
 #define MR_PAGINATE_ERR_CODE 1235
 #define MR_PAGINATE_SQLSTATE "42000"
+
+
+/* ---- the kind (paginate/rule_kind.c) ---- */
+
+extern const mr_rule_kind mr_paginate_kind;
+/* [paginate NAME]: checks the section and fills r->paginate (paginate/rule_load.c). */
+bool mr_paginate_rule_parse(mr_rule_loader *L, const mr_rule_draft *dr, mr_rule *r,
+                            struct rule_impl *im);
+void mr_paginate_rule_free(mr_rule *r);
+/* A paginate rule on S: WHY_MATCHED with the deferred join (or seek) in
+ * `out`, or with R->block_msg set for a page beyond max_offset
+ * (paginate/statement.c). */
+rule_why mr_paginate_apply(mr_rule_run *R, mr_rule_stmt *S, size_t i, mr_rule_text *out);
+void mr_paginate_scratch_free(void *p);
 
 #endif

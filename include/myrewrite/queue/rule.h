@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "myrewrite/rules/kind.h"
+
 /* A queue rule's settings (rules/README.md, "queue"); immutable. Every
  * name is as written in the file, unquoted. */
 typedef struct mr_queue_def {
@@ -28,5 +30,17 @@ typedef struct mr_queue_def {
     bool skip_locked;        /* add SKIP LOCKED to SELECT ... FROM table ... FOR UPDATE */
     bool claim_read_committed; /* single-table UPDATEs of the table sent alone run READ COMMITTED */
 } mr_queue_def;
+
+
+/* ---- the kind (queue/rule_kind.c) ---- */
+
+extern const mr_rule_kind mr_queue_kind;
+/* [queue NAME]: checks the section and fills r->queue (queue/rule_load.c). */
+bool mr_queue_rule_parse(mr_rule_loader *L, const mr_rule_draft *dr, mr_rule *r,
+                         struct rule_impl *im);
+void mr_queue_rule_free(mr_rule *r);
+/* A queue rule on S: a claim noted (WHY_NOTED, counted) or SKIP LOCKED
+ * added into `out` (queue/statement.c). */
+rule_why mr_queue_apply(mr_rule_run *R, mr_rule_stmt *S, size_t i, mr_rule_text *out);
 
 #endif

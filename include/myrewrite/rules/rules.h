@@ -31,10 +31,14 @@
 #include "myrewrite/base/config.h"
 #include "myrewrite/rules/keyset_note.h"
 #include "myrewrite/base/counters.h"
-#include "myrewrite/delayed/rule.h"
-#include "myrewrite/paginate/rule.h"
-#include "myrewrite/queue/rule.h"
 
+struct mr_rule_kind;
+struct mr_queue_def;
+struct mr_delayed_def;
+struct mr_paginate_def;
+
+/* The kind of a rule: the tag its table entry (rules/kind.h) carries, for
+ * code that tells kinds apart without calling the entry. */
 typedef enum mr_rule_type {
     MR_RULE_REWRITE,
     MR_RULE_REGEX,
@@ -68,9 +72,14 @@ typedef struct mr_rule {
     char *pattern;     /* as written in the file */
     char *replacement; /* rewrite/regex; NULL for block */
     char *message;     /* block; paginate's guardrail (NULL: the default message) */
-    const mr_queue_def *queue; /* queue; NULL for other kinds (owned by the rule) */
-    const mr_delayed_def *delayed; /* delayed; NULL for other kinds (owned by the rule) */
-    const mr_paginate_def *paginate; /* paginate; NULL for other kinds (owned by the rule) */
+    const struct mr_rule_kind *entry; /* the kind's table entry (rules/kind.h) */
+    union { /* the kind's settings, owned by the rule (its entry frees them); NULL for
+               rewrite, regex and block. One pointer read, typed by kind: */
+        const void *settings;
+        const struct mr_queue_def *queue;       /* queue/rule.h */
+        const struct mr_delayed_def *delayed;   /* delayed/rule.h */
+        const struct mr_paginate_def *paginate; /* paginate/rule.h */
+    };
     uint16_t err_code; /* block; default 1148 */
     char sqlstate[6];  /* block; default 42000 */
     void *impl;        /* kind-specific compiled form (owned by the rule set) */
@@ -78,17 +87,28 @@ typedef struct mr_rule {
 
 typedef struct mr_ruleset mr_ruleset;
 
+/* The kinds a loader knows: a NULL-terminated list of table entries
+ * (core/rule_kinds.h has the proxy's). The set keeps it; it must outlive
+ * the set. A section headed by a word no entry has is an error. */
+typedef const struct mr_rule_kind *const mr_rule_kinds;
+
 /* Loads every *.rules file in `dir`, in file-name order. Returns NULL when
  * any file has an error; every error is reported through `d` as
  * `file:line: message`. A missing directory is an error; an empty one gives
  * an empty set. `shards` is the number of hit-counter shards (workers). */
-mr_ruleset *mr_rules_load_dir(const char *dir, unsigned shards, mr_diag *d);
+mr_ruleset *mr_rules_load_dir(const char *dir, const mr_rule_kinds *kinds, unsigned shards,
+                              mr_diag *d);
 /* Loads rules from a string (tests, the dry run); `name` stands in for the
  * file name in diagnostics. */
-mr_ruleset *mr_rules_load_string(const char *text, const char *name, unsigned shards, mr_diag *d);
-mr_ruleset *mr_rules_empty(unsigned shards);
+mr_ruleset *mr_rules_load_string(const char *text, const char *name, const mr_rule_kinds *kinds,
+                                 unsigned shards, mr_diag *d);
+mr_ruleset *mr_rules_empty(const mr_rule_kinds *kinds, unsigned shards);
 void mr_ruleset_free(mr_ruleset *rs);
 
+/* The kinds the set was loaded with. */
+const mr_rule_kinds *mr_ruleset_kinds(const mr_ruleset *rs);
+/* True when the set holds at least one enabled rule of this kind. */
+bool mr_ruleset_has_type(const mr_ruleset *rs, mr_rule_type t);
 size_t mr_ruleset_count(const mr_ruleset *rs);
 const mr_rule *mr_ruleset_rule(const mr_ruleset *rs, size_t i);
 /* Hits of rule i summed over all shards, and the latest hit (unix seconds, 0 = never). */
@@ -208,6 +228,7 @@ typedef struct mr_match_result {
                              stand-in (`DO ?, ...`) with the same parameters; the caller
                              keeps the original and answers its executes itself */
     unsigned dmem_nparams; /* its parameters */
+    unsigned dmem_keys;   /* DELAYED_MEMORY: the keys in dmem (explain's count) */
     mr_page_guard page_guard; /* COM_STMT_PREPARE of a page whose LIMIT offset is a `?`
                              under a rule with max_offset: the caller checks each execute */
     uint8_t unreadable;   /* mr_unreadable_outcome */
@@ -223,7 +244,9 @@ typedef struct mr_match_result {
  * a block of any one blocks the whole query, and rewritten statements are
  * joined back with the original separators. Counts hits in ctx->shard.
  * With a delayed rule in the set, an UPDATE/DELETE DELAYED statement meets
- * no other rule: it becomes its staging INSERT or is refused (1235). */
+ * no other rule: it becomes its staging INSERT or is refused (1235).
+ * The kinds that act are the set's (mr_rules_empty gives a set with no
+ * rule); a NULL set knows no kind, so only the `unreadable` policy acts. */
 void mr_rules_apply(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,
                     mr_rules_scratch *scratch, mr_match_result *res);
 
