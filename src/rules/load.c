@@ -77,6 +77,11 @@ char *mr_rule_strdup(loader *L, const char *s)
     return p;
 }
 
+mr_diag *rules_loader_diag(loader *L)
+{
+    return L->d;
+}
+
 size_t mr_rule_loaded(const loader *L, const mr_rule **rules)
 {
     *rules = L->rules;
@@ -419,7 +424,7 @@ bool mr_rule_need(loader *L, const draft *dr, const char *k, const char *what)
 
 static rule_src src_at(loader *L, const mr_rule *r, const draft *dr, const char *k)
 {
-    return (rule_src){.d = L->d, .r = r, .line = mr_rule_line(dr, k) ? mr_rule_line(dr, k) : dr->line};
+    return (rule_src){.d = rules_loader_diag(L), .r = r, .line = mr_rule_line(dr, k) ? mr_rule_line(dr, k) : dr->line};
 }
 
 static bool finish_rewrite(loader *L, const draft *dr, mr_rule *r, rule_impl *im)

@@ -113,6 +113,8 @@ typedef struct mr_rule_loader rules_loader;
 /* Starts reading rules; every problem is reported through d. NULL (and
  * an error reported) when out of memory. */
 rules_loader *rules_loader_new(mr_diag *d, const mr_rule_kinds *kinds);
+/* Where the loader reports (compile errors of a pattern kind). */
+mr_diag *rules_loader_diag(rules_loader *L);
 /* Reads the rules of one file's text; `file` names it in diagnostics. */
 void rules_loader_add(rules_loader *L, const char *file, const char *text, size_t len);
 /* Frees the loader. True when nothing went wrong since rules_loader_new:
