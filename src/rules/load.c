@@ -1,8 +1,9 @@
 /*
  * rules/load.c - the text of rule files to rules: reads the INI sections,
- * checks every header, key and value against the kind table, and hands
- * patterns to rules/compile.c. Every problem in every file is reported,
- * as file:line: what is wrong and what is accepted.
+ * finds each header's kind in the table it was given (rules/kind.h), keeps
+ * the keys that kind takes, reads the keys every kind takes, and hands the
+ * section to the kind's parse. Every problem in every file is reported, as
+ * file:line: what is wrong and what is accepted.
  *
  * Pure, any thread (in practice the main thread, at start and on reload).
  * Owns the rules being read until rules_loader_take hands them over.

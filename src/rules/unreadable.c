@@ -5,7 +5,8 @@
  * decides whether it is relayed as written or refused with the proxy's
  * ERR. A DELAYED statement that does not lex is refused whatever the
  * policy and whatever rules the set holds, since a DELAYED statement is
- * never sent as written (delayed/statement.c).
+ * never sent as written: a kind with an `unreadable` hook (delayed's,
+ * rules/kind.h) refuses it.
  *
  * Pure, any thread; writes only the caller's scratch and result.
  */

@@ -8,7 +8,9 @@
  * no lock.
  *
  * File format (INI, see rules/README.md): one rule per section, the header
- * names the kind and the rule, `[rewrite no_star_orders]`. Kinds:
+ * names the kind and the rule, `[rewrite no_star_orders]`. The loader knows
+ * the kinds of the table it is given (rules/kind.h; the proxy's is
+ * core/rule_kinds.h):
  *   rewrite  digest pattern -> replacement reusing the matched literals
  *   regex    pcre2 pattern -> replacement with $1 groups
  *   block    the client gets an ERR with the DBA's message
