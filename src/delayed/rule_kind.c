@@ -39,10 +39,8 @@ static void explain_match(FILE *out, const mr_rule *r, const char *detail)
 }
 
 /* A rule without `key` stages under the row key the schema cache has. */
-static bool row_key_table(const mr_rule *r, const char **schema, const char **table)
+static bool wants_row_key(const mr_rule *r)
 {
-    *schema = r->delayed->schema;
-    *table = r->delayed->table;
     return !r->delayed->derive && !r->delayed->nkeys;
 }
 
@@ -68,6 +66,6 @@ const mr_rule_kind mr_delayed_kind = {
     .unreadable = mr_delayed_unreadable,
     .scratch_free = mr_delayed_scratch_free,
     .explain_match = explain_match,
-    .row_key_table = row_key_table,
     .tables = tables,
+    .wants_row_key = wants_row_key,
 };

@@ -25,10 +25,8 @@ static void explain_match(FILE *out, const mr_rule *r, const char *detail)
 }
 
 /* A rule without `key` joins on the row key the schema cache has. */
-static bool row_key_table(const mr_rule *r, const char **schema, const char **table)
+static bool wants_row_key(const mr_rule *r)
 {
-    *schema = r->paginate->schema;
-    *table = r->paginate->table;
     return !r->paginate->nkeys;
 }
 
@@ -50,6 +48,6 @@ const mr_rule_kind mr_paginate_kind = {
     .apply = mr_paginate_apply,
     .scratch_free = mr_paginate_scratch_free,
     .explain_match = explain_match,
-    .row_key_table = row_key_table,
     .tables = tables,
+    .wants_row_key = wants_row_key,
 };

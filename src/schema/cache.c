@@ -385,8 +385,9 @@ void mr_schema_cache_preload(const mr_ruleset *rs)
         return;
     for (size_t i = 0; i < mr_ruleset_count(rs); i++) {
         const mr_rule *r = mr_ruleset_rule(rs, i);
-        const char *schema, *table;
-        if (r->entry->row_key_table && r->entry->row_key_table(r, &schema, &table))
+        const char *schema, *table, *staging;
+        if (r->entry->wants_row_key && r->entry->wants_row_key(r) &&
+            r->entry->tables(r, &schema, &table, &staging))
             want(schema, table);
     }
 }

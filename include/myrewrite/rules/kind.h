@@ -192,11 +192,12 @@ typedef struct mr_rule_kind {
     void (*scratch_free)(void *p);  /* frees what its scratch holds; NULL: nothing */
     /* explain: "matched: ..." for a rule of the kind; NULL: "matched: rewrite" */
     void (*explain_match)(FILE *out, const mr_rule *r, const char *detail);
-    /* The table whose row key the schema cache should load for rule r. */
-    bool (*row_key_table)(const mr_rule *r, const char **schema, const char **table);
-    /* The tables SHOW lists for rule r (staging: NULL when none). */
+    /* The tables SHOW lists for rule r (staging: NULL when none); NULL: none. */
     bool (*tables)(const mr_rule *r, const char **schema, const char **table,
                    const char **staging);
+    /* True when rule r takes the row key of its table (the one `tables`
+     * gives) from the schema cache, which then loads it as rules load. */
+    bool (*wants_row_key)(const mr_rule *r);
 } mr_rule_kind;
 
 /* The generic kinds, matched by pattern (rules/kind_pattern.c). */
