@@ -108,8 +108,6 @@ bool mr_rule_table(loader *L, const draft *dr, char **schema, char **table)
     return *schema && *table;
 }
 
-#define DELAYED_MAX_NAMES 16 /* key and counter columns per rule */
-
 static bool name_ok(const char *v, size_t n)
 {
     return n > 0 && n <= 64 && !memchr(v, '`', n);
@@ -119,7 +117,7 @@ static bool name_ok(const char *v, size_t n)
 bool mr_rule_names(loader *L, const draft *dr, const char *k, char ***out, size_t *n)
 {
     const char *v = mr_rule_val(dr, k);
-    char **list = calloc(DELAYED_MAX_NAMES, sizeof *list);
+    char **list = calloc(MR_RULE_MAX_NAMES, sizeof *list);
     *out = list;
     *n = 0;
     if (!list) {
@@ -134,7 +132,7 @@ bool mr_rule_names(loader *L, const draft *dr, const char *k, char ***out, size_
         bool dup = false;
         for (size_t i = 0; i < *n; i++)
             dup |= strlen(list[i]) == len && strncasecmp(list[i], v, len) == 0;
-        if (!name_ok(v, len) || dup || *n == DELAYED_MAX_NAMES) {
+        if (!name_ok(v, len) || dup || *n == MR_RULE_MAX_NAMES) {
             mr_rule_bad_value(L, dr, k, "a comma list of up to 16 different column names, unquoted");
             return false;
         }
