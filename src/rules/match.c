@@ -609,6 +609,7 @@ static void result_init(mr_match_result *res)
     res->wake_flusher = false;
     res->dmem_prepare = false;
     res->dmem_nparams = 0;
+    res->dmem_keys = 0;
     res->page_guard.rule = NULL;
     res->unreadable = MR_UNREADABLE_NONE;
     res->park = false;
