@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "myrewrite/core/rule_kinds.h"
+#include "myrewrite/delayed/rule.h"
+#include "myrewrite/rules/kind.h"
 #include "test_rules.h"
 
 /* ---- successful loads ---- */
@@ -103,6 +105,40 @@ static void null_diag_is_allowed(void **state)
     assert_null(mr_rules_load_string("[nope x]\n", "t.rules", mr_rule_kinds_all, 1, NULL));
     mr_ruleset *rs = mr_rules_load_string("", "t.rules", mr_rule_kinds_all, 1, NULL);
     assert_non_null(rs);
+    mr_ruleset_free(rs);
+}
+
+/* The loader knows the kinds of the table it is given, and no other: a
+ * table of rewrite and delayed alone refuses [block ...] and lists only
+ * those two, and the set it loads still takes DELAYED statements over. */
+static void kinds_come_from_the_table(void **state)
+{
+    (void)state;
+    static mr_rule_kinds two[] = {&mr_rewrite_kind, &mr_delayed_kind, NULL};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    mr_diag d = {.out = out};
+    assert_null(mr_rules_load_string("[block b]\npattern = SELECT 1\nmessage = m\n", "t.rules",
+                                     two, 1, &d));
+    fclose(out);
+    assert_string_equal(text, "t.rules:1: unknown rule kind 'block' in [block b]; known kinds: "
+                              "rewrite, delayed\n");
+    free(text);
+    mr_ruleset *rs = mr_rules_load_string("[delayed c]\ntable = test.c\ncolumns = n\nkey = id\n",
+                                          "t.rules", two, 1, NULL);
+    assert_non_null(rs);
+    assert_ptr_equal(mr_ruleset_kinds(rs), two);
+    assert_ptr_equal(mr_ruleset_rule(rs, 0)->entry, &mr_delayed_kind);
+    mr_stmt_ctx ctx = {.schema = "test"};
+    expect_sent(rs, &ctx, "UPDATE DELAYED c SET n = n + 1 WHERE id = 7", MR_ACT_REWRITE,
+                "INSERT INTO `test`.`c_delayed` (`n`, `id`, `op`) VALUES (1, 7, 0)");
+    mr_ruleset_free(rs);
+    /* a table without delayed: the set has nothing that takes DELAYED over */
+    static mr_rule_kinds one[] = {&mr_rewrite_kind, NULL};
+    rs = mr_rules_empty(one, 1);
+    expect_sent(rs, &ctx, "UPDATE DELAYED c SET n = n + 1 WHERE id = 7", MR_ACT_PASS,
+                "UPDATE DELAYED c SET n = n + 1 WHERE id = 7");
     mr_ruleset_free(rs);
 }
 
@@ -553,6 +589,7 @@ int main(void)
         cmocka_unit_test(dir_errors_from_every_file),
         cmocka_unit_test(empty_and_missing_dirs),
         cmocka_unit_test(shipped_examples_load),
+        cmocka_unit_test(kinds_come_from_the_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
