@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "myrewrite/core/rule_kinds.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/sql/digest.h"
 #include "myrewrite/sql/lexer.h"
@@ -217,7 +218,7 @@ static outcome bench_apply(const mr_ruleset *rs, long iters)
 static mr_ruleset *load(char *text, const char *name)
 {
     mr_diag d = {stderr, 0};
-    mr_ruleset *rs = mr_rules_load_string(text, name, 1, &d);
+    mr_ruleset *rs = mr_rules_load_string(text, name, mr_rule_kinds_all, 1, &d);
     free(text);
     if (!rs) {
         fprintf(stderr, "bench: %s rules do not load\n", name);
@@ -245,7 +246,7 @@ int main(int argc, char **argv)
            iters);
     printf("%-14s %14s  %8.1f ns/stmt\n", "lex", "", bench_lex(iters));
     printf("%-14s %14s  %8.1f ns/stmt\n", "digest", "", bench_digest(iters));
-    mr_ruleset *empty = mr_rules_empty(1);
+    mr_ruleset *empty = mr_rules_empty(mr_rule_kinds_all, 1);
     report("apply/empty", 0, bench_apply(empty, iters));
     mr_ruleset_free(empty);
     for (int n = 10; n <= 1000; n *= 100) {

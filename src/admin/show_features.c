@@ -20,6 +20,7 @@
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/reject.h"
+#include "myrewrite/paginate/rule.h"
 #include "myrewrite/paginate/stats.h"
 #include "myrewrite/session/reload.h"
 #include "myrewrite/stats/rule_hits.h"

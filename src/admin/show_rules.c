@@ -13,24 +13,17 @@
 #include <time.h>
 
 #include "admin/admin_impl.h"
-#include "rules/rules_impl.h" /* rules_kind_names only */
 #include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/admin/cmd.h"
 #include "myrewrite/admin/proto.h"
 #include "myrewrite/session/reload.h"
 #include "myrewrite/stats/rule_hits.h"
+#include "myrewrite/rules/kind.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/session/worker.h"
 
 #define DIGESTS_SHOWN 100
-
-/* The kind's header word, from the rule loader's own kind table, so kinds
- * added there show up here by name. */
-static const char *kind_name(mr_rule_kind k)
-{
-    return (unsigned)k < MR_RULE_KIND_MAX ? rules_kind_names[k] : "unknown";
-}
 
 /* A unix time as UTC "YYYY-MM-DD HH:MM:SS"; NULL for 0 (never). */
 static const char *utc_time(uint64_t t, char *buf, size_t n)
@@ -49,7 +42,7 @@ static void rule_row(mr_resultset *rs, const mr_ruleset *set, size_t i)
     char line[16], hits[24], last[32];
     snprintf(line, sizeof(line), "%d", r->line);
     snprintf(hits, sizeof(hits), "%" PRIu64, mr_rule_hits_total(set, i));
-    const char *row[7] = {r->name, kind_name(r->kind), r->file, line, r->enabled ? "yes" : "no",
+    const char *row[7] = {r->name, r->entry->name, r->file, line, r->enabled ? "yes" : "no",
                           hits, utc_time(mr_rule_hits_last(set, i), last, sizeof(last))};
     mr_rs_row(rs, row);
 }

@@ -30,6 +30,7 @@
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/http/http.h"
 #include "myrewrite/core/listener.h"
+#include "myrewrite/core/rule_kinds.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/queue/release.h"
 #include "myrewrite/session/reload.h"
@@ -369,6 +370,7 @@ int main(int argc, char **argv)
         return rc;
     }
     proxy.cfg = &cfg;
+    proxy.rule_kinds = mr_rule_kinds_all;
     pthread_mutex_init(&proxy.rules_lock, NULL);
     pthread_mutex_init(&proxy.reload_lock, NULL);
     pthread_mutex_init(&proxy.backend_lock, NULL);
@@ -376,14 +378,14 @@ int main(int argc, char **argv)
     unsigned n = cfg.workers ? (unsigned)cfg.workers : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     proxy.nworkers = n ? n : 1;
     if (o.explain) { /* needs the rules only, not a reachable backend */
-        mr_ruleset *rules = mr_rules_load_configured(&cfg, 1, &d);
+        mr_ruleset *rules = mr_rules_load_configured(&cfg, mr_rule_kinds_all, 1, &d);
         rc = explain(rules, o.explain, &d);
         mr_ruleset_free(rules);
         mr_config_free(&cfg);
         return rc;
     }
     validate(&cfg, &proxy, &d);
-    mr_ruleset *rules = mr_rules_load_configured(&cfg, proxy.nworkers, &d);
+    mr_ruleset *rules = mr_rules_load_configured(&cfg, mr_rule_kinds_all, proxy.nworkers, &d);
     if (d.errors) {
         mr_ruleset_free(rules);
         fprintf(stderr, "myrewrite: %d configuration error%s\n", d.errors, d.errors > 1 ? "s" : "");

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "myrewrite/base/buf.h"
+#include "myrewrite/delayed/rule.h"
 #include "myrewrite/rules/rules.h"
 
 #define KEYS_PER_STATEMENT 500  /* keys per UPDATE ... JOIN, upsert or DELETE */

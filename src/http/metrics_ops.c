@@ -48,7 +48,7 @@ static void labeled2(struct evbuffer *out, const char *name, const char *k1, con
 
 /* A labeled family is written only once it has a sample: the format has no
  * place for a TYPE line without one. */
-static bool have_kind(mr_rule_kind kind)
+static bool have_kind(mr_rule_type kind)
 {
     for (size_t i = 0; i < mr_rule_stats_count(); i++)
         if (mr_rule_stats_at(i)->kind == kind)

@@ -16,19 +16,18 @@
 
 #include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/paginate/keyset.h"
-#include "myrewrite/paginate/deferred_sql.h"
-#include "rules/rules_run.h"
+#include "paginate/statement_impl.h"
 
-static rule_why not_this(run *R, const char *why)
+static rule_why not_this(mr_rule_run *R, const char *why)
 {
     snprintf(R->detail, sizeof R->detail, "%s", why);
     return WHY_NOT_KIND;
 }
 
-static rule_why copy_out(run *R, bytes *out)
+static rule_why copy_out(mr_rule_run *R, mr_rule_text *out)
 {
-    const mr_buf *b = &R->s->paginate_out;
-    if (b->failed || !GROW(out->p, out->cap, b->len + 1))
+    const mr_buf *b = &pag_scratch_of(R)->out;
+    if (b->failed || !mr_rule_text_reserve(out, b->len + 1))
         return not_this(R, "out of memory");
     memcpy(out->p, b->data, b->len);
     out->len = b->len;
@@ -36,7 +35,7 @@ static rule_why copy_out(run *R, bytes *out)
 }
 
 /* The deferred join mr_paginate_sql built (or its reason for passing). */
-static rule_why deferred(run *R, mr_pag_outcome o, const mr_pag_info *info, bytes *out,
+static rule_why deferred(mr_rule_run *R, mr_pag_outcome o, const mr_pag_info *info, mr_rule_text *out,
                          const char *why)
 {
     if (o != MR_PAG_REWRITE) {
@@ -52,11 +51,11 @@ static rule_why deferred(run *R, mr_pag_outcome o, const mr_pag_info *info, byte
 
 /* A page that is not sought: untouched, or with the key appended to its
  * ORDER BY when that is what makes the order total. */
-static rule_why ordered(run *R, stmt *S, bytes *out, const char *why)
+static rule_why ordered(mr_rule_run *R, mr_rule_stmt *S, mr_rule_text *out, const char *why)
 {
-    mr_buf *b = &R->s->paginate_out;
+    mr_buf *b = &pag_scratch_of(R)->out;
     mr_buf_reset(b);
-    if (!mr_keyset_ordered_sql(S->text, S->len, R->s->tok, &S->st, &R->res->keyset.listing, b))
+    if (!mr_keyset_ordered_sql(S->text, S->len, R->tok, &S->st, &R->res->keyset.listing, b))
         return not_this(R, why);
     rule_why w = copy_out(R, out);
     if (w == WHY_MATCHED)
@@ -65,8 +64,8 @@ static rule_why ordered(run *R, stmt *S, bytes *out, const char *why)
     return w;
 }
 
-static rule_why miss(run *R, stmt *S, const mr_rule *r, mr_pag_outcome o,
-                     const mr_pag_info *info, bytes *out)
+static rule_why miss(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r, mr_pag_outcome o,
+                     const mr_pag_info *info, mr_rule_text *out)
 {
     if (!r->log_only) {
         R->res->keyset.outcome = MR_KEYSET_MISS;
@@ -78,13 +77,13 @@ static rule_why miss(run *R, stmt *S, const mr_rule *r, mr_pag_outcome o,
                          "its last row is bookmarked");
 }
 
-static rule_why seek(run *R, stmt *S, const mr_rule *r, uint64_t pos, const char *values,
-                     size_t n, bytes *out)
+static rule_why seek(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r, uint64_t pos, const char *values,
+                     size_t n, mr_rule_text *out)
 {
     mr_keyset_note *note = &R->res->keyset;
-    mr_buf *b = &R->s->paginate_out;
+    mr_buf *b = &pag_scratch_of(R)->out;
     mr_buf_reset(b);
-    mr_keyset_seek_sql(S->text, S->len, R->s->tok, &S->st, &note->listing, values, n,
+    mr_keyset_seek_sql(S->text, S->len, R->tok, &S->st, &note->listing, values, n,
                        note->listing.offset - pos, b);
     rule_why w = copy_out(R, out);
     if (w != WHY_MATCHED)
@@ -98,8 +97,9 @@ static rule_why seek(run *R, stmt *S, const mr_rule *r, uint64_t pos, const char
     return WHY_MATCHED;
 }
 
-rule_why rules_paginate_keyset(run *R, stmt *S, const mr_rule *r, const mr_paginate_def *def,
-                               mr_pag_outcome o, const mr_pag_info *info, bytes *out)
+rule_why mr_paginate_keyset(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r,
+                            const mr_paginate_def *def, mr_pag_outcome o,
+                            const mr_pag_info *info, mr_rule_text *out)
 {
     mr_keyset_note *note = &R->res->keyset;
     const char *why = NULL;
@@ -107,8 +107,8 @@ rule_why rules_paginate_keyset(run *R, stmt *S, const mr_rule *r, const mr_pagin
         return deferred(R, o, info, out, "another rule took the listing");
     if (R->ctx->prepared)
         return deferred(R, o, info, out, "prepared statements are not bookmarked");
-    if (!mr_paginate_takes(S->text, S->len, R->s->tok, &S->st, def, R->ctx->schema, &why) ||
-        !mr_keyset_listing_of(S->text, S->len, R->s->tok, &S->st, def, R->ctx->schema,
+    if (!mr_paginate_takes(S->text, S->len, R->tok, &S->st, def, R->ctx->schema, &why) ||
+        !mr_keyset_listing_of(S->text, S->len, R->tok, &S->st, def, R->ctx->schema,
                               &note->listing, &why))
         return deferred(R, o, info, out, why);
     note->watch = true;

@@ -11,12 +11,11 @@
  */
 #include <string.h>
 
-#include "myrewrite/paginate/deferred_sql.h"
 #include "myrewrite/schema/desc.h"
-#include "rules/rules_run.h"
+#include "paginate/statement_impl.h"
 
 /* SELECT first: only those are worth a full parse. */
-static bool starts_select(const run *R, const stmt *S)
+static bool starts_select(const mr_rule_run *R, const mr_rule_stmt *S)
 {
     sql_lexer lx;
     sql_lexer_init(&lx, S->text, S->len, R->ctx->lex_flags | SQL_LEX_SKIP_COMMENTS);
@@ -27,18 +26,17 @@ static bool starts_select(const run *R, const stmt *S)
     return false;
 }
 
-static rule_why not_this(run *R, const char *why)
+static rule_why not_this(mr_rule_run *R, const char *why)
 {
     snprintf(R->detail, sizeof R->detail, "%s", why);
     return WHY_NOT_KIND;
 }
 
 /* The guardrail: the DBA's message, or the default naming the limit. */
-static rule_why too_deep(run *R, const mr_rule *r, uint64_t offset)
+static rule_why too_deep(mr_rule_run *R, pag_scratch *s, const mr_rule *r, uint64_t offset)
 {
-    mr_rules_scratch *s = R->s;
-    mr_paginate_too_deep_msg(r->paginate, offset, s->paginate_msg, sizeof s->paginate_msg);
-    R->block_msg = r->message ? r->message : s->paginate_msg;
+    mr_paginate_too_deep_msg(r->paginate, offset, s->msg, sizeof s->msg);
+    R->block_msg = r->message ? r->message : s->msg;
     snprintf(R->detail, sizeof R->detail, "offset %llu is beyond max_offset %llu: refused",
              (unsigned long long)offset, (unsigned long long)r->paginate->max_offset);
     return WHY_MATCHED;
@@ -47,7 +45,7 @@ static rule_why too_deep(run *R, const mr_rule *r, uint64_t offset)
 /* A `?` offset cannot meet max_offset before COM_STMT_EXECUTE: the first
  * such rule is noted for the session to check each execute against,
  * whether or not the page is rewritten (as a literal offset is). */
-static void note_guard(run *R, const mr_rule *r, const mr_pag_info *info)
+static void note_guard(mr_rule_run *R, const mr_rule *r, const mr_pag_info *info)
 {
     mr_page_guard *g = &R->res->page_guard;
     if (!r->paginate->max_offset || g->rule || r->log_only || !R->ctx->prepared)
@@ -57,9 +55,9 @@ static void note_guard(run *R, const mr_rule *r, const mr_pag_info *info)
     g->nparams = info->nparams;
 }
 
-static rule_why copy_out(run *R, const mr_buf *b, bytes *out, const mr_pag_info *info)
+static rule_why copy_out(mr_rule_run *R, const mr_buf *b, mr_rule_text *out, const mr_pag_info *info)
 {
-    if (b->failed || !GROW(out->p, out->cap, b->len + 1))
+    if (b->failed || !mr_rule_text_reserve(out, b->len + 1))
         return not_this(R, "out of memory");
     memcpy(out->p, b->data, b->len);
     out->len = b->len;
@@ -77,11 +75,11 @@ static rule_why copy_out(run *R, const mr_buf *b, bytes *out, const mr_pag_info 
  * schema source, as a copy of the rule's settings naming its columns. On
  * anything short of a known key, *d keeps no key (the guardrail still
  * applies; the rewrite passes) and R->detail says why. */
-static void key_from_schema(run *R, const stmt *S, mr_row_key *rk, char **names,
+static void key_from_schema(mr_rule_run *R, const mr_rule_stmt *S, mr_row_key *rk, char **names,
                             mr_paginate_def *d)
 {
     const sql_stmt *st = &S->st;
-    const sql_token *tok = R->s->tok;
+    const sql_token *tok = R->tok;
     char schema[MR_SD_NAME], table[MR_SD_NAME];
     rk->status = MR_KEY_UNKNOWN;
     snprintf(R->detail, sizeof R->detail, "no key: not one plain table");
@@ -114,18 +112,20 @@ static void key_from_schema(run *R, const stmt *S, mr_row_key *rk, char **names,
     d->nkeys = rk->ncols;
 }
 
-rule_why rules_paginate(run *R, stmt *S, const mr_rule *r, bytes *out)
+rule_why mr_paginate_apply(mr_rule_run *R, mr_rule_stmt *S, size_t i, mr_rule_text *out)
 {
+    const mr_rule *r = mr_ruleset_rule(R->rs, i);
     if (!starts_select(R, S))
         return not_this(R, "not a SELECT");
-    if (!S->parsed && !rules_parse_stmt(R, S))
+    pag_scratch *ps = pag_scratch_of(R);
+    if (!ps || (!S->parsed && !mr_rule_parse_stmt(R, S)))
         return not_this(R, "out of memory");
-    mr_buf *b = &R->s->paginate_out;
+    mr_buf *b = &ps->out;
     mr_buf_reset(b);
     mr_pag_info info;
     mr_paginate_def def = *r->paginate;
     /* the statement's text is not NUL-terminated: the tail is copied by length */
-    mr_pag_outcome o = mr_paginate_sql(S->text, S->len, R->s->tok, &S->st, &def,
+    mr_pag_outcome o = mr_paginate_sql(S->text, S->len, R->tok, &S->st, &def,
                                        R->ctx->schema, b, &info);
     bool keyset = r->paginate->strategy != MR_PAGINATE_DEFERRED_JOIN;
     /* def.keys may point into these (a key from the schema): they must live as
@@ -139,16 +139,22 @@ rule_why rules_paginate(run *R, stmt *S, const mr_rule *r, bytes *out)
         key_from_schema(R, S, &rk, names, &def);
         if (!def.nkeys)
             return WHY_NOT_KIND; /* R->detail says why the key is not known */
-        o = mr_paginate_sql(S->text, S->len, R->s->tok, &S->st, &def, R->ctx->schema, b,
+        o = mr_paginate_sql(S->text, S->len, R->tok, &S->st, &def, R->ctx->schema, b,
                             &info);
     }
     if (o == MR_PAG_TOO_DEEP)
-        return too_deep(R, r, info.offset);
+        return too_deep(R, ps, r, info.offset);
     if (info.offset_param)
         note_guard(R, r, &info);
     if (keyset)
-        return rules_paginate_keyset(R, S, r, &def, o, &info, out);
+        return mr_paginate_keyset(R, S, r, &def, o, &info, out);
     if (o == MR_PAG_PASS)
         return not_this(R, info.why);
     return copy_out(R, b, out, &info);
+}
+
+void mr_paginate_scratch_free(void *p)
+{
+    pag_scratch *s = p;
+    mr_buf_free(&s->out);
 }

@@ -10,17 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "myrewrite/queue/rule.h"
+#include "myrewrite/rules/kind.h"
 #include "myrewrite/sql/lexer.h"
-
-#include "rules/rules_run.h"
-
-bool mr_ruleset_has_queue(const mr_ruleset *rs)
-{
-    for (size_t i = 0; rs && i < rs->n; i++)
-        if (rs->rules[i].kind == MR_RULE_QUEUE && rs->rules[i].enabled)
-            return true;
-    return false;
-}
 
 /* Is token t the name `want` (bare or `quoted`, compared exactly)? */
 static bool token_is(const char *text, const sql_token *t, const char *want)
@@ -31,9 +23,9 @@ static bool token_is(const char *text, const sql_token *t, const char *want)
 }
 
 /* Does the statement read the queue table (in the right schema)? */
-static bool reads_table(const run *R, const stmt *S, const mr_queue_def *q)
+static bool reads_table(const mr_rule_run *R, const mr_rule_stmt *S, const mr_queue_def *q)
 {
-    const sql_token *tok = R->s->tok;
+    const sql_token *tok = R->tok;
     for (unsigned i = 0; i < S->st.ntables; i++) {
         const sql_table_ref *ref = &S->st.tables[i];
         if (ref->derived || ref->name == SQL_NONE || !token_is(S->text, &tok[ref->name], q->table))
@@ -46,31 +38,31 @@ static bool reads_table(const run *R, const stmt *S, const mr_queue_def *q)
 }
 
 /* The locking clause is exactly FOR UPDATE (no OF, NOWAIT, WAIT n, SKIP LOCKED). */
-static bool plain_for_update(const run *R, const stmt *S)
+static bool plain_for_update(const mr_rule_run *R, const mr_rule_stmt *S)
 {
     const sql_lock *lk = &S->st.lock;
     if (lk->kind != SQL_LOCK_FOR_UPDATE || lk->wait != SQL_WAIT_DEFAULT)
         return false;
     unsigned words = 0;
     for (uint32_t i = lk->span.first; i < lk->span.end; i++)
-        words += R->s->tok[i].kind != SQL_TOK_COMMENT;
+        words += R->tok[i].kind != SQL_TOK_COMMENT;
     return words == 2;
 }
 
-static rule_why not_this(run *R, const char *why)
+static rule_why not_this(mr_rule_run *R, const char *why)
 {
     snprintf(R->detail, sizeof R->detail, "%s", why);
     return WHY_NOT_KIND;
 }
 
 /* Whether the statement qualifies; the reason goes to the trace. */
-static rule_why qualifies(run *R, stmt *S, const mr_queue_def *q)
+static rule_why qualifies(mr_rule_run *R, mr_rule_stmt *S, const mr_queue_def *q)
 {
     if (!q->skip_locked)
         return not_this(R, "queue rule with skip_locked = no rewrites nothing");
     if (!R->ctx->skip_locked)
         return not_this(R, "the server does not take SKIP LOCKED (or its version is unknown)");
-    if (!S->parsed && !rules_parse_stmt(R, S))
+    if (!S->parsed && !mr_rule_parse_stmt(R, S))
         return not_this(R, "out of memory");
     const sql_stmt *st = &S->st;
     if (st->kind != SQL_STMT_SELECT)
@@ -86,7 +78,7 @@ static rule_why qualifies(run *R, stmt *S, const mr_queue_def *q)
 }
 
 /* The first word is UPDATE: only then is a full parse worth it. */
-static bool starts_with_update(const run *R, const stmt *S)
+static bool starts_with_update(const mr_rule_run *R, const mr_rule_stmt *S)
 {
     sql_lexer lx;
     sql_lexer_init(&lx, S->text, S->len, R->ctx->lex_flags | SQL_LEX_SKIP_COMMENTS);
@@ -103,12 +95,12 @@ static bool starts_with_update(const run *R, const stmt *S)
  * gives the same rows the same values (each row is checked against its
  * latest committed version either way), and claimers stop queueing on the
  * gap locks of the index range they all scan. */
-bool rules_queue_claim(run *R, stmt *S, const mr_rule *r)
+static bool claim(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r)
 {
     const mr_queue_def *q = r->queue;
     if (!q->claim_read_committed || (!S->parsed && !starts_with_update(R, S)))
         return false;
-    if (!S->parsed && !rules_parse_stmt(R, S))
+    if (!S->parsed && !mr_rule_parse_stmt(R, S))
         return false;
     const sql_stmt *st = &S->st;
     if (st->kind != SQL_STMT_UPDATE || st->ntables != 1 ||
@@ -129,22 +121,33 @@ bool rules_queue_claim(run *R, stmt *S, const mr_rule *r)
     return true;
 }
 
-rule_why rules_queue_rewrite(run *R, stmt *S, const mr_rule *r, bytes *out)
+static rule_why skip_locked(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r, mr_rule_text *out)
 {
     rule_why why = qualifies(R, S, r->queue);
     if (why != WHY_MATCHED)
         return why;
-    const sql_token *last = &R->s->tok[S->st.lock.span.end - 1];
+    const sql_token *last = &R->tok[S->st.lock.span.end - 1];
     while (last->kind == SQL_TOK_COMMENT)
         last--;
     size_t at = (size_t)last->off + last->len;
     static const char add[] = " SKIP LOCKED";
     size_t n = S->len + sizeof add - 1;
-    if (!GROW(out->p, out->cap, n))
+    if (!mr_rule_text_reserve(out, n))
         return not_this(R, "out of memory");
     memcpy(out->p, S->text, at);
     memcpy(out->p + at, add, sizeof add - 1);
     memcpy(out->p + at + sizeof add - 1, S->text + at, S->len - at);
     out->len = n;
     return WHY_MATCHED;
+}
+
+/* A claim is counted and noted, yet not a rewrite: the rules go on. */
+rule_why mr_queue_apply(mr_rule_run *R, mr_rule_stmt *S, size_t i, mr_rule_text *out)
+{
+    const mr_rule *r = mr_ruleset_rule(R->rs, i);
+    if (claim(R, S, r)) {
+        mr_rule_count_hit(R, i);
+        return WHY_NOTED;
+    }
+    return skip_locked(R, S, r, out);
 }

@@ -15,7 +15,7 @@
 #include "rules/rules_impl.h"
 
 #define RULE_FMT "[%s %s]"
-#define RULE_ARGS(at) rules_kind_names[(at)->r->kind], (at)->r->name
+#define RULE_ARGS(at) (at)->r->entry->name, (at)->r->name
 
 static void err(const rule_src *at, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -408,10 +408,12 @@ static bool alloc_tables(mr_ruleset *rs, size_t ndig, size_t nword, size_t nalwa
     return true;
 }
 
-/* A queue rule that has nothing to do with statements. */
-static bool idle_queue(const mr_queue_def *q)
+/* Rules a kind tries apart (delayed, through take) or that ask nothing of
+ * statements (a queue rule without skip_locked or claim_read_committed)
+ * are never candidates. */
+static bool never_candidate(const mr_rule *r)
 {
-    return !q->skip_locked && !q->claim_read_committed;
+    return !r->enabled || (r->entry->candidate && !r->entry->candidate(r));
 }
 
 bool rules_build_tables(mr_ruleset *rs)
@@ -419,13 +421,12 @@ bool rules_build_tables(mr_ruleset *rs)
     size_t ndig = 0, nword = 0, nalways = 0;
     for (size_t i = 0; i < rs->n; i++) {
         const rule_impl *im = &rs->impl[i];
-        rs->has_delayed |= im->how == HOW_DELAYED && rs->rules[i].enabled;
+        if (rs->rules[i].enabled)
+            rs->types |= 1u << rs->rules[i].kind;
         rs->has_block |= rs->rules[i].kind == MR_RULE_BLOCK && rs->rules[i].enabled &&
                          !rs->rules[i].log_only;
-        if (!rs->rules[i].enabled || (im->how == HOW_QUEUE && idle_queue(rs->rules[i].queue)) ||
-            im->how == HOW_DELAYED)
-            continue; /* a queue rule without skip_locked or claim_read_committed never
-                         meets a statement, and delayed rules are tried apart (delayed/statement.c) */
+        if (never_candidate(&rs->rules[i]))
+            continue;
         if (im->how == HOW_DIGEST)
             ndig++;
         else if (im->how == HOW_REGEX && im->require)
@@ -449,9 +450,7 @@ bool rules_build_tables(mr_ruleset *rs)
     }
     for (size_t i = 0; i < rs->n; i++) {
         const rule_impl *im = &rs->impl[i];
-        bool idle = im->how == HOW_QUEUE && idle_queue(rs->rules[i].queue);
-        if (rs->rules[i].enabled && !idle && im->how != HOW_DIGEST &&
-            im->how != HOW_DELAYED &&
+        if (!never_candidate(&rs->rules[i]) && im->how != HOW_DIGEST &&
             !(im->how == HOW_REGEX && im->require))
             rs->always[rs->nalways++] = (uint32_t)i;
     }

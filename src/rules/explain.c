@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "myrewrite/delayed/mem.h"
 #include "myrewrite/sql/digest.h"
 #include "rules/rules_impl.h"
 
@@ -77,12 +76,10 @@ static void why_text(explainer *E, const mr_ruleset *rs, size_t i, rule_why why,
     FILE *out = E->out;
     switch (why) {
     case WHY_MATCHED:
-        /* a paginate rule refuses, sends a deferred join, a keyset seek or the
-         * page with its key appended: its detail says which */
-        if (r->kind == MR_RULE_PAGINATE && detail && detail[0])
-            fprintf(out, "matched: paginate (%s)", detail);
-        else if (r->kind == MR_RULE_DELAYED && r->delayed->derive && detail && detail[0])
-            fprintf(out, "matched: %s (%s)", action_word(r), detail); /* which phase */
+        /* a kind may say more (paginate: which of its rewrites; a default
+         * delayed rule: which phase) */
+        if (r->entry->explain_match)
+            r->entry->explain_match(out, r, detail);
         else
             fprintf(out, "matched: %s", action_word(r));
         if (r->cont && r->kind != MR_RULE_BLOCK)
@@ -186,7 +183,7 @@ static void outcome(FILE *out, const mr_match_result *res)
         break;
     case MR_ACT_DELAYED_MEMORY:
         fprintf(out, "action: delayed memory\nkeys: %u (added to the proxy's memory, answered "
-                "with OK; nothing is sent)\n", res->dmem ? res->dmem->nrows : 0);
+                "with OK; nothing is sent)\n", res->dmem_keys);
         break;
     }
     fputs("matched:", out);

@@ -79,9 +79,11 @@ void mr_rules_scratch_free(mr_rules_scratch *s)
     free(s->segs);
     free(s->ver[0].p);
     free(s->ver[1].p);
-    mr_buf_free(&s->delayed_out);
-    mr_dmem_batch_free(&s->dmem);
-    mr_buf_free(&s->paginate_out);
+    for (size_t k = 0; k < MR_RULE_KIND_MAX; k++) {
+        if (s->kind[k] && s->kind_free[k])
+            s->kind_free[k](s->kind[k]);
+        free(s->kind[k]);
+    }
     pcre2_match_data_free(s->md);
     pcre2_match_context_free(s->mctx);
     free(s);
@@ -90,6 +92,22 @@ void mr_rules_scratch_free(mr_rules_scratch *s)
 uint64_t mr_rules_scratch_regex_runs(const mr_rules_scratch *s)
 {
     return s->regex_runs;
+}
+
+bool mr_rule_text_reserve(bytes *t, size_t n)
+{
+    return GROW(t->p, t->cap, n);
+}
+
+/* Made once per worker and kind, at its first statement: never per statement. */
+void *mr_rule_kind_scratch(run *R, const mr_rule_kind *k, size_t size)
+{
+    mr_rules_scratch *s = R->s;
+    if (!s->kind[k->type]) {
+        s->kind[k->type] = calloc(1, size);
+        s->kind_free[k->type] = k->scratch_free;
+    }
+    return s->kind[k->type];
 }
 
 /* ---- digests ------------------------------------------------------------------- */
@@ -263,7 +281,7 @@ static const char *stmt_kind_name(sql_stmt_kind k)
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "other";
 }
 
-bool rules_parse_stmt(run *R, stmt *S)
+bool mr_rule_parse_stmt(run *R, stmt *S)
 {
     mr_rules_scratch *s = R->s;
     size_t count = 0;
@@ -276,6 +294,7 @@ bool rules_parse_stmt(run *R, stmt *S)
         rc = sql_lex(S->text, S->len, R->ctx->lex_flags, s->tok, s->tok_cap, &count);
     }
     sql_stmt_parse(S->text, s->tok, count, &S->st);
+    R->tok = s->tok;
     S->parsed = true;
     return true;
 }
@@ -295,7 +314,7 @@ static bool may_be_dml(const run *R, const stmt *S)
 
 static rule_why no_where(run *R, stmt *S, const rule_impl *im)
 {
-    if (!S->parsed && (!may_be_dml(R, S) || !rules_parse_stmt(R, S))) {
+    if (!S->parsed && (!may_be_dml(R, S) || !mr_rule_parse_stmt(R, S))) {
         snprintf(R->detail, sizeof R->detail, "not an UPDATE or DELETE");
         return WHY_NOT_KIND;
     }
@@ -354,19 +373,9 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
     case HOW_NO_WHERE:
         why = no_where(R, S, im);
         break;
-    case HOW_QUEUE:
-        if (rules_queue_claim(R, S, r)) {
-            rules_count_hit(R, i); /* counted and logged, yet not a rewrite: the rules go on */
-            return WHY_NOTED;
-        }
-        why = rules_queue_rewrite(R, S, r, &R->s->ver[R->spare]);
+    case HOW_KIND:
+        why = r->entry->apply(R, S, i, &R->s->ver[R->spare]);
         return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
-    case HOW_PAGINATE:
-        why = rules_paginate(R, S, r, &R->s->ver[R->spare]);
-        return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
-    case HOW_DELAYED:
-        snprintf(R->detail, sizeof R->detail, "delayed rules only meet DELAYED statements");
-        return WHY_NOT_KIND;
     }
     if (why != WHY_MATCHED || r->kind == MR_RULE_BLOCK)
         return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
@@ -376,7 +385,7 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
     return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
 }
 
-void rules_count_hit(run *R, size_t i)
+void mr_rule_count_hit(run *R, size_t i)
 {
     mr_match_result *res = R->res;
     unsigned m = res->nmatched < MR_MATCH_MAX_RULES ? res->nmatched++ : MR_MATCH_MAX_RULES;
@@ -402,6 +411,14 @@ void rules_count_hit(run *R, size_t i)
 
 typedef enum step { STEP_NEXT, STEP_STOP, STEP_RESTART, STEP_BLOCK } step;
 
+void mr_rule_trace(run *R, size_t i, rule_why why, const char *detail)
+{
+    if (R->tr && R->tr->rule && i != SIZE_MAX) {
+        snprintf(R->detail, sizeof R->detail, "%.200s", detail);
+        R->tr->rule(R->tr->ctx, R->rs, i, why, R->detail);
+    }
+}
+
 static void trace_rule(const run *R, size_t i, rule_why why)
 {
     if (R->tr && R->tr->rule)
@@ -418,7 +435,7 @@ static void trace_stop(const run *R, size_t i)
 static step on_match(run *R, stmt *S, size_t i, rule_why why)
 {
     const mr_rule *r = &R->rs->rules[i];
-    rules_count_hit(R, i);
+    mr_rule_count_hit(R, i);
     if (why == WHY_LOG_ONLY) {
         const bytes *would = &R->s->ver[R->spare];
         if (r->kind != MR_RULE_BLOCK && !R->block_msg && R->res->would_be.len == 0)
@@ -476,13 +493,13 @@ static bool statement(run *R, stmt *S, unsigned index)
 {
     size_t from = 0;
     trace_statement(R, index, S);
-    if (S->dig) {
-        delayed_step ds = rules_delayed(R, S);
-        if (ds != DELAYED_NONE)
-            return ds == DELAYED_DONE; /* blocked or taken into memory: nothing is sent */
+    for (size_t k = 0; S->dig && R->rs && R->rs->takers[k]; k++) {
+        mr_take_step ts = R->rs->takers[k]->take(R, S);
+        if (ts != MR_TAKE_NONE)
+            return ts == MR_TAKE_DONE; /* blocked or held: nothing is sent */
     }
     if (!R->rs || R->rs->n == 0)
-        return true; /* no rule: only a DELAYED statement was worth a look */
+        return true; /* no rule: only a statement a kind takes over was worth a look */
     for (bool first = true;; first = false) {
         if (!first)
             trace_statement(R, index, S);
@@ -592,12 +609,23 @@ static void result_init(mr_match_result *res)
     res->wake_flusher = false;
     res->dmem_prepare = false;
     res->dmem_nparams = 0;
+    res->dmem_keys = 0;
     res->page_guard.rule = NULL;
     res->unreadable = MR_UNREADABLE_NONE;
     res->park = false;
     res->group = NULL;
     res->group_sql = NULL;
     res->group_len = 0;
+}
+
+/* With no rule, only a kind that takes statements over may act (a DELAYED
+ * statement is refused even then): does the text hold one of its words? */
+static bool taken_with_no_rule(const mr_ruleset *rs, const char *sql, size_t len)
+{
+    for (size_t k = 0; rs && rs->takers[k]; k++)
+        if (rs->takers[k]->mentions && rs->takers[k]->mentions(sql, len))
+            return true;
+    return false;
 }
 
 void rules_run(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,
@@ -613,7 +641,7 @@ void rules_run(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_
     if (rc == SQL_ERR && rules_unreadable(&R, sql, len))
         return; /* refused: no rule is tried, so none counts a hit */
     bool empty = !rs || rs->n == 0;
-    if (empty && !rules_mentions_delayed(sql, len))
+    if (empty && !taken_with_no_rule(rs, sql, len))
         return; /* a DELAYED statement is refused even with no rule; nothing else to do */
     /* an out-of-range shard is folded in rather than overrun the counters */
     R.shard = empty ? 0 : ctx->shard % rs->shards;

@@ -11,6 +11,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "myrewrite/rules/kind.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/sql/lexer.h"
 
@@ -38,9 +39,7 @@ typedef enum rule_how {
     HOW_DIGEST,   /* rewrite, block pattern: digest equality */
     HOW_REGEX,    /* regex, block match: pcre2 */
     HOW_NO_WHERE, /* block statement + where = missing: the recognizer */
-    HOW_QUEUE,    /* queue: SELECT ... FOR UPDATE on the table, when skip_locked */
-    HOW_DELAYED,  /* delayed: UPDATE/DELETE DELAYED, tried before every other rule */
-    HOW_PAGINATE, /* paginate: deep LIMIT pages of a table (paginate/statement.c) */
+    HOW_KIND,     /* the kind's own apply (rules/kind.h): queue, delayed, paginate */
 } rule_how;
 
 /* One piece of a replacement: bytes of tpl_text, or a reference to a
@@ -101,22 +100,21 @@ struct mr_ruleset {
     uint32_t *always;    /* enabled rules without a lookup key, in order */
     size_t nalways;
     uint32_t max_ovec;   /* largest capture count + 1 over all regexes */
-    bool has_delayed;    /* an enabled delayed rule: DELAYED statements are taken over */
+    const mr_rule_kinds *kinds; /* the table the set was loaded with */
+    const mr_rule_kind *takers[MR_RULE_KIND_MAX + 1]; /* kinds with take, NULL-terminated */
+    unsigned types;      /* bit (1u << mr_rule_type) per kind with an enabled rule */
     bool has_block;      /* a block rule in force: unreadable = auto blocks what does not lex */
 };
 
-/* ---- kinds (rules/load.c) ------------------------------------------------ */
-
-/* "rewrite", "regex", "block", "queue", "delayed", "paginate": the section header's first word. */
-extern const char *const rules_kind_names[MR_RULE_KIND_MAX];
-
 /* ---- reading rule text (rules/load.c) ------------------------------------ */
 
-typedef struct rules_loader rules_loader;
+typedef struct mr_rule_loader rules_loader;
 
 /* Starts reading rules; every problem is reported through d. NULL (and
  * an error reported) when out of memory. */
-rules_loader *rules_loader_new(mr_diag *d);
+rules_loader *rules_loader_new(mr_diag *d, const mr_rule_kinds *kinds);
+/* Where the loader reports (compile errors of a pattern kind). */
+mr_diag *rules_loader_diag(rules_loader *L);
 /* Reads the rules of one file's text; `file` names it in diagnostics. */
 void rules_loader_add(rules_loader *L, const char *file, const char *text, size_t len);
 /* Frees the loader. True when nothing went wrong since rules_loader_new:
@@ -159,27 +157,6 @@ typedef struct rules_slot {
 size_t rules_slots(const char *s, size_t n, unsigned lex_flags, rules_slot *out, size_t max);
 
 /* ---- the matcher and its trace (rules/match.c) ------------------------- */
-
-/* Why a rule did or did not apply to one statement. */
-typedef enum rule_why {
-    WHY_MATCHED,
-    WHY_LOG_ONLY,       /* matched, original kept */
-    WHY_DISABLED,
-    WHY_USER,
-    WHY_SCHEMA,
-    WHY_DIGEST,         /* digest differs */
-    WHY_WORD,           /* prefilter word absent: regex not run */
-    WHY_NO_MATCH,       /* regex ran, no match */
-    WHY_REGEX_ERROR,    /* pcre2 gave up (match limit...) */
-    WHY_NOT_KIND,       /* statement kind is not the blocked one */
-    WHY_HAS_WHERE,
-    WHY_UNSURE,         /* recognizer could not read the statement */
-    WHY_PREPARED,       /* would change the prepared statement's parameters */
-    WHY_BAD_RESULT,     /* the rewritten text does not lex as one statement */
-    WHY_SLOTS,          /* literal slots differ from the pattern's */
-    WHY_CHARSET,        /* the session's character set: only blocks run (sql/charset_guard.h) */
-    WHY_NOTED,          /* matched and counted, text kept, the rules go on (a queue claim) */
-} rule_why;
 
 /* Called by the matcher when tracing (explain); any may be NULL. */
 typedef struct rules_trace {

@@ -31,24 +31,32 @@ static bool alloc_counters(mr_ruleset *rs)
     return true;
 }
 
-static mr_ruleset *new_set(unsigned shards)
+/* The kinds that take statements over before any rule are looked up once
+ * here, not on every statement. */
+static mr_ruleset *new_set(const mr_rule_kinds *kinds, unsigned shards)
 {
     mr_ruleset *rs = calloc(1, sizeof *rs);
     if (!rs)
         return NULL;
     rs->shards = shards ? shards : 1;
+    rs->kinds = kinds;
+    size_t n = 0;
+    for (size_t k = 0; kinds && kinds[k] && n < MR_RULE_KIND_MAX; k++)
+        if (kinds[k]->take)
+            rs->takers[n++] = kinds[k];
     return rs;
 }
 
 /* The loader's rules as a rule set, or NULL after any error. */
-static mr_ruleset *finish_set(rules_loader *L, unsigned shards, mr_diag *d)
+static mr_ruleset *finish_set(rules_loader *L, const mr_rule_kinds *kinds, unsigned shards,
+                              mr_diag *d)
 {
     mr_rule *rules;
     rule_impl *impl;
     size_t n;
     if (!rules_loader_take(L, &rules, &impl, &n))
         return NULL;
-    mr_ruleset *rs = new_set(shards);
+    mr_ruleset *rs = new_set(kinds, shards);
     if (!rs) {
         rules_free_rules(rules, impl, n);
         mr_diag_error(d, "rules", 0, "out of memory while loading rules");
@@ -65,9 +73,9 @@ static mr_ruleset *finish_set(rules_loader *L, unsigned shards, mr_diag *d)
     return rs;
 }
 
-mr_ruleset *mr_rules_empty(unsigned shards)
+mr_ruleset *mr_rules_empty(const mr_rule_kinds *kinds, unsigned shards)
 {
-    mr_ruleset *rs = new_set(shards);
+    mr_ruleset *rs = new_set(kinds, shards);
     if (rs && !alloc_counters(rs)) {
         mr_ruleset_free(rs);
         return NULL;
@@ -75,15 +83,16 @@ mr_ruleset *mr_rules_empty(unsigned shards)
     return rs;
 }
 
-mr_ruleset *mr_rules_load_string(const char *text, const char *name, unsigned shards, mr_diag *d)
+mr_ruleset *mr_rules_load_string(const char *text, const char *name, const mr_rule_kinds *kinds,
+                                 unsigned shards, mr_diag *d)
 {
     mr_diag quiet = {NULL, 0};
     d = d ? d : &quiet;
-    rules_loader *L = rules_loader_new(d);
+    rules_loader *L = rules_loader_new(d, kinds);
     if (!L)
         return NULL;
     rules_loader_add(L, name, text, strlen(text));
-    return finish_set(L, shards, d);
+    return finish_set(L, kinds, shards, d);
 }
 
 static bool read_file(const char *path, char **text, size_t *len)
@@ -183,7 +192,8 @@ static void load_one(rules_loader *L, mr_diag *d, const char *dir, const char *n
     free(path);
 }
 
-mr_ruleset *mr_rules_load_dir(const char *dir, unsigned shards, mr_diag *d)
+mr_ruleset *mr_rules_load_dir(const char *dir, const mr_rule_kinds *kinds, unsigned shards,
+                              mr_diag *d)
 {
     mr_diag quiet = {NULL, 0};
     d = d ? d : &quiet;
@@ -193,14 +203,14 @@ mr_ruleset *mr_rules_load_dir(const char *dir, unsigned shards, mr_diag *d)
         mr_diag_error(d, dir, 0, "cannot open the rules directory: %s", strerror(errno));
         return NULL;
     }
-    rules_loader *L = rules_loader_new(d);
+    rules_loader *L = rules_loader_new(d, kinds);
     for (size_t i = 0; i < count; i++) {
         if (L)
             load_one(L, d, dir, names[i]);
         free(names[i]);
     }
     free(names);
-    return L ? finish_set(L, shards, d) : NULL;
+    return L ? finish_set(L, kinds, shards, d) : NULL;
 }
 
 void mr_ruleset_free(mr_ruleset *rs)
@@ -214,6 +224,26 @@ void mr_ruleset_free(mr_ruleset *rs)
     free(rs->wtab);
     free(rs->always);
     free(rs);
+}
+
+const mr_rule_kinds *mr_ruleset_kinds(const mr_ruleset *rs)
+{
+    return rs ? rs->kinds : NULL;
+}
+
+bool mr_ruleset_has_type(const mr_ruleset *rs, mr_rule_type t)
+{
+    return rs && (rs->types >> t) & 1;
+}
+
+bool mr_ruleset_has_queue(const mr_ruleset *rs)
+{
+    return mr_ruleset_has_type(rs, MR_RULE_QUEUE);
+}
+
+bool mr_ruleset_has_delayed(const mr_ruleset *rs)
+{
+    return mr_ruleset_has_type(rs, MR_RULE_DELAYED);
 }
 
 size_t mr_ruleset_count(const mr_ruleset *rs)

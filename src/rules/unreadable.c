@@ -5,14 +5,14 @@
  * decides whether it is relayed as written or refused with the proxy's
  * ERR. A DELAYED statement that does not lex is refused whatever the
  * policy and whatever rules the set holds, since a DELAYED statement is
- * never sent as written (delayed/statement.c).
+ * never sent as written: a kind with an `unreadable` hook (delayed's,
+ * rules/kind.h) refuses it.
  *
  * Pure, any thread; writes only the caller's scratch and result.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "myrewrite/delayed/staging_sql.h"
 #include "rules/rules_run.h"
 
 /* Tokens of the whole text into the scratch, up to and with the first
@@ -31,9 +31,10 @@ static bool lex_all(run *R, const char *sql, size_t len, size_t *count)
     return true;
 }
 
-/* Is the statement that runs into the error (tokens after the last ';'
- * before it) an UPDATE/DELETE DELAYED? Its readable part tells. */
-static bool error_in_delayed(run *R, const char *sql, size_t count)
+/* Does a kind refuse the statement that runs into the error (tokens after
+ * the last ';' before it) whatever the policy? Its readable part tells; the
+ * kind then sets res's code and writes the message. */
+static bool kind_refuses(run *R, const char *sql, size_t count, const char *why)
 {
     const sql_token *tok = R->s->tok;
     size_t start = 0, end = count - 1; /* tok[end] is the error */
@@ -42,7 +43,13 @@ static bool error_in_delayed(run *R, const char *sql, size_t count)
             start = i + 1;
     sql_stmt st;
     sql_stmt_parse(sql, tok + start, end - start, &st);
-    return mr_delayed_is_delayed(&st);
+    for (size_t k = 0; R->rs && R->rs->takers[k]; k++) {
+        const mr_rule_kind *kd = R->rs->takers[k];
+        if (kd->unreadable && kd->unreadable(R, &st, why, R->s->unreadable_msg,
+                                             sizeof R->s->unreadable_msg))
+            return true;
+    }
+    return false;
 }
 
 /* "unterminated string at byte 12", "stray byte 0x00 at byte 27". */
@@ -75,19 +82,16 @@ bool rules_unreadable(run *R, const char *sql, size_t len)
     const sql_token *e = NULL;
     if (lex_all(R, sql, len, &count) && count > 0 && R->s->tok[count - 1].kind == SQL_TOK_ERROR)
         e = &R->s->tok[count - 1];
-    bool delayed = e && error_in_delayed(R, sql, count);
-    if (!delayed && !policy_blocks(R)) {
+    char why[64];
+    describe(sql, e, why, sizeof why);
+    bool taken = e && kind_refuses(R, sql, count, why);
+    if (!taken && !policy_blocks(R)) {
         res->unreadable = MR_UNREADABLE_PASSED;
         return false;
     }
-    char why[64];
-    describe(sql, e, why, sizeof why);
-    if (delayed)
-        snprintf(R->s->unreadable_msg, sizeof R->s->unreadable_msg,
-                 "myrewrite could not read this DELAYED statement (%s): it was neither taken "
-                 "nor sent, since a DELAYED statement is never sent as written; correct its "
-                 "text", why);
-    else
+    if (!taken) {
+        res->err_code = MR_UNREADABLE_ERR_CODE;
+        memcpy(res->sqlstate, MR_UNREADABLE_SQLSTATE, sizeof res->sqlstate);
         snprintf(R->s->unreadable_msg, sizeof R->s->unreadable_msg,
                  "myrewrite could not read the statement (%s), so its rules cannot examine it "
                  "and it was not sent (%s); correct the statement, or set unreadable = pass "
@@ -95,11 +99,9 @@ bool rules_unreadable(run *R, const char *sql, size_t len)
                  R->ctx->unreadable == MR_UNREADABLE_BLOCK
                      ? "unreadable = block"
                      : "unreadable = auto, which blocks while a block rule is loaded");
+    }
     res->unreadable = MR_UNREADABLE_BLOCKED;
     res->action = MR_ACT_BLOCK;
-    res->err_code = delayed ? MR_DELAYED_ERR_CODE : MR_UNREADABLE_ERR_CODE;
-    memcpy(res->sqlstate, delayed ? MR_DELAYED_SQLSTATE : MR_UNREADABLE_SQLSTATE,
-           sizeof res->sqlstate);
     res->message = R->s->unreadable_msg;
     return true;
 }

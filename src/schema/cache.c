@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "myrewrite/net/bgconn.h"
+#include "myrewrite/rules/kind.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/sql/quote.h"
@@ -384,10 +385,10 @@ void mr_schema_cache_preload(const mr_ruleset *rs)
         return;
     for (size_t i = 0; i < mr_ruleset_count(rs); i++) {
         const mr_rule *r = mr_ruleset_rule(rs, i);
-        if (r->kind == MR_RULE_DELAYED && !r->delayed->derive && !r->delayed->nkeys)
-            want(r->delayed->schema, r->delayed->table);
-        else if (r->kind == MR_RULE_PAGINATE && !r->paginate->nkeys)
-            want(r->paginate->schema, r->paginate->table);
+        const char *schema, *table, *staging;
+        if (r->entry->wants_row_key && r->entry->wants_row_key(r) &&
+            r->entry->tables(r, &schema, &table, &staging))
+            want(schema, table);
     }
 }
 

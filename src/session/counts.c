@@ -12,6 +12,7 @@
  * statements a paginate or delayed rule acted on.
  */
 #include "myrewrite/base/log.h"
+#include "myrewrite/paginate/rule.h"
 #include "myrewrite/stats/rule_stats.h"
 #include "session/session_impl.h"
 

@@ -16,14 +16,15 @@
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/session/worker.h"
 
-mr_ruleset *mr_rules_load_configured(const mr_config *cfg, unsigned shards, mr_diag *d)
+mr_ruleset *mr_rules_load_configured(const mr_config *cfg, const mr_rule_kinds *kinds,
+                                     unsigned shards, mr_diag *d)
 {
     struct stat st;
     if (stat(cfg->rules_dir, &st) != 0 && strcmp(cfg->rules_dir, "rules") == 0) {
         mr_warn(0, "no rules directory '%s' here; running with no rules", cfg->rules_dir);
-        return mr_rules_empty(shards);
+        return mr_rules_empty(kinds, shards);
     }
-    return mr_rules_load_dir(cfg->rules_dir, shards, d);
+    return mr_rules_load_dir(cfg->rules_dir, kinds, shards, d);
 }
 
 /* Logs each diagnostic line on its own. */
@@ -90,7 +91,7 @@ static int reload_locked(mr_proxy *p, FILE *errors)
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
     mr_diag d = {.out = mem};
-    mr_ruleset *set = mr_rules_load_configured(p->cfg, p->nworkers, &d);
+    mr_ruleset *set = mr_rules_load_configured(p->cfg, p->rule_kinds, p->nworkers, &d);
     if (mem)
         fclose(mem);
     if (!set || d.errors) {

@@ -119,7 +119,7 @@ static bool feature_rewrite(const mr_match_result *res)
     if (res->action != MR_ACT_REWRITE)
         return false;
     for (unsigned i = 0; i < res->nmatched; i++) {
-        mr_rule_kind k = res->matched[i]->kind;
+        mr_rule_type k = res->matched[i]->kind;
         if (k == MR_RULE_DELAYED || k == MR_RULE_PAGINATE || k == MR_RULE_QUEUE)
             return true;
     }

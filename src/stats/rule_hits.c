@@ -10,7 +10,7 @@
 #include <string.h>
 
 typedef struct carried {
-    mr_rule_kind kind;
+    mr_rule_type kind;
     char *name;
     uint64_t hits;
     uint64_t last;

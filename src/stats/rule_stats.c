@@ -10,6 +10,8 @@
  */
 #include "myrewrite/stats/rule_stats.h"
 
+#include "myrewrite/rules/kind.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,12 +32,12 @@ const char *const mr_flush_bucket_le[MR_FLUSH_BUCKETS] = {
     "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5",
 };
 
-static bool same(const mr_rule_stats *e, mr_rule_kind kind, const char *name)
+static bool same(const mr_rule_stats *e, mr_rule_type kind, const char *name)
 {
     return e->kind == kind && strcmp(e->name, name) == 0;
 }
 
-static mr_rule_stats *lookup(size_t n, mr_rule_kind kind, const char *name)
+static mr_rule_stats *lookup(size_t n, mr_rule_type kind, const char *name)
 {
     for (size_t i = 0; i < n; i++)
         if (same(&S.e[i], kind, name))
@@ -43,7 +45,7 @@ static mr_rule_stats *lookup(size_t n, mr_rule_kind kind, const char *name)
     return NULL;
 }
 
-static mr_rule_stats *create(mr_rule_kind kind, const char *name, const char *table,
+static mr_rule_stats *create(mr_rule_type kind, const char *name, const char *table,
                              const char *staging)
 {
     size_t n = atomic_load_explicit(&S.count, memory_order_relaxed); /* we hold the lock */
@@ -57,7 +59,7 @@ static mr_rule_stats *create(mr_rule_kind kind, const char *name, const char *ta
     return e;
 }
 
-mr_rule_stats *mr_rule_stats_find(mr_rule_kind kind, const char *name, const char *table,
+mr_rule_stats *mr_rule_stats_find(mr_rule_type kind, const char *name, const char *table,
                                   const char *staging, bool want)
 {
     mr_rule_stats *e = lookup(mr_rule_stats_count(), kind, name);
@@ -87,16 +89,13 @@ mr_rule_stats *mr_rule_stats_of(const mr_rule *r)
     mr_rule_stats *e = lookup(mr_rule_stats_count(), r->kind, r->name);
     if (e)
         return e; /* the common case: no formatting, no lock */
-    if (r->kind == MR_RULE_PAGINATE && r->paginate) {
-        qualified(table, sizeof table, r->paginate->schema, r->paginate->table);
-        return mr_rule_stats_find(r->kind, r->name, table, NULL, true);
-    }
-    if (r->kind == MR_RULE_DELAYED && r->delayed) {
-        qualified(table, sizeof table, r->delayed->schema, r->delayed->table);
-        qualified(staging, sizeof staging, r->delayed->schema, r->delayed->staging_table);
-        return mr_rule_stats_find(r->kind, r->name, table, staging, true);
-    }
-    return NULL;
+    const char *schema, *name, *stage;
+    if (!r->settings || !r->entry->tables || !r->entry->tables(r, &schema, &name, &stage))
+        return NULL; /* a kind SHOW lists no table for */
+    qualified(table, sizeof table, schema, name);
+    if (stage)
+        qualified(staging, sizeof staging, schema, stage);
+    return mr_rule_stats_find(r->kind, r->name, table, stage ? staging : NULL, true);
 }
 
 size_t mr_rule_stats_count(void)

@@ -17,7 +17,7 @@ static char *dup_opt(const char *s, bool *ok)
     return d;
 }
 
-bool mr_rule_stats_init(mr_rule_stats *e, mr_rule_kind kind, const char *name,
+bool mr_rule_stats_init(mr_rule_stats *e, mr_rule_type kind, const char *name,
                         const char *table, const char *staging)
 {
     bool ok = true;
@@ -34,7 +34,7 @@ bool mr_rule_stats_init(mr_rule_stats *e, mr_rule_kind kind, const char *name,
     return ok;
 }
 
-mr_rule_stats *mr_rule_stats_new(mr_rule_kind kind, const char *name, const char *table,
+mr_rule_stats *mr_rule_stats_new(mr_rule_type kind, const char *name, const char *table,
                                  const char *staging)
 {
     mr_rule_stats *e = calloc(1, sizeof *e);

@@ -7,6 +7,7 @@
 #ifndef MYREWRITE_FUZZ_RULES_H
 #define MYREWRITE_FUZZ_RULES_H
 
+#include "myrewrite/core/rule_kinds.h"
 #include "fuzz.h"
 #include "myrewrite/rules/rules.h"
 
@@ -63,7 +64,7 @@ static inline const mr_ruleset *fuzz_rules(void)
     static mr_ruleset *rs;
     if (!rs) {
         mr_diag d = {stderr, 0};
-        rs = mr_rules_load_string(fuzz_rules_text, "fuzz.rules", 1, &d);
+        rs = mr_rules_load_string(fuzz_rules_text, "fuzz.rules", mr_rule_kinds_all, 1, &d);
         FUZZ_CHECK(rs && d.errors == 0);
     }
     return rs;

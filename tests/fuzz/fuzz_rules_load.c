@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "myrewrite/core/rule_kinds.h"
 #include "fuzz.h"
 #include "myrewrite/rules/rules.h"
 
@@ -52,12 +53,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = 0;
     mr_diag d = {NULL, 0};
-    mr_ruleset *rs = mr_rules_load_string(text, "fuzz.rules", 2, &d);
+    mr_ruleset *rs = mr_rules_load_string(text, "fuzz.rules", mr_rule_kinds_all, 2, &d);
     FUZZ_CHECK((rs != NULL) == (d.errors == 0));
     if (rs) {
         check_set(rs);
         mr_diag d2 = {NULL, 0};
-        mr_ruleset *again = mr_rules_load_string(text, "fuzz.rules", 2, &d2);
+        mr_ruleset *again = mr_rules_load_string(text, "fuzz.rules", mr_rule_kinds_all, 2, &d2);
         FUZZ_CHECK(again && mr_ruleset_count(again) == mr_ruleset_count(rs));
         mr_ruleset_free(again);
     }

@@ -4,6 +4,7 @@
  * hostile literals, IN expansion, prepared `?`, multi-statement texts, and
  * loading of delayed rules.
  */
+#include "myrewrite/core/rule_kinds.h"
 #include "test_rules.h"
 
 #include "myrewrite/schema/desc.h"
@@ -362,7 +363,8 @@ static void no_delayed_rule_in_set(void **state)
     (void)state;
     mr_ruleset *none = load_ok("[block b]\npattern = SELECT 2\nmessage = no\n");
     mr_ruleset *empty = load_ok("");
-    const mr_ruleset *sets[] = {none, empty, NULL};
+    mr_ruleset *made_empty = mr_rules_empty(mr_rule_kinds_all, 1);
+    const mr_ruleset *sets[] = {none, empty, made_empty};
     for (size_t i = 0; i < 3; i++) {
         mr_rules_scratch *s = mr_rules_scratch_new();
         mr_match_result res = result_new();
@@ -392,6 +394,7 @@ static void no_delayed_rule_in_set(void **state)
     }
     mr_ruleset_free(none);
     mr_ruleset_free(empty);
+    mr_ruleset_free(made_empty);
 }
 
 /* FLUSH DELAYED's table argument against a rule's table. */

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "myrewrite/core/rule_kinds.h"
 #include "myrewrite/rules/rules.h"
 
 typedef struct loaded {
@@ -29,7 +30,7 @@ static inline loaded load_named(const char *text, const char *name, unsigned sha
     loaded l = {0};
     mr_diag d = {open_memstream(&l.diag, &l.diag_len), 0};
     assert_non_null(d.out);
-    l.rs = mr_rules_load_string(text, name, shards, &d);
+    l.rs = mr_rules_load_string(text, name, mr_rule_kinds_all, shards, &d);
     fclose(d.out);
     l.errors = d.errors;
     return l;

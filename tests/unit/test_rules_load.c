@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "myrewrite/core/rule_kinds.h"
+#include "myrewrite/delayed/rule.h"
+#include "myrewrite/rules/kind.h"
 #include "test_rules.h"
 
 /* ---- successful loads ---- */
@@ -88,7 +91,7 @@ static void empty_text_gives_empty_set(void **state)
     mr_ruleset *rs = load_ok("# nothing here\n");
     assert_int_equal(mr_ruleset_count(rs), 0);
     mr_ruleset_free(rs);
-    rs = mr_rules_empty(4);
+    rs = mr_rules_empty(mr_rule_kinds_all, 4);
     assert_non_null(rs);
     assert_int_equal(mr_ruleset_count(rs), 0);
     assert_null(mr_ruleset_rule(rs, 0));
@@ -99,9 +102,43 @@ static void empty_text_gives_empty_set(void **state)
 static void null_diag_is_allowed(void **state)
 {
     (void)state;
-    assert_null(mr_rules_load_string("[nope x]\n", "t.rules", 1, NULL));
-    mr_ruleset *rs = mr_rules_load_string("", "t.rules", 1, NULL);
+    assert_null(mr_rules_load_string("[nope x]\n", "t.rules", mr_rule_kinds_all, 1, NULL));
+    mr_ruleset *rs = mr_rules_load_string("", "t.rules", mr_rule_kinds_all, 1, NULL);
     assert_non_null(rs);
+    mr_ruleset_free(rs);
+}
+
+/* The loader knows the kinds of the table it is given, and no other: a
+ * table of rewrite and delayed alone refuses [block ...] and lists only
+ * those two, and the set it loads still takes DELAYED statements over. */
+static void kinds_come_from_the_table(void **state)
+{
+    (void)state;
+    static mr_rule_kinds two[] = {&mr_rewrite_kind, &mr_delayed_kind, NULL};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    mr_diag d = {.out = out};
+    assert_null(mr_rules_load_string("[block b]\npattern = SELECT 1\nmessage = m\n", "t.rules",
+                                     two, 1, &d));
+    fclose(out);
+    assert_string_equal(text, "t.rules:1: unknown rule kind 'block' in [block b]; known kinds: "
+                              "rewrite, delayed\n");
+    free(text);
+    mr_ruleset *rs = mr_rules_load_string("[delayed c]\ntable = test.c\ncolumns = n\nkey = id\n",
+                                          "t.rules", two, 1, NULL);
+    assert_non_null(rs);
+    assert_ptr_equal(mr_ruleset_kinds(rs), two);
+    assert_ptr_equal(mr_ruleset_rule(rs, 0)->entry, &mr_delayed_kind);
+    mr_stmt_ctx ctx = {.schema = "test"};
+    expect_sent(rs, &ctx, "UPDATE DELAYED c SET n = n + 1 WHERE id = 7", MR_ACT_REWRITE,
+                "INSERT INTO `test`.`c_delayed` (`n`, `id`, `op`) VALUES (1, 7, 0)");
+    mr_ruleset_free(rs);
+    /* a table without delayed: the set has nothing that takes DELAYED over */
+    static mr_rule_kinds one[] = {&mr_rewrite_kind, NULL};
+    rs = mr_rules_empty(one, 1);
+    expect_sent(rs, &ctx, "UPDATE DELAYED c SET n = n + 1 WHERE id = 7", MR_ACT_PASS,
+                "UPDATE DELAYED c SET n = n + 1 WHERE id = 7");
     mr_ruleset_free(rs);
 }
 
@@ -425,7 +462,7 @@ static mr_ruleset *load_dir(const tmpdir *t, char **diag, int *errors)
 {
     size_t len;
     mr_diag d = {open_memstream(diag, &len), 0};
-    mr_ruleset *rs = mr_rules_load_dir(t->path, 2, &d);
+    mr_ruleset *rs = mr_rules_load_dir(t->path, mr_rule_kinds_all, 2, &d);
     fclose(d.out);
     *errors = d.errors;
     return rs;
@@ -515,7 +552,7 @@ static void shipped_examples_load(void **state)
     char *cut = strstr(dir, "tests/unit/");
     assert_non_null(cut);
     strcpy(cut, "rules");
-    mr_ruleset *rs = mr_rules_load_dir(dir, 1, &d);
+    mr_ruleset *rs = mr_rules_load_dir(dir, mr_rule_kinds_all, 1, &d);
     fclose(d.out);
     if (!rs)
         fail_msg("rules/ does not load:\n%s", diag);
@@ -552,6 +589,7 @@ int main(void)
         cmocka_unit_test(dir_errors_from_every_file),
         cmocka_unit_test(empty_and_missing_dirs),
         cmocka_unit_test(shipped_examples_load),
+        cmocka_unit_test(kinds_come_from_the_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 
+#include "myrewrite/core/rule_kinds.h"
 #include "myrewrite/sql/lexer.h"
 #include "test_rules.h"
 
@@ -509,7 +510,7 @@ static void digest_covers_whole_text(void **state)
     assert_string_equal(res.digest, "SELECT * FROM orders WHERE id = ?");
     assert_true(res.digest_hash != 0);
     /* an empty rule set still fills the digest */
-    mr_ruleset *empty = mr_rules_empty(1);
+    mr_ruleset *empty = mr_rules_empty(mr_rule_kinds_all, 1);
     uint64_t h = res.digest_hash;
     apply_ctx(empty, q, NULL, s, &res);
     assert_int_equal(res.action, PASS);

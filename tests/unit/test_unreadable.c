@@ -4,6 +4,7 @@
  * with raw COM_QUERY packets), and the unreadable policy of the rules
  * (auto, pass, block; DELAYED refused whatever the policy and the rules).
  */
+#include "myrewrite/core/rule_kinds.h"
 #include "myrewrite/sql/lexer.h"
 #include "test_rules.h"
 
@@ -102,7 +103,9 @@ static void auto_follows_block_rules(void **state)
     EXPECT(rewrites, &autop, "SELECT 'abc", PASS, 0, NULL, MR_UNREADABLE_PASSED);
     EXPECT(disabled, &autop, "SELECT 'abc", PASS, 0, NULL, MR_UNREADABLE_PASSED);
     EXPECT(log_only, &autop, "SELECT 'abc", PASS, 0, NULL, MR_UNREADABLE_PASSED);
-    EXPECT(NULL, &autop, "SELECT 'abc", PASS, 0, NULL, MR_UNREADABLE_PASSED);
+    mr_ruleset *empty = mr_rules_empty(mr_rule_kinds_all, 1);
+    EXPECT(empty, &autop, "SELECT 'abc", PASS, 0, NULL, MR_UNREADABLE_PASSED);
+    mr_ruleset_free(empty);
     mr_ruleset_free(blocks);
     mr_ruleset_free(rewrites);
     mr_ruleset_free(disabled);
@@ -119,10 +122,12 @@ static void explicit_policy(void **state)
     EXPECT(blocks, &block, "SELECT 'abc", BLOCK, 1148, "(unreadable = block)",
            MR_UNREADABLE_BLOCKED);
     /* block needs no rule at all */
-    EXPECT(NULL, &block, "SELECT `abc", BLOCK, 1148, "unterminated quoted name at byte 8",
+    mr_ruleset *empty = mr_rules_empty(mr_rule_kinds_all, 1);
+    EXPECT(empty, &block, "SELECT `abc", BLOCK, 1148, "unterminated quoted name at byte 8",
            MR_UNREADABLE_BLOCKED);
-    EXPECT(NULL, &block, "SELECT X'zz'", BLOCK, 1148, "set unreadable = pass",
+    EXPECT(empty, &block, "SELECT X'zz'", BLOCK, 1148, "set unreadable = pass",
            MR_UNREADABLE_BLOCKED);
+    mr_ruleset_free(empty);
     /* a statement before the error is still examined under pass */
     EXPECT(blocks, &pass, "DELETE FROM t; SELECT 'abc", BLOCK, 1148, "add a WHERE",
            MR_UNREADABLE_PASSED);
@@ -160,10 +165,12 @@ static void delayed_never_relayed(void **state)
     mr_ruleset *none = load_ok(block_rule);
     EXPECT(none, &pass, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 'x", BLOCK, 1235,
            why, MR_UNREADABLE_BLOCKED);
-    EXPECT(NULL, &pass, "DELETE DELAYED FROM counters WHERE id = 'x", BLOCK, 1235, why,
+    mr_ruleset *empty = mr_rules_empty(mr_rule_kinds_all, 1);
+    EXPECT(empty, &pass, "DELETE DELAYED FROM counters WHERE id = 'x", BLOCK, 1235, why,
            MR_UNREADABLE_BLOCKED);
-    EXPECT(NULL, &pass, "UPDATE counters SET hits = hits + 1 WHERE id = 'x", PASS, 0, NULL,
+    EXPECT(empty, &pass, "UPDATE counters SET hits = hits + 1 WHERE id = 'x", PASS, 0, NULL,
            MR_UNREADABLE_PASSED);
+    mr_ruleset_free(empty);
     mr_ruleset_free(none);
 }
 

@@ -20,6 +20,7 @@
 struct mr_worker;
 struct mr_shared_rules;
 struct ssl_ctx_st;
+struct mr_rule_kind;
 
 typedef struct mr_proxy {
     const mr_config *cfg;
@@ -41,6 +42,7 @@ typedef struct mr_proxy {
     _Atomic uint64_t connections;         /* open client connections */
     pthread_mutex_t rules_lock;           /* guards `rules` */
     struct mr_shared_rules *rules;        /* the set in force; one reference held here */
+    const struct mr_rule_kind *const *rule_kinds; /* the kinds rules load with (core/rule_kinds.h) */
     pthread_mutex_t reload_lock;          /* one reload at a time (SIGHUP, admin console) */
 } mr_proxy;
 

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "myrewrite/delayed/rule.h"
 #include "myrewrite/rules/rules.h"
 
 #define MR_BUCKET_TEXT_MAX 24 /* 'YYYY-MM-DD HH:00:00' and its NUL */

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "myrewrite/delayed/rule.h"
 #include "myrewrite/rules/rules.h"
 
 #define MR_DERIVE_NAME 65 /* 64 characters of a MySQL name + NUL */

@@ -38,6 +38,7 @@
 
 #include "myrewrite/base/proxy.h"
 #include "myrewrite/base/counters.h"
+#include "myrewrite/delayed/rule.h"
 #include "myrewrite/rules/rules.h"
 
 #define MR_DGROUP_CONNS 2

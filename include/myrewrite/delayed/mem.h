@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "myrewrite/delayed/rule.h"
 #include "myrewrite/base/buf.h"
 #include "myrewrite/proto/stmt_execute.h"
 #include "myrewrite/delayed/staging_sql.h"

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "myrewrite/delayed/rule.h"
 #include "myrewrite/rules/rules.h"
 
 typedef struct mr_dmem_keys {

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "myrewrite/delayed/rule.h"
 #include "myrewrite/base/buf.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/sql/stmt.h"

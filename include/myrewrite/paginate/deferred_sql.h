@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "myrewrite/paginate/rule.h"
 #include "myrewrite/base/buf.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/sql/stmt.h"

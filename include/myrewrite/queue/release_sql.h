@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "myrewrite/base/buf.h"
+#include "myrewrite/queue/rule.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/sql/quote.h"
 

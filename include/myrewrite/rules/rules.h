@@ -8,7 +8,9 @@
  * no lock.
  *
  * File format (INI, see rules/README.md): one rule per section, the header
- * names the kind and the rule, `[rewrite no_star_orders]`. Kinds:
+ * names the kind and the rule, `[rewrite no_star_orders]`. The loader knows
+ * the kinds of the table it is given (rules/kind.h; the proxy's is
+ * core/rule_kinds.h):
  *   rewrite  digest pattern -> replacement reusing the matched literals
  *   regex    pcre2 pattern -> replacement with $1 groups
  *   block    the client gets an ERR with the DBA's message
@@ -29,10 +31,17 @@
 
 #include "myrewrite/base/buf.h"
 #include "myrewrite/base/config.h"
-#include "myrewrite/paginate/keyset.h"
+#include "myrewrite/rules/keyset_note.h"
 #include "myrewrite/base/counters.h"
 
-typedef enum mr_rule_kind {
+struct mr_rule_kind;
+struct mr_queue_def;
+struct mr_delayed_def;
+struct mr_paginate_def;
+
+/* The kind of a rule: the tag its table entry (rules/kind.h) carries, for
+ * code that tells kinds apart without calling the entry. */
+typedef enum mr_rule_type {
     MR_RULE_REWRITE,
     MR_RULE_REGEX,
     MR_RULE_BLOCK,
@@ -40,7 +49,7 @@ typedef enum mr_rule_kind {
     MR_RULE_DELAYED,
     MR_RULE_PAGINATE,
     MR_RULE_KIND_MAX
-} mr_rule_kind;
+} mr_rule_type;
 
 /* What a rule asks to log when it matches. */
 typedef enum mr_rule_log {
@@ -49,130 +58,12 @@ typedef enum mr_rule_log {
     MR_RULE_LOG_FULL,   /* original and rewritten text */
 } mr_rule_log;
 
-/* A queue rule's settings (rules/README.md, "queue"); immutable. Every
- * name is as written in the file, unquoted. */
-typedef struct mr_queue_def {
-    char *schema;            /* schema of the table: from `table = s.t` or the `schema` key */
-    char *table;
-    char *owner_column;      /* NULL when `release` is given */
-    char *status_column;
-    char *claimed_value;
-    char *unclaimed_value;
-    char *unclaimed_owner;   /* SQL literal as written: 0, -1, NULL or a string */
-    char *claimed_at_column; /* NULL: no claim time, so no reaper */
-    uint64_t timeout_ms;     /* a claim older than this with a dead owner is a zombie */
-    char *release;           /* statement template with {owner}; NULL: built from the columns */
-    char *reap;              /* with release: the reaper's template ({live}, {cutoff}); or NULL */
-    bool skip_locked;        /* add SKIP LOCKED to SELECT ... FROM table ... FOR UPDATE */
-    bool claim_read_committed; /* single-table UPDATEs of the table sent alone run READ COMMITTED */
-} mr_queue_def;
-
-/* What a delayed rule does with deltas for keys absent from the table. */
-typedef enum mr_delayed_missing {
-    MR_DELAYED_MISSING_IGNORE, /* dropped */
-    MR_DELAYED_MISSING_INSERT, /* INSERT ... ON DUPLICATE KEY UPDATE */
-} mr_delayed_missing;
-
-/* Where a delayed rule keeps its deltas until the flush. */
-typedef enum mr_delayed_mode {
-    MR_DELAYED_STAGED, /* an INSERT into the staging table on the client's connection */
-    MR_DELAYED_MEMORY, /* the proxy's memory (delayed/mem.h); OK at once */
-} mr_delayed_mode;
-
-/* A delayed rule's time bucket: the key column the proxy fills with the
- * UTC day or hour a statement was acknowledged (delayed/bucket.h). */
-typedef enum mr_delayed_bucket {
-    MR_BUCKET_NONE,
-    MR_BUCKET_DAY,  /* 'YYYY-MM-DD' */
-    MR_BUCKET_HOUR, /* 'YYYY-MM-DD HH:00:00' */
-} mr_delayed_bucket;
-
-struct mr_dmem_table;
-
-/* A delayed rule's settings (rules/README.md, "delayed"); immutable once
- * the set is published (`mem` is set by mr_dmem_configure before that).
- * Names are as written in the file, unquoted, without backticks. */
-/* The statement side's way to a memory table's learned key (delayed/mem_keys.h):
- * take is mr_dmem_keys_take on the store arg points at. A port, so that the
- * pure layers call into the store without linking it. */
-typedef struct mr_key_port {
-    bool (*take)(void *arg, const char *schema, const char *table, char *const *cols,
-                 size_t n, char *err, size_t errlen);
-    void *arg;
-} mr_key_port;
-
-typedef struct mr_delayed_def {
-    char *schema;              /* from `table = s.t` or the `schema` key */
-    char *table;
-    char **keys;               /* key columns, in the order of the `key` list */
-    size_t nkeys;
-    char **columns;            /* counter columns UPDATE DELAYED may add to */
-    size_t ncolumns;
-    char *staging_table;       /* default <table>_delayed, same schema */
-    char *staging_engine;      /* default InnoDB */
-    uint64_t flush_interval_ms;/* default 1000 */
-    uint64_t flush_rows;       /* staged rows per flush transaction; default 10000 */
-    uint64_t flush_early;      /* wake the flusher once this many staged rows (staged) or
-                                  keys (memory) wait; 0 = only the interval */
-    mr_delayed_missing missing;
-    mr_delayed_mode mode;
-    char **set_columns;        /* columns `SET col = literal` may write (last write wins) */
-    size_t nset_columns;
-    uint64_t memory_max_keys;  /* memory mode: distinct keys held before new ones are refused */
-    char *bucket_column;       /* key column the proxy fills with the bucket; NULL: none */
-    mr_delayed_bucket bucket;  /* MR_BUCKET_NONE exactly when bucket_column is NULL */
-    struct mr_dmem_table *mem; /* memory mode: its in-memory table; NULL without a flusher */
-    const struct mr_key_port *mem_keys; /* memory mode without key: the key that table
-                                  learned from the schema (delayed/mem_keys.h); NULL otherwise */
-    mr_counter *staged_rows;   /* staged mode with flush_early: rows staged so far (any
-                                  worker, atomic adds); NULL otherwise */
-    bool derive;               /* a default rule (`table = s.*` or `*`): each table's rule is
-                                  derived from the schema at run time (delayed/derive.h);
-                                  table is "*", schema the schema or "*" for any, and
-                                  staging_table a pattern holding {table}; no keys, columns */
-    bool group_commit;         /* staged: autocommit statements of many sessions are staged
-                                  together, one multi-row INSERT per batch on the proxy's own
-                                  connection (delayed/group.h); default no */
-    uint64_t group_wait_us;    /* how long a batch waits for more once sessions write
-                                  concurrently; default 200 */
-    uint64_t group_rows;       /* staging rows per batch at most; default 1000 */
-    uint64_t group_bytes;      /* VALUES bytes per batch at most; default 1 MiB */
-    struct mr_rule_stats *table_stats; /* a rule a default rule derived: its table's own
-                                  SHOW DELAYED row (counted besides the default rule's); NULL
-                                  for the rules of rule files */
-} mr_delayed_def;
-
-/* How a paginate rule rewrites deep pages. */
-typedef enum mr_paginate_strategy {
-    MR_PAGINATE_DEFERRED_JOIN,
-    MR_PAGINATE_KEYSET, /* seek from a bookmark; without one the page passes untouched */
-    MR_PAGINATE_AUTO,   /* seek from a bookmark; without one the deferred join */
-} mr_paginate_strategy;
-
-/* A paginate rule's settings (rules/README.md, "paginate"); immutable.
- * Names are as written in the file, unquoted, without backticks. */
-typedef struct mr_paginate_def {
-    char *schema;              /* from `table = s.t`; NULL: any schema */
-    char *table;               /* NULL for `table = *`: any table */
-    char **keys;               /* primary-key columns, from the `key` list */
-    size_t nkeys;
-    uint64_t threshold;        /* rewrite from this offset on; default 1000 */
-    uint64_t max_offset;       /* deeper offsets are refused; 0 = no limit */
-    mr_paginate_strategy strategy;
-    uint64_t max_bookmarks;    /* keyset: bound of the bookmark store; default 10000 */
-    uint64_t bookmark_ttl_ms;  /* keyset: a bookmark's life; default 60 s */
-} mr_paginate_def;
-
-/* The error a paginate rule's guardrail answers with (ER_NOT_SUPPORTED_YET). */
-#define MR_PAGINATE_ERR_CODE 1235
-#define MR_PAGINATE_SQLSTATE "42000"
-
 /* One rule as loaded; immutable. */
 typedef struct mr_rule {
     char *name;
     char *file;        /* path as given to the loader */
     int line;          /* line of the section header */
-    mr_rule_kind kind;
+    mr_rule_type kind;
     bool enabled;      /* `enabled = no` keeps the rule listed but never matched */
     bool cont;         /* `continue = yes`: later rules see the rewritten text */
     bool log_only;     /* match and log, but send the original */
@@ -183,9 +74,14 @@ typedef struct mr_rule {
     char *pattern;     /* as written in the file */
     char *replacement; /* rewrite/regex; NULL for block */
     char *message;     /* block; paginate's guardrail (NULL: the default message) */
-    const mr_queue_def *queue; /* queue; NULL for other kinds (owned by the rule) */
-    const mr_delayed_def *delayed; /* delayed; NULL for other kinds (owned by the rule) */
-    const mr_paginate_def *paginate; /* paginate; NULL for other kinds (owned by the rule) */
+    const struct mr_rule_kind *entry; /* the kind's table entry (rules/kind.h) */
+    union { /* the kind's settings, owned by the rule (its entry frees them); NULL for
+               rewrite, regex and block. One pointer read, typed by kind: */
+        const void *settings;
+        const struct mr_queue_def *queue;       /* queue/rule.h */
+        const struct mr_delayed_def *delayed;   /* delayed/rule.h */
+        const struct mr_paginate_def *paginate; /* paginate/rule.h */
+    };
     uint16_t err_code; /* block; default 1148 */
     char sqlstate[6];  /* block; default 42000 */
     void *impl;        /* kind-specific compiled form (owned by the rule set) */
@@ -193,17 +89,28 @@ typedef struct mr_rule {
 
 typedef struct mr_ruleset mr_ruleset;
 
+/* The kinds a loader knows: a NULL-terminated list of table entries
+ * (core/rule_kinds.h has the proxy's). The set keeps it; it must outlive
+ * the set. A section headed by a word no entry has is an error. */
+typedef const struct mr_rule_kind *const mr_rule_kinds;
+
 /* Loads every *.rules file in `dir`, in file-name order. Returns NULL when
  * any file has an error; every error is reported through `d` as
  * `file:line: message`. A missing directory is an error; an empty one gives
  * an empty set. `shards` is the number of hit-counter shards (workers). */
-mr_ruleset *mr_rules_load_dir(const char *dir, unsigned shards, mr_diag *d);
+mr_ruleset *mr_rules_load_dir(const char *dir, const mr_rule_kinds *kinds, unsigned shards,
+                              mr_diag *d);
 /* Loads rules from a string (tests, the dry run); `name` stands in for the
  * file name in diagnostics. */
-mr_ruleset *mr_rules_load_string(const char *text, const char *name, unsigned shards, mr_diag *d);
-mr_ruleset *mr_rules_empty(unsigned shards);
+mr_ruleset *mr_rules_load_string(const char *text, const char *name, const mr_rule_kinds *kinds,
+                                 unsigned shards, mr_diag *d);
+mr_ruleset *mr_rules_empty(const mr_rule_kinds *kinds, unsigned shards);
 void mr_ruleset_free(mr_ruleset *rs);
 
+/* The kinds the set was loaded with. */
+const mr_rule_kinds *mr_ruleset_kinds(const mr_ruleset *rs);
+/* True when the set holds at least one enabled rule of this kind. */
+bool mr_ruleset_has_type(const mr_ruleset *rs, mr_rule_type t);
 size_t mr_ruleset_count(const mr_ruleset *rs);
 const mr_rule *mr_ruleset_rule(const mr_ruleset *rs, size_t i);
 /* Hits of rule i summed over all shards, and the latest hit (unix seconds, 0 = never). */
@@ -323,11 +230,12 @@ typedef struct mr_match_result {
                              stand-in (`DO ?, ...`) with the same parameters; the caller
                              keeps the original and answers its executes itself */
     unsigned dmem_nparams; /* its parameters */
+    unsigned dmem_keys;   /* DELAYED_MEMORY: the keys in dmem (explain's count) */
     mr_page_guard page_guard; /* COM_STMT_PREPARE of a page whose LIMIT offset is a `?`
                              under a rule with max_offset: the caller checks each execute */
     uint8_t unreadable;   /* mr_unreadable_outcome */
-    const mr_rule *group; /* REWRITE of one staged DELAYED statement (COM_QUERY, alone in
-                             its text) under a rule with group_commit: in autocommit mode
+    const struct mr_rule *group; /* REWRITE of one staged DELAYED statement (COM_QUERY, alone
+                             in its text) under a rule with group_commit: in autocommit mode
                              outside a transaction the caller stages it in a group batch
                              (delayed/group.h) instead of sending text; NULL otherwise */
     const char *group_sql; /* ... the staging INSERT alone (in the scratch; valid until the
@@ -345,7 +253,9 @@ typedef struct mr_match_result {
  * a block of any one blocks the whole query, and rewritten statements are
  * joined back with the original separators. Counts hits in ctx->shard.
  * With a delayed rule in the set, an UPDATE/DELETE DELAYED statement meets
- * no other rule: it becomes its staging INSERT or is refused (1235). */
+ * no other rule: it becomes its staging INSERT or is refused (1235).
+ * The kinds that act are the set's (mr_rules_empty gives a set with no
+ * rule); a NULL set knows no kind, so only the `unreadable` policy acts. */
 void mr_rules_apply(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,
                     mr_rules_scratch *scratch, mr_match_result *res);
 

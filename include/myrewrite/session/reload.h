@@ -17,9 +17,10 @@
 #include "myrewrite/base/proxy.h"
 #include "myrewrite/rules/rules.h"
 
-/* Loads cfg->rules_dir. A missing directory is an error unless it is the
- * default one, which then counts as empty. Errors go to `d`. */
-mr_ruleset *mr_rules_load_configured(const mr_config *cfg, unsigned shards, mr_diag *d);
+/* Loads cfg->rules_dir with these kinds. A missing directory is an error
+ * unless it is the default one, which then counts as empty. Errors go to `d`. */
+mr_ruleset *mr_rules_load_configured(const mr_config *cfg, const mr_rule_kinds *kinds,
+                                     unsigned shards, mr_diag *d);
 
 /* Reloads and, on success, publishes to every worker. Returns the number of
  * errors; when `errors` is given, the diagnostics are written there too.

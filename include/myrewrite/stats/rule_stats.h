@@ -29,7 +29,7 @@
 
 typedef struct mr_rule_stats {
     /* constant once published */
-    mr_rule_kind kind;
+    mr_rule_type kind;
     char *name;                  /* the rule's name */
     char *table;                 /* schema.table it acts on (delayed: the main table) */
     char *staging;               /* delayed: schema.staging_table; NULL otherwise */
@@ -60,20 +60,20 @@ typedef struct mr_rule_stats {
 /* The entry of rule `name` of this kind; created (with `table` and
  * `staging` copied) when `create` and absent. NULL when absent and not
  * created, or when out of room or memory. */
-mr_rule_stats *mr_rule_stats_find(mr_rule_kind kind, const char *name, const char *table,
+mr_rule_stats *mr_rule_stats_find(mr_rule_type kind, const char *name, const char *table,
                                   const char *staging, bool create);
 /* The entry of a loaded paginate or delayed rule, created on first use. */
 mr_rule_stats *mr_rule_stats_of(const mr_rule *r);
 
 /* Fills a zeroed entry (names copied); false, e zeroed again, when out of
  * memory. */
-bool mr_rule_stats_init(mr_rule_stats *e, mr_rule_kind kind, const char *name,
+bool mr_rule_stats_init(mr_rule_stats *e, mr_rule_type kind, const char *name,
                         const char *table, const char *staging);
 /* An entry of its own, outside the table above (a table a default delayed
  * rule derives: one SHOW DELAYED row per table, as many as there are
  * tables); NULL when out of memory. mr_rule_stats_free frees it, once no
  * thread can reach it. */
-mr_rule_stats *mr_rule_stats_new(mr_rule_kind kind, const char *name, const char *table,
+mr_rule_stats *mr_rule_stats_new(mr_rule_type kind, const char *name, const char *table,
                                  const char *staging);
 void mr_rule_stats_free(mr_rule_stats *e);
 
