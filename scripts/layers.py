@@ -22,6 +22,8 @@ KNOWN_UPWARD = {
     ("rules", "paginate"),  # the rule kinds: rules/match.c calls each kind's statement side,
     ("rules", "delayed"),   #   which lives in its feature folder and shares rules/rules_run.h
     ("rules", "queue"),
+    ("paginate", "session"),  # the session glue moved to its features, not yet behind hooks
+    ("delayed", "session"),
 }
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:myrewrite/)?([a-z_]+)/[^"]+"', re.M)
