@@ -13,8 +13,8 @@ import os
 import re
 import sys
 
-LAYERS = ["base", "net", "proto", "sql", "rules", "schema", "stats", "paginate", "delayed",
-          "queue", "session", "admin", "http", "core"]
+LAYERS = ["base", "net", "proto", "sql", "rules", "schema", "stats", "feature", "paginate",
+          "delayed", "queue", "session", "admin", "http", "core"]
 # The upward includes still there, each a step of work left (src/README.md,
 # "What is not layered yet"). The check fails on any other, and on one of
 # these that is gone, so the list only shrinks.
@@ -22,8 +22,6 @@ KNOWN_UPWARD = {
     ("rules", "paginate"),  # the rule kinds: rules/match.c calls each kind's statement side,
     ("rules", "delayed"),   #   which lives in its feature folder and shares rules/rules_run.h
     ("rules", "queue"),
-    ("paginate", "session"),  # the session glue moved to its features, not yet behind hooks
-    ("delayed", "session"),
 }
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:myrewrite/)?([a-z_]+)/[^"]+"', re.M)

@@ -404,6 +404,51 @@ static uint64_t tick(MYSQL *db, void *arg)
     return wait;
 }
 
+/* ---- FLUSH DELAYED from a client: a job (as delayed/flush.c's) ------------------ */
+
+typedef struct flush_job {
+    char filter[sizeof F.filter];
+    void (*done)(void *arg, int rc);
+    void *arg;
+} flush_job;
+
+static bool run_flush_job(MYSQL *db, void *arg)
+{
+    flush_job *j = arg;
+    uint64_t wait;
+    round_ask a = {.filter = j->filter};
+    round_due(db, &a, &wait);
+    if (mr_bg_conn_broken(db))
+        return false; /* run again once reconnected */
+    j->done(j->arg, a.asked_ok ? 0 : 2);
+    free(j);
+    return true;
+}
+
+static void drop_flush_job(void *arg)
+{
+    flush_job *j = arg;
+    j->done(j->arg, 1);
+    free(j);
+}
+
+bool mr_dmem_flush_job(const char *table_filter, void (*done)(void *arg, int rc), void *arg)
+{
+    pthread_mutex_lock(&F.lock);
+    mr_bgconn *bg = F.bg;
+    pthread_mutex_unlock(&F.lock);
+    flush_job *j = bg ? calloc(1, sizeof *j) : NULL;
+    if (!j)
+        return false;
+    snprintf(j->filter, sizeof j->filter, "%s", table_filter ? table_filter : "");
+    j->done = done;
+    j->arg = arg;
+    if (mr_bgconn_submit_job(bg, run_flush_job, drop_flush_job, j))
+        return true;
+    free(j);
+    return false;
+}
+
 bool dm_flusher_start(const mr_proxy *p)
 {
     static const mr_bgconn_ops ops = {

@@ -1,47 +1,55 @@
 /*
- * session/flush_delayed.c - `FLUSH DELAYED [tbl]` sent through the proxy by a
- * client: the flushers run a round now and the client gets OK once it is
+ * delayed/session_flush.c - `FLUSH DELAYED [tbl]` sent through the proxy by
+ * a client: the flushers run a round now and the client gets OK once it is
  * done (or an ERR saying why not).
  *
- * The worker never waits: a short-lived helper thread asks the flushers
- * (mr_delayed_flush_now, mr_dmem_flush_now, the same machinery as the
- * admin console's FLUSH DELAYED) and waits for them, then writes one byte
- * to a pipe whose read end is an event of the worker's event_base. The
- * session meanwhile reads no further command. If the session ends first,
- * the request is orphaned (req->s = NULL) and freed when the byte comes.
+ * The worker never waits. The round is a job on each flusher's own
+ * connection that has a matching table (mr_delayed_flush_job,
+ * mr_dmem_flush_job): it runs on that flusher's thread, in its job queue.
+ * The last job done calls the session's wake (feature/feature.h), which
+ * writes to its worker's pipe; the worker then runs the bg_answer hooks of
+ * its waiting sessions and this one sends the answer. Meanwhile the
+ * session sits in SS_WAIT_BG and reads no further command. After 30 s a
+ * timer answers that the flush goes on in the background.
  *
- * Threads: everything on the session's worker, except flush_thread.
+ * The request is shared by the session and its jobs and freed by the last
+ * of them to let go. A session that ends first clears the request's wake
+ * under its lock, so a job finishing later wakes nobody: its answer finds
+ * the session gone.
+ *
+ * Threads: the session's worker, but part_done (a flusher's thread).
  */
 #include <event2/event.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
+#include "delayed/session_impl.h"
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/flush.h"
-#include "myrewrite/delayed/mem.h"
 #include "myrewrite/delayed/reject.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/proto/codec.h"
 #include "myrewrite/sql/lexer.h"
-#include "session/session_impl.h"
 
 #define FLUSH_WAIT_MS 30000
 
-struct ss_flush {
-    mr_session *s;           /* NULL once the session is gone (worker thread) */
-    struct event *ev;
-    int rd, wr;
-    char filter[140];        /* `t` or `schema.t`; "" = all */
-    bool staged, memory;     /* which flushers have a matching table */
-    int result;              /* helper: 0 done, 1 timed out, 2 a chunk failed, -1 no flusher */
-    uint64_t rejected;       /* helper: rows the round moved to dead-letter tables */
-    char where[400];         /* helper: which tables, why, and where the rows are */
+struct ds_flush {
+    pthread_mutex_t lock;    /* guards everything below but timer and timed_out */
+    unsigned refs;           /* the session's (until it lets go) and one per job */
+    unsigned parts;          /* jobs not done yet */
+    mr_fwake wake;           /* cleared when the session lets go */
+    int result;              /* -1 no part yet; else as mr_delayed_flush_now: 0, 1, 2 */
+    uint64_t rejected;       /* rows the round moved to dead-letter tables */
+    char filter[140];        /* `schema.t`; "" = all */
+    char where[400];         /* which tables, why, and where the rows are */
+    struct event *timer;     /* worker: FLUSH_WAIT_MS */
+    mr_fsession *fs;         /* worker: whose request it is */
+    bool timed_out;          /* worker: the timer fired first */
 };
 
 /* ---- reading the statement ---------------------------------------------------- */
@@ -124,151 +132,189 @@ static bool find_tables(const mr_ruleset *rs, const char *schema, const char *ta
     return *staged || *memory;
 }
 
-/* ---- the round --------------------------------------------------------------- */
+/* ---- the request ------------------------------------------------------------- */
 
-static void *flush_thread(void *arg)
+/* Drops one reference (lock held); the last one frees. */
+static void unref_locked(struct ds_flush *f)
 {
-    struct ss_flush *f = arg;
-    int a = f->staged ? mr_delayed_flush_now(f->filter, FLUSH_WAIT_MS) : -1;
-    int b = f->memory ? mr_dmem_flush_now(f->filter, FLUSH_WAIT_MS) : -1;
-    f->result = a < 0 ? b : b < 0 ? a : a > b ? a : b;
-    f->rejected = mr_dreject_round_report(f->filter, f->where, sizeof f->where);
-    char one = 1;
-    if (write(f->wr, &one, 1) != 1)
-        mr_error(0, "FLUSH DELAYED: cannot wake the worker; the client waits for its timeout");
-    return NULL;
-}
-
-static void flush_free(struct ss_flush *f)
-{
-    if (f->ev)
-        event_free(f->ev);
-    close(f->rd);
-    close(f->wr);
+    bool last = --f->refs == 0;
+    pthread_mutex_unlock(&f->lock);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&f->lock);
     free(f);
 }
 
-static void answer(mr_session *s, int result, const struct ss_flush *f)
+/* Every part is done (lock held): what went to dead-letter tables, and
+ * the worker is told. */
+static void finish_locked(struct ds_flush *f)
+{
+    f->rejected = mr_dreject_round_report(f->filter, f->where, sizeof f->where);
+    if (f->wake.fn)
+        f->wake.fn(f->wake.arg); /* under the lock: the session cannot go meanwhile */
+}
+
+/* One flusher's job is done (its thread): the worse result is kept. */
+static void part_done(void *arg, int rc)
+{
+    struct ds_flush *f = arg;
+    pthread_mutex_lock(&f->lock);
+    f->result = f->result < 0 ? rc : rc < 0 ? f->result : rc > f->result ? rc : f->result;
+    if (--f->parts == 0)
+        finish_locked(f);
+    unref_locked(f);
+}
+
+/* The session lets go: later parts wake nobody. */
+static void release(struct ds_flush *f)
+{
+    if (f->timer)
+        event_free(f->timer);
+    f->timer = NULL;
+    pthread_mutex_lock(&f->lock);
+    f->wake.fn = NULL;
+    unref_locked(f);
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct ds_flush *f = arg; /* the session frees the timer as it lets go: f is there */
+    f->timed_out = true;
+    f->fs->ops->answer_now(f->fs);
+}
+
+/* The jobs, one per flusher with a matching table; false when none could
+ * be queued (then nothing of f is shared yet). */
+static bool submit(struct ds_flush *f, bool staged, bool memory)
+{
+    pthread_mutex_lock(&f->lock);
+    f->refs += staged + memory;
+    f->parts = staged + memory;
+    pthread_mutex_unlock(&f->lock);
+    bool a = staged && mr_delayed_flush_job(f->filter, part_done, f);
+    bool b = memory && mr_dmem_flush_job(f->filter, part_done, f);
+    pthread_mutex_lock(&f->lock);
+    /* a flusher that is not running takes no job: its part is -1 */
+    unsigned missing = (staged && !a) + (memory && !b);
+    f->refs -= missing;
+    f->parts -= missing;
+    bool any = a || b;
+    if (any && missing && f->parts == 0)
+        finish_locked(f); /* the job that did run finished first */
+    pthread_mutex_unlock(&f->lock);
+    return any;
+}
+
+/* ---- answering ----------------------------------------------------------------- */
+
+static void answer(mr_fsession *fs, int result, const struct ds_flush *f)
 {
     if (f->rejected && (result == 0 || result == 2)) {
         char msg[600];
         snprintf(msg, sizeof msg, "FLUSH DELAYED: %" PRIu64 " staged row(s) could not be "
                  "applied, the server refused them (%s; SHOW DELAYED REJECTED lists them)",
                  f->rejected, f->where);
-        ss_send_err(s, 1, MR_DELAYED_ERR_CODE, "HY000", msg);
+        fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, "HY000", msg);
     } else if (result == 0) {
-        mr_buf ok;
-        mr_buf_init(&ok);
-        mr_ok_build(&ok, 1, 0, 0, (uint16_t)(s->tracker.status & ~MR_STATUS_MORE_RESULTS), 0);
-        if (!ok.failed)
-            mr_conn_write(s->client, ok.data, ok.len);
-        mr_buf_free(&ok);
+        fs->ops->send_ok(fs, 0);
     } else {
-        ss_send_err(s, 1, MR_DELAYED_ERR_CODE, "HY000", result == 1
-                        ? "FLUSH DELAYED: the flush did not finish within 30 s (is the server "
-                          "reachable?); it goes on in the background"
-                        : result == 2
-                        ? "FLUSH DELAYED: a chunk failed (see the proxy's log); its deltas are "
-                          "kept and retried at the next round"
-                        : "FLUSH DELAYED: no flusher is running (proxy_user is not set, so the "
-                          "proxy has no connection of its own)");
+        fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, "HY000", result == 1
+                          ? "FLUSH DELAYED: the flush did not finish within 30 s (is the server "
+                            "reachable?); it goes on in the background"
+                          : result == 2
+                          ? "FLUSH DELAYED: a chunk failed (see the proxy's log); its deltas are "
+                            "kept and retried at the next round"
+                          : "FLUSH DELAYED: no flusher is running (proxy_user is not set, so the "
+                            "proxy has no connection of its own)");
     }
 }
 
-static void flush_done_cb(evutil_socket_t fd, short what, void *arg)
+bool ds_flush_answer(mr_fsession *fs, ds_session *d)
 {
-    (void)fd;
-    (void)what;
-    struct ss_flush *f = arg;
-    char one;
-    if (read(f->rd, &one, 1) != 1)
-        return; /* spurious: the byte is still to come */
-    mr_session *s = f->s; /* f's results were written before the byte, by the helper */
-    if (!s || !ALIVE(s)) {
-        flush_free(f);
-        return;
-    }
-    s->flush = NULL;
-    answer(s, f->result, f);
-    flush_free(f);
-    ss_set_state(s, SS_IDLE);
-    if (s->w->draining) {
-        ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
-        return;
-    }
-    ss_pump_client(s); /* a command may already be waiting */
-}
-
-static stmt_verdict refuse(mr_session *s, const char *msg)
-{
-    ss_send_err(s, 1, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, msg);
-    s->from_client.discard = true;
-    return STMT_ANSWERED;
-}
-
-/* Starts the helper; false (nothing started) when out of resources. */
-static bool start(mr_session *s, struct ss_flush *f)
-{
-    int fds[2];
-    if (pipe(fds) != 0)
-        return false;
-    f->rd = fds[0];
-    f->wr = fds[1];
-    f->s = s;
-    fcntl(f->rd, F_SETFL, O_NONBLOCK);
-    f->ev = event_new(s->w->base, f->rd, EV_READ | EV_PERSIST, flush_done_cb, f);
-    pthread_t th;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    bool ok = f->ev && event_add(f->ev, NULL) == 0 && pthread_create(&th, &at, flush_thread, f) == 0;
-    pthread_attr_destroy(&at);
-    return ok;
-}
-
-stmt_verdict ss_flush_delayed(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
-{
-    const mr_ruleset *rs = s->w->rules->set;
-    char schema[65], table[65];
-    if (!mr_ruleset_has_delayed(rs))
-        return STMT_RELAY; /* no delayed rule: the server answers as it would */
-    int rc = read_flush(sql, len, lex_flags, schema, table, sizeof table);
-    if (rc == 0)
-        return STMT_RELAY;
-    if (rc < 0)
-        return refuse(s, "FLUSH DELAYED takes nothing or one table name: FLUSH DELAYED "
-                         "[[schema.]table]");
-    const char *sch = schema[0] ? schema : s->schema[0] ? s->schema : NULL;
-    struct ss_flush *f = calloc(1, sizeof *f);
+    struct ds_flush *f = d->flush;
     if (!f)
-        return refuse(s, "FLUSH DELAYED: myrewrite is out of memory");
-    if (!find_tables(rs, sch, table, &f->staged, &f->memory)) {
+        return false;
+    pthread_mutex_lock(&f->lock);
+    bool done = f->parts == 0;
+    int result = f->result;
+    pthread_mutex_unlock(&f->lock);
+    if (!done && !f->timed_out)
+        return false; /* another session's job woke the worker */
+    d->flush = NULL;
+    answer(fs, done ? result : 1, f); /* f's report was written before parts reached 0 */
+    release(f);
+    return true;
+}
+
+void ds_flush_orphan(ds_session *d)
+{
+    if (d->flush)
+        release(d->flush);
+    d->flush = NULL;
+}
+
+/* ---- the statement --------------------------------------------------------------- */
+
+static mr_hook_action refuse(mr_fsession *fs, const char *msg)
+{
+    fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, msg);
+    return MR_HOOK_ANSWERED;
+}
+
+static struct ds_flush *request_new(mr_fsession *fs)
+{
+    struct ds_flush *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    if (pthread_mutex_init(&f->lock, NULL) != 0) {
+        free(f);
+        return NULL;
+    }
+    f->refs = 1;
+    f->result = -1;
+    f->wake = fs->wake;
+    f->fs = fs;
+    f->timer = event_new(fs->base, -1, 0, timer_cb, f);
+    struct timeval tv = {FLUSH_WAIT_MS / 1000, 0};
+    if (!f->timer || event_add(f->timer, &tv) != 0) {
+        release(f);
+        return NULL;
+    }
+    return f;
+}
+
+mr_hook_action ds_flush_statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
+{
+    char schema[65], table[65];
+    if (stmt->cmd != MR_COM_QUERY || !mr_ruleset_has_delayed(fs->rules))
+        return MR_HOOK_PASS; /* no delayed rule: the server answers as it would */
+    int rc = read_flush(stmt->sql, stmt->len, fs->lex_flags, schema, table, sizeof table);
+    if (rc == 0)
+        return MR_HOOK_PASS;
+    if (rc < 0)
+        return refuse(fs, "FLUSH DELAYED takes nothing or one table name: FLUSH DELAYED "
+                          "[[schema.]table]");
+    const char *sch = schema[0] ? schema : fs->schema;
+    bool staged, memory;
+    if (!find_tables(fs->rules, sch, table, &staged, &memory)) {
         char msg[300];
         snprintf(msg, sizeof msg, "FLUSH DELAYED: no delayed rule for table %.64s%s%.64s",
-                 sch ? sch : "",
-                 sch ? "." : "", table);
-        free(f);
-        return refuse(s, msg);
+                 sch ? sch : "", sch ? "." : "", table);
+        return refuse(fs, msg);
     }
+    ds_session *d = ds_state(st);
+    struct ds_flush *f = d ? request_new(fs) : NULL;
+    if (!f)
+        return refuse(fs, "FLUSH DELAYED: myrewrite is out of memory");
     if (table[0])
         snprintf(f->filter, sizeof f->filter, "%.64s.%.64s", sch, table);
-    if (!start(s, f)) {
-        if (f->s)
-            flush_free(f); /* the pipe was made */
-        else
-            free(f);
-        return refuse(s, "FLUSH DELAYED: cannot start the flush request (out of resources)");
+    if (!submit(f, staged, memory)) {
+        release(f);
+        return refuse(fs, "FLUSH DELAYED: no flusher is running (proxy_user is not set, so the "
+                          "proxy has no connection of its own)");
     }
-    s->flush = f;
-    s->from_client.discard = true;
-    s->digest = NULL;
-    ss_set_state(s, SS_WAIT_BG); /* no further command is read until the answer */
-    return STMT_WAITING;
-}
-
-void ss_flush_orphan(mr_session *s)
-{
-    if (s->flush)
-        s->flush->s = NULL;
-    s->flush = NULL;
+    d->flush = f;
+    return MR_HOOK_WAIT_BG;
 }

@@ -54,6 +54,9 @@ typedef struct mr_bgconn_ops {
 mr_bgconn *mr_bgconn_start(const mr_config *cfg, const char *backend, const mr_bgconn_ops *ops);
 /* Queues a job (copied: fn and arg). False when out of memory. */
 bool mr_bgconn_submit(mr_bgconn *b, mr_bg_job_fn fn, void *arg);
+/* The same, with drop(arg) called instead for a job the thread stops
+ * before running (on the thread calling mr_bgconn_stop). */
+bool mr_bgconn_submit_job(mr_bgconn *b, mr_bg_job_fn fn, void (*drop)(void *arg), void *arg);
 /* Makes the thread run its jobs and tick now. */
 void mr_bgconn_wake(mr_bgconn *b);
 /* True while the thread holds a working connection. */
@@ -62,7 +65,8 @@ bool mr_bgconn_connected(const mr_bgconn *b);
  * or idle-closed; the next wake opens one): worth waiting for. False while
  * connecting fails. */
 bool mr_bgconn_usable(const mr_bgconn *b);
-/* Stops the thread (unrun jobs are dropped, their arg untouched), closes
+/* Stops the thread (unrun jobs are dropped: their drop is called, else
+ * their arg is untouched), closes
  * the connection and frees everything. */
 void mr_bgconn_stop(mr_bgconn *b);
 

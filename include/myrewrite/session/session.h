@@ -26,4 +26,9 @@ void mr_session_schema_loaded(mr_session *s);
  * signals every worker when any statement is parked. Loader thread. */
 void mr_session_wake_parked(void *proxy);
 
+/* A background job of a feature answered (MR_WORKER_MSG_BG): a session
+ * waiting for one gets its answer and goes on (session/hooks.c). Worker
+ * thread. */
+void mr_session_bg_answered(mr_session *s);
+
 #endif
