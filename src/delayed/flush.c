@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "myrewrite/net/bgconn.h"
+#include "delayed/flush_job.h"
 #include "myrewrite/base/buf.h"
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/reject.h"
@@ -1209,32 +1210,18 @@ static uint64_t tick(MYSQL *db, void *arg)
 
 /* ---- FLUSH DELAYED from a client: a job ----------------------------------------- */
 
-typedef struct flush_job {
-    char filter[sizeof D.flush_filter];
-    mr_delayed_flush_done done;
-    void *arg;
-} flush_job;
-
 /* The round runs on the flusher's thread, in its job queue: nobody waits
  * for it. A connection that broke under it runs it again once back. */
 static bool run_flush_job(MYSQL *db, void *arg)
 {
-    flush_job *j = arg;
+    dflush_job *j = arg;
     adopt_tables();
     uint64_t wait;
     bool ok = round_over(db, j->filter, false, 0, &wait);
     if (mr_bg_conn_broken(db))
         return false;
-    j->done(j->arg, ok ? 0 : 2);
-    free(j);
+    dflush_job_done(j, ok ? 0 : 2);
     return true;
-}
-
-static void drop_flush_job(void *arg)
-{
-    flush_job *j = arg;
-    j->done(j->arg, 1); /* the flusher stopped first: not finished */
-    free(j);
 }
 
 bool mr_delayed_flush_job(const char *table_filter, mr_delayed_flush_done done, void *arg)
@@ -1242,16 +1229,7 @@ bool mr_delayed_flush_job(const char *table_filter, mr_delayed_flush_done done, 
     pthread_mutex_lock(&D.lock);
     mr_bgconn *bg = D.bg;
     pthread_mutex_unlock(&D.lock);
-    flush_job *j = bg ? calloc(1, sizeof *j) : NULL;
-    if (!j)
-        return false;
-    snprintf(j->filter, sizeof j->filter, "%s", table_filter ? table_filter : "");
-    j->done = done;
-    j->arg = arg;
-    if (mr_bgconn_submit_job(bg, run_flush_job, drop_flush_job, j))
-        return true;
-    free(j);
-    return false;
+    return dflush_job_submit(bg, run_flush_job, table_filter, done, arg);
 }
 
 /* ---- main thread ------------------------------------------------------------------- */

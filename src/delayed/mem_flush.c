@@ -27,6 +27,7 @@
 #include "delayed/mem_impl.h"
 #include "myrewrite/base/clock.h"
 #include "myrewrite/net/bgconn.h"
+#include "delayed/flush_job.h"
 #include "myrewrite/delayed/reject.h"
 #include "myrewrite/base/log.h"
 
@@ -406,30 +407,17 @@ static uint64_t tick(MYSQL *db, void *arg)
 
 /* ---- FLUSH DELAYED from a client: a job (as delayed/flush.c's) ------------------ */
 
-typedef struct flush_job {
-    char filter[sizeof F.filter];
-    void (*done)(void *arg, int rc);
-    void *arg;
-} flush_job;
-
+/* Answered once, as the tick answers mr_dmem_flush_now: a round that the
+ * connection broke under reports its keys pending (2), and they are
+ * flushed by the rounds after the reconnect. */
 static bool run_flush_job(MYSQL *db, void *arg)
 {
-    flush_job *j = arg;
+    dflush_job *j = arg;
     uint64_t wait;
     round_ask a = {.filter = j->filter};
     round_due(db, &a, &wait);
-    if (mr_bg_conn_broken(db))
-        return false; /* run again once reconnected */
-    j->done(j->arg, a.asked_ok ? 0 : 2);
-    free(j);
+    dflush_job_done(j, a.asked_ok ? 0 : 2);
     return true;
-}
-
-static void drop_flush_job(void *arg)
-{
-    flush_job *j = arg;
-    j->done(j->arg, 1);
-    free(j);
 }
 
 bool mr_dmem_flush_job(const char *table_filter, void (*done)(void *arg, int rc), void *arg)
@@ -437,16 +425,7 @@ bool mr_dmem_flush_job(const char *table_filter, void (*done)(void *arg, int rc)
     pthread_mutex_lock(&F.lock);
     mr_bgconn *bg = F.bg;
     pthread_mutex_unlock(&F.lock);
-    flush_job *j = bg ? calloc(1, sizeof *j) : NULL;
-    if (!j)
-        return false;
-    snprintf(j->filter, sizeof j->filter, "%s", table_filter ? table_filter : "");
-    j->done = done;
-    j->arg = arg;
-    if (mr_bgconn_submit_job(bg, run_flush_job, drop_flush_job, j))
-        return true;
-    free(j);
-    return false;
+    return dflush_job_submit(bg, run_flush_job, table_filter, done, arg);
 }
 
 bool dm_flusher_start(const mr_proxy *p)
