@@ -30,6 +30,7 @@ Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports.
 """
 import os
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -520,7 +521,8 @@ def gone_while_flushing(d):
     time.sleep(0.5)  # the job is queued and waits for the lock
     ac = PROXY.admin()
     t.eq("the session waits for the flush job", ["waiting"], waiting_states(ac))
-    c._sock.close()  # gone without reading the answer (or sending COM_QUIT)
+    c._sock.shutdown(socket.SHUT_RDWR)  # gone without reading the answer (or sending COM_QUIT)
+    c._sock.close()
     deadline = time.time() + 5
     while waiting_states(ac) and time.time() < deadline:
         time.sleep(0.1)
