@@ -209,13 +209,14 @@ static bool submit(struct ds_flush *f, bool staged, bool memory)
 
 /* ---- answering ----------------------------------------------------------------- */
 
-static void answer(mr_fsession *fs, int result, const struct ds_flush *f)
+/* rejected and where: the round's dead-letter report (read under f's lock). */
+static void answer(mr_fsession *fs, int result, uint64_t rejected, const char *where)
 {
-    if (f->rejected && (result == 0 || result == 2)) {
+    if (rejected && (result == 0 || result == 2)) {
         char msg[600];
         snprintf(msg, sizeof msg, "FLUSH DELAYED: %" PRIu64 " staged row(s) could not be "
                  "applied, the server refused them (%s; SHOW DELAYED REJECTED lists them)",
-                 f->rejected, f->where);
+                 rejected, where);
         fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, "HY000", msg);
     } else if (result == 0) {
         fs->ops->send_ok(fs, 0);
@@ -236,14 +237,17 @@ bool ds_flush_answer(mr_fsession *fs, ds_session *d)
     struct ds_flush *f = d->flush;
     if (!f)
         return false;
+    char where[sizeof f->where];
     pthread_mutex_lock(&f->lock);
     bool done = f->parts == 0;
-    int result = f->result;
+    int result = done ? f->result : 1;
+    uint64_t rejected = done ? f->rejected : 0;
+    memcpy(where, f->where, sizeof where);
     pthread_mutex_unlock(&f->lock);
     if (!done && !f->timed_out)
         return false; /* another session's job woke the worker */
     d->flush = NULL;
-    answer(fs, done ? result : 1, f); /* f's report was written before parts reached 0 */
+    answer(fs, result, rejected, where);
     release(f);
     return true;
 }
