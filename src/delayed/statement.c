@@ -195,7 +195,7 @@ static bool fits(run *R, const stmt *S, const mr_delayed_stmt *d, const mr_delay
 /* COM_STMT_PREPARE of a memory-mode statement: the server prepares `DO ?,
  * ...` with as many parameters, so the client gets a statement id and its
  * parameter count; the session keeps the original text and answers each
- * COM_STMT_EXECUTE itself (session/delayed_prepared.c). */
+ * COM_STMT_EXECUTE itself (delayed/session_prepared.c). */
 static delayed_step prepare_stand_in(run *R, stmt *S, const mr_delayed_stmt *d, size_t i,
                                      const mr_delayed_def *def)
 {

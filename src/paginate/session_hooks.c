@@ -30,23 +30,23 @@
 _Static_assert(MR_KEYSET_PACKET_MAX == MR_FEATURE_PACKET_MAX,
                "the session hands the watch packets up to the watch's own limit");
 
-typedef struct ss_keyset {
+typedef struct pg_keyset {
     mr_keyset_watch watch;
     mr_keyset_writes prepared;  /* tables of every write this session prepared */
     mr_keyset_writes command;   /* tables the command in flight writes: noted again at its end */
-} ss_keyset;
+} pg_keyset;
 
-static ss_keyset *state(void **st)
+static pg_keyset *state(void **st)
 {
     if (!*st)
-        *st = calloc(1, sizeof(ss_keyset));
+        *st = calloc(1, sizeof(pg_keyset));
     return *st; /* NULL when out of memory: keyset then simply stays off */
 }
 
 static void session_end(mr_fsession *fs, void **st)
 {
     (void)fs;
-    ss_keyset *k = *st;
+    pg_keyset *k = *st;
     if (!k)
         return;
     mr_keyset_watch_free(&k->watch);
@@ -89,7 +89,7 @@ static mr_hook_action command(mr_fsession *fs, void **st, uint8_t cmd, const uin
                               size_t n, uint32_t len)
 {
     (void)fs;
-    ss_keyset *k = *st;
+    pg_keyset *k = *st;
     if (k)
         memset(&k->command, 0, sizeof k->command);
     if (!mr_bookmarks_armed() || !(k = state(st)))
@@ -127,7 +127,7 @@ static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
     bool watch = res->keyset.watch && stmt->cmd == MR_COM_QUERY;
     if (watch)
         mr_bookmarks_arm();
-    ss_keyset *k = mr_bookmarks_armed() ? state(st) : NULL;
+    pg_keyset *k = mr_bookmarks_armed() ? state(st) : NULL;
     if (!k)
         return MR_HOOK_PASS;
     mr_keyset_writes wr = {0};
@@ -150,7 +150,7 @@ static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
 static bool response_wants(mr_fsession *fs, void **st, int track_state)
 {
     (void)fs;
-    ss_keyset *k = *st;
+    pg_keyset *k = *st;
     return k && mr_keyset_watch_wants(&k->watch, track_state);
 }
 
@@ -158,14 +158,14 @@ static void response_packet(mr_fsession *fs, void **st, int track_state, const u
                             uint32_t len)
 {
     (void)fs;
-    ss_keyset *k = *st;
+    pg_keyset *k = *st;
     mr_keyset_watch_packet(&k->watch, track_state, payload, payload ? len : 0);
 }
 
 static void response_end(mr_fsession *fs, void **st, const mr_hook_response *r)
 {
     (void)fs;
-    ss_keyset *k = *st;
+    pg_keyset *k = *st;
     if (!k)
         return;
     mr_keyset_watch_end(&k->watch, r->ok, mr_bookmarks_now_ms());
