@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "myrewrite/net/bgconn.h"
+#include "delayed/flush_job.h"
 #include "myrewrite/base/buf.h"
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/reject.h"
@@ -1154,6 +1155,35 @@ static void adopt_staging(MYSQL *db)
         dflush_adopt(db, g, &D.cur.d[i], owned);
 }
 
+/* One round: adopts and derives what is pending, then flushes the tables
+ * that are due, every table when `final` (chunking until deadline), and
+ * those matching `filter` (NULL: none asked). False when a table asked for
+ * failed. *wait: the time until the next table is due. */
+static bool round_over(MYSQL *db, const char *filter, bool final, uint64_t deadline,
+                       uint64_t *wait)
+{
+    adopt_staging(db); /* before deriving: an adopted table is flushed in this very round */
+    derive_pending(db);
+    uint64_t now = mr_mono_ms();
+    bool asked_ok = true;
+    *wait = IDLE_MS;
+    for (size_t i = 0; i < D.cur.n + D.derived.n && !mr_bg_conn_broken(db); i++) {
+        table *t = i < D.cur.n ? &D.cur.t[i] : &D.derived.t[i - D.cur.n];
+        bool mine = filter && mr_delayed_filter_matches(filter, &t->def);
+        if (final || mine || now >= t->next_ms) {
+            /* a round reads everything staged so far (in chunks), so a
+             * requested flush is an ordinary round run now */
+            bool ok = flush_table(db, t, final ? deadline : 0);
+            asked_ok = asked_ok && (ok || !mine);
+            now = mr_mono_ms();
+            t->next_ms = now + t->def.flush_interval_ms;
+        }
+        uint64_t left = t->next_ms > now ? t->next_ms - now : 0;
+        *wait = left < *wait ? left : *wait;
+    }
+    return asked_ok;
+}
+
 /* Each table not set up yet (its staging table perhaps not created) is set
  * up now, ahead of any flush: a start waits for this (mr_delayed_wait_staging)
  * so that no staged statement meets a missing staging table. */
@@ -1192,24 +1222,8 @@ static uint64_t tick(MYSQL *db, void *arg)
     bool asked_now = asked > D.flush_done;
     memcpy(filter, D.flush_filter, sizeof filter);
     pthread_mutex_unlock(&D.lock);
-    adopt_staging(db); /* before deriving: an adopted table is flushed in this very round */
-    derive_pending(db);
-    uint64_t now = mr_mono_ms(), wait = IDLE_MS;
-    bool asked_ok = true;
-    for (size_t i = 0; i < D.cur.n + D.derived.n && !mr_bg_conn_broken(db); i++) {
-        table *t = i < D.cur.n ? &D.cur.t[i] : &D.derived.t[i - D.cur.n];
-        bool mine = asked_now && mr_delayed_filter_matches(filter, &t->def);
-        if (final || mine || now >= t->next_ms) {
-            /* a round reads everything staged so far (in chunks), so a
-             * requested flush is an ordinary round run now */
-            bool ok = flush_table(db, t, final ? deadline : 0);
-            asked_ok = asked_ok && (ok || !mine);
-            now = mr_mono_ms();
-            t->next_ms = now + t->def.flush_interval_ms;
-        }
-        uint64_t left = t->next_ms > now ? t->next_ms - now : 0;
-        wait = left < wait ? left : wait;
-    }
+    uint64_t wait;
+    bool asked_ok = round_over(db, asked_now ? filter : NULL, final, deadline, &wait);
     if ((final || asked_now) && !mr_bg_conn_broken(db)) {
         pthread_mutex_lock(&D.lock);
         D.final_done = D.final_done || final;
@@ -1223,6 +1237,30 @@ static uint64_t tick(MYSQL *db, void *arg)
     if (!D.cur.n && !D.derived.n && !D.cur.nd)
         return MR_BG_NOTHING_DUE; /* no delayed rules left: the connection may go */
     return wait;
+}
+
+/* ---- FLUSH DELAYED from a client: a job ----------------------------------------- */
+
+/* The round runs on the flusher's thread, in its job queue: nobody waits
+ * for it. A connection that broke under it runs it again once back. */
+static bool run_flush_job(MYSQL *db, void *arg)
+{
+    dflush_job *j = arg;
+    adopt_tables();
+    uint64_t wait;
+    bool ok = round_over(db, j->filter, false, 0, &wait);
+    if (mr_bg_conn_broken(db))
+        return false;
+    dflush_job_done(j, ok ? 0 : 2);
+    return true;
+}
+
+bool mr_delayed_flush_job(const char *table_filter, mr_delayed_flush_done done, void *arg)
+{
+    pthread_mutex_lock(&D.lock);
+    mr_bgconn *bg = D.bg;
+    pthread_mutex_unlock(&D.lock);
+    return dflush_job_submit(bg, run_flush_job, table_filter, done, arg);
 }
 
 /* ---- main thread ------------------------------------------------------------------- */

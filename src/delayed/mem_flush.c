@@ -31,6 +31,7 @@
 #include "delayed/mem_impl.h"
 #include "myrewrite/base/clock.h"
 #include "myrewrite/net/bgconn.h"
+#include "delayed/flush_job.h"
 #include "myrewrite/delayed/reject.h"
 #include "myrewrite/base/log.h"
 
@@ -420,6 +421,29 @@ static uint64_t tick(MYSQL *db, void *arg)
     if (!ok && wait < 100)
         wait = 100; /* a failing server: no retry loop */
     return ok && !final && nothing_held() ? MR_BG_NOTHING_DUE : wait;
+}
+
+/* ---- FLUSH DELAYED from a client: a job (as delayed/flush.c's) ------------------ */
+
+/* Answered once, as the tick answers mr_dmem_flush_now: a round that the
+ * connection broke under reports its keys pending (2), and they are
+ * flushed by the rounds after the reconnect. */
+static bool run_flush_job(MYSQL *db, void *arg)
+{
+    dflush_job *j = arg;
+    uint64_t wait;
+    round_ask a = {.filter = j->filter};
+    round_due(db, &a, &wait);
+    dflush_job_done(j, a.asked_ok ? 0 : 2);
+    return true;
+}
+
+bool mr_dmem_flush_job(const char *table_filter, void (*done)(void *arg, int rc), void *arg)
+{
+    pthread_mutex_lock(&F.lock);
+    mr_bgconn *bg = F.bg;
+    pthread_mutex_unlock(&F.lock);
+    return dflush_job_submit(bg, run_flush_job, table_filter, done, arg);
 }
 
 bool dm_flusher_start(const mr_proxy *p)

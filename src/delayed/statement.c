@@ -208,7 +208,7 @@ static bool fits(mr_rule_run *R, const mr_rule_stmt *S, const mr_delayed_stmt *d
 /* COM_STMT_PREPARE of a memory-mode statement: the server prepares `DO ?,
  * ...` with as many parameters, so the client gets a statement id and its
  * parameter count; the session keeps the original text and answers each
- * COM_STMT_EXECUTE itself (session/delayed_prepared.c). */
+ * COM_STMT_EXECUTE itself (delayed/session_prepared.c). */
 static mr_take_step prepare_stand_in(mr_rule_run *R, mr_rule_stmt *S, const mr_delayed_stmt *d, size_t i,
                                      const mr_delayed_def *def)
 {

@@ -31,6 +31,7 @@
 
 typedef struct job {
     mr_bg_job_fn fn;
+    void (*drop)(void *arg);  /* called for a job never run (NULL: none) */
     void *arg;
     struct job *next;
 } job;
@@ -346,6 +347,8 @@ static void bg_free(mr_bgconn *b)
     job *j;
     while ((j = b->head)) {
         b->head = j->next;
+        if (j->drop)
+            j->drop(j->arg);
         free(j);
     }
     pthread_cond_destroy(&b->cond);
@@ -442,10 +445,15 @@ mr_bgconn *mr_bgconn_start(const mr_config *cfg, const char *backend, const mr_b
 
 bool mr_bgconn_submit(mr_bgconn *b, mr_bg_job_fn fn, void *arg)
 {
+    return mr_bgconn_submit_job(b, fn, NULL, arg);
+}
+
+bool mr_bgconn_submit_job(mr_bgconn *b, mr_bg_job_fn fn, void (*drop)(void *arg), void *arg)
+{
     job *j = malloc(sizeof *j);
     if (!j)
         return false;
-    *j = (job){.fn = fn, .arg = arg};
+    *j = (job){.fn = fn, .drop = drop, .arg = arg};
     pthread_mutex_lock(&b->lock);
     if (b->tail)
         b->tail->next = j;

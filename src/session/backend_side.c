@@ -13,7 +13,6 @@
 #include "myrewrite/net/backend_addr.h"
 #include "myrewrite/net/tls.h"
 #include "myrewrite/sql/charset_guard.h"
-#include "myrewrite/delayed/flush.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/schema/cache.h"
 #include "session/session_impl.h"
@@ -51,16 +50,13 @@ static void response_done(mr_session *s)
 {
     bool ok = !s->tracker.ended_with_err;
     mr_stat_add(&s->w->stats.commands, 1);
-    if (s->wake_flusher)
-        mr_delayed_wake(); /* set by ss_statement_start */
-    s->wake_flusher = false;
     apply_pending(s, ok);
+    ss_hooks_response_end(s, true);
     if (s->command == MR_COM_STMT_PREPARE) {
-        ss_dmem_prepared(s, ok, s->tracker.stmt_id);
         ss_prepared_done(s, ok, s->tracker.stmt_id);
     } else if (ok && (s->command == MR_COM_RESET_CONNECTION ||
                       s->command == MR_COM_CHANGE_USER)) {
-        ss_dmem_forget_all(s); /* the server dropped its prepared statements */
+        ss_hooks_prepared_reset(s); /* the server dropped its prepared statements */
         ss_prepared_forget_all(s);
     }
     if (ok && s->command == MR_COM_RESET_CONNECTION && !s->charset_unsafe)
@@ -277,7 +273,7 @@ void ss_pump_backend(mr_session *s)
         if (avail - move < MR_PKT_HEADER || move >= cfg(s)->relay_buffer)
             break;
         size_t got = avail - move < sizeof(head) ? avail - move : sizeof(head);
-        bool watched = !f->continuation && s->state == SS_RESPONSE && ss_keyset_wants(s);
+        bool watched = !f->continuation && s->state == SS_RESPONSE && ss_hooks_response_watched(s);
         bool shifted = s->login_shift && s->state == SS_AUTH;
         const uint8_t *hp = head;
         if (!watched && !shifted) /* nothing rearranges the input: read it in place */
@@ -288,8 +284,8 @@ void ss_pump_backend(mr_session *s)
         mr_pkt_header_read(hp, got, &h);
         if (got < MR_PKT_HEADER + (h.len < MR_TRACK_PREFIX ? h.len : MR_TRACK_PREFIX))
             break;
-        if (watched && !ss_keyset_packet(s, in, &pos, h.len, avail - move))
-            break; /* a watched page's packet is read whole */
+        if (watched && !ss_hooks_response_packet(s, in, &pos, h.len, avail - move))
+            break; /* a hook reads it whole (a watched page's) */
         if (shifted)
             h.seq = ss_auth_shift_to_client(s, in, move, h.seq);
         if (watched || shifted)
@@ -299,7 +295,7 @@ void ss_pump_backend(mr_session *s)
         if (!backend_packet_start(s, hp + MR_PKT_HEADER, h.len, h.seq))
             return;
         if (f->ends_response && s->state == SS_RESPONSE)
-            ss_keyset_response_done(s); /* before the client has the end and asks again */
+            ss_hooks_response_end(s, false); /* before the client has the end and asks */
     }
     if (complete && s->state == SS_RESPONSE) /* published before the client can have the end */
         mr_client_set_state(&s->slot, ss_state_name(SS_IDLE)); /* and ask SHOW CLIENTS */

@@ -63,12 +63,11 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
         ss_close(s, MR_CLOSE_CLIENT_QUIT, "COM_QUIT");
         return false;
     }
-    ss_keyset_command(s, cmd, p, n, len);
     if (ss_prepared_command(s, cmd, p, n, len)) /* a prepared page beyond max_offset */
         return true;
-    stmt_verdict dv;
-    if (ss_dmem_command(s, cmd, p, n, len, &dv)) /* a prepared memory-mode DELAYED */
-        return dv == STMT_ANSWERED;
+    stmt_verdict hv = ss_hooks_command(s, cmd, p, n, len); /* say, a prepared memory DELAYED */
+    if (hv != STMT_RELAY)
+        return hv == STMT_ANSWERED || hv == STMT_WAITING;
     if (n < len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE))
         note_unexamined(s, len);
     if (n == len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE)) {
@@ -177,8 +176,8 @@ static bool wants_whole_packet(mr_session *s, const uint8_t *head, uint32_t len)
     case MR_COM_STMT_PREPARE:
     case MR_COM_INIT_DB:
     case MR_COM_CHANGE_USER: return true;
-    case MR_COM_STMT_EXECUTE: /* maybe a memory-mode DELAYED, or a page under max_offset */
-        return s->dstmts != NULL || ss_prepared_guarded(s, head, len);
+    case MR_COM_STMT_EXECUTE: /* maybe a page under max_offset, or a feature's (memory DELAYED) */
+        return ss_prepared_guarded(s, head, len) || ss_hooks_wants_whole(s, head[0], head, len);
     default: return false;
     }
 }

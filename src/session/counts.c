@@ -38,7 +38,7 @@ static void count_unreadable(mr_session *s, const mr_match_result *res)
 static bool keyset_not_deferred(const mr_rule *r, const mr_keyset_note *k)
 {
     if (k->outcome == MR_KEYSET_HIT)
-        return true; /* counted as paginate_keyset_hits by session/keyset.c */
+        return true; /* counted as paginate_keyset_hits by paginate/session_hooks.c */
     if (!k->watch)
         return false;
     return k->listing.offset < r->paginate->threshold ||

@@ -101,9 +101,8 @@ static void answer(mr_session *s, const mr_dgroup_member *m)
 static void finish(mr_session *s, const mr_dgroup_member *m)
 {
     mr_stat_add(&s->w->stats.commands, 1);
-    if (s->wake_flusher && m->ok)
-        mr_delayed_wake(); /* flush_early passed: the rows are committed now */
-    s->wake_flusher = false;
+    (void)m;
+    ss_hooks_response_end(s, true); /* as for a relayed one: flush_early's wake, say */
     if (s->digest) {
         mr_digest_stats_record(s->digest, (mr_mono_ns() - s->command_start_ns) / 1000);
         s->digest = NULL;

@@ -22,7 +22,6 @@
 
 #include "myrewrite/net/backend_addr.h"
 #include "myrewrite/base/log.h"
-#include "myrewrite/queue/release.h"
 #include "myrewrite/schema/cache.h"
 #include "session/session_impl.h"
 
@@ -221,6 +220,7 @@ void mr_session_start(mr_worker *w, int fd)
     }
     s->w = w;
     s->id = atomic_fetch_add(&w->proxy->next_conn_id, 1) + 1;
+    ss_hooks_start(s);
     s->next = w->sessions;
     if (w->sessions)
         w->sessions->prev = s;
@@ -268,18 +268,13 @@ void ss_free(mr_session *s)
     mr_worker *w = s->w;
     if (s->state == SS_CLOSED)
         return;
-    /* Claims held by this backend connection go back to their queues (on the
-     * background thread, once mysqld has let go of the connection). */
-    if (s->authenticated)
-        mr_queue_session_ended(s->backend_thread_id);
+    ss_hooks_end(s); /* the features let go: queue claims, a job in flight, notes */
     mr_schema_cache_ddl_end(s->ddl_hold);
     s->ddl_hold = 0;
     ss_set_state(s, SS_CLOSED);
     mr_client_unregister(&w->clients, &s->slot);
-    ss_flush_orphan(s);
     ss_park_free(s);
     ss_group_orphan(s);
-    ss_dmem_forget_all(s);
     ss_prepared_forget_all(s);
     if (s->prev)
         s->prev->next = s->next;
@@ -295,7 +290,6 @@ void ss_free(mr_session *s)
     if (s->client)
         mr_conn_free(s->client);
     s->backend = s->client = NULL;
-    ss_keyset_free(s);
     struct timeval now = {0, 0};
     if (event_base_once(w->base, -1, EV_TIMEOUT, free_later, s, &now) != 0)
         mr_error(s->id, "cannot schedule the session's release; leaking %zu bytes", sizeof(*s));

@@ -9,6 +9,7 @@
  *   session/backend_side.c  greeting, backend packets, end of responses
  *   session/client_side.c   handshake check, client packets, commands
  *   session/statement.c     statements meet the front end (rules, digests)
+ *   session/hooks.c         runs the features' hooks (session/features.c: the table)
  */
 #ifndef MYREWRITE_SESSION_IMPL_H
 #define MYREWRITE_SESSION_IMPL_H
@@ -20,6 +21,7 @@
 
 #include "myrewrite/stats/client_info.h"
 #include "myrewrite/base/clock.h"
+#include "myrewrite/feature/feature.h"
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/net/conn.h"
 #include "myrewrite/stats/digest_stats.h"
@@ -54,8 +56,6 @@ typedef struct framing {
     bool ends_response;   /* the current packet completes the response */
     bool blocked;         /* reading paused: the peer's output is full */
 } framing;
-
-typedef struct ss_keyset ss_keyset;
 
 /* The statement id a COM_STMT_* command names (p[1..4]); MariaDB's direct
  * execution names SS_STMT_LAST: the statement prepared last. */
@@ -114,7 +114,6 @@ struct mr_session {
     ss_pnote pnote_next;             /* the COM_STMT_PREPARE going out (session/prepared.c) */
     ss_pnote *pnotes;                /* prepared statements the front end acted on (owned) */
     size_t npnotes, pnotes_cap;
-    bool wake_flusher;               /* wake the DELAYED flusher when this response ends */
     bool unexamined_logged;          /* a statement over relay_buffer was logged */
     bool unreadable_logged;          /* an unreadable statement relayed was logged */
     uint32_t plast;                  /* id of the last statement prepared (for MariaDB's
@@ -133,16 +132,13 @@ struct mr_session {
     bool charset_pending;
     mr_digest_entry *digest;         /* stats entry of the statement in flight */
     uint64_t ddl_hold;               /* schema cache hold of the DDL in flight (0: none) */
-    struct ss_flush *flush;          /* FLUSH DELAYED waiting for the flushers (session/flush_delayed.c) */
     struct ss_park *park;            /* a DELAYED statement waiting for its table's key (session/park.c) */
     struct mr_dgroup_member *group;  /* a staged DELAYED statement in a group-commit batch
                                         (session/group.c); the runner's until answered */
-    struct ss_dstmt *dstmts;         /* prepared memory-mode DELAYED statements (session/delayed_prepared.c) */
-    struct ss_dstmt *dprep;          /* the one being prepared */
-    uint32_t dlast;                  /* id of the last prepared, if a memory stand-in; else
-                                        0xffffffff (session/delayed_prepared.c) */
     uint64_t command_start_ns;
-    ss_keyset *keyset;               /* keyset pagination state; NULL until used (owned) */
+    mr_fsession fs;                  /* what the features' hooks see (session/hooks.c) */
+    void *fstate[MR_FEATURES_MAX];   /* each feature's own state (owned by the feature) */
+    uint8_t *hook_packet;            /* a response packet a hook reads whole (owned) */
     mr_client_slot slot;             /* what SHOW CLIENTS sees (stats/client_info.h) */
 };
 
@@ -151,8 +147,8 @@ typedef enum stmt_verdict {
     STMT_RELAY,    /* send it (as written or rewritten) and relay the answer */
     STMT_ANSWERED, /* the proxy answered it (a block); nothing goes to the backend */
     STMT_CLOSED,   /* the session had to close */
-    STMT_WAITING,  /* the proxy answers later (FLUSH DELAYED, a parked DELAYED statement);
-                      nothing goes to the backend yet */
+    STMT_WAITING,  /* the proxy answers later (a feature's background job, a parked
+                      DELAYED statement); nothing goes to the backend yet */
 } stmt_verdict;
 
 static inline const mr_config *cfg(const mr_session *s) { return s->w->proxy->cfg; }
@@ -242,43 +238,41 @@ void ss_count_staged(mr_worker *w, struct mr_rule_stats *rule, struct mr_rule_st
 /* session/statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);
 
-/* session/keyset.c */
-void ss_keyset_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len);
-void ss_keyset_statement(mr_session *s, uint8_t cmd, const char *sql, size_t len,
-                         unsigned lex_flags, const mr_match_result *res);
-/* True when the backend packet starting now goes to the page's watch whole. */
-bool ss_keyset_wants(const mr_session *s);
-/* Hands the packet at `pos` (`len` payload bytes, `avail` bytes buffered
- * from pos) to the watch; false when it is not all buffered yet. */
-bool ss_keyset_packet(mr_session *s, struct evbuffer *in, const struct evbuffer_ptr *pos,
-                      uint32_t len, size_t avail);
-/* The packet that ends the response was classified (it is not relayed yet:
- * the bookmark must be there before the client can ask for the next page). */
-void ss_keyset_response_done(mr_session *s);
-void ss_keyset_free(mr_session *s);
 /* session/counts.c: counts what the front end did with one statement (a
  * COM_STMT_PREPARE text when `prepared`) that took `frontend_ns` in
  * mr_rules_apply. */
 void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared,
                         uint64_t frontend_ns);
-/* session/statement.c: adds a memory batch and answers OK (or the ERR of a full table) */
-stmt_verdict ss_delayed_memory(mr_session *s, const struct mr_dmem_batch *b);
-
-/* session/delayed_prepared.c */
-/* COM_STMT_PREPARE of a memory-mode statement is going out as its stand-in;
- * false: it cannot be kept (too many parameters, out of memory). */
-bool ss_dmem_note_prepare(mr_session *s, const char *sql, size_t len, unsigned nparams);
-/* The prepare's response ended (ok: with a prepare-OK for statement id). */
-void ss_dmem_prepared(mr_session *s, bool ok, uint32_t id);
-/* A statement command on a kept id: true when it was answered here (*v). */
-bool ss_dmem_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len,
-                     stmt_verdict *v);
-void ss_dmem_forget_all(mr_session *s);
-
-/* session/flush_delayed.c */
-stmt_verdict ss_flush_delayed(mr_session *s, const char *sql, size_t len, unsigned lex_flags);
-/* The session ends: a FLUSH DELAYED in flight answers nobody. */
-void ss_flush_orphan(mr_session *s);
+/* session/hooks.c: the features' hooks, run in table order (feature/feature.h).
+ * ss_hooks_start at the session's start; ss_hooks_view refreshes what the
+ * hooks see before a statement or command. A hook's action is acted on by
+ * ss_hooks_act (STMT_RELAY for PASS and SEND, which it sent). */
+extern const mr_feature *const ss_features[];  /* session/features.c */
+extern const unsigned ss_nfeatures;
+void ss_hooks_start(mr_session *s);
+void ss_hooks_view(mr_session *s);
+void ss_hooks_ports(mr_stmt_ctx *ctx);
+stmt_verdict ss_hooks_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n,
+                              uint32_t len);
+bool ss_hooks_wants_whole(mr_session *s, uint8_t cmd, const uint8_t *head, uint32_t len);
+stmt_verdict ss_hooks_statement(mr_session *s, bool before_rules, mr_hook_stmt *st);
+/* Some hook watches the response's packets now (a keyset page): then the
+ * relay copies packet heads out, since a hook may rearrange the input. */
+bool ss_hooks_response_watched(mr_session *s);
+/* The backend packet at `pos` (`len` payload bytes, `avail` buffered from
+ * pos) starts now: false when a hook wants it whole and it is not all
+ * buffered yet. */
+bool ss_hooks_response_packet(mr_session *s, struct evbuffer *in, const struct evbuffer_ptr *pos,
+                              uint32_t len, size_t avail);
+/* The response's last packet was classified (relayed: false), or the
+ * response was relayed whole (true). */
+void ss_hooks_response_end(mr_session *s, bool relayed);
+void ss_hooks_prepared_reset(mr_session *s);
+void ss_hooks_end(mr_session *s);
+/* A statement goes out as `text` instead of the client's bytes (a rule's
+ * rewrite, a hook's MR_HOOK_SEND): STMT_RELAY, or STMT_CLOSED when out of
+ * memory (the client got an ERR). */
+stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len);
 
 /* session/park.c: the front end marked the statement for parking
  * (res->park): true when the session now holds a copy of it in

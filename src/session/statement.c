@@ -1,15 +1,14 @@
 /*
  * session/statement.c - a whole COM_QUERY or COM_STMT_PREPARE meets the
  * front end: digest, rules, and then relayed as written, rewritten, or
- * answered with the block's error; also notes `USE db` for the rule
- * filters. Runs on the session's worker thread, with the worker's scratch.
+ * answered with the block's error; the features' statement hooks run
+ * before and after the rules (session/hooks.c). Also notes `USE db` for
+ * the rule filters. Runs on the session's worker thread, with the worker's
+ * scratch.
  */
 #include <string.h>
 
-#include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/sql/charset_guard.h"
-#include "myrewrite/delayed/flush.h"
-#include "myrewrite/delayed/mem.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/schema/cache.h"
@@ -78,32 +77,6 @@ static void log_matches(mr_session *s, const mr_match_result *res, const char *s
     }
 }
 
-/* A memory-mode DELAYED statement: its deltas go into this worker's shard
- * and the proxy answers itself, OK with the keys touched as affected rows
- * (or the ERR of a full table). Nothing reaches the backend. */
-stmt_verdict ss_delayed_memory(mr_session *s, const mr_dmem_batch *b)
-{
-    char err[512];
-    uint64_t affected = 0;
-    s->from_client.discard = true;
-    s->digest = NULL;
-    s->schema_pending = false;
-    if (mr_dmem_apply(s->w->id, b, &affected, err, sizeof err) != 0) {
-        mr_stat_add(&s->w->stats.statements_blocked, 1);
-        ss_send_err(s, 1, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, err);
-        return STMT_ANSWERED;
-    }
-    mr_stat_add(&s->w->stats.statements_rewritten, 1);
-    mr_buf ok;
-    mr_buf_init(&ok);
-    /* the session's own status (autocommit, in transaction), never "more results" */
-    mr_ok_build(&ok, 1, affected, 0, (uint16_t)(s->tracker.status & ~MR_STATUS_MORE_RESULTS), 0);
-    if (!ok.failed)
-        mr_conn_write(s->client, ok.data, ok.len);
-    mr_buf_free(&ok);
-    return STMT_ANSWERED;
-}
-
 /* The `unreadable` setting, validated at start (base/config.c). */
 static uint8_t unreadable_policy(const mr_config *c)
 {
@@ -144,16 +117,15 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         .skip_locked = s->skip_locked,
         .schema_src = mr_schema_cache_source(),
         .charset_unsafe = s->charset_unsafe,
-        .derived = mr_delayed_derive_port(),
-        .bookmarks = &mr_bookmarks_store,
         .unreadable = unreadable_policy(cfg(s)),
     };
-    if (cmd == MR_COM_QUERY) {
-        stmt_verdict v = ss_flush_delayed(s, sql, len, lex_flags);
-        if (v != STMT_RELAY)
-            return v;
+    ss_hooks_ports(&ctx);
+    mr_hook_stmt st = {.cmd = cmd, .sql = sql, .len = len};
+    stmt_verdict v = ss_hooks_statement(s, true, &st);
+    if (v != STMT_RELAY || st.send)
+        return v; /* a hook answered, waits for a job, or sent its own text */
+    if (cmd == MR_COM_QUERY)
         note_charset_statement(s, sql, len, lex_flags);
-    }
     mr_buf_reset(&res->text);
     if (ctx.prepared)
         ss_prepared_begin(s);
@@ -188,38 +160,16 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         ss_prelude_read_committed(s); /* ahead of the statement, rewritten or not */
     else if (res->read_committed)
         s->pnote_next.claim = true; /* ahead of each COM_STMT_EXECUTE of it */
-    /* A staged rule's flush_early was passed, or a default rule's table is
-     * new: the flusher is woken once the server has answered, so that the
-     * staging rows of this very statement are committed (in autocommit
-     * mode) when it looks. */
-    s->wake_flusher = res->wake_flusher;
-    if (res->action == MR_ACT_DELAYED_MEMORY)
-        return ss_delayed_memory(s, res->dmem);
-    if (res->dmem_prepare && !ss_dmem_note_prepare(s, sql, len, res->dmem_nparams)) {
-        ss_send_err(s, 1, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, "DELAYED in mode = memory: "
-                    "a prepared statement takes at most 256 parameters");
-        s->from_client.discard = true;
-        s->digest = NULL;
-        return STMT_ANSWERED;
-    }
+    st.res = res;
+    v = ss_hooks_statement(s, false, &st);
+    if (v != STMT_RELAY || st.send)
+        return v;
     if (ss_group_wanted(s, cmd, res) && ss_group_join(s, res))
         return STMT_WAITING; /* answered once its batch has committed (session/group.c) */
-    if (res->action == MR_ACT_REWRITE) {
-        mr_buf out;
-        mr_buf_init(&out);
-        mr_command_build(&out, cmd, res->text.data, res->text.len);
-        if (out.failed) {
-            mr_buf_free(&out);
-            ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
-            ss_close_after_flush(s, MR_CLOSE_MALFORMED, "out of memory building a rewrite");
-            return STMT_CLOSED;
-        }
-        mr_conn_write(s->backend, out.data, out.len);
-        mr_buf_free(&out);
+    if (res->action != MR_ACT_REWRITE)
+        return STMT_RELAY;
+    v = ss_send_instead(s, cmd, res->text.data, res->text.len);
+    if (v == STMT_RELAY)
         mr_stat_add(&s->digest->rewritten, 1);
-        mr_stat_add(&w->stats.statements_rewritten, 1);
-        s->from_client.discard = true; /* the original bytes are dropped as they come */
-    }
-    ss_keyset_statement(s, cmd, sql, len, lex_flags, res);
-    return STMT_RELAY;
+    return v;
 }

@@ -105,6 +105,14 @@ static void on_message(mr_worker *w, int msg)
         }
         return;
     }
+    if (msg == MR_WORKER_MSG_BG) {
+        atomic_store(&w->bg_signaled, false); /* an answer from now on signals again */
+        for (mr_session *s = w->sessions, *next; s; s = next) {
+            next = mr_session_next(s); /* s may end below */
+            mr_session_bg_answered(s);
+        }
+        return;
+    }
     w->draining = true;
     drain_sessions(w, msg == MR_WORKER_MSG_STOP);
     if (w->nsessions == 0)
@@ -186,6 +194,13 @@ bool mr_worker_signal(mr_worker *w, int msg)
         return true;
     mr_error(0, "cannot signal worker %u: %s", w->id, strerror(errno));
     return false;
+}
+
+void mr_worker_wake_bg(void *worker)
+{
+    mr_worker *w = worker;
+    if (!atomic_exchange(&w->bg_signaled, true) && !mr_worker_signal(w, MR_WORKER_MSG_BG))
+        atomic_store(&w->bg_signaled, false); /* the next answer tries again */
 }
 
 void mr_worker_join(mr_worker *w)

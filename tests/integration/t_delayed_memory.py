@@ -13,6 +13,8 @@ prepared DELAYED statements in staged mode; a proxy of its own, the real mariadb
   * memory_max_keys: the key past the bound gets its ERR, which wakes the flusher, and after
     that flush there is room again; nothing taken is dropped;
   * a chunk that fails (its row locked past the lock wait timeout) is kept and applied once;
+  * a client that disconnects while its FLUSH DELAYED waits for the flusher's job: the job's
+    answer finds the session gone, the proxy goes on (and, under ASan, leaks nothing);
   * every refused form gets its error text; FLUSH DELAYED of an unknown table too;
   * prepared UPDATE DELAYED (hand-built COM_STMT_PREPARE / EXECUTE): staged mode stages the
     executed values; memory mode answers each execute itself (types kept across executes,
@@ -28,6 +30,7 @@ Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports.
 """
 import os
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -42,7 +45,7 @@ import rawproto_lib as rp  # noqa: E402
 
 CLIENTS = 32
 RULES_DIR = os.path.join(t.TMP, "delayed_memory_rules")
-PROXY = t.Proxy("delayed_memory_proxy", rules_dir=RULES_DIR, own_conn=True)
+PROXY = t.Proxy("delayed_memory_proxy", rules_dir=RULES_DIR, own_conn=True, admin=True)
 PORT = PROXY.port
 RULES = """
 [delayed mem_counters]
@@ -496,6 +499,46 @@ def failing_chunk(d):
          rows(d, "SELECT hits FROM m_counters WHERE id = 9"))
 
 
+def waiting_states(ac):
+    """The states of the sessions SHOW CLIENTS lists as waiting."""
+    cur = ac.cursor()
+    cur.execute("SHOW CLIENTS")
+    col = [x[0] for x in cur.description].index("state")
+    return [r[col] for r in cur.fetchall() if r[col] == "waiting"]
+
+
+def gone_while_flushing(d):
+    """FLUSH DELAYED waits for a job on the flusher's connection, stuck on a row lock; its
+    client leaves meanwhile. The job finishes later and wakes nobody; the proxy goes on."""
+    locker = t.direct()
+    lcur = locker.cursor()
+    lcur.execute("START TRANSACTION")
+    lcur.execute("SELECT hits FROM m_counters WHERE id = 8 FOR UPDATE")
+    base = lcur.fetchone()[0]
+    c = t.connect(PORT, autocommit=True)
+    c.cursor().execute("UPDATE DELAYED m_counters SET hits = hits + 4 WHERE id = 8")
+    c._execute_command(pymysql.constants.COMMAND.COM_QUERY, "FLUSH DELAYED m_counters")
+    time.sleep(0.5)  # the job is queued and waits for the lock
+    ac = PROXY.admin()
+    t.eq("the session waits for the flush job", ["waiting"], waiting_states(ac))
+    c._sock.shutdown(socket.SHUT_RDWR)  # gone without reading the answer (or sending COM_QUIT)
+    c._sock.close()
+    deadline = time.time() + 5
+    while waiting_states(ac) and time.time() < deadline:
+        time.sleep(0.1)
+    t.eq("the session closed while its flush job still ran", [], waiting_states(ac))
+    ac.close()
+    time.sleep(0.5)
+    locker.rollback()
+    locker.close()
+    c = t.connect(PORT, autocommit=True)
+    flush(c, "m_counters")
+    t.ok("after the orphaned job, FLUSH DELAYED answers OK")
+    c.close()
+    t.eq("the increment of the orphaned flush is applied once", ((base + 4,),),
+         rows(d, "SELECT hits FROM m_counters WHERE id = 8"))
+
+
 # ---- reload ------------------------------------------------------------------------------------
 
 def reload(d, proc):
@@ -639,6 +682,7 @@ def main():
         bound(d)
         early(d)
         failing_chunk(d)
+        gone_while_flushing(d)
         nokey_concurrent(d)
         reload(d, proc)
         nokey_alter(d, proc)

@@ -25,6 +25,7 @@
 #ifndef MYREWRITE_DELAYED_FLUSH_H
 #define MYREWRITE_DELAYED_FLUSH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "myrewrite/base/proxy.h"
@@ -53,6 +54,13 @@ void mr_delayed_stop(uint64_t drain_ms);
  * of a table asked for failed (kept and retried); -1: no
  * flusher (no delayed rule or no proxy_user). Any thread but a worker. */
 int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms);
+/* FLUSH DELAYED without waiting: a job on the flusher's own connection
+ * runs a round over the tables matching `table_filter` (as above) and then
+ * calls done(arg, rc) on the flusher's thread, rc as mr_delayed_flush_now
+ * returns it (1: the flusher stopped before running it). False, and done
+ * is never called, when there is no flusher or no memory. Any thread. */
+typedef void (*mr_delayed_flush_done)(void *arg, int rc);
+bool mr_delayed_flush_job(const char *table_filter, mr_delayed_flush_done done, void *arg);
 /* Asks for a round of every staged table now, without waiting (a rule's
  * flush_early was passed). Any thread; a mutex for a few instructions. */
 void mr_delayed_wake(void);

@@ -120,5 +120,9 @@ void mr_dmem_stats_read(mr_dmem_stats *out);
  * asked for failed (its keys are kept and retried); -1: no memory-mode
  * rule. Not on a worker (it waits). */
 int mr_dmem_flush_now(const char *table_filter, uint64_t timeout_ms);
+/* The same without waiting: a job on the flusher's own connection, then
+ * done(arg, rc) on its thread (see mr_delayed_flush_job). False, done
+ * never called: no flusher, or no memory. Any thread. */
+bool mr_dmem_flush_job(const char *table_filter, void (*done)(void *arg, int rc), void *arg);
 
 #endif

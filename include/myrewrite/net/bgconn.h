@@ -57,6 +57,9 @@ typedef struct mr_bgconn_ops {
 mr_bgconn *mr_bgconn_start(const mr_config *cfg, const char *backend, const mr_bgconn_ops *ops);
 /* Queues a job (copied: fn and arg). False when out of memory. */
 bool mr_bgconn_submit(mr_bgconn *b, mr_bg_job_fn fn, void *arg);
+/* The same, with drop(arg) called instead for a job the thread stops
+ * before running (on the thread calling mr_bgconn_stop). */
+bool mr_bgconn_submit_job(mr_bgconn *b, mr_bg_job_fn fn, void (*drop)(void *arg), void *arg);
 /* Makes the thread run its jobs and tick now. */
 void mr_bgconn_wake(mr_bgconn *b);
 /* True while the thread holds a working connection. */
@@ -68,7 +71,8 @@ bool mr_bgconn_usable(const mr_bgconn *b);
 /* Connect attempts that failed since the start (a waiter's cue that the
  * server is not there to wait for). */
 unsigned mr_bgconn_connect_failures(const mr_bgconn *b);
-/* Stops the thread (unrun jobs are dropped, their arg untouched), closes
+/* Stops the thread (unrun jobs are dropped: their drop is called, else
+ * their arg is untouched), closes
  * the connection and frees everything. */
 void mr_bgconn_stop(mr_bgconn *b);
 

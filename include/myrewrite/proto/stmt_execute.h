@@ -2,7 +2,7 @@
  * proto/stmt_execute.h - the parameter values of a COM_STMT_EXECUTE (binary
  * protocol: null bitmap, new-params-bound flag, the types when the flag is
  * 1, then the values), for the proxy's own decisions on prepared
- * statements: memory-mode DELAYED executes (session/delayed_prepared.c) and the
+ * statements: memory-mode DELAYED executes (delayed/session_prepared.c) and the
  * max_offset guardrail on a `LIMIT ?` offset (session/prepared.c).
  *
  * Pure, any thread.

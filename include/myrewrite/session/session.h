@@ -29,4 +29,9 @@ void mr_session_wake_parked(void *proxy);
  * sessions; each gets its OK or ERR (session/group.c). Worker thread. */
 void mr_session_group_answered(struct mr_worker *w);
 
+/* A background job of a feature answered (MR_WORKER_MSG_BG): a session
+ * waiting for one gets its answer and goes on (session/hooks.c). Worker
+ * thread. */
+void mr_session_bg_answered(mr_session *s);
+
 #endif

@@ -38,6 +38,7 @@ typedef struct mr_worker {
                                    would only repeat it (set by the loader, cleared here) */
     struct mr_dgroup_inbox *group_inbox; /* group commit's answers (delayed/group.h);
                                    made at the first grouped statement, worker thread */
+    _Atomic bool bg_signaled;   /* the same for MR_WORKER_MSG_BG (set by a job, cleared here) */
     mr_stats stats;             /* written by this worker only */
     mr_digest_stats digests;    /* written by this worker only */
     mr_client_registry clients; /* SHOW CLIENTS snapshots of the sessions (stats/client_info.h) */
@@ -64,6 +65,7 @@ void mr_shared_rules_release(mr_shared_rules *r);
 #define MR_WORKER_MSG_RULES (-3) /* pick up pending_rules */
 #define MR_WORKER_MSG_SCHEMA (-4) /* the schema cache loaded a table: run parked statements */
 #define MR_WORKER_MSG_GROUP (-5)  /* group commit answered statements: see group_inbox */
+#define MR_WORKER_MSG_BG (-6)     /* a feature's background job answered a waiting session */
 
 /* One reference to `rules` moves to the worker. */
 bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *rules);
@@ -75,6 +77,10 @@ bool mr_worker_hand_off(mr_worker *w, int fd);
 /* Sends a control message; the worker acts on it in its own thread. */
 bool mr_worker_signal(mr_worker *w, int msg); /* false: not sent (logged) */
 void mr_worker_join(mr_worker *w);
+/* A feature's background job answered (mr_fwake of feature/feature.h, arg:
+ * the mr_worker): sends MR_WORKER_MSG_BG unless one is on its way. Any
+ * thread. */
+void mr_worker_wake_bg(void *worker);
 /* Called by a session as it ends; stops the loop once drained. */
 void mr_worker_session_ended(mr_worker *w);
 

@@ -1,5 +1,7 @@
 /*
- * session/keyset.c - what a session does for keyset pagination: counts the
+ * paginate/session_hooks.c - the paginate feature's hooks in a client
+ * session (feature/feature.h): what a session does for keyset pagination.
+ * Counts the
  * rules' keyset decisions, hands the response of a watched page to its
  * watch (whole column-definition and row packets), and tells the bookmark
  * store about writes passing through, so bookmarks of a table written
@@ -11,40 +13,45 @@
  * COM_STMT_EXECUTE of the session, since the proxy does not map statement
  * ids to texts. Each write is noted when sent and again when it completes.
  *
- * Session's worker thread; owns the session's ss_keyset.
+ * Session's worker thread; owns the session's keyset state (its slot).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "myrewrite/paginate/session_hooks.h"
+
 #include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/paginate/keyset.h"
+#include "myrewrite/proto/codec.h"
 #include "myrewrite/stats/rule_stats.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/sql/lexer.h"
-#include "session/session_impl.h"
 
-struct ss_keyset {
+_Static_assert(MR_KEYSET_PACKET_MAX == MR_FEATURE_PACKET_MAX,
+               "the session hands the watch packets up to the watch's own limit");
+
+typedef struct pg_keyset {
     mr_keyset_watch watch;
     mr_keyset_writes prepared;  /* tables of every write this session prepared */
     mr_keyset_writes command;   /* tables the command in flight writes: noted again at its end */
-    uint8_t *packet;  /* MR_PKT_HEADER + MR_KEYSET_PACKET_MAX bytes, once a page is watched */
-};
+} pg_keyset;
 
-static ss_keyset *state(mr_session *s)
+static pg_keyset *state(void **st)
 {
-    if (!s->keyset)
-        s->keyset = calloc(1, sizeof *s->keyset);
-    return s->keyset; /* NULL when out of memory: keyset then simply stays off */
+    if (!*st)
+        *st = calloc(1, sizeof(pg_keyset));
+    return *st; /* NULL when out of memory: keyset then simply stays off */
 }
 
-void ss_keyset_free(mr_session *s)
+static void session_end(mr_fsession *fs, void **st)
 {
-    if (!s->keyset)
+    (void)fs;
+    pg_keyset *k = *st;
+    if (!k)
         return;
-    mr_keyset_watch_free(&s->keyset->watch);
-    free(s->keyset->packet);
-    free(s->keyset);
-    s->keyset = NULL;
+    mr_keyset_watch_free(&k->watch);
+    free(k);
+    *st = NULL;
 }
 
 /* ---- writes ---------------------------------------------------------------------- */
@@ -78,13 +85,15 @@ static bool starts_with_select(const char *sql, size_t len)
 
 /* A command starts: a prepared write executes, or a statement too large
  * for the front end goes by unread. */
-void ss_keyset_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len)
+static mr_hook_action command(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *p,
+                              size_t n, uint32_t len)
 {
-    ss_keyset *k = s->keyset;
+    (void)fs;
+    pg_keyset *k = *st;
     if (k)
         memset(&k->command, 0, sizeof k->command);
-    if (!mr_bookmarks_armed() || !(k = state(s)))
-        return;
+    if (!mr_bookmarks_armed() || !(k = state(st)))
+        return MR_HOOK_PASS;
     if ((cmd == MR_COM_STMT_EXECUTE || cmd == MR_COM_STMT_BULK_EXECUTE) &&
         (k->prepared.n || k->prepared.all))
         merge(&k->command, &k->prepared);
@@ -94,35 +103,37 @@ void ss_keyset_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, u
     if (cmd == MR_COM_STMT_PREPARE && n < len && !starts_with_select((const char *)p + 1, n - 1))
         k->prepared.all = true;
     note(&k->command);
+    return MR_HOOK_PASS;
 }
 
 /* ---- statements ------------------------------------------------------------------------ */
 
-static void count(mr_session *s, const mr_keyset_note *no)
+static void count(mr_fsession *fs, const mr_keyset_note *no)
 {
     if (no->outcome != MR_KEYSET_HIT && no->outcome != MR_KEYSET_MISS)
         return;
     bool hit = no->outcome == MR_KEYSET_HIT;
-    mr_stat_add(hit ? &s->w->stats.paginate_keyset_hits : &s->w->stats.paginate_keyset_misses, 1);
+    mr_stat_add(hit ? &fs->stats->paginate_keyset_hits : &fs->stats->paginate_keyset_misses, 1);
     mr_rule_stats *e = no->rule ? mr_rule_stats_of(no->rule) : NULL;
     if (e)
         atomic_fetch_add_explicit(hit ? &e->keyset_hits : &e->keyset_misses, 1,
                                   memory_order_relaxed);
 }
 
-void ss_keyset_statement(mr_session *s, uint8_t cmd, const char *sql, size_t len,
-                         unsigned lex_flags, const mr_match_result *res)
+/* After the rules: the page's watch begins, and its writes are noted. */
+static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
 {
-    count(s, &res->keyset);
-    bool watch = res->keyset.watch && cmd == MR_COM_QUERY;
+    const mr_match_result *res = stmt->res;
+    count(fs, &res->keyset);
+    bool watch = res->keyset.watch && stmt->cmd == MR_COM_QUERY;
     if (watch)
         mr_bookmarks_arm();
-    ss_keyset *k = mr_bookmarks_armed() ? state(s) : NULL;
+    pg_keyset *k = mr_bookmarks_armed() ? state(st) : NULL;
     if (!k)
-        return;
+        return MR_HOOK_PASS;
     mr_keyset_writes wr = {0};
-    mr_keyset_writes_scan(sql, len, lex_flags, &wr);
-    if (cmd == MR_COM_STMT_PREPARE) {
+    mr_keyset_writes_scan(stmt->sql, stmt->len, fs->lex_flags, &wr);
+    if (stmt->cmd == MR_COM_STMT_PREPARE) {
         merge(&k->prepared, &wr); /* written at each execute */
     } else {
         merge(&k->command, &wr);
@@ -130,47 +141,54 @@ void ss_keyset_statement(mr_session *s, uint8_t cmd, const char *sql, size_t len
     }
     if (watch) {
         mr_keyset_watch_begin(&k->watch, &res->keyset, &mr_bookmarks_store);
-        k->watch.ext_metadata = (s->ext_caps & MR_MARIADB_CAP_EXTENDED_METADATA) != 0;
+        k->watch.ext_metadata = (fs->ext_caps & MR_MARIADB_CAP_EXTENDED_METADATA) != 0;
     }
     else
         k->watch.active = false;
+    return MR_HOOK_PASS;
 }
 
 /* ---- the response ------------------------------------------------------------------------- */
 
-bool ss_keyset_wants(const mr_session *s)
+static bool response_wants(mr_fsession *fs, void **st, int track_state)
 {
-    return s->keyset && mr_keyset_watch_wants(&s->keyset->watch, (int)s->tracker.state);
+    (void)fs;
+    pg_keyset *k = *st;
+    return k && mr_keyset_watch_wants(&k->watch, track_state);
 }
 
-bool ss_keyset_packet(mr_session *s, struct evbuffer *in, const struct evbuffer_ptr *pos,
-                      uint32_t len, size_t avail)
+static void response_packet(mr_fsession *fs, void **st, int track_state, const uint8_t *payload,
+                            uint32_t len)
 {
-    ss_keyset *k = s->keyset;
-    int ts = (int)s->tracker.state;
-    if (len > MR_KEYSET_PACKET_MAX) {
-        mr_keyset_watch_packet(&k->watch, ts, NULL, 0);
-        return true;
-    }
-    size_t total = MR_PKT_HEADER + (size_t)len;
-    if (avail < total)
-        return false; /* the rest of the packet comes with a later read */
-    if (!k->packet && !(k->packet = malloc(MR_PKT_HEADER + MR_KEYSET_PACKET_MAX))) {
-        mr_keyset_watch_packet(&k->watch, ts, NULL, 0); /* out of memory: no bookmark */
-        return true;
-    }
-    struct evbuffer_ptr at = *pos;
-    evbuffer_copyout_from(in, &at, k->packet, total);
-    mr_keyset_watch_packet(&k->watch, ts, k->packet + MR_PKT_HEADER, len);
-    return true;
+    (void)fs;
+    pg_keyset *k = *st;
+    mr_keyset_watch_packet(&k->watch, track_state, payload, payload ? len : 0);
 }
 
-void ss_keyset_response_done(mr_session *s)
+static void response_end(mr_fsession *fs, void **st, const mr_hook_response *r)
 {
-    ss_keyset *k = s->keyset;
+    (void)fs;
+    pg_keyset *k = *st;
     if (!k)
         return;
-    mr_keyset_watch_end(&k->watch, !s->tracker.ended_with_err, mr_bookmarks_now_ms());
+    mr_keyset_watch_end(&k->watch, r->ok, mr_bookmarks_now_ms());
     note(&k->command); /* the write is done: a page read meanwhile may have missed it */
     memset(&k->command, 0, sizeof k->command);
 }
+
+/* The statement side's ports: the bookmark store. */
+static void ports(mr_stmt_ctx *ctx)
+{
+    ctx->bookmarks = &mr_bookmarks_store;
+}
+
+const mr_feature mr_paginate_feature = {
+    .name = "paginate",
+    .ports = ports,
+    .command = command,
+    .statement = statement,
+    .response_wants = response_wants,
+    .response_packet = response_packet,
+    .response_end = response_end,
+    .session_end = session_end,
+};

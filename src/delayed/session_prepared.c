@@ -1,5 +1,6 @@
 /*
- * session/delayed_prepared.c - prepared statements of mode = memory DELAYED rules.
+ * delayed/session_prepared.c - prepared statements of mode = memory DELAYED
+ * rules, in a client session (the delayed feature's hooks).
  *
  * COM_STMT_PREPARE of such a statement goes to the server as a stand-in
  * with the same `?` count (`DO ?, ?`, delayed/statement.c), so the server
@@ -25,19 +26,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "myrewrite/paginate/bookmarks.h"
-#include "myrewrite/delayed/mem.h"
+#include "delayed/session_impl.h"
 #include "myrewrite/delayed/staging_sql.h"
+#include "myrewrite/paginate/bookmarks.h"
+#include "myrewrite/proto/codec.h"
 #include "myrewrite/proto/stmt_execute.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/base/log.h"
-#include "session/session_impl.h"
 
 #define MAX_PARAMS MR_EXEC_MAX_PARAMS
-#define LAST_NOT_MEMORY 0xffffffffu /* s->dlast: the last prepare was not a memory stand-in */
+#define LAST_NOT_MEMORY 0xffffffffu /* d->dlast: the last prepare was not a memory stand-in */
+#define STMT_LAST 0xffffffffu       /* MariaDB's direct execution: the statement prepared last */
 
-struct ss_dstmt {
-    struct ss_dstmt *next;
+struct ds_stmt {
+    struct ds_stmt *next;
     uint32_t id;
     unsigned nparams;
     bool long_data;           /* COM_STMT_SEND_LONG_DATA was used on it */
@@ -49,29 +51,29 @@ struct ss_dstmt {
 
 /* ---- the statement table ---------------------------------------------------------- */
 
-static struct ss_dstmt *find(const mr_session *s, uint32_t id)
+static struct ds_stmt *find(const ds_session *s, uint32_t id)
 {
-    for (struct ss_dstmt *d = s->dstmts; d; d = d->next)
+    for (struct ds_stmt *d = s->dstmts; d; d = d->next)
         if (d->id == id)
             return d;
     return NULL;
 }
 
-static void forget(mr_session *s, uint32_t id)
+static void forget(ds_session *s, uint32_t id)
 {
-    for (struct ss_dstmt **pp = &s->dstmts; *pp; pp = &(*pp)->next)
+    for (struct ds_stmt **pp = &s->dstmts; *pp; pp = &(*pp)->next)
         if ((*pp)->id == id) {
-            struct ss_dstmt *d = *pp;
+            struct ds_stmt *d = *pp;
             *pp = d->next;
             free(d);
             return;
         }
 }
 
-void ss_dmem_forget_all(mr_session *s)
+void ds_forget_all(ds_session *s)
 {
     while (s->dstmts) {
-        struct ss_dstmt *d = s->dstmts;
+        struct ds_stmt *d = s->dstmts;
         s->dstmts = d->next;
         free(d);
     }
@@ -80,13 +82,13 @@ void ss_dmem_forget_all(mr_session *s)
     s->dlast = LAST_NOT_MEMORY;
 }
 
-bool ss_dmem_note_prepare(mr_session *s, const char *sql, size_t len, unsigned nparams)
+bool ds_note_prepare(ds_session *s, const char *sql, size_t len, unsigned nparams)
 {
     free(s->dprep);
     s->dprep = NULL;
     if (nparams > MAX_PARAMS)
         return false;
-    struct ss_dstmt *d = calloc(1, sizeof *d + len + 1);
+    struct ds_stmt *d = calloc(1, sizeof *d + len + 1);
     if (!d)
         return false;
     d->nparams = nparams;
@@ -96,9 +98,9 @@ bool ss_dmem_note_prepare(mr_session *s, const char *sql, size_t len, unsigned n
     return true;
 }
 
-void ss_dmem_prepared(mr_session *s, bool ok, uint32_t id)
+void ds_prepared(ds_session *s, bool ok, uint32_t id)
 {
-    struct ss_dstmt *d = s->dprep;
+    struct ds_stmt *d = s->dprep;
     s->dprep = NULL;
     if (ok) /* the id MariaDB's direct execution means by 0xffffffff */
         s->dlast = d ? id : LAST_NOT_MEMORY;
@@ -116,76 +118,71 @@ void ss_dmem_prepared(mr_session *s, bool ok, uint32_t id)
 
 /* ---- answering ------------------------------------------------------------------ */
 
-static stmt_verdict refuse(mr_session *s, const char *msg)
+static mr_hook_action refuse(mr_fsession *fs, const char *msg)
 {
-    mr_stat_add(&s->w->stats.statements_blocked, 1);
-    ss_send_err(s, 1, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, msg);
-    s->from_client.discard = true;
-    return STMT_ANSWERED;
+    mr_stat_add(&fs->stats->statements_blocked, 1);
+    fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, msg);
+    return MR_HOOK_ANSWERED;
 }
 
 /* The execute of a memory statement: its values meet the rules with the
  * original text, and the batch goes into the shard. */
-static stmt_verdict execute(mr_session *s, struct ss_dstmt *d, const uint8_t *p, size_t n)
+static mr_hook_action execute(mr_fsession *fs, struct ds_stmt *d, const uint8_t *p, size_t n)
 {
     mr_exec_param params[MAX_PARAMS];
     char bufs[MAX_PARAMS][32];                /* numbers and dates written out */
     if (d->long_data)
-        return refuse(s, "DELAYED in mode = memory: parameters sent with "
+        return refuse(fs, "DELAYED in mode = memory: parameters sent with "
                          "COM_STMT_SEND_LONG_DATA are not taken; bind them to the execute");
     const char *bad = mr_exec_params_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER, d->nparams,
                                           d->nparams, d->types, &d->have_types, params, bufs);
     if (bad)
-        return refuse(s, bad);
+        return refuse(fs, bad);
     mr_exec_params ps = {params, d->nparams};
-    mr_worker *w = s->w;
-    mr_match_result *res = &w->match;
+    mr_match_result *res = fs->match;
     mr_stmt_ctx ctx = {
-        .user = s->user[0] ? s->user : NULL,
-        .schema = s->schema[0] ? s->schema : NULL,
+        .user = fs->user,
+        .schema = fs->schema,
         .prepared = true,
-        .lex_flags = (s->tracker.status & MR_STATUS_NO_BACKSLASH_ESCAPES)
-                         ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0,
-        .shard = w->id,
+        .lex_flags = fs->lex_flags,
+        .shard = fs->shard,
         .params = &ps,
         .schema_src = mr_schema_cache_source(), /* keys of rules without one, column ranges */
         .bookmarks = &mr_bookmarks_store,
     };
-    mr_rules_apply(w->rules->set, d->sql, d->len, &ctx, w->scratch, res);
+    mr_rules_apply(fs->rules, d->sql, d->len, &ctx, fs->scratch, res);
     if (res->action == MR_ACT_BLOCK)
-        return refuse(s, res->message);
+        return refuse(fs, res->message);
     if (res->action != MR_ACT_DELAYED_MEMORY)
-        return refuse(s, "DELAYED: the rule this statement was prepared under is gone (rules "
-                         "reloaded); prepare it again");
-    return ss_delayed_memory(s, res->dmem);
+        return refuse(fs, "DELAYED: the rule this statement was prepared under is gone (rules "
+                          "reloaded); prepare it again");
+    return ds_memory(fs, res->dmem);
 }
 
-bool ss_dmem_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len,
-                     stmt_verdict *v)
+mr_hook_action ds_command(mr_fsession *fs, ds_session *s, uint8_t cmd, const uint8_t *p,
+                          size_t n, uint32_t len)
 {
-    if (!s->dstmts || n < 5)
-        return false;
-    uint32_t id = ss_stmt_id(p);
-    if (id == SS_STMT_LAST) /* MariaDB: the statement prepared last on this connection */
+    if (!s || !s->dstmts || n < 5)
+        return MR_HOOK_PASS;
+    uint32_t id = (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
+                  (uint32_t)p[4] << 24;
+    if (id == STMT_LAST) /* MariaDB: the statement prepared last on this connection */
         id = s->dlast;
-    struct ss_dstmt *d = id == LAST_NOT_MEMORY ? NULL : find(s, id);
+    struct ds_stmt *d = id == LAST_NOT_MEMORY ? NULL : find(s, id);
     if (!d)
-        return false;
+        return MR_HOOK_PASS;
     switch (cmd) {
     case MR_COM_STMT_EXECUTE:
         if (n != len || n < 10)
-            *v = refuse(s, "DELAYED in mode = memory: this COM_STMT_EXECUTE is larger than "
-                           "relay_buffer or malformed; nothing was taken");
-        else
-            *v = execute(s, d, p, n);
-        return true;
+            return refuse(fs, "DELAYED in mode = memory: this COM_STMT_EXECUTE is larger than "
+                              "relay_buffer or malformed; nothing was taken");
+        return execute(fs, d, p, n);
     case MR_COM_STMT_BULK_EXECUTE:
-        *v = refuse(s, "DELAYED in mode = memory is not taken by COM_STMT_BULK_EXECUTE; "
-                       "execute the statement once per row");
-        return true;
-    case MR_COM_STMT_SEND_LONG_DATA: d->long_data = true; return false;
-    case MR_COM_STMT_RESET: d->long_data = false; return false;
-    case MR_COM_STMT_CLOSE: forget(s, id); return false;
-    default: return false;
+        return refuse(fs, "DELAYED in mode = memory is not taken by COM_STMT_BULK_EXECUTE; "
+                          "execute the statement once per row");
+    case MR_COM_STMT_SEND_LONG_DATA: d->long_data = true; return MR_HOOK_PASS;
+    case MR_COM_STMT_RESET: d->long_data = false; return MR_HOOK_PASS;
+    case MR_COM_STMT_CLOSE: forget(s, id); return MR_HOOK_PASS;
+    default: return MR_HOOK_PASS;
     }
 }

@@ -1,0 +1,324 @@
+/*
+ * delayed/session_flush.c - `FLUSH DELAYED [tbl]` sent through the proxy by
+ * a client: the flushers run a round now and the client gets OK once it is
+ * done (or an ERR saying why not).
+ *
+ * The worker never waits. The round is a job on each flusher's own
+ * connection that has a matching table (mr_delayed_flush_job,
+ * mr_dmem_flush_job): it runs on that flusher's thread, in its job queue.
+ * The last job done calls the session's wake (feature/feature.h), which
+ * writes to its worker's pipe; the worker then runs the bg_answer hooks of
+ * its waiting sessions and this one sends the answer. Meanwhile the
+ * session sits in SS_WAIT_BG and reads no further command. After 30 s a
+ * timer answers that the flush goes on in the background.
+ *
+ * The request is shared by the session and its jobs and freed by the last
+ * of them to let go. A session that ends first clears the request's wake
+ * under its lock, so a job finishing later wakes nobody: its answer finds
+ * the session gone.
+ *
+ * Threads: the session's worker, but part_done (a flusher's thread).
+ */
+#include <event2/event.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "delayed/session_impl.h"
+#include "myrewrite/delayed/derive.h"
+#include "myrewrite/delayed/flush.h"
+#include "myrewrite/delayed/reject.h"
+#include "myrewrite/delayed/staging_sql.h"
+#include "myrewrite/base/log.h"
+#include "myrewrite/proto/codec.h"
+#include "myrewrite/sql/lexer.h"
+
+#define FLUSH_WAIT_MS 30000
+
+struct ds_flush {
+    pthread_mutex_t lock;    /* guards everything below but timer and timed_out */
+    unsigned refs;           /* the session's (until it lets go) and one per job */
+    unsigned parts;          /* jobs not done yet */
+    mr_fwake wake;           /* cleared when the session lets go */
+    int result;              /* -1 no part yet; else as mr_delayed_flush_now: 0, 1, 2 */
+    uint64_t rejected;       /* rows the round moved to dead-letter tables */
+    char filter[140];        /* `schema.t`; "" = all */
+    char where[400];         /* which tables, why, and where the rows are */
+    struct event *timer;     /* worker: FLUSH_WAIT_MS */
+    mr_fsession *fs;         /* worker: whose request it is */
+    bool timed_out;          /* worker: the timer fired first */
+};
+
+/* ---- reading the statement ---------------------------------------------------- */
+
+static bool word_is(const char *sql, const sql_token *t, const char *w)
+{
+    return t->kind == SQL_TOK_WORD && t->len == strlen(w) && strncasecmp(sql + t->off, w, t->len) == 0;
+}
+
+/* A name token (bare or `quoted`) into buf; false when it is not one. */
+static bool name_of(const char *sql, const sql_token *t, char *buf, size_t cap)
+{
+    const char *p = sql + t->off;
+    size_t n = t->len;
+    if (t->kind == SQL_TOK_QIDENT && n >= 2 && p[0] == '`' && !(t->flags & SQL_TF_ESCAPED)) {
+        p++;
+        n -= 2;
+    } else if (t->kind != SQL_TOK_WORD) {
+        return false;
+    }
+    if (n == 0 || n >= cap)
+        return false;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return true;
+}
+
+/* FLUSH DELAYED [[schema.]tbl] [;]: 1 with schema/table filled (empty
+ * when none), 0 when the text is something else, -1 when it starts so but
+ * does not read. */
+static int read_flush(const char *sql, size_t len, unsigned lex_flags, char *schema,
+                      char *table, size_t cap)
+{
+    sql_lexer lx;
+    sql_token t[6];
+    size_t n = 0;
+    sql_lexer_init(&lx, sql, len, lex_flags | SQL_LEX_SKIP_COMMENTS);
+    for (sql_token x; n < 6 && sql_lexer_next(&lx, &x);)
+        if (x.kind != SQL_TOK_COMMENT && !(x.kind == SQL_TOK_SEMI && n >= 2))
+            t[n++] = x;
+    if (n < 2 || !word_is(sql, &t[0], "FLUSH") || !word_is(sql, &t[1], "DELAYED"))
+        return 0;
+    schema[0] = table[0] = '\0';
+    if (n == 2)
+        return 1;
+    if (n == 3)
+        return name_of(sql, &t[2], table, cap) ? 1 : -1;
+    if (n == 5 && t[3].kind == SQL_TOK_DOT && name_of(sql, &t[2], schema, cap) &&
+        name_of(sql, &t[4], table, cap))
+        return 1;
+    return -1;
+}
+
+/* Which enabled delayed rules name the table (any, when table is ""). */
+static bool find_tables(const mr_ruleset *rs, const char *schema, const char *table,
+                        bool *staged, bool *memory)
+{
+    *staged = *memory = false;
+    for (size_t i = 0; i < mr_ruleset_count(rs); i++) {
+        const mr_rule *r = mr_ruleset_rule(rs, i);
+        if (r->kind != MR_RULE_DELAYED || !r->enabled)
+            continue;
+        const mr_delayed_def *d = r->delayed;
+        /* a default rule's tables are flushed with the staged ones (those
+         * not derived yet are derived first, in the same round) */
+        if (d->derive && (!table[0] || (schema && (strcmp(d->schema, "*") == 0 ||
+                                                   strcmp(d->schema, schema) == 0)))) {
+            *staged = true;
+            continue;
+        }
+        if (table[0] && (strcmp(d->table, table) != 0 || !schema || strcmp(d->schema, schema)))
+            continue;
+        *staged |= d->mode == MR_DELAYED_STAGED;
+        *memory |= d->mode == MR_DELAYED_MEMORY;
+    }
+    /* derived tables stay flushed after their default rule is reloaded away */
+    struct mr_derive_reg *g = mr_delayed_derived();
+    if (!*staged && table[0] && schema && g && mr_derive_known(g, schema, table))
+        *staged = true;
+    return *staged || *memory;
+}
+
+/* ---- the request ------------------------------------------------------------- */
+
+/* Drops one reference (lock held); the last one frees. */
+static void unref_locked(struct ds_flush *f)
+{
+    bool last = --f->refs == 0;
+    pthread_mutex_unlock(&f->lock);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&f->lock);
+    free(f);
+}
+
+/* Every part is done (lock held): what went to dead-letter tables, and
+ * the worker is told. */
+static void finish_locked(struct ds_flush *f)
+{
+    f->rejected = mr_dreject_round_report(f->filter, f->where, sizeof f->where);
+    if (f->wake.fn)
+        f->wake.fn(f->wake.arg); /* under the lock: the session cannot go meanwhile */
+}
+
+/* One flusher's job is done (its thread): the worse result is kept. */
+static void part_done(void *arg, int rc)
+{
+    struct ds_flush *f = arg;
+    pthread_mutex_lock(&f->lock);
+    f->result = f->result < 0 ? rc : rc < 0 ? f->result : rc > f->result ? rc : f->result;
+    if (--f->parts == 0)
+        finish_locked(f);
+    unref_locked(f);
+}
+
+/* The session lets go: later parts wake nobody. */
+static void release(struct ds_flush *f)
+{
+    if (f->timer)
+        event_free(f->timer);
+    f->timer = NULL;
+    pthread_mutex_lock(&f->lock);
+    f->wake.fn = NULL;
+    unref_locked(f);
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct ds_flush *f = arg; /* the session frees the timer as it lets go: f is there */
+    f->timed_out = true;
+    f->fs->ops->answer_now(f->fs);
+}
+
+/* The jobs, one per flusher with a matching table; false when none could
+ * be queued (then nothing of f is shared yet). */
+static bool submit(struct ds_flush *f, bool staged, bool memory)
+{
+    pthread_mutex_lock(&f->lock);
+    f->refs += staged + memory;
+    f->parts = staged + memory;
+    pthread_mutex_unlock(&f->lock);
+    bool a = staged && mr_delayed_flush_job(f->filter, part_done, f);
+    bool b = memory && mr_dmem_flush_job(f->filter, part_done, f);
+    pthread_mutex_lock(&f->lock);
+    /* a flusher that is not running takes no job: its part is -1 */
+    unsigned missing = (staged && !a) + (memory && !b);
+    f->refs -= missing;
+    f->parts -= missing;
+    bool any = a || b;
+    if (any && missing && f->parts == 0)
+        finish_locked(f); /* the job that did run finished first */
+    pthread_mutex_unlock(&f->lock);
+    return any;
+}
+
+/* ---- answering ----------------------------------------------------------------- */
+
+/* rejected and where: the round's dead-letter report (read under f's lock). */
+static void answer(mr_fsession *fs, int result, uint64_t rejected, const char *where)
+{
+    if (rejected && (result == 0 || result == 2)) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "FLUSH DELAYED: %" PRIu64 " staged row(s) could not be "
+                 "applied, the server refused them (%s; SHOW DELAYED REJECTED lists them)",
+                 rejected, where);
+        fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, "HY000", msg);
+    } else if (result == 0) {
+        fs->ops->send_ok(fs, 0);
+    } else {
+        fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, "HY000", result == 1
+                          ? "FLUSH DELAYED: the flush did not finish within 30 s (is the server "
+                            "reachable?); it goes on in the background"
+                          : result == 2
+                          ? "FLUSH DELAYED: a chunk failed (see the proxy's log); its deltas are "
+                            "kept and retried at the next round"
+                          : "FLUSH DELAYED: no flusher is running (proxy_user is not set, so the "
+                            "proxy has no connection of its own)");
+    }
+}
+
+bool ds_flush_answer(mr_fsession *fs, ds_session *d)
+{
+    struct ds_flush *f = d->flush;
+    if (!f)
+        return false;
+    char where[sizeof f->where];
+    pthread_mutex_lock(&f->lock);
+    bool done = f->parts == 0;
+    int result = done ? f->result : 1;
+    uint64_t rejected = done ? f->rejected : 0;
+    memcpy(where, f->where, sizeof where);
+    pthread_mutex_unlock(&f->lock);
+    if (!done && !f->timed_out)
+        return false; /* another session's job woke the worker */
+    d->flush = NULL;
+    answer(fs, result, rejected, where);
+    release(f);
+    return true;
+}
+
+void ds_flush_orphan(ds_session *d)
+{
+    if (d->flush)
+        release(d->flush);
+    d->flush = NULL;
+}
+
+/* ---- the statement --------------------------------------------------------------- */
+
+static mr_hook_action refuse(mr_fsession *fs, const char *msg)
+{
+    fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, msg);
+    return MR_HOOK_ANSWERED;
+}
+
+static struct ds_flush *request_new(mr_fsession *fs)
+{
+    struct ds_flush *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    if (pthread_mutex_init(&f->lock, NULL) != 0) {
+        free(f);
+        return NULL;
+    }
+    f->refs = 1;
+    f->result = -1;
+    f->wake = fs->wake;
+    f->fs = fs;
+    f->timer = event_new(fs->base, -1, 0, timer_cb, f);
+    struct timeval tv = {FLUSH_WAIT_MS / 1000, 0};
+    if (!f->timer || event_add(f->timer, &tv) != 0) {
+        release(f);
+        return NULL;
+    }
+    return f;
+}
+
+mr_hook_action ds_flush_statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
+{
+    char schema[65], table[65];
+    if (stmt->cmd != MR_COM_QUERY || !mr_ruleset_has_delayed(fs->rules))
+        return MR_HOOK_PASS; /* no delayed rule: the server answers as it would */
+    int rc = read_flush(stmt->sql, stmt->len, fs->lex_flags, schema, table, sizeof table);
+    if (rc == 0)
+        return MR_HOOK_PASS;
+    if (rc < 0)
+        return refuse(fs, "FLUSH DELAYED takes nothing or one table name: FLUSH DELAYED "
+                          "[[schema.]table]");
+    const char *sch = schema[0] ? schema : fs->schema;
+    bool staged, memory;
+    if (!find_tables(fs->rules, sch, table, &staged, &memory)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "FLUSH DELAYED: no delayed rule for table %.64s%s%.64s",
+                 sch ? sch : "", sch ? "." : "", table);
+        return refuse(fs, msg);
+    }
+    ds_session *d = ds_state(st);
+    struct ds_flush *f = d ? request_new(fs) : NULL;
+    if (!f)
+        return refuse(fs, "FLUSH DELAYED: myrewrite is out of memory");
+    if (table[0])
+        snprintf(f->filter, sizeof f->filter, "%.64s.%.64s", sch, table);
+    if (!submit(f, staged, memory)) {
+        release(f);
+        return refuse(fs, "FLUSH DELAYED: no flusher is running (proxy_user is not set, so the "
+                          "proxy has no connection of its own)");
+    }
+    d->flush = f;
+    return MR_HOOK_WAIT_BG;
+}

@@ -1,0 +1,144 @@
+/*
+ * delayed/session_hooks.c - the delayed feature's hooks in a client session
+ * (feature/feature.h): FLUSH DELAYED (delayed/session_flush.c), memory-mode
+ * statements answered by the proxy itself, their prepared form
+ * (delayed/session_prepared.c), and the staged flusher woken once a
+ * statement that asked for it is answered.
+ *
+ * Session's worker thread; owns the session's ds_session (its slot).
+ */
+#include "myrewrite/delayed/session_hooks.h"
+
+#include <stdlib.h>
+
+#include "delayed/session_impl.h"
+#include "myrewrite/delayed/flush.h"
+#include "myrewrite/delayed/staging_sql.h"
+#include "myrewrite/proto/codec.h"
+
+#define LAST_NOT_MEMORY 0xffffffffu
+
+ds_session *ds_state(void **st)
+{
+    ds_session *d = *st;
+    if (!d && (d = calloc(1, sizeof *d)))
+        d->dlast = LAST_NOT_MEMORY;
+    *st = d;
+    return d;
+}
+
+/* A memory-mode DELAYED statement: its deltas go into this worker's shard
+ * and the proxy answers itself, OK with the keys touched as affected rows
+ * (or the ERR of a full table). Nothing reaches the backend. */
+mr_hook_action ds_memory(mr_fsession *fs, const mr_dmem_batch *b)
+{
+    char err[512];
+    uint64_t affected = 0;
+    if (mr_dmem_apply(fs->shard, b, &affected, err, sizeof err) != 0) {
+        mr_stat_add(&fs->stats->statements_blocked, 1);
+        fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, err);
+        return MR_HOOK_ANSWERED;
+    }
+    mr_stat_add(&fs->stats->statements_rewritten, 1);
+    fs->ops->send_ok(fs, affected);
+    return MR_HOOK_ANSWERED;
+}
+
+static mr_hook_action command(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *p,
+                              size_t n, uint32_t len)
+{
+    return ds_command(fs, *st, cmd, p, n, len);
+}
+
+/* An execute of a kept memory statement is read whole (its values). */
+static bool wants_whole(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *head,
+                        uint32_t len)
+{
+    (void)fs;
+    (void)head;
+    (void)len;
+    const ds_session *d = *st;
+    return cmd == MR_COM_STMT_EXECUTE && d && d->dstmts;
+}
+
+/* After the rules: a memory statement is answered here; a prepared one is
+ * kept under the id its stand-in gets. */
+static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
+{
+    const mr_match_result *res = stmt->res;
+    /* A staged rule's flush_early was passed, or a default rule's table is
+     * new: the flusher is woken once the server has answered, so that the
+     * staging rows of this very statement are committed (in autocommit
+     * mode) when it looks. */
+    ds_session *d = res->wake_flusher || res->dmem_prepare ? ds_state(st) : *st;
+    if (d)
+        d->wake_flusher = res->wake_flusher;
+    else if (res->wake_flusher)
+        mr_delayed_wake(); /* out of memory: now rather than never */
+    if (res->action == MR_ACT_DELAYED_MEMORY)
+        return ds_memory(fs, res->dmem);
+    if (res->dmem_prepare && (!d || !ds_note_prepare(d, stmt->sql, stmt->len,
+                                                    res->dmem_nparams))) {
+        fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, "DELAYED in mode = "
+                          "memory: a prepared statement takes at most 256 parameters");
+        return MR_HOOK_ANSWERED;
+    }
+    return MR_HOOK_PASS;
+}
+
+static void command_done(mr_fsession *fs, void **st, const mr_hook_response *r)
+{
+    (void)fs;
+    ds_session *d = *st;
+    if (!d)
+        return;
+    if (d->wake_flusher)
+        mr_delayed_wake();
+    d->wake_flusher = false;
+    if (r->cmd == MR_COM_STMT_PREPARE)
+        ds_prepared(d, r->ok, r->stmt_id);
+}
+
+static void prepared_reset(mr_fsession *fs, void **st)
+{
+    (void)fs;
+    if (*st)
+        ds_forget_all(*st);
+}
+
+static bool bg_answer(mr_fsession *fs, void **st)
+{
+    ds_session *d = *st;
+    return d && ds_flush_answer(fs, d);
+}
+
+static void session_end(mr_fsession *fs, void **st)
+{
+    (void)fs;
+    ds_session *d = *st;
+    if (!d)
+        return;
+    ds_flush_orphan(d);
+    ds_forget_all(d);
+    free(d);
+    *st = NULL;
+}
+
+/* The statement side's ports: the tables default rules derived. */
+static void ports(mr_stmt_ctx *ctx)
+{
+    ctx->derived = mr_delayed_derive_port();
+}
+
+const mr_feature mr_delayed_feature = {
+    .name = "delayed",
+    .ports = ports,
+    .command = command,
+    .wants_whole = wants_whole,
+    .before_rules = ds_flush_statement,
+    .statement = statement,
+    .command_done = command_done,
+    .prepared_reset = prepared_reset,
+    .bg_answer = bg_answer,
+    .session_end = session_end,
+};

@@ -1,0 +1,24 @@
+/*
+ * session/features.c - the features a session runs, in the order their
+ * hooks run (feature/feature.h). Adding a feature adds its folder, which
+ * defines its `const mr_feature`, and one entry here.
+ *
+ * The order matters where two features could act on one statement:
+ * delayed comes first (FLUSH DELAYED before anything reads the text, a
+ * memory-mode DELAYED answered before the keyset watch notes it as a
+ * write), as the session called them before the table.
+ */
+#include "myrewrite/delayed/session_hooks.h"
+#include "myrewrite/paginate/session_hooks.h"
+#include "myrewrite/queue/session_hooks.h"
+#include "session/session_impl.h"
+
+const mr_feature *const ss_features[] = {
+    &mr_delayed_feature,
+    &mr_paginate_feature,
+    &mr_queue_feature,
+};
+const unsigned ss_nfeatures = sizeof ss_features / sizeof ss_features[0];
+
+_Static_assert(sizeof ss_features / sizeof ss_features[0] <= MR_FEATURES_MAX,
+               "MR_FEATURES_MAX (feature/feature.h) is the number of state slots a session has");

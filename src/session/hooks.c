@@ -1,0 +1,264 @@
+/*
+ * session/hooks.c - runs the features' hooks (feature/feature.h) at the
+ * points of a session's commands, and acts on what they ask: relay, send
+ * instead, answered here, or wait in SS_WAIT_BG for a background job.
+ *
+ * The table is session/features.c. Each run is one loop over that short
+ * array; nothing is allocated per statement (a feature makes its
+ * per-session state once, and the packet copy for response hooks is made
+ * once per session).
+ *
+ * Worker thread of the session.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "myrewrite/sql/lexer.h"
+#include "myrewrite/base/log.h"
+#include "session/session_impl.h"
+
+static mr_session *session_of(mr_fsession *fs)
+{
+    return (mr_session *)(void *)((char *)fs - offsetof(mr_session, fs));
+}
+
+/* ---- what a hook may do ---------------------------------------------------------- */
+
+static void op_send_err(mr_fsession *fs, uint16_t code, const char *sqlstate, const char *msg)
+{
+    ss_send_err(session_of(fs), 1, code, sqlstate, msg);
+}
+
+static void op_send_ok(mr_fsession *fs, uint64_t affected)
+{
+    mr_session *s = session_of(fs);
+    mr_buf ok;
+    mr_buf_init(&ok);
+    /* the session's own status (autocommit, in transaction), never "more results" */
+    mr_ok_build(&ok, 1, affected, 0, (uint16_t)(s->tracker.status & ~MR_STATUS_MORE_RESULTS), 0);
+    if (!ok.failed)
+        mr_conn_write(s->client, ok.data, ok.len);
+    mr_buf_free(&ok);
+}
+
+static void op_answer_now(mr_fsession *fs)
+{
+    mr_session_bg_answered(session_of(fs));
+}
+
+static const mr_fsession_ops fs_ops = {op_send_err, op_send_ok, op_answer_now};
+
+void ss_hooks_start(mr_session *s)
+{
+    mr_worker *w = s->w;
+    s->fs = (mr_fsession){
+        .id = s->id,
+        .shard = w->id,
+        .stats = &w->stats,
+        .base = w->base,
+        .wake = {mr_worker_wake_bg, w},
+        .ops = &fs_ops,
+    };
+}
+
+void ss_hooks_view(mr_session *s)
+{
+    mr_fsession *fs = &s->fs;
+    fs->user = s->user[0] ? s->user : NULL;
+    fs->schema = s->schema[0] ? s->schema : NULL;
+    fs->status = s->tracker.status;
+    fs->lex_flags =
+        (s->tracker.status & MR_STATUS_NO_BACKSLASH_ESCAPES) ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0;
+    fs->authenticated = s->authenticated;
+    fs->backend_thread_id = s->backend_thread_id;
+    fs->ext_caps = s->ext_caps;
+    fs->rules = s->w->rules->set;
+    fs->scratch = s->w->scratch;
+    fs->match = &s->w->match;
+}
+
+void ss_hooks_ports(mr_stmt_ctx *ctx)
+{
+    for (unsigned i = 0; i < ss_nfeatures; i++)
+        if (ss_features[i]->ports)
+            ss_features[i]->ports(ctx);
+}
+
+/* ---- acting on a hook's answer ------------------------------------------------------ */
+
+stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
+{
+    mr_buf out;
+    mr_buf_init(&out);
+    mr_command_build(&out, cmd, text, len);
+    if (out.failed) {
+        mr_buf_free(&out);
+        ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
+        ss_close_after_flush(s, MR_CLOSE_MALFORMED, "out of memory building a rewrite");
+        return STMT_CLOSED;
+    }
+    mr_conn_write(s->backend, out.data, out.len);
+    mr_buf_free(&out);
+    mr_stat_add(&s->w->stats.statements_rewritten, 1);
+    s->from_client.discard = true; /* the original bytes are dropped as they come */
+    return STMT_RELAY;
+}
+
+static stmt_verdict act(mr_session *s, mr_hook_action a, uint8_t cmd, const mr_hook_stmt *st)
+{
+    switch (a) {
+    case MR_HOOK_SEND:
+        return st ? ss_send_instead(s, cmd, st->send, st->send_len) : STMT_RELAY;
+    case MR_HOOK_ANSWERED:
+        s->from_client.discard = true;
+        s->digest = NULL;
+        s->schema_pending = s->charset_pending = false;
+        return ALIVE(s) ? STMT_ANSWERED : STMT_CLOSED;
+    case MR_HOOK_WAIT_BG:
+        s->from_client.discard = true;
+        s->digest = NULL;
+        ss_set_state(s, SS_WAIT_BG); /* no further command is read until the answer */
+        return STMT_WAITING;
+    case MR_HOOK_PASS:
+    default:
+        return STMT_RELAY;
+    }
+}
+
+/* ---- the hook points ------------------------------------------------------------------ */
+
+stmt_verdict ss_hooks_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n,
+                              uint32_t len)
+{
+    ss_hooks_view(s);
+    for (unsigned i = 0; i < ss_nfeatures; i++) {
+        const mr_feature *f = ss_features[i];
+        mr_hook_action a = f->command ? f->command(&s->fs, &s->fstate[i], cmd, p, n, len)
+                                      : MR_HOOK_PASS;
+        if (a != MR_HOOK_PASS)
+            return act(s, a, cmd, NULL);
+    }
+    return STMT_RELAY;
+}
+
+bool ss_hooks_wants_whole(mr_session *s, uint8_t cmd, const uint8_t *head, uint32_t len)
+{
+    for (unsigned i = 0; i < ss_nfeatures; i++) {
+        const mr_feature *f = ss_features[i];
+        if (f->wants_whole && f->wants_whole(&s->fs, &s->fstate[i], cmd, head, len))
+            return true;
+    }
+    return false;
+}
+
+stmt_verdict ss_hooks_statement(mr_session *s, bool before_rules, mr_hook_stmt *st)
+{
+    ss_hooks_view(s);
+    for (unsigned i = 0; i < ss_nfeatures; i++) {
+        const mr_feature *f = ss_features[i];
+        mr_hook_action (*hook)(mr_fsession *, void **, mr_hook_stmt *) =
+            before_rules ? f->before_rules : f->statement;
+        mr_hook_action a = hook ? hook(&s->fs, &s->fstate[i], st) : MR_HOOK_PASS;
+        if (a != MR_HOOK_PASS)
+            return act(s, a, st->cmd, st);
+    }
+    return STMT_RELAY;
+}
+
+/* Hands the packet to one feature: whole, or NULL when too large. False
+ * when it is not all buffered yet. */
+static bool give_packet(mr_session *s, unsigned i, struct evbuffer *in,
+                        const struct evbuffer_ptr *pos, uint32_t len, size_t avail)
+{
+    const mr_feature *f = ss_features[i];
+    int ts = (int)s->tracker.state;
+    if (len > MR_FEATURE_PACKET_MAX) {
+        f->response_packet(&s->fs, &s->fstate[i], ts, NULL, len);
+        return true;
+    }
+    size_t total = MR_PKT_HEADER + (size_t)len;
+    if (avail < total)
+        return false; /* the rest of the packet comes with a later read */
+    if (!s->hook_packet && !(s->hook_packet = malloc(MR_PKT_HEADER + MR_FEATURE_PACKET_MAX))) {
+        f->response_packet(&s->fs, &s->fstate[i], ts, NULL, len); /* out of memory */
+        return true;
+    }
+    struct evbuffer_ptr at = *pos;
+    evbuffer_copyout_from(in, &at, s->hook_packet, total);
+    f->response_packet(&s->fs, &s->fstate[i], ts, s->hook_packet + MR_PKT_HEADER, len);
+    return true;
+}
+
+bool ss_hooks_response_watched(mr_session *s)
+{
+    for (unsigned i = 0; i < ss_nfeatures; i++) {
+        const mr_feature *f = ss_features[i];
+        if (f->response_wants && f->response_packet &&
+            f->response_wants(&s->fs, &s->fstate[i], (int)s->tracker.state))
+            return true;
+    }
+    return false;
+}
+
+bool ss_hooks_response_packet(mr_session *s, struct evbuffer *in, const struct evbuffer_ptr *pos,
+                              uint32_t len, size_t avail)
+{
+    for (unsigned i = 0; i < ss_nfeatures; i++) {
+        const mr_feature *f = ss_features[i];
+        if (!f->response_wants || !f->response_packet ||
+            !f->response_wants(&s->fs, &s->fstate[i], (int)s->tracker.state))
+            continue;
+        if (!give_packet(s, i, in, pos, len, avail))
+            return false;
+    }
+    return true;
+}
+
+void ss_hooks_response_end(mr_session *s, bool relayed)
+{
+    mr_hook_response r = {s->command, !s->tracker.ended_with_err, s->tracker.stmt_id};
+    for (unsigned i = 0; i < ss_nfeatures; i++) {
+        const mr_feature *f = ss_features[i];
+        void (*hook)(mr_fsession *, void **, const mr_hook_response *) =
+            relayed ? f->command_done : f->response_end;
+        if (hook)
+            hook(&s->fs, &s->fstate[i], &r);
+    }
+}
+
+void ss_hooks_prepared_reset(mr_session *s)
+{
+    for (unsigned i = 0; i < ss_nfeatures; i++)
+        if (ss_features[i]->prepared_reset)
+            ss_features[i]->prepared_reset(&s->fs, &s->fstate[i]);
+}
+
+void ss_hooks_end(mr_session *s)
+{
+    ss_hooks_view(s);
+    for (unsigned i = 0; i < ss_nfeatures; i++)
+        if (ss_features[i]->session_end)
+            ss_features[i]->session_end(&s->fs, &s->fstate[i]);
+    free(s->hook_packet);
+    s->hook_packet = NULL;
+}
+
+/* ---- a background job answered ----------------------------------------------------- */
+
+void mr_session_bg_answered(mr_session *s)
+{
+    if (s->state != SS_WAIT_BG || s->park)
+        return; /* a parked statement waits for the schema cache (session/park.c) */
+    bool answered = false;
+    for (unsigned i = 0; i < ss_nfeatures && !answered; i++)
+        if (ss_features[i]->bg_answer)
+            answered = ss_features[i]->bg_answer(&s->fs, &s->fstate[i]);
+    if (!answered || !ALIVE(s))
+        return;
+    ss_set_state(s, SS_IDLE);
+    if (s->w->draining) {
+        ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
+        return;
+    }
+    ss_pump_client(s); /* a command may already be waiting */
+}
