@@ -68,7 +68,11 @@ static void *writer(void *arg)
             break;
         memcpy(line, q.lines[q.head], LINE_MAX_LEN);
         q.head = (q.head + 1) % SLOTS;
-        q.count--;
+        /* Emptied: the next line goes to slot 0 again, so only as many
+         * slots as the longest backlog ever become resident, not the whole
+         * ring as lines pass through it (which read as RSS growth). */
+        if (--q.count == 0)
+            q.head = 0;
         pthread_mutex_unlock(&q.lock);
         write_all(line, strlen(line));
         pthread_mutex_lock(&q.lock);
