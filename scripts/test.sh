@@ -129,7 +129,7 @@ fi
 # each (11 targets: about 4 minutes with the build), one pass per clean target.
 fuzz_log=$root/.tmp/fuzz.log
 mkdir -p "$root/.tmp"
-scripts/fuzz.sh "${MR_FUZZ_SECONDS:-20}" 2>&1 | tee "$fuzz_log"
+scripts/fuzz.sh "${MR_FUZZ_SECONDS:-30}" 2>&1 | tee "$fuzz_log"
 count_fuzz "$fuzz_log" "${PIPESTATUS[0]}"
 
 echo "all: $passed passed, $failed failed"
