@@ -31,6 +31,34 @@ fi
 work=$MR_TMP/client_test
 rm -rf "$work"
 mkdir -p "$work/direct" "$work/proxy"
+
+# Some cases set server variables (the query cache on, general_log, the
+# global autocommit) and not all of them set them back; later tests of the
+# suite share this server and compare it with itself (a cached SELECT loses
+# SERVER_QUERY_NO_INDEX_USED), so every global the run changed is put back.
+globals() {
+    mr_sql_direct -N -e "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES ORDER BY 1"
+}
+restore_globals() {
+    local sql
+    sql=$(globals | awk -F'\t' 'NR == FNR { before[$1] = $2; next }
+        ($1 in before) && before[$1] != $2 {
+            v = before[$1]
+            if (v !~ /^-?[0-9]+(\.[0-9]+)?$/) { gsub(/\\/, "\\\\", v); gsub(/'"'"'/, "'"'"''"'"'", v); v = "'"'"'" v "'"'"'" }
+            printf "SET GLOBAL %s = %s;\n", $1, v
+        }' "$work/globals.before" -)
+    [[ -n $sql ]] || return 0
+    echo "# server variables the cases changed, set back:"
+    while IFS= read -r stmt; do
+        if mr_sql_direct -e "$stmt" 2>/dev/null; then
+            echo "#   $stmt"
+        else
+            echo "#   $stmt (refused: read-only or moved by the server itself)"
+        fi
+    done <<<"$sql"
+}
+globals >"$work/globals.before" || mr_die "cannot read the server's variables"
+trap 'restore_globals; mr_cleanup' EXIT
 mr_sql_direct -e "CREATE DATABASE IF NOT EXISTS mct_direct" \
     || mr_die "cannot create the test databases"
 
