@@ -81,19 +81,27 @@ static int digest_rule(char *out, size_t cap, int i)
 {
     switch (i % 4) {
     case 0:
-        return snprintf(out, cap, "[rewrite d%d]\npattern = SELECT * FROM tbl_%d WHERE id = ?\n"
-                        "replacement = SELECT a, b FROM tbl_%d WHERE id = ?\n", i, i, i);
+        return snprintf(out, cap,
+                        "[rewrite d%d]\npattern = SELECT * FROM tbl_%d WHERE id = ?\n"
+                        "replacement = SELECT a, b FROM tbl_%d WHERE id = ?\n",
+                        i, i, i);
     case 1:
-        return snprintf(out, cap, "[rewrite d%d]\npattern = UPDATE tbl_%d SET a = ? WHERE id = ?\n"
-                        "replacement = UPDATE tbl_%d SET a = ? WHERE id = ? LIMIT 1\n", i, i, i);
+        return snprintf(out, cap,
+                        "[rewrite d%d]\npattern = UPDATE tbl_%d SET a = ? WHERE id = ?\n"
+                        "replacement = UPDATE tbl_%d SET a = ? WHERE id = ? LIMIT 1\n",
+                        i, i, i);
     case 2:
-        return snprintf(out, cap, "[rewrite d%d]\n"
+        return snprintf(out, cap,
+                        "[rewrite d%d]\n"
                         "pattern = SELECT a, b FROM tbl_%d WHERE c IN (?) ORDER BY a\n"
                         "replacement = SELECT a, b FROM tbl_%d WHERE c IN (?) ORDER BY a "
-                        "LIMIT 100\n", i, i, i);
+                        "LIMIT 100\n",
+                        i, i, i);
     default:
-        return snprintf(out, cap, "[rewrite d%d]\npattern = INSERT INTO tbl_%d (a, b) VALUES (?, ?)\n"
-                        "replacement = INSERT IGNORE INTO tbl_%d (a, b) VALUES (?)\n", i, i, i);
+        return snprintf(out, cap,
+                        "[rewrite d%d]\npattern = INSERT INTO tbl_%d (a, b) VALUES (?, ?)\n"
+                        "replacement = INSERT IGNORE INTO tbl_%d (a, b) VALUES (?)\n",
+                        i, i, i);
     }
 }
 
@@ -123,8 +131,8 @@ static char *regex_rules(int n, bool prefilter)
     for (int i = 0; i < n; i++)
         len += (size_t)snprintf(text + len, cap - len,
                                 "[regex r%d]\nmatch = ^SELECT (.+) FROM tbl_%d WHERE (.+)$\n"
-                                "replace = SELECT $1 FROM tbl_%d_v2 WHERE $2\n%s", i, i, i,
-                                prefilter ? "" : "require = none\n");
+                                "replace = SELECT $1 FROM tbl_%d_v2 WHERE $2\n%s",
+                                i, i, i, prefilter ? "" : "require = none\n");
     return text;
 }
 
@@ -207,8 +215,7 @@ static outcome bench_apply(const mr_ruleset *rs, long iters)
         }
     o.ns = (now_ns() - t0) / ((double)iters * NMIX);
     o.allocs = atomic_load(&allocations) - a0;
-    o.regex_per_stmt =
-        (double)(mr_rules_scratch_regex_runs(s) - runs0) / ((double)iters * NMIX);
+    o.regex_per_stmt = (double)(mr_rules_scratch_regex_runs(s) - runs0) / ((double)iters * NMIX);
     mr_buf_free(&res.text);
     mr_buf_free(&res.would_be);
     mr_rules_scratch_free(s);
@@ -230,8 +237,8 @@ static mr_ruleset *load(char *text, const char *name)
 static void report(const char *what, size_t nrules, outcome o)
 {
     printf("%-14s %5zu rules  %8.1f ns/stmt  rewritten %u/%zu  regex runs/stmt %.2f  "
-           "allocations %lu\n", what, nrules, o.ns, o.rewritten, NMIX, o.regex_per_stmt,
-           o.allocs);
+           "allocations %lu\n",
+           what, nrules, o.ns, o.rewritten, NMIX, o.regex_per_stmt, o.allocs);
 }
 
 int main(int argc, char **argv)

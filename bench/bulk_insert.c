@@ -60,7 +60,7 @@ int main(int argc, char **argv)
     if (mysql_query(m, sql))
         return die(m, NULL, "create");
     int *ids = malloc(rows * sizeof *ids);
-    char (*text)[24] = malloc(rows * sizeof *text);
+    char(*text)[24] = malloc(rows * sizeof *text);
     char **ptrs = malloc(rows * sizeof *ptrs);
     char *ind = malloc(rows);
     if (!ids || !text || !ptrs || !ind)

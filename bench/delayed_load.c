@@ -45,7 +45,7 @@ typedef struct args {
 
 typedef struct worker {
     const args *a;
-    unsigned first, count;   /* connections [first, first + count) */
+    unsigned first, count; /* connections [first, first + count) */
     uint64_t acks, errors, affected, lost;
     char first_error[200];
     unsigned seed;
@@ -64,8 +64,7 @@ static double now_s(void)
 static void note_error(worker *w, MYSQL *db)
 {
     if (w->errors++ == 0)
-        snprintf(w->first_error, sizeof w->first_error, "%u %s", mysql_errno(db),
-                 mysql_error(db));
+        snprintf(w->first_error, sizeof w->first_error, "%u %s", mysql_errno(db), mysql_error(db));
 }
 
 /* TPL with the id in place of its %d (the caller checked it has one). */
@@ -94,11 +93,7 @@ static MYSQL *open_conn_port(const args *a, unsigned port)
     return db;
 }
 
-static MYSQL *open_conn(const args *a)
-{
-    return open_conn_port(a, a->port);
-}
-
+static MYSQL *open_conn(const args *a) { return open_conn_port(a, a->port); }
 
 /* ---- readers: paced point reads, each one's latency kept ---- */
 
@@ -106,7 +101,7 @@ typedef struct reader {
     const args *a;
     unsigned seed;
     uint64_t errors;
-    uint32_t *us;            /* one latency per read, in microseconds */
+    uint32_t *us; /* one latency per read, in microseconds */
     size_t n, cap;
 } reader;
 
@@ -160,9 +155,10 @@ static void *read_loop(void *arg)
         if (next < now)
             next = now;
         else
-            nanosleep(&(struct timespec){.tv_sec = (time_t)(next - now),
-                                         .tv_nsec = (long)((next - now - (time_t)(next - now))
-                                                           * 1e9)}, NULL);
+            nanosleep(
+                &(struct timespec){.tv_sec = (time_t)(next - now),
+                                   .tv_nsec = (long)((next - now - (time_t)(next - now)) * 1e9)},
+                NULL);
     }
     mysql_close(db);
     return NULL;
@@ -257,14 +253,22 @@ static void *run(void *arg)
 int main(int argc, char **argv)
 {
     if (argc != 11 && argc != 15) {
-        fprintf(stderr, "usage: %s HOST PORT USER PASSWORD DB CONNS THREADS SECONDS HOT "
-                "TEMPLATE [READERS READ_PORT READ_INTERVAL_US READ_TEMPLATE]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s HOST PORT USER PASSWORD DB CONNS THREADS SECONDS HOT "
+                "TEMPLATE [READERS READ_PORT READ_INTERVAL_US READ_TEMPLATE]\n",
+                argv[0]);
         return 2;
     }
-    args a = {.host = argv[1], .port = (unsigned)atoi(argv[2]), .user = argv[3],
-              .password = argv[4], .db = argv[5], .conns = (unsigned)atoi(argv[6]),
-              .threads = (unsigned)atoi(argv[7]), .seconds = atof(argv[8]),
-              .hot = (unsigned)atoi(argv[9]), .tpl = argv[10]};
+    args a = {.host = argv[1],
+              .port = (unsigned)atoi(argv[2]),
+              .user = argv[3],
+              .password = argv[4],
+              .db = argv[5],
+              .conns = (unsigned)atoi(argv[6]),
+              .threads = (unsigned)atoi(argv[7]),
+              .seconds = atof(argv[8]),
+              .hot = (unsigned)atoi(argv[9]),
+              .tpl = argv[10]};
     if (argc == 15) {
         a.readers = (unsigned)atoi(argv[11]);
         a.read_port = (unsigned)atoi(argv[12]);
@@ -310,9 +314,9 @@ int main(int argc, char **argv)
     }
     for (unsigned r = 0; r < a.readers; r++)
         pthread_join(th[a.threads + r], NULL);
-    printf("acks=%llu errors=%llu affected=%llu lost=%llu elapsed=%.3f",
-           (unsigned long long)acks, (unsigned long long)errors, (unsigned long long)affected,
-           (unsigned long long)lost, now_s() - start_at);
+    printf("acks=%llu errors=%llu affected=%llu lost=%llu elapsed=%.3f", (unsigned long long)acks,
+           (unsigned long long)errors, (unsigned long long)affected, (unsigned long long)lost,
+           now_s() - start_at);
     report_reads(rs, a.readers);
     printf(" first_error=%s\n", first);
     free(ws);

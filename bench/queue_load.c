@@ -88,16 +88,20 @@ static void step_claim(MYSQL *db, result *r, int next_rc)
     char sql[512], ids[4096];
     if (next_rc && !run(db, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", r))
         return;
-    snprintf(sql, sizeof sql, "UPDATE q SET status='claimed', owner=CONNECTION_ID(), "
-             "claimed_at=NOW(6) WHERE owner=0 AND status='unsent' LIMIT %u", C.batch);
+    snprintf(sql, sizeof sql,
+             "UPDATE q SET status='claimed', owner=CONNECTION_ID(), "
+             "claimed_at=NOW(6) WHERE owner=0 AND status='unsent' LIMIT %u",
+             C.batch);
     if (!run(db, sql, r) ||
         !run(db, "SELECT id FROM q WHERE owner=CONNECTION_ID() AND status='claimed'", r))
         return;
     if (!read_ids(db, ids, sizeof ids))
         return;
     char send[4400];
-    snprintf(send, sizeof send, "UPDATE q SET status='sent' WHERE id IN (%s) "
-             "AND owner=CONNECTION_ID()", ids);
+    snprintf(send, sizeof send,
+             "UPDATE q SET status='sent' WHERE id IN (%s) "
+             "AND owner=CONNECTION_ID()",
+             ids);
     if (run(db, send, r)) {
         r->rows += mysql_affected_rows(db);
         r->batches++;
@@ -107,8 +111,10 @@ static void step_claim(MYSQL *db, result *r, int next_rc)
 static void step_locking(MYSQL *db, result *r, const char *suffix)
 {
     char sql[256], ids[4096], send[4400];
-    snprintf(sql, sizeof sql, "SELECT id FROM q WHERE status='unsent' ORDER BY id LIMIT %u "
-             "FOR UPDATE%s", C.batch, suffix);
+    snprintf(sql, sizeof sql,
+             "SELECT id FROM q WHERE status='unsent' ORDER BY id LIMIT %u "
+             "FOR UPDATE%s",
+             C.batch, suffix);
     if (!run(db, "BEGIN", r) || !run(db, sql, r))
         return;
     if (!read_ids(db, ids, sizeof ids)) {
@@ -154,12 +160,21 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
     if (argc < 9) {
-        fprintf(stderr, "usage: %s HOST PORT USER PASSWORD DB claim|claim_rc_next|for_update|skip_locked "
-                "THREADS SECONDS [rc|rr] [BATCH]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s HOST PORT USER PASSWORD DB claim|claim_rc_next|for_update|skip_locked "
+                "THREADS SECONDS [rc|rr] [BATCH]\n",
+                argv[0]);
         return 2;
     }
-    C = (cfg){argv[1], argv[3], argv[4], argv[5], argv[6], argc > 9 ? argv[9] : "rr",
-              (unsigned)atoi(argv[2]), (unsigned)atoi(argv[7]), (unsigned)atoi(argv[8]),
+    C = (cfg){argv[1],
+              argv[3],
+              argv[4],
+              argv[5],
+              argv[6],
+              argc > 9 ? argv[9] : "rr",
+              (unsigned)atoi(argv[2]),
+              (unsigned)atoi(argv[7]),
+              (unsigned)atoi(argv[8]),
               argc > 10 ? (unsigned)atoi(argv[10]) : 10};
     if (!C.threads || !C.seconds || !C.batch || C.batch > 100) {
         fprintf(stderr, "queue_load: THREADS, SECONDS and BATCH (1..100) must be positive\n");

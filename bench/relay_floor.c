@@ -83,8 +83,8 @@ static bool on_read(side *s)
     memcpy(s->pend, buf + done, (size_t)n - done);
     s->pend_len = (size_t)n - done;
     s->pend_off = 0;
-    watch(s, 0);               /* read no more from s until the peer took it */
-    watch(s->peer, EPOLLOUT);  /* the peer cannot be muted too: its pend is empty */
+    watch(s, 0);              /* read no more from s until the peer took it */
+    watch(s->peer, EPOLLOUT); /* the peer cannot be muted too: its pend is empty */
     return true;
 }
 

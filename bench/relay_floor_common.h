@@ -78,7 +78,8 @@ static inline int floor_setup(int argc, char **argv, floor_backend *be)
     int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[1])),
+    struct sockaddr_in sin = {.sin_family = AF_INET,
+                              .sin_port = htons((uint16_t)atoi(argv[1])),
                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) != 0)
         floor_die("bind");

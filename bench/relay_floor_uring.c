@@ -28,7 +28,7 @@
 
 #define NBUFS 1024 /* a power of two */
 #define BUFSZ 16384
-#define QDEPTH 8   /* receives a direction may have waiting behind its send */
+#define QDEPTH 8 /* receives a direction may have waiting behind its send */
 #define RING 4096
 
 enum { OP_ACCEPT, OP_RECV, OP_SEND };
@@ -36,7 +36,7 @@ enum { OP_ACCEPT, OP_RECV, OP_SEND };
 typedef struct pair pair;
 typedef struct side {
     int fd;
-    int idx;            /* 0: client, 1: backend */
+    int idx; /* 0: client, 1: backend */
     pair *p;
     /* received on this side, waiting to be sent to the peer, in order */
     uint16_t q_bid[QDEPTH];
@@ -47,7 +47,7 @@ typedef struct side {
 
 struct pair {
     side s[2];
-    int ops;     /* submitted operations not yet completed for the last time */
+    int ops; /* submitted operations not yet completed for the last time */
     bool closing;
 };
 
@@ -70,8 +70,8 @@ static struct io_uring_sqe *sqe_get(void)
 
 static void give_back(uint16_t bid)
 {
-    io_uring_buf_ring_add(br, bufs + (size_t)bid * BUFSZ, BUFSZ, bid,
-                          io_uring_buf_ring_mask(NBUFS), 0);
+    io_uring_buf_ring_add(br, bufs + (size_t)bid * BUFSZ, BUFSZ, bid, io_uring_buf_ring_mask(NBUFS),
+                          0);
     io_uring_buf_ring_advance(br, 1);
 }
 
@@ -191,9 +191,8 @@ static void on_accept(struct io_uring_cqe *cqe, const floor_backend *be)
 
 static void setup_ring(void)
 {
-    struct io_uring_params params = {.flags = IORING_SETUP_SINGLE_ISSUER |
-                                              IORING_SETUP_DEFER_TASKRUN,
-                                     .cq_entries = RING * 2};
+    struct io_uring_params params = {
+        .flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, .cq_entries = RING * 2};
     params.flags |= IORING_SETUP_CQSIZE;
     int rc = io_uring_queue_init_params(RING, &ring, &params);
     if (rc < 0) {
@@ -229,7 +228,8 @@ int main(int argc, char **argv)
         io_uring_submit_and_wait(&ring, 1); /* this batch's sends, and wait for more */
         struct io_uring_cqe *cqe;
         unsigned head, seen = 0;
-        io_uring_for_each_cqe(&ring, head, cqe) {
+        io_uring_for_each_cqe(&ring, head, cqe)
+        {
             uint64_t ud = cqe->user_data;
             int op = (int)(ud & 3);
             side *s = (side *)(uintptr_t)(ud & ~(uint64_t)3);

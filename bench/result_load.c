@@ -76,7 +76,7 @@ int main(int argc, char **argv)
                         "COMPRESS QUERY\n");
         return 2;
     }
-    args a = {argv[1], argv[3], argv[4], argv[5], argv[9], (unsigned)atoi(argv[2]),
+    args a = {argv[1],       argv[3],      argv[4], argv[5], argv[9], (unsigned)atoi(argv[2]),
               atoi(argv[8]), atof(argv[7])};
     int n = atoi(argv[6]);
     pthread_t *t = calloc((size_t)n, sizeof(*t));

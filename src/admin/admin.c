@@ -23,8 +23,8 @@
 
 #include "admin/admin_impl.h"
 #include "myrewrite/base/buf.h"
-#include "myrewrite/proto/codec.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/proto/codec.h"
 
 #define MAX_CLIENTS 32 /* console connections at once */
 
@@ -53,8 +53,8 @@ static void refuse(int fd)
     close(fd);
 }
 
-static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa,
-                      int salen, void *arg)
+static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *arg)
 {
     (void)el;
     (void)sa;
@@ -102,8 +102,7 @@ static bool is_loopback(const struct sockaddr *sa)
     }
     if (sa->sa_family == AF_INET6) {
         const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-        return IN6_IS_ADDR_LOOPBACK(a6) ||
-               (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+        return IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
     }
     return false;
 }
@@ -116,8 +115,8 @@ static bool bind_listener(const char *spec)
         mr_error(0, "admin console not started: admin_listen '%s' must be a TCP host:port", spec);
         return false;
     }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE};
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
     struct addrinfo *res;
     int rc = getaddrinfo(a.host, a.port, &hints, &res);
     if (rc != 0) {
@@ -125,12 +124,15 @@ static bool bind_listener(const char *spec)
         return false;
     }
     if (!is_loopback(res->ai_addr)) {
-        mr_error(0, "admin console not started: admin_listen %s is not a loopback address "
-                 "(the console has no TLS; reach it through an SSH tunnel or the host)", spec);
+        mr_error(0,
+                 "admin console not started: admin_listen %s is not a loopback address "
+                 "(the console has no TLS; reach it through an SSH tunnel or the host)",
+                 spec);
     } else {
-        A.listener = evconnlistener_new_bind(
-            A.base, on_accept, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-            LEV_OPT_CLOSE_ON_EXEC, 64, res->ai_addr, (int)res->ai_addrlen);
+        A.listener = evconnlistener_new_bind(A.base, on_accept, NULL,
+                                             LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                                 LEV_OPT_CLOSE_ON_EXEC,
+                                             64, res->ai_addr, (int)res->ai_addrlen);
         if (!A.listener)
             mr_error(0, "admin console not started: listen %s: %s", spec, strerror(errno));
     }
@@ -182,8 +184,10 @@ bool mr_admin_start(mr_proxy *p)
         return true;
     }
     if (!cfg->admin_password[0]) {
-        mr_warn(0, "admin console not started: admin_password is empty "
-                "(set admin_password to enable the console on %s)", cfg->admin_listen);
+        mr_warn(0,
+                "admin console not started: admin_password is empty "
+                "(set admin_password to enable the console on %s)",
+                cfg->admin_listen);
         return true;
     }
     if (!setup(p)) {

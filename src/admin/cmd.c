@@ -31,8 +31,7 @@ static bool take_word(text *t, const char *word)
     if (t->n - t->pos < wl || strncasecmp(t->s + t->pos, word, wl) != 0)
         return false;
     size_t end = t->pos + wl;
-    if (end < t->n && (isalnum((unsigned char)t->s[end]) || t->s[end] == '_' ||
-                       t->s[end] == '@'))
+    if (end < t->n && (isalnum((unsigned char)t->s[end]) || t->s[end] == '_' || t->s[end] == '@'))
         return false;
     t->pos = end;
     return true;

@@ -16,9 +16,9 @@
 
 #include "admin/admin_impl.h"
 #include "myrewrite/admin/proto.h"
-#include "myrewrite/proto/codec.h"
-#include "myrewrite/net/conn.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/net/conn.h"
+#include "myrewrite/proto/codec.h"
 
 #define MAX_PACKET (1u << 20) /* console commands are short */
 #define SERVER_VERSION "5.7.0-myrewrite-" MYREWRITE_VERSION "-admin"
@@ -31,8 +31,8 @@ typedef struct client {
     mr_conn *conn;
     uint32_t id;
     conn_state st;
-    bool user_ok;      /* the login named admin_user */
-    bool in_callback;  /* inside on_read: frees wait until it returns */
+    bool user_ok;     /* the login named admin_user */
+    bool in_callback; /* inside on_read: frees wait until it returns */
     uint8_t scramble[MR_ADMIN_SCRAMBLE_LEN];
 } client;
 
@@ -57,8 +57,7 @@ static void destroy(client *c)
 /* Frees a closing connection once its last answer is out. */
 static void finish_if_done(client *c)
 {
-    if (c->st == ST_CLOSING && !c->in_callback &&
-        evbuffer_get_length(mr_conn_output(c->conn)) == 0)
+    if (c->st == ST_CLOSING && !c->in_callback && evbuffer_get_length(mr_conn_output(c->conn)) == 0)
         destroy(c);
 }
 

@@ -12,12 +12,12 @@
 #include "admin/admin_impl.h"
 #include "myrewrite/admin/cmd.h"
 #include "myrewrite/admin/proto.h"
-#include "myrewrite/proto/codec.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/delayed/reject.h"
-#include "myrewrite/net/tls_reload.h"
 #include "myrewrite/delayed/staging_sql.h"
+#include "myrewrite/net/tls_reload.h"
+#include "myrewrite/proto/codec.h"
 
 #define ER_PARSE_ERROR 1064
 
@@ -75,7 +75,8 @@ static void flush_delayed(const mr_buf *arg, mr_buf *out)
     char where[400], msg[600];
     uint64_t rejected = mr_dreject_round_report(table, where, sizeof where);
     if (rejected && (rc == 0 || rc == 2)) {
-        snprintf(msg, sizeof msg, "FLUSH DELAYED: %" PRIu64 " staged row(s) could not be "
+        snprintf(msg, sizeof msg,
+                 "FLUSH DELAYED: %" PRIu64 " staged row(s) could not be "
                  "applied, the server refused them (%s; SHOW DELAYED REJECTED lists them)",
                  rejected, where);
         mr_admin_error(out, MR_DELAYED_ERR_CODE, "HY000", msg);
@@ -84,8 +85,9 @@ static void flush_delayed(const mr_buf *arg, mr_buf *out)
     switch (rc) {
     case 0: mr_admin_lines_result(out, "result", "flushed"); return;
     case 1:
-        mr_admin_lines_result(out, "result", "still flushing after 10 s; it goes on in the "
-                                             "background");
+        mr_admin_lines_result(out, "result",
+                              "still flushing after 10 s; it goes on in the "
+                              "background");
         return;
     case 2:
         mr_admin_error(out, MR_DELAYED_ERR_CODE, "HY000",

@@ -115,8 +115,7 @@ static mr_rc read_tail(mr_reader *r, uint32_t caps, mr_admin_login *l)
 {
     const char *s;
     size_t n;
-    if ((caps & MR_CAP_CONNECT_WITH_DB) && r->pos < r->n &&
-        mr_read_cstr(r, &s, &n) != MR_OK)
+    if ((caps & MR_CAP_CONNECT_WITH_DB) && r->pos < r->n && mr_read_cstr(r, &s, &n) != MR_OK)
         return MR_MALFORMED;
     if ((caps & MR_CAP_PLUGIN_AUTH) && r->pos < r->n) {
         if (mr_read_cstr(r, &s, &n) != MR_OK)
@@ -206,8 +205,9 @@ static void put_column(mr_resultset *rs, const mr_col *col)
     mr_buf_put_lenenc(b, 0x0c);
     mr_buf_put_u16(b, text ? MR_ADMIN_CHARSET : CHARSET_BINARY);
     mr_buf_put_u32(b, text ? 3072 : 21); /* display length */
-    mr_buf_put_u8(b, text ? TYPE_VAR_STRING
-                          : col->type == MR_COL_INT ? TYPE_LONGLONG : TYPE_NEWDECIMAL);
+    mr_buf_put_u8(b, text                      ? TYPE_VAR_STRING
+                     : col->type == MR_COL_INT ? TYPE_LONGLONG
+                                               : TYPE_NEWDECIMAL);
     mr_buf_put_u16(b, text ? 0 : FLAG_UNSIGNED | FLAG_BINARY | FLAG_NUM);
     mr_buf_put_u8(b, col->type == MR_COL_DECIMAL ? 3 : 0);
     mr_buf_put_u16(b, 0); /* filler */

@@ -16,9 +16,9 @@
 #include "admin/admin_impl.h"
 #include "myrewrite/admin/proto.h"
 #include "myrewrite/base/config.h"
+#include "myrewrite/base/counters.h"
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/queue/release.h"
-#include "myrewrite/base/counters.h"
 #include "myrewrite/session/worker.h"
 
 static const mr_col name_value[] = {{"name", MR_COL_TEXT}, {"value", MR_COL_TEXT}};

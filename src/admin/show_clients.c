@@ -12,9 +12,9 @@
 
 #include "admin/admin_impl.h"
 #include "myrewrite/admin/proto.h"
-#include "myrewrite/stats/client_info.h"
 #include "myrewrite/proto/tracker.h"
 #include "myrewrite/session/worker.h"
+#include "myrewrite/stats/client_info.h"
 
 /* Copies one worker's slots into a grown array; false when out of memory. */
 static bool copy_worker(mr_worker *w, mr_client_row **rows, size_t *n, size_t *cap)
@@ -81,13 +81,13 @@ static int by_id(const void *a, const void *b)
 
 void mr_admin_show_clients(mr_proxy *p, mr_buf *out)
 {
-    static const mr_col cols[] = {
-        {"id", MR_COL_INT},          {"user", MR_COL_TEXT},       {"client", MR_COL_TEXT},
-        {"schema", MR_COL_TEXT},     {"backend_id", MR_COL_INT},  {"worker", MR_COL_INT},
-        {"state", MR_COL_TEXT},      {"state_seconds", MR_COL_DECIMAL},
-        {"command", MR_COL_TEXT},    {"last_statement", MR_COL_TEXT},
-        {"statements", MR_COL_INT},  {"bytes_in", MR_COL_INT},    {"bytes_out", MR_COL_INT},
-        {"connected_at", MR_COL_TEXT}};
+    static const mr_col cols[] = {{"id", MR_COL_INT},         {"user", MR_COL_TEXT},
+                                  {"client", MR_COL_TEXT},    {"schema", MR_COL_TEXT},
+                                  {"backend_id", MR_COL_INT}, {"worker", MR_COL_INT},
+                                  {"state", MR_COL_TEXT},     {"state_seconds", MR_COL_DECIMAL},
+                                  {"command", MR_COL_TEXT},   {"last_statement", MR_COL_TEXT},
+                                  {"statements", MR_COL_INT}, {"bytes_in", MR_COL_INT},
+                                  {"bytes_out", MR_COL_INT},  {"connected_at", MR_COL_TEXT}};
     size_t n = 0, cap = 64;
     mr_client_row *rows = malloc(cap * sizeof *rows);
     for (unsigned i = 0; i < p->nworkers; i++) {

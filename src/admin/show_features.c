@@ -15,17 +15,17 @@
 #include <time.h>
 
 #include "admin/admin_impl.h"
-#include "myrewrite/base/clock.h"
 #include "myrewrite/admin/proto.h"
+#include "myrewrite/base/clock.h"
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/reject.h"
 #include "myrewrite/paginate/rule.h"
 #include "myrewrite/paginate/stats.h"
 #include "myrewrite/session/reload.h"
+#include "myrewrite/session/worker.h"
 #include "myrewrite/stats/rule_hits.h"
 #include "myrewrite/stats/rule_stats.h"
-#include "myrewrite/session/worker.h"
 
 static const char *u64(uint64_t v, char *buf, size_t n)
 {
@@ -33,10 +33,7 @@ static const char *u64(uint64_t v, char *buf, size_t n)
     return buf;
 }
 
-static uint64_t load(_Atomic uint64_t *c)
-{
-    return atomic_load_explicit(c, memory_order_relaxed);
-}
+static uint64_t load(_Atomic uint64_t *c) { return atomic_load_explicit(c, memory_order_relaxed); }
 
 /* The entry of a rule in force, without creating one: NULL means it has
  * done nothing yet. */
@@ -111,9 +108,9 @@ static void paginate_total(mr_resultset *rs, mr_proxy *p)
 void mr_admin_show_pagination(mr_proxy *p, mr_buf *out)
 {
     static const mr_col cols[PAG_COLS] = {
-        {"rule", MR_COL_TEXT},      {"table", MR_COL_TEXT},        {"threshold", MR_COL_INT},
-        {"max_offset", MR_COL_INT}, {"hits", MR_COL_INT},          {"deferred", MR_COL_INT},
-        {"refused", MR_COL_INT},    {"keyset_hits", MR_COL_INT},   {"keyset_misses", MR_COL_INT},
+        {"rule", MR_COL_TEXT},      {"table", MR_COL_TEXT},      {"threshold", MR_COL_INT},
+        {"max_offset", MR_COL_INT}, {"hits", MR_COL_INT},        {"deferred", MR_COL_INT},
+        {"refused", MR_COL_INT},    {"keyset_hits", MR_COL_INT}, {"keyset_misses", MR_COL_INT},
         {"bookmarks", MR_COL_INT}};
     mr_shared_rules *cur = mr_rules_current(p);
     mr_resultset rs;
@@ -158,14 +155,15 @@ static const char *ratio(uint64_t num, uint64_t den, uint64_t unit, char *buf, s
 
 /* One row: the counters e (NULL: nothing done yet) of rule `name` on
  * table, staged in staging. */
-static void delayed_row(mr_resultset *rs, const char *name, const char *table,
-                        const char *staging, mr_rule_stats *e)
+static void delayed_row(mr_resultset *rs, const char *name, const char *table, const char *staging,
+                        mr_rule_stats *e)
 {
     char staged[24], flushed[24], rounds[24], last[40], dur[32], lag[32], errs[24],
         err[MR_RULE_STATS_ERR_MAX], rejected[24];
     char gb[24], rpb[32], gs[24], gw[32], gp[24], pw[32];
     uint64_t at = e ? mr_stat_get(&e->last_flush_at) : 0, now = mr_unix_ms();
-    uint64_t batches = e ? load(&e->group_batches) : 0, grouped = e ? load(&e->group_statements) : 0;
+    uint64_t batches = e ? load(&e->group_batches) : 0,
+             grouped = e ? load(&e->group_statements) : 0;
     uint64_t parked = e ? load(&e->group_parked) : 0;
     err[0] = '\0';
     if (e)
@@ -241,10 +239,10 @@ enum { REJ_COLS = 8 };
 void mr_admin_show_delayed_rejected(const char *table, mr_buf *out)
 {
     static const mr_col cols[REJ_COLS] = {
-        {"table", MR_COL_TEXT},         {"key_values", MR_COL_TEXT},
-        {"change", MR_COL_TEXT},        {"staged_rows", MR_COL_INT},
-        {"error_code", MR_COL_INT},     {"error_message", MR_COL_TEXT},
-        {"rejected_at", MR_COL_TEXT},   {"dead_letter_table", MR_COL_TEXT}};
+        {"table", MR_COL_TEXT},       {"key_values", MR_COL_TEXT},
+        {"change", MR_COL_TEXT},      {"staged_rows", MR_COL_INT},
+        {"error_code", MR_COL_INT},   {"error_message", MR_COL_TEXT},
+        {"rejected_at", MR_COL_TEXT}, {"dead_letter_table", MR_COL_TEXT}};
     mr_dreject_key *v = calloc(MR_DREJECT_RECENT, sizeof *v);
     size_t n = v ? mr_dreject_recent(table, v, MR_DREJECT_RECENT) : 0;
     mr_resultset rs;
@@ -255,9 +253,14 @@ void mr_admin_show_delayed_rejected(const char *table, mr_buf *out)
         snprintf(code, sizeof code, "%u", v[i].code);
         snprintf(dl, sizeof dl, "%.*s.%.47s_delayed_rejected", dot ? (int)(dot - v[i].table) : 0,
                  v[i].table, dot ? dot + 1 : v[i].table);
-        const char *row[REJ_COLS] = {v[i].table, v[i].key, v[i].change,
-                                     u64(v[i].rows, rows, sizeof rows), code, v[i].msg,
-                                     utc_ms(v[i].at_ms, at, sizeof at), dl};
+        const char *row[REJ_COLS] = {v[i].table,
+                                     v[i].key,
+                                     v[i].change,
+                                     u64(v[i].rows, rows, sizeof rows),
+                                     code,
+                                     v[i].msg,
+                                     utc_ms(v[i].at_ms, at, sizeof at),
+                                     dl};
         mr_rs_row(&rs, row);
     }
     mr_rs_end(&rs);

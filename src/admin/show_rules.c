@@ -13,15 +13,15 @@
 #include <time.h>
 
 #include "admin/admin_impl.h"
-#include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/admin/cmd.h"
 #include "myrewrite/admin/proto.h"
-#include "myrewrite/session/reload.h"
-#include "myrewrite/stats/rule_hits.h"
+#include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/rules/kind.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/schema/cache.h"
+#include "myrewrite/session/reload.h"
 #include "myrewrite/session/worker.h"
+#include "myrewrite/stats/rule_hits.h"
 
 #define DIGESTS_SHOWN 100
 
@@ -42,17 +42,22 @@ static void rule_row(mr_resultset *rs, const mr_ruleset *set, size_t i)
     char line[16], hits[24], last[32];
     snprintf(line, sizeof(line), "%d", r->line);
     snprintf(hits, sizeof(hits), "%" PRIu64, mr_rule_hits_total(set, i));
-    const char *row[7] = {r->name, r->entry->name, r->file, line, r->enabled ? "yes" : "no",
-                          hits, utc_time(mr_rule_hits_last(set, i), last, sizeof(last))};
+    const char *row[7] = {r->name,
+                          r->entry->name,
+                          r->file,
+                          line,
+                          r->enabled ? "yes" : "no",
+                          hits,
+                          utc_time(mr_rule_hits_last(set, i), last, sizeof(last))};
     mr_rs_row(rs, row);
 }
 
 void mr_admin_show_rules(mr_proxy *p, mr_buf *out)
 {
-    static const mr_col cols[] = {
-        {"name", MR_COL_TEXT}, {"kind", MR_COL_TEXT},    {"file", MR_COL_TEXT},
-        {"line", MR_COL_INT},  {"enabled", MR_COL_TEXT}, {"hits", MR_COL_INT},
-        {"last_hit", MR_COL_TEXT}};
+    static const mr_col cols[] = {{"name", MR_COL_TEXT},    {"kind", MR_COL_TEXT},
+                                  {"file", MR_COL_TEXT},    {"line", MR_COL_INT},
+                                  {"enabled", MR_COL_TEXT}, {"hits", MR_COL_INT},
+                                  {"last_hit", MR_COL_TEXT}};
     mr_shared_rules *cur = mr_rules_current(p);
     mr_resultset rs;
     mr_rs_begin(&rs, out, 1, cols, 7);
@@ -110,10 +115,10 @@ static void digest_row(mr_resultset *rs, const mr_admin_digest *d)
 
 void mr_admin_show_digests(mr_proxy *p, mr_buf *out)
 {
-    static const mr_col cols[] = {
-        {"digest", MR_COL_TEXT}, {"count", MR_COL_INT},     {"total_ms", MR_COL_DECIMAL},
-        {"avg_us", MR_COL_INT},  {"max_us", MR_COL_INT},    {"rewritten", MR_COL_INT},
-        {"blocked", MR_COL_INT}};
+    static const mr_col cols[] = {{"digest", MR_COL_TEXT},      {"count", MR_COL_INT},
+                                  {"total_ms", MR_COL_DECIMAL}, {"avg_us", MR_COL_INT},
+                                  {"max_us", MR_COL_INT},       {"rewritten", MR_COL_INT},
+                                  {"blocked", MR_COL_INT}};
     mr_admin_digest *rows = NULL;
     size_t n = 0;
     for (unsigned i = 0; i < p->nworkers; i++) {
@@ -175,8 +180,7 @@ void mr_admin_explain(mr_proxy *p, const char *sql, size_t len, mr_buf *out)
     }
     /* no user, no schema: rules with such filters show why; keys of qualified
      * tables come from the schema cache, as for clients */
-    mr_stmt_ctx ctx = {.schema_src = mr_schema_cache_source(),
-                       .bookmarks = &mr_bookmarks_store};
+    mr_stmt_ctx ctx = {.schema_src = mr_schema_cache_source(), .bookmarks = &mr_bookmarks_store};
     mr_rules_explain(cur->set, sql, len, &ctx, mem);
     fclose(mem);
     mr_shared_rules_release(cur);

@@ -20,11 +20,11 @@ typedef enum key_type {
     T_DURATION,
     T_ADDR,
     T_LOGLEVEL,
-    T_TCP_OPT, /* "" (off) or a TCP host:port */
-    T_UNREADABLE, /* auto, pass or block */
-    T_TLSVER,     /* TLSv1.2 or TLSv1.3 */
+    T_TCP_OPT,     /* "" (off) or a TCP host:port */
+    T_UNREADABLE,  /* auto, pass or block */
+    T_TLSVER,      /* TLSv1.2 or TLSv1.3 */
     T_BACKEND_TLS, /* off, prefer, require, verify_ca, verify_identity */
-    T_BOOL,       /* yes or no, into a bool */
+    T_BOOL,        /* yes or no, into a bool */
 } key_type;
 
 /* Key types whose field is a char * owned by the config. */
@@ -282,7 +282,8 @@ bool mr_config_set(mr_config *c, const char *key, const char *value, const char 
     }
     void *field = (char *)c + k->offset;
     if (!valid_value(k, value, field)) {
-        mr_diag_error(d, origin, line, "%s = '%s': expected %s", key, value, expected_form(k->type));
+        mr_diag_error(d, origin, line, "%s = '%s': expected %s", key, value,
+                      expected_form(k->type));
         return false;
     }
     if (is_text(k->type)) {
@@ -417,8 +418,8 @@ void mr_config_dump(const mr_config *c, FILE *out)
             break;
         default: {
             const char *v = *(char *const *)field;
-            bool secret = (strstr(keys[i].name, "password") || strstr(keys[i].name, "token")) &&
-                          v[0];
+            bool secret =
+                (strstr(keys[i].name, "password") || strstr(keys[i].name, "token")) && v[0];
             fprintf(out, "%s = %s\n", keys[i].name, secret ? "(set, not shown)" : v);
         }
         }

@@ -13,8 +13,8 @@ static uint64_t unit_us(const char *u)
     static const struct {
         const char *name;
         uint64_t us;
-    } units[] = {{"", 1000000}, {"us", 1}, {"ms", 1000}, {"s", 1000000}, {"m", 60000000},
-                 {"h", 3600000000ull}};
+    } units[] = {{"", 1000000},  {"us", 1},       {"ms", 1000},
+                 {"s", 1000000}, {"m", 60000000}, {"h", 3600000000ull}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(u, units[i].name) == 0)
             return units[i].us;

@@ -43,9 +43,8 @@ static void flush_pair(parser *p)
     mr_buf_put_u8(&p->value, 0);
     if (p->key.failed || p->value.failed)
         fail(p, p->key_line, "out of memory");
-    else if (p->cb->pair &&
-             p->cb->pair(p->ctx, p->section, (char *)p->key.data, (char *)p->value.data,
-                         p->key_line))
+    else if (p->cb->pair && p->cb->pair(p->ctx, p->section, (char *)p->key.data,
+                                        (char *)p->value.data, p->key_line))
         p->errors++;
     p->key_line = 0;
     mr_buf_reset(&p->key);

@@ -15,13 +15,13 @@
 #include <unistd.h>
 
 #include "myrewrite/base/buf.h"
-#include "myrewrite/proto/codec.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/proto/codec.h"
 #include "myrewrite/session/worker.h"
 
 struct mr_listener {
     mr_proxy *proxy;
-    struct evconnlistener *tcp;  /* owned */
+    struct evconnlistener *tcp;   /* owned */
     struct evconnlistener *unix_; /* owned; NULL when no socket is configured */
     char unix_path[108];
     unsigned next_worker;
@@ -40,8 +40,8 @@ static void refuse(int fd, const char *msg)
     close(fd);
 }
 
-static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa,
-                      int salen, void *arg)
+static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *arg)
 {
     mr_listener *l = arg;
     mr_proxy *p = l->proxy;
@@ -74,8 +74,8 @@ static void on_accept_error(struct evconnlistener *el, void *arg)
 
 static struct evconnlistener *bind_tcp(struct event_base *base, mr_listener *l, const mr_addr *a)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE};
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
     struct addrinfo *res;
     int rc = getaddrinfo(a->host, a->port, &hints, &res);
     if (rc != 0) {
@@ -100,9 +100,9 @@ static struct evconnlistener *bind_unix(struct event_base *base, mr_listener *l,
     }
     strcpy(sun.sun_path, path);
     unlink(path); /* a stale socket from a previous run */
-    struct evconnlistener *el = evconnlistener_new_bind(
-        base, on_accept, l, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 1024,
-        (struct sockaddr *)&sun, (int)sizeof(sun));
+    struct evconnlistener *el =
+        evconnlistener_new_bind(base, on_accept, l, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                1024, (struct sockaddr *)&sun, (int)sizeof(sun));
     if (!el) {
         mr_error(0, "listen on %s: %s", path, strerror(errno));
         return NULL;
@@ -119,8 +119,7 @@ mr_listener *mr_listener_start(struct event_base *base, mr_proxy *p)
     if (!l)
         return NULL;
     l->proxy = p;
-    if (!mr_addr_parse(p->cfg->listen, &a) || a.is_unix ||
-        !(l->tcp = bind_tcp(base, l, &a))) {
+    if (!mr_addr_parse(p->cfg->listen, &a) || a.is_unix || !(l->tcp = bind_tcp(base, l, &a))) {
         mr_listener_stop(l);
         return NULL;
     }

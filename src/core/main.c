@@ -18,23 +18,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/admin/admin.h"
-#include "myrewrite/net/backend_addr.h"
-#include "myrewrite/net/tls.h"
-#include "myrewrite/net/tls_reload.h"
 #include "myrewrite/base/clock.h"
 #include "myrewrite/base/config.h"
+#include "myrewrite/base/log.h"
+#include "myrewrite/core/listener.h"
+#include "myrewrite/core/rule_kinds.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/group.h"
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/http/http.h"
-#include "myrewrite/core/listener.h"
-#include "myrewrite/core/rule_kinds.h"
-#include "myrewrite/base/log.h"
+#include "myrewrite/net/backend_addr.h"
+#include "myrewrite/net/tls.h"
+#include "myrewrite/net/tls_reload.h"
+#include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/queue/release.h"
-#include "myrewrite/session/reload.h"
 #include "myrewrite/schema/cache.h"
+#include "myrewrite/session/reload.h"
 #include "myrewrite/session/session.h"
 #include "myrewrite/session/worker.h"
 
@@ -126,10 +126,20 @@ static int parse_args(int argc, char **argv, mr_config *c, options *o, mr_diag *
             if (ch == '?')
                 return 2;
             if (pass == 0) {
-                if (ch == 'h') { fputs(usage, stdout); return 0; }
-                if (ch == 'V') { printf("myrewrite %s\n", MYREWRITE_VERSION); return 0; }
-                if (ch == OPT_REFERENCE) { mr_config_reference(stdout); return 0; }
-                if (ch == 'c') o->config_path = optarg;
+                if (ch == 'h') {
+                    fputs(usage, stdout);
+                    return 0;
+                }
+                if (ch == 'V') {
+                    printf("myrewrite %s\n", MYREWRITE_VERSION);
+                    return 0;
+                }
+                if (ch == OPT_REFERENCE) {
+                    mr_config_reference(stdout);
+                    return 0;
+                }
+                if (ch == 'c')
+                    o->config_path = optarg;
                 continue;
             }
             const char *key = key_for_option(ch);
@@ -163,8 +173,10 @@ static bool secrets_exposed(const char *path, const mr_config *c, char *msg, siz
     if (!path || (!c->proxy_password[0] && !c->admin_password[0]) || stat(path, &st) != 0 ||
         !(st.st_mode & S_IROTH))
         return false;
-    snprintf(msg, n, "%s sets a password and is readable by every user of this machine "
-             "(mode %03o); chmod o-r it", path, (unsigned)(st.st_mode & 0777));
+    snprintf(msg, n,
+             "%s sets a password and is readable by every user of this machine "
+             "(mode %03o); chmod o-r it",
+             path, (unsigned)(st.st_mode & 0777));
     return true;
 }
 
@@ -212,8 +224,8 @@ static void validate_backend_tls(mr_config *c, mr_proxy *p, mr_diag *d)
     if (mr_addr_parse(c->backend, &a))
         snprintf(p->backend_tls_host, sizeof(p->backend_tls_host), "%s",
                  a.is_unix ? "localhost" : a.host);
-    mr_backend_tls mode = p->backend_tls_mode ? (mr_backend_tls)p->backend_tls_mode
-                                              : MR_BTLS_PREFER;
+    mr_backend_tls mode =
+        p->backend_tls_mode ? (mr_backend_tls)p->backend_tls_mode : MR_BTLS_PREFER;
     p->backend_tls = mr_tls_backend_ctx(c, mode, err, sizeof(err));
     p->backend_tls_on = p->backend_tls != NULL;
     if (!p->backend_tls)
@@ -315,8 +327,8 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     /* a very first start: the staging tables exist before a statement comes */
     if (!mr_delayed_wait_staging(c->delayed_park_timeout_ms))
         mr_warn(0, "delayed: the flusher has not set up its staging tables (its connection "
-                "failed, or delayed_park_timeout passed); listening anyway (a staged statement "
-                "on a missing one gets the server's error until it exists)");
+                   "failed, or delayed_park_timeout passed); listening anyway (a staged statement "
+                   "on a missing one gets the server's error until it exists)");
     mr_listener *l = mr_listener_start(base, p);
     if (!l || !mr_admin_start(p) || !mr_http_start(p))
         return 1;
@@ -332,9 +344,9 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     event_base_dispatch(base);
     mr_http_stop();
     mr_listener_stop(l);
-    mr_admin_stop(); /* before the workers: the console reads their counters */
+    mr_admin_stop();                     /* before the workers: the console reads their counters */
     mr_schema_cache_on_load(NULL, NULL); /* the workers' pipes close below */
-    mr_dgroup_stop(); /* its last answers go to the workers, still running */
+    mr_dgroup_stop();                    /* its last answers go to the workers, still running */
     stop_workers(p);
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_join(&p->workers[i]);

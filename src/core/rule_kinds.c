@@ -13,7 +13,6 @@
 #include "myrewrite/rules/kind.h"
 
 mr_rule_kinds mr_rule_kinds_all[] = {
-    &mr_rewrite_kind, &mr_regex_kind,   &mr_block_kind,
-    &mr_queue_kind,   &mr_delayed_kind, &mr_paginate_kind,
-    NULL,
+    &mr_rewrite_kind, &mr_regex_kind,    &mr_block_kind, &mr_queue_kind,
+    &mr_delayed_kind, &mr_paginate_kind, NULL,
 };

@@ -15,11 +15,10 @@ size_t mr_bucket_text(mr_delayed_bucket b, int64_t t, char out[MR_BUCKET_TEXT_MA
     if (b == MR_BUCKET_NONE || !gmtime_r(&tt, &tm) || tm.tm_year + 1900 < 1 ||
         tm.tm_year + 1900 > 9999)
         return 0;
-    int n = b == MR_BUCKET_DAY
-                ? snprintf(out, MR_BUCKET_TEXT_MAX, "%04d-%02d-%02d", tm.tm_year + 1900,
-                           tm.tm_mon + 1, tm.tm_mday)
-                : snprintf(out, MR_BUCKET_TEXT_MAX, "%04d-%02d-%02d %02d:00:00",
-                           tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour);
+    int n = b == MR_BUCKET_DAY ? snprintf(out, MR_BUCKET_TEXT_MAX, "%04d-%02d-%02d",
+                                          tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday)
+                               : snprintf(out, MR_BUCKET_TEXT_MAX, "%04d-%02d-%02d %02d:00:00",
+                                          tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour);
     return n > 0 && n < MR_BUCKET_TEXT_MAX ? (size_t)n : 0;
 }
 

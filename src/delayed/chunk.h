@@ -19,28 +19,28 @@
 #include "myrewrite/delayed/rule.h"
 #include "myrewrite/rules/rules.h"
 
-#define KEYS_PER_STATEMENT 500  /* keys per UPDATE ... JOIN, upsert or DELETE */
+#define KEYS_PER_STATEMENT 500 /* keys per UPDATE ... JOIN, upsert or DELETE */
 
 struct st_mysql_res;
 struct mr_rule_stats;
 
 /* One delayed rule as the flusher sees it. */
 typedef struct table {
-    mr_delayed_def def;  /* keys filled from the primary key when the rule has none */
-    bool key_from_schema;/* def.keys were read from information_schema (again per connect) */
+    mr_delayed_def def;   /* keys filled from the primary key when the rule has none */
+    bool key_from_schema; /* def.keys were read from information_schema (again per connect) */
     char *rule;
-    char lock_name[65];  /* GET_LOCK name shared by every proxy */
-    bool ready;          /* staging table checked on the current connection */
-    uint64_t next_ms;    /* monotonic time of the next flush */
-    uint64_t setup_after_ms; /* a failed check is retried from this time on */
-    bool locked;         /* the table is not transactional: the LOCK TABLES path */
-    const char *read_from; /* table the chunk reads: NULL for staging (FOR UPDATE), or
-                              the locked path's snapshot (a TEMPORARY table) */
-    char tmp_name[65];   /* locked path: the snapshot's name, `<staging>_mrsnap` */
+    char lock_name[65];          /* GET_LOCK name shared by every proxy */
+    bool ready;                  /* staging table checked on the current connection */
+    uint64_t next_ms;            /* monotonic time of the next flush */
+    uint64_t setup_after_ms;     /* a failed check is retried from this time on */
+    bool locked;                 /* the table is not transactional: the LOCK TABLES path */
+    const char *read_from;       /* table the chunk reads: NULL for staging (FOR UPDATE), or
+                                    the locked path's snapshot (a TEMPORARY table) */
+    char tmp_name[65];           /* locked path: the snapshot's name, `<staging>_mrsnap` */
     struct mr_rule_stats *stats; /* the rule's SHOW DELAYED row (NULL when out of room); a
                            derived table counts there and on def.table_stats, its own */
-    bool tmp_ready;      /* locked path: the snapshot exists on this connection */
-    bool reject_ready;   /* the dead-letter table exists (checked on this connection) */
+    bool tmp_ready;              /* locked path: the snapshot exists on this connection */
+    bool reject_ready;           /* the dead-letter table exists (checked on this connection) */
 } table;
 
 /* A set column's value as an SQL literal in the arena ("NULL", '...', or
@@ -53,32 +53,32 @@ typedef struct lit {
 typedef struct staged {
     uint64_t seq;
     size_t koff, klen;
-    int64_t *delta;  /* ncolumns values */
-    lit *val;        /* nset_columns values (those in mask) */
-    uint64_t mask;   /* set_mask: bit s sets set_columns[s] */
+    int64_t *delta; /* ncolumns values */
+    lit *val;       /* nset_columns values (those in mask) */
+    uint64_t mask;  /* set_mask: bit s sets set_columns[s] */
     bool del;
 } staged;
 
 /* A key's net effect within the chunk. */
 typedef struct net {
     size_t koff, klen;
-    int64_t *delta;  /* sums of the adds after the last delete (and after the last set
-                        of a counter that is also a set column) */
-    lit *val;        /* the last value set per set column (those in mask) */
-    uint64_t mask;   /* set columns set after the last delete */
-    bool del;        /* delete the row (before the adds) */
-    bool add;        /* an add follows the last delete (or there is no delete) */
-    size_t nrows;    /* staged rows of the key in the chunk */
-    bool overflow;   /* its deltas sum past BIGINT: refused without asking the server */
+    int64_t *delta; /* sums of the adds after the last delete (and after the last set
+                       of a counter that is also a set column) */
+    lit *val;       /* the last value set per set column (those in mask) */
+    uint64_t mask;  /* set columns set after the last delete */
+    bool del;       /* delete the row (before the adds) */
+    bool add;       /* an add follows the last delete (or there is no delete) */
+    size_t nrows;   /* staged rows of the key in the chunk */
+    bool overflow;  /* its deltas sum past BIGINT: refused without asking the server */
 } net;
 
 typedef struct chunk {
     struct st_mysql_res *res; /* the staged rows read (flush.c owns and frees it) */
-    mr_buf arena;     /* key literals, set values */
+    mr_buf arena;             /* key literals, set values */
     staged *rows;
     size_t nrows;
-    int64_t *deltas;  /* nrows * ncolumns, then nkeys * ncolumns sums */
-    lit *vals;        /* nrows * nset_columns, then nkeys * nset_columns */
+    int64_t *deltas; /* nrows * ncolumns, then nkeys * ncolumns sums */
+    lit *vals;       /* nrows * nset_columns, then nkeys * nset_columns */
     net *keys;
     size_t nkeys;
 } chunk;

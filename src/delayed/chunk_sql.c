@@ -71,10 +71,12 @@ void dchunk_aggregate(const table *t, chunk *c)
     for (size_t i = 0; i < c->nrows; i++) {
         const staged *s = &c->rows[i];
         net *k = c->nkeys ? &c->keys[c->nkeys - 1] : NULL;
-        if (!k || k->klen != s->klen || memcmp(c->arena.data + k->koff, c->arena.data + s->koff,
-                                               s->klen) != 0) {
+        if (!k || k->klen != s->klen ||
+            memcmp(c->arena.data + k->koff, c->arena.data + s->koff, s->klen) != 0) {
             k = &c->keys[c->nkeys];
-            *k = (net){.koff = s->koff, .klen = s->klen, .delta = &sums[c->nkeys * nc],
+            *k = (net){.koff = s->koff,
+                       .klen = s->klen,
+                       .delta = &sums[c->nkeys * nc],
                        .val = &vals[c->nkeys * ns]};
             c->nkeys++;
         }
@@ -126,10 +128,7 @@ static int set_in_mask(const table *t, size_t j, uint64_t mask)
 }
 
 /* Is set column s one that no counter shares? */
-static bool set_only(const table *t, size_t s)
-{
-    return dchunk_counter_of(t, s) < 0;
-}
+static bool set_only(const table *t, size_t s) { return dchunk_counter_of(t, s) < 0; }
 
 static void put_lit(mr_buf *b, const chunk *c, const lit *v)
 {

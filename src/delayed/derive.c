@@ -109,8 +109,8 @@ static mr_derived *add(mr_derive_reg *g, const char *schema, const char *table,
 }
 
 mr_derive_state mr_derive_lookup(mr_derive_reg *g, const char *schema, const char *table,
-                                 const mr_derive_how *how, bool *added,
-                                 const mr_delayed_def **def, char *why, size_t whylen)
+                                 const mr_derive_how *how, bool *added, const mr_delayed_def **def,
+                                 char *why, size_t whylen)
 {
     *added = false;
     *def = NULL;
@@ -121,9 +121,10 @@ mr_derive_state mr_derive_lookup(mr_derive_reg *g, const char *schema, const cha
         *added = e != NULL;
         if (!e) {
             pthread_mutex_unlock(&g->lock);
-            snprintf(why, whylen, "myrewrite: no room to derive a delayed rule for %s.%s "
-                     "(%d tables already); give it a [delayed ...] rule", schema, table,
-                     MR_DERIVE_MAX);
+            snprintf(why, whylen,
+                     "myrewrite: no room to derive a delayed rule for %s.%s "
+                     "(%d tables already); give it a [delayed ...] rule",
+                     schema, table, MR_DERIVE_MAX);
             return MR_DERIVE_FAILED;
         }
     }
@@ -140,8 +141,8 @@ mr_derived *mr_derive_take(mr_derive_reg *g)
 {
     pthread_mutex_lock(&g->lock);
     mr_derived *e = g->all;
-    while (e && (e->taken || !(e->state == MR_DERIVE_PENDING ||
-                               (e->state == MR_DERIVE_FAILED && e->retry))))
+    while (e && (e->taken ||
+                 !(e->state == MR_DERIVE_PENDING || (e->state == MR_DERIVE_FAILED && e->retry))))
         e = e->all;
     if (e) {
         e->taken = true;
@@ -241,9 +242,8 @@ static char **names_dup(char *const *v, size_t n, bool *ok)
     return c;
 }
 
-mr_delayed_def *mr_derive_def_new(const mr_derived *e, const char *staging,
-                                  char *const *keys, size_t nkeys, char *const *cols,
-                                  size_t ncols)
+mr_delayed_def *mr_derive_def_new(const mr_derived *e, const char *staging, char *const *keys,
+                                  size_t nkeys, char *const *cols, size_t ncols)
 {
     mr_delayed_def *d = calloc(1, sizeof *d);
     if (!d)

@@ -8,8 +8,8 @@
  * the main thread asks for a final flush and waits for it, bounded.
  * Owns the rule copies, the per-chunk buffers and the counters.
  */
-#include "myrewrite/base/clock.h"
 #include "myrewrite/delayed/flush.h"
+#include "myrewrite/base/clock.h"
 
 #include <inttypes.h>
 #include <mysql.h>
@@ -21,27 +21,26 @@
 #include <strings.h>
 #include <time.h>
 
-#include "myrewrite/net/bgconn.h"
+#include "delayed/flush_impl.h"
 #include "delayed/flush_job.h"
 #include "myrewrite/base/buf.h"
+#include "myrewrite/base/log.h"
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/reject.h"
 #include "myrewrite/delayed/staging_sql.h"
-#include "myrewrite/base/log.h"
-#include "myrewrite/stats/rule_stats.h"
+#include "myrewrite/net/bgconn.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/sql/coltype.h"
 #include "myrewrite/sql/digest.h"
 #include "myrewrite/sql/quote.h"
-#include "delayed/flush_impl.h"
+#include "myrewrite/stats/rule_stats.h"
 
 #define SEQS_PER_STATEMENT 5000 /* staged rows per DELETE FROM staging */
 #define IDLE_MS 60000
-#define SETUP_RETRY_MS 10000    /* a table whose check failed is checked again after this */
-#define SETUP_ASKED_MS 200      /* ... or, asked for (a staging table is missing), this */
-#define STAGING_POLL_MS 20      /* a start waiting for the staging tables looks this often */
-#define ADOPT_MS 60000          /* between scans for staging tables of default rules */
-
+#define SETUP_RETRY_MS 10000 /* a table whose check failed is checked again after this */
+#define SETUP_ASKED_MS 200   /* ... or, asked for (a staging table is missing), this */
+#define STAGING_POLL_MS 20   /* a start waiting for the staging tables looks this often */
+#define ADOPT_MS 60000       /* between scans for staging tables of default rules */
 
 typedef struct tables {
     table *t;
@@ -58,9 +57,9 @@ static struct {
     bool have_next;
     bool final_wanted;
     bool final_done;
-    uint64_t staging_checks;  /* ticks that set up every table not ready (done_cond) */
-    bool setup_asked;         /* a staging table is missing: set up the tables not ready
-                                 now, whatever their setup_after_ms (mr_delayed_setup_now) */
+    uint64_t staging_checks; /* ticks that set up every table not ready (done_cond) */
+    bool setup_asked;        /* a staging table is missing: set up the tables not ready
+                                now, whatever their setup_after_ms (mr_delayed_setup_now) */
     uint64_t deadline_ms;
     uint64_t flush_asked, flush_done; /* FLUSH DELAYED requests and the last one served */
     bool flush_ok;                    /* every table it asked for flushed without a failure */
@@ -71,14 +70,11 @@ static struct {
     mr_delayed_stats stats;
     /* flusher thread */
     tables cur;
-    tables derived;          /* tables derived by default rules (t only); kept across reloads */
-    uint64_t next_adopt_ms;  /* next scan for staging tables a default rule would own */
+    tables derived;         /* tables derived by default rules (t only); kept across reloads */
+    uint64_t next_adopt_ms; /* next scan for staging tables a default rule would own */
 } D = {.lock = PTHREAD_MUTEX_INITIALIZER, .done_cond = PTHREAD_COND_INITIALIZER};
 
-const mr_delayed_stats *mr_delayed_stats_get(void)
-{
-    return &D.stats;
-}
+const mr_delayed_stats *mr_delayed_stats_get(void) { return &D.stats; }
 
 /* ---- rule copies ---------------------------------------------------------------- */
 
@@ -296,8 +292,8 @@ static MYSQL_RES *schema_query(MYSQL *db, const table *t, const char *sql_head, 
     mr_sql_put_literal(&b, t->def.schema);
     mr_buf_put_str(&b, " AND TABLE_NAME = ");
     mr_sql_put_literal(&b, name);
-    MYSQL_RES *res = exec_buf(db, &b, t, "reading information_schema") ? mysql_store_result(db)
-                                                                        : NULL;
+    MYSQL_RES *res =
+        exec_buf(db, &b, t, "reading information_schema") ? mysql_store_result(db) : NULL;
     mr_buf_free(&b);
     return res;
 }
@@ -321,8 +317,8 @@ static bool staging_engine_ok(const table *t)
  * MEMORY the LOCK TABLES path (delayed/flush_locked.c); others none. */
 static bool check_engines(MYSQL *db, table *t)
 {
-    MYSQL_RES *res = schema_query(db, t, "SELECT ENGINE FROM information_schema.TABLES",
-                                  t->def.table);
+    MYSQL_RES *res =
+        schema_query(db, t, "SELECT ENGINE FROM information_schema.TABLES", t->def.table);
     MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
     const char *e = row && row[0] ? row[0] : "";
     static const char *const locked[] = {"MyISAM", "Aria", "MEMORY", NULL};
@@ -331,10 +327,11 @@ static bool check_engines(MYSQL *db, table *t)
     for (size_t i = 0; !ok && locked[i]; i++)
         ok = t->locked = strcasecmp(e, locked[i]) == 0;
     if (res && !row)
-        mr_error(0, "delayed %s: table %s.%s does not exist; not flushing", t->rule,
-                 t->def.schema, t->def.table);
+        mr_error(0, "delayed %s: table %s.%s does not exist; not flushing", t->rule, t->def.schema,
+                 t->def.table);
     else if (row && !ok)
-        mr_error(0, "delayed %s: %s.%s is %s, which the flusher cannot update (it flushes "
+        mr_error(0,
+                 "delayed %s: %s.%s is %s, which the flusher cannot update (it flushes "
                  "InnoDB, MyISAM, Aria and MEMORY tables; ARCHIVE tables take no UPDATE)",
                  t->rule, t->def.schema, t->def.table, row[0] ? row[0] : "a view");
     mysql_free_result(res);
@@ -357,9 +354,10 @@ static bool key_from_schema(MYSQL *db, table *t)
         mr_td_row_key(td, &rk);
     mr_td_free(td);
     if (!td || rk.status != MR_KEY_FOUND || !rk.primary) {
-        mr_error(0, "delayed %s: the rule names no key and %s.%s has no primary key%s; not "
-                 "flushing (give key in the rule)", t->rule, t->def.schema, t->def.table,
-                 td ? "" : " that could be read");
+        mr_error(0,
+                 "delayed %s: the rule names no key and %s.%s has no primary key%s; not "
+                 "flushing (give key in the rule)",
+                 t->rule, t->def.schema, t->def.table, td ? "" : " that could be read");
         return false;
     }
     bool ok = (t->def.keys = calloc(rk.ncols, sizeof *t->def.keys)) != NULL;
@@ -376,18 +374,21 @@ static void put_set_ident(mr_buf *b, const char *name)
 
 /* Only a type and collation the grammar of sql/coltype.h takes go into the
  * staging table's DDL: it runs as the proxy's own account. */
-static bool type_copyable(const table *t, const char *name, const char *type,
-                          const char *collation)
+static bool type_copyable(const table *t, const char *name, const char *type, const char *collation)
 {
     char why[120];
     if (!mr_coltype_ok(type, why, sizeof why)) {
-        mr_error(0, "delayed %s: the type of %s.%s.%s (%s) is not one the staging table can "
-                 "copy: %s; not flushing", t->rule, t->def.schema, t->def.table, name, type, why);
+        mr_error(0,
+                 "delayed %s: the type of %s.%s.%s (%s) is not one the staging table can "
+                 "copy: %s; not flushing",
+                 t->rule, t->def.schema, t->def.table, name, type, why);
         return false;
     }
     if (collation && !mr_collation_ok(collation)) {
-        mr_error(0, "delayed %s: the collation of %s.%s.%s is not a collation name; not "
-                 "flushing", t->rule, t->def.schema, t->def.table, name);
+        mr_error(0,
+                 "delayed %s: the collation of %s.%s.%s is not a collation name; not "
+                 "flushing",
+                 t->rule, t->def.schema, t->def.table, name);
         return false;
     }
     return true;
@@ -475,10 +476,13 @@ static bool staging_columns_ok(MYSQL *db, const table *t)
     size_t nk = t->def.nkeys, nc = t->def.ncolumns, ns = t->def.nset_columns;
     size_t total = 3 + nk + nc + ns + (ns ? 1 : 0);
     for (size_t i = 0; i < total; i++) {
-        const char *want = i == 0 ? "seq" : i == 1 ? "op" : i == 2 ? "staged_at"
-                         : i < 3 + nk ? t->def.keys[i - 3]
-                         : i < 3 + nk + nc ? t->def.columns[i - 3 - nk]
-                         : i == 3 + nk + nc + ns ? "set_mask" : set_name;
+        const char *want = i == 0                  ? "seq"
+                           : i == 1                ? "op"
+                           : i == 2                ? "staged_at"
+                           : i < 3 + nk            ? t->def.keys[i - 3]
+                           : i < 3 + nk + nc       ? t->def.columns[i - 3 - nk]
+                           : i == 3 + nk + nc + ns ? "set_mask"
+                                                   : set_name;
         if (want == set_name)
             snprintf(set_name, sizeof set_name, "%s_set", t->def.set_columns[i - 3 - nk - nc]);
         bool found = false;
@@ -493,9 +497,11 @@ static bool staging_columns_ok(MYSQL *db, const table *t)
     mysql_free_result(res);
     if (!missing[0])
         return true;
-    mr_error(0, "delayed %s: the staging table %s.%s exists without the column(s) %s that this "
+    mr_error(0,
+             "delayed %s: the staging table %s.%s exists without the column(s) %s that this "
              "rule stages into; not flushing it (drop or rename it once it is empty, or set "
-             "staging_table)", t->rule, t->def.schema, t->def.staging_table, missing);
+             "staging_table)",
+             t->rule, t->def.schema, t->def.staging_table, missing);
     dflush_count_error(t, "the staging table check", 0, "the staging table lacks columns");
     return false;
 }
@@ -530,16 +536,20 @@ bool dflush_setup_table(MYSQL *db, table *t)
 {
     if (!check_engines(db, t) || !key_from_schema(db, t) || !names_ok(t))
         return false;
-    MYSQL_RES *cols = schema_query(db, t, "SELECT COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME FROM "
-                                   "information_schema.COLUMNS", t->def.table);
+    MYSQL_RES *cols = schema_query(db, t,
+                                   "SELECT COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME FROM "
+                                   "information_schema.COLUMNS",
+                                   t->def.table);
     bool ok = cols && create_staging(db, t, cols) && staging_columns_ok(db, t);
     mysql_free_result(cols);
     t->tmp_ready = false;
     if (ok)
         mr_info(0, "delayed %s: %s.%s flushed from %s.%s every %" PRIu64 " ms%s", t->rule,
                 t->def.schema, t->def.table, t->def.schema, t->def.staging_table,
-                t->def.flush_interval_ms, t->locked ? " (not transactional: LOCK TABLES "
-                "snapshots, rows in flight are lost if the flush dies)" : "");
+                t->def.flush_interval_ms,
+                t->locked ? " (not transactional: LOCK TABLES "
+                            "snapshots, rows in flight are lost if the flush dies)"
+                          : "");
     t->ready = ok;
     return ok;
 }
@@ -766,10 +776,10 @@ static bool delete_staged(MYSQL *db, const table *t, const chunk *c)
 
 /* A key the server refused in an isolating chunk, noted after the commit. */
 typedef struct refused {
-    size_t key;      /* index in c->keys */
+    size_t key; /* index in c->keys */
     unsigned code;
     char msg[200];
-    bool deleted;    /* the locked path applied the key's DELETE before its add failed */
+    bool deleted; /* the locked path applied the key's DELETE before its add failed */
 } refused;
 
 /* The key as refused: what is left of its change once a DELETE went through. */
@@ -829,9 +839,11 @@ static void reject_note(const table *t, const chunk *c, const refused *rs, size_
         dchunk_change_text(t, c, k, &change);
         const char *ks = key.failed ? "?" : (const char *)key.data;
         const char *cs = change.failed ? "?" : (const char *)change.data;
-        mr_error(0, "delayed %s: the server refused %s on %s.%s %s (%u %s); its %zu staged "
-                 "row(s) went to %s.%.47s_delayed_rejected", t->rule, cs, t->def.schema,
-                 t->def.table, ks, rs[i].code, rs[i].msg, k->nrows, t->def.schema, t->def.table);
+        mr_error(0,
+                 "delayed %s: the server refused %s on %s.%s %s (%u %s); its %zu staged "
+                 "row(s) went to %s.%.47s_delayed_rejected",
+                 t->rule, cs, t->def.schema, t->def.table, ks, rs[i].code, rs[i].msg, k->nrows,
+                 t->def.schema, t->def.table);
         mr_dreject_note(t->def.schema, t->def.table, ks, cs, k->nrows, rs[i].code, rs[i].msg);
         mr_buf_free(&key);
         mr_buf_free(&change);
@@ -848,7 +860,8 @@ static int apply_one(MYSQL *db, const table *t, const chunk *c, size_t i, refuse
     *r = (refused){.key = i};
     if (c->keys[i].overflow) {
         r->code = 1690;
-        snprintf(r->msg, sizeof r->msg, "the deltas staged for this key sum past the BIGINT "
+        snprintf(r->msg, sizeof r->msg,
+                 "the deltas staged for this key sum past the BIGINT "
                  "range");
         return 0;
     }
@@ -865,8 +878,8 @@ static int apply_one(MYSQL *db, const table *t, const chunk *c, size_t i, refuse
     /* Without a savepoint a DELETE that went through stays: the dead-letter
      * row then holds only the add the server refused. */
     r->deleted = !sp && deleted && one.keys[0].del;
-    return !sp || exec_str(db, "ROLLBACK TO SAVEPOINT `mr_key`", t, "ROLLBACK TO SAVEPOINT")
-               ? 0 : -1;
+    return !sp || exec_str(db, "ROLLBACK TO SAVEPOINT `mr_key`", t, "ROLLBACK TO SAVEPOINT") ? 0
+                                                                                             : -1;
 }
 
 /* Applies c key by key; the keys the server refuses go to the dead-letter
@@ -936,8 +949,8 @@ static long flush_chunk(MYSQL *db, table *t)
         dchunk_aggregate(t, &c);
         isolate = dchunk_any_overflow(&c);
         ok = !isolate && apply_deletes(db, t, &c) && apply_adds(db, t, &c);
-        isolate = isolate || (!ok && !mr_bg_conn_broken(db) &&
-                              mr_dreject_data_error(mysql_errno(db)));
+        isolate =
+            isolate || (!ok && !mr_bg_conn_broken(db) && mr_dreject_data_error(mysql_errno(db)));
         ok = ok && delete_staged(db, t, &c);
     }
     ok = ok && exec_str(db, "COMMIT", t, "COMMIT");
@@ -1133,8 +1146,7 @@ static void derive_pending(MYSQL *db)
                 mr_error(0, "delayed %s: %s", e->how.rule, why);
             mr_derive_fail(g, e, why);
             break;
-        default:
-            mr_derive_untake(g, e); /* the connection broke: again after the reconnect */
+        default: mr_derive_untake(g, e); /* the connection broke: again after the reconnect */
         }
     }
 }
@@ -1159,8 +1171,7 @@ static void adopt_staging(MYSQL *db)
  * that are due, every table when `final` (chunking until deadline), and
  * those matching `filter` (NULL: none asked). False when a table asked for
  * failed. *wait: the time until the next table is due. */
-static bool round_over(MYSQL *db, const char *filter, bool final, uint64_t deadline,
-                       uint64_t *wait)
+static bool round_over(MYSQL *db, const char *filter, bool final, uint64_t deadline, uint64_t *wait)
 {
     adopt_staging(db); /* before deriving: an adopted table is flushed in this very round */
     derive_pending(db);
@@ -1341,7 +1352,7 @@ void mr_delayed_configure(const mr_proxy *p, const mr_ruleset *rs)
     }
     if ((ts.n || ts.nd) && !D.bg && !start_thread(p)) {
         mr_error(0, "delayed: no own connection, so nothing is flushed: staged rows wait in "
-                 "their staging tables until proxy_user is set");
+                    "their staging tables until proxy_user is set");
         tables_free(&ts);
         return;
     }
@@ -1374,7 +1385,7 @@ void mr_delayed_stop(uint64_t drain_ms)
     pthread_mutex_unlock(&D.lock);
     if (!done)
         mr_warn(0, "delayed: final flush not done within the shutdown timeout; staged rows stay "
-                "in their staging tables for the next flush");
+                   "in their staging tables for the next flush");
     mr_bgconn_stop(D.bg);
     D.bg = NULL;
     tables_free(&D.cur);
@@ -1387,8 +1398,7 @@ void mr_delayed_stop(uint64_t drain_ms)
 
 /* ---- shared with delayed/flush_locked.c and delayed/flush_derive.c ----------------- */
 
-MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head,
-                               const char *name)
+MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head, const char *name)
 {
     return schema_query(db, t, sql_head, name);
 }
@@ -1399,10 +1409,7 @@ bool dflush_table_from_def(table *t, const mr_delayed_def *def, const char *rule
     return table_from_def(t, def, rule, stats);
 }
 
-void dflush_table_free(table *t)
-{
-    table_free(t);
-}
+void dflush_table_free(table *t) { table_free(t); }
 
 bool dflush_exec(MYSQL *db, const mr_buf *b, const table *t, const char *what)
 {

@@ -40,8 +40,7 @@ void dflush_count_error(const table *t, const char *what, unsigned code, const c
 bool dflush_setup_table(MYSQL *db, table *t);
 /* The result of `sql_head WHERE TABLE_SCHEMA = <t's schema> AND TABLE_NAME =
  * name`; NULL when the query failed (logged). */
-MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head,
-                               const char *name);
+MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head, const char *name);
 /* The flusher's copy of rule def (named rule); false when out of memory. */
 bool dflush_table_from_def(table *t, const mr_delayed_def *def, const char *rule,
                            struct mr_rule_stats *stats);
@@ -54,7 +53,7 @@ struct mr_derived;
 
 /* A default rule as the flusher keeps it. */
 typedef struct dflush_default {
-    char schema[65];           /* "*": any */
+    char schema[65]; /* "*": any */
     mr_derive_how how;
     struct mr_rule_stats *stats; /* its SHOW DELAYED row: derived tables count there */
 } dflush_default;

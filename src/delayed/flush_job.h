@@ -12,7 +12,7 @@
 #include "myrewrite/net/bgconn.h"
 
 typedef struct dflush_job {
-    char filter[200];               /* `t`, `schema.t`, "" = all */
+    char filter[200];                /* `t`, `schema.t`, "" = all */
     void (*done)(void *arg, int rc); /* called once, on the flusher's thread */
     void *arg;
 } dflush_job;

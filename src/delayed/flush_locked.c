@@ -34,12 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "myrewrite/net/bgconn.h"
-#include "myrewrite/base/log.h"
 #include "delayed/flush_impl.h"
+#include "myrewrite/base/log.h"
+#include "myrewrite/net/bgconn.h"
 
-static bool run_sql(MYSQL *db, const table *t, const char *what, const char *head,
-                    const char *name, const char *tail)
+static bool run_sql(MYSQL *db, const table *t, const char *what, const char *head, const char *name,
+                    const char *tail)
 {
     mr_buf b;
     mr_buf_init(&b);
@@ -76,8 +76,8 @@ static long snapshot_rows(MYSQL *db, const table *t)
     mr_buf_init(&b);
     mr_buf_put_str(&b, "SELECT COUNT(*) FROM ");
     dflush_put_table(&b, t->def.schema, t->tmp_name);
-    MYSQL_RES *res = dflush_exec(db, &b, t, "counting the flush snapshot")
-                         ? mysql_store_result(db) : NULL;
+    MYSQL_RES *res =
+        dflush_exec(db, &b, t, "counting the flush snapshot") ? mysql_store_result(db) : NULL;
     mr_buf_free(&b);
     MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
     long n = row && row[0] ? atol(row[0]) : -1;
@@ -120,8 +120,10 @@ static long apply_snapshot(MYSQL *db, table *t)
     long n = dflush_apply(db, t, &written, &rejected);
     t->read_from = NULL;
     if (n < 0 && !written && !mr_bg_conn_broken(db)) {
-        mr_warn(0, "delayed %s: applying a snapshot of staged rows failed before writing; "
-                "it is retried on the next round", t->rule);
+        mr_warn(0,
+                "delayed %s: applying a snapshot of staged rows failed before writing; "
+                "it is retried on the next round",
+                t->rule);
         return -1;
     }
     if (n < 0) {
@@ -130,9 +132,11 @@ static long apply_snapshot(MYSQL *db, table *t)
         char count[32] = "up to flush_rows";
         if (lost >= 0)
             snprintf(count, sizeof count, "%ld", lost);
-        mr_error(0, "delayed %s: the update of %s.%s (not transactional) failed %s; %s staged "
-                 "rows taken for it are lost", t->rule, t->def.schema, t->def.table,
-                 gone ? "with its connection" : "part way", count);
+        mr_error(0,
+                 "delayed %s: the update of %s.%s (not transactional) failed %s; %s staged "
+                 "rows taken for it are lost",
+                 t->rule, t->def.schema, t->def.table, gone ? "with its connection" : "part way",
+                 count);
         dflush_count_error(t, "the update from the flush snapshot", 0, "rows lost");
         if (gone) {
             t->tmp_ready = false; /* the server dropped the temporary table with it */

@@ -25,24 +25,24 @@
 #include "myrewrite/net/bgconn.h"
 #include "myrewrite/stats/rule_stats.h"
 
-#define MAX_BATCH 4096          /* members in one batch, whatever the bounds */
-#define STAGING_RETRY_MS 50     /* between two tries while the staging table is missing */
+#define MAX_BATCH 4096      /* members in one batch, whatever the bounds */
+#define STAGING_RETRY_MS 50 /* between two tries while the staging table is missing */
 #define ER_NO_SUCH_TABLE 1146
 
 static struct {
     pthread_mutex_t lock;
-    pthread_cond_t more;        /* a member was queued (CLOCK_MONOTONIC) */
+    pthread_cond_t more; /* a member was queued (CLOCK_MONOTONIC) */
     mr_dgroup_member *head, **tail;
     size_t nqueued;
-    uint64_t qrows, qbytes;     /* staging rows and text bytes queued */
-    bool filling;               /* a thread waits for a batch to fill ... */
+    uint64_t qrows, qbytes;         /* staging rows and text bytes queued */
+    bool filling;                   /* a thread waits for a batch to fill ... */
     uint64_t fill_rows, fill_bytes; /* ... up to these: a submit that reaches one signals */
-    unsigned ticking;           /* runner threads inside tick() */
+    unsigned ticking;               /* runner threads inside tick() */
     bool running, stopping;
-    bool concurrent;            /* the last batch held more than one member, or had
-                                   more queued behind it */
-    uint64_t park_timeout_ms;   /* delayed_park_timeout: how long a batch waits for its
-                                   staging table */
+    bool concurrent;          /* the last batch held more than one member, or had
+                                 more queued behind it */
+    uint64_t park_timeout_ms; /* delayed_park_timeout: how long a batch waits for its
+                                 staging table */
     mr_bgconn *conn[MR_DGROUP_CONNS];
     mr_dgroup_stats stats;
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -146,8 +146,8 @@ static void deliver(mr_dgroup_member *m)
     }
 }
 
-__attribute__((format(printf, 4, 5)))
-static void fail(mr_dgroup_member *m, uint16_t code, const char *state, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static void fail(mr_dgroup_member *m, uint16_t code,
+                                                       const char *state, const char *fmt, ...)
 {
     m->ok = false;
     m->err_code = code;
@@ -176,8 +176,8 @@ bool mr_dgroup_submit(mr_dgroup_member *m)
         G.qrows += m->rows;
         G.qbytes += m->len;
         /* one wake-up per batch, when it is full, not one per statement */
-        if (G.filling && (G.qrows >= G.fill_rows || G.qbytes >= G.fill_bytes ||
-                          G.nqueued >= MAX_BATCH))
+        if (G.filling &&
+            (G.qrows >= G.fill_rows || G.qbytes >= G.fill_bytes || G.nqueued >= MAX_BATCH))
             pthread_cond_signal(&G.more);
     }
     pthread_mutex_unlock(&G.lock);
@@ -294,8 +294,10 @@ static unsigned run_with_staging(MYSQL *db, const mr_buf *st, size_t k, uint64_t
         if (e != ER_NO_SUCH_TABLE || waited / 1000000 >= G.park_timeout_ms)
             return e;
         if (!parked)
-            mr_info(0, "group commit: the staging table does not exist yet (%s); the batch "
-                    "waits for the flusher to create it", err);
+            mr_info(0,
+                    "group commit: the staging table does not exist yet (%s); the batch "
+                    "waits for the flusher to create it",
+                    err);
         parked = true;
         mr_delayed_setup_now();
         struct timespec ts = {0, STAGING_RETRY_MS * 1000000L};
@@ -351,12 +353,16 @@ static void answer_all(mr_dgroup_member *first, size_t n, unsigned e, const char
         if (!e)
             m->ok = true;
         else if (broken) /* sent, then cut: committed or not, nobody knows */
-            fail(m, 1927, "70100", "myrewrite: group commit: the proxy's own connection broke "
+            fail(m, 1927, "70100",
+                 "myrewrite: group commit: the proxy's own connection broke "
                  "during the batch's staging INSERT, so this UPDATE DELAYED may or may not "
-                 "have been staged; batch of %s", detail);
+                 "have been staged; batch of %s",
+                 detail);
         else
-            fail(m, (uint16_t)e, state, "myrewrite: group commit: the batch's staging INSERT "
-                 "failed and staged nothing of its %s", detail);
+            fail(m, (uint16_t)e, state,
+                 "myrewrite: group commit: the batch's staging INSERT "
+                 "failed and staged nothing of its %s",
+                 detail);
         deliver(m);
     }
 }
@@ -384,7 +390,8 @@ static bool run_batch(MYSQL *db, mr_dgroup_member *first, size_t n)
             if (!run_batch(db, m, 1)) { /* the rest is answered after the reconnect */
                 for (mr_dgroup_member *r = next, *after; r; r = after) {
                     after = r->next;
-                    fail(r, 1927, "70100", "myrewrite: group commit: %s", "the proxy's own "
+                    fail(r, 1927, "70100", "myrewrite: group commit: %s",
+                         "the proxy's own "
                          "connection broke before this UPDATE DELAYED was sent; nothing staged");
                     deliver(r);
                 }
@@ -492,14 +499,17 @@ void mr_dgroup_configure(const mr_proxy *p, const mr_ruleset *rs)
     G.park_timeout_ms = p->cfg->delayed_park_timeout_ms;
     if (!cond_init())
         return;
-    mr_bgconn_ops ops = {.name = "group commit", .on_connect = on_connect, .tick = tick,
-                         .on_connect_failed = on_connect_failed, .lazy = true};
+    mr_bgconn_ops ops = {.name = "group commit",
+                         .on_connect = on_connect,
+                         .tick = tick,
+                         .on_connect_failed = on_connect_failed,
+                         .lazy = true};
     for (unsigned i = 0; i < MR_DGROUP_CONNS; i++)
         if (!(G.conn[i] = mr_bgconn_start(p->cfg, p->backend_name, &ops))) {
             while (i--)
                 mr_bgconn_stop(G.conn[i]);
             mr_warn(0, "group commit is off: staged statements go on the client's own "
-                    "connection, one commit each");
+                       "connection, one commit each");
             return;
         }
     pthread_mutex_lock(&G.lock);
@@ -523,7 +533,8 @@ void mr_dgroup_stop(void)
     pthread_mutex_unlock(&G.lock);
     for (mr_dgroup_member *m = left, *next; m; m = next) {
         next = m->next;
-        fail(m, 1053, "08S01", "myrewrite: %s", "the proxy is shutting down; this UPDATE "
+        fail(m, 1053, "08S01", "myrewrite: %s",
+             "the proxy is shutting down; this UPDATE "
              "DELAYED was not staged");
         deliver(m);
     }
@@ -536,7 +547,4 @@ void mr_dgroup_stop(void)
     pthread_mutex_unlock(&G.lock);
 }
 
-const mr_dgroup_stats *mr_dgroup_stats_get(void)
-{
-    return &G.stats;
-}
+const mr_dgroup_stats *mr_dgroup_stats_get(void) { return &G.stats; }

@@ -30,8 +30,7 @@ size_t mr_dgroup_prefix_len(const char *sql, size_t len)
 }
 
 /* Which of out[0..k) has the prefix p (of n bytes); k when none. */
-static size_t find_prefix(const mr_buf *out, size_t k, const size_t *plen, const char *p,
-                          size_t n)
+static size_t find_prefix(const mr_buf *out, size_t k, const size_t *plen, const char *p, size_t n)
 {
     for (size_t j = 0; j < k; j++)
         if (plen[j] == n && memcmp(out[j].data, p, n) == 0)

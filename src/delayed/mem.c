@@ -24,10 +24,10 @@
 
 typedef struct shard {
     pthread_mutex_t lock;
-    dm_map map;              /* guarded by lock */
-    mr_counter statements;   /* written by the shard's worker only */
+    dm_map map;            /* guarded by lock */
+    mr_counter statements; /* written by the shard's worker only */
     mr_counter refused;
-    char pad[64];            /* keeps two workers' shards off one cache line */
+    char pad[64]; /* keeps two workers' shards off one cache line */
 } shard;
 
 static struct {
@@ -224,8 +224,8 @@ static void put_err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* First pass: how many keys are new, and may the batch go in at all? */
-static int check_batch(shard *sh, struct mr_dmem_table *t, const mr_dmem_batch *b,
-                       uint64_t *fresh, char *err, size_t errlen)
+static int check_batch(shard *sh, struct mr_dmem_table *t, const mr_dmem_batch *b, uint64_t *fresh,
+                       char *err, size_t errlen)
 {
     const char *p = (const char *)b->keys.data;
     *fresh = 0;
@@ -234,7 +234,8 @@ static int check_batch(shard *sh, struct mr_dmem_table *t, const mr_dmem_batch *
         dm_entry *e = dm_find(&sh->map, t, p, n, dm_hash(t, p, n));
         *fresh += e == NULL;
         if (overflows(e, b)) {
-            put_err(err, errlen, "UPDATE DELAYED on %s.%s: the delta held for this key would "
+            put_err(err, errlen,
+                    "UPDATE DELAYED on %s.%s: the delta held for this key would "
                     "overflow a signed 64-bit integer; run FLUSH DELAYED first",
                     t->def.schema, t->def.table);
             return -1;
@@ -243,10 +244,11 @@ static int check_batch(shard *sh, struct mr_dmem_table *t, const mr_dmem_batch *
     }
     uint64_t held = atomic_load_explicit(&t->nkeys, memory_order_relaxed);
     if (*fresh && held + *fresh > t->def.memory_max_keys) {
-        put_err(err, errlen, "DELAYED on %s.%s: the proxy holds %" PRIu64 " keys of this "
+        put_err(err, errlen,
+                "DELAYED on %s.%s: the proxy holds %" PRIu64 " keys of this "
                 "table in memory, its memory_max_keys (%" PRIu64 "); a flush has been asked "
-                "for, retry shortly", t->def.schema, t->def.table, held,
-                t->def.memory_max_keys);
+                "for, retry shortly",
+                t->def.schema, t->def.table, held, t->def.memory_max_keys);
         return -1;
     }
     return 0;
@@ -257,7 +259,8 @@ int mr_dmem_apply(unsigned shard_no, const mr_dmem_batch *b, uint64_t *affected,
 {
     struct mr_dmem_table *t = b->def->mem;
     if (!t || !M.shards) {
-        put_err(err, errlen, "DELAYED on %s.%s: mode = memory needs the proxy's own "
+        put_err(err, errlen,
+                "DELAYED on %s.%s: mode = memory needs the proxy's own "
                 "connection to flush (proxy_user in the config); nothing was taken",
                 b->def->schema, b->def->table);
         return -1;
@@ -296,8 +299,10 @@ int mr_dmem_apply(unsigned shard_no, const mr_dmem_batch *b, uint64_t *affected,
     else if (made && !before)
         dm_flusher_wake(NULL); /* the first key: an idle flusher opens its connection */
     if (rc == 0 && oom) {
-        put_err(err, errlen, "DELAYED on %s.%s: the proxy is out of memory; keys before the "
-                "failing one were taken", t->def.schema, t->def.table);
+        put_err(err, errlen,
+                "DELAYED on %s.%s: the proxy is out of memory; keys before the "
+                "failing one were taken",
+                t->def.schema, t->def.table);
         return -1;
     }
     *affected = b->nrows;
@@ -321,10 +326,7 @@ bool dm_table_keyed(const struct mr_dmem_table *t)
     return !t->from_schema || mr_dmem_keys_known(&t->learn);
 }
 
-unsigned dm_shards(void)
-{
-    return M.shards ? M.nshards : 0;
-}
+unsigned dm_shards(void) { return M.shards ? M.nshards : 0; }
 
 struct mr_dmem_table *dm_tables(void)
 {
@@ -379,8 +381,7 @@ static bool key_still_current(const struct mr_dmem_table *t)
         return true;
     mr_row_key rk;
     char *cols[MR_SD_MAX_KEY_COLS];
-    if (mr_schema_cache_row_key(t->def.schema, t->def.table, &rk) != MR_KEY_FOUND ||
-        !rk.primary)
+    if (mr_schema_cache_row_key(t->def.schema, t->def.table, &rk) != MR_KEY_FOUND || !rk.primary)
         return false;
     for (uint8_t i = 0; i < rk.ncols; i++)
         cols[i] = rk.cols[i];
@@ -479,8 +480,7 @@ static struct mr_dmem_table *reusable(const mr_rule *r)
             strcmp(o->table, d->table) == 0 && o->missing == d->missing &&
             o->flush_interval_ms == d->flush_interval_ms && o->flush_rows == d->flush_rows &&
             o->flush_early == d->flush_early && o->memory_max_keys == d->memory_max_keys &&
-            same_keys(t, d) &&
-            same_names(o->columns, o->ncolumns, d->columns, d->ncolumns) &&
+            same_keys(t, d) && same_names(o->columns, o->ncolumns, d->columns, d->ncolumns) &&
             same_names(o->set_columns, o->nset_columns, d->set_columns, d->nset_columns))
             return t;
     }
@@ -512,7 +512,7 @@ void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
     if (!n || !M.shards || (!dm_flusher_running() && !dm_flusher_start(p))) {
         if (n)
             mr_error(0, "delayed: mode = memory rules have no flusher (set proxy_user); their "
-                     "statements are refused");
+                        "statements are refused");
         pthread_mutex_lock(&M.cfg_lock);
         set_all_dead();
         pthread_mutex_unlock(&M.cfg_lock);

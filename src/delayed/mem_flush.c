@@ -18,22 +18,23 @@
  * which opens it again for the round.
  *
  * Threads: start/stop on the main thread (or under the reload lock); wake
- * and flush_now from any thread; the rest on the flusher thread. Counters are written by the flusher thread only.
+ * and flush_now from any thread; the rest on the flusher thread. Counters are written by the
+ * flusher thread only.
  */
 #include <inttypes.h>
 #include <mysql.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "delayed/flush_job.h"
 #include "delayed/mem_impl.h"
 #include "myrewrite/base/clock.h"
-#include "myrewrite/net/bgconn.h"
-#include "delayed/flush_job.h"
-#include "myrewrite/delayed/reject.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/delayed/reject.h"
+#include "myrewrite/net/bgconn.h"
 
 #define KEYS_PER_STATEMENT 500
 #define IDLE_MS 60000
@@ -43,9 +44,9 @@ static struct {
     pthread_cond_t cond;
     /* guarded by lock */
     mr_bgconn *bg;
-    uint64_t asked, served;      /* mr_dmem_flush_now requests and the last one served */
-    bool served_ok;              /* that round left nothing pending in the tables asked for */
-    char filter[140];            /* the tables asked for: `t`, `schema.t`, "" = all */
+    uint64_t asked, served; /* mr_dmem_flush_now requests and the last one served */
+    bool served_ok;         /* that round left nothing pending in the tables asked for */
+    char filter[140];       /* the tables asked for: `t`, `schema.t`, "" = all */
     bool final_wanted, final_done;
     uint64_t deadline_ms;
     /* any thread */
@@ -53,7 +54,7 @@ static struct {
     /* flusher thread */
     dm_map pending;
     mr_dmem_syntax syntax;
-    unsigned fail_code;          /* the latest failed chunk's error, read before its ROLLBACK */
+    unsigned fail_code; /* the latest failed chunk's error, read before its ROLLBACK */
     char fail_msg[200];
 } F = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
@@ -134,8 +135,8 @@ static bool upsert(mr_buf *b, const mr_delayed_def *d, const mr_dmem_row *r, siz
 
 /* Statements of up to KEYS_PER_STATEMENT rows over rows[0..n), a new
  * statement wherever the shape changes when `by_shape_too`. */
-static bool run_groups(MYSQL *db, const struct mr_dmem_table *t, const mr_dmem_row *rows,
-                       size_t n, build_fn build, bool by_shape_too, const char *what)
+static bool run_groups(MYSQL *db, const struct mr_dmem_table *t, const mr_dmem_row *rows, size_t n,
+                       build_fn build, bool by_shape_too, const char *what)
 {
     for (size_t at = 0; at < n;) {
         size_t end = at + 1;
@@ -182,10 +183,10 @@ typedef enum { CHUNK_DONE, CHUNK_FAILED, CHUNK_UNKNOWN } chunk_rc;
 static chunk_rc flush_chunk(MYSQL *db, const struct mr_dmem_table *t, dm_entry **es, size_t n,
                             mr_dmem_row *rows)
 {
-    mr_buf b = {.data = (uint8_t *)(uintptr_t)"START TRANSACTION", .len = 17};
+    mr_buf b = {.data = (uint8_t *)(uintptr_t) "START TRANSACTION", .len = 17};
     bool ok = run(db, &b, t, "START TRANSACTION") && apply_chunk(db, t, es, n, rows);
     if (ok) {
-        b = (mr_buf){.data = (uint8_t *)(uintptr_t)"COMMIT", .len = 6};
+        b = (mr_buf){.data = (uint8_t *)(uintptr_t) "COMMIT", .len = 6};
         if (run(db, &b, t, "COMMIT"))
             return CHUNK_DONE;
         if (mr_bg_conn_broken(db))
@@ -207,9 +208,11 @@ static bool settle(const struct mr_dmem_table *t, chunk_rc rc, dm_entry **es, si
     for (size_t i = 0; i < m; i++)
         es[i]->done = true;
     if (rc == CHUNK_UNKNOWN) {
-        mr_error(0, "delayed %s: the connection broke during COMMIT; the %zu keys of that "
+        mr_error(0,
+                 "delayed %s: the connection broke during COMMIT; the %zu keys of that "
                  "chunk may or may not have been written and are not retried (never applied "
-                 "twice)", t->rule, m);
+                 "twice)",
+                 t->rule, m);
         count(&F.lost, m);
         return false;
     }
@@ -232,8 +235,7 @@ static bool refused(MYSQL *db, const struct mr_dmem_table *t)
 
 /* Moves key e to t's dead-letter table (one autocommitted INSERT) and
  * marks it done; false (the key stays pending) when that failed. */
-static bool reject(MYSQL *db, struct mr_dmem_table *t, dm_entry *e, unsigned code,
-                   const char *msg)
+static bool reject(MYSQL *db, struct mr_dmem_table *t, dm_entry *e, unsigned code, const char *msg)
 {
     mr_buf b, key, change;
     mr_buf_init(&b);
@@ -253,9 +255,11 @@ static bool reject(MYSQL *db, struct mr_dmem_table *t, dm_entry *e, unsigned cod
     ok = ok && run(db, &b, t, "writing a refused key to the dead-letter table");
     if (ok) {
         e->done = true;
-        mr_error(0, "delayed %s: the server refused %s on %s.%s %s (%u %s)%s; it went to "
-                 "%s.%.47s_delayed_rejected", t->rule, (const char *)change.data,
-                 t->def.schema, t->def.table, (const char *)key.data, code, msg,
+        mr_error(0,
+                 "delayed %s: the server refused %s on %s.%s %s (%u %s)%s; it went to "
+                 "%s.%.47s_delayed_rejected",
+                 t->rule, (const char *)change.data, t->def.schema, t->def.table,
+                 (const char *)key.data, code, msg,
                  dm_table_live(t) ? "" : " after its rule was reloaded away", t->def.schema,
                  t->def.table);
         mr_dreject_note(t->def.schema, t->def.table, (const char *)key.data,
@@ -272,8 +276,7 @@ static bool reject(MYSQL *db, struct mr_dmem_table *t, dm_entry *e, unsigned cod
  * transaction, so one bad key does not hold back the others. A key that
  * fails alone in the same way goes to the dead-letter table; one that
  * fails otherwise stays pending for the next round. */
-static bool isolate(MYSQL *db, struct mr_dmem_table *t, dm_entry **es, size_t m,
-                    mr_dmem_row *rows)
+static bool isolate(MYSQL *db, struct mr_dmem_table *t, dm_entry **es, size_t m, mr_dmem_row *rows)
 {
     bool all = true;
     for (size_t i = 0; i < m && !mr_bg_conn_broken(db); i++) {
@@ -333,10 +336,10 @@ static bool flush_table(MYSQL *db, struct mr_dmem_table *t, uint64_t deadline)
 
 /* What one round is asked to do beyond the tables that are due. */
 typedef struct round_ask {
-    bool all;               /* every table (final flush) */
-    const char *filter;     /* FLUSH DELAYED's tables; NULL: none asked */
-    uint64_t deadline;      /* final flush: stop chunking then (0 = none) */
-    bool asked_ok;          /* out: the tables asked for have nothing pending */
+    bool all;           /* every table (final flush) */
+    const char *filter; /* FLUSH DELAYED's tables; NULL: none asked */
+    uint64_t deadline;  /* final flush: stop chunking then (0 = none) */
+    bool asked_ok;      /* out: the tables asked for have nothing pending */
 } round_ask;
 
 /* Gathers every shard, then flushes the tables that are due or asked for.
@@ -409,8 +412,8 @@ static uint64_t tick(MYSQL *db, void *arg)
     memcpy(filter, F.filter, sizeof filter);
     pthread_mutex_unlock(&F.lock);
     uint64_t wait;
-    round_ask a = {.all = final, .filter = asked > F.served ? filter : NULL,
-                   .deadline = final ? deadline : 0};
+    round_ask a = {
+        .all = final, .filter = asked > F.served ? filter : NULL, .deadline = final ? deadline : 0};
     bool ok = round_due(db, &a, &wait);
     pthread_mutex_lock(&F.lock);
     F.served = asked;
@@ -531,7 +534,9 @@ void dm_flusher_stop(uint64_t drain_ms)
     pthread_mutex_unlock(&F.lock);
     gather(); /* what the final round did not take: count it as lost, loudly */
     if (F.pending.n)
-        mr_error(0, "delayed: %zu keys held in memory were not flushed before shutdown "
-                 "(shutdown_timeout, or the server is gone) and are lost", F.pending.n);
+        mr_error(0,
+                 "delayed: %zu keys held in memory were not flushed before shutdown "
+                 "(shutdown_timeout, or the server is gone) and are lost",
+                 F.pending.n);
     dm_map_free(&F.pending);
 }

@@ -22,35 +22,35 @@
  * older rule sets live on (not `live`) until their keys are flushed and
  * are freed at stop. */
 struct mr_dmem_table {
-    mr_delayed_def def;       /* own copy; def.mem is NULL. From the schema: no keys
-                                 until `learn` knows them, then learn's names */
+    mr_delayed_def def; /* own copy; def.mem is NULL. From the schema: no keys
+                           until `learn` knows them, then learn's names */
     char *rule;
-    bool from_schema;         /* the rule names no key (and so has no bucket) */
-    mr_dmem_keys learn;       /* from_schema: the primary key, learned by workers */
-    size_t ncols;             /* mr_dmem_columns(&def) */
-    _Atomic uint64_t nkeys;   /* keys held in shards and by the flusher */
-    bool live;                /* in the rule set in force (configure lock) */
-    _Atomic bool wanted;      /* flush it now: past flush_early or at memory_max_keys */
-    uint64_t next_ms;         /* flusher thread: monotonic time of its next flush */
-    bool reject_ready;        /* flusher thread: its dead-letter table exists */
+    bool from_schema;       /* the rule names no key (and so has no bucket) */
+    mr_dmem_keys learn;     /* from_schema: the primary key, learned by workers */
+    size_t ncols;           /* mr_dmem_columns(&def) */
+    _Atomic uint64_t nkeys; /* keys held in shards and by the flusher */
+    bool live;              /* in the rule set in force (configure lock) */
+    _Atomic bool wanted;    /* flush it now: past flush_early or at memory_max_keys */
+    uint64_t next_ms;       /* flusher thread: monotonic time of its next flush */
+    bool reject_ready;      /* flusher thread: its dead-letter table exists */
     struct mr_dmem_table *next;
 };
 
 /* One key of one table and its net change. */
 typedef struct dm_entry {
-    struct dm_entry *next;    /* hash chain */
+    struct dm_entry *next; /* hash chain */
     uint64_t hash;
     struct mr_dmem_table *t;
-    bool del;                 /* tombstone: delete the row, then apply v */
-    bool done;                /* flusher: committed, to be freed */
+    bool del;  /* tombstone: delete the row, then apply v */
+    bool done; /* flusher: committed, to be freed */
     uint32_t klen;
-    char *key;                /* encoded key values, in the same allocation */
-    mr_dmem_val v[];          /* t->ncols; TEXT values malloc'ed */
+    char *key;       /* encoded key values, in the same allocation */
+    mr_dmem_val v[]; /* t->ncols; TEXT values malloc'ed */
 } dm_entry;
 
 typedef struct dm_map {
     dm_entry **b;
-    size_t mask;              /* buckets - 1; b NULL when empty and unallocated */
+    size_t mask; /* buckets - 1; b NULL when empty and unallocated */
     size_t n;
 } dm_map;
 

@@ -9,8 +9,8 @@
 
 #include "myrewrite/delayed/mem_keys.h"
 
-static bool take_port(void *arg, const char *schema, const char *table, char *const *cols,
-                      size_t n, char *err, size_t errlen)
+static bool take_port(void *arg, const char *schema, const char *table, char *const *cols, size_t n,
+                      char *err, size_t errlen)
 {
     return mr_dmem_keys_take(arg, schema, table, cols, n, err, errlen);
 }
@@ -98,8 +98,8 @@ static void list_names(char *buf, size_t len, char *const *v, size_t n)
     }
 }
 
-bool mr_dmem_keys_take(mr_dmem_keys *k, const char *schema, const char *table,
-                       char *const *cols, size_t n, char *err, size_t errlen)
+bool mr_dmem_keys_take(mr_dmem_keys *k, const char *schema, const char *table, char *const *cols,
+                       size_t n, char *err, size_t errlen)
 {
     if (!mr_dmem_keys_known(k) && !learn(k, cols, n)) {
         snprintf(err, errlen, "DELAYED on %s.%s: out of memory", schema, table);
@@ -110,9 +110,11 @@ bool mr_dmem_keys_take(mr_dmem_keys *k, const char *schema, const char *table,
     char now[200], was[200];
     list_names(now, sizeof now, cols, n);
     list_names(was, sizeof was, k->names, k->n);
-    snprintf(err, errlen, "myrewrite: the primary key of %s.%s changed since the proxy "
+    snprintf(err, errlen,
+             "myrewrite: the primary key of %s.%s changed since the proxy "
              "started holding its deltas (now (%s), was (%s)); nothing was taken. After a "
              "flush of the deltas held under the old key (FLUSH DELAYED), RELOAD RULES or a "
-             "restart picks up the new key", schema, table, now, was);
+             "restart picks up the new key",
+             schema, table, now, was);
     return false;
 }

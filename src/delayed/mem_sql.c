@@ -64,8 +64,7 @@ static void put_int(mr_buf *b, int64_t v)
 
 /* The key values of a row, ", "-separated, each as 'value' AS `key` when
  * `named`. */
-static void put_key_values(mr_buf *b, const mr_delayed_def *def, const mr_dmem_row *r,
-                           bool named)
+static void put_key_values(mr_buf *b, const mr_delayed_def *def, const mr_dmem_row *r, bool named)
 {
     const char *p = r->key;
     for (size_t k = 0; k < def->nkeys; k++) {
@@ -102,8 +101,7 @@ static void put_col_value(mr_buf *b, const mr_dmem_val *v)
 
 /* ---- statements ------------------------------------------------------------------- */
 
-bool mr_dmem_sql_delete(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows,
-                        size_t n)
+bool mr_dmem_sql_delete(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows, size_t n)
 {
     mr_buf_put_str(out, "DELETE FROM ");
     put_table(out, def);
@@ -119,8 +117,8 @@ bool mr_dmem_sql_delete(mr_buf *out, const mr_delayed_def *def, const mr_dmem_ro
     return !out->failed;
 }
 
-bool mr_dmem_sql_upsert(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows,
-                        size_t n, mr_dmem_syntax syntax)
+bool mr_dmem_sql_upsert(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows, size_t n,
+                        mr_dmem_syntax syntax)
 {
     size_t ncol = mr_dmem_columns(def);
     uint64_t shape = n ? mr_dmem_shape(def, rows[0].v) : 0;
@@ -173,8 +171,7 @@ bool mr_dmem_sql_upsert(mr_buf *out, const mr_delayed_def *def, const mr_dmem_ro
     return !out->failed; /* a rule has counter columns, so `first` is false here */
 }
 
-bool mr_dmem_sql_update(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows,
-                        size_t n)
+bool mr_dmem_sql_update(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows, size_t n)
 {
     size_t ncol = mr_dmem_columns(def);
     uint64_t shape = n ? mr_dmem_shape(def, rows[0].v) : 0;
@@ -232,8 +229,7 @@ bool mr_dmem_sql_update(mr_buf *out, const mr_delayed_def *def, const mr_dmem_ro
 
 /* ---- a refused key, as the dead-letter table shows it ------------------------------ */
 
-void mr_dmem_describe(mr_buf *key, mr_buf *change, const mr_delayed_def *def,
-                      const mr_dmem_row *r)
+void mr_dmem_describe(mr_buf *key, mr_buf *change, const mr_delayed_def *def, const mr_dmem_row *r)
 {
     mr_buf_put(key, "(", 1);
     put_key_names(key, def);

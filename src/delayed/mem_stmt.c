@@ -86,14 +86,18 @@ static const mr_exec_param *param_at(const rd *r, uint32_t i)
 {
     unsigned no = param_no(r->tok, i);
     if (!r->params || no >= r->params->n) {
-        mr_delayed_fail(r->err, r->errlen, "DELAYED in mode = memory: parameter %u has no "
-                        "value", no + 1);
+        mr_delayed_fail(r->err, r->errlen,
+                        "DELAYED in mode = memory: parameter %u has no "
+                        "value",
+                        no + 1);
         return NULL;
     }
     const mr_exec_param *p = &r->params->v[no];
     if (p->kind == MR_EXEC_PARAM_NULL) {
-        mr_delayed_fail(r->err, r->errlen, "DELAYED: parameter %u is NULL; keys and values "
-                        "must not be NULL", no + 1);
+        mr_delayed_fail(r->err, r->errlen,
+                        "DELAYED: parameter %u is NULL; keys and values "
+                        "must not be NULL",
+                        no + 1);
         return NULL;
     }
     return p;
@@ -152,7 +156,8 @@ static void put_string(mr_buf *out, const char *p, size_t n, bool no_backslash)
             case 'r': c = '\r'; break;
             case 't': c = '\t'; break;
             case 'Z': c = '\032'; break;
-            case '%': case '_': mr_buf_put_u8(out, '\\'); break; /* kept, as mysqld does */
+            case '%':
+            case '_': mr_buf_put_u8(out, '\\'); break; /* kept, as mysqld does */
             default: break;
             }
         }
@@ -200,7 +205,8 @@ static bool put_value(const rd *r, uint32_t i, uint32_t end, mr_buf *out)
             put_string(out, p, t->len, r->no_backslash);
             return true;
         }
-        return mr_delayed_fail(err, errlen, "DELAYED in mode = memory: a string with a charset "
+        return mr_delayed_fail(err, errlen,
+                               "DELAYED in mode = memory: a string with a charset "
                                "introducer (_utf8'...', N'...') is not taken; send it plain");
     case SQL_TOK_PARAM: {
         const mr_exec_param *v = param_at(r, i);
@@ -210,7 +216,8 @@ static bool put_value(const rd *r, uint32_t i, uint32_t end, mr_buf *out)
     }
     default: break;
     }
-    return mr_delayed_fail(err, errlen, "DELAYED in mode = memory: bit literals are not taken; "
+    return mr_delayed_fail(err, errlen,
+                           "DELAYED in mode = memory: bit literals are not taken; "
                            "write the value as a number or string");
 }
 
@@ -256,8 +263,10 @@ static bool put_bucket(const rd *r, const mr_delayed_def *def, mr_dmem_batch *b)
     char v[MR_BUCKET_TEXT_MAX];
     size_t n = mr_bucket_text(def->bucket, (int64_t)(mr_unix_ms() / 1000), v);
     if (!n)
-        return mr_delayed_fail(r->err, r->errlen, "DELAYED on %s.%s: the clock gives no "
-                               "bucket", def->schema, def->table);
+        return mr_delayed_fail(r->err, r->errlen,
+                               "DELAYED on %s.%s: the clock gives no "
+                               "bucket",
+                               def->schema, def->table);
     uint32_t len = (uint32_t)n;
     mr_buf_put(&b->keys, &len, 4); /* little endian hosts only, as put_tuple */
     mr_buf_put(&b->keys, v, n);
@@ -312,8 +321,10 @@ static bool delta_of(const rd *r, const mr_delayed_set *s, int64_t *out)
     if (ok && s->minus)
         *out = -*out;
     if (!ok)
-        mr_delayed_fail(r->err, r->errlen, "UPDATE DELAYED: parameter %u is not a whole number "
-                        "in the signed 64-bit range", param_no(r->tok, s->num) + 1);
+        mr_delayed_fail(r->err, r->errlen,
+                        "UPDATE DELAYED: parameter %u is not a whole number "
+                        "in the signed 64-bit range",
+                        param_no(r->tok, s->num) + 1);
     return ok;
 }
 
@@ -330,8 +341,10 @@ static bool read_ops(const rd *r, const mr_delayed_stmt *d, const mr_delayed_def
                 if (!delta_of(r, s, &o->n))
                     return false;
             } else if (!read_delta(r->text + t->off, t->len, s->minus, &o->n)) {
-                return mr_delayed_fail(r->err, r->errlen, "UPDATE DELAYED: %.*s is out of "
-                                       "range for a delta", (int)t->len, r->text + t->off);
+                return mr_delayed_fail(r->err, r->errlen,
+                                       "UPDATE DELAYED: %.*s is out of "
+                                       "range for a delta",
+                                       (int)t->len, r->text + t->off);
             }
             continue;
         }
@@ -350,7 +363,8 @@ static bool read_ops(const rd *r, const mr_delayed_stmt *d, const mr_delayed_def
         const char *v = (const char *)b->text.data + o->off;
         bool neg = o->len && v[0] == '-';
         if (!whole(v, o->len) || !read_delta(v + neg, o->len - neg, neg, &o->n))
-            return mr_delayed_fail(r->err, r->errlen, "UPDATE DELAYED on %s.%s: %s is a "
+            return mr_delayed_fail(r->err, r->errlen,
+                                   "UPDATE DELAYED on %s.%s: %s is a "
                                    "counter column, so SET %s = takes a whole number",
                                    def->schema, def->table, mr_dmem_column(def, (size_t)col[i]),
                                    mr_dmem_column(def, (size_t)col[i]));
@@ -361,9 +375,8 @@ static bool read_ops(const rd *r, const mr_delayed_stmt *d, const mr_delayed_def
 }
 
 bool mr_dmem_read_stmt(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
-                       const mr_delayed_def *def, bool no_backslash,
-                       const mr_exec_params *params, mr_dmem_batch *b, char *err,
-                       size_t errlen)
+                       const mr_delayed_def *def, bool no_backslash, const mr_exec_params *params,
+                       mr_dmem_batch *b, char *err, size_t errlen)
 {
     int col[MR_DELAYED_MAX_TERMS], key[MR_DELAYED_MAX_TERMS];
     rd r = {text, tok, no_backslash, params, err, errlen};

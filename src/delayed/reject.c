@@ -16,9 +16,9 @@
 #define TABLES_MAX 512
 
 typedef struct rtable {
-    char name[130];     /* schema.table */
-    uint64_t total;     /* rows rejected so far */
-    uint64_t round;     /* rows rejected by its latest round */
+    char name[130]; /* schema.table */
+    uint64_t total; /* rows rejected so far */
+    uint64_t round; /* rows rejected by its latest round */
     unsigned last_code;
     char last_msg[160];
 } rtable;
@@ -46,10 +46,8 @@ bool mr_dreject_data_error(unsigned code)
     case 1452: /* a foreign key refuses the insert */
     case 1690: /* BIGINT (UNSIGNED) value out of range */
     case 3819: /* check constraint (MySQL) */
-    case 4025: /* CONSTRAINT ... failed (MariaDB) */
-        return true;
-    default:
-        return false;
+    case 4025: /* CONSTRAINT ... failed (MariaDB) */ return true;
+    default: return false;
     }
 }
 
@@ -78,9 +76,8 @@ void mr_dreject_put_create(mr_buf *b, const char *schema, const char *table)
                       "NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB");
 }
 
-void mr_dreject_put_insert(mr_buf *b, const char *schema, const char *table,
-                           const char *key, const char *change, uint64_t rows, unsigned code,
-                           const char *msg)
+void mr_dreject_put_insert(mr_buf *b, const char *schema, const char *table, const char *key,
+                           const char *change, uint64_t rows, unsigned code, const char *msg)
 {
     char nums[64];
     mr_buf_put_str(b, "INSERT INTO ");
@@ -183,8 +180,9 @@ uint64_t mr_dreject_round_report(const char *filter, char *where, size_t cap)
         const char *dot = strchr(t->name, '.');
         int w = snprintf(where + used, cap - used,
                          "%s%s: %" PRIu64 " row(s), last error %u %s; they are in %.*s.%.47s"
-                         "_delayed_rejected", used ? "; " : "", t->name, t->round, t->last_code,
-                         t->last_msg, (int)(dot - t->name), t->name, dot + 1);
+                         "_delayed_rejected",
+                         used ? "; " : "", t->name, t->round, t->last_code, t->last_msg,
+                         (int)(dot - t->name), t->name, dot + 1);
         if (w > 0)
             used = (size_t)w < cap - used ? used + (size_t)w : cap - 1;
     }
@@ -209,8 +207,8 @@ size_t mr_dreject_recent(const char *table, mr_dreject_key *out, size_t cap)
     size_t n = 0;
     pthread_mutex_lock(&R.lock);
     for (size_t k = 0; k < R.nrecent && n < cap; k++) {
-        const mr_dreject_key *e = &R.recent[(R.next + MR_DREJECT_RECENT - 1 - k) %
-                                            MR_DREJECT_RECENT];
+        const mr_dreject_key *e =
+            &R.recent[(R.next + MR_DREJECT_RECENT - 1 - k) % MR_DREJECT_RECENT];
         if (matches(table, e->table))
             out[n++] = *e;
     }

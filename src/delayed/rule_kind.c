@@ -9,10 +9,25 @@
 #include "myrewrite/delayed/rule.h"
 
 static const char *const keys[] = {
-    "table", "key", "columns", "staging_table", "staging_engine", "flush_interval",
-    "flush_rows", "missing", "mode", "set_columns", "memory_max_keys", "flush_early",
-    "bucket_column", "bucket", "group_commit", "group_commit_wait", "group_commit_rows",
-    "group_commit_bytes", NULL,
+    "table",
+    "key",
+    "columns",
+    "staging_table",
+    "staging_engine",
+    "flush_interval",
+    "flush_rows",
+    "missing",
+    "mode",
+    "set_columns",
+    "memory_max_keys",
+    "flush_early",
+    "bucket_column",
+    "bucket",
+    "group_commit",
+    "group_commit_wait",
+    "group_commit_rows",
+    "group_commit_bytes",
+    NULL,
 };
 
 /* Delayed rules meet DELAYED statements only, through take: as candidates
@@ -40,13 +55,9 @@ static void explain_match(FILE *out, const mr_rule *r, const char *detail)
 }
 
 /* A rule without `key` stages under the row key the schema cache has. */
-static bool wants_row_key(const mr_rule *r)
-{
-    return !r->delayed->derive && !r->delayed->nkeys;
-}
+static bool wants_row_key(const mr_rule *r) { return !r->delayed->derive && !r->delayed->nkeys; }
 
-static bool tables(const mr_rule *r, const char **schema, const char **table,
-                   const char **staging)
+static bool tables(const mr_rule *r, const char **schema, const char **table, const char **staging)
 {
     *schema = r->delayed->schema;
     *table = r->delayed->table;

@@ -38,7 +38,8 @@ void mr_delayed_rule_free(mr_rule *r)
 /* staging_table (default <table>_delayed) and staging_engine (default InnoDB). */
 static bool staging_engine_ok(loader *L, const draft *dr)
 {
-    const char *e = mr_rule_val(dr, "staging_engine") ? mr_rule_val(dr, "staging_engine") : "InnoDB";
+    const char *e =
+        mr_rule_val(dr, "staging_engine") ? mr_rule_val(dr, "staging_engine") : "InnoDB";
     bool eok = *e && strlen(e) <= 64;
     for (size_t i = 0; eok && e[i]; i++)
         eok = isalnum((unsigned char)e[i]) || e[i] == '_';
@@ -50,14 +51,17 @@ static bool staging_engine_ok(loader *L, const draft *dr)
 static bool delayed_staging(loader *L, const draft *dr, mr_delayed_def *d)
 {
     bool ok = mr_rule_name(L, dr, "staging_table", &d->staging_table);
-    const char *e = mr_rule_val(dr, "staging_engine") ? mr_rule_val(dr, "staging_engine") : "InnoDB";
+    const char *e =
+        mr_rule_val(dr, "staging_engine") ? mr_rule_val(dr, "staging_engine") : "InnoDB";
     ok &= staging_engine_ok(L, dr);
     if (ok && !d->staging_table) {
         char name[80];
         snprintf(name, sizeof name, "%s_delayed", d->table);
         if (strlen(name) > 64) {
-            mr_rule_error(L, mr_rule_line(dr, "table"), "[delayed %s]: %s is longer than "
-                          "64 characters; give staging_table", dr->name, name);
+            mr_rule_error(L, mr_rule_line(dr, "table"),
+                          "[delayed %s]: %s is longer than "
+                          "64 characters; give staging_table",
+                          dr->name, name);
             return false;
         }
         d->staging_table = mr_rule_strdup(L, name);
@@ -87,8 +91,10 @@ static bool delayed_modes(loader *L, const draft *dr, mr_delayed_def *d)
         ok = false;
     }
     if (mr_rule_val(dr, "memory_max_keys") && d->mode != MR_DELAYED_MEMORY) {
-        mr_rule_error(L, mr_rule_line(dr, "memory_max_keys"), "[delayed %s]: "
-                      "memory_max_keys needs mode = memory", dr->name);
+        mr_rule_error(L, mr_rule_line(dr, "memory_max_keys"),
+                      "[delayed %s]: "
+                      "memory_max_keys needs mode = memory",
+                      dr->name);
         ok = false;
     }
     ok &= mr_rule_count(L, dr, "memory_max_keys", 1000000, 100000000, &d->memory_max_keys);
@@ -111,8 +117,10 @@ static bool delayed_bucket(loader *L, const draft *dr, mr_delayed_def *d)
     if (!mr_rule_val(dr, "bucket_column")) {
         if (!b)
             return true;
-        mr_rule_error(L, mr_rule_line(dr, "bucket"), "[delayed %s]: bucket needs "
-                      "bucket_column", dr->name);
+        mr_rule_error(L, mr_rule_line(dr, "bucket"),
+                      "[delayed %s]: bucket needs "
+                      "bucket_column",
+                      dr->name);
         return false;
     }
     d->bucket = MR_BUCKET_DAY;
@@ -125,8 +133,10 @@ static bool delayed_bucket(loader *L, const draft *dr, mr_delayed_def *d)
     if (!mr_rule_name(L, dr, "bucket_column", &d->bucket_column) || !d->bucket_column)
         return false;
     if (!d->nkeys) {
-        mr_rule_error(L, mr_rule_line(dr, "bucket_column"), "[delayed %s]: bucket_column "
-                      "needs key (the key columns the statements give)", dr->name);
+        mr_rule_error(L, mr_rule_line(dr, "bucket_column"),
+                      "[delayed %s]: bucket_column "
+                      "needs key (the key columns the statements give)",
+                      dr->name);
         return false;
     }
     char *const *lists[] = {d->keys, d->columns, d->set_columns};
@@ -134,9 +144,11 @@ static bool delayed_bucket(loader *L, const draft *dr, mr_delayed_def *d)
     for (size_t l = 0; l < 3; l++)
         for (size_t i = 0; i < counts[l]; i++)
             if (strcasecmp(lists[l][i], d->bucket_column) == 0) {
-                mr_rule_error(L, mr_rule_line(dr, "bucket_column"), "[delayed %s]: %s is "
+                mr_rule_error(L, mr_rule_line(dr, "bucket_column"),
+                              "[delayed %s]: %s is "
                               "the bucket column, so it may not be in key, columns or "
-                              "set_columns", dr->name, d->bucket_column);
+                              "set_columns",
+                              dr->name, d->bucket_column);
                 return false;
             }
     return true;
@@ -148,15 +160,19 @@ static bool delayed_bucket(loader *L, const draft *dr, mr_delayed_def *d)
 static bool staged_set_columns_ok(loader *L, const draft *dr, const mr_delayed_def *d)
 {
     if (d->nset_columns > 64) {
-        mr_rule_error(L, mr_rule_line(dr, "set_columns"), "[delayed %s]: at most 64 "
-                      "set_columns in mode = staged", dr->name);
+        mr_rule_error(L, mr_rule_line(dr, "set_columns"),
+                      "[delayed %s]: at most 64 "
+                      "set_columns in mode = staged",
+                      dr->name);
         return false;
     }
     for (size_t i = 0; i < d->nset_columns; i++)
         if (strlen(d->set_columns[i]) > 60) {
-            mr_rule_error(L, mr_rule_line(dr, "set_columns"), "[delayed %s]: %s: a "
+            mr_rule_error(L, mr_rule_line(dr, "set_columns"),
+                          "[delayed %s]: %s: a "
                           "set_columns name may have at most 60 characters in mode = staged "
-                          "(the staging table adds _set)", dr->name, d->set_columns[i]);
+                          "(the staging table adds _set)",
+                          dr->name, d->set_columns[i]);
             return false;
         }
     return true;
@@ -168,22 +184,28 @@ static bool delayed_consistent(loader *L, const draft *dr, const mr_delayed_def 
     for (size_t i = 0; i < d->ncolumns; i++)
         for (size_t j = 0; j < d->nkeys; j++)
             if (strcasecmp(d->columns[i], d->keys[j]) == 0) {
-                mr_rule_error(L, mr_rule_line(dr, "columns"), "[delayed %s]: %s is both a "
-                              "key column and a counter column", dr->name, d->columns[i]);
+                mr_rule_error(L, mr_rule_line(dr, "columns"),
+                              "[delayed %s]: %s is both a "
+                              "key column and a counter column",
+                              dr->name, d->columns[i]);
                 return false;
             }
     for (size_t i = 0; i < d->nset_columns; i++)
         for (size_t j = 0; j < d->nkeys; j++)
             if (strcasecmp(d->set_columns[i], d->keys[j]) == 0) {
-                mr_rule_error(L, mr_rule_line(dr, "set_columns"), "[delayed %s]: %s is both "
-                              "a key column and in set_columns", dr->name, d->set_columns[i]);
+                mr_rule_error(L, mr_rule_line(dr, "set_columns"),
+                              "[delayed %s]: %s is both "
+                              "a key column and in set_columns",
+                              dr->name, d->set_columns[i]);
                 return false;
             }
     if (d->mode == MR_DELAYED_STAGED && !staged_set_columns_ok(L, dr, d))
         return false;
     if (strcmp(d->staging_table, d->table) == 0) {
-        mr_rule_error(L, mr_rule_line(dr, "staging_table"), "[delayed %s]: staging_table "
-                      "must not be the table itself", dr->name);
+        mr_rule_error(L, mr_rule_line(dr, "staging_table"),
+                      "[delayed %s]: staging_table "
+                      "must not be the table itself",
+                      dr->name);
         return false;
     }
     return true;
@@ -211,8 +233,10 @@ static bool delayed_group_settings(loader *L, const draft *dr, mr_delayed_def *d
         ok = false;
     }
     if (ok && d->group_commit && d->mode == MR_DELAYED_MEMORY) {
-        mr_rule_error(L, mr_rule_line(dr, "group_commit"), "[delayed %s]: group_commit is for "
-                      "mode = staged (memory mode answers at once, without a commit)", dr->name);
+        mr_rule_error(L, mr_rule_line(dr, "group_commit"),
+                      "[delayed %s]: group_commit is for "
+                      "mode = staged (memory mode answers at once, without a commit)",
+                      dr->name);
         ok = false;
     }
     return ok;
@@ -259,21 +283,24 @@ static bool default_keys_absent(loader *L, const draft *dr)
     bool ok = true;
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         if (mr_rule_val(dr, no[i].k)) {
-            mr_rule_error(L, mr_rule_line(dr, no[i].k), "[delayed %s]: a default rule "
+            mr_rule_error(L, mr_rule_line(dr, no[i].k),
+                          "[delayed %s]: a default rule "
                           "(table = %s) may not give %s: the table's rule is derived from the "
-                          "schema (%s)", dr->name, mr_rule_val(dr, "table"), no[i].k,
-                          no[i].why);
+                          "schema (%s)",
+                          dr->name, mr_rule_val(dr, "table"), no[i].k, no[i].why);
             ok = false;
         }
     const char *m = mr_rule_val(dr, "mode"), *miss = mr_rule_val(dr, "missing");
     if (m && strcasecmp(m, "memory") == 0) {
-        mr_rule_error(L, mr_rule_line(dr, "mode"), "[delayed %s]: a default rule is staged "
+        mr_rule_error(L, mr_rule_line(dr, "mode"),
+                      "[delayed %s]: a default rule is staged "
                       "only (mode = memory needs its columns written in the rule)",
                       dr->name);
         ok = false;
     }
     if (miss && strcasecmp(miss, "insert") == 0) {
-        mr_rule_error(L, mr_rule_line(dr, "missing"), "[delayed %s]: a default rule may not "
+        mr_rule_error(L, mr_rule_line(dr, "missing"),
+                      "[delayed %s]: a default rule may not "
                       "give missing = insert: while a table's rule is being derived its "
                       "statements are sent as plain UPDATEs, which cannot insert a missing row",
                       dr->name);
@@ -292,11 +319,12 @@ static bool default_schema(loader *L, const draft *dr, mr_delayed_def *d)
         mr_rule_bad_value(L, dr, "table", "schema.* or * for a default rule");
         return false;
     }
-    if (mr_rule_val(dr, "schema") && (n != strlen(mr_rule_val(dr, "schema")) ||
-                              strncmp(mr_rule_val(dr, "schema"), v, n) != 0)) {
-        mr_rule_error(L, mr_rule_line(dr, "table"), "[delayed %s]: write table = %s.*, "
-                      "not the schema key, for a default rule of one schema", dr->name,
-                      mr_rule_val(dr, "schema"));
+    if (mr_rule_val(dr, "schema") &&
+        (n != strlen(mr_rule_val(dr, "schema")) || strncmp(mr_rule_val(dr, "schema"), v, n) != 0)) {
+        mr_rule_error(L, mr_rule_line(dr, "table"),
+                      "[delayed %s]: write table = %s.*, "
+                      "not the schema key, for a default rule of one schema",
+                      dr->name, mr_rule_val(dr, "schema"));
         return false;
     }
     d->schema = n ? strndup(v, n) : mr_rule_strdup(L, "*");
@@ -310,7 +338,8 @@ static bool default_schema(loader *L, const draft *dr, mr_delayed_def *d)
         /* o->schema is NULL on a default rule refused for its table */
         if (rules[i].kind == MR_RULE_DELAYED && o && o->derive && o->schema &&
             strcmp(o->schema, d->schema) == 0) {
-            mr_rule_error(L, mr_rule_line(dr, "table"), "[delayed %s]: rule %s (%s:%d) is "
+            mr_rule_error(L, mr_rule_line(dr, "table"),
+                          "[delayed %s]: rule %s (%s:%d) is "
                           "already the default rule for %s; at most one default rule per schema",
                           dr->name, rules[i].name, rules[i].file, rules[i].line,
                           mr_rule_val(dr, "table"));
@@ -323,11 +352,13 @@ static bool default_schema(loader *L, const draft *dr, mr_delayed_def *d)
 /* staging_table: a pattern holding {table} once (default {table}_delayed). */
 static bool default_staging(loader *L, const draft *dr, mr_delayed_def *d)
 {
-    const char *v = mr_rule_val(dr, "staging_table") ? mr_rule_val(dr, "staging_table") : "{table}_delayed";
+    const char *v =
+        mr_rule_val(dr, "staging_table") ? mr_rule_val(dr, "staging_table") : "{table}_delayed";
     const char *at = strstr(v, "{table}");
-    if (!at || strstr(at + 1, "{table}") || strlen(v) > 64 || strchr(v, '`') ||
-        strchr(v, '.') || strcmp(v, "{table}") == 0) {
-        mr_rule_bad_value(L, dr, "staging_table", "a name holding {table} once, like {table}_delayed");
+    if (!at || strstr(at + 1, "{table}") || strlen(v) > 64 || strchr(v, '`') || strchr(v, '.') ||
+        strcmp(v, "{table}") == 0) {
+        mr_rule_bad_value(L, dr, "staging_table",
+                          "a name holding {table} once, like {table}_delayed");
         return false;
     }
     d->staging_table = mr_rule_strdup(L, v);
@@ -341,8 +372,9 @@ static bool finish_delayed_default(loader *L, const draft *dr, mr_rule *r, mr_de
               delayed_group_settings(L, dr, d) && default_schema(L, dr, d);
     ok = ok && default_staging(L, dr, d) && staging_engine_ok(L, dr);
     if (ok)
-        ok = (d->staging_engine = mr_rule_strdup(L, mr_rule_val(dr, "staging_engine") ? mr_rule_val(dr, "staging_engine")
-                                                                       : "InnoDB")) != NULL;
+        ok = (d->staging_engine = mr_rule_strdup(L, mr_rule_val(dr, "staging_engine")
+                                                        ? mr_rule_val(dr, "staging_engine")
+                                                        : "InnoDB")) != NULL;
     if (!ok)
         return false;
     char text[200];
@@ -361,13 +393,15 @@ bool mr_delayed_rule_parse(loader *L, const draft *dr, mr_rule *r, struct rule_i
         return false;
     }
     r->delayed = d;
-    bool ok = mr_rule_need(L, dr, "table", "delayed rules need the table whose counters are delayed");
+    bool ok =
+        mr_rule_need(L, dr, "table", "delayed rules need the table whose counters are delayed");
     if (ok && is_default_table(mr_rule_val(dr, "table"))) {
         ok = delayed_flush_settings(L, dr, d);
         return finish_delayed_default(L, dr, r, d) && ok;
     }
-    ok &= mr_rule_need(L, dr, "columns", "delayed rules need columns, the counter columns UPDATE "
-               "DELAYED may add to");
+    ok &= mr_rule_need(L, dr, "columns",
+                       "delayed rules need columns, the counter columns UPDATE "
+                       "DELAYED may add to");
     ok &= delayed_flush_settings(L, dr, d);
     ok &= delayed_modes(L, dr, d);
     ok = ok && delayed_group_settings(L, dr, d);
@@ -379,8 +413,8 @@ bool mr_delayed_rule_parse(loader *L, const draft *dr, mr_rule *r, struct rule_i
     ok = ok && mr_rule_names(L, dr, "columns", &d->columns, &d->ncolumns);
     if (ok && mr_rule_val(dr, "set_columns"))
         ok = mr_rule_names(L, dr, "set_columns", &d->set_columns, &d->nset_columns);
-    ok = ok && delayed_staging(L, dr, d) && delayed_consistent(L, dr, d) &&
-         delayed_bucket(L, dr, d);
+    ok =
+        ok && delayed_staging(L, dr, d) && delayed_consistent(L, dr, d) && delayed_bucket(L, dr, d);
     if (!ok)
         return false;
     char text[160];

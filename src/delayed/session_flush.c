@@ -28,35 +28,36 @@
 #include <strings.h>
 
 #include "delayed/session_impl.h"
+#include "myrewrite/base/log.h"
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/reject.h"
 #include "myrewrite/delayed/staging_sql.h"
-#include "myrewrite/base/log.h"
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/sql/lexer.h"
 
 #define FLUSH_WAIT_MS 30000
 
 struct ds_flush {
-    pthread_mutex_t lock;    /* guards everything below but timer and timed_out */
-    unsigned refs;           /* the session's (until it lets go) and one per job */
-    unsigned parts;          /* jobs not done yet */
-    mr_fwake wake;           /* cleared when the session lets go */
-    int result;              /* -1 no part yet; else as mr_delayed_flush_now: 0, 1, 2 */
-    uint64_t rejected;       /* rows the round moved to dead-letter tables */
-    char filter[140];        /* `schema.t`; "" = all */
-    char where[400];         /* which tables, why, and where the rows are */
-    struct event *timer;     /* worker: FLUSH_WAIT_MS */
-    mr_fsession *fs;         /* worker: whose request it is */
-    bool timed_out;          /* worker: the timer fired first */
+    pthread_mutex_t lock; /* guards everything below but timer and timed_out */
+    unsigned refs;        /* the session's (until it lets go) and one per job */
+    unsigned parts;       /* jobs not done yet */
+    mr_fwake wake;        /* cleared when the session lets go */
+    int result;           /* -1 no part yet; else as mr_delayed_flush_now: 0, 1, 2 */
+    uint64_t rejected;    /* rows the round moved to dead-letter tables */
+    char filter[140];     /* `schema.t`; "" = all */
+    char where[400];      /* which tables, why, and where the rows are */
+    struct event *timer;  /* worker: FLUSH_WAIT_MS */
+    mr_fsession *fs;      /* worker: whose request it is */
+    bool timed_out;       /* worker: the timer fired first */
 };
 
 /* ---- reading the statement ---------------------------------------------------- */
 
 static bool word_is(const char *sql, const sql_token *t, const char *w)
 {
-    return t->kind == SQL_TOK_WORD && t->len == strlen(w) && strncasecmp(sql + t->off, w, t->len) == 0;
+    return t->kind == SQL_TOK_WORD && t->len == strlen(w) &&
+           strncasecmp(sql + t->off, w, t->len) == 0;
 }
 
 /* A name token (bare or `quoted`) into buf; false when it is not one. */
@@ -80,8 +81,8 @@ static bool name_of(const char *sql, const sql_token *t, char *buf, size_t cap)
 /* FLUSH DELAYED [[schema.]tbl] [;]: 1 with schema/table filled (empty
  * when none), 0 when the text is something else, -1 when it starts so but
  * does not read. */
-static int read_flush(const char *sql, size_t len, unsigned lex_flags, char *schema,
-                      char *table, size_t cap)
+static int read_flush(const char *sql, size_t len, unsigned lex_flags, char *schema, char *table,
+                      size_t cap)
 {
     sql_lexer lx;
     sql_token t[6];
@@ -104,8 +105,8 @@ static int read_flush(const char *sql, size_t len, unsigned lex_flags, char *sch
 }
 
 /* Which enabled delayed rules name the table (any, when table is ""). */
-static bool find_tables(const mr_ruleset *rs, const char *schema, const char *table,
-                        bool *staged, bool *memory)
+static bool find_tables(const mr_ruleset *rs, const char *schema, const char *table, bool *staged,
+                        bool *memory)
 {
     *staged = *memory = false;
     for (size_t i = 0; i < mr_ruleset_count(rs); i++) {
@@ -214,18 +215,19 @@ static void answer(mr_fsession *fs, int result, uint64_t rejected, const char *w
 {
     if (rejected && (result == 0 || result == 2)) {
         char msg[600];
-        snprintf(msg, sizeof msg, "FLUSH DELAYED: %" PRIu64 " staged row(s) could not be "
+        snprintf(msg, sizeof msg,
+                 "FLUSH DELAYED: %" PRIu64 " staged row(s) could not be "
                  "applied, the server refused them (%s; SHOW DELAYED REJECTED lists them)",
                  rejected, where);
         fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, "HY000", msg);
     } else if (result == 0) {
         fs->ops->send_ok(fs, 0);
     } else {
-        fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, "HY000", result == 1
-                          ? "FLUSH DELAYED: the flush did not finish within 30 s (is the server "
+        fs->ops->send_err(
+            fs, MR_DELAYED_ERR_CODE, "HY000",
+            result == 1   ? "FLUSH DELAYED: the flush did not finish within 30 s (is the server "
                             "reachable?); it goes on in the background"
-                          : result == 2
-                          ? "FLUSH DELAYED: a chunk failed (see the proxy's log); its deltas are "
+            : result == 2 ? "FLUSH DELAYED: a chunk failed (see the proxy's log); its deltas are "
                             "kept and retried at the next round"
                           : "FLUSH DELAYED: no flusher is running (proxy_user is not set, so the "
                             "proxy has no connection of its own)");

@@ -44,15 +44,14 @@ mr_hook_action ds_memory(mr_fsession *fs, const mr_dmem_batch *b)
     return MR_HOOK_ANSWERED;
 }
 
-static mr_hook_action command(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *p,
-                              size_t n, uint32_t len)
+static mr_hook_action command(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *p, size_t n,
+                              uint32_t len)
 {
     return ds_command(fs, *st, cmd, p, n, len);
 }
 
 /* An execute of a kept memory statement is read whole (its values). */
-static bool wants_whole(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *head,
-                        uint32_t len)
+static bool wants_whole(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *head, uint32_t len)
 {
     (void)fs;
     (void)head;
@@ -77,9 +76,9 @@ static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
         mr_delayed_wake(); /* out of memory: now rather than never */
     if (res->action == MR_ACT_DELAYED_MEMORY)
         return ds_memory(fs, res->dmem);
-    if (res->dmem_prepare && (!d || !ds_note_prepare(d, stmt->sql, stmt->len,
-                                                    res->dmem_nparams))) {
-        fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, "DELAYED in mode = "
+    if (res->dmem_prepare && (!d || !ds_note_prepare(d, stmt->sql, stmt->len, res->dmem_nparams))) {
+        fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE,
+                          "DELAYED in mode = "
                           "memory: a prepared statement takes at most 256 parameters");
         return MR_HOOK_ANSWERED;
     }
@@ -125,10 +124,7 @@ static void session_end(mr_fsession *fs, void **st)
 }
 
 /* The statement side's ports: the tables default rules derived. */
-static void ports(mr_stmt_ctx *ctx)
-{
-    ctx->derived = mr_delayed_derive_port();
-}
+static void ports(mr_stmt_ctx *ctx) { ctx->derived = mr_delayed_derive_port(); }
 
 const mr_feature mr_delayed_feature = {
     .name = "delayed",

@@ -14,12 +14,12 @@ struct ds_flush;
 
 /* The delayed feature's state in one session (its slot; NULL until used). */
 typedef struct ds_session {
-    struct ds_stmt *dstmts;   /* prepared memory-mode DELAYED statements */
-    struct ds_stmt *dprep;    /* the one being prepared */
-    uint32_t dlast;           /* id of the last prepared, if a memory stand-in; else
-                                 0xffffffff */
-    bool wake_flusher;        /* wake the staged flusher when this response ends */
-    struct ds_flush *flush;   /* FLUSH DELAYED waiting for its job (session_flush.c) */
+    struct ds_stmt *dstmts; /* prepared memory-mode DELAYED statements */
+    struct ds_stmt *dprep;  /* the one being prepared */
+    uint32_t dlast;         /* id of the last prepared, if a memory stand-in; else
+                               0xffffffff */
+    bool wake_flusher;      /* wake the staged flusher when this response ends */
+    struct ds_flush *flush; /* FLUSH DELAYED waiting for its job (session_flush.c) */
 } ds_session;
 
 /* The session's state, made on first use; NULL when out of memory. */
@@ -35,8 +35,8 @@ mr_hook_action ds_memory(mr_fsession *fs, const mr_dmem_batch *b);
  * a kept id (ANSWERED: answered here); every id forgotten. */
 bool ds_note_prepare(ds_session *d, const char *sql, size_t len, unsigned nparams);
 void ds_prepared(ds_session *d, bool ok, uint32_t id);
-mr_hook_action ds_command(mr_fsession *fs, ds_session *d, uint8_t cmd, const uint8_t *p,
-                          size_t n, uint32_t len);
+mr_hook_action ds_command(mr_fsession *fs, ds_session *d, uint8_t cmd, const uint8_t *p, size_t n,
+                          uint32_t len);
 void ds_forget_all(ds_session *d);
 
 /* delayed/session_flush.c: FLUSH DELAYED [tbl] (before the rules), its

@@ -27,12 +27,12 @@
 #include <string.h>
 
 #include "delayed/session_impl.h"
+#include "myrewrite/base/log.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/proto/stmt_execute.h"
 #include "myrewrite/schema/cache.h"
-#include "myrewrite/base/log.h"
 
 #define MAX_PARAMS MR_EXEC_MAX_PARAMS
 #define LAST_NOT_MEMORY 0xffffffffu /* d->dlast: the last prepare was not a memory stand-in */
@@ -42,11 +42,11 @@ struct ds_stmt {
     struct ds_stmt *next;
     uint32_t id;
     unsigned nparams;
-    bool long_data;           /* COM_STMT_SEND_LONG_DATA was used on it */
+    bool long_data; /* COM_STMT_SEND_LONG_DATA was used on it */
     bool have_types;
     uint8_t types[2 * MAX_PARAMS];
     size_t len;
-    char sql[];               /* the original text */
+    char sql[]; /* the original text */
 };
 
 /* ---- the statement table ---------------------------------------------------------- */
@@ -130,10 +130,10 @@ static mr_hook_action refuse(mr_fsession *fs, const char *msg)
 static mr_hook_action execute(mr_fsession *fs, struct ds_stmt *d, const uint8_t *p, size_t n)
 {
     mr_exec_param params[MAX_PARAMS];
-    char bufs[MAX_PARAMS][32];                /* numbers and dates written out */
+    char bufs[MAX_PARAMS][32]; /* numbers and dates written out */
     if (d->long_data)
         return refuse(fs, "DELAYED in mode = memory: parameters sent with "
-                         "COM_STMT_SEND_LONG_DATA are not taken; bind them to the execute");
+                          "COM_STMT_SEND_LONG_DATA are not taken; bind them to the execute");
     const char *bad = mr_exec_params_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER, d->nparams,
                                           d->nparams, d->types, &d->have_types, params, bufs);
     if (bad)
@@ -159,13 +159,13 @@ static mr_hook_action execute(mr_fsession *fs, struct ds_stmt *d, const uint8_t 
     return ds_memory(fs, res->dmem);
 }
 
-mr_hook_action ds_command(mr_fsession *fs, ds_session *s, uint8_t cmd, const uint8_t *p,
-                          size_t n, uint32_t len)
+mr_hook_action ds_command(mr_fsession *fs, ds_session *s, uint8_t cmd, const uint8_t *p, size_t n,
+                          uint32_t len)
 {
     if (!s || !s->dstmts || n < 5)
         return MR_HOOK_PASS;
-    uint32_t id = (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
-                  (uint32_t)p[4] << 24;
+    uint32_t id =
+        (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 24;
     if (id == STMT_LAST) /* MariaDB: the statement prepared last on this connection */
         id = s->dlast;
     struct ds_stmt *d = id == LAST_NOT_MEMORY ? NULL : find(s, id);

@@ -89,15 +89,9 @@ static bool tok_name(const char *text, const sql_token *t, char buf[NAME_MAX_LEN
     return true;
 }
 
-static bool is_op(const sql_token *t, sql_op op)
-{
-    return t->kind == SQL_TOK_OP && t->id == op;
-}
+static bool is_op(const sql_token *t, sql_op op) { return t->kind == SQL_TOK_OP && t->id == op; }
 
-static bool is_kw(const sql_token *t, sql_kw kw)
-{
-    return t->kind == SQL_TOK_WORD && t->id == kw;
-}
+static bool is_kw(const sql_token *t, sql_kw kw) { return t->kind == SQL_TOK_WORD && t->id == kw; }
 
 static bool whole_number(const char *text, const sql_token *t)
 {
@@ -221,9 +215,10 @@ static bool read_assign(const char *text, const sql_token *tok, const sql_assign
     uint32_t num = ok ? skip(tok, op + 1, e) : e;
     ok = ok && num < e && whole_number(text, &tok[num]) && skip(tok, num + 1, e) == e;
     if (!ok)
-        return fail(err, errlen, "UPDATE DELAYED: SET %s = ... must read %s = %s + N, "
-                    "%s = %s - N with N a whole number or ?, or %s = literal", col, col, col,
-                    col, col, col);
+        return fail(err, errlen,
+                    "UPDATE DELAYED: SET %s = ... must read %s = %s + N, "
+                    "%s = %s - N with N a whole number or ?, or %s = literal",
+                    col, col, col, col, col, col);
     *out = (mr_delayed_set){.col = c, .num = num, .minus = is_op(&tok[op], SQL_OP_MINUS)};
     return true;
 }
@@ -233,8 +228,8 @@ bool mr_delayed_literal_at(const sql_token *tok, uint32_t i, uint32_t end, uint3
     return read_literal(tok, i, end, next);
 }
 
-static bool read_set(const char *text, const sql_token *tok, const sql_stmt *st,
-                     mr_delayed_stmt *d, char *err, size_t errlen)
+static bool read_set(const char *text, const sql_token *tok, const sql_stmt *st, mr_delayed_stmt *d,
+                     char *err, size_t errlen)
 {
     if (d->is_delete)
         return true;
@@ -295,8 +290,10 @@ static bool read_term(const char *text, const sql_token *tok, uint32_t i, uint32
             return fail(err, errlen, "%s: %s IN takes a list of literals", verb(d), nm);
         d->in_term = (int)d->nkey;
     } else {
-        return fail(err, errlen, "%s: WHERE takes key = literal or key IN (...) terms joined "
-                    "by AND", verb(d));
+        return fail(err, errlen,
+                    "%s: WHERE takes key = literal or key IN (...) terms joined "
+                    "by AND",
+                    verb(d));
     }
     d->nkey++;
     return true;
@@ -333,8 +330,7 @@ bool mr_delayed_parse(const char *text, const sql_token *tok, const sql_stmt *st
     out->schema = out->table = SQL_NONE;
     return check_shape(st, out, err, errlen) && modifiers_once(tok, st, out, err, errlen) &&
            read_table(text, tok, st, out, err, errlen) &&
-           read_set(text, tok, st, out, err, errlen) &&
-           read_where(text, tok, st, out, err, errlen);
+           read_set(text, tok, st, out, err, errlen) && read_where(text, tok, st, out, err, errlen);
 }
 
 /* ---- the rule ---------------------------------------------------------------- */
@@ -357,8 +353,8 @@ bool mr_delayed_strip(const char *text, size_t len, const sql_token *tok, const 
         return false;
     const sql_token *w = &tok[st->mod_tok[SQL_MOD_DELAYED]];
     size_t from = w->off + w->len;
-    while (from < len && (text[from] == ' ' || text[from] == '\t' || text[from] == '\r' ||
-                          text[from] == '\n'))
+    while (from < len &&
+           (text[from] == ' ' || text[from] == '\t' || text[from] == '\r' || text[from] == '\n'))
         from++;
     mr_buf_put(out, text, w->off);
     mr_buf_put(out, text + from, len - from);
@@ -389,12 +385,13 @@ void mr_delayed_no_rule(const char *text, const sql_token *tok, const mr_delayed
     /* the rule to paste is a default rule for the table's schema, never
      * `table = *`: covering every schema is the DBA's choice to make */
     const char *rule_schema = default_schema ? default_schema : "<schema>";
-    snprintf(err, errlen, "no delayed rule covers table %s%s%s, so this DELAYED statement was "
+    snprintf(err, errlen,
+             "no delayed rule covers table %s%s%s, so this DELAYED statement was "
              "neither staged nor sent (it is never sent as written); to delay the counters of "
              "every table of %s, add these two lines to a rules file and reload: "
              "[delayed %s_default] table = %s.* (or a [delayed ...] rule for this table "
-             "alone; see rules/README.md)", default_schema ? default_schema : "",
-             default_schema ? "." : "", tbl, rule_schema,
+             "alone; see rules/README.md)",
+             default_schema ? default_schema : "", default_schema ? "." : "", tbl, rule_schema,
              default_schema ? default_schema : "my", rule_schema);
 }
 
@@ -429,12 +426,16 @@ static bool check_columns(const char *text, const sql_token *tok, const mr_delay
         if (d->set[i].is_set) {
             int s = find_name(def->set_columns, def->nset_columns, nm);
             if (s < 0)
-                return fail(err, errlen, "UPDATE DELAYED on %s.%s: SET %s = literal needs %s "
-                            "in the rule's set_columns", def->schema, def->table, nm, nm);
+                return fail(err, errlen,
+                            "UPDATE DELAYED on %s.%s: SET %s = literal needs %s "
+                            "in the rule's set_columns",
+                            def->schema, def->table, nm, nm);
             c = c >= 0 ? c : (int)def->ncolumns + set_only_index(def, s);
         } else if (c < 0) {
-            return fail(err, errlen, "UPDATE DELAYED on %s.%s: %s is not one of the rule's "
-                        "columns", def->schema, def->table, nm);
+            return fail(err, errlen,
+                        "UPDATE DELAYED on %s.%s: %s is not one of the rule's "
+                        "columns",
+                        def->schema, def->table, nm);
         }
         col[i] = c;
         for (unsigned j = 0; j < i; j++)
@@ -454,15 +455,17 @@ static bool check_keys(const char *text, const sql_token *tok, const mr_delayed_
         tok_name(text, &tok[d->key[i].col], nm);
         key[i] = find_name(def->keys, def->nkeys, nm);
         if (key[i] < 0)
-            return fail(err, errlen, "%s on %s.%s: %s is not a key column of the rule",
-                        verb(d), def->schema, def->table, nm);
+            return fail(err, errlen, "%s on %s.%s: %s is not a key column of the rule", verb(d),
+                        def->schema, def->table, nm);
         if (seen & (1u << key[i]))
             return fail(err, errlen, "%s: key %s appears twice in the WHERE", verb(d), nm);
         seen |= 1u << key[i];
     }
     if (d->nkey != def->nkeys)
-        return fail(err, errlen, "%s on %s.%s: the WHERE must give every key column (%zu of "
-                    "them)", verb(d), def->schema, def->table, def->nkeys);
+        return fail(err, errlen,
+                    "%s on %s.%s: the WHERE must give every key column (%zu of "
+                    "them)",
+                    verb(d), def->schema, def->table, def->nkeys);
     return true;
 }
 
@@ -533,8 +536,8 @@ static uint64_t set_mask_of(const char *text, const sql_token *tok, const mr_del
 /* Staged mode keeps `col = literal` in `<col>_set` (the value, typed as the
  * main table's column) with its bit in `set_mask`, so one staged row can
  * carry adds and sets; the flusher replays them in seq order per key. */
-static void put_column_of(mr_buf *b, const mr_delayed_def *def, const mr_delayed_set *a,
-                          int col, const char *name)
+static void put_column_of(mr_buf *b, const mr_delayed_def *def, const mr_delayed_set *a, int col,
+                          const char *name)
 {
     if (!a->is_set) {
         mr_sql_put_ident(b, def->columns[col]);
@@ -570,8 +573,8 @@ static void put_columns(const writer *w, const mr_delayed_stmt *d, const mr_dela
     mr_buf_put_str(b, mask ? "`set_mask`, `op`) VALUES " : "`op`) VALUES ");
 }
 
-static void put_row(writer *w, const mr_delayed_stmt *d, const mr_delayed_def *def,
-                    uint32_t row, uint64_t mask)
+static void put_row(writer *w, const mr_delayed_stmt *d, const mr_delayed_def *def, uint32_t row,
+                    uint64_t mask)
 {
     mr_buf_put(w->out, row ? ", (" : "(", row ? 3 : 1);
     for (unsigned i = 0; i < d->nset; i++) {
@@ -614,9 +617,9 @@ bool mr_delayed_check(const char *text, const sql_token *tok, const mr_delayed_s
            check_keys(text, tok, d, def, key, err, errlen);
 }
 
-bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok,
-                      const mr_delayed_stmt *d, const mr_delayed_def *def, bool prepared,
-                      mr_buf *out, char *err, size_t errlen)
+bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok, const mr_delayed_stmt *d,
+                      const mr_delayed_def *def, bool prepared, mr_buf *out, char *err,
+                      size_t errlen)
 {
     int col[MR_DELAYED_MAX_TERMS], key[MR_DELAYED_MAX_TERMS];
     if (!mr_delayed_check(text, tok, d, def, col, key, err, errlen))
@@ -633,8 +636,10 @@ bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok,
         put_row(&w, d, def, r, mask);
     if (prepared && (w.param_moved || w.params != count_params(tok, ntok))) {
         out->len = start;
-        return fail(err, errlen, "%s in a prepared statement: a ? would be repeated (one per "
-                    "IN value); write the numbers as literals, or use key = ?", verb(d));
+        return fail(err, errlen,
+                    "%s in a prepared statement: a ? would be repeated (one per "
+                    "IN value); write the numbers as literals, or use key = ?",
+                    verb(d));
     }
     if (out->failed)
         return fail(err, errlen, "%s: out of memory", verb(d));

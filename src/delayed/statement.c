@@ -27,8 +27,8 @@
 #include "myrewrite/delayed/rule.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/delayed/width.h"
-#include "myrewrite/schema/desc.h"
 #include "myrewrite/rules/kind.h"
+#include "myrewrite/schema/desc.h"
 
 /* UPDATE or DELETE first: only those are worth a full parse. */
 static bool starts_dml(const mr_rule_run *R, const mr_rule_stmt *S)
@@ -45,9 +45,9 @@ static bool starts_dml(const mr_rule_run *R, const mr_rule_stmt *S)
 /* The kind's buffers in the worker's scratch, made at its first DELAYED
  * statement (mr_delayed_take checks they could be). */
 typedef struct delayed_scratch {
-    mr_buf out;          /* staging INSERT of the latest DELAYED statement */
-    char msg[1024];      /* refusal of the latest DELAYED statement (res->message) */
-    mr_dmem_batch dmem;  /* deltas of the latest memory-mode DELAYED statement (res->dmem) */
+    mr_buf out;         /* staging INSERT of the latest DELAYED statement */
+    char msg[1024];     /* refusal of the latest DELAYED statement (res->message) */
+    mr_dmem_batch dmem; /* deltas of the latest memory-mode DELAYED statement (res->dmem) */
 } delayed_scratch;
 
 static delayed_scratch *scratch_of(mr_rule_run *R)
@@ -87,10 +87,7 @@ bool mr_delayed_mentioned(const char *sql, size_t len)
     return false;
 }
 
-static size_t nrules(const mr_rule_run *R)
-{
-    return mr_ruleset_count(R->rs);
-}
+static size_t nrules(const mr_rule_run *R) { return mr_ruleset_count(R->rs); }
 
 static bool rule_applies(const mr_rule_run *R, const mr_rule *r)
 {
@@ -139,32 +136,38 @@ static bool key_from_schema(mr_rule_run *R, mr_delayed_def *def, mr_row_key *rk,
     delayed_scratch *s = scratch_of(R);
     const mr_schema_source *src = R->ctx->schema_src;
     if (!src) {
-        snprintf(s->msg, sizeof s->msg, "myrewrite: the delayed rule for %s.%s "
+        snprintf(s->msg, sizeof s->msg,
+                 "myrewrite: the delayed rule for %s.%s "
                  "names no key and this proxy has no schema cache (set proxy_user, or give key "
                  "in the rule; a proxy with one parks the statement until the schema cache "
-                 "has the table)", def->schema, def->table);
+                 "has the table)",
+                 def->schema, def->table);
         return false;
     }
     src->row_key(src->arg, def->schema, def->table, rk);
     R->res->park = rk->pending && rk->status != MR_KEY_FOUND;
     if (rk->status == MR_KEY_UNKNOWN) {
-        snprintf(s->msg, sizeof s->msg, "myrewrite: schema not loaded yet, "
+        snprintf(s->msg, sizeof s->msg,
+                 "myrewrite: schema not loaded yet, "
                  "retry: the key of %s.%s is being read from information_schema (the delayed "
-                 "rule names no key); nothing was staged (%.300s)", def->schema, def->table,
-                 rk->why);
+                 "rule names no key); nothing was staged (%.300s)",
+                 def->schema, def->table, rk->why);
         return false;
     }
     if (rk->status == MR_KEY_NONE && rk->pending) {
-        snprintf(s->msg, sizeof s->msg, "myrewrite: DELAYED on %s.%s: %.300s "
+        snprintf(s->msg, sizeof s->msg,
+                 "myrewrite: DELAYED on %s.%s: %.300s "
                  "(the delayed rule names no key, so the table's primary key is read from "
-                 "information_schema); nothing was staged", def->schema, def->table, rk->why);
+                 "information_schema); nothing was staged",
+                 def->schema, def->table, rk->why);
         return false;
     }
     if (rk->status != MR_KEY_FOUND || !rk->primary) {
-        snprintf(s->msg, sizeof s->msg, "myrewrite: the delayed rule for %s.%s "
+        snprintf(s->msg, sizeof s->msg,
+                 "myrewrite: the delayed rule for %s.%s "
                  "names no key and the table has no primary key (%.300s); give key in the rule",
-                 def->schema, def->table, rk->status == MR_KEY_FOUND ? "only a unique key"
-                                                                      : rk->why);
+                 def->schema, def->table,
+                 rk->status == MR_KEY_FOUND ? "only a unique key" : rk->why);
         return false;
     }
     for (uint8_t k = 0; k < rk->ncols; k++) {
@@ -172,7 +175,8 @@ static bool key_from_schema(mr_rule_run *R, mr_delayed_def *def, mr_row_key *rk,
             if (strcasecmp(j < def->ncolumns ? def->columns[j]
                                              : def->set_columns[j - def->ncolumns],
                            rk->cols[k]) == 0) {
-                snprintf(s->msg, sizeof s->msg, "myrewrite: %s, a column of the "
+                snprintf(s->msg, sizeof s->msg,
+                         "myrewrite: %s, a column of the "
                          "primary key of %s.%s, is also a %s column of its delayed rule",
                          rk->cols[k], def->schema, def->table,
                          j < def->ncolumns ? "counter" : "set");
@@ -199,23 +203,23 @@ static mr_take_step send_instead(mr_rule_run *R, mr_rule_stmt *S)
 
 /* Values wider than their column (delayed/width.h): the literals, and in a
  * COM_STMT_EXECUTE of a memory statement the executed `?` values. */
-static bool fits(mr_rule_run *R, const mr_rule_stmt *S, const mr_delayed_stmt *d, const mr_delayed_def *def)
+static bool fits(mr_rule_run *R, const mr_rule_stmt *S, const mr_delayed_stmt *d,
+                 const mr_delayed_def *def)
 {
-    return mr_delayed_widths_fit(S->text, R->tok, d, def, R->ctx->schema_src,
-                                 R->ctx->params, scratch_of(R)->msg, sizeof scratch_of(R)->msg);
+    return mr_delayed_widths_fit(S->text, R->tok, d, def, R->ctx->schema_src, R->ctx->params,
+                                 scratch_of(R)->msg, sizeof scratch_of(R)->msg);
 }
 
 /* COM_STMT_PREPARE of a memory-mode statement: the server prepares `DO ?,
  * ...` with as many parameters, so the client gets a statement id and its
  * parameter count; the session keeps the original text and answers each
  * COM_STMT_EXECUTE itself (delayed/session_prepared.c). */
-static mr_take_step prepare_stand_in(mr_rule_run *R, mr_rule_stmt *S, const mr_delayed_stmt *d, size_t i,
-                                     const mr_delayed_def *def)
+static mr_take_step prepare_stand_in(mr_rule_run *R, mr_rule_stmt *S, const mr_delayed_stmt *d,
+                                     size_t i, const mr_delayed_def *def)
 {
     delayed_scratch *s = scratch_of(R);
     int col[MR_DELAYED_MAX_TERMS], key[MR_DELAYED_MAX_TERMS];
-    if (!mr_delayed_check(S->text, R->tok, d, def, col, key, s->msg,
-                          sizeof s->msg) ||
+    if (!mr_delayed_check(S->text, R->tok, d, def, col, key, s->msg, sizeof s->msg) ||
         !fits(R, S, d, def))
         return refuse(R, i);
     unsigned n = 0;
@@ -244,8 +248,8 @@ static bool memory_key(mr_rule_run *R, mr_delayed_def *def, mr_row_key *rk, char
 {
     return key_from_schema(R, def, rk, names) &&
            (!def->mem_keys ||
-            def->mem_keys->take(def->mem_keys->arg, def->schema, def->table, def->keys,
-                                def->nkeys, scratch_of(R)->msg, sizeof scratch_of(R)->msg));
+            def->mem_keys->take(def->mem_keys->arg, def->schema, def->table, def->keys, def->nkeys,
+                                scratch_of(R)->msg, sizeof scratch_of(R)->msg));
 }
 
 /* mode = memory: the deltas go to the worker's shard (the session adds
@@ -257,9 +261,10 @@ static mr_take_step into_memory(mr_rule_run *R, mr_rule_stmt *S, const mr_delaye
     delayed_scratch *s = scratch_of(R);
     const mr_delayed_def *rule = mr_ruleset_rule(R->rs, i)->delayed;
     if (R->multi) {
-        snprintf(s->msg, sizeof s->msg, "DELAYED on %s.%s (mode = memory) is "
-                 "not taken in a multi-statement query; send it on its own", rule->schema,
-                 rule->table);
+        snprintf(s->msg, sizeof s->msg,
+                 "DELAYED on %s.%s (mode = memory) is "
+                 "not taken in a multi-statement query; send it on its own",
+                 rule->schema, rule->table);
         return refuse(R, i);
     }
     mr_delayed_def def = *rule;
@@ -270,8 +275,8 @@ static mr_take_step into_memory(mr_rule_run *R, mr_rule_stmt *S, const mr_delaye
     if (R->ctx->prepared && !R->ctx->params)
         return prepare_stand_in(R, S, d, i, &def);
     bool no_bs = (R->ctx->lex_flags & SQL_LEX_NO_BACKSLASH_ESCAPES) != 0;
-    if (!mr_dmem_read_stmt(S->text, R->tok, d, &def, no_bs, R->ctx->params, &s->dmem,
-                           s->msg, sizeof s->msg) ||
+    if (!mr_dmem_read_stmt(S->text, R->tok, d, &def, no_bs, R->ctx->params, &s->dmem, s->msg,
+                           sizeof s->msg) ||
         !fits(R, S, d, &def))
         return refuse(R, i);
     s->dmem.def = rule; /* outlives the copy; the store needs only its table */
@@ -294,7 +299,6 @@ static void note_staged(mr_rule_run *R, const mr_delayed_def *def, const mr_dela
     if (before / def->flush_early != (before + rows) / def->flush_early)
         R->res->wake_flusher = true;
 }
-
 
 /* A table whose rule is being derived: the statement goes to the server
  * without DELAYED, so the change is applied (and durable) at once. Nothing
@@ -322,8 +326,8 @@ static mr_take_step stage(mr_rule_run *R, mr_rule_stmt *S, const mr_delayed_stmt
     delayed_scratch *s = scratch_of(R);
     const mr_rule *r = mr_ruleset_rule(R->rs, i);
     mr_buf_reset(&s->out);
-    if (!mr_delayed_build(S->text, R->tok, S->st.end, d, def, R->ctx->prepared,
-                          &s->out, s->msg, sizeof s->msg) ||
+    if (!mr_delayed_build(S->text, R->tok, S->st.end, d, def, R->ctx->prepared, &s->out, s->msg,
+                          sizeof s->msg) ||
         !fits(R, S, d, def))
         return refuse(R, i);
     mr_rule_count_hit(R, i);
@@ -341,9 +345,12 @@ static mr_take_step stage(mr_rule_run *R, mr_rule_stmt *S, const mr_delayed_stmt
         R->res->group_sql = (const char *)s->out.data;
         R->res->group_len = s->out.len;
     }
-    mr_rule_trace(R, i, WHY_MATCHED, grouped ? "staging INSERT, grouped (group_commit: in "
-                  "autocommit mode outside a transaction it joins a multi-row INSERT of many "
-                  "sessions on the proxy's own connection)" : "staging INSERT");
+    mr_rule_trace(R, i, WHY_MATCHED,
+                  grouped
+                      ? "staging INSERT, grouped (group_commit: in "
+                        "autocommit mode outside a transaction it joins a multi-row INSERT of many "
+                        "sessions on the proxy's own connection)"
+                      : "staging INSERT");
     note_staged(R, r->delayed, d);
     return send_instead(R, S);
 }
@@ -358,29 +365,30 @@ static mr_take_step by_default(mr_rule_run *R, mr_rule_stmt *S, const mr_delayed
     const mr_rule *r = mr_ruleset_rule(R->rs, i);
     for (unsigned k = 0; k < d->nset; k++)
         if (d->set[k].is_set) {
-            snprintf(s->msg, sizeof s->msg, "DELAYED on %s.%s: SET col = literal "
+            snprintf(s->msg, sizeof s->msg,
+                     "DELAYED on %s.%s: SET col = literal "
                      "is not taken on a table whose rule the default rule %s derives (derived "
                      "rules have no set_columns); give the table a [delayed ...] rule with "
-                     "set_columns", schema, table, r->name);
+                     "set_columns",
+                     schema, table, r->name);
             return refuse(R, i);
         }
     if (!R->ctx->derived)
-        return send_plain(R, S, i, "default rule: the table's rule is derived from the schema "
+        return send_plain(R, S, i,
+                          "default rule: the table's rule is derived from the schema "
                           "at run time; until then the statement is sent without DELAYED");
     mr_derive_how how;
     mr_derive_how_of(r->name, r->delayed, &how);
     bool added;
     const mr_delayed_def *def;
     const struct mr_derive_port *port = R->ctx->derived;
-    switch (port->lookup(port->reg, schema, table, &how, &added, &def, s->msg,
-                         sizeof s->msg)) {
-    case MR_DERIVE_READY:
-        return stage(R, S, d, i, def);
-    case MR_DERIVE_FAILED:
-        return refuse(R, i);
+    switch (port->lookup(port->reg, schema, table, &how, &added, &def, s->msg, sizeof s->msg)) {
+    case MR_DERIVE_READY: return stage(R, S, d, i, def);
+    case MR_DERIVE_FAILED: return refuse(R, i);
     default:
         R->res->wake_flusher |= added; /* the flusher derives it now, not at its next round */
-        return send_plain(R, S, i, "default rule: the derived rule is pending, sent without "
+        return send_plain(R, S, i,
+                          "default rule: the derived rule is pending, sent without "
                           "DELAYED");
     }
 }
@@ -403,10 +411,12 @@ mr_take_step mr_delayed_take(mr_rule_run *R, mr_rule_stmt *S)
         return MR_TAKE_BLOCKED;
     }
     if (R->ctx->charset_unsafe) {
-        snprintf(s->msg, sizeof s->msg, "DELAYED is not taken when the client "
+        snprintf(s->msg, sizeof s->msg,
+                 "DELAYED is not taken when the client "
                  "character set is %s: the proxy cannot read its statements safely (a "
                  "character may end in the byte '\\'); use utf8mb4, latin1 or another "
-                 "ASCII-safe character set for DELAYED statements", R->ctx->charset_unsafe);
+                 "ASCII-safe character set for DELAYED statements",
+                 R->ctx->charset_unsafe);
         return refuse(R, SIZE_MAX);
     }
     mr_delayed_stmt d;
@@ -418,8 +428,7 @@ mr_take_step mr_delayed_take(mr_rule_run *R, mr_rule_stmt *S)
         (i = find_default(R, schema)) != SIZE_MAX)
         return by_default(R, S, &d, i, schema, table);
     if (i == SIZE_MAX) {
-        mr_delayed_no_rule(S->text, R->tok, &d, R->ctx->schema, s->msg,
-                           sizeof s->msg);
+        mr_delayed_no_rule(S->text, R->tok, &d, R->ctx->schema, s->msg, sizeof s->msg);
         return refuse(R, SIZE_MAX);
     }
     const mr_rule *r = mr_ruleset_rule(R->rs, i);
@@ -438,9 +447,11 @@ bool mr_delayed_unreadable(mr_rule_run *R, const sql_stmt *st, const char *why, 
 {
     if (!mr_delayed_is_delayed(st))
         return false;
-    snprintf(msg, cap, "myrewrite could not read this DELAYED statement (%s): it was neither "
+    snprintf(msg, cap,
+             "myrewrite could not read this DELAYED statement (%s): it was neither "
              "taken nor sent, since a DELAYED statement is never sent as written; correct its "
-             "text", why);
+             "text",
+             why);
     R->res->err_code = MR_DELAYED_ERR_CODE;
     memcpy(R->res->sqlstate, MR_DELAYED_SQLSTATE, sizeof R->res->sqlstate);
     return true;

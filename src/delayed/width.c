@@ -18,7 +18,7 @@ typedef struct value {
     const char *p;
     size_t n;
     char buf[24];
-    int param;  /* its place among the `?` (from 1), 0 for a literal */
+    int param; /* its place among the `?` (from 1), 0 for a literal */
 } value;
 
 static unsigned param_no(const sql_token *tok, uint32_t i)
@@ -30,8 +30,7 @@ static unsigned param_no(const sql_token *tok, uint32_t i)
 }
 
 /* The executed value of the `?` at token i, when the proxy has it. */
-static void from_param(const sql_token *tok, uint32_t i, const mr_exec_params *params,
-                       value *v)
+static void from_param(const sql_token *tok, uint32_t i, const mr_exec_params *params, value *v)
 {
     unsigned no = param_no(tok, i);
     if (!params || no >= params->n)
@@ -79,16 +78,18 @@ static bool refuse(const mr_delayed_def *def, const char *col, const mr_col_rang
         snprintf(what, sizeof what, " (parameter %d)", v->param);
     const char *mode = def->mode == MR_DELAYED_MEMORY ? " (mode = memory)" : "";
     if (s->is_set)
-        snprintf(err, errlen, "myrewrite: UPDATE DELAYED on %s.%s: SET %s = %s%.*s%s is out of "
+        snprintf(err, errlen,
+                 "myrewrite: UPDATE DELAYED on %s.%s: SET %s = %s%.*s%s is out of "
                  "range for column %s (%s: %s%s to %s); the statement was not staged%s",
                  def->schema, def->table, col, v->neg ? "-" : "", (int)v->n, v->p, what, col,
                  r->type, strcmp(r->lo, "0") ? "-" : "", r->lo, r->hi, mode);
     else
-        snprintf(err, errlen, "myrewrite: UPDATE DELAYED on %s.%s: the delta %s%.*s%s is wider "
+        snprintf(err, errlen,
+                 "myrewrite: UPDATE DELAYED on %s.%s: the delta %s%.*s%s is wider "
                  "than column %s can span (%s: %s%s to %s, a width of %s); the statement was "
-                 "not staged%s", def->schema, def->table, s->minus != v->neg ? "-" : "",
-                 (int)v->n, v->p, what, col, r->type, strcmp(r->lo, "0") ? "-" : "", r->lo, r->hi, r->width,
-                 mode);
+                 "not staged%s",
+                 def->schema, def->table, s->minus != v->neg ? "-" : "", (int)v->n, v->p, what, col,
+                 r->type, strcmp(r->lo, "0") ? "-" : "", r->lo, r->hi, r->width, mode);
     return false;
 }
 
@@ -104,8 +105,8 @@ static bool term_fits(const char *text, const sql_token *tok, const mr_delayed_s
     if (!v.known || !mr_sd_token_name(text, &tok[s->col], col) ||
         src->column_range(src->arg, def->schema, def->table, col, &r) != MR_RANGE_KNOWN)
         return true;
-    mr_fit fit = s->is_set ? mr_range_value_fits(&r, v.neg, v.p, v.n)
-                           : mr_range_delta_fits(&r, v.p, v.n);
+    mr_fit fit =
+        s->is_set ? mr_range_value_fits(&r, v.neg, v.p, v.n) : mr_range_delta_fits(&r, v.p, v.n);
     return fit != MR_FIT_NO || refuse(def, col, &r, s, &v, err, errlen);
 }
 

@@ -57,9 +57,11 @@ bool mr_http_exposure_ok(const mr_config *cfg, const mr_addr *a)
 {
     if (loopback(a->host) || (cfg->http_token && cfg->http_token[0]) || cfg->http_insecure)
         return true;
-    mr_error(0, "http_listen = '%s' is not a loopback address and no http_token is set: anyone "
+    mr_error(0,
+             "http_listen = '%s' is not a loopback address and no http_token is set: anyone "
              "who reaches it could read /metrics. Set http_token (clients then send "
              "'Authorization: Bearer <token>'), listen on 127.0.0.1, or set http_insecure = yes "
-             "to serve it without a token", cfg->http_listen);
+             "to serve it without a token",
+             cfg->http_listen);
     return false;
 }

@@ -15,23 +15,23 @@
 #include <string.h>
 
 #include "http/http_impl.h"
+#include "myrewrite/base/counters.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/group.h"
-#include "myrewrite/schema/cache.h"
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/queue/release.h"
-#include "myrewrite/session/reload.h"
-#include "myrewrite/stats/rule_hits.h"
 #include "myrewrite/rules/rules.h"
-#include "myrewrite/base/counters.h"
+#include "myrewrite/schema/cache.h"
+#include "myrewrite/session/reload.h"
 #include "myrewrite/session/worker.h"
+#include "myrewrite/stats/rule_hits.h"
 
 typedef struct counter_def {
     const char *name;
     const char *type; /* "counter" or "gauge" */
     const char *help;
-    size_t offset;    /* of the mr_counter in mr_stats or mr_queue_stats (uint64_t in
-                         mr_dmem_stats) */
+    size_t offset; /* of the mr_counter in mr_stats or mr_queue_stats (uint64_t in
+                      mr_dmem_stats) */
 } counter_def;
 
 #define W(field) offsetof(mr_stats, field)
@@ -58,19 +58,21 @@ static const counter_def worker_counters[] = {
      W(statements_blocked)},
     {"myrewrite_statements_unexamined_total", "counter",
      "COM_QUERY and COM_STMT_PREPARE texts larger than relay_buffer, relayed without meeting "
-     "the rules.", W(statements_unexamined)},
+     "the rules.",
+     W(statements_unexamined)},
     {"myrewrite_session_state_errors_total", "counter",
      "Session state changes the proxy's transition table does not allow (a bug: each is "
-     "logged).", W(state_errors)},
+     "logged).",
+     W(state_errors)},
     {"myrewrite_delayed_parked_total", "counter",
      "DELAYED statements whose rule names no key, held in their session until the schema "
-     "cache had the table's key (or delayed_park_timeout passed).", W(delayed_parked)},
+     "cache had the table's key (or delayed_park_timeout passed).",
+     W(delayed_parked)},
     {"myrewrite_delayed_park_timeouts_total", "counter",
      "Parked DELAYED statements answered with an ERR after delayed_park_timeout.",
      W(delayed_park_timeouts)},
     {"myrewrite_bytes_from_clients_total", "counter",
-     "Bytes of MySQL protocol packets read from clients, headers included.",
-     W(bytes_from_clients)},
+     "Bytes of MySQL protocol packets read from clients, headers included.", W(bytes_from_clients)},
     {"myrewrite_bytes_from_backend_total", "counter",
      "Bytes of MySQL protocol packets read from the backend, headers included.",
      W(bytes_from_backend)},
@@ -160,7 +162,8 @@ static void write_worker_counters(mr_proxy *p, struct evbuffer *out)
 static void write_park_wait(mr_proxy *p, struct evbuffer *out)
 {
     static const char name[] = "myrewrite_delayed_park_wait_seconds_total";
-    mr_metrics_family(out, name, "counter", "Seconds parked DELAYED statements waited in all "
+    mr_metrics_family(out, name, "counter",
+                      "Seconds parked DELAYED statements waited in all "
                       "(divided by myrewrite_delayed_parked_total: the mean wait).");
     uint64_t us = mr_metrics_worker_sum(p, W(delayed_park_wait_us));
     evbuffer_add_printf(out, "%s %" PRIu64 ".%06" PRIu64 "\n", name, us / 1000000, us % 1000000);
@@ -171,9 +174,9 @@ static void write_closes(mr_proxy *p, struct evbuffer *out)
     static const char name[] = "myrewrite_connection_closes_total";
     mr_metrics_family(out, name, "counter", "Client connections ended, by reason.");
     for (int r = 0; r < MR_CLOSE_MAX; r++)
-        labeled(out, name, "reason", mr_close_reason_name((mr_close_reason)r),
-                mr_metrics_worker_sum(p, offsetof(mr_stats, closes) +
-                                             (size_t)r * sizeof(mr_counter)));
+        labeled(
+            out, name, "reason", mr_close_reason_name((mr_close_reason)r),
+            mr_metrics_worker_sum(p, offsetof(mr_stats, closes) + (size_t)r * sizeof(mr_counter)));
 }
 
 static void write_unreadable(mr_proxy *p, struct evbuffer *out)
@@ -194,9 +197,10 @@ static void write_rules(mr_proxy *p, struct evbuffer *out)
     size_t n = mr_ruleset_count(rs);
     mr_metrics_family(out, "myrewrite_rules_loaded", "gauge", "Rules in the rule set in force.");
     mr_metrics_sample(out, "myrewrite_rules_loaded", n);
-    mr_metrics_family(out, hits, "counter",
-           "Statements each rule matched since the proxy started, across reloads, by rule "
-           "name.");
+    mr_metrics_family(
+        out, hits, "counter",
+        "Statements each rule matched since the proxy started, across reloads, by rule "
+        "name.");
     for (size_t i = 0; i < n; i++)
         labeled(out, hits, "rule", mr_ruleset_rule(rs, i)->name, mr_rule_hits_total(rs, i));
     if (cur)
@@ -211,8 +215,8 @@ static const counter_def delayed_counters[] = {
     {"myrewrite_delayed_chunks_total", "counter", "DELAYED flush transactions committed.",
      D(chunks)},
     {"myrewrite_delayed_rows_flushed_total", "counter", "Staged DELAYED rows applied.", D(rows)},
-    {"myrewrite_delayed_keys_written_total", "counter",
-     "Distinct keys written by DELAYED flushes.", D(keys)},
+    {"myrewrite_delayed_keys_written_total", "counter", "Distinct keys written by DELAYED flushes.",
+     D(keys)},
     {"myrewrite_delayed_errors_total", "counter",
      "Failed DELAYED flush statements (the chunk was rolled back and retried).", D(errors)},
 };
@@ -230,15 +234,15 @@ static void write_counters(struct evbuffer *out, const counter_def *defs, size_t
 
 static const counter_def group_counters[] = {
     {"myrewrite_delayed_group_batches_total", "counter",
-     "Group-commit batches of staged DELAYED statements run (committed or failed).",
-     G(batches)},
+     "Group-commit batches of staged DELAYED statements run (committed or failed).", G(batches)},
     {"myrewrite_delayed_group_failed_total", "counter",
      "Group-commit batches whose INSERT failed: every statement of it got the ERR.", G(failed)},
     {"myrewrite_delayed_group_statements_total", "counter",
      "Statements answered by a group-commit batch.", G(statements)},
     {"myrewrite_delayed_group_rows_total", "counter",
      "Staging rows committed by group-commit batches (divided by batches_total: rows per "
-     "batch).", G(rows)},
+     "batch).",
+     G(rows)},
     {"myrewrite_delayed_group_parked_total", "counter",
      "Grouped statements whose batch waited for its staging table to be created.", G(parked)},
 };
@@ -253,12 +257,16 @@ static void write_seconds(struct evbuffer *out, const char *name, const char *he
 static void write_group_wait(struct evbuffer *out)
 {
     const mr_dgroup_stats *g = mr_dgroup_stats_get();
-    write_seconds(out, "myrewrite_delayed_group_wait_seconds_total", "Seconds grouped DELAYED "
+    write_seconds(out, "myrewrite_delayed_group_wait_seconds_total",
+                  "Seconds grouped DELAYED "
                   "statements waited for their batch in all, submit to answer (divided by "
-                  "statements_total: the mean wait).", read_counter(g, G(wait_us)));
-    write_seconds(out, "myrewrite_delayed_group_park_wait_seconds_total", "Seconds parked "
+                  "statements_total: the mean wait).",
+                  read_counter(g, G(wait_us)));
+    write_seconds(out, "myrewrite_delayed_group_park_wait_seconds_total",
+                  "Seconds parked "
                   "grouped statements waited for their staging table in all (divided by "
-                  "parked_total: the mean wait).", read_counter(g, G(park_wait_us)));
+                  "parked_total: the mean wait).",
+                  read_counter(g, G(park_wait_us)));
 }
 
 static void write_delayed(struct evbuffer *out)
@@ -276,8 +284,8 @@ static const counter_def schema_counters[] = {
      SC(misses)},
     {"myrewrite_schema_cache_loads_total", "counter",
      "Tables read from information_schema by the schema cache.", SC(loads)},
-    {"myrewrite_schema_cache_load_errors_total", "counter",
-     "Schema cache loads that failed.", SC(load_errors)},
+    {"myrewrite_schema_cache_load_errors_total", "counter", "Schema cache loads that failed.",
+     SC(load_errors)},
     {"myrewrite_schema_cache_invalidations_total", "counter",
      "Schema cache entries dropped by DDL sent through the proxy.", SC(invalidations)},
     {"myrewrite_schema_cache_evictions_total", "counter",
@@ -296,12 +304,12 @@ static const counter_def memory_counters[] = {
      "DELAYED statements taken into memory (mode = memory).", M(statements)},
     {"myrewrite_delayed_memory_refused_total", "counter",
      "Memory-mode DELAYED statements refused at memory_max_keys.", M(refused)},
-    {"myrewrite_delayed_memory_keys_held", "gauge",
-     "Keys held in memory, waiting for a flush.", M(keys_held)},
+    {"myrewrite_delayed_memory_keys_held", "gauge", "Keys held in memory, waiting for a flush.",
+     M(keys_held)},
     {"myrewrite_delayed_memory_rounds_total", "counter",
      "Memory flush rounds that flushed at least one table.", M(rounds)},
-    {"myrewrite_delayed_memory_chunks_total", "counter",
-     "Memory flush transactions committed.", M(chunks)},
+    {"myrewrite_delayed_memory_chunks_total", "counter", "Memory flush transactions committed.",
+     M(chunks)},
     {"myrewrite_delayed_memory_keys_written_total", "counter",
      "Keys written by committed memory flushes.", M(keys)},
     {"myrewrite_delayed_memory_errors_total", "counter",

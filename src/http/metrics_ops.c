@@ -15,15 +15,15 @@
 #include <string.h>
 
 #include "http/http_impl.h"
+#include "myrewrite/base/counters.h"
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/flush.h"
-#include "myrewrite/paginate/stats.h"
-#include "myrewrite/net/tls_reload.h"
-#include "myrewrite/session/reload.h"
 #include "myrewrite/delayed/reject.h"
-#include "myrewrite/stats/rule_stats.h"
-#include "myrewrite/base/counters.h"
+#include "myrewrite/net/tls_reload.h"
+#include "myrewrite/paginate/stats.h"
+#include "myrewrite/session/reload.h"
 #include "myrewrite/session/worker.h"
+#include "myrewrite/stats/rule_stats.h"
 
 #define W(field) offsetof(mr_stats, field)
 
@@ -130,8 +130,7 @@ static void write_paginate(mr_proxy *p, struct evbuffer *out)
 /* The staging-table series of entry e: its own, or for a default rule
  * (whose staging table is a {table} pattern) those of each table it
  * derived, so that a sum over the family counts every row once. */
-static void delayed_series(struct evbuffer *out, const char *family, mr_rule_stats *e,
-                           bool flushed)
+static void delayed_series(struct evbuffer *out, const char *family, mr_rule_stats *e, bool flushed)
 {
     if (!strstr(e->staging ? e->staging : "", "{table}")) {
         labeled2(out, family, "rule", e->name, "table", e->staging,

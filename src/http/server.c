@@ -13,10 +13,10 @@
  * answer is cached in between and requests that arrive while a check runs
  * wait for its result.
  */
-#include "myrewrite/net/backend_addr.h"
+#include "http_impl.h"
 #include "myrewrite/base/clock.h"
 #include "myrewrite/http/http.h"
-#include "http_impl.h"
+#include "myrewrite/net/backend_addr.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -42,12 +42,12 @@
 #define READY_WAITERS_MAX 32
 
 typedef struct probe {
-    int fd;               /* connect in progress; -1 when none */
-    struct event *ev;     /* its write/timeout event */
-    uint64_t started_ns;  /* of the latest check; 0 = never checked */
-    bool ok;              /* result of the latest finished check */
-    bool checked;         /* a check has finished at least once */
-    char reason[512];     /* why the latest check failed */
+    int fd;              /* connect in progress; -1 when none */
+    struct event *ev;    /* its write/timeout event */
+    uint64_t started_ns; /* of the latest check; 0 = never checked */
+    bool ok;             /* result of the latest finished check */
+    bool checked;        /* a check has finished at least once */
+    char reason[512];    /* why the latest check failed */
     struct evhttp_request *waiters[READY_WAITERS_MAX];
     unsigned nwaiters;
 } probe;
@@ -57,7 +57,7 @@ static struct {
     struct event_base *base;
     struct evhttp *http;
     struct event *wake_ev;
-    int wake[2];          /* mr_http_stop writes [1]; the thread reads [0] */
+    int wake[2]; /* mr_http_stop writes [1]; the thread reads [0] */
     pthread_t thread;
     bool running;
     probe probe;
@@ -252,7 +252,8 @@ static void refuse(struct evhttp_request *req)
 {
     evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                       "Bearer realm=\"myrewrite\"");
-    reply_text(req, 401, "Unauthorized", "/metrics needs the header 'Authorization: Bearer "
+    reply_text(req, 401, "Unauthorized",
+               "/metrics needs the header 'Authorization: Bearer "
                "<token>' (http_token)\n");
 }
 
@@ -327,8 +328,8 @@ static bool setup(const mr_addr *a)
     if (!H.wake_ev || event_add(H.wake_ev, NULL) != 0)
         return false;
     evhttp_set_allowed_methods(H.http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
-                                           EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-                                           EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+                                           EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+                                           EVHTTP_REQ_PATCH);
     evhttp_set_timeout(H.http, 10);
     evhttp_set_max_headers_size(H.http, 16384);
     evhttp_set_max_body_size(H.http, 4096);

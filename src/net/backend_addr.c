@@ -18,15 +18,15 @@
 #include "myrewrite/base/clock.h"
 #include "myrewrite/base/log.h"
 
-#define RESOLVE_MS 10000      /* between lookups of a host name */
-#define SUSPECT_GAP_MS 1000   /* at most one extra lookup per second after failed connects */
-#define UNRESOLVED_MS 1000    /* between lookups of a name that has never resolved */
+#define RESOLVE_MS 10000    /* between lookups of a host name */
+#define SUSPECT_GAP_MS 1000 /* at most one extra lookup per second after failed connects */
+#define UNRESOLVED_MS 1000  /* between lookups of a name that has never resolved */
 
 static struct {
     pthread_mutex_t lock; /* the fields below but p's address */
     pthread_cond_t cond;
     bool stop, suspect, running;
-    bool failing;         /* the last lookup failed (warned once until one works) */
+    bool failing; /* the last lookup failed (warned once until one works) */
     pthread_t thread;
     mr_proxy *p;
     mr_addr a;
@@ -76,8 +76,10 @@ bool mr_backend_resolve(mr_proxy *p, const char *spec, char *err, size_t errlen)
     p->backend_addr_len = 0;
     int rc = getaddrinfo(a.host, a.port, &hints, &res);
     if (rc != 0) {
-        mr_warn(0, "backend %s: %s; starting anyway, looking it up every second (clients get "
-                "an ERR until it resolves)", spec, gai_strerror(rc));
+        mr_warn(0,
+                "backend %s: %s; starting anyway, looking it up every second (clients get "
+                "an ERR until it resolves)",
+                spec, gai_strerror(rc));
         return true;
     }
     publish(p, res);

@@ -10,9 +10,9 @@
  */
 #include "myrewrite/net/bgconn.h"
 
+#include <errmsg.h>
 #include <errno.h>
 #include <mysql.h>
-#include <errmsg.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -31,7 +31,7 @@
 
 typedef struct job {
     mr_bg_job_fn fn;
-    void (*drop)(void *arg);  /* called for a job never run (NULL: none) */
+    void (*drop)(void *arg); /* called for a job never run (NULL: none) */
     void *arg;
     struct job *next;
 } job;
@@ -45,23 +45,23 @@ struct mr_bgconn {
     mr_addr addr;
     char backend[300];
     unsigned connect_timeout_s;
-    unsigned io_timeout_s;    /* own_connection_timeout: read and write timeouts */
-    uint64_t idle_ms;         /* own_connection_idle: a lazy owner's idle close */
+    unsigned io_timeout_s; /* own_connection_timeout: read and write timeouts */
+    uint64_t idle_ms;      /* own_connection_idle: a lazy owner's idle close */
     pthread_t thread;
     pthread_mutex_t lock;
-    pthread_cond_t cond;      /* CLOCK_MONOTONIC */
-    job *head, *tail;         /* guarded by lock */
-    bool woken, stop;         /* guarded by lock */
-    bool wanted;              /* a job or wake since the thread last looked (lock) */
+    pthread_cond_t cond; /* CLOCK_MONOTONIC */
+    job *head, *tail;    /* guarded by lock */
+    bool woken, stop;    /* guarded by lock */
+    bool wanted;         /* a job or wake since the thread last looked (lock) */
     _Atomic bool connected;
-    _Atomic bool resting;     /* no connection because none was needed (not a failure) */
+    _Atomic bool resting;             /* no connection because none was needed (not a failure) */
     _Atomic unsigned failed_connects; /* connect attempts that failed, ever */
-    MYSQL *db;                /* thread only */
-    bool failing;             /* the last connect failed (thread only): quieter logs */
-    uint64_t checked_ms;      /* when db was last pinged or connected (thread only) */
-    uint64_t wanted_ms;       /* the last job or wake the thread saw (thread only) */
-    bool ever_wanted;         /* one was seen at all (thread only) */
-    bool nothing_due;         /* the last tick had no periodic work (thread only) */
+    MYSQL *db;                        /* thread only */
+    bool failing;                     /* the last connect failed (thread only): quieter logs */
+    uint64_t checked_ms;              /* when db was last pinged or connected (thread only) */
+    uint64_t wanted_ms;               /* the last job or wake the thread saw (thread only) */
+    bool ever_wanted;                 /* one was seen at all (thread only) */
+    bool nothing_due;                 /* the last tick had no periodic work (thread only) */
 };
 
 bool mr_bg_conn_broken(MYSQL *db)
@@ -83,7 +83,8 @@ bool mr_bg_query(MYSQL *db, const char *sql, const char *what)
 bool mr_bg_query_buf(MYSQL *db, const mr_buf *b, const char *rule, const char *what)
 {
     if (b->failed) {
-        mr_error(0, "delayed %s: out of memory, or a name MariaDB cannot take, building %s", rule, what);
+        mr_error(0, "delayed %s: out of memory, or a name MariaDB cannot take, building %s", rule,
+                 what);
         return false;
     }
     if (mysql_real_query(db, (const char *)b->data, (unsigned long)b->len) == 0)
@@ -160,8 +161,8 @@ static bool connect_db(mr_bgconn *b)
                                  a->is_unix ? a->path : NULL, 0) != NULL;
     if (!ok) {
         mr_log(b->failing ? MR_LOG_DEBUG : MR_LOG_WARN, 0,
-               "%s: own connection to %s as %s failed: %u %s; retrying with backoff",
-               b->ops.name, b->backend, b->user, mysql_errno(b->db), mysql_error(b->db));
+               "%s: own connection to %s as %s failed: %u %s; retrying with backoff", b->ops.name,
+               b->backend, b->user, mysql_errno(b->db), mysql_error(b->db));
         b->failing = true;
         drop_connection(b);
         return false;
@@ -275,8 +276,10 @@ static uint64_t idle_left(const mr_bgconn *b)
  * so the server sees no idle session of the proxy's own. */
 static void close_idle(mr_bgconn *b)
 {
-    mr_info(0, "%s: own connection closed after %llu ms without work; it opens again at the "
-            "next job", b->ops.name, (unsigned long long)b->idle_ms);
+    mr_info(0,
+            "%s: own connection closed after %llu ms without work; it opens again at the "
+            "next job",
+            b->ops.name, (unsigned long long)b->idle_ms);
     drop_connection(b);
     atomic_store(&b->resting, true);
 }
@@ -417,8 +420,10 @@ static mr_bgconn *bg_new(const mr_config *cfg, const char *backend, const mr_bgc
 mr_bgconn *mr_bgconn_start(const mr_config *cfg, const char *backend, const mr_bgconn_ops *ops)
 {
     if (!cfg->proxy_user || !cfg->proxy_user[0]) {
-        mr_warn(0, "%s: no proxy_user configured, so the proxy has no connection of its own; "
-                "%s is off (set proxy_user and proxy_password)", ops->name, ops->name);
+        mr_warn(0,
+                "%s: no proxy_user configured, so the proxy has no connection of its own; "
+                "%s is off (set proxy_user and proxy_password)",
+                ops->name, ops->name);
         return NULL;
     }
     mr_addr a;
@@ -474,15 +479,9 @@ void mr_bgconn_wake(mr_bgconn *b)
     pthread_mutex_unlock(&b->lock);
 }
 
-bool mr_bgconn_connected(const mr_bgconn *b)
-{
-    return atomic_load(&b->connected);
-}
+bool mr_bgconn_connected(const mr_bgconn *b) { return atomic_load(&b->connected); }
 
-unsigned mr_bgconn_connect_failures(const mr_bgconn *b)
-{
-    return atomic_load(&b->failed_connects);
-}
+unsigned mr_bgconn_connect_failures(const mr_bgconn *b) { return atomic_load(&b->failed_connects); }
 
 bool mr_bgconn_usable(const mr_bgconn *b)
 {

@@ -12,7 +12,7 @@
 
 #define READ_CHUNK 65536
 #define SMALL_READ 4096 /* reads below this size are copied (net/conn.c) */
-#define WRITE_VECS 16 /* extents one writev() sends; the rest goes on the next */
+#define WRITE_VECS 16   /* extents one writev() sends; the rest goes on the next */
 
 typedef struct mr_conn_tls mr_conn_tls;
 typedef struct mr_conn_z mr_conn_z;
@@ -32,10 +32,10 @@ struct mr_conn {
     bool reading, write_pending, connecting, failed;
     int err;
     size_t low;
-    size_t last_read;     /* bytes the last plain read returned */
-    mr_conn_tls *tls;     /* NULL: plain; else the TLS layer owns rev and wev */
-    mr_conn_z *z;         /* NULL: not compressed */
-    bool idle_on;         /* mr_conn_set_read_idle: the timer restarts at each read */
+    size_t last_read; /* bytes the last plain read returned */
+    mr_conn_tls *tls; /* NULL: plain; else the TLS layer owns rev and wev */
+    mr_conn_z *z;     /* NULL: not compressed */
+    bool idle_on;     /* mr_conn_set_read_idle: the timer restarts at each read */
     struct timeval idle;
 };
 

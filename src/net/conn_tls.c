@@ -34,7 +34,7 @@
 
 struct mr_conn_tls {
     SSL *ssl;
-    struct evbuffer *pre;  /* peer's TLS bytes read before TLS started */
+    struct evbuffer *pre; /* peer's TLS bytes read before TLS started */
     bool handshaking;
     bool hs_wants_write;   /* the handshake waits for the socket to take bytes */
     bool read_wants_write; /* SSL_read must be retried once the socket is writable */
@@ -343,8 +343,9 @@ bool mr_conn_start_tls(mr_conn *c, struct ssl_ctx_st *ctx, bool server, const ch
     if (t && evbuffer_get_length(c->in) > 0 && (t->pre = evbuffer_new()))
         evbuffer_add_buffer(t->pre, c->in);
     /* verify_identity: the name is sent (SNI) and checked against the certificate */
-    bool named = server || !host ||
-                 (t && t->ssl && SSL_set_tlsext_host_name(t->ssl, host) && SSL_set1_host(t->ssl, host));
+    bool named =
+        server || !host ||
+        (t && t->ssl && SSL_set_tlsext_host_name(t->ssl, host) && SSL_set1_host(t->ssl, host));
     if (!t || !t->ssl || !bio || !rev || !wev || evbuffer_get_length(c->in) > 0 ||
         evbuffer_get_length(c->out) > 0 || !named) {
         if (t) {

@@ -99,7 +99,8 @@ struct ssl_ctx_st *mr_tls_server_ctx(const mr_config *c, char *err, size_t errle
      * (on by default); the id context lets verified sessions resume. */
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"myrewrite", 9);
-    if (!set_versions_and_ciphers(ctx, c, err, errlen) || !load_identity(ctx, server_names, c->tls_cert, c->tls_key, err, errlen) ||
+    if (!set_versions_and_ciphers(ctx, c, err, errlen) ||
+        !load_identity(ctx, server_names, c->tls_cert, c->tls_key, err, errlen) ||
         (c->tls_ca[0] && !load_client_ca(ctx, c, err, errlen))) {
         SSL_CTX_free(ctx);
         return NULL;
@@ -111,8 +112,7 @@ void mr_tls_ctx_free(struct ssl_ctx_st *ctx) { SSL_CTX_free(ctx); }
 
 mr_backend_tls mr_backend_tls_parse(const char *s)
 {
-    static const char *const names[] = {"off", "prefer", "require", "verify_ca",
-                                        "verify_identity"};
+    static const char *const names[] = {"off", "prefer", "require", "verify_ca", "verify_identity"};
     for (int i = 0; i < 5; i++)
         if (strcmp(s, names[i]) == 0)
             return (mr_backend_tls)i;
@@ -139,8 +139,8 @@ struct ssl_ctx_st *mr_tls_backend_ctx(const mr_config *c, mr_backend_tls mode, c
         }
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
     }
-    if (c->backend_tls_cert[0] && !load_identity(ctx, backend_names, c->backend_tls_cert,
-                                                 c->backend_tls_key, err, errlen)) {
+    if (c->backend_tls_cert[0] &&
+        !load_identity(ctx, backend_names, c->backend_tls_cert, c->backend_tls_key, err, errlen)) {
         SSL_CTX_free(ctx);
         return NULL;
     }

@@ -86,16 +86,16 @@ static void swap_in(mr_proxy *p, struct ssl_ctx_st *client, struct ssl_ctx_st *b
 
 /* Both new contexts, or neither: a half-applied reload would be a state no
  * configuration describes. */
-static bool build(mr_proxy *p, struct ssl_ctx_st **client, struct ssl_ctx_st **backend,
-                  char *err, size_t errlen)
+static bool build(mr_proxy *p, struct ssl_ctx_st **client, struct ssl_ctx_st **backend, char *err,
+                  size_t errlen)
 {
     const mr_config *c = p->cfg;
     *client = *backend = NULL;
     if (p->client_tls_on && !(*client = mr_tls_server_ctx(c, err, errlen)))
         return false;
     if (p->backend_tls_on) {
-        mr_backend_tls mode = p->backend_tls_mode ? (mr_backend_tls)p->backend_tls_mode
-                                                  : MR_BTLS_PREFER;
+        mr_backend_tls mode =
+            p->backend_tls_mode ? (mr_backend_tls)p->backend_tls_mode : MR_BTLS_PREFER;
         if (!(*backend = mr_tls_backend_ctx(c, mode, err, errlen))) {
             mr_tls_ctx_free(*client);
             *client = NULL;
@@ -105,8 +105,7 @@ static bool build(mr_proxy *p, struct ssl_ctx_st **client, struct ssl_ctx_st **b
     return true;
 }
 
-static mr_tls_reload_result reload_locked(mr_proxy *p, bool only_changed, char *msg,
-                                          size_t msglen)
+static mr_tls_reload_result reload_locked(mr_proxy *p, bool only_changed, char *msg, size_t msglen)
 {
     if (!p->client_tls_on && !p->backend_tls_on) {
         snprintf(msg, msglen, "no TLS is configured (tls_cert, backend_tls): nothing to reload");

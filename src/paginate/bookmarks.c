@@ -22,13 +22,13 @@
 typedef struct bookmark {
     uint64_t listing;
     uint64_t table_hash;
-    uint64_t gen;        /* mr_bookmarks_gen(table_hash) when its page was sent */
-    uint64_t pos;        /* rows before the next page */
+    uint64_t gen; /* mr_bookmarks_gen(table_hash) when its page was sent */
+    uint64_t pos; /* rows before the next page */
     uint64_t expires_ms;
-    uint64_t used;       /* stripe tick of the last put or find: LRU */
+    uint64_t used; /* stripe tick of the last put or find: LRU */
     bool refused;
     size_t len;
-    char *values;        /* owned; NUL-separated literals */
+    char *values; /* owned; NUL-separated literals */
 } bookmark;
 
 typedef struct stripe {
@@ -39,7 +39,10 @@ typedef struct stripe {
 } stripe;
 
 static stripe stripes[MR_BOOKMARK_STRIPES] = {
-#define S_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0}
+#define S_INIT                                                                                     \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0                                                   \
+    }
     S_INIT, S_INIT, S_INIT, S_INIT, S_INIT, S_INIT, S_INIT, S_INIT,
     S_INIT, S_INIT, S_INIT, S_INIT, S_INIT, S_INIT, S_INIT, S_INIT,
 #undef S_INIT
@@ -65,13 +68,19 @@ uint64_t mr_bookmarks_gen(uint64_t table_hash)
     return atomic_load(&gens[table_hash % GEN_SLOTS]) + atomic_load(&gen_all);
 }
 
-void mr_bookmarks_note_write(uint64_t table_hash) { atomic_fetch_add(&gens[table_hash % GEN_SLOTS], 1); }
+void mr_bookmarks_note_write(uint64_t table_hash)
+{
+    atomic_fetch_add(&gens[table_hash % GEN_SLOTS], 1);
+}
 
 void mr_bookmarks_note_write_all(void) { atomic_fetch_add(&gen_all, 1); }
 
 /* ---- one stripe (its mutex held) ---------------------------------------------- */
 
-static stripe *stripe_of(uint64_t listing) { return &stripes[(listing >> 7) % MR_BOOKMARK_STRIPES]; }
+static stripe *stripe_of(uint64_t listing)
+{
+    return &stripes[(listing >> 7) % MR_BOOKMARK_STRIPES];
+}
 
 static void drop_at(stripe *S, size_t i)
 {
@@ -150,7 +159,10 @@ void mr_bookmarks_put(uint64_t listing, uint64_t table_hash, uint64_t gen, uint6
                       const char *values, size_t len, uint64_t ttl_ms, uint64_t max_bookmarks,
                       uint64_t now_ms)
 {
-    bookmark b = {.listing = listing, .table_hash = table_hash, .gen = gen, .pos = pos,
+    bookmark b = {.listing = listing,
+                  .table_hash = table_hash,
+                  .gen = gen,
+                  .pos = pos,
                   .expires_ms = now_ms + ttl_ms};
     store(&b, values, len, max_bookmarks, now_ms);
 }
@@ -158,8 +170,11 @@ void mr_bookmarks_put(uint64_t listing, uint64_t table_hash, uint64_t gen, uint6
 void mr_bookmarks_refuse(uint64_t listing, uint64_t table_hash, uint64_t gen, uint64_t ttl_ms,
                          uint64_t now_ms)
 {
-    bookmark b = {.listing = listing, .table_hash = table_hash, .gen = gen,
-                  .expires_ms = now_ms + ttl_ms, .refused = true};
+    bookmark b = {.listing = listing,
+                  .table_hash = table_hash,
+                  .gen = gen,
+                  .expires_ms = now_ms + ttl_ms,
+                  .refused = true};
     /* a refusal is one entry per listing: it never needs more room than a bookmark */
     store(&b, "", 0, UINT64_MAX, now_ms);
 }

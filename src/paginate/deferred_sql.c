@@ -14,13 +14,13 @@
 #include "myrewrite/sql/quote.h"
 
 /* Flags that mean the statement is not read whole: never touched. */
-#define UNREADABLE                                                                          \
-    (SQL_SF_UNION | SQL_SF_EXEC_COMMENT | SQL_SF_MULTI_STMT | SQL_SF_UNSUPPORTED |           \
+#define UNREADABLE                                                                                 \
+    (SQL_SF_UNION | SQL_SF_EXEC_COMMENT | SQL_SF_MULTI_STMT | SQL_SF_UNSUPPORTED |                 \
      SQL_SF_LEX_ERROR | SQL_SF_OVERFLOW | SQL_SF_PAREN | SQL_SF_WITH | SQL_SF_INTO)
 
 /* Flags of shapes the deferred join does not take (the guardrail still does). */
-#define NOT_REWRITTEN                                                                       \
-    (SQL_SF_JOIN | SQL_SF_SUBQUERY | SQL_SF_DERIVED | SQL_SF_GROUP_BY | SQL_SF_HAVING |      \
+#define NOT_REWRITTEN                                                                              \
+    (SQL_SF_JOIN | SQL_SF_SUBQUERY | SQL_SF_DERIVED | SQL_SF_GROUP_BY | SQL_SF_HAVING |            \
      SQL_SF_WINDOW | SQL_SF_MULTI_TABLE | SQL_SF_HINT)
 
 typedef struct pg {
@@ -216,9 +216,10 @@ static bool calls(const pg *P, uint32_t i, uint32_t end, const char *const *name
 }
 
 static const char *const AGGREGATES[] = {
-    "count", "sum", "avg", "min", "max", "group_concat", "std", "stddev", "stddev_pop",
-    "stddev_samp", "variance", "var_pop", "var_samp", "bit_and", "bit_or", "bit_xor",
-    "json_arrayagg", "json_objectagg", NULL,
+    "count",    "sum",     "avg",        "min",         "max",           "group_concat",
+    "std",      "stddev",  "stddev_pop", "stddev_samp", "variance",      "var_pop",
+    "var_samp", "bit_and", "bit_or",     "bit_xor",     "json_arrayagg", "json_objectagg",
+    NULL,
 };
 static const char *const VOLATILE[] = {"rand", "uuid", "uuid_short", "sys_guid", NULL};
 
@@ -463,8 +464,8 @@ static mr_pag_outcome rewrite_checks(pg *P)
 }
 
 mr_pag_outcome mr_paginate_sql(const char *text, size_t len, const sql_token *tok,
-                               const sql_stmt *st, const mr_paginate_def *def,
-                               const char *schema, mr_buf *out, mr_pag_info *info)
+                               const sql_stmt *st, const mr_paginate_def *def, const char *schema,
+                               mr_buf *out, mr_pag_info *info)
 {
     pg P = {.text = text, .len = len, .tok = tok, .st = st, .def = def, .info = info};
     info->offset = 0;
@@ -513,17 +514,17 @@ bool mr_paginate_takes(const char *text, size_t len, const sql_token *tok, const
     return false;
 }
 
-void mr_paginate_too_deep_text(uint64_t max_offset, const char *where, uint64_t offset,
-                               char *buf, size_t size)
+void mr_paginate_too_deep_text(uint64_t max_offset, const char *where, uint64_t offset, char *buf,
+                               size_t size)
 {
-    snprintf(buf, size, "myrewrite: OFFSET %llu is deeper than the %llu allowed for %s; "
+    snprintf(buf, size,
+             "myrewrite: OFFSET %llu is deeper than the %llu allowed for %s; "
              "page with a keyset instead (WHERE key > last key seen ORDER BY key LIMIT n)",
              (unsigned long long)offset, (unsigned long long)max_offset,
              where ? where : "this table");
 }
 
-void mr_paginate_too_deep_msg(const mr_paginate_def *def, uint64_t offset, char *buf,
-                              size_t size)
+void mr_paginate_too_deep_msg(const mr_paginate_def *def, uint64_t offset, char *buf, size_t size)
 {
     char where[2 * 65 + 2];
     if (def->table)

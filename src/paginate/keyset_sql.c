@@ -15,8 +15,8 @@
 #include <strings.h>
 
 #include "myrewrite/paginate/keyset.h"
-#include "myrewrite/sql/quote.h"
 #include "myrewrite/rules/rules.h"
+#include "myrewrite/sql/quote.h"
 
 /* ---- tokens ------------------------------------------------------------------ */
 
@@ -151,8 +151,8 @@ static const char *order_columns(const char *text, const sql_token *tok, const s
 }
 
 bool mr_keyset_listing_of(const char *text, size_t len, const sql_token *tok, const sql_stmt *st,
-                          const mr_paginate_def *def, const char *schema,
-                          mr_keyset_listing *ls, const char **why)
+                          const mr_paginate_def *def, const char *schema, mr_keyset_listing *ls,
+                          const char **why)
 {
     (void)len;
     const sql_limit *l = &st->limit;
@@ -188,8 +188,8 @@ static void put_range(mr_buf *b, const char *text, const sql_token *tok, uint32_
     while (end > first && tok[end - 1].kind == SQL_TOK_COMMENT)
         end--;
     if (end > first)
-        mr_buf_put(b, text + tok[first].off, (size_t)tok[end - 1].off + tok[end - 1].len -
-                                                  tok[first].off);
+        mr_buf_put(b, text + tok[first].off,
+                   (size_t)tok[end - 1].off + tok[end - 1].len - tok[first].off);
 }
 
 /* The alias, or [schema.]name, as written: what qualifies an appended key. */

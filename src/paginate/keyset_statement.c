@@ -35,8 +35,8 @@ static rule_why copy_out(mr_rule_run *R, mr_rule_text *out)
 }
 
 /* The deferred join mr_paginate_sql built (or its reason for passing). */
-static rule_why deferred(mr_rule_run *R, mr_pag_outcome o, const mr_pag_info *info, mr_rule_text *out,
-                         const char *why)
+static rule_why deferred(mr_rule_run *R, mr_pag_outcome o, const mr_pag_info *info,
+                         mr_rule_text *out, const char *why)
 {
     if (o != MR_PAG_REWRITE) {
         snprintf(R->detail, sizeof R->detail, "keyset not used (%s); %s", why, info->why);
@@ -44,8 +44,10 @@ static rule_why deferred(mr_rule_run *R, mr_pag_outcome o, const mr_pag_info *in
     }
     rule_why w = copy_out(R, out);
     if (w == WHY_MATCHED)
-        snprintf(R->detail, sizeof R->detail, "deferred join from offset %llu (keyset not used: "
-                 "%s)", (unsigned long long)info->offset, why);
+        snprintf(R->detail, sizeof R->detail,
+                 "deferred join from offset %llu (keyset not used: "
+                 "%s)",
+                 (unsigned long long)info->offset, why);
     return w;
 }
 
@@ -59,8 +61,10 @@ static rule_why ordered(mr_rule_run *R, mr_rule_stmt *S, mr_rule_text *out, cons
         return not_this(R, why);
     rule_why w = copy_out(R, out);
     if (w == WHY_MATCHED)
-        snprintf(R->detail, sizeof R->detail, "%s; the key is appended to ORDER BY, so the "
-                 "page ends where the seeks assume", why);
+        snprintf(R->detail, sizeof R->detail,
+                 "%s; the key is appended to ORDER BY, so the "
+                 "page ends where the seeks assume",
+                 why);
     return w;
 }
 
@@ -73,12 +77,13 @@ static rule_why miss(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r, mr_pag_o
     }
     if (r->paginate->strategy == MR_PAGINATE_AUTO)
         return deferred(R, o, info, out, "no bookmark close enough");
-    return ordered(R, S, out, "keyset: no bookmark within threshold rows before the offset; "
-                         "its last row is bookmarked");
+    return ordered(R, S, out,
+                   "keyset: no bookmark within threshold rows before the offset; "
+                   "its last row is bookmarked");
 }
 
-static rule_why seek(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r, uint64_t pos, const char *values,
-                     size_t n, mr_rule_text *out)
+static rule_why seek(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r, uint64_t pos,
+                     const char *values, size_t n, mr_rule_text *out)
 {
     mr_keyset_note *note = &R->res->keyset;
     mr_buf *b = &pag_scratch_of(R)->out;
@@ -92,14 +97,16 @@ static rule_why seek(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r, uint64_t
         note->outcome = MR_KEYSET_HIT;
         note->rule = r;
     }
-    snprintf(R->detail, sizeof R->detail, "keyset seek from the bookmark at row %llu for "
-             "offset %llu", (unsigned long long)pos, (unsigned long long)note->listing.offset);
+    snprintf(R->detail, sizeof R->detail,
+             "keyset seek from the bookmark at row %llu for "
+             "offset %llu",
+             (unsigned long long)pos, (unsigned long long)note->listing.offset);
     return WHY_MATCHED;
 }
 
 rule_why mr_paginate_keyset(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r,
-                            const mr_paginate_def *def, mr_pag_outcome o,
-                            const mr_pag_info *info, mr_rule_text *out)
+                            const mr_paginate_def *def, mr_pag_outcome o, const mr_pag_info *info,
+                            mr_rule_text *out)
 {
     mr_keyset_note *note = &R->res->keyset;
     const char *why = NULL;
@@ -108,15 +115,16 @@ rule_why mr_paginate_keyset(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r,
     if (R->ctx->prepared)
         return deferred(R, o, info, out, "prepared statements are not bookmarked");
     if (!mr_paginate_takes(S->text, S->len, R->tok, &S->st, def, R->ctx->schema, &why) ||
-        !mr_keyset_listing_of(S->text, S->len, R->tok, &S->st, def, R->ctx->schema,
-                              &note->listing, &why))
+        !mr_keyset_listing_of(S->text, S->len, R->tok, &S->st, def, R->ctx->schema, &note->listing,
+                              &why))
         return deferred(R, o, info, out, why);
     note->watch = true;
     note->ttl_ms = def->bookmark_ttl_ms;
     note->max_bookmarks = def->max_bookmarks;
     const mr_keyset_listing *ls = &note->listing;
     if (ls->offset < def->threshold)
-        return ordered(R, S, out, "keyset: offset below the threshold; the page's end is bookmarked");
+        return ordered(R, S, out,
+                       "keyset: offset below the threshold; the page's end is bookmarked");
     uint64_t pos = 0;
     char values[MR_KEYSET_VALUES_MAX];
     size_t n = 0;
@@ -134,7 +142,6 @@ rule_why mr_paginate_keyset(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r,
         if (ls->offset - pos < def->threshold && mr_keyset_value_count(values, n) == ls->ncols)
             return seek(R, S, r, pos, values, n, out);
         return miss(R, S, r, o, info, out);
-    default:
-        return miss(R, S, r, o, info, out);
+    default: return miss(R, S, r, o, info, out);
     }
 }

@@ -21,11 +21,31 @@
 
 /* Column types and flags of the protocol's column definition. */
 enum {
-    T_DECIMAL = 0, T_TINY = 1, T_SHORT = 2, T_LONG = 3, T_FLOAT = 4, T_DOUBLE = 5,
-    T_TIMESTAMP = 7, T_LONGLONG = 8, T_INT24 = 9, T_DATE = 10, T_TIME = 11, T_DATETIME = 12,
-    T_YEAR = 13, T_NEWDATE = 14, T_VARCHAR = 15, T_TIMESTAMP2 = 17, T_DATETIME2 = 18,
-    T_TIME2 = 19, T_NEWDECIMAL = 246, T_TINY_BLOB = 249, T_MEDIUM_BLOB = 250,
-    T_LONG_BLOB = 251, T_BLOB = 252, T_VAR_STRING = 253, T_STRING = 254,
+    T_DECIMAL = 0,
+    T_TINY = 1,
+    T_SHORT = 2,
+    T_LONG = 3,
+    T_FLOAT = 4,
+    T_DOUBLE = 5,
+    T_TIMESTAMP = 7,
+    T_LONGLONG = 8,
+    T_INT24 = 9,
+    T_DATE = 10,
+    T_TIME = 11,
+    T_DATETIME = 12,
+    T_YEAR = 13,
+    T_NEWDATE = 14,
+    T_VARCHAR = 15,
+    T_TIMESTAMP2 = 17,
+    T_DATETIME2 = 18,
+    T_TIME2 = 19,
+    T_NEWDECIMAL = 246,
+    T_TINY_BLOB = 249,
+    T_MEDIUM_BLOB = 250,
+    T_LONG_BLOB = 251,
+    T_BLOB = 252,
+    T_VAR_STRING = 253,
+    T_STRING = 254,
 };
 enum { F_NOT_NULL = 1, F_ENUM = 256, F_SET = 2048 };
 #define CHARSET_BINARY 63
@@ -35,17 +55,28 @@ typedef enum vclass { V_NONE, V_INT, V_DECIMAL, V_TEMPORAL, V_STRING } vclass;
 static vclass class_of(uint8_t type)
 {
     switch (type) {
-    case T_TINY: case T_SHORT: case T_LONG: case T_LONGLONG: case T_INT24: case T_YEAR:
-        return V_INT;
-    case T_DECIMAL: case T_NEWDECIMAL:
-        return V_DECIMAL;
-    case T_DATE: case T_NEWDATE: case T_TIME: case T_TIME2: case T_DATETIME: case T_DATETIME2:
-        return V_TEMPORAL;
-    case T_VARCHAR: case T_VAR_STRING: case T_STRING: case T_TINY_BLOB: case T_MEDIUM_BLOB:
-    case T_LONG_BLOB: case T_BLOB:
-        return V_STRING;
-    default:
-        return V_NONE;
+    case T_TINY:
+    case T_SHORT:
+    case T_LONG:
+    case T_LONGLONG:
+    case T_INT24:
+    case T_YEAR: return V_INT;
+    case T_DECIMAL:
+    case T_NEWDECIMAL: return V_DECIMAL;
+    case T_DATE:
+    case T_NEWDATE:
+    case T_TIME:
+    case T_TIME2:
+    case T_DATETIME:
+    case T_DATETIME2: return V_TEMPORAL;
+    case T_VARCHAR:
+    case T_VAR_STRING:
+    case T_STRING:
+    case T_TINY_BLOB:
+    case T_MEDIUM_BLOB:
+    case T_LONG_BLOB:
+    case T_BLOB: return V_STRING;
+    default: return V_NONE;
     }
 }
 
@@ -143,7 +174,6 @@ bool mr_keyset_literal(mr_buf *out, uint8_t type, uint16_t charset, const uint8_
             mr_buf_put_str(out, "_utf8mb4 ");
         put_hex(out, v, n);
         return true;
-    default:
-        return false;
+    default: return false;
     }
 }

@@ -16,8 +16,8 @@
 #include <strings.h>
 
 #include "myrewrite/paginate/bookmarks.h"
-#include "myrewrite/proto/codec.h"
 #include "myrewrite/paginate/keyset.h"
+#include "myrewrite/proto/codec.h"
 #include "myrewrite/proto/tracker.h"
 
 void mr_keyset_watch_begin(mr_keyset_watch *w, const mr_keyset_note *note,
@@ -196,8 +196,8 @@ void mr_keyset_watch_end(mr_keyset_watch *w, bool ok, uint64_t now_ms)
     mr_buf b;
     mr_buf_init(&b);
     if (row_values(w, &b))
-        w->store->put(ls->hash, ls->table_hash, w->gen, ls->offset + w->rows,
-                      (const char *)b.data, b.len, no->ttl_ms, no->max_bookmarks, now_ms);
+        w->store->put(ls->hash, ls->table_hash, w->gen, ls->offset + w->rows, (const char *)b.data,
+                      b.len, no->ttl_ms, no->max_bookmarks, now_ms);
     mr_buf_free(&b);
 }
 

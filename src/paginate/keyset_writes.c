@@ -28,12 +28,17 @@ void mr_keyset_writes_add(mr_keyset_writes *wr, uint64_t table_hash)
 static bool writes_named_tables(unsigned id)
 {
     switch (id) {
-    case SQL_KW_INSERT: case SQL_KW_UPDATE: case SQL_KW_DELETE: case SQL_KW_REPLACE:
-    case SQL_KW_LOAD: case SQL_KW_TRUNCATE: case SQL_KW_ALTER: case SQL_KW_DROP:
-    case SQL_KW_RENAME: case SQL_KW_CREATE:
-        return true;
-    default:
-        return false;
+    case SQL_KW_INSERT:
+    case SQL_KW_UPDATE:
+    case SQL_KW_DELETE:
+    case SQL_KW_REPLACE:
+    case SQL_KW_LOAD:
+    case SQL_KW_TRUNCATE:
+    case SQL_KW_ALTER:
+    case SQL_KW_DROP:
+    case SQL_KW_RENAME:
+    case SQL_KW_CREATE: return true;
+    default: return false;
     }
 }
 

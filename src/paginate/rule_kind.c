@@ -9,8 +9,8 @@
 #include "myrewrite/paginate/rule.h"
 
 static const char *const keys[] = {
-    "table", "key", "threshold", "strategy", "max_offset", "message", "max_bookmarks",
-    "bookmark_ttl", NULL,
+    "table",   "key",           "threshold",    "strategy", "max_offset",
+    "message", "max_bookmarks", "bookmark_ttl", NULL,
 };
 
 /* It refuses, sends a deferred join, a keyset seek or the page with its key
@@ -25,13 +25,9 @@ static void explain_match(FILE *out, const mr_rule *r, const char *detail)
 }
 
 /* A rule without `key` joins on the row key the schema cache has. */
-static bool wants_row_key(const mr_rule *r)
-{
-    return !r->paginate->nkeys;
-}
+static bool wants_row_key(const mr_rule *r) { return !r->paginate->nkeys; }
 
-static bool tables(const mr_rule *r, const char **schema, const char **table,
-                   const char **staging)
+static bool tables(const mr_rule *r, const char **schema, const char **table, const char **staging)
 {
     *schema = r->paginate->schema;
     *table = r->paginate->table;

@@ -51,7 +51,10 @@ static bool paginate_table(loader *L, const draft *dr, mr_paginate_def *p)
 /* strategy = deferred_join | keyset | auto. */
 static bool paginate_strategy(loader *L, const draft *dr, mr_paginate_def *p)
 {
-    static const struct { const char *name; mr_paginate_strategy s; } names[] = {
+    static const struct {
+        const char *name;
+        mr_paginate_strategy s;
+    } names[] = {
         {"deferred_join", MR_PAGINATE_DEFERRED_JOIN},
         {"keyset", MR_PAGINATE_KEYSET},
         {"auto", MR_PAGINATE_AUTO},
@@ -102,7 +105,8 @@ bool mr_paginate_rule_parse(loader *L, const draft *dr, mr_rule *r, struct rule_
     r->paginate = p;
     r->err_code = MR_PAGINATE_ERR_CODE;
     memcpy(r->sqlstate, MR_PAGINATE_SQLSTATE, sizeof r->sqlstate);
-    bool ok = mr_rule_need(L, dr, "table", "paginate rules need the table (or *) whose pages they take");
+    bool ok =
+        mr_rule_need(L, dr, "table", "paginate rules need the table (or *) whose pages they take");
     ok &= mr_rule_count(L, dr, "threshold", 1000, UINT64_MAX / 10, &p->threshold);
     ok &= paginate_strategy(L, dr, p);
     ok &= paginate_max_offset(L, dr, p);
@@ -116,8 +120,8 @@ bool mr_paginate_rule_parse(loader *L, const draft *dr, mr_rule *r, struct rule_
         return false;
     char text[200];
     static const char *const strategy[] = {"deferred_join", "keyset", "auto"};
-    snprintf(text, sizeof text, "paginate %s%s%s from offset %llu, %s%s%s", p->schema ?
-             p->schema : "", p->schema ? "." : "", p->table ? p->table : "*",
+    snprintf(text, sizeof text, "paginate %s%s%s from offset %llu, %s%s%s",
+             p->schema ? p->schema : "", p->schema ? "." : "", p->table ? p->table : "*",
              (unsigned long long)p->threshold, strategy[p->strategy],
              p->max_offset ? ", max_offset set" : "", p->nkeys ? "" : ", key from the schema");
     r->pattern = mr_rule_strdup(L, text);

@@ -23,17 +23,17 @@
 #include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/paginate/keyset.h"
 #include "myrewrite/proto/codec.h"
-#include "myrewrite/stats/rule_stats.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/sql/lexer.h"
+#include "myrewrite/stats/rule_stats.h"
 
 _Static_assert(MR_KEYSET_PACKET_MAX == MR_FEATURE_PACKET_MAX,
                "the session hands the watch packets up to the watch's own limit");
 
 typedef struct pg_keyset {
     mr_keyset_watch watch;
-    mr_keyset_writes prepared;  /* tables of every write this session prepared */
-    mr_keyset_writes command;   /* tables the command in flight writes: noted again at its end */
+    mr_keyset_writes prepared; /* tables of every write this session prepared */
+    mr_keyset_writes command;  /* tables the command in flight writes: noted again at its end */
 } pg_keyset;
 
 static pg_keyset *state(void **st)
@@ -85,8 +85,8 @@ static bool starts_with_select(const char *sql, size_t len)
 
 /* A command starts: a prepared write executes, or a statement too large
  * for the front end goes by unread. */
-static mr_hook_action command(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *p,
-                              size_t n, uint32_t len)
+static mr_hook_action command(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *p, size_t n,
+                              uint32_t len)
 {
     (void)fs;
     pg_keyset *k = *st;
@@ -142,8 +142,7 @@ static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
     if (watch) {
         mr_keyset_watch_begin(&k->watch, &res->keyset, &mr_bookmarks_store);
         k->watch.ext_metadata = (fs->ext_caps & MR_MARIADB_CAP_EXTENDED_METADATA) != 0;
-    }
-    else
+    } else
         k->watch.active = false;
     return MR_HOOK_PASS;
 }
@@ -177,10 +176,7 @@ static void response_end(mr_fsession *fs, void **st, const mr_hook_response *r)
 }
 
 /* The statement side's ports: the bookmark store. */
-static void ports(mr_stmt_ctx *ctx)
-{
-    ctx->bookmarks = &mr_bookmarks_store;
-}
+static void ports(mr_stmt_ctx *ctx) { ctx->bookmarks = &mr_bookmarks_store; }
 
 const mr_feature mr_paginate_feature = {
     .name = "paginate",

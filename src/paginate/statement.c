@@ -55,16 +55,20 @@ static void note_guard(mr_rule_run *R, const mr_rule *r, const mr_pag_info *info
     g->nparams = info->nparams;
 }
 
-static rule_why copy_out(mr_rule_run *R, const mr_buf *b, mr_rule_text *out, const mr_pag_info *info)
+static rule_why copy_out(mr_rule_run *R, const mr_buf *b, mr_rule_text *out,
+                         const mr_pag_info *info)
 {
     if (b->failed || !mr_rule_text_reserve(out, b->len + 1))
         return not_this(R, "out of memory");
     memcpy(out->p, b->data, b->len);
     out->len = b->len;
     if (info->offset_param)
-        snprintf(R->detail, sizeof R->detail, "deferred join for every offset (LIMIT ? is "
-                 "rewritten at prepare time)%s", R->res->page_guard.rule ? "; max_offset is "
-                 "checked at each execute" : "");
+        snprintf(R->detail, sizeof R->detail,
+                 "deferred join for every offset (LIMIT ? is "
+                 "rewritten at prepare time)%s",
+                 R->res->page_guard.rule ? "; max_offset is "
+                                           "checked at each execute"
+                                         : "");
     else
         snprintf(R->detail, sizeof R->detail, "deferred join from offset %llu",
                  (unsigned long long)info->offset);
@@ -87,7 +91,8 @@ static void key_from_schema(mr_rule_run *R, const mr_rule_stmt *S, mr_row_key *r
         !mr_sd_token_name(S->text, &tok[st->tables[0].name], table))
         return;
     if (!R->ctx->schema_src) {
-        snprintf(R->detail, sizeof R->detail, "no key: no schema cache here (the rule has no "
+        snprintf(R->detail, sizeof R->detail,
+                 "no key: no schema cache here (the rule has no "
                  "key and --explain reads no server)");
         return;
     }
@@ -97,7 +102,8 @@ static void key_from_schema(mr_rule_run *R, const mr_rule_stmt *S, mr_row_key *r
     else if (R->ctx->schema && strlen(R->ctx->schema) < sizeof schema)
         strcpy(schema, R->ctx->schema);
     if (!schema[0]) {
-        snprintf(R->detail, sizeof R->detail, "no key: the table's schema is not known (no "
+        snprintf(R->detail, sizeof R->detail,
+                 "no key: the table's schema is not known (no "
                  "default schema)");
         return;
     }
@@ -125,8 +131,8 @@ rule_why mr_paginate_apply(mr_rule_run *R, mr_rule_stmt *S, size_t i, mr_rule_te
     mr_pag_info info;
     mr_paginate_def def = *r->paginate;
     /* the statement's text is not NUL-terminated: the tail is copied by length */
-    mr_pag_outcome o = mr_paginate_sql(S->text, S->len, R->tok, &S->st, &def,
-                                       R->ctx->schema, b, &info);
+    mr_pag_outcome o =
+        mr_paginate_sql(S->text, S->len, R->tok, &S->st, &def, R->ctx->schema, b, &info);
     bool keyset = r->paginate->strategy != MR_PAGINATE_DEFERRED_JOIN;
     /* def.keys may point into these (a key from the schema): they must live as
      * long as def, down to the keyset code below */
@@ -139,8 +145,7 @@ rule_why mr_paginate_apply(mr_rule_run *R, mr_rule_stmt *S, size_t i, mr_rule_te
         key_from_schema(R, S, &rk, names, &def);
         if (!def.nkeys)
             return WHY_NOT_KIND; /* R->detail says why the key is not known */
-        o = mr_paginate_sql(S->text, S->len, R->tok, &S->st, &def, R->ctx->schema, b,
-                            &info);
+        o = mr_paginate_sql(S->text, S->len, R->tok, &S->st, &def, R->ctx->schema, b, &info);
     }
     if (o == MR_PAG_TOO_DEEP)
         return too_deep(R, ps, r, info.offset);

@@ -14,8 +14,8 @@
 #include "myrewrite/rules/kind.h"
 
 typedef struct pag_scratch {
-    mr_buf out;      /* deferred join (or seek) of the latest paginate rule */
-    char msg[512];   /* guardrail refusal of the latest paginate rule (res->message) */
+    mr_buf out;    /* deferred join (or seek) of the latest paginate rule */
+    char msg[512]; /* guardrail refusal of the latest paginate rule (res->message) */
 } pag_scratch;
 
 /* The kind's buffers; made at its first statement (mr_paginate_apply
@@ -29,7 +29,7 @@ static inline pag_scratch *pag_scratch_of(mr_rule_run *R)
  * (its deferred join, if any, in the scratch's out): a seek, the deferred
  * join, or untouched; fills R->res->keyset (paginate/keyset_statement.c). */
 rule_why mr_paginate_keyset(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r,
-                            const mr_paginate_def *def, mr_pag_outcome o,
-                            const mr_pag_info *info, mr_rule_text *out);
+                            const mr_paginate_def *def, mr_pag_outcome o, const mr_pag_info *info,
+                            mr_rule_text *out);
 
 #endif

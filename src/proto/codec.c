@@ -17,10 +17,7 @@ mr_rc mr_pkt_header_read(const uint8_t *p, size_t n, mr_pkt_header *h)
 
 /* A short read is need-more: the caller decides whether more bytes can
  * come (a prefix of a packet) or the payload is malformed (a whole one). */
-static mr_rc need(mr_reader *r, size_t k)
-{
-    return r->n - r->pos >= k ? MR_OK : MR_NEED_MORE;
-}
+static mr_rc need(mr_reader *r, size_t k) { return r->n - r->pos >= k ? MR_OK : MR_NEED_MORE; }
 
 static uint64_t le(const uint8_t *p, int bytes)
 {
@@ -67,8 +64,7 @@ mr_rc mr_read_lenenc(mr_reader *r, uint64_t *v)
     case 0xfd: extra = 3; break;
     case 0xfe: extra = 8; break;
     case 0xfb: /* NULL marker: not an integer */
-    case 0xff: /* error marker */
-        return MR_MALFORMED;
+    case 0xff: /* error marker */ return MR_MALFORMED;
     default:
         *v = first;
         r->pos++;

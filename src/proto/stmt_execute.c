@@ -111,11 +111,14 @@ static bool value(cursor *c, uint8_t type, bool is_unsigned, mr_exec_param *out,
     const uint8_t *b;
     uint64_t n;
     switch (type) {
-    case 1: return int_value(c, 1, is_unsigned, out, buf);   /* TINY */
-    case 2: case 13: return int_value(c, 2, is_unsigned, out, buf); /* SHORT, YEAR */
-    case 3: case 9: return int_value(c, 4, is_unsigned, out, buf);  /* LONG, INT24 */
-    case 8: return int_value(c, 8, is_unsigned, out, buf);   /* LONGLONG */
-    case 4: case 5: {                                        /* FLOAT, DOUBLE */
+    case 1: return int_value(c, 1, is_unsigned, out, buf); /* TINY */
+    case 2:
+    case 13: return int_value(c, 2, is_unsigned, out, buf); /* SHORT, YEAR */
+    case 3:
+    case 9: return int_value(c, 4, is_unsigned, out, buf); /* LONG, INT24 */
+    case 8: return int_value(c, 8, is_unsigned, out, buf); /* LONGLONG */
+    case 4:
+    case 5: { /* FLOAT, DOUBLE */
         double v;
         if (!take(c, type == 4 ? 4 : 8, &b))
             return false;
@@ -131,9 +134,22 @@ static bool value(cursor *c, uint8_t type, bool is_unsigned, mr_exec_param *out,
         out->p = buf;
         return true;
     }
-    case 7: case 10: case 12: return date_value(c, out, buf); /* TIMESTAMP, DATE, DATETIME */
-    case 0: case 15: case 16: case 245: case 246: case 247: case 248: case 249: case 250:
-    case 251: case 252: case 253: case 254:                  /* strings, decimals, blobs */
+    case 7:
+    case 10:
+    case 12: return date_value(c, out, buf); /* TIMESTAMP, DATE, DATETIME */
+    case 0:
+    case 15:
+    case 16:
+    case 245:
+    case 246:
+    case 247:
+    case 248:
+    case 249:
+    case 250:
+    case 251:
+    case 252:
+    case 253:
+    case 254: /* strings, decimals, blobs */
         if (!lenenc(c, &n) || n > UINT32_MAX || !take(c, (size_t)n, &b))
             return false;
         out->kind = MR_EXEC_PARAM_TEXT;

@@ -318,27 +318,16 @@ mr_track_result mr_tracker_feed(mr_tracker *t, const uint8_t *p, size_t n, uint3
     switch (t->state) {
     case MR_TS_FIRST:
         return t->expect == MR_EXPECT_PREPARE ? feed_prepare_ok(t, p, n) : feed_first(t, p, n, len);
-    case MR_TS_COLUMNS:
-        return feed_definition(t, MR_TS_COLUMNS_EOF, columns_done);
-    case MR_TS_COLUMNS_EOF:
-        return feed_columns_eof(t, p, n, len);
-    case MR_TS_ROWS:
-        return feed_rows(t, p, n, len);
-    case MR_TS_PREP_PARAMS:
-        return feed_definition(t, MR_TS_PREP_PARAMS_EOF, prepare_next_block);
-    case MR_TS_PREP_PARAMS_EOF:
-        return feed_block_eof(t, p, n, len, prepare_next_block);
-    case MR_TS_PREP_COLUMNS:
-        return feed_definition(t, MR_TS_PREP_COLUMNS_EOF, done);
-    case MR_TS_PREP_COLUMNS_EOF:
-        return feed_block_eof(t, p, n, len, done);
-    case MR_TS_FIELDS:
-        return feed_fields(t, p, n, len);
-    case MR_TS_ONE:
-        return feed_one(t, p, n, len);
-    case MR_TS_AUTH:
-        return feed_auth(t, p, n);
-    default:
-        return MR_TRACK_MALFORMED; /* nothing was asked: unsolicited packet */
+    case MR_TS_COLUMNS: return feed_definition(t, MR_TS_COLUMNS_EOF, columns_done);
+    case MR_TS_COLUMNS_EOF: return feed_columns_eof(t, p, n, len);
+    case MR_TS_ROWS: return feed_rows(t, p, n, len);
+    case MR_TS_PREP_PARAMS: return feed_definition(t, MR_TS_PREP_PARAMS_EOF, prepare_next_block);
+    case MR_TS_PREP_PARAMS_EOF: return feed_block_eof(t, p, n, len, prepare_next_block);
+    case MR_TS_PREP_COLUMNS: return feed_definition(t, MR_TS_PREP_COLUMNS_EOF, done);
+    case MR_TS_PREP_COLUMNS_EOF: return feed_block_eof(t, p, n, len, done);
+    case MR_TS_FIELDS: return feed_fields(t, p, n, len);
+    case MR_TS_ONE: return feed_one(t, p, n, len);
+    case MR_TS_AUTH: return feed_auth(t, p, n);
+    default: return MR_TRACK_MALFORMED; /* nothing was asked: unsolicited packet */
     }
 }

@@ -8,8 +8,8 @@
  * claims in every queue table. The same thread runs the reaper rounds.
  * Owns the copies of the queue rules, the id lists and the counters.
  */
-#include "myrewrite/base/clock.h"
 #include "myrewrite/queue/release.h"
+#include "myrewrite/base/clock.h"
 
 #include <inttypes.h>
 #include <mysql.h>
@@ -20,16 +20,16 @@
 #include <string.h>
 #include <time.h>
 
-#include "myrewrite/net/bgconn.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/net/bgconn.h"
 #include "myrewrite/queue/release_sql.h"
 
-#define POLL_MS 20          /* while ended connections wait to disappear */
-#define KILL_AFTER_MS 2000  /* still listed this long after its session ended */
-#define GIVE_UP_MS 30000    /* then the reaper's business */
-#define MAX_TRIES 5         /* failed releases of one id before giving up */
-#define IN_LIST_MAX 256     /* ids per PROCESSLIST query */
-#define ENDED_MAX 1000000   /* ended ids kept while the own connection is down */
+#define POLL_MS 20         /* while ended connections wait to disappear */
+#define KILL_AFTER_MS 2000 /* still listed this long after its session ended */
+#define GIVE_UP_MS 30000   /* then the reaper's business */
+#define MAX_TRIES 5        /* failed releases of one id before giving up */
+#define IN_LIST_MAX 256    /* ids per PROCESSLIST query */
+#define ENDED_MAX 1000000  /* ended ids kept while the own connection is down */
 
 typedef struct waiting {
     uint64_t id;
@@ -40,7 +40,7 @@ typedef struct waiting {
 
 typedef struct defs {
     mr_queue_def *q;
-    char **rule;        /* rule names, for logs */
+    char **rule; /* rule names, for logs */
     size_t n;
 } defs;
 
@@ -50,10 +50,10 @@ static struct {
     /* guarded by lock */
     uint32_t *ended;
     size_t nended, ended_cap;
-    bool ended_full;    /* ENDED_MAX reached: said once until the list drains */
-    defs next;          /* from mr_queue_configure, adopted by the thread */
+    bool ended_full; /* ENDED_MAX reached: said once until the list drains */
+    defs next;       /* from mr_queue_configure, adopted by the thread */
     bool have_next;
-    bool idle;          /* nothing pending after the last tick */
+    bool idle; /* nothing pending after the last tick */
     /* main thread */
     mr_bgconn *bg;
     bool warned_no_user;
@@ -62,16 +62,13 @@ static struct {
     mr_queue_stats stats;
     /* bgconn thread */
     defs cur;
-    uint64_t *next_reap;  /* per cur.q: monotonic ms of the next round */
+    uint64_t *next_reap; /* per cur.q: monotonic ms of the next round */
     waiting *wait;
     size_t nwait, wait_cap;
     bool process_priv;
 } Q = {.lock = PTHREAD_MUTEX_INITIALIZER, .idle_cond = PTHREAD_COND_INITIALIZER, .idle = true};
 
-const mr_queue_stats *mr_queue_stats_get(void)
-{
-    return &Q.stats;
-}
+const mr_queue_stats *mr_queue_stats_get(void) { return &Q.stats; }
 
 /* ---- rule copies ---------------------------------------------------------------- */
 
@@ -85,9 +82,11 @@ static char *dup_or_null(const char *s, bool *ok)
 
 static void def_free(mr_queue_def *q)
 {
-    char *fields[] = {q->schema, q->table, q->owner_column, q->status_column, q->claimed_value,
-                      q->unclaimed_value, q->unclaimed_owner, q->claimed_at_column, q->release,
-                      q->reap};
+    char *fields[] = {q->schema,          q->table,
+                      q->owner_column,    q->status_column,
+                      q->claimed_value,   q->unclaimed_value,
+                      q->unclaimed_owner, q->claimed_at_column,
+                      q->release,         q->reap};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         free(fields[i]);
 }
@@ -157,10 +156,13 @@ static void log_rules(const defs *d)
         const mr_queue_def *q = &d->q[i];
         if (!has_reaper(q))
             mr_info(0, "queue rule %s on %s.%s: release on disconnect; no reaper (%s)", d->rule[i],
-                    q->schema, q->table, q->release ? "release without reap" : "no claimed_at_column");
+                    q->schema, q->table,
+                    q->release ? "release without reap" : "no claimed_at_column");
         else
-            mr_info(0, "queue rule %s on %s.%s: release on disconnect; reaper for claims older "
-                    "than %" PRIu64 " ms", d->rule[i], q->schema, q->table, q->timeout_ms);
+            mr_info(0,
+                    "queue rule %s on %s.%s: release on disconnect; reaper for claims older "
+                    "than %" PRIu64 " ms",
+                    d->rule[i], q->schema, q->table, q->timeout_ms);
     }
 }
 
@@ -199,8 +201,10 @@ void mr_queue_session_ended(uint32_t id)
         Q.ended_full = true;
         pthread_mutex_unlock(&Q.lock);
         if (say)
-            mr_error(0, "queue: %d ended sessions wait for the proxy's own connection; the "
-                     "claims of those that end meanwhile are left to the reaper", ENDED_MAX);
+            mr_error(0,
+                     "queue: %d ended sessions wait for the proxy's own connection; the "
+                     "claims of those that end meanwhile are left to the reaper",
+                     ENDED_MAX);
         return;
     }
     bool ok = Q.nended < Q.ended_cap;
@@ -283,7 +287,7 @@ static bool on_connect(MYSQL *db, void *arg)
         mysql_free_result(mysql_store_result(db));
         if (!Q.process_priv)
             mr_info(0, "queue: proxy_user has the PROCESS privilege now; release on disconnect "
-                    "and the reaper resume");
+                       "and the reaper resume");
         Q.process_priv = true;
         return true;
     }
@@ -296,9 +300,9 @@ static bool on_connect(MYSQL *db, void *arg)
     mr_stat_add(&Q.stats.no_process, 1);
     if (Q.process_priv)
         mr_error(0, "queue: proxy_user lacks the PROCESS privilege, so PROCESSLIST shows only "
-                 "its own connections and every worker would look dead; release on disconnect "
-                 "and the reaper are refused until it is granted (GRANT PROCESS ON *.*; checked "
-                 "at every reconnect)");
+                    "its own connections and every worker would look dead; release on disconnect "
+                    "and the reaper are refused until it is granted (GRANT PROCESS ON *.*; checked "
+                    "at every reconnect)");
     Q.process_priv = false;
     return false;
 }
@@ -350,10 +354,7 @@ static void take_ended(uint64_t now)
     pthread_mutex_unlock(&Q.lock);
 }
 
-static void wait_remove(size_t i)
-{
-    Q.wait[i] = Q.wait[--Q.nwait];
-}
+static void wait_remove(size_t i) { Q.wait[i] = Q.wait[--Q.nwait]; }
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -411,9 +412,11 @@ static bool live_waiting(MYSQL *db, idset *live)
 {
     char sql[IN_LIST_MAX * 12 + 100];
     for (size_t at = 0; at < Q.nwait;) {
-        int o = snprintf(sql, sizeof sql, "SELECT ID FROM information_schema.PROCESSLIST WHERE ID IN (");
+        int o = snprintf(sql, sizeof sql,
+                         "SELECT ID FROM information_schema.PROCESSLIST WHERE ID IN (");
         for (size_t k = 0; k < IN_LIST_MAX && at < Q.nwait; k++, at++)
-            o += snprintf(sql + o, sizeof sql - (size_t)o, "%s%" PRIu64, k ? "," : "", Q.wait[at].id);
+            o += snprintf(sql + o, sizeof sql - (size_t)o, "%s%" PRIu64, k ? "," : "",
+                          Q.wait[at].id);
         snprintf(sql + o, sizeof sql - (size_t)o, ")");
         if (!read_ids(db, sql, "queue: reading PROCESSLIST", live))
             return false;
@@ -451,9 +454,11 @@ static bool release_id(MYSQL *db, const waiting *w, uint64_t now)
             return false;
         total += n;
         if (n > 0)
-            mr_info(0, "queue: released %lld rows of %s.%s claimed by backend connection %"
-                    PRIu64 " (rule %s), %" PRIu64 " ms after its session ended", n,
-                    Q.cur.q[i].schema, Q.cur.q[i].table, w->id, Q.cur.rule[i], now - w->since_ms);
+            mr_info(0,
+                    "queue: released %lld rows of %s.%s claimed by backend connection %" PRIu64
+                    " (rule %s), %" PRIu64 " ms after its session ended",
+                    n, Q.cur.q[i].schema, Q.cur.q[i].table, w->id, Q.cur.rule[i],
+                    now - w->since_ms);
     }
     mr_stat_add(&Q.stats.release_runs, 1);
     mr_stat_add(&Q.stats.rows_released, (uint64_t)total);
@@ -467,8 +472,10 @@ static bool still_running(MYSQL *db, waiting *w, uint64_t now)
 {
     if (now - w->since_ms >= GIVE_UP_MS) {
         mr_stat_add(&Q.stats.gave_up, 1);
-        mr_warn(0, "queue: backend connection %" PRIu64 " still exists %u s after its session "
-                "ended; its claims are left to the reaper", w->id, GIVE_UP_MS / 1000);
+        mr_warn(0,
+                "queue: backend connection %" PRIu64 " still exists %u s after its session "
+                "ended; its claims are left to the reaper",
+                w->id, GIVE_UP_MS / 1000);
         return false;
     }
     if (!w->killed && now - w->since_ms >= KILL_AFTER_MS) {
@@ -476,8 +483,10 @@ static bool still_running(MYSQL *db, waiting *w, uint64_t now)
         snprintf(sql, sizeof sql, "KILL CONNECTION %" PRIu64, w->id);
         w->killed = true;
         if (mysql_query(db, sql) == 0 || mysql_errno(db) == ER_NO_SUCH_THREAD) {
-            mr_info(0, "queue: backend connection %" PRIu64 " was still running %u ms after its "
-                    "session ended; killed it (its open work rolls back)", w->id, KILL_AFTER_MS);
+            mr_info(0,
+                    "queue: backend connection %" PRIu64 " was still running %u ms after its "
+                    "session ended; killed it (its open work rolls back)",
+                    w->id, KILL_AFTER_MS);
             mr_stat_add(&Q.stats.kills, 1);
         } else {
             mr_warn(0, "queue: KILL CONNECTION %" PRIu64 " failed: %u %s", w->id, mysql_errno(db),
@@ -540,9 +549,10 @@ static void reap_table(MYSQL *db, size_t i)
         free(sql);
         ok = n >= 0;
         if (n > 0) {
-            mr_info(0, "queue reaper: released %lld rows of %s.%s claimed by connection %" PRIu64
-                    ", which is gone, more than %" PRIu64 " ms ago (rule %s)", n, q->schema,
-                    q->table, owners.v[k], q->timeout_ms, Q.cur.rule[i]);
+            mr_info(0,
+                    "queue reaper: released %lld rows of %s.%s claimed by connection %" PRIu64
+                    ", which is gone, more than %" PRIu64 " ms ago (rule %s)",
+                    n, q->schema, q->table, owners.v[k], q->timeout_ms, Q.cur.rule[i]);
             mr_stat_add(&Q.stats.reaper_rows, (uint64_t)n);
         }
     }
@@ -590,9 +600,10 @@ static void reap_template(MYSQL *db, size_t i)
         mr_stat_add(&Q.stats.errors, 1);
     }
     if (n > 0) {
-        mr_info(0, "queue reaper: released %lld rows of %s.%s claimed before %s by connections "
-                "that are gone (rule %s, reap template)", n, q->schema, q->table, cutoff,
-                Q.cur.rule[i]);
+        mr_info(0,
+                "queue reaper: released %lld rows of %s.%s claimed before %s by connections "
+                "that are gone (rule %s, reap template)",
+                n, q->schema, q->table, cutoff, Q.cur.rule[i]);
         mr_stat_add(&Q.stats.reaper_rows, (uint64_t)n);
     }
     free(live.v);
@@ -610,7 +621,8 @@ static void reap_round(MYSQL *db, size_t i)
     if (!ok || !got) {
         mr_stat_add(ok ? &Q.stats.reaper_skipped : &Q.stats.errors, 1);
         if (ok)
-            mr_debug(0, "queue reaper: another proxy reaps %s.%s now; skipped", q->schema, q->table);
+            mr_debug(0, "queue reaper: another proxy reaps %s.%s now; skipped", q->schema,
+                     q->table);
         return;
     }
     if (q->reap)

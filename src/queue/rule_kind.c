@@ -8,9 +8,19 @@
 #include "myrewrite/queue/rule.h"
 
 static const char *const keys[] = {
-    "table", "owner_column", "status_column", "claimed_value", "unclaimed_value",
-    "unclaimed_owner", "claimed_at_column", "timeout", "release", "reap", "skip_locked",
-    "claim_read_committed", NULL,
+    "table",
+    "owner_column",
+    "status_column",
+    "claimed_value",
+    "unclaimed_value",
+    "unclaimed_owner",
+    "claimed_at_column",
+    "timeout",
+    "release",
+    "reap",
+    "skip_locked",
+    "claim_read_committed",
+    NULL,
 };
 
 /* A rule without skip_locked or claim_read_committed asks nothing of

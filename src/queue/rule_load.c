@@ -43,19 +43,23 @@ static bool queue_table(loader *L, const draft *dr, mr_queue_def *q)
  * (timeout stays, for the `reap` template). */
 static bool release_alone(loader *L, const draft *dr)
 {
-    static const char *const cols[] = {"owner_column", "status_column", "claimed_value",
-                                  "unclaimed_value", "unclaimed_owner", "claimed_at_column"};
+    static const char *const cols[] = {"owner_column",    "status_column",   "claimed_value",
+                                       "unclaimed_value", "unclaimed_owner", "claimed_at_column"};
     bool ok = true;
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
         if (mr_rule_val(dr, cols[i])) {
-            mr_rule_error(L, mr_rule_line(dr, cols[i]), "%s in [queue %s] does not apply "
-                        "with release, which replaces the column keys (a reaper then needs "
-                        "reap)", cols[i], dr->name);
+            mr_rule_error(L, mr_rule_line(dr, cols[i]),
+                          "%s in [queue %s] does not apply "
+                          "with release, which replaces the column keys (a reaper then needs "
+                          "reap)",
+                          cols[i], dr->name);
             ok = false;
         }
     if (mr_rule_val(dr, "timeout") && !mr_rule_val(dr, "reap")) {
-        mr_rule_error(L, mr_rule_line(dr, "timeout"), "timeout in [queue %s] needs reap: "
-                    "with release, only the reap template can tell a claim's age", dr->name);
+        mr_rule_error(L, mr_rule_line(dr, "timeout"),
+                      "timeout in [queue %s] needs reap: "
+                      "with release, only the reap template can tell a claim's age",
+                      dr->name);
         ok = false;
     }
     return ok;
@@ -76,13 +80,16 @@ static bool queue_release(loader *L, const draft *dr, mr_queue_def *q)
 {
     const char *v = mr_rule_val(dr, "release");
     if (!strstr(v, "{owner}")) {
-        mr_rule_bad_value(L, dr, "release", "one SQL statement using {owner} for the backend "
-                  "connection id, like UPDATE jobs SET worker = NULL WHERE worker = {owner}");
+        mr_rule_bad_value(
+            L, dr, "release",
+            "one SQL statement using {owner} for the backend "
+            "connection id, like UPDATE jobs SET worker = NULL WHERE worker = {owner}");
         return false;
     }
     if (!one_statement(mr_queue_fill_release(v, 1))) {
-        mr_rule_bad_value(L, dr, "release", "exactly one SQL statement that lexes (with {owner} "
-                  "standing for a number)");
+        mr_rule_bad_value(L, dr, "release",
+                          "exactly one SQL statement that lexes (with {owner} "
+                          "standing for a number)");
         return false;
     }
     q->release = mr_rule_strdup(L, v);
@@ -96,18 +103,22 @@ static bool queue_reap(loader *L, const draft *dr, mr_queue_def *q)
     if (!v)
         return true;
     if (!strstr(v, "{live}") || !strstr(v, "{cutoff}")) {
-        mr_rule_bad_value(L, dr, "reap", "one SQL statement using {live} for the list of live "
-                  "connection ids and {cutoff} for the claim time limit, like UPDATE jobs SET "
-                  "worker = NULL WHERE worker NOT IN ({live}) AND locked_at < {cutoff}");
+        mr_rule_bad_value(
+            L, dr, "reap",
+            "one SQL statement using {live} for the list of live "
+            "connection ids and {cutoff} for the claim time limit, like UPDATE jobs SET "
+            "worker = NULL WHERE worker NOT IN ({live}) AND locked_at < {cutoff}");
         return false;
     }
     static const uint64_t sample[] = {1, 2};
     if (!one_statement(mr_queue_fill_reap(v, sample, 2, "2000-01-01 00:00:00.000000"))) {
-        mr_rule_bad_value(L, dr, "reap", "exactly one SQL statement that lexes (with {live} standing "
-                  "for a list of numbers and {cutoff} for a time)");
+        mr_rule_bad_value(L, dr, "reap",
+                          "exactly one SQL statement that lexes (with {live} standing "
+                          "for a list of numbers and {cutoff} for a time)");
         return false;
     }
-    if (mr_rule_val(dr, "timeout") && !mr_rule_duration(mr_rule_val(dr, "timeout"), &q->timeout_ms)) {
+    if (mr_rule_val(dr, "timeout") &&
+        !mr_rule_duration(mr_rule_val(dr, "timeout"), &q->timeout_ms)) {
         mr_rule_bad_value(L, dr, "timeout", "a duration above zero, like 90s, 10m or 1h");
         return false;
     }
@@ -121,8 +132,10 @@ static bool queue_columns(loader *L, const draft *dr, mr_queue_def *q)
     const char *what = "queue rules need owner_column, status_column, claimed_value and "
                        "unclaimed_value, or a release statement";
     if (mr_rule_val(dr, "reap")) {
-        mr_rule_error(L, mr_rule_line(dr, "reap"), "reap in [queue %s] applies only with "
-                    "release; the column form has its own reaper (claimed_at_column)", dr->name);
+        mr_rule_error(L, mr_rule_line(dr, "reap"),
+                      "reap in [queue %s] applies only with "
+                      "release; the column form has its own reaper (claimed_at_column)",
+                      dr->name);
         return false;
     }
     bool ok = mr_rule_need(L, dr, "owner_column", what);
@@ -132,20 +145,24 @@ static bool queue_columns(loader *L, const draft *dr, mr_queue_def *q)
     ok &= mr_rule_name(L, dr, "owner_column", &q->owner_column);
     ok &= mr_rule_name(L, dr, "status_column", &q->status_column);
     ok &= mr_rule_name(L, dr, "claimed_at_column", &q->claimed_at_column);
-    if (mr_rule_val(dr, "timeout") && !mr_rule_duration(mr_rule_val(dr, "timeout"), &q->timeout_ms)) {
+    if (mr_rule_val(dr, "timeout") &&
+        !mr_rule_duration(mr_rule_val(dr, "timeout"), &q->timeout_ms)) {
         mr_rule_bad_value(L, dr, "timeout", "a duration above zero, like 90s, 10m or 1h");
         ok = false;
     }
     if (mr_rule_val(dr, "timeout") && !mr_rule_val(dr, "claimed_at_column")) {
-        mr_rule_error(L, mr_rule_line(dr, "timeout"), "timeout in [queue %s] needs "
-                    "claimed_at_column: a claim's age is read from it", dr->name);
+        mr_rule_error(L, mr_rule_line(dr, "timeout"),
+                      "timeout in [queue %s] needs "
+                      "claimed_at_column: a claim's age is read from it",
+                      dr->name);
         ok = false;
     }
     if (!ok)
         return false;
     q->claimed_value = mr_rule_strdup(L, mr_rule_val(dr, "claimed_value"));
     q->unclaimed_value = mr_rule_strdup(L, mr_rule_val(dr, "unclaimed_value"));
-    q->unclaimed_owner = mr_rule_strdup(L, mr_rule_val(dr, "unclaimed_owner") ? mr_rule_val(dr, "unclaimed_owner") : "0");
+    q->unclaimed_owner = mr_rule_strdup(
+        L, mr_rule_val(dr, "unclaimed_owner") ? mr_rule_val(dr, "unclaimed_owner") : "0");
     return q->claimed_value && q->unclaimed_value && q->unclaimed_owner;
 }
 

@@ -67,8 +67,8 @@ static rule_why qualifies(mr_rule_run *R, mr_rule_stmt *S, const mr_queue_def *q
     const sql_stmt *st = &S->st;
     if (st->kind != SQL_STMT_SELECT)
         return not_this(R, "not a SELECT");
-    if (st->flags & (SQL_SF_UNSUPPORTED | SQL_SF_LEX_ERROR | SQL_SF_EXEC_COMMENT |
-                     SQL_SF_UNION | SQL_SF_OVERFLOW))
+    if (st->flags & (SQL_SF_UNSUPPORTED | SQL_SF_LEX_ERROR | SQL_SF_EXEC_COMMENT | SQL_SF_UNION |
+                     SQL_SF_OVERFLOW))
         return not_this(R, "recognizer could not read the whole statement");
     if (!plain_for_update(R, S))
         return not_this(R, "no plain FOR UPDATE clause");
@@ -113,7 +113,7 @@ static bool claim(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r)
     if (apply)
         R->res->read_committed = true;
     snprintf(R->detail, sizeof R->detail, "an UPDATE of the queue table: text kept%s",
-             !apply ? " (log_only: nothing done)"
+             !apply             ? " (log_only: nothing done)"
              : R->ctx->prepared ? "; each execute sent in autocommit mode outside a transaction "
                                   "runs READ COMMITTED (claim_read_committed)"
                                 : "; sent alone in autocommit mode outside a transaction, it "

@@ -39,8 +39,8 @@ static bool check_sql(const rule_src *at, const char *key, const char *text)
     bool any = false, after_semi = false;
     while (sql_lexer_next(&lx, &t)) {
         if (t.kind == SQL_TOK_ERROR) {
-            err(at, "%s in " RULE_FMT " does not lex: %s at byte %u; write one SQL statement",
-                key, RULE_ARGS(at), sql_lex_err_name(t.id), (unsigned)t.off + 1);
+            err(at, "%s in " RULE_FMT " does not lex: %s at byte %u; write one SQL statement", key,
+                RULE_ARGS(at), sql_lex_err_name(t.id), (unsigned)t.off + 1);
             return false;
         }
         if (t.kind == SQL_TOK_COMMENT)
@@ -151,12 +151,14 @@ typedef struct slot_use {
     long max;     /* largest slot referenced */
 } slot_use;
 
-static bool replacement_piece(const rule_src *at, sql_lexer *lx, const char *s,
-                              const sql_token *t, tpl_builder *b, uint32_t *copied, slot_use *u)
+static bool replacement_piece(const rule_src *at, sql_lexer *lx, const char *s, const sql_token *t,
+                              tpl_builder *b, uint32_t *copied, slot_use *u)
 {
     if (t->kind == SQL_TOK_EXEC_COMMENT && exec_has_param(s, t)) {
-        err(at, "replacement in " RULE_FMT " has ? inside an executable comment; "
-            "literal slots can only be used outside /*! ... */", RULE_ARGS(at));
+        err(at,
+            "replacement in " RULE_FMT " has ? inside an executable comment; "
+            "literal slots can only be used outside /*! ... */",
+            RULE_ARGS(at));
         return false;
     }
     if (t->kind != SQL_TOK_PARAM)
@@ -164,7 +166,8 @@ static bool replacement_piece(const rule_src *at, sql_lexer *lx, const char *s,
     uint32_t end;
     long v = slot_number(lx, s, t, &end);
     if (v < 0) {
-        err(at, "replacement in " RULE_FMT " has a malformed slot at byte %u; "
+        err(at,
+            "replacement in " RULE_FMT " has a malformed slot at byte %u; "
             "write ? (next literal) or ?1, ?2... (literal by position)",
             RULE_ARGS(at), (unsigned)t->off + 1);
         return false;
@@ -207,12 +210,15 @@ bool rules_compile_replacement(const rule_src *at, const char *repl, rule_impl *
         ok = false;
     }
     if (ok && u.bare && u.numbered) {
-        err(at, "replacement in " RULE_FMT " mixes ? and ?N; use either ? for the literals in "
-            "order or ?1, ?2... throughout", RULE_ARGS(at));
+        err(at,
+            "replacement in " RULE_FMT " mixes ? and ?N; use either ? for the literals in "
+            "order or ?1, ?2... throughout",
+            RULE_ARGS(at));
         ok = false;
     }
     if (ok && u.max > (long)im->nslots) {
-        err(at, "replacement in " RULE_FMT " uses literal ?%ld but the pattern has %u; "
+        err(at,
+            "replacement in " RULE_FMT " uses literal ?%ld but the pattern has %u; "
             "each ?, signed number, IN (...) list and run of VALUES rows counts as one",
             RULE_ARGS(at), u.max, im->nslots);
         ok = false;
@@ -259,10 +265,7 @@ static bool is_name_char(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /* After a '$' at s[*i]: the group it names, with *i moved past it; -1
  * when malformed, -2 for $$, -3 for an unknown name. As pcre2 reads it, a
@@ -322,9 +325,11 @@ bool rules_compile_regex_replace(const rule_src *at, const char *repl, rule_impl
             tpl_add(&b, (uint32_t)tl, 1, -1);
             tl++;
         } else if (g == -1 || g == -3) {
-            err(at, "replace in " RULE_FMT " has %s at byte %zu; write $1 or ${1} for a group, "
-                "${name} for a named group, $$ for a dollar sign", RULE_ARGS(at),
-                g == -1 ? "a malformed $ reference" : "an unknown group name", at_byte + 1);
+            err(at,
+                "replace in " RULE_FMT " has %s at byte %zu; write $1 or ${1} for a group, "
+                "${name} for a named group, $$ for a dollar sign",
+                RULE_ARGS(at), g == -1 ? "a malformed $ reference" : "an unknown group name",
+                at_byte + 1);
             ok = false;
         } else if ((uint32_t)g > im->ncap) {
             err(at, "replace in " RULE_FMT " uses $%ld but match has %u capture group%s",
@@ -423,8 +428,8 @@ bool rules_build_tables(mr_ruleset *rs)
         const rule_impl *im = &rs->impl[i];
         if (rs->rules[i].enabled)
             rs->types |= 1u << rs->rules[i].kind;
-        rs->has_block |= rs->rules[i].kind == MR_RULE_BLOCK && rs->rules[i].enabled &&
-                         !rs->rules[i].log_only;
+        rs->has_block |=
+            rs->rules[i].kind == MR_RULE_BLOCK && rs->rules[i].enabled && !rs->rules[i].log_only;
         if (never_candidate(&rs->rules[i]))
             continue;
         if (im->how == HOW_DIGEST)

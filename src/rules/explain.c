@@ -37,8 +37,8 @@ static void put_text(FILE *out, const char *s, size_t n)
     }
 }
 
-static void on_statement(void *ctx, unsigned index, unsigned version, const char *text,
-                         size_t len, const char *dig, uint64_t hash)
+static void on_statement(void *ctx, unsigned index, unsigned version, const char *text, size_t len,
+                         const char *dig, uint64_t hash)
 {
     explainer *E = ctx;
     if (version == 0)
@@ -68,8 +68,7 @@ static void filter_why(explainer *E, const char *what, const char *want, const c
             what, have ? "'" : "", have ? have : "unknown", have ? "'" : "");
 }
 
-static void why_text(explainer *E, const mr_ruleset *rs, size_t i, rule_why why,
-                     const char *detail)
+static void why_text(explainer *E, const mr_ruleset *rs, size_t i, rule_why why, const char *detail)
 {
     const mr_rule *r = &rs->rules[i];
     const rule_impl *im = &rs->impl[i];
@@ -160,30 +159,33 @@ static void header(FILE *out, const char *sql, size_t len, const mr_stmt_ctx *ct
 static void outcome(FILE *out, const mr_match_result *res)
 {
     switch (res->action) {
-    case MR_ACT_PASS:
-        fputs("action: pass\ntext: (the original)\n", out);
-        break;
+    case MR_ACT_PASS: fputs("action: pass\ntext: (the original)\n", out); break;
     case MR_ACT_REWRITE:
         fputs("action: rewrite\ntext: ", out);
         put_text(out, (const char *)res->text.data, res->text.len);
         fputc('\n', out);
         if (res->group)
-            fprintf(out, "grouped: yes (rule %s has group_commit: in autocommit mode outside a "
+            fprintf(out,
+                    "grouped: yes (rule %s has group_commit: in autocommit mode outside a "
                     "transaction this INSERT joins a multi-row INSERT of many sessions on the "
                     "proxy's own connection, answered after its commit; in a transaction it "
-                    "goes on the client's connection as shown)\n", res->group->name);
+                    "goes on the client's connection as shown)\n",
+                    res->group->name);
         break;
     case MR_ACT_BLOCK:
         if (res->park)
             fputs("action: parked until the schema cache has the table (then the statement "
-                  "is run again; after delayed_park_timeout it gets this error)\n", out);
+                  "is run again; after delayed_park_timeout it gets this error)\n",
+                  out);
         else
             fputs("action: block\n", out);
         fprintf(out, "error: %u (%s) %s\n", res->err_code, res->sqlstate, res->message);
         break;
     case MR_ACT_DELAYED_MEMORY:
-        fprintf(out, "action: delayed memory\nkeys: %u (added to the proxy's memory, answered "
-                "with OK; nothing is sent)\n", res->dmem_keys);
+        fprintf(out,
+                "action: delayed memory\nkeys: %u (added to the proxy's memory, answered "
+                "with OK; nothing is sent)\n",
+                res->dmem_keys);
         break;
     }
     fputs("matched:", out);

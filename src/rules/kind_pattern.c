@@ -67,8 +67,9 @@ static bool parse_require(loader *L, const draft *dr, char **out, bool *given)
     for (size_t i = 0; ok && i < n; i++)
         ok = isalnum((unsigned char)v[i]) || v[i] == '_';
     if (!ok) {
-        mr_rule_bad_value(L, dr, "require",
-                  "none, or one word of letters, digits and _ that every matching statement holds");
+        mr_rule_bad_value(
+            L, dr, "require",
+            "none, or one word of letters, digits and _ that every matching statement holds");
         return false;
     }
     *out = mr_rule_strdup(L, v);
@@ -79,7 +80,9 @@ static bool parse_require(loader *L, const draft *dr, char **out, bool *given)
 
 static rule_src src_at(loader *L, const mr_rule *r, const draft *dr, const char *k)
 {
-    return (rule_src){.d = rules_loader_diag(L), .r = r, .line = mr_rule_line(dr, k) ? mr_rule_line(dr, k) : dr->line};
+    return (rule_src){.d = rules_loader_diag(L),
+                      .r = r,
+                      .line = mr_rule_line(dr, k) ? mr_rule_line(dr, k) : dr->line};
 }
 
 static bool finish_rewrite(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
@@ -158,7 +161,7 @@ static bool block_by_statement(loader *L, const draft *dr, mr_rule *r, rule_impl
 {
     if (!mr_rule_val(dr, "where")) {
         mr_rule_error(L, mr_rule_line(dr, "statement"),
-                    "[block %s] has statement but no where; write where = missing", dr->name);
+                      "[block %s] has statement but no where; write where = missing", dr->name);
         return false;
     }
     bool ok = parse_statement(L, dr, &im->stmt_mask);
@@ -179,16 +182,18 @@ static bool block_by_statement(loader *L, const draft *dr, mr_rule *r, rule_impl
  * that key, or NULL. */
 static const char *block_selector(loader *L, const draft *dr)
 {
-    int count = !!mr_rule_val(dr, "pattern") + !!mr_rule_val(dr, "match") +
-                !!mr_rule_val(dr, "statement");
+    int count =
+        !!mr_rule_val(dr, "pattern") + !!mr_rule_val(dr, "match") + !!mr_rule_val(dr, "statement");
     if (count == 1)
         return mr_rule_val(dr, "pattern") ? "pattern"
                : mr_rule_val(dr, "match") ? "match"
                                           : "statement";
     mr_rule_error(L, dr->line,
-                "[block %s] %s; block rules take exactly one of pattern (SQL with ?), "
-                "match (regex) or statement + where", dr->name,
-                count ? "has more than one of pattern, match and statement" : "says nothing to block");
+                  "[block %s] %s; block rules take exactly one of pattern (SQL with ?), "
+                  "match (regex) or statement + where",
+                  dr->name,
+                  count ? "has more than one of pattern, match and statement"
+                        : "says nothing to block");
     return NULL;
 }
 
@@ -196,23 +201,21 @@ static bool only_with_match(loader *L, const draft *dr, const char *k)
 {
     if (!mr_rule_val(dr, k) || mr_rule_val(dr, "match"))
         return true;
-    mr_rule_error(L, mr_rule_line(dr, k), "%s in [block %s] only applies with match",
-                k, dr->name);
+    mr_rule_error(L, mr_rule_line(dr, k), "%s in [block %s] only applies with match", k, dr->name);
     return false;
 }
 
 static bool finish_block(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
 {
     const char *sel = block_selector(L, dr);
-    bool ok = mr_rule_need(L, dr, "message", "block rules need the message the client gets") &&
-              sel;
+    bool ok = mr_rule_need(L, dr, "message", "block rules need the message the client gets") && sel;
     ok &= parse_code(L, dr, &r->err_code);
     ok &= parse_sqlstate(L, dr, r->sqlstate);
     ok &= only_with_match(L, dr, "caseless");
     ok &= only_with_match(L, dr, "require");
     if (mr_rule_val(dr, "where") && !mr_rule_val(dr, "statement")) {
         mr_rule_error(L, mr_rule_line(dr, "where"),
-                    "where in [block %s] only applies with statement = delete|update", dr->name);
+                      "where in [block %s] only applies with statement = delete|update", dr->name);
         ok = false;
     }
     if (!ok)
@@ -230,17 +233,25 @@ static bool finish_block(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
 }
 
 static const char *const rewrite_keys[] = {"pattern", "replacement", NULL};
-static const char *const regex_keys[] = {"match", "replace", "caseless", "global", "require",
-                                         NULL};
-static const char *const block_keys[] = {"pattern", "match", "caseless", "require", "statement",
-                                         "where", "message", "code", "sqlstate", NULL};
+static const char *const regex_keys[] = {"match", "replace", "caseless", "global", "require", NULL};
+static const char *const block_keys[] = {"pattern", "match",   "caseless", "require",  "statement",
+                                         "where",   "message", "code",     "sqlstate", NULL};
 
 const mr_rule_kind mr_rewrite_kind = {
-    .name = "rewrite", .type = MR_RULE_REWRITE, .keys = rewrite_keys, .parse = finish_rewrite,
+    .name = "rewrite",
+    .type = MR_RULE_REWRITE,
+    .keys = rewrite_keys,
+    .parse = finish_rewrite,
 };
 const mr_rule_kind mr_regex_kind = {
-    .name = "regex", .type = MR_RULE_REGEX, .keys = regex_keys, .parse = finish_regex,
+    .name = "regex",
+    .type = MR_RULE_REGEX,
+    .keys = regex_keys,
+    .parse = finish_regex,
 };
 const mr_rule_kind mr_block_kind = {
-    .name = "block", .type = MR_RULE_BLOCK, .keys = block_keys, .parse = finish_block,
+    .name = "block",
+    .type = MR_RULE_BLOCK,
+    .keys = block_keys,
+    .parse = finish_block,
 };

@@ -40,8 +40,8 @@ struct mr_rule_loader {
     size_t cap;
     draft cur;
     bool have_cur;
-    bool skip_keys;   /* the section header was bad: its keys are not checked */
-    uint32_t *names;  /* open-addressing set of rule indexes, by name */
+    bool skip_keys;  /* the section header was bad: its keys are not checked */
+    uint32_t *names; /* open-addressing set of rule indexes, by name */
     size_t names_mask;
     bool oom;
 };
@@ -73,10 +73,7 @@ char *mr_rule_strdup(loader *L, const char *s)
     return p;
 }
 
-mr_diag *rules_loader_diag(loader *L)
-{
-    return L->d;
-}
+mr_diag *rules_loader_diag(loader *L) { return L->d; }
 
 size_t mr_rule_loaded(const loader *L, const mr_rule **rules)
 {
@@ -122,10 +119,7 @@ static void draft_clear(draft *dr)
     memset(dr, 0, sizeof *dr);
 }
 
-static uint64_t name_hash(const char *s)
-{
-    return sql_hash64(s, strlen(s));
-}
+static uint64_t name_hash(const char *s) { return sql_hash64(s, strlen(s)); }
 
 /* Index of the rule named `name`, or NO_RULE. */
 static uint32_t names_find(const loader *L, const char *name)
@@ -231,7 +225,8 @@ static bool parse_log_sample(loader *L, const draft *dr, const mr_rule *r, uint3
     for (; v[i] >= '0' && v[i] <= '9' && n <= 1000000000ull; i++)
         n = n * 10 + (unsigned long long)(v[i] - '0');
     if (i == 0 || v[i] || n < 1 || n > 1000000000ull) {
-        mr_rule_bad_value(L, dr, "log_sample", "a whole number from 1 (log every match) to 1000000000");
+        mr_rule_bad_value(L, dr, "log_sample",
+                          "a whole number from 1 (log every match) to 1000000000");
         return false;
     }
     if (r->log == MR_RULE_LOG_OFF && !r->log_only) {
@@ -279,8 +274,8 @@ static void finish_draft(loader *L)
         return;
     draft *dr = &L->cur;
     const mr_rule_kind *kd = dr->kind;
-    mr_rule r = {.line = dr->line, .kind = kd->type, .entry = kd, .err_code = 1148,
-                 .sqlstate = "42000"};
+    mr_rule r = {
+        .line = dr->line, .kind = kd->type, .entry = kd, .err_code = 1148, .sqlstate = "42000"};
     rule_impl im = {.how = kd->apply ? HOW_KIND : HOW_DIGEST, .next = NO_RULE};
     r.name = dr->name; /* shared with the draft until the draft is cleared */
     r.file = mr_rule_strdup(L, L->file);
@@ -339,17 +334,19 @@ static bool parse_header(loader *L, const char *sec, int line, const mr_rule_kin
         return false;
     }
     if (!*nm || !valid_name(nm)) {
-        mr_rule_error(L, line, "[%s] needs one rule name after the kind, made of "
-                    "letters, digits, _ - and . (like [%s no_star_orders])", sec,
-                    (*kind)->name);
+        mr_rule_error(L, line,
+                      "[%s] needs one rule name after the kind, made of "
+                      "letters, digits, _ - and . (like [%s no_star_orders])",
+                      sec, (*kind)->name);
         return false;
     }
     uint32_t prev = names_find(L, nm);
     if (prev != NO_RULE) {
         const mr_rule *p = &L->rules[prev];
-        mr_rule_error(L, line, "rule name '%s' is already used by [%s %s] at %s:%d; "
-                    "names must be unique across all rule files", nm,
-                    p->entry->name, p->name, p->file, p->line);
+        mr_rule_error(L, line,
+                      "rule name '%s' is already used by [%s %s] at %s:%d; "
+                      "names must be unique across all rule files",
+                      nm, p->entry->name, p->name, p->file, p->line);
         return false;
     }
     return true;
@@ -379,8 +376,8 @@ static void unknown_key(loader *L, const char *key, int line)
     const char *k;
     for (size_t i = 0; (k = key_at(dr->kind, i)) != NULL && o < sizeof list; i++)
         o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", k);
-    mr_rule_error(L, line, "unknown key '%s' in [%s %s]; %s rules take: %s", key,
-                dr->kind->name, dr->name, dr->kind->name, list);
+    mr_rule_error(L, line, "unknown key '%s' in [%s %s]; %s rules take: %s", key, dr->kind->name,
+                  dr->name, dr->kind->name, list);
 }
 
 static int on_pair(void *ctx, const char *section, const char *key, const char *value, int line)
@@ -393,8 +390,8 @@ static int on_pair(void *ctx, const char *section, const char *key, const char *
     if (k < 0 || k >= MR_RULE_MAX_KEYS) {
         unknown_key(L, key, line);
     } else if (dr->val[k]) {
-        mr_rule_error(L, line, "%s given twice in [%s %s] (first at line %d)", key,
-                      dr->kind->name, dr->name, dr->vline[k]);
+        mr_rule_error(L, line, "%s given twice in [%s %s] (first at line %d)", key, dr->kind->name,
+                      dr->name, dr->vline[k]);
     } else {
         dr->val[k] = mr_rule_strdup(L, value);
         dr->vline[k] = line;

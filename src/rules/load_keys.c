@@ -25,7 +25,7 @@ void mr_rule_names_free(char **v, size_t n)
 void mr_rule_bad_value(loader *L, const draft *dr, const char *k, const char *expected)
 {
     mr_rule_error(L, mr_rule_line(dr, k), "%s = '%s' in [%s %s]: expected %s", k,
-                mr_rule_val(dr, k), dr->kind->name, dr->name, expected);
+                  mr_rule_val(dr, k), dr->kind->name, dr->name, expected);
 }
 
 bool mr_rule_bool(loader *L, const draft *dr, const char *k, bool dflt, bool *out)
@@ -51,16 +51,12 @@ bool mr_rule_need(loader *L, const draft *dr, const char *k, const char *what)
     if (mr_rule_val(dr, k) && mr_rule_val(dr, k)[0])
         return true;
     mr_rule_error(L, mr_rule_val(dr, k) ? mr_rule_line(dr, k) : dr->line, "[%s %s] has %s %s; %s",
-                dr->kind->name, dr->name, mr_rule_val(dr, k) ? "an empty" : "no",
-                k, what);
+                  dr->kind->name, dr->name, mr_rule_val(dr, k) ? "an empty" : "no", k, what);
     return false;
 }
 
 /* A duration above zero (base/duration.h: the grammar settings use too). */
-bool mr_rule_duration(const char *v, uint64_t *ms)
-{
-    return mr_parse_duration(v, ms) && *ms > 0;
-}
+bool mr_rule_duration(const char *v, uint64_t *ms) { return mr_parse_duration(v, ms) && *ms > 0; }
 
 /* A table or column name as mysqld accepts it: 1 to 64 characters. */
 bool mr_rule_name(loader *L, const draft *dr, const char *k, char **out)
@@ -91,14 +87,18 @@ bool mr_rule_table(loader *L, const draft *dr, char **schema, char **table)
         return false;
     }
     if (!dot && !sch) {
-        mr_rule_error(L, mr_rule_line(dr, "table"), "[%s %s] needs the table's schema, "
-                    "which the proxy's own connection has no default for: write table = "
-                    "shop.%s, or schema = shop", dr->kind->name, dr->name, v);
+        mr_rule_error(L, mr_rule_line(dr, "table"),
+                      "[%s %s] needs the table's schema, "
+                      "which the proxy's own connection has no default for: write table = "
+                      "shop.%s, or schema = shop",
+                      dr->kind->name, dr->name, v);
         return false;
     }
     if (dot && sch && (strlen(sch) != sn || strncmp(sch, v, sn) != 0)) {
-        mr_rule_error(L, mr_rule_line(dr, "table"), "[%s %s]: table %s is not in schema "
-                    "%s given by the schema key", dr->kind->name, dr->name, v, sch);
+        mr_rule_error(L, mr_rule_line(dr, "table"),
+                      "[%s %s]: table %s is not in schema "
+                      "%s given by the schema key",
+                      dr->kind->name, dr->name, v, sch);
         return false;
     }
     *schema = dot ? strndup(v, sn) : mr_rule_strdup(L, sch);
@@ -108,10 +108,7 @@ bool mr_rule_table(loader *L, const draft *dr, char **schema, char **table)
     return *schema && *table;
 }
 
-static bool name_ok(const char *v, size_t n)
-{
-    return n > 0 && n <= 64 && !memchr(v, '`', n);
-}
+static bool name_ok(const char *v, size_t n) { return n > 0 && n <= 64 && !memchr(v, '`', n); }
 
 /* A comma list of column names, each once (compared as mysqld does: any case). */
 bool mr_rule_names(loader *L, const draft *dr, const char *k, char ***out, size_t *n)
@@ -133,7 +130,8 @@ bool mr_rule_names(loader *L, const draft *dr, const char *k, char ***out, size_
         for (size_t i = 0; i < *n; i++)
             dup |= strlen(list[i]) == len && strncasecmp(list[i], v, len) == 0;
         if (!name_ok(v, len) || dup || *n == MR_RULE_MAX_NAMES) {
-            mr_rule_bad_value(L, dr, k, "a comma list of up to 16 different column names, unquoted");
+            mr_rule_bad_value(L, dr, k,
+                              "a comma list of up to 16 different column names, unquoted");
             return false;
         }
         if (!(list[(*n)++] = strndup(v, len))) {
@@ -148,7 +146,7 @@ bool mr_rule_names(loader *L, const draft *dr, const char *k, char ***out, size_
 }
 
 bool mr_rule_count(loader *L, const draft *dr, const char *k, uint64_t dflt, uint64_t max,
-                        uint64_t *out)
+                   uint64_t *out)
 {
     const char *v = mr_rule_val(dr, k);
     *out = dflt;

@@ -89,15 +89,9 @@ void mr_rules_scratch_free(mr_rules_scratch *s)
     free(s);
 }
 
-uint64_t mr_rules_scratch_regex_runs(const mr_rules_scratch *s)
-{
-    return s->regex_runs;
-}
+uint64_t mr_rules_scratch_regex_runs(const mr_rules_scratch *s) { return s->regex_runs; }
 
-bool mr_rule_text_reserve(bytes *t, size_t n)
-{
-    return GROW(t->p, t->cap, n);
-}
+bool mr_rule_text_reserve(bytes *t, size_t n) { return GROW(t->p, t->cap, n); }
 
 /* Made once per worker and kind, at its first statement: never per statement. */
 void *mr_rule_kind_scratch(run *R, const mr_rule_kind *k, size_t size)
@@ -222,10 +216,7 @@ static void find_candidates(run *R, const stmt *S)
     }
 }
 
-static bool is_candidate(const run *R, size_t i)
-{
-    return (R->s->bits[i / 64] >> (i % 64)) & 1;
-}
+static bool is_candidate(const run *R, size_t i) { return (R->s->bits[i / 64] >> (i % 64)) & 1; }
 
 /* First candidate at or after `from`, or SIZE_MAX. */
 static size_t next_candidate(const run *R, size_t from)
@@ -275,8 +266,8 @@ static rule_why regex_match(run *R, const stmt *S, const rule_impl *im)
 static const char *stmt_kind_name(sql_stmt_kind k)
 {
     static const char *const names[] = {
-        "unknown", "SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "CALL", "SET", "BEGIN",
-        "COMMIT", "ROLLBACK", "DDL", "SHOW", "USE", "other",
+        "unknown", "SELECT", "INSERT",   "UPDATE", "DELETE", "REPLACE", "CALL",  "SET",
+        "BEGIN",   "COMMIT", "ROLLBACK", "DDL",    "SHOW",   "USE",     "other",
     };
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "other";
 }
@@ -358,8 +349,10 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
     /* In a charset the lexer misreads, a rewrite (or claim_read_committed's
      * prelude) could change what the server runs; a block can only refuse. */
     if (R->ctx->charset_unsafe && r->kind != MR_RULE_BLOCK) {
-        snprintf(R->detail, sizeof R->detail, "the session's character set is %s, which the "
-                 "rules cannot read safely: only block rules run", R->ctx->charset_unsafe);
+        snprintf(R->detail, sizeof R->detail,
+                 "the session's character set is %s, which the "
+                 "rules cannot read safely: only block rules run",
+                 R->ctx->charset_unsafe);
         return WHY_CHARSET;
     }
     switch (im->how) {
@@ -367,12 +360,8 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
         if (!candidate || S->dig_len != im->digest_len || memcmp(S->dig, im->digest, S->dig_len))
             return WHY_DIGEST;
         break;
-    case HOW_REGEX:
-        why = candidate ? regex_match(R, S, im) : WHY_WORD;
-        break;
-    case HOW_NO_WHERE:
-        why = no_where(R, S, im);
-        break;
+    case HOW_REGEX: why = candidate ? regex_match(R, S, im) : WHY_WORD; break;
+    case HOW_NO_WHERE: why = no_where(R, S, im); break;
     case HOW_KIND:
         why = r->entry->apply(R, S, i, &R->s->ver[R->spare]);
         return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
@@ -381,7 +370,7 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
         return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
     bytes *out = &R->s->ver[R->spare];
     why = im->how == HOW_DIGEST ? rules_digest_rewrite(R, S, im, out)
-                              : rules_regex_rewrite(R, S, r, im, out);
+                                : rules_regex_rewrite(R, S, r, im, out);
     return why == WHY_MATCHED && r->log_only ? WHY_LOG_ONLY : why;
 }
 
@@ -586,7 +575,7 @@ static void statements(run *R, const char *sql, size_t len, bool whole_lexes)
         R->res->keyset.watch = false;
     if (n != 1)
         R->res->read_committed = false; /* SET TRANSACTION would cover the first statement */
-    if (emitted > 0) { /* something was rewritten */
+    if (emitted > 0) {                  /* something was rewritten */
         mr_buf_put(&R->res->text, sql + emitted, len - emitted);
         R->res->action = MR_ACT_REWRITE;
     }

@@ -32,7 +32,7 @@
 #define MAX_DEPTH 64
 
 typedef enum atom_kind {
-    AT_WORDCH, /* literal word character */
+    AT_WORDCH,  /* literal word character */
     AT_NONWORD, /* consumes one non-word character */
     AT_EDGE,    /* zero-width assertion implying a word edge: \b ^ $ \A \z \Z */
     AT_OTHER,   /* anything else: ., classes, \d, groups, ... */
@@ -81,24 +81,44 @@ static void skip_while(rx *x, const char *set, int max)
 static atom_kind escape(rx *x, char c)
 {
     switch (c) {
-    case 'b': case 'A': case 'z': case 'Z':
-        return AT_EDGE;
-    case 's': case 'W': case 'h': case 'v': case 'R': case 'n': case 'r': case 't':
-    case 'f': case 'e': case 'a':
-        return AT_NONWORD;
-    case 'B': case 'G': case 'K': case 'd': case 'w': case 'S': case 'D': case 'H':
-    case 'V': case 'X': case 'C': case 'E':
-        return AT_OTHER;
-    case 'N': case 'o': case 'k':
-        skip_arg(x);
-        return AT_OTHER;
+    case 'b':
+    case 'A':
+    case 'z':
+    case 'Z': return AT_EDGE;
+    case 's':
+    case 'W':
+    case 'h':
+    case 'v':
+    case 'R':
+    case 'n':
+    case 'r':
+    case 't':
+    case 'f':
+    case 'e':
+    case 'a': return AT_NONWORD;
+    case 'B':
+    case 'G':
+    case 'K':
+    case 'd':
+    case 'w':
+    case 'S':
+    case 'D':
+    case 'H':
+    case 'V':
+    case 'X':
+    case 'C':
+    case 'E': return AT_OTHER;
+    case 'N':
+    case 'o':
+    case 'k': skip_arg(x); return AT_OTHER;
     case 'x':
         if (x->p < x->end && *x->p == '{')
             skip_arg(x);
         else
             skip_while(x, "0123456789abcdefABCDEF", 2);
         return AT_OTHER;
-    case 'p': case 'P':
+    case 'p':
+    case 'P':
         if (x->p < x->end && *x->p == '{')
             skip_arg(x);
         else if (x->p < x->end)
@@ -114,11 +134,8 @@ static atom_kind escape(rx *x, char c)
         if (x->p < x->end)
             x->p++;
         return AT_OTHER;
-    case '0':
-        skip_while(x, "01234567", 2);
-        return AT_OTHER;
-    default:
-        break;
+    case '0': skip_while(x, "01234567", 2); return AT_OTHER;
+    default: break;
     }
     unsigned char u = (unsigned char)c;
     if (u >= '1' && u <= '9') {
@@ -263,15 +280,11 @@ static atom_kind atom(rx *x, const char **wp)
         }
         c = *x->p++;
         return escape(x, c);
-    case '[':
-        skip_class(x);
-        return AT_OTHER;
-    case '(':
-        return group(x);
-    case '.':
-        return AT_OTHER;
-    case '^': case '$':
-        return AT_EDGE;
+    case '[': skip_class(x); return AT_OTHER;
+    case '(': return group(x);
+    case '.': return AT_OTHER;
+    case '^':
+    case '$': return AT_EDGE;
     default:
         if (is_word((unsigned char)c)) {
             *wp = x->p - 1;

@@ -287,11 +287,9 @@ rule_why rules_regex_rewrite(run *R, stmt *S, const mr_rule *r, const rule_impl 
         add_seg(s, s->seg_out, S->len - s->seg_in, (long long)s->seg_in);
         np = stmt_params(R, S);
         if (np < 0 || !regex_keeps_params(R, out, (size_t)np)) {
-            snprintf(R->detail, sizeof R->detail,
-                     "parameters would be moved, added or dropped");
+            snprintf(R->detail, sizeof R->detail, "parameters would be moved, added or dropped");
             return WHY_PREPARED;
         }
     }
     return check_result(R, out, np);
 }
-

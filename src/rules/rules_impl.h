@@ -53,13 +53,13 @@ typedef struct tpl_piece {
 typedef struct rule_impl {
     rule_how how;
     /* HOW_DIGEST */
-    char *digest;         /* normalized pattern */
+    char *digest; /* normalized pattern */
     size_t digest_len;
     uint64_t hash;
-    uint32_t nslots;      /* literal slots of the pattern */
+    uint32_t nslots; /* literal slots of the pattern */
     /* HOW_REGEX */
     pcre2_code *re;
-    uint32_t ncap;        /* capture groups */
+    uint32_t ncap; /* capture groups */
     bool global;
     char *require;        /* lower-case prefilter word; NULL = run on every statement */
     bool require_derived; /* found in the pattern rather than set with `require` */
@@ -90,20 +90,20 @@ struct mr_ruleset {
     rule_impl *impl;
     size_t n;
     unsigned shards;
-    size_t stride;       /* counters per shard, rounded to a cache line */
-    mr_counter *hits;    /* [shard * stride + rule] */
-    mr_counter *last;    /* same layout: unix time of the latest hit */
-    digest_slot *dtab;   /* digest hash -> chain of rules */
-    size_t dmask;        /* table size - 1; dtab NULL when no digest rules */
-    word_slot *wtab;     /* prefilter word -> chain of regex rules */
+    size_t stride;     /* counters per shard, rounded to a cache line */
+    mr_counter *hits;  /* [shard * stride + rule] */
+    mr_counter *last;  /* same layout: unix time of the latest hit */
+    digest_slot *dtab; /* digest hash -> chain of rules */
+    size_t dmask;      /* table size - 1; dtab NULL when no digest rules */
+    word_slot *wtab;   /* prefilter word -> chain of regex rules */
     size_t wmask;
-    uint32_t *always;    /* enabled rules without a lookup key, in order */
+    uint32_t *always; /* enabled rules without a lookup key, in order */
     size_t nalways;
-    uint32_t max_ovec;   /* largest capture count + 1 over all regexes */
+    uint32_t max_ovec;          /* largest capture count + 1 over all regexes */
     const mr_rule_kinds *kinds; /* the table the set was loaded with */
     const mr_rule_kind *takers[MR_RULE_KIND_MAX + 1]; /* kinds with take, NULL-terminated */
-    unsigned types;      /* bit (1u << mr_rule_type) per kind with an enabled rule */
-    bool has_block;      /* a block rule in force: unreadable = auto blocks what does not lex */
+    unsigned types; /* bit (1u << mr_rule_type) per kind with an enabled rule */
+    bool has_block; /* a block rule in force: unreadable = auto blocks what does not lex */
 };
 
 /* ---- reading rule text (rules/load.c) ------------------------------------ */
@@ -163,8 +163,8 @@ typedef struct rules_trace {
     void *ctx;
     /* A statement (or a rewritten version of it, version > 0) is about to
      * meet the rules; `dig` is its digest, NULL when it does not lex. */
-    void (*statement)(void *ctx, unsigned index, unsigned version, const char *text,
-                      size_t len, const char *dig, uint64_t hash);
+    void (*statement)(void *ctx, unsigned index, unsigned version, const char *text, size_t len,
+                      const char *dig, uint64_t hash);
     void (*rule)(void *ctx, const mr_ruleset *rs, size_t i, rule_why why, const char *detail);
     /* Rules from index `from` on were not tried: `stopper` matched without continue. */
     void (*stopped)(void *ctx, const mr_ruleset *rs, size_t from, size_t stopper);

@@ -26,28 +26,28 @@ typedef struct seg {
 } seg;
 
 struct mr_rules_scratch {
-    char *whole;          /* digest of the whole text: res->digest */
+    char *whole; /* digest of the whole text: res->digest */
     size_t whole_cap;
-    char *dig;            /* digest of the statement being matched */
+    char *dig; /* digest of the statement being matched */
     size_t dig_cap;
     sql_span *spans;
     size_t span_cap;
     sql_token *tok;
     size_t tok_cap;
-    uint64_t *bits;       /* candidate rules of the current statement version */
+    uint64_t *bits; /* candidate rules of the current statement version */
     size_t bit_words;
     rules_slot *slots;
     size_t slot_cap;
-    uint32_t *params;     /* offsets of the `?` parameters of the statement */
+    uint32_t *params; /* offsets of the `?` parameters of the statement */
     size_t param_cap;
-    seg *segs;            /* regex rewrite output -> input, prepared only */
+    seg *segs; /* regex rewrite output -> input, prepared only */
     size_t nseg;
     size_t seg_cap;
     bool seg_failed;
-    size_t seg_in;        /* end of the previous regex match in the input */
-    size_t seg_out;       /* and in the output */
+    size_t seg_in;  /* end of the previous regex match in the input */
+    size_t seg_out; /* and in the output */
     const rule_impl *seg_rule;
-    bytes ver[2];         /* statement versions along a continue chain */
+    bytes ver[2]; /* statement versions along a continue chain */
     pcre2_match_data *md;
     uint32_t md_pairs;
     pcre2_match_context *mctx;

@@ -226,30 +226,21 @@ void mr_ruleset_free(mr_ruleset *rs)
     free(rs);
 }
 
-const mr_rule_kinds *mr_ruleset_kinds(const mr_ruleset *rs)
-{
-    return rs ? rs->kinds : NULL;
-}
+const mr_rule_kinds *mr_ruleset_kinds(const mr_ruleset *rs) { return rs ? rs->kinds : NULL; }
 
 bool mr_ruleset_has_type(const mr_ruleset *rs, mr_rule_type t)
 {
     return rs && (rs->types >> t) & 1;
 }
 
-bool mr_ruleset_has_queue(const mr_ruleset *rs)
-{
-    return mr_ruleset_has_type(rs, MR_RULE_QUEUE);
-}
+bool mr_ruleset_has_queue(const mr_ruleset *rs) { return mr_ruleset_has_type(rs, MR_RULE_QUEUE); }
 
 bool mr_ruleset_has_delayed(const mr_ruleset *rs)
 {
     return mr_ruleset_has_type(rs, MR_RULE_DELAYED);
 }
 
-size_t mr_ruleset_count(const mr_ruleset *rs)
-{
-    return rs ? rs->n : 0;
-}
+size_t mr_ruleset_count(const mr_ruleset *rs) { return rs ? rs->n : 0; }
 
 const mr_rule *mr_ruleset_rule(const mr_ruleset *rs, size_t i)
 {

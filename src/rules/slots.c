@@ -22,8 +22,8 @@ typedef struct walker {
     uint8_t prev_kind; /* last significant token, as the digest sees it */
     uint16_t prev_id;
     int depth;
-    int values_depth;  /* depth of a VALUES row list, -1 when none */
-    bool last_str;     /* previous output piece was a string literal */
+    int values_depth; /* depth of a VALUES row list, -1 when none */
+    bool last_str;    /* previous output piece was a string literal */
     rules_slot *out;
     size_t max;
     size_t n;

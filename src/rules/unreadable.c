@@ -45,8 +45,8 @@ static bool kind_refuses(run *R, const char *sql, size_t count, const char *why)
     sql_stmt_parse(sql, tok + start, end - start, &st);
     for (size_t k = 0; R->rs && R->rs->takers[k]; k++) {
         const mr_rule_kind *kd = R->rs->takers[k];
-        if (kd->unreadable && kd->unreadable(R, &st, why, R->s->unreadable_msg,
-                                             sizeof R->s->unreadable_msg))
+        if (kd->unreadable &&
+            kd->unreadable(R, &st, why, R->s->unreadable_msg, sizeof R->s->unreadable_msg))
             return true;
     }
     return false;
@@ -95,7 +95,8 @@ bool rules_unreadable(run *R, const char *sql, size_t len)
         snprintf(R->s->unreadable_msg, sizeof R->s->unreadable_msg,
                  "myrewrite could not read the statement (%s), so its rules cannot examine it "
                  "and it was not sent (%s); correct the statement, or set unreadable = pass "
-                 "in the proxy's configuration to relay such statements unexamined", why,
+                 "in the proxy's configuration to relay such statements unexamined",
+                 why,
                  R->ctx->unreadable == MR_UNREADABLE_BLOCK
                      ? "unreadable = block"
                      : "unreadable = auto, which blocks while a block rule is loaded");

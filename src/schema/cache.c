@@ -15,8 +15,8 @@
  * rule set (mr_schema_cache_rules_changed) unmarks them all.
  * Owns the entries, their descriptions, the queue and the holds.
  */
-#include "myrewrite/base/clock.h"
 #include "myrewrite/schema/cache.h"
+#include "myrewrite/base/clock.h"
 
 #include <inttypes.h>
 #include <mysql.h>
@@ -26,34 +26,34 @@
 #include <string.h>
 #include <time.h>
 
+#include "myrewrite/base/log.h"
 #include "myrewrite/net/bgconn.h"
 #include "myrewrite/rules/kind.h"
 #include "myrewrite/rules/rules.h"
-#include "myrewrite/base/log.h"
-#include "myrewrite/sql/quote.h"
 #include "myrewrite/sql/lexer.h"
+#include "myrewrite/sql/quote.h"
 #include "myrewrite/sql/stmt.h"
 
-#define DDL_TABLES 8     /* tables one DDL statement may hold */
-#define DDL_TOKENS 512   /* tokens read of a DDL text (names come first) */
+#define DDL_TABLES 8            /* tables one DDL statement may hold */
+#define DDL_TOKENS 512          /* tokens read of a DDL text (names come first) */
 #define MISSING_RECHECK_MS 1000 /* a table that did not exist is read again this soon */
 
 typedef struct entry {
     char schema[MR_SD_NAME];
     char table[MR_SD_NAME];
     uint64_t hash;
-    struct entry *hnext;          /* bucket chain */
-    struct entry *lprev, *lnext;  /* LRU list, most recent first */
-    bool loaded;                  /* key and desc are valid */
-    bool queued;                  /* a load request is in the queue */
-    bool wanted;                  /* a lookup asked for it under the rules in force */
-    bool reported;                /* its keyless state was logged (once until DDL) */
-    uint32_t gen;                 /* bumped by each invalidation */
-    uint32_t holds;               /* DDL statements in flight on the table */
+    struct entry *hnext;         /* bucket chain */
+    struct entry *lprev, *lnext; /* LRU list, most recent first */
+    bool loaded;                 /* key and desc are valid */
+    bool queued;                 /* a load request is in the queue */
+    bool wanted;                 /* a lookup asked for it under the rules in force */
+    bool reported;               /* its keyless state was logged (once until DDL) */
+    uint32_t gen;                /* bumped by each invalidation */
+    uint32_t holds;              /* DDL statements in flight on the table */
     uint64_t loaded_ms;
-    char last_error[160];         /* why the last load failed; "" when it did not */
+    char last_error[160]; /* why the last load failed; "" when it did not */
     mr_row_key key;
-    mr_table_desc *desc;          /* owned */
+    mr_table_desc *desc; /* owned */
 } entry;
 
 typedef struct req {
@@ -65,7 +65,7 @@ typedef struct req {
 
 typedef struct hold {
     uint64_t id;
-    bool all;                     /* DDL on tables not named: drop everything again at its end */
+    bool all; /* DDL on tables not named: drop everything again at its end */
     int n;
     mr_ddl_table t[DDL_TABLES];
     struct hold *next;
@@ -75,7 +75,7 @@ static struct {
     pthread_mutex_t lock;
     /* guarded by lock */
     entry **buckets;
-    size_t nbuckets;              /* a power of two */
+    size_t nbuckets; /* a power of two */
     size_t count;
     entry *lru_head, *lru_tail;
     req *q_head, *q_tail;
@@ -86,10 +86,10 @@ static struct {
     uint64_t ttl_ms;
     size_t max_tables;
     mr_bgconn *bg;
-    pthread_mutex_t hook_lock;    /* held while on_load runs or changes */
-    void (*on_load)(void *arg);   /* told after each table installed (loader thread) */
+    pthread_mutex_t hook_lock;  /* held while on_load runs or changes */
+    void (*on_load)(void *arg); /* told after each table installed (loader thread) */
     void *on_load_arg;
-    mr_schema_cache_stats stats;  /* any thread, relaxed atomics */
+    mr_schema_cache_stats stats; /* any thread, relaxed atomics */
 } C = {.lock = PTHREAD_MUTEX_INITIALIZER, .hook_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t name_hash(const char *schema, const char *table)
@@ -103,10 +103,7 @@ static uint64_t name_hash(const char *schema, const char *table)
     return h;
 }
 
-const mr_schema_cache_stats *mr_schema_cache_stats_get(void)
-{
-    return &C.stats;
-}
+const mr_schema_cache_stats *mr_schema_cache_stats_get(void) { return &C.stats; }
 
 /* ---- entries (C.lock held) ------------------------------------------------------ */
 
@@ -239,17 +236,22 @@ static void unknown(mr_row_key *out, why_unknown w, const char *schema, const ch
                  schema, table);
         break;
     case W_DDL:
-        snprintf(out->why, sizeof out->why, "DDL on %s.%s is in flight: its key is read "
-                 "again once it is done", schema, table);
+        snprintf(out->why, sizeof out->why,
+                 "DDL on %s.%s is in flight: its key is read "
+                 "again once it is done",
+                 schema, table);
         break;
     case W_LOADING:
-        snprintf(out->why, sizeof out->why, "the schema of %.64s.%.64s is not loaded yet (a load "
-                 "is queued%s%.100s)", schema, table, last_error[0] ? "; the last one failed: " : "",
-                 last_error);
+        snprintf(out->why, sizeof out->why,
+                 "the schema of %.64s.%.64s is not loaded yet (a load "
+                 "is queued%s%.100s)",
+                 schema, table, last_error[0] ? "; the last one failed: " : "", last_error);
         break;
     case W_FULL:
-        snprintf(out->why, sizeof out->why, "the schema cache cannot take %s.%s (out of "
-                 "memory, or every entry is held by DDL)", schema, table);
+        snprintf(out->why, sizeof out->why,
+                 "the schema cache cannot take %s.%s (out of "
+                 "memory, or every entry is held by DDL)",
+                 schema, table);
         break;
     }
 }
@@ -270,8 +272,8 @@ static bool answer(entry *e, mr_row_key *out, uint64_t now)
     mr_stat_add(&C.stats.hits, 1);
     /* a table that did not exist is looked for again soon: a DELAYED
      * statement parked on it (session/park.c) goes on once it is created */
-    uint64_t ttl = e->desc && !e->desc->exists && MISSING_RECHECK_MS < C.ttl_ms
-                       ? MISSING_RECHECK_MS : C.ttl_ms;
+    uint64_t ttl = e->desc && !e->desc->exists && MISSING_RECHECK_MS < C.ttl_ms ? MISSING_RECHECK_MS
+                                                                                : C.ttl_ms;
     return now - e->loaded_ms >= ttl && enqueue(e);
 }
 
@@ -348,10 +350,7 @@ static mr_range_status source_column_range(void *arg, const char *schema, const 
 static const mr_schema_source source = {.row_key = source_row_key,
                                         .column_range = source_column_range};
 
-const mr_schema_source *mr_schema_cache_source(void)
-{
-    return &source;
-}
+const mr_schema_source *mr_schema_cache_source(void) { return &source; }
 
 void mr_schema_cache_on_load(void (*fn)(void *arg), void *arg)
 {
@@ -426,8 +425,7 @@ static bool ddl_after(const char *sql, size_t len, const sql_token *last, unsign
 }
 
 /* The tables of every statement of the text into h; false: drop everything. */
-static bool ddl_tables(hold *h, const char *sql, size_t len, unsigned lex_flags,
-                       const char *dflt)
+static bool ddl_tables(hold *h, const char *sql, size_t len, unsigned lex_flags, const char *dflt)
 {
     sql_token tok[DDL_TOKENS];
     size_t ntok;
@@ -547,8 +545,8 @@ static MYSQL_RES *query(MYSQL *db, const mr_table_desc *td, const char *head, co
     mr_sql_put_literal(&b, td->table);
     mr_buf_put_str(&b, tail);
     mr_buf_put(&b, "", 1);
-    bool ok = !b.failed && mr_bg_query(db, (const char *)b.data,
-                                       "schema cache: reading information_schema");
+    bool ok = !b.failed &&
+              mr_bg_query(db, (const char *)b.data, "schema cache: reading information_schema");
     mr_buf_free(&b);
     return ok ? mysql_store_result(db) : NULL;
 }
@@ -567,8 +565,10 @@ static bool load_engine(MYSQL *db, mr_table_desc *td)
 
 static bool load_columns(MYSQL *db, mr_table_desc *td)
 {
-    MYSQL_RES *res = query(db, td, "SELECT COLUMN_NAME, IS_NULLABLE, DATA_TYPE, COLUMN_TYPE "
-                           "FROM information_schema.COLUMNS", " ORDER BY ORDINAL_POSITION");
+    MYSQL_RES *res = query(db, td,
+                           "SELECT COLUMN_NAME, IS_NULLABLE, DATA_TYPE, COLUMN_TYPE "
+                           "FROM information_schema.COLUMNS",
+                           " ORDER BY ORDINAL_POSITION");
     bool ok = res != NULL;
     MYSQL_ROW row;
     while (ok && (row = mysql_fetch_row(res))) {
@@ -582,8 +582,10 @@ static bool load_columns(MYSQL *db, mr_table_desc *td)
 
 static bool load_indexes(MYSQL *db, mr_table_desc *td)
 {
-    MYSQL_RES *res = query(db, td, "SELECT INDEX_NAME, NON_UNIQUE, COLUMN_NAME FROM "
-                           "information_schema.STATISTICS", " ORDER BY INDEX_NAME, SEQ_IN_INDEX");
+    MYSQL_RES *res = query(db, td,
+                           "SELECT INDEX_NAME, NON_UNIQUE, COLUMN_NAME FROM "
+                           "information_schema.STATISTICS",
+                           " ORDER BY INDEX_NAME, SEQ_IN_INDEX");
     bool ok = res != NULL;
     MYSQL_ROW row;
     while (ok && (row = mysql_fetch_row(res)))
@@ -614,9 +616,10 @@ static void install(const req *r, mr_table_desc *td, bool broken)
     if (e && e->gen == r->gen)
         e->queued = false;
     if (e && e->gen == r->gen)
-        snprintf(e->last_error, sizeof e->last_error, "%s", td ? "" : broken
-                 ? "the proxy's own connection to the server (proxy_user) is down"
-                 : "reading information_schema failed, see the proxy's log");
+        snprintf(e->last_error, sizeof e->last_error, "%s",
+                 td       ? ""
+                 : broken ? "the proxy's own connection to the server (proxy_user) is down"
+                          : "reading information_schema failed, see the proxy's log");
     if (e && e->gen == r->gen && td) {
         mr_td_row_key(td, &e->key);
         if (e->key.status != MR_KEY_FOUND && !e->reported)
@@ -681,8 +684,8 @@ void mr_schema_cache_start(const mr_config *cfg, const char *backend)
         mr_error(0, "schema cache: out of memory; it stays off");
         return;
     }
-    static const mr_bgconn_ops ops = {.name = "schema cache", .on_connect = on_connect,
-                                      .tick = tick, .arg = NULL, .lazy = true};
+    static const mr_bgconn_ops ops = {
+        .name = "schema cache", .on_connect = on_connect, .tick = tick, .arg = NULL, .lazy = true};
     if (!cfg->proxy_user || !cfg->proxy_user[0])
         return; /* bgconn would only log that it is off; rules say so per statement */
     C.bg = mr_bgconn_start(cfg, backend, &ops);

@@ -78,8 +78,7 @@ void mr_td_set_column_type(mr_table_desc *td, const char *data_type, const char 
         mr_range_read(data_type, column_type, &td->cols[td->ncols - 1].range);
 }
 
-mr_range_status mr_td_column_range(const mr_table_desc *td, const char *column,
-                                   mr_col_range *out)
+mr_range_status mr_td_column_range(const mr_table_desc *td, const char *column, mr_col_range *out)
 {
     int c = td->exists ? mr_td_column(td, column) : -1;
     if (c < 0)
@@ -203,7 +202,6 @@ bool mr_sd_token_name(const char *text, const sql_token *t, char *dst)
     return true;
 }
 
-
 /* CREATE [UNIQUE|FULLTEXT|SPATIAL] INDEX ... ON [s.]t, DROP INDEX ... ON [s.]t:
  * the table after the first top-level ON. */
 static int index_table(const char *text, const sql_token *tok, size_t ntok, mr_ddl_table *out)
@@ -218,7 +216,9 @@ static int index_table(const char *text, const sql_token *tok, size_t ntok, mr_d
         out->schema[0] = '\0';
         if (i + 3 < ntok && tok[i + 2].kind == SQL_TOK_DOT)
             return mr_sd_token_name(text, &tok[i + 1], out->schema) &&
-                           mr_sd_token_name(text, &tok[i + 3], out->table) ? 1 : -1;
+                           mr_sd_token_name(text, &tok[i + 3], out->table)
+                       ? 1
+                       : -1;
         return mr_sd_token_name(text, &tok[i + 1], out->table) ? 1 : -1;
     }
     return -1;

@@ -20,8 +20,8 @@ static unsigned int_bits(const char *data_type)
     static const struct {
         const char *name;
         unsigned bits;
-    } types[] = {{"tinyint", 8}, {"smallint", 16}, {"mediumint", 24}, {"int", 32},
-                 {"integer", 32}, {"bigint", 64}};
+    } types[] = {{"tinyint", 8}, {"smallint", 16}, {"mediumint", 24},
+                 {"int", 32},    {"integer", 32},  {"bigint", 64}};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (strcasecmp(data_type, types[i].name) == 0)
             return types[i].bits;
@@ -36,10 +36,7 @@ static bool is_unsigned(const char *column_type)
     return false;
 }
 
-static void put_u64(char *dst, uint64_t v)
-{
-    snprintf(dst, MR_RANGE_DIGITS, "%" PRIu64, v);
-}
+static void put_u64(char *dst, uint64_t v) { snprintf(dst, MR_RANGE_DIGITS, "%" PRIu64, v); }
 
 static void read_int(unsigned bits, bool uns, mr_col_range *out)
 {
@@ -162,8 +159,8 @@ mr_fit mr_range_value_fits(const mr_col_range *r, bool neg, const char *digits, 
         whole++;
     if (!whole)
         return MR_FIT_UNSURE;
-    if (whole < n && (digits[whole] != '.' ||
-                      (whole + 1 < n && !all_digits(digits + whole + 1, n - whole - 1))))
+    if (whole < n &&
+        (digits[whole] != '.' || (whole + 1 < n && !all_digits(digits + whole + 1, n - whole - 1))))
         return MR_FIT_UNSURE;
     if (cmp_digits(digits, whole, neg ? r->lo : r->hi) > 0)
         return MR_FIT_NO;

@@ -39,16 +39,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "myrewrite/sql/charset_guard.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/net/tls.h"
 #include "myrewrite/net/tls_reload.h"
+#include "myrewrite/sql/charset_guard.h"
 #include "session/session_impl.h"
 
 bool ss_auth_exchange(const mr_session *s)
 {
-    return s->state == SS_AUTH ||
-           (s->state == SS_RESPONSE && s->tracker.expect == MR_EXPECT_AUTH);
+    return s->state == SS_AUTH || (s->state == SS_RESPONSE && s->tracker.expect == MR_EXPECT_AUTH);
 }
 
 void ss_auth_server_packet(mr_session *s, uint8_t seq, bool ends)
@@ -65,8 +64,10 @@ ss_auth_verdict ss_auth_client_packet(mr_session *s, uint8_t seq)
         return AUTH_RELAY;
     if (!s->auth_turn || (seq == 0 && s->auth_seen_response))
         return AUTH_HOLD; /* a pipelined command, or the server has not asked yet */
-    mr_warn(s->id, "client sent a packet with sequence id %u during authentication; the "
-            "server waits for %u", seq, s->auth_seq);
+    mr_warn(s->id,
+            "client sent a packet with sequence id %u during authentication; the "
+            "server waits for %u",
+            seq, s->auth_seq);
     ss_send_err(s, (uint8_t)(seq + 1), MR_ER_PACKETS_OUT_OF_ORDER, "08S01",
                 "Got packets out of order: the authentication exchange waits for the client's "
                 "answer to the server's last packet");
@@ -133,8 +134,8 @@ static void set_tls_caps(mr_session *s, bool backend_tls)
     if (backend_tls)
         p[MR_PKT_HEADER + 1] |= (uint8_t)(MR_CAP_SSL >> 8);
     else
-        p[MR_PKT_HEADER + 1] &= (uint8_t)~(MR_CAP_SSL >> 8);
-    p[MR_PKT_HEADER + 3] &= (uint8_t)~(MR_CAP_SSL_VERIFY_SERVER_CERT >> 24);
+        p[MR_PKT_HEADER + 1] &= (uint8_t) ~(MR_CAP_SSL >> 8);
+    p[MR_PKT_HEADER + 3] &= (uint8_t) ~(MR_CAP_SSL_VERIFY_SERVER_CERT >> 24);
 }
 
 /* The client's leg is compressed by the proxy; the server is told the
@@ -165,10 +166,10 @@ static bool start_backend_tls(mr_session *s, const uint8_t *p, bool client_tls)
     uint8_t req[MR_PKT_HEADER + 32] = {32, 0, 0, 1};
     memcpy(req + MR_PKT_HEADER, p, 32);
     req[MR_PKT_HEADER + 1] |= (uint8_t)(MR_CAP_SSL >> 8);
-    req[MR_PKT_HEADER + 3] &= (uint8_t)~(MR_CAP_SSL_VERIFY_SERVER_CERT >> 24);
+    req[MR_PKT_HEADER + 3] &= (uint8_t) ~(MR_CAP_SSL_VERIFY_SERVER_CERT >> 24);
     mr_conn_write(s->backend, req, sizeof(req));
-    const char *host = px->backend_tls_mode == MR_BTLS_VERIFY_IDENTITY ? px->backend_tls_host
-                                                                        : NULL;
+    const char *host =
+        px->backend_tls_mode == MR_BTLS_VERIFY_IDENTITY ? px->backend_tls_host : NULL;
     struct ssl_ctx_st *ctx = mr_tls_backend_ref(s->w->proxy);
     bool started = ctx && mr_conn_start_tls(s->backend, ctx, false, host);
     mr_tls_ctx_free(ctx);
@@ -225,9 +226,11 @@ bool ss_auth_server_check(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     if (!what)
         return true;
     char msg[400];
-    snprintf(msg, sizeof(msg), "the server asks for the password in clear text (%s) and "
+    snprintf(msg, sizeof(msg),
+             "the server asks for the password in clear text (%s) and "
              "myrewrite's connection to the server is not encrypted: the password is not sent; "
-             "use an account whose plugin never sends it (mysql_native_password, ed25519)", what);
+             "use an account whose plugin never sends it (mysql_native_password, ed25519)",
+             what);
     mr_warn(s->id, "refused to relay a cleartext password request (%s) for a TLS client", what);
     ss_send_err(s, seq, MR_ER_NOT_SUPPORTED_AUTH_MODE, "08004", msg);
     ss_close_after_flush(s, MR_CLOSE_CLEARTEXT_REFUSED, "cleartext password over a plain backend");
@@ -248,8 +251,10 @@ static void clear_masked_ext_caps(mr_session *s, const mr_handshake_response *hr
     uint32_t keep = hr->mariadb_ext_caps & MR_MARIADB_EXT_CAP_RELAYED;
     for (int i = 0; i < 4; i++)
         p[MR_PKT_HEADER + 28 + i] = (uint8_t)(keep >> (8 * i));
-    mr_debug(s->id, "client asked for MariaDB extensions 0x%08x that the greeting did not offer; "
-             "cleared", hr->mariadb_ext_caps & MR_MARIADB_EXT_CAP_MASKED);
+    mr_debug(s->id,
+             "client asked for MariaDB extensions 0x%08x that the greeting did not offer; "
+             "cleared",
+             hr->mariadb_ext_caps & MR_MARIADB_EXT_CAP_MASKED);
 }
 
 /* What the session keeps of the login it relays: the capabilities both ends
@@ -276,7 +281,7 @@ bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8
     s->auth_seen_response = true;
     if (mr_handshake_response_parse(p, len, &hr) != MR_OK) {
         ss_send_err(s, (uint8_t)(seq + 1), MR_ER_MALFORMED_PACKET, "08S01",
-                 "malformed handshake response: myrewrite supports protocol 4.1 clients");
+                    "malformed handshake response: myrewrite supports protocol 4.1 clients");
         ss_close_after_flush(s, MR_CLOSE_MALFORMED, "malformed handshake response");
         return false;
     }

@@ -10,11 +10,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "myrewrite/base/log.h"
 #include "myrewrite/net/backend_addr.h"
 #include "myrewrite/net/tls.h"
-#include "myrewrite/sql/charset_guard.h"
-#include "myrewrite/base/log.h"
 #include "myrewrite/schema/cache.h"
+#include "myrewrite/sql/charset_guard.h"
 #include "session/session_impl.h"
 
 /* The guard of sql/charset_guard.h follows a character set change. An unsafe
@@ -26,9 +26,12 @@ static void apply_charset(mr_session *s, bool ok)
     if (!s->charset_pending || (!ok && !s->pending_charset))
         return;
     if (s->pending_charset != s->charset_unsafe)
-        mr_info(s->id, s->pending_charset ? "client character set is now %s: statements are "
-                "relayed without rewrites" : "client character set is now%s one the rules "
-                "can read: rewrites apply again", s->pending_charset ? s->pending_charset : "");
+        mr_info(s->id,
+                s->pending_charset ? "client character set is now %s: statements are "
+                                     "relayed without rewrites"
+                                   : "client character set is now%s one the rules "
+                                     "can read: rewrites apply again",
+                s->pending_charset ? s->pending_charset : "");
     s->charset_unsafe = s->pending_charset;
 }
 
@@ -54,14 +57,13 @@ static void response_done(mr_session *s)
     ss_hooks_response_end(s, true);
     if (s->command == MR_COM_STMT_PREPARE) {
         ss_prepared_done(s, ok, s->tracker.stmt_id);
-    } else if (ok && (s->command == MR_COM_RESET_CONNECTION ||
-                      s->command == MR_COM_CHANGE_USER)) {
+    } else if (ok && (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER)) {
         ss_hooks_prepared_reset(s); /* the server dropped its prepared statements */
         ss_prepared_forget_all(s);
     }
     if (ok && s->command == MR_COM_RESET_CONNECTION && !s->charset_unsafe)
         s->charset_unsafe = s->server_charset_unsafe; /* the server's default may be back */
-    mr_schema_cache_ddl_end(s->ddl_hold); /* the server is done with the DDL */
+    mr_schema_cache_ddl_end(s->ddl_hold);             /* the server is done with the DDL */
     s->ddl_hold = 0;
     if (s->digest) {
         mr_digest_stats_record(s->digest, (mr_mono_ns() - s->command_start_ns) / 1000);
@@ -102,7 +104,7 @@ static void auth_done(mr_session *s)
 static void greeting_unusable(mr_session *s, const char *why)
 {
     ss_send_err(s, 0, MR_ER_BACKEND_UNAVAILABLE, "08S01",
-             "backend unavailable: its greeting is not MySQL protocol 10");
+                "backend unavailable: its greeting is not MySQL protocol 10");
     ss_close_after_flush(s, MR_CLOSE_MALFORMED, why);
 }
 
@@ -129,11 +131,12 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
     if (h.len > 0 && payload[0] == 0xff) {
         mr_err err;
         if (mr_err_parse(payload, h.len, &err) == MR_OK)
-            mr_warn(s->id, "backend refused the connection: %u %.*s", err.code,
-                    (int)err.msg_len, err.msg);
+            mr_warn(s->id, "backend refused the connection: %u %.*s", err.code, (int)err.msg_len,
+                    err.msg);
         evbuffer_remove_buffer(in, mr_conn_output(s->client), total);
         mr_conn_flush(s->client);
-        ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "backend sent an error instead of a greeting");
+        ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN,
+                             "backend sent an error instead of a greeting");
         return;
     }
     if (mr_greeting_parse(payload, h.len, &g) != MR_OK) {
@@ -379,8 +382,10 @@ static void backend_event_cb(mr_conn *c, int what, void *arg)
         return;
     char what_s[300];
     if ((what & MR_CONN_TIMEOUT) && s->state == SS_RESPONSE) /* backend_read_timeout */
-        snprintf(what_s, sizeof(what_s), "the backend sent nothing for backend_read_timeout "
-                 "(%llu ms)", (unsigned long long)cfg(s)->backend_read_timeout_ms);
+        snprintf(what_s, sizeof(what_s),
+                 "the backend sent nothing for backend_read_timeout "
+                 "(%llu ms)",
+                 (unsigned long long)cfg(s)->backend_read_timeout_ms);
     else if (what & MR_CONN_TIMEOUT) /* connecting and the greeting */
         snprintf(what_s, sizeof(what_s), "did not %s within connect_timeout (%llu ms)",
                  s->state == SS_CONNECTING ? "accept the connection" : "send its greeting",

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "myrewrite/sql/charset_guard.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/sql/charset_guard.h"
 #include "session/session_impl.h"
 
 static void refuse_command(mr_session *s, uint8_t cmd)
@@ -34,9 +34,11 @@ static void note_unexamined(mr_session *s, uint32_t len)
     if (s->unexamined_logged)
         return;
     s->unexamined_logged = true;
-    mr_warn(s->id, "a statement of %u bytes is larger than relay_buffer (%" PRIu64 "): relayed "
+    mr_warn(s->id,
+            "a statement of %u bytes is larger than relay_buffer (%" PRIu64 "): relayed "
             "without meeting the rules (said once per session; counted in "
-            "myrewrite_statements_unexamined_total)", (unsigned)len, cfg(s)->relay_buffer);
+            "myrewrite_statements_unexamined_total)",
+            (unsigned)len, cfg(s)->relay_buffer);
 }
 
 /* The first packet of a command: decide how its response will look. `p`
@@ -45,8 +47,8 @@ static void note_unexamined(mr_session *s, uint32_t len)
 static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t len, uint8_t seq)
 {
     if (len == 0 || seq != 0) {
-        mr_warn(s->id, "malformed command packet: %s", len == 0 ? "empty payload"
-                                                               : "sequence id is not 0");
+        mr_warn(s->id, "malformed command packet: %s",
+                len == 0 ? "empty payload" : "sequence id is not 0");
         ss_close_after_flush(s, MR_CLOSE_MALFORMED, "malformed command packet");
         return false;
     }
@@ -76,7 +78,7 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
             return v == STMT_ANSWERED || v == STMT_WAITING;
     } else if (n == len && cmd == MR_COM_INIT_DB) {
         ss_copy_name(s->pending_schema, sizeof(s->pending_schema), (const char *)p + 1, len - 1,
-                  &s->schema_pending);
+                     &s->schema_pending);
     } else if (n == len && cmd == MR_COM_CHANGE_USER) {
         const char *u, *db;
         size_t ul, dl;
@@ -84,8 +86,8 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
         if (mr_change_user_parse(p, n, s->caps, &u, &ul, &db, &dl, &charset) == MR_OK) {
             ss_copy_name(s->pending_user, sizeof(s->pending_user), u, ul, &s->user_pending);
             ss_copy_name(s->pending_schema, sizeof(s->pending_schema), db, dl, &s->schema_pending);
-            s->pending_charset = charset >= 0 ? mr_charset_unsafe_collation((unsigned)charset)
-                                              : s->charset_unsafe;
+            s->pending_charset =
+                charset >= 0 ? mr_charset_unsafe_collation((unsigned)charset) : s->charset_unsafe;
             s->charset_pending = true;
         }
     }
@@ -98,8 +100,8 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
 }
 
 /* A packet the client sends while the backend waits for it. */
-static bool client_data_packet(mr_session *s, const uint8_t *p, size_t n, uint32_t len,
-                               uint8_t seq, bool continued)
+static bool client_data_packet(mr_session *s, const uint8_t *p, size_t n, uint32_t len, uint8_t seq,
+                               bool continued)
 {
     if (ss_auth_exchange(s))
         ss_auth_client_sent(s);
@@ -273,13 +275,12 @@ static void client_event_cb(mr_conn *c, int what, void *arg)
     }
     if (what & MR_CONN_TIMEOUT) {
         ss_send_err(s, (uint8_t)(s->seq + 1), MR_ER_HANDSHAKE, "08S01",
-                 "authentication did not finish within handshake_timeout");
+                    "authentication did not finish within handshake_timeout");
         ss_close_after_flush(s, MR_CLOSE_TIMEOUT, "handshake timeout");
         return;
     }
     ss_close(s, MR_CLOSE_CLIENT_GONE,
-                  (what & MR_CONN_ERROR) ? mr_conn_error_text(c)
-                                         : "client closed the connection");
+             (what & MR_CONN_ERROR) ? mr_conn_error_text(c) : "client closed the connection");
 }
 
 const mr_conn_callbacks ss_client_callbacks = {client_read_cb, client_write_cb, client_event_cb};

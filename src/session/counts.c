@@ -28,9 +28,11 @@ static void count_unreadable(mr_session *s, const mr_match_result *res)
     if (s->unreadable_logged)
         return;
     s->unreadable_logged = true;
-    mr_warn(s->id, "a statement the proxy cannot read was relayed without meeting the rules "
+    mr_warn(s->id,
+            "a statement the proxy cannot read was relayed without meeting the rules "
             "(unreadable = %s; said once per session; counted in "
-            "myrewrite_statements_unreadable_total)", cfg(s)->unreadable);
+            "myrewrite_statements_unreadable_total)",
+            cfg(s)->unreadable);
 }
 
 /* True when a keyset rule sent something other than a deferred join: a

@@ -33,16 +33,18 @@ static bool notify(void *arg)
     mr_worker *w = arg;
     if (mr_worker_signal(w, MR_WORKER_MSG_GROUP))
         return true;
-    mr_error(0, "group commit: cannot wake worker %u; its answered statements wait for the "
-             "next batch's answer to wake it", w->id);
+    mr_error(0,
+             "group commit: cannot wake worker %u; its answered statements wait for the "
+             "next batch's answer to wake it",
+             w->id);
     return false;
 }
 
 bool ss_group_wanted(const mr_session *s, uint8_t cmd, const mr_match_result *res)
 {
     uint16_t st = s->tracker.status;
-    return res->group && res->group_sql && cmd == MR_COM_QUERY &&
-           (st & MR_STATUS_AUTOCOMMIT) && !(st & MR_STATUS_IN_TRANS);
+    return res->group && res->group_sql && cmd == MR_COM_QUERY && (st & MR_STATUS_AUTOCOMMIT) &&
+           !(st & MR_STATUS_IN_TRANS);
 }
 
 /* The staging rows of the statement, as counted for SHOW DELAYED. */
@@ -61,9 +63,9 @@ bool ss_group_join(mr_session *s, const mr_match_result *res)
     mr_worker *w = s->w;
     if (!w->group_inbox && !(w->group_inbox = mr_dgroup_inbox_new(notify, w)))
         return false;
-    mr_dgroup_member *m = mr_dgroup_member_new(res->group_sql, res->group_len, rows_of(res),
-                                               res->group->delayed,
-                                               mr_rule_stats_of(res->group), w->group_inbox);
+    mr_dgroup_member *m =
+        mr_dgroup_member_new(res->group_sql, res->group_len, rows_of(res), res->group->delayed,
+                             mr_rule_stats_of(res->group), w->group_inbox);
     if (!m)
         return false;
     m->owner = s;
@@ -75,7 +77,7 @@ bool ss_group_join(mr_session *s, const mr_match_result *res)
     if (s->digest)
         mr_stat_add(&s->digest->rewritten, 1);
     mr_stat_add(&w->stats.statements_rewritten, 1); /* as a staging INSERT sent */
-    s->from_client.discard = true; /* the statement is in the member */
+    s->from_client.discard = true;                  /* the statement is in the member */
     ss_set_state(s, SS_WAIT_BG);
     return true;
 }

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "myrewrite/sql/lexer.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/sql/lexer.h"
 #include "session/session_impl.h"
 
 static mr_session *session_of(mr_fsession *fs)
@@ -41,10 +41,7 @@ static void op_send_ok(mr_fsession *fs, uint64_t affected)
     mr_buf_free(&ok);
 }
 
-static void op_answer_now(mr_fsession *fs)
-{
-    mr_session_bg_answered(session_of(fs));
-}
+static void op_answer_now(mr_fsession *fs) { mr_session_bg_answered(session_of(fs)); }
 
 static const mr_fsession_ops fs_ops = {op_send_err, op_send_ok, op_answer_now};
 
@@ -107,8 +104,7 @@ stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, si
 static stmt_verdict act(mr_session *s, mr_hook_action a, uint8_t cmd, const mr_hook_stmt *st)
 {
     switch (a) {
-    case MR_HOOK_SEND:
-        return st ? ss_send_instead(s, cmd, st->send, st->send_len) : STMT_RELAY;
+    case MR_HOOK_SEND: return st ? ss_send_instead(s, cmd, st->send, st->send_len) : STMT_RELAY;
     case MR_HOOK_ANSWERED:
         s->from_client.discard = true;
         s->digest = NULL;
@@ -120,21 +116,19 @@ static stmt_verdict act(mr_session *s, mr_hook_action a, uint8_t cmd, const mr_h
         ss_set_state(s, SS_WAIT_BG); /* no further command is read until the answer */
         return STMT_WAITING;
     case MR_HOOK_PASS:
-    default:
-        return STMT_RELAY;
+    default: return STMT_RELAY;
     }
 }
 
 /* ---- the hook points ------------------------------------------------------------------ */
 
-stmt_verdict ss_hooks_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n,
-                              uint32_t len)
+stmt_verdict ss_hooks_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len)
 {
     ss_hooks_view(s);
     for (unsigned i = 0; i < ss_nfeatures; i++) {
         const mr_feature *f = ss_features[i];
-        mr_hook_action a = f->command ? f->command(&s->fs, &s->fstate[i], cmd, p, n, len)
-                                      : MR_HOOK_PASS;
+        mr_hook_action a =
+            f->command ? f->command(&s->fs, &s->fstate[i], cmd, p, n, len) : MR_HOOK_PASS;
         if (a != MR_HOOK_PASS)
             return act(s, a, cmd, NULL);
     }

@@ -28,14 +28,14 @@
 #define PARK_TICK_MS 200
 
 struct ss_park {
-    uint8_t cmd;             /* MR_COM_QUERY or MR_COM_STMT_PREPARE */
-    char *sql;               /* the statement as the client sent it (owned) */
+    uint8_t cmd; /* MR_COM_QUERY or MR_COM_STMT_PREPARE */
+    char *sql;   /* the statement as the client sent it (owned) */
     size_t len;
     uint64_t start_ns;
     struct event *tick;
-    bool again;              /* set when running it again parked it again */
-    char why[512];           /* the last refusal: what the cache said */
-    uint16_t err_code;       /* ... and its code and SQLSTATE */
+    bool again;        /* set when running it again parked it again */
+    char why[512];     /* the last refusal: what the cache said */
+    uint16_t err_code; /* ... and its code and SQLSTATE */
     char sqlstate[6];
 };
 
@@ -57,10 +57,7 @@ static void park_end(mr_session *s)
     free(pk);
 }
 
-void ss_park_free(mr_session *s)
-{
-    park_end(s);
-}
+void ss_park_free(mr_session *s) { park_end(s); }
 
 /* The rule's message after the wait: how long, and what the cache said. */
 static void time_out(mr_session *s)
@@ -71,9 +68,10 @@ static void time_out(mr_session *s)
     const char *why = pk->why;
     if (strncmp(why, "myrewrite: ", 11) == 0)
         why += 11;
-    snprintf(msg, sizeof msg, "myrewrite: the table's schema could not be read in %llu.%03llu s "
-             "(delayed_park_timeout): %s", (unsigned long long)(ms / 1000),
-             (unsigned long long)(ms % 1000), why);
+    snprintf(msg, sizeof msg,
+             "myrewrite: the table's schema could not be read in %llu.%03llu s "
+             "(delayed_park_timeout): %s",
+             (unsigned long long)(ms / 1000), (unsigned long long)(ms % 1000), why);
     uint16_t pk_code = pk->err_code;
     char pk_state[6];
     memcpy(pk_state, pk->sqlstate, sizeof pk_state);
@@ -193,10 +191,7 @@ bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len, const mr_m
     return true;
 }
 
-void mr_session_schema_loaded(mr_session *s)
-{
-    try_parked(s, false);
-}
+void mr_session_schema_loaded(mr_session *s) { try_parked(s, false); }
 
 void mr_session_wake_parked(void *proxy)
 {

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "myrewrite/proto/stmt_execute.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/paginate/deferred_sql.h"
+#include "myrewrite/proto/stmt_execute.h"
 #include "myrewrite/stats/rule_stats.h"
 #include "session/session_impl.h"
 
@@ -35,8 +35,8 @@ struct ss_pguard {
     char *message;               /* the rule's own message, or NULL: the default */
     char where[132];             /* schema.table for the default message; "" = any */
     bool have_types;
-    bool owe_types;              /* a refused execute bound types the server never got */
-    uint8_t types[];             /* 2 * nparams: kept between executes */
+    bool owe_types;  /* a refused execute bound types the server never got */
+    uint8_t types[]; /* 2 * nparams: kept between executes */
 };
 
 static void note_clear(ss_pnote *n)
@@ -47,10 +47,7 @@ static void note_clear(ss_pnote *n)
     *n = (ss_pnote){0};
 }
 
-void ss_prepared_begin(mr_session *s)
-{
-    note_clear(&s->pnote_next);
-}
+void ss_prepared_begin(mr_session *s) { note_clear(&s->pnote_next); }
 
 void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g)
 {
@@ -70,8 +67,9 @@ void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g)
     memcpy(pg->sqlstate, r->sqlstate, sizeof pg->sqlstate);
     pg->stats = mr_rule_stats_of(r);
     if (r->paginate->table)
-        snprintf(pg->where, sizeof pg->where, "%s%s%s", r->paginate->schema ?
-                 r->paginate->schema : "", r->paginate->schema ? "." : "", r->paginate->table);
+        snprintf(pg->where, sizeof pg->where, "%s%s%s",
+                 r->paginate->schema ? r->paginate->schema : "", r->paginate->schema ? "." : "",
+                 r->paginate->table);
     s->pnote_next.guard = pg;
 }
 
@@ -94,8 +92,10 @@ void ss_prepared_done(mr_session *s, bool ok, uint32_t id)
         size_t cap = s->pnotes_cap ? s->pnotes_cap * 2 : 8;
         ss_pnote *grown = realloc(s->pnotes, cap * sizeof *grown);
         if (!grown) {
-            mr_warn(s->id, "out of memory: prepared statement %u runs without its claim prelude, "
-                    "guardrail and counts", id);
+            mr_warn(s->id,
+                    "out of memory: prepared statement %u runs without its claim prelude, "
+                    "guardrail and counts",
+                    id);
             note_clear(&note);
             return;
         }
@@ -119,9 +119,9 @@ static bool offset_of(ss_pguard *g, const uint8_t *p, size_t n, uint64_t *off)
 {
     mr_exec_param v[MR_EXEC_MAX_PARAMS];
     char bufs[MR_EXEC_MAX_PARAMS][32];
-    if (n < MR_EXEC_HEADER || mr_exec_params_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER,
-                                                  g->nparams, g->param + 1, g->types,
-                                                  &g->have_types, v, bufs))
+    if (n < MR_EXEC_HEADER ||
+        mr_exec_params_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER, g->nparams, g->param + 1,
+                            g->types, &g->have_types, v, bufs))
         return false;
     const mr_exec_param *o = &v[g->param];
     if (o->kind == MR_EXEC_PARAM_INT) {
@@ -141,16 +141,12 @@ static bool offset_of(ss_pguard *g, const uint8_t *p, size_t n, uint64_t *off)
 }
 
 /* Where the new-params-bound flag of an execute of g's statement is. */
-static size_t flag_at(const ss_pguard *g)
-{
-    return MR_EXEC_HEADER + (g->nparams + 7) / 8;
-}
+static size_t flag_at(const ss_pguard *g) { return MR_EXEC_HEADER + (g->nparams + 7) / 8; }
 
 /* An execute deeper than max_offset: the rule's ERR, nothing sent. An
  * execute the proxy cannot read (cut at relay_buffer, malformed, a type
  * that is no number) goes on: the server judges it. */
-static bool guard_refuses(mr_session *s, ss_pguard *g, const uint8_t *p, size_t n,
-                          uint32_t len)
+static bool guard_refuses(mr_session *s, ss_pguard *g, const uint8_t *p, size_t n, uint32_t len)
 {
     uint64_t off;
     if (n != len || !offset_of(g, p, n, &off) || off <= g->max_offset)

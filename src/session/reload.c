@@ -8,10 +8,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "myrewrite/base/log.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/group.h"
 #include "myrewrite/delayed/mem.h"
-#include "myrewrite/base/log.h"
 #include "myrewrite/queue/release.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/session/worker.h"
@@ -116,7 +116,7 @@ static int reload_locked(mr_proxy *p, FILE *errors)
     mr_delayed_configure(p, set);
     mr_dgroup_configure(p, set);
     mr_schema_cache_rules_changed(); /* tables the old rules read are not kept fresh */
-    mr_schema_cache_preload(set);      /* keys the new rules need, before their statements */
+    mr_schema_cache_preload(set);    /* keys the new rules need, before their statements */
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_set_rules(&p->workers[i], shared);
     mr_info(0, "rules reloaded from %s: %zu rules", p->cfg->rules_dir, mr_ruleset_count(set));

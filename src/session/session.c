@@ -20,14 +20,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "myrewrite/net/backend_addr.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/net/backend_addr.h"
 #include "myrewrite/schema/cache.h"
 #include "session/session_impl.h"
 
 static const char *const state_names[SS_MAX] = {
-    "connecting", "greeting", "auth",    "idle",
-    "response",   "infile",   "waiting", "closing", "closed",
+    "connecting", "greeting", "auth", "idle", "response", "infile", "waiting", "closing", "closed",
 };
 
 const char *ss_state_name(session_state st) { return state_names[st]; }
@@ -104,10 +103,10 @@ static void close_backend(mr_session *s)
 
 void ss_close(mr_session *s, mr_close_reason why, const char *detail)
 {
-    mr_log_level lvl = (why == MR_CLOSE_CLIENT_QUIT || why == MR_CLOSE_CLIENT_GONE ||
-                        why == MR_CLOSE_SHUTDOWN)
-                           ? MR_LOG_DEBUG
-                           : MR_LOG_INFO;
+    mr_log_level lvl =
+        (why == MR_CLOSE_CLIENT_QUIT || why == MR_CLOSE_CLIENT_GONE || why == MR_CLOSE_SHUTDOWN)
+            ? MR_LOG_DEBUG
+            : MR_LOG_INFO;
     if (mr_log_enabled(lvl))
         mr_log(lvl, s->id, "closed (%s) in state %s: %s", mr_close_reason_name(why),
                ss_state_name(s->state), detail);
@@ -136,8 +135,7 @@ void ss_close_after_flush(mr_session *s, mr_close_reason why, const char *detail
 }
 
 /* Queues an ERR packet for the client with the given sequence id. */
-void ss_send_err(mr_session *s, uint8_t seq, uint16_t code, const char *sqlstate,
-                     const char *msg)
+void ss_send_err(mr_session *s, uint8_t seq, uint16_t code, const char *sqlstate, const char *msg)
 {
     mr_buf b;
     mr_buf_init(&b);
@@ -176,8 +174,7 @@ void ss_backend_flow(mr_session *s)
 {
     if (!ALIVE(s) || !s->backend)
         return;
-    set_reading(s->backend, &s->from_backend,
-                mr_conn_pending(s->client) < cfg(s)->relay_buffer);
+    set_reading(s->backend, &s->from_backend, mr_conn_pending(s->client) < cfg(s)->relay_buffer);
 }
 
 /* Copies a user or schema name; names too long for the buffer are left unknown. */
@@ -236,7 +233,8 @@ void mr_session_start(mr_worker *w, int fd)
         return;
     }
     int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on unix sockets */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+               sizeof(one)); /* fails harmlessly on unix sockets */
     mr_conn_set_low_mark(s->client, cfg(s)->relay_buffer / 2);
     mr_conn_read_enable(s->client, true);
     mr_debug(s->id, "client connected on worker %u", w->id);

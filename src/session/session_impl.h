@@ -19,15 +19,15 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "myrewrite/stats/client_info.h"
 #include "myrewrite/base/clock.h"
 #include "myrewrite/feature/feature.h"
-#include "myrewrite/proto/codec.h"
 #include "myrewrite/net/conn.h"
-#include "myrewrite/stats/digest_stats.h"
-#include "myrewrite/session/session.h"
+#include "myrewrite/proto/codec.h"
 #include "myrewrite/proto/tracker.h"
+#include "myrewrite/session/session.h"
 #include "myrewrite/session/worker.h"
+#include "myrewrite/stats/client_info.h"
+#include "myrewrite/stats/digest_stats.h"
 
 typedef enum session_state {
     SS_CONNECTING, /* backend connect in progress; the client waits */
@@ -50,11 +50,11 @@ typedef enum session_state {
 
 /* Framing of one direction: where the current packet stands. */
 typedef struct framing {
-    uint64_t remaining;   /* bytes of the current packet not yet moved */
-    bool continuation;    /* the next packet continues a 16 MiB payload */
-    bool discard;         /* drop the current packet instead of relaying it */
-    bool ends_response;   /* the current packet completes the response */
-    bool blocked;         /* reading paused: the peer's output is full */
+    uint64_t remaining; /* bytes of the current packet not yet moved */
+    bool continuation;  /* the next packet continues a 16 MiB payload */
+    bool discard;       /* drop the current packet instead of relaying it */
+    bool ends_response; /* the current packet completes the response */
+    bool blocked;       /* reading paused: the peer's output is full */
 } framing;
 
 /* The statement id a COM_STMT_* command names (p[1..4]); MariaDB's direct
@@ -71,75 +71,75 @@ typedef struct ss_pguard ss_pguard;
  * what each COM_STMT_EXECUTE of it must repeat (session/prepared.c). */
 typedef struct ss_pnote {
     uint32_t id;
-    ss_pguard *guard;                /* max_offset for its `?` offset (owned; NULL: none) */
-    bool claim;                      /* claim_read_committed: the prelude goes first */
-    bool page;                       /* a paginate rule sends it as a deferred join */
-    uint32_t rows;                   /* a staged DELAYED rule: staging rows it sends */
+    ss_pguard *guard; /* max_offset for its `?` offset (owned; NULL: none) */
+    bool claim;       /* claim_read_committed: the prelude goes first */
+    bool page;        /* a paginate rule sends it as a deferred join */
+    uint32_t rows;    /* a staged DELAYED rule: staging rows it sends */
     struct mr_rule_stats *page_rule, *staged_rule; /* their counters (NULL: none) */
-    struct mr_rule_stats *staged_table; /* a derived table's own counters (NULL: none) */
-    bool rewritten;                  /* a delayed, paginate or queue rule rewrote it: no
-                                        COM_STMT_BULK_EXECUTE of it is relayed */
+    struct mr_rule_stats *staged_table;            /* a derived table's own counters (NULL: none) */
+    bool rewritten; /* a delayed, paginate or queue rule rewrote it: no
+                       COM_STMT_BULK_EXECUTE of it is relayed */
 } ss_pnote;
 
 struct mr_session {
     uint64_t id;
     mr_worker *w;
-    struct mr_session *prev, *next;  /* worker's list */
-    mr_conn *client;                 /* owned */
-    mr_conn *backend;                /* owned; NULL once closed */
-    session_state state;             /* changed only through ss_set_state() */
+    struct mr_session *prev, *next; /* worker's list */
+    mr_conn *client;                /* owned */
+    mr_conn *backend;               /* owned; NULL once closed */
+    session_state state;            /* changed only through ss_set_state() */
     mr_tracker tracker;
     framing from_client, from_backend;
-    uint8_t seq;                     /* sequence id last relayed, either way: an ERR
-                                        the proxy injects continues from it */
-    uint8_t command;                 /* the command being answered */
-    uint64_t command_bytes;          /* payload of the current client command so far */
-    uint32_t caps;                   /* negotiated capabilities */
-    uint32_t ext_caps;               /* negotiated MariaDB extended ones (relayed only) */
-    uint32_t backend_thread_id;      /* the backend's connection id */
-    bool auth_seen_response;         /* the client's HandshakeResponse was checked */
-    bool auth_turn;                  /* the auth exchange waits for a client packet ... */
-    uint8_t auth_seq;                /* ... with this sequence id (session/auth.c) */
-    int8_t login_shift;              /* the client's sequence ids minus the server's during
-                                        the login: +1 once the proxy took the client's
-                                        SSLRequest, -1 when it sent the server one of its
-                                        own, 0 for both or neither */
-    bool backend_offers_tls;         /* the backend's greeting had CLIENT_SSL */
-    bool compress_offered;           /* the relayed greeting offered CLIENT_COMPRESS */
-    bool client_compress;            /* the client asked for CLIENT_COMPRESS: its leg is
-                                        compressed once the login succeeds */
-    bool authenticated;              /* the backend accepted the login */
-    bool skip_locked;                /* the backend supports FOR UPDATE SKIP LOCKED */
-    bool prelude_pending;            /* the answer to a prelude comes first (session/prelude.c) */
-    ss_pnote pnote_next;             /* the COM_STMT_PREPARE going out (session/prepared.c) */
-    ss_pnote *pnotes;                /* prepared statements the front end acted on (owned) */
+    uint8_t seq;                /* sequence id last relayed, either way: an ERR
+                                   the proxy injects continues from it */
+    uint8_t command;            /* the command being answered */
+    uint64_t command_bytes;     /* payload of the current client command so far */
+    uint32_t caps;              /* negotiated capabilities */
+    uint32_t ext_caps;          /* negotiated MariaDB extended ones (relayed only) */
+    uint32_t backend_thread_id; /* the backend's connection id */
+    bool auth_seen_response;    /* the client's HandshakeResponse was checked */
+    bool auth_turn;             /* the auth exchange waits for a client packet ... */
+    uint8_t auth_seq;           /* ... with this sequence id (session/auth.c) */
+    int8_t login_shift;         /* the client's sequence ids minus the server's during
+                                   the login: +1 once the proxy took the client's
+                                   SSLRequest, -1 when it sent the server one of its
+                                   own, 0 for both or neither */
+    bool backend_offers_tls;    /* the backend's greeting had CLIENT_SSL */
+    bool compress_offered;      /* the relayed greeting offered CLIENT_COMPRESS */
+    bool client_compress;       /* the client asked for CLIENT_COMPRESS: its leg is
+                                   compressed once the login succeeds */
+    bool authenticated;         /* the backend accepted the login */
+    bool skip_locked;           /* the backend supports FOR UPDATE SKIP LOCKED */
+    bool prelude_pending;       /* the answer to a prelude comes first (session/prelude.c) */
+    ss_pnote pnote_next;        /* the COM_STMT_PREPARE going out (session/prepared.c) */
+    ss_pnote *pnotes;           /* prepared statements the front end acted on (owned) */
     size_t npnotes, pnotes_cap;
-    bool unexamined_logged;          /* a statement over relay_buffer was logged */
-    bool unreadable_logged;          /* an unreadable statement relayed was logged */
-    uint32_t plast;                  /* id of the last statement prepared (for MariaDB's
-                                        direct execution, which names it 0xffffffff) */
-    char user[96];                   /* authenticated user, for rule filters */
-    char schema[200];                /* default schema, for rule filters */
-    char pending_user[96];           /* COM_CHANGE_USER: applied on success */
-    char pending_schema[200];        /* COM_INIT_DB / USE: applied on success */
+    bool unexamined_logged;   /* a statement over relay_buffer was logged */
+    bool unreadable_logged;   /* an unreadable statement relayed was logged */
+    uint32_t plast;           /* id of the last statement prepared (for MariaDB's
+                                 direct execution, which names it 0xffffffff) */
+    char user[96];            /* authenticated user, for rule filters */
+    char schema[200];         /* default schema, for rule filters */
+    char pending_user[96];    /* COM_CHANGE_USER: applied on success */
+    char pending_schema[200]; /* COM_INIT_DB / USE: applied on success */
     bool user_pending, schema_pending;
     /* The client character set when the byte lexer cannot read it (gbk...,
      * sql/charset_guard.h): statements are then relayed without rewrites.
      * NULL: rewrite as usual. A static name. */
     const char *charset_unsafe;
     const char *server_charset_unsafe; /* the server's default, for COM_RESET_CONNECTION */
-    const char *pending_charset;     /* SET NAMES, COM_CHANGE_USER: applied on success */
+    const char *pending_charset;       /* SET NAMES, COM_CHANGE_USER: applied on success */
     bool charset_pending;
-    mr_digest_entry *digest;         /* stats entry of the statement in flight */
-    uint64_t ddl_hold;               /* schema cache hold of the DDL in flight (0: none) */
-    struct ss_park *park;            /* a DELAYED statement waiting for its table's key (session/park.c) */
-    struct mr_dgroup_member *group;  /* a staged DELAYED statement in a group-commit batch
-                                        (session/group.c); the runner's until answered */
+    mr_digest_entry *digest; /* stats entry of the statement in flight */
+    uint64_t ddl_hold;       /* schema cache hold of the DDL in flight (0: none) */
+    struct ss_park *park;    /* a DELAYED statement waiting for its table's key (session/park.c) */
+    struct mr_dgroup_member *group; /* a staged DELAYED statement in a group-commit batch
+                                       (session/group.c); the runner's until answered */
     uint64_t command_start_ns;
-    mr_fsession fs;                  /* what the features' hooks see (session/hooks.c) */
-    void *fstate[MR_FEATURES_MAX];   /* each feature's own state (owned by the feature) */
-    uint8_t *hook_packet;            /* a response packet a hook reads whole (owned) */
-    mr_client_slot slot;             /* what SHOW CLIENTS sees (stats/client_info.h) */
+    mr_fsession fs;                /* what the features' hooks see (session/hooks.c) */
+    void *fstate[MR_FEATURES_MAX]; /* each feature's own state (owned by the feature) */
+    uint8_t *hook_packet;          /* a response packet a hook reads whole (owned) */
+    mr_client_slot slot;           /* what SHOW CLIENTS sees (stats/client_info.h) */
 };
 
 /* What the front end made of a statement. */
@@ -161,8 +161,7 @@ void ss_set_state(mr_session *s, session_state to);
 void ss_close(mr_session *s, mr_close_reason why, const char *detail);
 void ss_close_after_flush(mr_session *s, mr_close_reason why, const char *detail);
 void ss_free(mr_session *s);
-void ss_send_err(mr_session *s, uint8_t seq, uint16_t code, const char *sqlstate,
-                 const char *msg);
+void ss_send_err(mr_session *s, uint8_t seq, uint16_t code, const char *sqlstate, const char *msg);
 void ss_client_flow(mr_session *s);
 void ss_backend_flow(mr_session *s);
 void ss_copy_name(char *dst, size_t cap, const char *src, size_t len, bool *set);
@@ -247,13 +246,12 @@ void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared
  * ss_hooks_start at the session's start; ss_hooks_view refreshes what the
  * hooks see before a statement or command. A hook's action is acted on by
  * ss_hooks_act (STMT_RELAY for PASS and SEND, which it sent). */
-extern const mr_feature *const ss_features[];  /* session/features.c */
+extern const mr_feature *const ss_features[]; /* session/features.c */
 extern const unsigned ss_nfeatures;
 void ss_hooks_start(mr_session *s);
 void ss_hooks_view(mr_session *s);
 void ss_hooks_ports(mr_stmt_ctx *ctx);
-stmt_verdict ss_hooks_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n,
-                              uint32_t len);
+stmt_verdict ss_hooks_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len);
 bool ss_hooks_wants_whole(mr_session *s, uint8_t cmd, const uint8_t *head, uint32_t len);
 stmt_verdict ss_hooks_statement(mr_session *s, bool before_rules, mr_hook_stmt *st);
 /* Some hook watches the response's packets now (a keyset page): then the
@@ -278,8 +276,7 @@ stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, si
  * (res->park): true when the session now holds a copy of it in
  * SS_WAIT_BG (or, running it again, still does); false when it cannot
  * (delayed_park_timeout = 0, out of memory): res's ERR is the answer. */
-bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len,
-             const mr_match_result *res);
+bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len, const mr_match_result *res);
 /* The session ends: its parked statement goes with it. */
 void ss_park_free(mr_session *s);
 

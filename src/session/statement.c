@@ -8,10 +8,10 @@
  */
 #include <string.h>
 
-#include "myrewrite/sql/charset_guard.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/schema/cache.h"
+#include "myrewrite/sql/charset_guard.h"
 #include "myrewrite/sql/lexer.h"
 #include "session/session_impl.h"
 
@@ -45,12 +45,12 @@ static void note_charset_statement(mr_session *s, const char *sql, size_t len, u
 
 /* Original and rewritten text; for a log_only rule, the text it would
  * have sent (a block has none). */
-static void log_full(mr_session *s, const mr_rule *r, const mr_match_result *res,
-                     const char *sql, size_t len)
+static void log_full(mr_session *s, const mr_rule *r, const mr_match_result *res, const char *sql,
+                     size_t len)
 {
     const mr_buf *to = r->log_only ? &res->would_be : &res->text;
-    bool blocked_here = res->action == MR_ACT_BLOCK && !r->log_only &&
-                        res->nmatched > 0 && res->matched[res->nmatched - 1] == r;
+    bool blocked_here = res->action == MR_ACT_BLOCK && !r->log_only && res->nmatched > 0 &&
+                        res->matched[res->nmatched - 1] == r;
     if (r->kind == MR_RULE_BLOCK || blocked_here)
         mr_info(s->id, "rule %s%s: %.*s -> blocked", r->name, r->log_only ? " (log only)" : "",
                 (int)(len > 2000 ? 2000 : len), sql);
@@ -70,8 +70,7 @@ static void log_matches(mr_session *s, const mr_match_result *res, const char *s
         if (!res->sampled[i])
             continue;
         if (r->log == MR_RULE_LOG_DIGEST)
-            mr_info(s->id, "rule %s%s: %s", r->name, r->log_only ? " (log only)" : "",
-                    res->digest);
+            mr_info(s->id, "rule %s%s: %s", r->name, r->log_only ? " (log only)" : "", res->digest);
         else if (r->log == MR_RULE_LOG_FULL || r->log_only)
             log_full(s, r, res, sql, len);
     }

@@ -14,8 +14,8 @@
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/delayed/group.h"
-#include "myrewrite/stats/rule_hits.h"
 #include "myrewrite/session/session.h"
+#include "myrewrite/stats/rule_hits.h"
 
 static void drain_sessions(mr_worker *w, int force)
 {

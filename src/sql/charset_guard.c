@@ -16,10 +16,10 @@ static const struct {
     unsigned id;
     const char *charset;
 } unsafe_collations[] = {
-    {1, "big5"},     {13, "sjis"},     {28, "gbk"},      {84, "big5"},     {87, "gbk"},
-    {88, "sjis"},    {95, "cp932"},    {96, "cp932"},    {248, "gb18030"}, {249, "gb18030"},
-    {250, "gb18030"}, {1025, "big5"},  {1037, "sjis"},   {1052, "gbk"},    {1108, "big5"},
-    {1111, "gbk"},   {1112, "sjis"},   {1119, "cp932"},  {1120, "cp932"},
+    {1, "big5"},      {13, "sjis"},   {28, "gbk"},     {84, "big5"},     {87, "gbk"},
+    {88, "sjis"},     {95, "cp932"},  {96, "cp932"},   {248, "gb18030"}, {249, "gb18030"},
+    {250, "gb18030"}, {1025, "big5"}, {1037, "sjis"},  {1052, "gbk"},    {1108, "big5"},
+    {1111, "gbk"},    {1112, "sjis"}, {1119, "cp932"}, {1120, "cp932"},
 };
 
 static const char *const unsafe_charsets[] = {"big5", "cp932", "gb18030", "gbk", "sjis"};
@@ -54,8 +54,8 @@ typedef struct scan {
     const char *sql;
     mr_charset_change result;
     const char *name;
-    bool in_set;       /* inside a SET statement */
-    bool global;       /* the last scope keyword was GLOBAL: not this session's */
+    bool in_set; /* inside a SET statement */
+    bool global; /* the last scope keyword was GLOBAL: not this session's */
     want want;
 } scan;
 
@@ -72,8 +72,10 @@ static bool names_client_charset(scan *sc, const sql_token *t)
     if (t->kind == SQL_TOK_SYSVAR) {
         p += 2, n -= 2;
         bool global = n > 7 && strncasecmp(p, "global.", 7) == 0;
-        size_t dot = global ? 7 : n > 8 && strncasecmp(p, "session.", 8) == 0 ? 8
-                                : n > 6 && strncasecmp(p, "local.", 6) == 0 ? 6 : 0;
+        size_t dot = global                                        ? 7
+                     : n > 8 && strncasecmp(p, "session.", 8) == 0 ? 8
+                     : n > 6 && strncasecmp(p, "local.", 6) == 0   ? 6
+                                                                   : 0;
         p += dot, n -= dot;
         if (dot)
             sc->global = global;

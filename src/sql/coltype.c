@@ -22,14 +22,14 @@ typedef struct type_name {
 /* The names COLUMN_TYPE shows for MariaDB's types (synonyms such as BOOL
  * or REAL are shown as the type they stand for). */
 static const type_name types[] = {
-    {"tinyint", NUMS}, {"smallint", NUMS}, {"mediumint", NUMS}, {"int", NUMS},
-    {"bigint", NUMS}, {"decimal", NUMS}, {"float", NUMS}, {"double", NUMS},
-    {"bit", NUMS}, {"char", NUMS}, {"varchar", NUMS}, {"binary", NUMS},
-    {"varbinary", NUMS}, {"tinytext", NONE}, {"text", NUMS}, {"mediumtext", NONE},
-    {"longtext", NONE}, {"tinyblob", NONE}, {"blob", NUMS}, {"mediumblob", NONE},
-    {"longblob", NONE}, {"date", NONE}, {"time", NUMS}, {"datetime", NUMS},
-    {"timestamp", NUMS}, {"year", NUMS}, {"uuid", NONE}, {"inet4", NONE},
-    {"inet6", NONE}, {"enum", STRINGS}, {"set", STRINGS},
+    {"tinyint", NUMS},   {"smallint", NUMS}, {"mediumint", NUMS}, {"int", NUMS},
+    {"bigint", NUMS},    {"decimal", NUMS},  {"float", NUMS},     {"double", NUMS},
+    {"bit", NUMS},       {"char", NUMS},     {"varchar", NUMS},   {"binary", NUMS},
+    {"varbinary", NUMS}, {"tinytext", NONE}, {"text", NUMS},      {"mediumtext", NONE},
+    {"longtext", NONE},  {"tinyblob", NONE}, {"blob", NUMS},      {"mediumblob", NONE},
+    {"longblob", NONE},  {"date", NONE},     {"time", NUMS},      {"datetime", NUMS},
+    {"timestamp", NUMS}, {"year", NUMS},     {"uuid", NONE},      {"inet4", NONE},
+    {"inet6", NONE},     {"enum", STRINGS},  {"set", STRINGS},
 };
 
 static const char *const modifiers[] = {"unsigned", "signed", "zerofill"};

@@ -107,10 +107,10 @@ static size_t utf8_trim(const char *s, size_t len)
 typedef struct digester {
     writer w;
     const char *s;
-    uint8_t prev_kind;  /* last significant source token */
+    uint8_t prev_kind; /* last significant source token */
     uint16_t prev_id;
-    int depth;          /* parenthesis depth */
-    int values_depth;   /* depth of a VALUES row list, -1 when none */
+    int depth;        /* parenthesis depth */
+    int values_depth; /* depth of a VALUES row list, -1 when none */
 } digester;
 
 /* One list item: signed number, literal (adjacent strings count as one),
@@ -194,8 +194,8 @@ static bool plain_name(const char *p, size_t n)
         return false;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                  (c >= '0' && c <= '9') || c == '_' || c == '$' || c >= 0x80;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '$' || c >= 0x80;
         if (!ok)
             return false;
     }
@@ -239,8 +239,8 @@ static void emit_word(digester *d, const sql_token *t)
         d->values_depth = d->depth;
 }
 
-bool sql_digest_sign_folds(sql_lexer *lx, const sql_token *t, unsigned prev_kind,
-                           unsigned prev_id, sql_token *num)
+bool sql_digest_sign_folds(sql_lexer *lx, const sql_token *t, unsigned prev_kind, unsigned prev_id,
+                           sql_token *num)
 {
     if ((t->id != SQL_OP_MINUS && t->id != SQL_OP_PLUS) ||
         !sql_operand_expected(prev_kind, prev_id))
@@ -386,8 +386,8 @@ static sql_rc digest_run(digester *d, sql_lexer *lx)
     return SQL_OK;
 }
 
-sql_rc sql_digest(const char *s, size_t n, unsigned lex_flags,
-                  char *out, size_t cap, sql_digest_result *res)
+sql_rc sql_digest(const char *s, size_t n, unsigned lex_flags, char *out, size_t cap,
+                  sql_digest_result *res)
 {
     digester d;
     memset(&d, 0, sizeof d);

@@ -13,22 +13,22 @@ enum { C_ID = 1, C_DIG = 2, C_SP = 4, C_HEX = 8, C_KW = 16 };
 /* C_ID: identifier byte (bytes >= 0x80 count, so UTF-8 and latin1 names
  * work without validation); C_KW: may appear in a keyword. */
 static const uint8_t cclass[256] = {
-     0,  0,  0,  0,  0,  0,  0,  0,  0,  4,  4,  4,  4,  4,  0,  0,  /* 00 */
-     0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  /* 10 */
-     4,  0,  0,  0,  1,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  /* 20 */
-    11, 11, 11, 11, 11, 11, 11, 11, 11, 11,  0,  0,  0,  0,  0,  0,  /* 30 */
-     0, 25, 25, 25, 25, 25, 25, 17, 17, 17, 17, 17, 17, 17, 17, 17,  /* 40 */
-    17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17,  0,  0,  0,  0, 17,  /* 50 */
-     0, 25, 25, 25, 25, 25, 25, 17, 17, 17, 17, 17, 17, 17, 17, 17,  /* 60 */
-    17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17,  0,  0,  0,  0,  0,  /* 70 */
-     1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* 80 */
-     1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* 90 */
-     1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* a0 */
-     1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* b0 */
-     1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* c0 */
-     1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* d0 */
-     1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* e0 */
-     1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* f0 */
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  4,  4,  4,  4,  4,  0,  0,  /* 00 */
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  /* 10 */
+    4,  0,  0,  0,  1,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  /* 20 */
+    11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 0,  0,  0,  0,  0,  0,  /* 30 */
+    0,  25, 25, 25, 25, 25, 25, 17, 17, 17, 17, 17, 17, 17, 17, 17, /* 40 */
+    17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 0,  0,  0,  0,  17, /* 50 */
+    0,  25, 25, 25, 25, 25, 25, 17, 17, 17, 17, 17, 17, 17, 17, 17, /* 60 */
+    17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 0,  0,  0,  0,  0,  /* 70 */
+    1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* 80 */
+    1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* 90 */
+    1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* a0 */
+    1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* b0 */
+    1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* c0 */
+    1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* d0 */
+    1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* e0 */
+    1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* f0 */
 };
 
 static inline bool is_id(unsigned char c) { return cclass[c] & C_ID; }
@@ -50,11 +50,8 @@ typedef struct kw_def {
 #define F SQL_KWF_FUNC
 #define O SQL_KWF_OPERAND
 #define L SQL_KWF_LITERAL
-#define KW_DEF_(name, fl) { #name, (fl) },
-static const kw_def kw_defs[SQL_KW__COUNT] = {
-    { "", 0 },
-    SQL_KEYWORDS(KW_DEF_)
-};
+#define KW_DEF_(name, fl) {#name, (fl)},
+static const kw_def kw_defs[SQL_KW__COUNT] = {{"", 0}, SQL_KEYWORDS(KW_DEF_)};
 #undef KW_DEF_
 #undef R
 #undef F
@@ -66,12 +63,12 @@ static const kw_def kw_defs[SQL_KW__COUNT] = {
  * with no keywords repeats the next letter's start. test_keyword_table
  * fails if a keyword is added out of its letter group. */
 static const uint16_t kw_first[27] = {
-    SQL_KW_ALL, SQL_KW_BEGIN, SQL_KW_CALL, SQL_KW_DATABASE, SQL_KW_ELSE,
-    SQL_KW_FALSE, SQL_KW_GLOBAL, SQL_KW_HANDLER, SQL_KW_IF, SQL_KW_JOIN,
-    SQL_KW_KEY, SQL_KW_LATERAL, SQL_KW_MAX, SQL_KW_NATURAL, SQL_KW_OF,
-    SQL_KW_PARTITION, SQL_KW_QUICK, SQL_KW_RECURSIVE, SQL_KW_SAVEPOINT,
-    SQL_KW_TABLE, SQL_KW_UNION, SQL_KW_VALUE, SQL_KW_WHEN, SQL_KW_XA,
-    SQL_KW__COUNT, SQL_KW__COUNT, SQL_KW__COUNT,
+    SQL_KW_ALL,       SQL_KW_BEGIN,   SQL_KW_CALL,      SQL_KW_DATABASE,  SQL_KW_ELSE,
+    SQL_KW_FALSE,     SQL_KW_GLOBAL,  SQL_KW_HANDLER,   SQL_KW_IF,        SQL_KW_JOIN,
+    SQL_KW_KEY,       SQL_KW_LATERAL, SQL_KW_MAX,       SQL_KW_NATURAL,   SQL_KW_OF,
+    SQL_KW_PARTITION, SQL_KW_QUICK,   SQL_KW_RECURSIVE, SQL_KW_SAVEPOINT, SQL_KW_TABLE,
+    SQL_KW_UNION,     SQL_KW_VALUE,   SQL_KW_WHEN,      SQL_KW_XA,        SQL_KW__COUNT,
+    SQL_KW__COUNT,    SQL_KW__COUNT,
 };
 
 /* Eight name bytes as one word, first byte lowest: the layout
@@ -125,26 +122,20 @@ sql_kw sql_kw_lookup(const char *s, size_t n)
     return SQL_KW_NONE;
 }
 
-const char *sql_kw_name(sql_kw kw)
-{
-    return (unsigned)kw < SQL_KW__COUNT ? kw_defs[kw].name : "";
-}
+const char *sql_kw_name(sql_kw kw) { return (unsigned)kw < SQL_KW__COUNT ? kw_defs[kw].name : ""; }
 
-unsigned sql_kw_flags(sql_kw kw)
-{
-    return (unsigned)kw < SQL_KW__COUNT ? kw_defs[kw].flags : 0;
-}
+unsigned sql_kw_flags(sql_kw kw) { return (unsigned)kw < SQL_KW__COUNT ? kw_defs[kw].flags : 0; }
 
 /* Charset names accepted as introducers when whitespace separates them from
  * the literal ("_latin1 'x'"); "_name'x'" with an unknown name stays a word
  * and a string, as a column alias would. */
 static const char *const charsets[] = {
-    "armscii8", "ascii", "big5", "binary", "cp1250", "cp1251", "cp1256",
-    "cp1257", "cp850", "cp852", "cp866", "cp932", "dec8", "eucjpms", "euckr",
-    "gb18030", "gb2312", "gbk", "geostd8", "greek", "hebrew", "hp8",
-    "keybcs2", "koi8r", "koi8u", "latin1", "latin2", "latin5", "latin7",
-    "macce", "macroman", "sjis", "swe7", "tis620", "ucs2", "ujis", "utf16",
-    "utf16le", "utf32", "utf8", "utf8mb3", "utf8mb4",
+    "armscii8", "ascii",   "big5",     "binary", "cp1250",  "cp1251",  "cp1256",
+    "cp1257",   "cp850",   "cp852",    "cp866",  "cp932",   "dec8",    "eucjpms",
+    "euckr",    "gb18030", "gb2312",   "gbk",    "geostd8", "greek",   "hebrew",
+    "hp8",      "keybcs2", "koi8r",    "koi8u",  "latin1",  "latin2",  "latin5",
+    "latin7",   "macce",   "macroman", "sjis",   "swe7",    "tis620",  "ucs2",
+    "ujis",     "utf16",   "utf16le",  "utf32",  "utf8",    "utf8mb3", "utf8mb4",
 };
 
 /* Case-insensitive match of s[0..n) against a lower-case literal. */
@@ -170,8 +161,8 @@ static bool is_charset(const unsigned char *s, size_t n)
 
 /* Quoted run starting at s[p] == q. Doubled quotes always escape; '\'
  * escapes only when bs is set. Returns the end or NPOS if unterminated. */
-static size_t scan_quoted(const unsigned char *s, size_t n, size_t p,
-                          unsigned char q, bool bs, bool *escaped)
+static size_t scan_quoted(const unsigned char *s, size_t n, size_t p, unsigned char q, bool bs,
+                          bool *escaped)
 {
     p++;
     for (;;) {
@@ -218,8 +209,7 @@ static void set_err(sql_token *t, size_t off, size_t end, sql_lex_err e)
 
 /* X'..' / B'..' with the quote at s[p]: contents must be hex digits (even
  * count) or binary digits. */
-static void scan_xb_quoted(const sql_lexer *lx, size_t start, size_t p, bool hex,
-                           sql_token *t)
+static void scan_xb_quoted(const sql_lexer *lx, size_t start, size_t p, bool hex, sql_token *t)
 {
     const unsigned char *s = lx->s;
     size_t q = p + 1;
@@ -271,10 +261,7 @@ static void scan_qident(const sql_lexer *lx, size_t p, sql_token *t)
         t->flags |= SQL_TF_ESCAPED;
 }
 
-static bool dq_is_string(const sql_lexer *lx)
-{
-    return !(lx->flags & SQL_LEX_ANSI_QUOTES);
-}
+static bool dq_is_string(const sql_lexer *lx) { return !(lx->flags & SQL_LEX_ANSI_QUOTES); }
 
 /* 0x4a / 0b01 at p (lower-case prefix only, as in MySQL); false when the
  * run is empty or continues into a name, as in 0x1g. */
@@ -410,8 +397,8 @@ static void scan_var(const sql_lexer *lx, size_t p, sql_token *t)
     size_t q = p + 1 + sys;
     if (q < n && !sys && (s[q] == '\'' || s[q] == '"' || s[q] == '`')) {
         bool esc = false;
-        size_t e = scan_quoted(s, n, q, s[q], s[q] != '`' &&
-                               !(lx->flags & SQL_LEX_NO_BACKSLASH_ESCAPES), &esc);
+        size_t e = scan_quoted(s, n, q, s[q],
+                               s[q] != '`' && !(lx->flags & SQL_LEX_NO_BACKSLASH_ESCAPES), &esc);
         if (e == NPOS)
             set_err(t, p, n, SQL_LEXERR_UNTERMINATED_STRING);
         else
@@ -531,8 +518,7 @@ static sql_op op2(unsigned char a, unsigned char b)
     switch (a) {
     case '<':
         return b == '=' ? SQL_OP_LE : b == '>' ? SQL_OP_NE : b == '<' ? SQL_OP_SHL : SQL_OP_NONE;
-    case '>':
-        return b == '=' ? SQL_OP_GE : b == '>' ? SQL_OP_SHR : SQL_OP_NONE;
+    case '>': return b == '=' ? SQL_OP_GE : b == '>' ? SQL_OP_SHR : SQL_OP_NONE;
     case '!': return b == '=' ? SQL_OP_NE2 : SQL_OP_NONE;
     case ':': return b == '=' ? SQL_OP_ASSIGN : SQL_OP_NONE;
     case '|': return b == '|' ? SQL_OP_OROR : SQL_OP_NONE;
@@ -624,8 +610,7 @@ static void scan_punct(const sql_lexer *lx, size_t p, sql_token *t)
             return;
         }
         break;
-    default:
-        break;
+    default: break;
     }
     scan_op(lx, p, t);
 }
@@ -683,8 +668,7 @@ bool sql_lexer_next(sql_lexer *lx, sql_token *t)
     }
 }
 
-sql_rc sql_lex(const char *s, size_t n, unsigned flags,
-               sql_token *out, size_t max, size_t *count)
+sql_rc sql_lex(const char *s, size_t n, unsigned flags, sql_token *out, size_t max, size_t *count)
 {
     sql_lexer lx;
     sql_lexer_init(&lx, s, n, flags);
@@ -720,11 +704,11 @@ bool sql_exec_body(const sql_token *t, const char *s, size_t *off, size_t *len)
 
 /* BEGIN...END nesting inside a compound-statement body. */
 typedef struct split_state {
-    bool started;   /* a non-comment token has been seen */
-    bool compound;  /* statement may hold BEGIN...END blocks */
+    bool started;  /* a non-comment token has been seen */
+    bool compound; /* statement may hold BEGIN...END blocks */
     unsigned depth;
-    size_t first;   /* offset of the statement's first token */
-    size_t last;    /* end of its last token */
+    size_t first; /* offset of the statement's first token */
+    size_t last;  /* end of its last token */
 } split_state;
 
 static bool peek_kw(const sql_lexer *lx, sql_kw kw)
@@ -749,8 +733,8 @@ static bool end_closes_block(const sql_lexer *lx)
         if (t.kind != SQL_TOK_WORD)
             return true;
         const unsigned char *w = lx->s + t.off;
-        return !(t.id == SQL_KW_IF || ieq(w, t.len, "loop") ||
-                 ieq(w, t.len, "while") || ieq(w, t.len, "repeat"));
+        return !(t.id == SQL_KW_IF || ieq(w, t.len, "loop") || ieq(w, t.len, "while") ||
+                 ieq(w, t.len, "repeat"));
     }
     return true;
 }
@@ -759,7 +743,8 @@ static void split_track(split_state *st, const sql_lexer *lx, const sql_token *t
 {
     if (!st->started) {
         st->started = true;
-        st->compound = t->kind == SQL_TOK_WORD &&
+        st->compound =
+            t->kind == SQL_TOK_WORD &&
             (t->id == SQL_KW_CREATE || (t->id == SQL_KW_BEGIN && peek_kw(lx, SQL_KW_NOT)));
     }
     if (!st->compound || t->kind != SQL_TOK_WORD)
@@ -782,12 +767,11 @@ static sql_rc split_emit(const split_state *st, sql_span *out, size_t max, size_
     return SQL_OK;
 }
 
-sql_rc sql_split(const char *s, size_t n, unsigned flags,
-                 sql_span *out, size_t max, size_t *count)
+sql_rc sql_split(const char *s, size_t n, unsigned flags, sql_span *out, size_t max, size_t *count)
 {
     sql_lexer lx;
     sql_lexer_init(&lx, s, n, flags & ~(unsigned)SQL_LEX_SKIP_COMMENTS);
-    split_state st = { 0 };
+    split_state st = {0};
     bool have_first = false;
     size_t k = 0;
     sql_token t;
@@ -835,23 +819,22 @@ bool sql_tok_is_literal(unsigned kind)
 bool sql_operand_expected(unsigned prev_kind, unsigned prev_id)
 {
     switch (prev_kind) {
-    case 0: case SQL_TOK_OP: case SQL_TOK_LPAREN: case SQL_TOK_COMMA: case SQL_TOK_SEMI:
-        return true;
+    case 0:
+    case SQL_TOK_OP:
+    case SQL_TOK_LPAREN:
+    case SQL_TOK_COMMA:
+    case SQL_TOK_SEMI: return true;
     case SQL_TOK_WORD: {
         unsigned f = sql_kw_flags((sql_kw)prev_id);
         return (f & SQL_KWF_RESERVED) && !(f & SQL_KWF_OPERAND);
     }
-    default:
-        return false;
+    default: return false;
     }
 }
 
 /* ---- the text as the server reads it ---------------------------------------- */
 
-static bool server_trailing(unsigned char c)
-{
-    return is_space(c) || c == ';' || c == 0xA0;
-}
+static bool server_trailing(unsigned char c) { return is_space(c) || c == ';' || c == 0xA0; }
 
 size_t sql_server_len(const char *s, size_t n)
 {

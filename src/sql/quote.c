@@ -44,10 +44,7 @@ void mr_sql_put_ident_n(mr_buf *b, const char *name, size_t n)
     mr_buf_put(b, "`", 1);
 }
 
-void mr_sql_put_ident(mr_buf *b, const char *name)
-{
-    mr_sql_put_ident_n(b, name, strlen(name));
-}
+void mr_sql_put_ident(mr_buf *b, const char *name) { mr_sql_put_ident_n(b, name, strlen(name)); }
 
 void mr_sql_put_ident_suffixed(mr_buf *b, const char *name, const char *suffix)
 {
@@ -84,7 +81,4 @@ void mr_sql_put_literal_n(mr_buf *b, const char *s, size_t n)
     mr_buf_put(b, "'", 1);
 }
 
-void mr_sql_put_literal(mr_buf *b, const char *s)
-{
-    mr_sql_put_literal_n(b, s, strlen(s));
-}
+void mr_sql_put_literal(mr_buf *b, const char *s) { mr_sql_put_literal_n(b, s, strlen(s)); }

@@ -12,28 +12,35 @@
 typedef struct parser {
     const char *text;
     const sql_token *t;
-    uint32_t n;        /* end of the statement being analysed */
-    uint32_t nrefs;    /* table references seen (stored or not) */
+    uint32_t n;     /* end of the statement being analysed */
+    uint32_t nrefs; /* table references seen (stored or not) */
     sql_stmt *st;
 } parser;
 
 /* Stop conditions for scan_until: a run of tokens ends at the first of
  * these found at its own depth (and always at an unmatched ')'). */
 enum {
-    ST_CLAUSE = 1u << 0,  /* FROM WHERE GROUP HAVING WINDOW ORDER LIMIT FOR LOCK INTO UNION ... */
+    ST_CLAUSE = 1u << 0, /* FROM WHERE GROUP HAVING WINDOW ORDER LIMIT FOR LOCK INTO UNION ... */
     ST_COMMA = 1u << 1,
-    ST_JOIN = 1u << 2,    /* JOIN, INNER, CROSS, NATURAL, STRAIGHT_JOIN, LEFT/RIGHT [OUTER] JOIN */
+    ST_JOIN = 1u << 2, /* JOIN, INNER, CROSS, NATURAL, STRAIGHT_JOIN, LEFT/RIGHT [OUTER] JOIN */
     ST_SET = 1u << 3,
     ST_USING = 1u << 4,
-    ST_ONDUP = 1u << 5,   /* ON DUPLICATE */
+    ST_ONDUP = 1u << 5, /* ON DUPLICATE */
     ST_AS = 1u << 6
 };
 
 /* Clauses a statement may carry after its head (parse_tail). */
 enum {
-    CL_FROM = 1u << 0, CL_WHERE = 1u << 1, CL_GROUP = 1u << 2, CL_HAVING = 1u << 3,
-    CL_WINDOW = 1u << 4, CL_ORDER = 1u << 5, CL_LIMIT = 1u << 6, CL_LOCK = 1u << 7,
-    CL_INTO = 1u << 8, CL_UNION = 1u << 9,
+    CL_FROM = 1u << 0,
+    CL_WHERE = 1u << 1,
+    CL_GROUP = 1u << 2,
+    CL_HAVING = 1u << 3,
+    CL_WINDOW = 1u << 4,
+    CL_ORDER = 1u << 5,
+    CL_LIMIT = 1u << 6,
+    CL_LOCK = 1u << 7,
+    CL_INTO = 1u << 8,
+    CL_UNION = 1u << 9,
     CL_SELECT = 0x3ff,
     CL_DML = CL_WHERE | CL_ORDER | CL_LIMIT
 };
@@ -54,10 +61,7 @@ static uint32_t sig(const parser *p, uint32_t i)
     return i;
 }
 
-static uint32_t nx(const parser *p, uint32_t i)
-{
-    return i < p->n ? sig(p, i + 1) : p->n;
-}
+static uint32_t nx(const parser *p, uint32_t i) { return i < p->n ? sig(p, i + 1) : p->n; }
 
 /* End of the last significant token before index j, but not before
  * first: ranges never run backwards over skipped comments. */
@@ -98,10 +102,7 @@ static bool is_number_or_param(const parser *p, uint32_t i)
     return is_kind(p, i, SQL_TOK_NUMBER) || is_kind(p, i, SQL_TOK_PARAM);
 }
 
-static void unsupported(parser *p)
-{
-    p->st->flags |= SQL_SF_UNSUPPORTED;
-}
+static void unsupported(parser *p) { p->st->flags |= SQL_SF_UNSUPPORTED; }
 
 /* ---- groups and runs ---------------------------------------------------------- */
 
@@ -137,13 +138,21 @@ static uint32_t skip_group(parser *p, uint32_t i)
 static bool clause_word(sql_kw kw)
 {
     switch (kw) {
-    case SQL_KW_FROM: case SQL_KW_WHERE: case SQL_KW_GROUP: case SQL_KW_HAVING:
-    case SQL_KW_WINDOW: case SQL_KW_ORDER: case SQL_KW_LIMIT: case SQL_KW_FOR:
-    case SQL_KW_LOCK: case SQL_KW_INTO: case SQL_KW_UNION: case SQL_KW_EXCEPT:
-    case SQL_KW_INTERSECT: case SQL_KW_PROCEDURE:
-        return true;
-    default:
-        return false;
+    case SQL_KW_FROM:
+    case SQL_KW_WHERE:
+    case SQL_KW_GROUP:
+    case SQL_KW_HAVING:
+    case SQL_KW_WINDOW:
+    case SQL_KW_ORDER:
+    case SQL_KW_LIMIT:
+    case SQL_KW_FOR:
+    case SQL_KW_LOCK:
+    case SQL_KW_INTO:
+    case SQL_KW_UNION:
+    case SQL_KW_EXCEPT:
+    case SQL_KW_INTERSECT:
+    case SQL_KW_PROCEDURE: return true;
+    default: return false;
     }
 }
 
@@ -158,19 +167,20 @@ static bool is_stop(const parser *p, uint32_t i, unsigned stop)
         return false;
     sql_kw kw = (sql_kw)t->id;
     switch (kw) {
-    case SQL_KW_JOIN: case SQL_KW_INNER: case SQL_KW_CROSS: case SQL_KW_NATURAL:
-    case SQL_KW_STRAIGHT_JOIN:
-        return stop & ST_JOIN;
-    case SQL_KW_LEFT: case SQL_KW_RIGHT: /* not the LEFT() function */
+    case SQL_KW_JOIN:
+    case SQL_KW_INNER:
+    case SQL_KW_CROSS:
+    case SQL_KW_NATURAL:
+    case SQL_KW_STRAIGHT_JOIN: return stop & ST_JOIN;
+    case SQL_KW_LEFT:
+    case SQL_KW_RIGHT: /* not the LEFT() function */
         return (stop & ST_JOIN) &&
                (is_kw(p, nx(p, i), SQL_KW_JOIN) || is_kw(p, nx(p, i), SQL_KW_OUTER));
     case SQL_KW_SET: return stop & ST_SET;
     case SQL_KW_USING: return stop & ST_USING;
     case SQL_KW_AS: return stop & ST_AS;
-    case SQL_KW_ON:
-        return (stop & ST_ONDUP) && is_kw(p, nx(p, i), SQL_KW_DUPLICATE);
-    default:
-        return (stop & ST_CLAUSE) && clause_word(kw);
+    case SQL_KW_ON: return (stop & ST_ONDUP) && is_kw(p, nx(p, i), SQL_KW_DUPLICATE);
+    default: return (stop & ST_CLAUSE) && clause_word(kw);
     }
 }
 
@@ -233,7 +243,7 @@ static void add_table(parser *p, const sql_table_ref *r)
 
 static sql_table_ref new_ref(uint32_t at)
 {
-    sql_table_ref r = { { at, at }, SQL_NONE, SQL_NONE, SQL_NONE, false };
+    sql_table_ref r = {{at, at}, SQL_NONE, SQL_NONE, SQL_NONE, false};
     return r;
 }
 
@@ -426,7 +436,7 @@ static uint32_t parse_assigns(parser *p, uint32_t i, unsigned stop, sql_clause *
             j = scan_until(p, j, stop, NULL);
             break;
         }
-        sql_assign a = { { j, back_end(p, j, k) }, k, { 0, 0 } };
+        sql_assign a = {{j, back_end(p, j, k)}, k, {0, 0}};
         j = scan_until(p, nx(p, k), stop | ST_COMMA, &a.expr);
         if (a.expr.first == a.expr.end)
             unsupported(p);
@@ -461,7 +471,7 @@ static uint32_t by_head(const parser *p, uint32_t i, const sql_clause *c)
 static void add_order(parser *p, sql_range r)
 {
     sql_stmt *st = p->st;
-    sql_order_item it = { r, SQL_NONE, false };
+    sql_order_item it = {r, SQL_NONE, false};
     uint32_t last = r.end - 1;
     if (r.end - r.first > 1 && (is_kw(p, last, SQL_KW_ASC) || is_kw(p, last, SQL_KW_DESC))) {
         it.dir = last;
@@ -551,8 +561,7 @@ static uint32_t parse_lock_wait(parser *p, uint32_t j, uint8_t *wait)
         return nx(p, nx(p, j));
     }
     if (is_kind(p, j, SQL_TOK_WORD) && p->t[j].len == 4 &&
-        strncasecmp(p->text + p->t[j].off, "wait", 4) == 0 &&
-        is_number_or_param(p, nx(p, j))) {
+        strncasecmp(p->text + p->t[j].off, "wait", 4) == 0 && is_number_or_param(p, nx(p, j))) {
         *wait = SQL_WAIT_SECONDS;
         return nx(p, nx(p, j));
     }
@@ -634,9 +643,12 @@ static unsigned clause_bit(sql_kw kw)
     case SQL_KW_WINDOW: return CL_WINDOW;
     case SQL_KW_ORDER: return CL_ORDER;
     case SQL_KW_LIMIT: return CL_LIMIT;
-    case SQL_KW_FOR: case SQL_KW_LOCK: return CL_LOCK;
+    case SQL_KW_FOR:
+    case SQL_KW_LOCK: return CL_LOCK;
     case SQL_KW_INTO: return CL_INTO;
-    case SQL_KW_UNION: case SQL_KW_EXCEPT: case SQL_KW_INTERSECT: return CL_UNION;
+    case SQL_KW_UNION:
+    case SQL_KW_EXCEPT:
+    case SQL_KW_INTERSECT: return CL_UNION;
     default: return 0;
     }
 }
@@ -655,21 +667,16 @@ static uint32_t parse_clause(parser *p, uint32_t i, unsigned allowed)
     case SQL_KW_GROUP: return parse_group(p, i);
     case SQL_KW_ORDER: return parse_order(p, i);
     case SQL_KW_LIMIT: return parse_limit(p, i);
-    case SQL_KW_FOR: case SQL_KW_LOCK: return parse_lock(p, i);
-    case SQL_KW_HAVING:
-        st->flags |= SQL_SF_HAVING;
-        return simple_clause(p, i, &st->having);
+    case SQL_KW_FOR:
+    case SQL_KW_LOCK: return parse_lock(p, i);
+    case SQL_KW_HAVING: st->flags |= SQL_SF_HAVING; return simple_clause(p, i, &st->having);
     case SQL_KW_WINDOW: {
-        sql_clause w = { SQL_NONE, { SQL_NONE, SQL_NONE } };
+        sql_clause w = {SQL_NONE, {SQL_NONE, SQL_NONE}};
         st->flags |= SQL_SF_WINDOW;
         return simple_clause(p, i, &w);
     }
-    case SQL_KW_INTO:
-        st->flags |= SQL_SF_INTO;
-        return scan_until(p, nx(p, i), ST_CLAUSE, NULL);
-    default: /* UNION, EXCEPT, INTERSECT */
-        st->flags |= SQL_SF_UNION;
-        return p->n;
+    case SQL_KW_INTO: st->flags |= SQL_SF_INTO; return scan_until(p, nx(p, i), ST_CLAUSE, NULL);
+    default: /* UNION, EXCEPT, INTERSECT */ st->flags |= SQL_SF_UNION; return p->n;
     }
 }
 
@@ -727,10 +734,10 @@ static void parse_select(parser *p, uint32_t i)
     sql_stmt *st = p->st;
     st->kind = SQL_STMT_SELECT;
     st->select_list.kw = i;
-    i = parse_mods(p, nx(p, i), M(ALL) | M(DISTINCT) | M(DISTINCTROW) |
-                   M(HIGH_PRIORITY) | M(STRAIGHT_JOIN) | M(SQL_SMALL_RESULT) |
-                   M(SQL_BIG_RESULT) | M(SQL_BUFFER_RESULT) | M(SQL_NO_CACHE) |
-                   M(SQL_CACHE) | M(SQL_CALC_FOUND_ROWS));
+    i = parse_mods(p, nx(p, i),
+                   M(ALL) | M(DISTINCT) | M(DISTINCTROW) | M(HIGH_PRIORITY) | M(STRAIGHT_JOIN) |
+                       M(SQL_SMALL_RESULT) | M(SQL_BIG_RESULT) | M(SQL_BUFFER_RESULT) |
+                       M(SQL_NO_CACHE) | M(SQL_CACHE) | M(SQL_CALC_FOUND_ROWS));
     i = scan_until(p, i, ST_CLAUSE, &st->select_list.body);
     if (st->select_list.body.first == st->select_list.body.end)
         unsupported(p);
@@ -832,8 +839,8 @@ static uint32_t parse_insert_end(parser *p, uint32_t i)
             i = sig(p, skip_group(p, i));
     }
     uint32_t d = nx(p, i), k = nx(p, d), u = nx(p, k);
-    if (is_kw(p, i, SQL_KW_ON) && is_kw(p, d, SQL_KW_DUPLICATE) &&
-        is_kw(p, k, SQL_KW_KEY) && is_kw(p, u, SQL_KW_UPDATE)) {
+    if (is_kw(p, i, SQL_KW_ON) && is_kw(p, d, SQL_KW_DUPLICATE) && is_kw(p, k, SQL_KW_KEY) &&
+        is_kw(p, u, SQL_KW_UPDATE)) {
         st->flags |= SQL_SF_ON_DUPLICATE;
         st->on_dup.kw = i;
         i = scan_until(p, nx(p, u), 0, &st->on_dup.body);
@@ -932,12 +939,9 @@ static sql_stmt_kind txn_kind(const parser *p, uint32_t i)
 {
     uint32_t k = nx(p, i);
     switch (p->t[i].id) {
-    case SQL_KW_BEGIN:
-        return is_kw(p, k, SQL_KW_NOT) ? SQL_STMT_OTHER : SQL_STMT_BEGIN;
-    case SQL_KW_START:
-        return is_kw(p, k, SQL_KW_TRANSACTION) ? SQL_STMT_BEGIN : SQL_STMT_OTHER;
-    case SQL_KW_COMMIT:
-        return SQL_STMT_COMMIT;
+    case SQL_KW_BEGIN: return is_kw(p, k, SQL_KW_NOT) ? SQL_STMT_OTHER : SQL_STMT_BEGIN;
+    case SQL_KW_START: return is_kw(p, k, SQL_KW_TRANSACTION) ? SQL_STMT_BEGIN : SQL_STMT_OTHER;
+    case SQL_KW_COMMIT: return SQL_STMT_COMMIT;
     default:
         if (is_kw(p, k, SQL_KW_WORK))
             k = nx(p, k);
@@ -959,13 +963,13 @@ static void dispatch(parser *p, uint32_t i, bool after_with)
     case SQL_KW_SELECT: parse_select(p, i); return;
     case SQL_KW_UPDATE: parse_update(p, i); return;
     case SQL_KW_DELETE: parse_delete(p, i); return;
-    case SQL_KW_INSERT: case SQL_KW_REPLACE:
+    case SQL_KW_INSERT:
+    case SQL_KW_REPLACE:
         parse_insert(p, i, kw == SQL_KW_REPLACE);
         if (after_with)
             unsupported(p);
         return;
-    default:
-        break;
+    default: break;
     }
     if (after_with) {
         st->kind = SQL_STMT_OTHER;
@@ -984,16 +988,16 @@ static void dispatch(parser *p, uint32_t i, bool after_with)
         return;
     case SQL_KW_SET: st->kind = SQL_STMT_SET; return;
     case SQL_KW_SHOW: st->kind = SQL_STMT_SHOW; return;
-    case SQL_KW_BEGIN: case SQL_KW_START: case SQL_KW_COMMIT: case SQL_KW_ROLLBACK:
-        st->kind = txn_kind(p, i);
-        return;
-    case SQL_KW_CREATE: case SQL_KW_ALTER: case SQL_KW_DROP: case SQL_KW_TRUNCATE:
-    case SQL_KW_RENAME:
-        parse_ddl(p, i);
-        return;
-    default:
-        st->kind = SQL_STMT_OTHER;
-        return;
+    case SQL_KW_BEGIN:
+    case SQL_KW_START:
+    case SQL_KW_COMMIT:
+    case SQL_KW_ROLLBACK: st->kind = txn_kind(p, i); return;
+    case SQL_KW_CREATE:
+    case SQL_KW_ALTER:
+    case SQL_KW_DROP:
+    case SQL_KW_TRUNCATE:
+    case SQL_KW_RENAME: parse_ddl(p, i); return;
+    default: st->kind = SQL_STMT_OTHER; return;
     }
 }
 
@@ -1001,8 +1005,8 @@ static void dispatch(parser *p, uint32_t i, bool after_with)
 
 static void stmt_init(sql_stmt *st)
 {
-    const sql_range none = { SQL_NONE, SQL_NONE };
-    const sql_clause nc = { SQL_NONE, { SQL_NONE, SQL_NONE } };
+    const sql_range none = {SQL_NONE, SQL_NONE};
+    const sql_clause nc = {SQL_NONE, {SQL_NONE, SQL_NONE}};
     memset(st, 0, sizeof *st);
     for (unsigned m = 0; m < SQL_MOD__COUNT; m++)
         st->mod_tok[m] = SQL_NONE;
@@ -1049,10 +1053,9 @@ static void parse_paren(parser *p, uint32_t i)
     unsupported(p);
 }
 
-sql_rc sql_stmt_parse(const char *text, const sql_token *toks, size_t ntok,
-                      sql_stmt *out)
+sql_rc sql_stmt_parse(const char *text, const sql_token *toks, size_t ntok, sql_stmt *out)
 {
-    parser p = { text, toks, 0, 0, out };
+    parser p = {text, toks, 0, 0, out};
     stmt_init(out);
     find_end(&p, ntok >= SQL_NONE ? SQL_NONE - 1 : (uint32_t)ntok);
     uint32_t i = sig(&p, 0);

@@ -25,10 +25,7 @@ void mr_client_registry_init(mr_client_registry *r)
     r->head = NULL;
 }
 
-void mr_client_registry_destroy(mr_client_registry *r)
-{
-    pthread_mutex_destroy(&r->lock);
-}
+void mr_client_registry_destroy(mr_client_registry *r) { pthread_mutex_destroy(&r->lock); }
 
 /* The peer as numbers only (never a DNS lookup on a worker). */
 static void peer_name(int fd, char *out, size_t cap)

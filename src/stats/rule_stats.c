@@ -18,10 +18,10 @@
 #include <string.h>
 
 static struct {
-    pthread_mutex_t lock;              /* creation; error texts */
+    pthread_mutex_t lock; /* creation; error texts */
     _Atomic size_t count;
     mr_rule_stats e[MR_RULE_STATS_MAX];
-    mr_counter bucket[MR_FLUSH_BUCKETS + 1];            /* the last one is +Inf */
+    mr_counter bucket[MR_FLUSH_BUCKETS + 1]; /* the last one is +Inf */
     mr_counter sum_us;
 } S = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -98,15 +98,9 @@ mr_rule_stats *mr_rule_stats_of(const mr_rule *r)
     return mr_rule_stats_find(r->kind, r->name, table, stage ? staging : NULL, true);
 }
 
-size_t mr_rule_stats_count(void)
-{
-    return atomic_load_explicit(&S.count, memory_order_acquire);
-}
+size_t mr_rule_stats_count(void) { return atomic_load_explicit(&S.count, memory_order_acquire); }
 
-mr_rule_stats *mr_rule_stats_at(size_t i)
-{
-    return i < mr_rule_stats_count() ? &S.e[i] : NULL;
-}
+mr_rule_stats *mr_rule_stats_at(size_t i) { return i < mr_rule_stats_count() ? &S.e[i] : NULL; }
 
 void mr_rule_stats_set_error(mr_rule_stats *e, const char *what, unsigned code, const char *msg)
 {

@@ -17,8 +17,8 @@ static char *dup_opt(const char *s, bool *ok)
     return d;
 }
 
-bool mr_rule_stats_init(mr_rule_stats *e, mr_rule_type kind, const char *name,
-                        const char *table, const char *staging)
+bool mr_rule_stats_init(mr_rule_stats *e, mr_rule_type kind, const char *name, const char *table,
+                        const char *staging)
 {
     bool ok = true;
     e->kind = kind;

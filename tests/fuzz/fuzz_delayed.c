@@ -50,9 +50,8 @@ static void check_batch(const mr_dmem_batch *b, const mr_delayed_def *def)
     FUZZ_CHECK(b->nrows > 0 && values % b->nrows == 0 && values / b->nrows >= def->nkeys);
 }
 
-static void against(const char *sql, const sql_token *tok, size_t ntok,
-                    const mr_delayed_stmt *d, const mr_delayed_def *def, bool prepared,
-                    unsigned flags)
+static void against(const char *sql, const sql_token *tok, size_t ntok, const mr_delayed_stmt *d,
+                    const mr_delayed_def *def, bool prepared, unsigned flags)
 {
     char err[512];
     mr_buf out;

@@ -20,7 +20,7 @@ typedef struct seen {
     int lines;     /* lines of the text */
     int last_line; /* line of the latest callback */
     int pairs, errors;
-    uint64_t sum;  /* of the pairs' bytes, to compare two parses */
+    uint64_t sum; /* of the pairs' bytes, to compare two parses */
 } seen;
 
 static bool blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }

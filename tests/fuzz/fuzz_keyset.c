@@ -46,9 +46,8 @@ static void check_literal(const char *s, size_t n)
 }
 
 static uint64_t gen(uint64_t table_hash) { return 1; }
-static void put(uint64_t listing, uint64_t table_hash, uint64_t g, uint64_t pos,
-                const char *values, size_t len, uint64_t ttl_ms, uint64_t max_bookmarks,
-                uint64_t now_ms)
+static void put(uint64_t listing, uint64_t table_hash, uint64_t g, uint64_t pos, const char *values,
+                size_t len, uint64_t ttl_ms, uint64_t max_bookmarks, uint64_t now_ms)
 {
     FUZZ_CHECK(mr_keyset_value_count(values, len) == 2);
     const char *nul = memchr(values, 0, len);
@@ -57,7 +56,9 @@ static void put(uint64_t listing, uint64_t table_hash, uint64_t g, uint64_t pos,
     check_literal(nul + 1, len - (size_t)(nul + 1 - values));
 }
 static void refuse(uint64_t listing, uint64_t table_hash, uint64_t g, uint64_t ttl_ms,
-                   uint64_t now_ms) {}
+                   uint64_t now_ms)
+{
+}
 static const mr_bookmark_port port = {.gen = gen, .put = put, .refuse = refuse};
 
 static void watch(const uint8_t *data, size_t size, unsigned ncoldefs)

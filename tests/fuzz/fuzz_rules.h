@@ -7,8 +7,8 @@
 #ifndef MYREWRITE_FUZZ_RULES_H
 #define MYREWRITE_FUZZ_RULES_H
 
-#include "myrewrite/core/rule_kinds.h"
 #include "fuzz.h"
+#include "myrewrite/core/rule_kinds.h"
 #include "myrewrite/rules/rules.h"
 
 static const char fuzz_rules_text[] =

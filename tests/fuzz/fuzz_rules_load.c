@@ -12,8 +12,8 @@
  */
 #include <string.h>
 
-#include "myrewrite/core/rule_kinds.h"
 #include "fuzz.h"
+#include "myrewrite/core/rule_kinds.h"
 #include "myrewrite/rules/rules.h"
 
 static const char *const statements[] = {

@@ -55,7 +55,8 @@ static void digest(const char *s, size_t n, unsigned flags)
     static char out[SQL_DIGEST_DEFAULT_MAX], again[SQL_DIGEST_DEFAULT_MAX], small[64];
     sql_digest_result r1, r2, r3;
     sql_rc rc = sql_digest(s, n, flags, out, sizeof out, &r1);
-    FUZZ_CHECK(strlen(out) == r1.len && r1.len <= r1.full_len && r1.truncated == (r1.len < r1.full_len));
+    FUZZ_CHECK(strlen(out) == r1.len && r1.len <= r1.full_len &&
+               r1.truncated == (r1.len < r1.full_len));
     if (rc == SQL_OK && !r1.truncated)
         FUZZ_CHECK(sql_hash64(out, r1.len) == r1.hash);
     FUZZ_CHECK(sql_digest(s, n, flags, again, sizeof again, &r2) == rc);

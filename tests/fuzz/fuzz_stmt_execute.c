@@ -17,8 +17,8 @@
 #include "fuzz.h"
 #include "myrewrite/proto/stmt_execute.h"
 
-static void check_values(const mr_exec_param *v, unsigned k, char (*bufs)[32],
-                         const uint8_t *body, size_t n)
+static void check_values(const mr_exec_param *v, unsigned k, char (*bufs)[32], const uint8_t *body,
+                         size_t n)
 {
     for (unsigned i = 0; i < k; i++) {
         FUZZ_CHECK(v[i].kind <= MR_EXEC_PARAM_TEXT);

@@ -67,8 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break; /* the session waits for the prefix */
         const uint8_t *p = data + pos;
         bool idle = pre.state == MR_TS_IDLE;
-        bool progress = (mariadb & MR_MARIADB_CAP_PROGRESS) && !idle &&
-                        pre.state != MR_TS_AUTH && mr_is_progress(p, n);
+        bool progress = (mariadb & MR_MARIADB_CAP_PROGRESS) && !idle && pre.state != MR_TS_AUTH &&
+                        mr_is_progress(p, n);
         mr_track_result r = mr_tracker_feed(&pre, p, n, h.len);
         check_state(&pre, r, p, n);
         FUZZ_CHECK(!idle || r == MR_TRACK_MALFORMED);

@@ -28,7 +28,7 @@ static int expect_user(struct ctx *c, MYSQL *m, const char *want)
 
 static int login_as(struct ctx *c, const char *user, const char *pw)
 {
-    struct conn_opts o = { .user = user, .password = pw };
+    struct conn_opts o = {.user = user, .password = pw};
     MYSQL *m = db_open(c, &o);
     if (!m)
         return -1;
@@ -37,26 +37,17 @@ static int login_as(struct ctx *c, const char *user, const char *pw)
     return rc;
 }
 
-static int chk_native(struct ctx *c)
-{
-    return login_as(c, g_cfg.user, g_cfg.password);
-}
+static int chk_native(struct ctx *c) { return login_as(c, g_cfg.user, g_cfg.password); }
 
-static int chk_ed25519(struct ctx *c)
-{
-    return login_as(c, "ed", "edpw");
-}
+static int chk_ed25519(struct ctx *c) { return login_as(c, "ed", "edpw"); }
 
-static int chk_nopw(struct ctx *c)
-{
-    return login_as(c, "nopw", "");
-}
+static int chk_nopw(struct ctx *c) { return login_as(c, "nopw", ""); }
 
 /* A login that must be refused; records the error the client saw. */
 static int refused_login(struct ctx *c, const char *user, const char *pw)
 {
     MYSQL *m = db_init();
-    struct conn_opts o = { .user = user, .password = pw };
+    struct conn_opts o = {.user = user, .password = pw};
     if (!m)
         return fail(c, "mysql_init failed");
     if (db_connect(m, c->port, &o) == 0) {
@@ -147,8 +138,8 @@ static int failed_change(struct ctx *c, const char *user, const char *pw)
     } else {
         sb_printf(&c->dg, "%s: %u;", user, mysql_errno(m));
         if (mysql_errno(m) != 1045)
-            rc = fail(c, "change_user to %s: expected error 1045, got %u %s", user,
-                      mysql_errno(m), mysql_error(m));
+            rc = fail(c, "change_user to %s: expected error 1045, got %u %s", user, mysql_errno(m),
+                      mysql_error(m));
         dg_after_failure(c, m);
     }
     mysql_close(m);

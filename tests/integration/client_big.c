@@ -35,8 +35,7 @@ static int query_of_payload(struct ctx *c, MYSQL *m, size_t payload)
     int rc = 0;
     char got[32];
     if (mysql_real_query(m, sql, (unsigned long)textlen) != 0) {
-        rc = fail(c, "COM_QUERY payload %zu: error %u %s", payload, mysql_errno(m),
-                  mysql_error(m));
+        rc = fail(c, "COM_QUERY payload %zu: error %u %s", payload, mysql_errno(m), mysql_error(m));
     } else {
         MYSQL_RES *res = mysql_store_result(m);
         MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
@@ -54,8 +53,7 @@ static int query_of_payload(struct ctx *c, MYSQL *m, size_t payload)
 
 static int chk_query_payloads(struct ctx *c)
 {
-    static const size_t sizes[] = { MAX_PKT - 1, MAX_PKT, MAX_PKT + 1, 2 * MAX_PKT,
-                                    2 * MAX_PKT + 1 };
+    static const size_t sizes[] = {MAX_PKT - 1, MAX_PKT, MAX_PKT + 1, 2 * MAX_PKT, 2 * MAX_PKT + 1};
     MYSQL *m = db_open(c, NULL);
     int rc = m ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -92,8 +90,8 @@ static int text_row(struct ctx *c, MYSQL *m, unsigned long n)
         return fail_my(c, m, what);
     MYSQL_RES *res = mysql_store_result(m);
     MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
-    int rc = row ? check_repeat(c, row[0], mysql_fetch_lengths(res)[0], n, what)
-                 : fail_my(c, m, what);
+    int rc =
+        row ? check_repeat(c, row[0], mysql_fetch_lengths(res)[0], n, what) : fail_my(c, m, what);
     if (res)
         mysql_free_result(res);
     sb_printf(&c->dg, "%s: %s;", what, rc ? "bad" : "ok");
@@ -106,8 +104,8 @@ static int binary_row(struct ctx *c, MYSQL_STMT *s, unsigned long n)
     char what[64];
     long long arg = (long long)n;
     MYSQL_BIND b[2];
-    struct stmt_rows r = { 0 };
-    struct sbuf scratch = { 0 };
+    struct stmt_rows r = {0};
+    struct sbuf scratch = {0};
     memset(b, 0, sizeof b);
     for (int i = 0; i < 2; i++) {
         b[i].buffer_type = MYSQL_TYPE_LONGLONG;
@@ -129,16 +127,16 @@ static int binary_row(struct ctx *c, MYSQL_STMT *s, unsigned long n)
 
 static int chk_big_rows(struct ctx *c)
 {
-    static const unsigned long text_sizes[] = { MAX_PKT - 5, MAX_PKT - 4, MAX_PKT - 3,
-                                                20000000 };
-    static const unsigned long bin_sizes[] = { MAX_PKT - 7, MAX_PKT - 6, MAX_PKT - 5,
-                                               20000000 };
+    static const unsigned long text_sizes[] = {MAX_PKT - 5, MAX_PKT - 4, MAX_PKT - 3, 20000000};
+    static const unsigned long bin_sizes[] = {MAX_PKT - 7, MAX_PKT - 6, MAX_PKT - 5, 20000000};
     MYSQL *m = db_open(c, NULL);
     int rc = m ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < 4; i++)
         rc = text_row(c, m, text_sizes[i]);
-    MYSQL_STMT *s = rc ? NULL : stmt_prepare(c, m, "SELECT LEFT(REPEAT('0123456789',"
-                                                   " ? DIV 10 + 1), ?) AS r");
+    MYSQL_STMT *s = rc ? NULL
+                       : stmt_prepare(c, m,
+                                      "SELECT LEFT(REPEAT('0123456789',"
+                                      " ? DIV 10 + 1), ?) AS r");
     if (rc == 0 && !s)
         rc = -1;
     for (size_t i = 0; rc == 0 && i < 4; i++)

@@ -180,8 +180,10 @@ static int chk_set_option(struct ctx *c)
 static int wait_sleeping(struct ctx *c, MYSQL *m, long long conn_id)
 {
     char sql[200];
-    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM information_schema.PROCESSLIST"
-             " WHERE ID = %lld AND INFO LIKE 'SELECT SLEEP%%'", conn_id);
+    snprintf(sql, sizeof sql,
+             "SELECT COUNT(*) FROM information_schema.PROCESSLIST"
+             " WHERE ID = %lld AND INFO LIKE 'SELECT SLEEP%%'",
+             conn_id);
     for (int i = 0; i < 100; i++) {
         long long n = 0;
         if (q_int(c, m, sql, &n))
@@ -304,8 +306,8 @@ static void dg_tracked(struct ctx *c, MYSQL *m)
             sb_printf(&c->dg, "track%d=", t);
             sb_add(&c->dg, data, len);
             sb_add(&c->dg, ";", 1);
-        } while (mysql_session_track_get_next(m, (enum enum_session_state_type)t, &data,
-                                              &len) == 0);
+        } while (mysql_session_track_get_next(m, (enum enum_session_state_type)t, &data, &len) ==
+                 0);
     }
     sb_add(&c->dg, "\n", 1);
 }

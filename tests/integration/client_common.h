@@ -41,8 +41,7 @@ struct sbuf {
 };
 
 void sb_add(struct sbuf *b, const void *data, size_t n);
-void sb_printf(struct sbuf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_free(struct sbuf *b);
 
 /* One run of a check against one port. */
@@ -59,8 +58,7 @@ typedef int (*check_fn)(struct ctx *c);
 void check_compare(const char *name, check_fn fn);
 /* Run fn on the proxy port only (fn checks its own expectations). */
 void check_proxy(const char *name, check_fn fn);
-void report(int ok, const char *name, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void report(int ok, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Record a failure reason in c; always returns -1. */
 int fail(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -48,8 +48,9 @@ static int q_repeat(struct worker *w, int i)
     char sql[96], want[32];
     int len = 1 + (i * 7919 + w->idx * 131) % 70000;
     char ch = (char)('A' + w->idx % 26);
-    snprintf(sql, sizeof sql, "SELECT CONCAT(LENGTH(REPEAT('%c', %d)), MID(REPEAT('%c', %d), %d, 1))",
-             ch, len, ch, len, len);
+    snprintf(sql, sizeof sql,
+             "SELECT CONCAT(LENGTH(REPEAT('%c', %d)), MID(REPEAT('%c', %d), %d, 1))", ch, len, ch,
+             len, len);
     snprintf(want, sizeof want, "%d%c", len, ch);
     return expect_str(w, sql, want);
 }
@@ -107,13 +108,13 @@ typedef int (*query_fn)(struct worker *w, int i);
 
 static int worker_run(struct worker *w)
 {
-    static const query_fn mix[] = { q_arith, q_repeat, q_insert, q_session_var, q_prepared,
-                                    q_count };
+    static const query_fn mix[] = {q_arith, q_repeat, q_insert, q_session_var, q_prepared, q_count};
     w->m = db_open(&w->c, NULL);
     if (!w->m)
         return -1;
-    if (q_exec(&w->c, w->m, "CREATE TEMPORARY TABLE mct_conc (k INT PRIMARY KEY,"
-                            " v VARCHAR(32))"))
+    if (q_exec(&w->c, w->m,
+               "CREATE TEMPORARY TABLE mct_conc (k INT PRIMARY KEY,"
+               " v VARCHAR(32))"))
         return -1;
     w->ps = stmt_prepare(&w->c, w->m, "SELECT ? * 2");
     if (!w->ps)
@@ -163,8 +164,8 @@ static int chk_concurrent(struct ctx *c)
         sb_free(&ws[i].c.dg);
     }
     if (rc == 0 && answered != WORKERS * QUERIES)
-        rc = fail(c, "%d of %d queries answered (%d threads started)", answered,
-                  WORKERS * QUERIES, started);
+        rc = fail(c, "%d of %d queries answered (%d threads started)", answered, WORKERS * QUERIES,
+                  started);
     free(ws);
     return rc;
 }

@@ -52,9 +52,8 @@ static int fetch_ids(struct ctx *c, struct stmt_rows *r, long long *next, int st
 static int chk_cursor(struct ctx *c)
 {
     MYSQL *m = db_open(c, NULL);
-    MYSQL_STMT *s = m ? open_cursor(c, m, "SELECT id, v, d, n FROM mct_rows ORDER BY id", 7)
-                      : NULL;
-    struct stmt_rows r = { 0 };
+    MYSQL_STMT *s = m ? open_cursor(c, m, "SELECT id, v, d, n FROM mct_rows ORDER BY id", 7) : NULL;
+    struct stmt_rows r = {0};
     long long next = 1;
     unsigned long got = 0;
     int rc = s ? sr_init(c, &r, s) : -1;
@@ -135,12 +134,15 @@ static int walk_interleaved(struct ctx *c, MYSQL *m, struct walker *a, struct wa
 
 static int chk_two_cursors(struct ctx *c)
 {
-    struct walker a = { .next = 1, .step = 1 };
-    struct walker b = { .next = CURSOR_ROWS / 2, .step = -1 };
+    struct walker a = {.next = 1, .step = 1};
+    struct walker b = {.next = CURSOR_ROWS / 2, .step = -1};
     MYSQL *m = db_open(c, NULL);
     a.s = m ? open_cursor(c, m, "SELECT id, v FROM mct_rows ORDER BY id", 7) : NULL;
-    b.s = a.s ? open_cursor(c, m, "SELECT id, d, n FROM mct_rows WHERE id <= 500"
-                                  " ORDER BY id DESC", 3) : NULL;
+    b.s = a.s ? open_cursor(c, m,
+                            "SELECT id, d, n FROM mct_rows WHERE id <= 500"
+                            " ORDER BY id DESC",
+                            3)
+              : NULL;
     int rc = b.s ? sr_init(c, &a.r, a.s) : -1;
     rc = rc ? rc : sr_init(c, &b.r, b.s);
     rc = rc ? rc : walk_interleaved(c, m, &a, &b);
@@ -179,7 +181,7 @@ static int run_block(struct ctx *c, MYSQL *m, const char *sql, unsigned long typ
             rc = dg_stmt_results(c, m, s);
         else
             while (mysql_stmt_next_result(s) == 0)
-                ; /* the middle rounds only have to end */
+                ;                                /* the middle rounds only have to end */
         rc = rc ? rc : q_exec(c, m, "SELECT 1"); /* nothing left over before it */
     }
     if (s)

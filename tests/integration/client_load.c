@@ -37,8 +37,10 @@ static int write_load_file(void)
 static int load_into(struct ctx *c, MYSQL *m, const char *path)
 {
     char sql[256];
-    snprintf(sql, sizeof sql, "LOAD DATA LOCAL INFILE '%s' INTO TABLE mct_load"
-             " CHARACTER SET utf8mb4 (id, name, @val) SET val = @val", path);
+    snprintf(sql, sizeof sql,
+             "LOAD DATA LOCAL INFILE '%s' INTO TABLE mct_load"
+             " CHARACTER SET utf8mb4 (id, name, @val) SET val = @val",
+             path);
     if (mysql_query(m, sql) != 0) {
         sb_printf(&c->dg, "load %s: error %u;", path == g_load_path ? "file" : "missing",
                   mysql_errno(m));
@@ -52,9 +54,11 @@ static int load_into(struct ctx *c, MYSQL *m, const char *path)
 static int dg_table(struct ctx *c, MYSQL *m)
 {
     char v[256];
-    int rc = q_scalar(c, m, "SELECT CONCAT_WS(',', COUNT(*), SUM(id), SUM(name IS NULL),"
-                            " SUM(val IS NULL), SUM(CRC32(CONCAT_WS('|', id, name, val))))"
-                            " FROM mct_load", v, sizeof v);
+    int rc = q_scalar(c, m,
+                      "SELECT CONCAT_WS(',', COUNT(*), SUM(id), SUM(name IS NULL),"
+                      " SUM(val IS NULL), SUM(CRC32(CONCAT_WS('|', id, name, val))))"
+                      " FROM mct_load",
+                      v, sizeof v);
     if (rc)
         return -1;
     sb_printf(&c->dg, "table=%s;", v);
@@ -69,13 +73,14 @@ static int dg_table(struct ctx *c, MYSQL *m)
 
 static int chk_load_local(struct ctx *c)
 {
-    struct conn_opts o = { .local_infile = 1 };
+    struct conn_opts o = {.local_infile = 1};
     MYSQL *m = db_open(c, &o);
     if (!m)
         return -1;
     long long n = 0;
-    int rc = q_exec(c, m, "CREATE TEMPORARY TABLE mct_load (id INT PRIMARY KEY,"
-                          " name VARCHAR(200) CHARACTER SET utf8mb4, val DECIMAL(10,2))");
+    int rc = q_exec(c, m,
+                    "CREATE TEMPORARY TABLE mct_load (id INT PRIMARY KEY,"
+                    " name VARCHAR(200) CHARACTER SET utf8mb4, val DECIMAL(10,2))");
     rc = rc ? rc : load_into(c, m, g_load_path);
     rc = rc ? rc : q_int(c, m, "SELECT COUNT(*) FROM mct_load", &n);
     if (rc == 0 && n != LOAD_ROWS)
@@ -91,12 +96,13 @@ static int chk_load_local(struct ctx *c)
 /* Without MYSQL_OPT_LOCAL_INFILE the request must be refused cleanly. */
 static int chk_load_refused(struct ctx *c)
 {
-    struct conn_opts o = { .local_infile = -1 };
+    struct conn_opts o = {.local_infile = -1};
     MYSQL *m = db_open(c, &o);
     if (!m)
         return -1;
-    int rc = q_exec(c, m, "CREATE TEMPORARY TABLE mct_load (id INT PRIMARY KEY,"
-                          " name VARCHAR(200), val DECIMAL(10,2))");
+    int rc = q_exec(c, m,
+                    "CREATE TEMPORARY TABLE mct_load (id INT PRIMARY KEY,"
+                    " name VARCHAR(200), val DECIMAL(10,2))");
     rc = rc ? rc : load_into(c, m, g_load_path);
     if (rc == 0 && !strstr(c->dg.p, "error"))
         rc = fail(c, "LOAD DATA LOCAL succeeded without local infile enabled");

@@ -41,10 +41,14 @@ static void on_progress(const MYSQL *m, unsigned stage, unsigned max_stage, doub
 static int progress_fixture(struct ctx *c, MYSQL *m)
 {
     int rc = q_exec(c, m, "SET SESSION progress_report_time = 1");
-    rc = rc ? rc : q_exec(c, m, "CREATE TEMPORARY TABLE mct_progress (id INT PRIMARY KEY,"
-                                " pad CHAR(200) NOT NULL) ENGINE=InnoDB");
-    rc = rc ? rc : q_exec(c, m, "INSERT INTO mct_progress SELECT seq, REPEAT('p', 200)"
-                                " FROM seq_1_to_" PROGRESS_ROWS);
+    rc = rc ? rc
+            : q_exec(c, m,
+                     "CREATE TEMPORARY TABLE mct_progress (id INT PRIMARY KEY,"
+                     " pad CHAR(200) NOT NULL) ENGINE=InnoDB");
+    rc = rc ? rc
+            : q_exec(c, m,
+                     "INSERT INTO mct_progress SELECT seq, REPEAT('p', 200)"
+                     " FROM seq_1_to_" PROGRESS_ROWS);
     return rc;
 }
 
@@ -119,9 +123,12 @@ static int chk_bulk_autoinc_returning(struct ctx *c)
     if (!m)
         return -1;
     int rc = (ext_offered(m) & MARIADB_CLIENT_STMT_BULK_OPERATIONS)
-                 ? 0 : fail(c, "MARIADB_CLIENT_STMT_BULK_OPERATIONS not offered");
-    rc = rc ? rc : q_exec(c, m, "CREATE TEMPORARY TABLE mct_bulk_ai (id INT AUTO_INCREMENT"
-                                " PRIMARY KEY, v VARCHAR(16)) AUTO_INCREMENT = 1000");
+                 ? 0
+                 : fail(c, "MARIADB_CLIENT_STMT_BULK_OPERATIONS not offered");
+    rc = rc ? rc
+            : q_exec(c, m,
+                     "CREATE TEMPORARY TABLE mct_bulk_ai (id INT AUTO_INCREMENT"
+                     " PRIMARY KEY, v VARCHAR(16)) AUTO_INCREMENT = 1000");
     MYSQL_STMT *s = rc ? NULL : bulk_exec(c, m, "INSERT INTO mct_bulk_ai (v) VALUES (?)", v, ind);
     if (s) {
         sb_printf(&c->dg, "plain affected=%llu id=%llu;", mysql_stmt_affected_rows(s),
@@ -130,8 +137,8 @@ static int chk_bulk_autoinc_returning(struct ctx *c)
     } else if (!rc) {
         rc = -1;
     }
-    s = rc ? NULL : bulk_exec(c, m, "INSERT INTO mct_bulk_ai (v) VALUES (?) RETURNING id, v",
-                              v, ind);
+    s = rc ? NULL
+           : bulk_exec(c, m, "INSERT INTO mct_bulk_ai (v) VALUES (?) RETURNING id, v", v, ind);
     if (s) {
         rc = dg_stmt_rows(c, s, 0);
         mysql_stmt_close(s);
@@ -141,9 +148,12 @@ static int chk_bulk_autoinc_returning(struct ctx *c)
     char got[128];
     /* ids may leave gaps between the two statements (InnoDB reserves them
      * ahead for a multi-row insert): the digests compare them */
-    rc = rc ? rc : q_scalar(c, m, "SELECT CONCAT_WS(',', COUNT(*), MIN(id), SUM(v IS NULL),"
-                                  " MAX(id), MD5(GROUP_CONCAT(v ORDER BY id)))"
-                                  " FROM mct_bulk_ai", got, sizeof got);
+    rc = rc ? rc
+            : q_scalar(c, m,
+                       "SELECT CONCAT_WS(',', COUNT(*), MIN(id), SUM(v IS NULL),"
+                       " MAX(id), MD5(GROUP_CONCAT(v ORDER BY id)))"
+                       " FROM mct_bulk_ai",
+                       got, sizeof got);
     if (rc == 0)
         sb_printf(&c->dg, "table=%s;", got);
     if (rc == 0 && strncmp(got, "100,1000,12,", 12) != 0)
@@ -164,8 +174,8 @@ static void dg_field_attrs(struct ctx *c, MYSQL_RES *meta)
         MARIADB_CONST_STRING type = {0}, format = {0};
         mariadb_field_attr(&type, &f[i], MARIADB_FIELD_ATTR_DATA_TYPE_NAME);
         mariadb_field_attr(&format, &f[i], MARIADB_FIELD_ATTR_FORMAT_NAME);
-        sb_printf(&c->dg, "%s:%.*s/%.*s;", f[i].name, (int)type.length,
-                  type.str ? type.str : "", (int)format.length, format.str ? format.str : "");
+        sb_printf(&c->dg, "%s:%.*s/%.*s;", f[i].name, (int)type.length, type.str ? type.str : "",
+                  (int)format.length, format.str ? format.str : "");
     }
 }
 
@@ -179,12 +189,16 @@ static int chk_metadata(struct ctx *c)
     if (!m)
         return -1;
     unsigned long long need = MARIADB_CLIENT_EXTENDED_METADATA | MARIADB_CLIENT_CACHE_METADATA;
-    int rc = (ext_offered(m) & need) == need
-                 ? 0 : fail(c, "extended or cached metadata not offered");
-    rc = rc ? rc : q_exec(c, m, "CREATE TEMPORARY TABLE mct_meta (id INT PRIMARY KEY,"
-                                " j JSON, a INET6)");
-    rc = rc ? rc : q_exec(c, m, "INSERT INTO mct_meta VALUES (1, '{\"k\": 1}', '::1'),"
-                                " (2, '[2]', '::ffff:10.0.0.2')");
+    int rc =
+        (ext_offered(m) & need) == need ? 0 : fail(c, "extended or cached metadata not offered");
+    rc = rc ? rc
+            : q_exec(c, m,
+                     "CREATE TEMPORARY TABLE mct_meta (id INT PRIMARY KEY,"
+                     " j JSON, a INET6)");
+    rc = rc ? rc
+            : q_exec(c, m,
+                     "INSERT INTO mct_meta VALUES (1, '{\"k\": 1}', '::1'),"
+                     " (2, '[2]', '::ffff:10.0.0.2')");
     if (rc == 0 && mysql_query(m, "SELECT id, j, a FROM mct_meta ORDER BY id") == 0) {
         MYSQL_RES *res = mysql_store_result(m);
         if (res) {

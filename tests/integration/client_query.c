@@ -147,8 +147,9 @@ static int chk_ok_packet(struct ctx *c)
     MYSQL *m = db_open(c, NULL);
     if (!m)
         return -1;
-    int rc = q_exec(c, m, "CREATE TEMPORARY TABLE mct_ok (id INT AUTO_INCREMENT PRIMARY KEY,"
-                          " v INT UNIQUE)");
+    int rc = q_exec(c, m,
+                    "CREATE TEMPORARY TABLE mct_ok (id INT AUTO_INCREMENT PRIMARY KEY,"
+                    " v INT UNIQUE)");
     rc = rc ? rc : q_ok(c, m, "INSERT INTO mct_ok (v) VALUES (10), (20), (30)");
     if (rc == 0) {
         const char *info = mysql_info(m);
@@ -171,7 +172,7 @@ static int chk_ok_packet(struct ctx *c)
 
 static int chk_multi_statements(struct ctx *c)
 {
-    struct conn_opts o = { .flags = CLIENT_MULTI_STATEMENTS };
+    struct conn_opts o = {.flags = CLIENT_MULTI_STATEMENTS};
     MYSQL *m = db_open(c, &o);
     if (!m)
         return -1;

@@ -26,15 +26,37 @@
 
 #define CAP_DEPRECATE_EOF (1UL << 24) /* not defined by libmariadb */
 
-enum { COM_QUIT_ = 1, COM_INIT_DB_ = 2, COM_QUERY_ = 3, COM_FIELD_LIST_ = 4,
-       COM_STATISTICS_ = 9, COM_PROCESS_KILL_ = 12, COM_DEBUG_ = 13, COM_PING_ = 14, COM_STMT_PREPARE_ = 22,
-       COM_STMT_EXECUTE_ = 23, COM_STMT_SEND_LONG_DATA_ = 24, COM_STMT_CLOSE_ = 25,
-       COM_STMT_RESET_ = 26, COM_SET_OPTION_ = 27, COM_STMT_FETCH_ = 28,
-       COM_RESET_CONNECTION_ = 31 };
+enum {
+    COM_QUIT_ = 1,
+    COM_INIT_DB_ = 2,
+    COM_QUERY_ = 3,
+    COM_FIELD_LIST_ = 4,
+    COM_STATISTICS_ = 9,
+    COM_PROCESS_KILL_ = 12,
+    COM_DEBUG_ = 13,
+    COM_PING_ = 14,
+    COM_STMT_PREPARE_ = 22,
+    COM_STMT_EXECUTE_ = 23,
+    COM_STMT_SEND_LONG_DATA_ = 24,
+    COM_STMT_CLOSE_ = 25,
+    COM_STMT_RESET_ = 26,
+    COM_SET_OPTION_ = 27,
+    COM_STMT_FETCH_ = 28,
+    COM_RESET_CONNECTION_ = 31
+};
 
 /* How the response to a command is framed. */
-enum reply { R_SINGLE, R_RESULT, R_PREPARE, R_FIELDS, R_ROWS, R_NONE, R_CLOSED, R_OPAQUE,
-             R_ERRCODE };
+enum reply {
+    R_SINGLE,
+    R_RESULT,
+    R_PREPARE,
+    R_FIELDS,
+    R_ROWS,
+    R_NONE,
+    R_CLOSED,
+    R_OPAQUE,
+    R_ERRCODE
+};
 
 struct raw {
     struct ctx *c;
@@ -44,8 +66,8 @@ struct raw {
     unsigned char pkt[65536];
     size_t len;
     uint32_t stmt_id;
-    int eof5;     /* 0xFE packets of EOF size seen */
-    int fe_ok;    /* 0xFE packets of OK size seen */
+    int eof5;  /* 0xFE packets of EOF size seen */
+    int fe_ok; /* 0xFE packets of OK size seen */
 };
 
 /* ---- socket I/O ----------------------------------------------------------- */
@@ -102,7 +124,7 @@ static int wr(struct raw *r, const void *payload, size_t n)
 static int raw_open(struct raw *r, struct ctx *c, int deprecate_eof)
 {
     struct sockaddr_in sa;
-    struct timeval tv = { 10, 0 };
+    struct timeval tv = {10, 0};
     int one = 1;
     memset(r, 0, sizeof *r);
     r->fd = -1;
@@ -260,8 +282,7 @@ static int read_prepare(struct raw *r)
 static int read_reply(struct raw *r, enum reply kind)
 {
     switch (kind) {
-    case R_SINGLE:
-        return rd_rec(r, "reply");
+    case R_SINGLE: return rd_rec(r, "reply");
     case R_OPAQUE:
         if (rd(r))
             return fail(r->c, "no reply");
@@ -274,18 +295,12 @@ static int read_reply(struct raw *r, enum reply kind)
         r->len = 9;
         record(r, "err");
         return 0;
-    case R_RESULT:
-        return read_result(r);
-    case R_PREPARE:
-        return read_prepare(r);
-    case R_FIELDS:
-        return read_rows(r) < 0 ? -1 : 0;
-    case R_ROWS:
-        return read_rows(r) < 0 ? -1 : 0;
-    case R_CLOSED:
-        return rd(r) == 1 ? 0 : fail(r->c, "connection still open after COM_QUIT");
-    default:
-        return 0;
+    case R_RESULT: return read_result(r);
+    case R_PREPARE: return read_prepare(r);
+    case R_FIELDS: return read_rows(r) < 0 ? -1 : 0;
+    case R_ROWS: return read_rows(r) < 0 ? -1 : 0;
+    case R_CLOSED: return rd(r) == 1 ? 0 : fail(r->c, "connection still open after COM_QUIT");
+    default: return 0;
     }
 }
 
@@ -329,9 +344,9 @@ static size_t put_str(unsigned char *p, const char *s)
 
 static int send_login(struct raw *r, uint32_t server_caps)
 {
-    uint32_t want = CLIENT_MYSQL | CLIENT_LONG_FLAG | CLIENT_CONNECT_WITH_DB |
-                    CLIENT_PROTOCOL_41 | CLIENT_TRANSACTIONS | CLIENT_SECURE_CONNECTION |
-                    CLIENT_MULTI_RESULTS | CLIENT_PS_MULTI_RESULTS | CLIENT_PLUGIN_AUTH;
+    uint32_t want = CLIENT_MYSQL | CLIENT_LONG_FLAG | CLIENT_CONNECT_WITH_DB | CLIENT_PROTOCOL_41 |
+                    CLIENT_TRANSACTIONS | CLIENT_SECURE_CONNECTION | CLIENT_MULTI_RESULTS |
+                    CLIENT_PS_MULTI_RESULTS | CLIENT_PLUGIN_AUTH;
     if (r->deprecate_eof)
         want |= CAP_DEPRECATE_EOF;
     if (r->deprecate_eof && !(server_caps & CAP_DEPRECATE_EOF))
@@ -345,7 +360,7 @@ static int send_login(struct raw *r, uint32_t server_caps)
         b[n++] = (unsigned char)(caps >> (8 * i));
     memcpy(b + n, "\0\0\0\1", 4); /* max packet 16 MiB */
     n += 4;
-    b[n++] = 45;                  /* utf8mb4_general_ci */
+    b[n++] = 45; /* utf8mb4_general_ci */
     memset(b + n, 0, 23);
     n += 23;
     n += put_str(b + n, "nopw");
@@ -391,7 +406,7 @@ static void put_u32(unsigned char *p, uint32_t v)
 
 static int script_text(struct raw *r)
 {
-    static const unsigned char opt_on[2] = { 0, 0 }, opt_off[2] = { 1, 0 };
+    static const unsigned char opt_on[2] = {0, 0}, opt_off[2] = {1, 0};
     static const char fields[] = "mct_rows\0";
     int rc = query(r, "SELECT 1 AS a, NULL AS b, 'xyz' AS c");
     rc = rc ? rc : query(r, "SELECT id, v FROM mct_rows WHERE id < 0");
@@ -437,8 +452,8 @@ static int execute(struct raw *r, int cursor, int32_t param)
     put_u32(b, r->stmt_id);
     b[4] = (unsigned char)(cursor ? CURSOR_TYPE_READ_ONLY : 0);
     put_u32(b + 5, 1);
-    b[9] = 0;   /* NULL bitmap */
-    b[10] = 1;  /* types follow */
+    b[9] = 0;  /* NULL bitmap */
+    b[10] = 1; /* types follow */
     b[11] = MYSQL_TYPE_LONG;
     b[12] = 0;
     put_u32(b + 13, (uint32_t)param);
@@ -463,7 +478,10 @@ static int script_stmt(struct raw *r)
     rc = rc ? rc : stmt_cmd(r, COM_STMT_FETCH_, 2, 4, R_ROWS);
     rc = rc ? rc : stmt_cmd(r, COM_STMT_FETCH_, 10, 4, R_ROWS);
     put_u32(ld, r->stmt_id);
-    memcpy(ld + 4, "\0\0" "7", 3);
+    memcpy(ld + 4,
+           "\0\0"
+           "7",
+           3);
     /* Long data has no reply; COM_STMT_RESET discards it and answers OK. */
     rc = rc ? rc : command(r, COM_STMT_SEND_LONG_DATA_, ld, sizeof ld, R_NONE);
     rc = rc ? rc : stmt_cmd(r, COM_STMT_RESET_, 0, 0, R_SINGLE);
@@ -505,15 +523,9 @@ static int raw_session(struct ctx *c, int deprecate_eof)
     return rc;
 }
 
-static int chk_deprecate_eof_on(struct ctx *c)
-{
-    return raw_session(c, 1);
-}
+static int chk_deprecate_eof_on(struct ctx *c) { return raw_session(c, 1); }
 
-static int chk_deprecate_eof_off(struct ctx *c)
-{
-    return raw_session(c, 0);
-}
+static int chk_deprecate_eof_off(struct ctx *c) { return raw_session(c, 0); }
 
 void run_raw_checks(void)
 {

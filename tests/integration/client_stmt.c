@@ -19,15 +19,13 @@ static enum enum_field_types bind_type(enum enum_field_types t)
     case MYSQL_TYPE_INT24:
     case MYSQL_TYPE_LONG:
     case MYSQL_TYPE_LONGLONG:
-    case MYSQL_TYPE_YEAR:
-        return MYSQL_TYPE_LONGLONG;
+    case MYSQL_TYPE_YEAR: return MYSQL_TYPE_LONGLONG;
     case MYSQL_TYPE_FLOAT:
     case MYSQL_TYPE_DOUBLE:
     case MYSQL_TYPE_DATE:
     case MYSQL_TYPE_TIME:
     case MYSQL_TYPE_DATETIME:
-    case MYSQL_TYPE_TIMESTAMP:
-        return t;
+    case MYSQL_TYPE_TIMESTAMP: return t;
     default:
         /* Strings, decimals, bits, blobs, geometry: raw bytes. */
         return MYSQL_TYPE_STRING;
@@ -109,20 +107,16 @@ static void dg_value(struct sbuf *out, const struct stmt_rows *r, unsigned i)
         else
             sb_printf(out, "|%lld", v->v.ll);
         break;
-    case MYSQL_TYPE_FLOAT:
-        sb_printf(out, "|%.9g", (double)v->v.f);
-        break;
-    case MYSQL_TYPE_DOUBLE:
-        sb_printf(out, "|%.17g", v->v.d);
-        break;
+    case MYSQL_TYPE_FLOAT: sb_printf(out, "|%.9g", (double)v->v.f); break;
+    case MYSQL_TYPE_DOUBLE: sb_printf(out, "|%.17g", v->v.d); break;
     case MYSQL_TYPE_STRING:
         sb_printf(out, "|%lu:", v->len);
         sb_add(out, v->str, v->len);
         break;
     default:
-        sb_printf(out, "|%s%04u-%02u-%02u %02u:%02u:%02u.%06lu/%d", t->neg ? "-" : "",
-                  t->year, t->month, t->day, t->hour, t->minute, t->second,
-                  t->second_part, (int)t->time_type);
+        sb_printf(out, "|%s%04u-%02u-%02u %02u:%02u:%02u.%06lu/%d", t->neg ? "-" : "", t->year,
+                  t->month, t->day, t->hour, t->minute, t->second, t->second_part,
+                  (int)t->time_type);
     }
 }
 
@@ -135,8 +129,7 @@ int sr_fetch(struct ctx *c, struct stmt_rows *r, struct sbuf *out)
         return fail_st(c, r->s, "stmt_fetch");
     sb_add(out, "R", 1);
     for (unsigned i = 0; i < r->n; i++) {
-        if (r->b[i].buffer_type == MYSQL_TYPE_STRING && !r->v[i].is_null &&
-            sr_fetch_var(c, r, i))
+        if (r->b[i].buffer_type == MYSQL_TYPE_STRING && !r->v[i].is_null && sr_fetch_var(c, r, i))
             return -1;
         dg_value(out, r, i);
     }
@@ -145,7 +138,7 @@ int sr_fetch(struct ctx *c, struct stmt_rows *r, struct sbuf *out)
 
 int dg_stmt_rows(struct ctx *c, MYSQL_STMT *s, unsigned long max_rows)
 {
-    struct stmt_rows r = { 0 };
+    struct stmt_rows r = {0};
     if (sr_init(c, &r, s)) {
         sr_free(&r);
         return -1;
@@ -246,7 +239,7 @@ static int verify_echo(struct ctx *c, const struct stmt_rows *r, const struct ps
 static int exec_pset(struct ctx *c, MYSQL_STMT *s, struct pset *p)
 {
     struct pbind pb;
-    struct stmt_rows r = { 0 };
+    struct stmt_rows r = {0};
     bind_pset(&pb, p);
     if (mysql_stmt_bind_param(s, pb.b) || mysql_stmt_execute(s))
         return fail_st(c, s, "bind/execute");
@@ -266,12 +259,23 @@ static int exec_pset(struct ctx *c, MYSQL_STMT *s, struct pset *p)
 static int chk_param_types(struct ctx *c)
 {
     struct pset sets[3] = {
-        { -5, 0, 18446744073709551615ULL, 3.25, "hello", "a\0b\xff", 4,
-          { 2021, 12, 31, 23, 59, 58, 123456, 0, MYSQL_TIMESTAMP_DATETIME } },
-        { 0, 1, 0, -0.5, "", "", 0,
-          { 1970, 1, 2, 0, 0, 0, 0, 0, MYSQL_TIMESTAMP_DATETIME } },
-        { -9223372036854775807LL - 1, 0, 42, 1e-300, "\xc3\xa9t\xc3\xa9", "\0\0\0", 3,
-          { 9999, 12, 31, 23, 59, 59, 999999, 0, MYSQL_TIMESTAMP_DATETIME } },
+        {-5,
+         0,
+         18446744073709551615ULL,
+         3.25,
+         "hello",
+         "a\0b\xff",
+         4,
+         {2021, 12, 31, 23, 59, 58, 123456, 0, MYSQL_TIMESTAMP_DATETIME}},
+        {0, 1, 0, -0.5, "", "", 0, {1970, 1, 2, 0, 0, 0, 0, 0, MYSQL_TIMESTAMP_DATETIME}},
+        {-9223372036854775807LL - 1,
+         0,
+         42,
+         1e-300,
+         "\xc3\xa9t\xc3\xa9",
+         "\0\0\0",
+         3,
+         {9999, 12, 31, 23, 59, 59, 999999, 0, MYSQL_TIMESTAMP_DATETIME}},
     };
     MYSQL *m = db_open(c, NULL);
     MYSQL_STMT *s = m ? stmt_prepare(c, m, "SELECT ?, ?, ?, ?, ?, ?, ?") : NULL;
@@ -348,10 +352,12 @@ static int reset_long_data(struct ctx *c, MYSQL *m)
 
 static int chk_reset(struct ctx *c)
 {
-    int ranges[3][2] = { { 1, 5 }, { 10, 12 }, { 1000, 2000 } };
+    int ranges[3][2] = {{1, 5}, {10, 12}, {1000, 2000}};
     MYSQL *m = db_open(c, NULL);
-    MYSQL_STMT *s = m ? stmt_prepare(c, m, "SELECT id, v, d, n FROM mct_rows"
-                                           " WHERE id BETWEEN ? AND ? ORDER BY id") : NULL;
+    MYSQL_STMT *s = m ? stmt_prepare(c, m,
+                                     "SELECT id, v, d, n FROM mct_rows"
+                                     " WHERE id BETWEEN ? AND ? ORDER BY id")
+                      : NULL;
     int rc = s ? 0 : -1;
     rc = rc ? rc : bind_range(c, s, ranges[0]);
     rc = rc ? rc : exec_dg(c, s, 2);

@@ -56,7 +56,7 @@ static int chk_out_params(struct ctx *c)
     MYSQL_STMT *s = m ? stmt_prepare(c, m, "CALL mct_out(?, ?, ?)") : NULL;
     int rc = s ? 0 : -1;
     rc = rc ? rc : call_out(c, m, s, 21, "hi");
-    if (rc == 0 && !strstr(c->dg.p, "out_params=1 ") )
+    if (rc == 0 && !strstr(c->dg.p, "out_params=1 "))
         rc = fail(c, "no result set flagged SERVER_PS_OUT_PARAMS: %s", c->dg.p);
     if (rc == 0 && !strstr(c->dg.p, "R|42|3:hi!rows=1;"))
         rc = fail(c, "OUT parameters came back wrong: %s", c->dg.p);
@@ -90,7 +90,7 @@ static unsigned char *make_pattern(size_t n)
 static int send_chunks(struct ctx *c, MYSQL_STMT *s, const unsigned char *p, size_t n)
 {
     /* Uneven chunk sizes so chunk and packet boundaries never line up. */
-    static const size_t sizes[] = { 1000003, 65543, 4194304, 1, 777777 };
+    static const size_t sizes[] = {1000003, 65543, 4194304, 1, 777777};
     size_t off = 0;
     for (int i = 0; off < n; i++) {
         size_t len = sizes[i % 5];
@@ -132,8 +132,8 @@ static int insert_long(struct ctx *c, MYSQL *m, const unsigned char *p)
 static int read_long(struct ctx *c, MYSQL *m, uint32_t want_crc)
 {
     MYSQL_STMT *s = stmt_prepare(c, m, "SELECT b FROM mct_ld WHERE id = 1");
-    struct stmt_rows r = { 0 };
-    struct sbuf scratch = { 0 };
+    struct stmt_rows r = {0};
+    struct sbuf scratch = {0};
     if (!s)
         return -1;
     int rc = mysql_stmt_execute(s) ? fail_st(c, s, "execute") : 0;
@@ -162,8 +162,9 @@ static int chk_long_data(struct ctx *c)
     snprintf(want, sizeof want, "%lu %u", LONG_DATA_SIZE, (unsigned)crc);
     int rc = q_exec(c, m, "CREATE TEMPORARY TABLE mct_ld (id INT, tag CHAR(3), b LONGBLOB)");
     rc = rc ? rc : insert_long(c, m, p);
-    rc = rc ? rc : q_scalar(c, m, "SELECT CONCAT(LENGTH(b), ' ', CRC32(b)) FROM mct_ld",
-                            got, sizeof got);
+    rc =
+        rc ? rc
+           : q_scalar(c, m, "SELECT CONCAT(LENGTH(b), ' ', CRC32(b)) FROM mct_ld", got, sizeof got);
     if (rc == 0 && strcmp(got, want) != 0)
         rc = fail(c, "server stored length/crc %s, sent %s", got, want);
     sb_printf(&c->dg, "stored=%s;", rc ? "?" : got);
@@ -197,7 +198,7 @@ static int chk_execute_direct(struct ctx *c)
     MYSQL *m = db_open(c, NULL);
     int rc = m ? 0 : -1;
     int v = 14;
-    static const char *const sqls[] = { "SELECT ? * 3 AS v", "SELEC ? bad", "SELECT ? - 1" };
+    static const char *const sqls[] = {"SELECT ? * 3 AS v", "SELEC ? bad", "SELECT ? - 1"};
     for (int i = 0; rc == 0 && i < 3; i++) {
         MYSQL_STMT *s = mysql_stmt_init(m);
         rc = direct_exec(c, s, sqls[i], &v);
@@ -281,9 +282,11 @@ static int chk_bulk(struct ctx *c)
     char got[256];
     int rc = q_exec(c, m, "CREATE TEMPORARY TABLE mct_bulk (id INT, s VARCHAR(16))");
     rc = rc ? rc : bulk_insert(c, m);
-    rc = rc ? rc : q_scalar(c, m, "SELECT CONCAT_WS(',', COUNT(*), SUM(id), SUM(s IS NULL),"
-                                  " MD5(GROUP_CONCAT(s ORDER BY id))) FROM mct_bulk",
-                            got, sizeof got);
+    rc = rc ? rc
+            : q_scalar(c, m,
+                       "SELECT CONCAT_WS(',', COUNT(*), SUM(id), SUM(s IS NULL),"
+                       " MD5(GROUP_CONCAT(s ORDER BY id))) FROM mct_bulk",
+                       got, sizeof got);
     if (rc == 0)
         sb_printf(&c->dg, "table=%s;", got);
     if (rc == 0 && strncmp(got, "100,5050,15,", 12) != 0)

@@ -82,7 +82,7 @@ static int run(MYSQL_STMT *s, const long long *p, unsigned np, char *out, size_t
 
 typedef struct shape {
     const char *sql;
-    unsigned np;   /* parameters before the two LIMIT ones */
+    unsigned np; /* parameters before the two LIMIT ones */
     long long pre[2];
     int offset_first; /* LIMIT ?, ? (offset, count); else LIMIT ? OFFSET ? (count, offset) */
 } shape;
@@ -90,14 +90,18 @@ typedef struct shape {
 static const shape SHAPES[] = {
     {"SELECT * FROM ps_items ORDER BY id LIMIT ?, ?", 0, {0, 0}, 1},
     {"SELECT id, v * ? AS w, name FROM ps_items WHERE v <> ? ORDER BY v DESC, name LIMIT ?, ?",
-     2, {3, 4}, 1},
+     2,
+     {3, 4},
+     1},
     {"SELECT p.name, p.v FROM ps_items p WHERE p.v BETWEEN ? AND ? ORDER BY p.v, p.name DESC "
      "LIMIT ? OFFSET ?",
-     2, {2, 9}, 0},
+     2,
+     {2, 9},
+     0},
 };
 
-static const long long OFFSETS[] = {0, 1, 7, 99, 100, 1000, 5000, 12345, 19990, 19999, 20000,
-                                    25000};
+static const long long OFFSETS[] = {0,    1,     7,     99,    100,   1000,
+                                    5000, 12345, 19990, 19999, 20000, 25000};
 
 static int compare_shape(MYSQL *d, MYSQL *p, const shape *sh, char *bd, char *bp, size_t cap)
 {
@@ -122,9 +126,11 @@ static int compare_shape(MYSQL *d, MYSQL *p, const shape *sh, char *bd, char *bp
             int rd = run(sd, prm, sh->np + 2, bd, cap), rp = run(sp, prm, sh->np + 2, bp, cap);
             if (rd || rp || strcmp(bd, bp) != 0) {
                 if (!bad++)
-                    fprintf(stderr, "offset %lld n %lld: direct rc %d (%s) proxy rc %d (%s)\n"
-                            "direct:\n%.400s\nproxy:\n%.400s\n", OFFSETS[k], n, rd,
-                            mysql_stmt_error(sd), rp, mysql_stmt_error(sp), bd, bp);
+                    fprintf(stderr,
+                            "offset %lld n %lld: direct rc %d (%s) proxy rc %d (%s)\n"
+                            "direct:\n%.400s\nproxy:\n%.400s\n",
+                            OFFSETS[k], n, rd, mysql_stmt_error(sd), rp, mysql_stmt_error(sp), bd,
+                            bp);
             }
         }
     }
@@ -196,8 +202,10 @@ int main(int argc, char **argv)
     if (argc == 7 && strcmp(argv[1], "--bench") == 0)
         return bench(argv + 2);
     if (argc != 7) {
-        fprintf(stderr, "usage: %s HOST DIRECT_PORT PROXY_PORT USER PASSWORD DB\n"
-                "       %s --bench HOST PORT USER PASSWORD DB\n", argv[0], argv[0]);
+        fprintf(stderr,
+                "usage: %s HOST DIRECT_PORT PROXY_PORT USER PASSWORD DB\n"
+                "       %s --bench HOST PORT USER PASSWORD DB\n",
+                argv[0], argv[0]);
         return 2;
     }
     char *conn[] = {argv[1], argv[4], argv[5], argv[6]};

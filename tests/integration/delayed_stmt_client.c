@@ -28,8 +28,8 @@ int main(int argc, char **argv)
     if (argc != 6)
         return 2;
     MYSQL *db = mysql_init(NULL);
-    if (!mysql_real_connect(db, argv[1], argv[3], argv[4], argv[5], (unsigned)atoi(argv[2]),
-                            NULL, 0)) {
+    if (!mysql_real_connect(db, argv[1], argv[3], argv[4], argv[5], (unsigned)atoi(argv[2]), NULL,
+                            0)) {
         printf("connect: %s\n", mysql_error(db));
         return 1;
     }

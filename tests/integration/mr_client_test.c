@@ -95,14 +95,13 @@ int fail(struct ctx *c, const char *fmt, ...)
 
 int fail_my(struct ctx *c, MYSQL *m, const char *what)
 {
-    return fail(c, "%s: error %u (%s) %s", what, mysql_errno(m), mysql_sqlstate(m),
-                mysql_error(m));
+    return fail(c, "%s: error %u (%s) %s", what, mysql_errno(m), mysql_sqlstate(m), mysql_error(m));
 }
 
 int fail_st(struct ctx *c, MYSQL_STMT *s, const char *what)
 {
-    return fail(c, "%s: error %u (%s) %s", what, mysql_stmt_errno(s),
-                mysql_stmt_sqlstate(s), mysql_stmt_error(s));
+    return fail(c, "%s: error %u (%s) %s", what, mysql_stmt_errno(s), mysql_stmt_sqlstate(s),
+                mysql_stmt_error(s));
 }
 
 /* Printable excerpt of a digest around offset, for mismatch messages. */
@@ -133,8 +132,10 @@ static void compare_digests(const char *name, const struct sbuf *d, const struct
     char ed[1024], ep[1024];
     excerpt(d, off, ed, sizeof ed);
     excerpt(p, off, ep, sizeof ep);
-    report(0, name, "proxy differs from direct at digest byte %zu (lengths %zu/%zu): "
-           "direct [...%s] proxy [...%s]", off, d->len, p->len, ed, ep);
+    report(0, name,
+           "proxy differs from direct at digest byte %zu (lengths %zu/%zu): "
+           "direct [...%s] proxy [...%s]",
+           off, d->len, p->len, ed, ep);
 }
 
 static int run_one(struct ctx *c, check_fn fn, unsigned port, const char *side)
@@ -160,8 +161,8 @@ void check_compare(const char *name, check_fn fn)
     int rd = run_one(&d, fn, g_cfg.direct_port, "direct");
     int rp = run_one(&p, fn, g_cfg.proxy_port, "proxy");
     if (getenv("MR_DUMP_DIGESTS"))
-        fprintf(stderr, "== %s\n-- direct:\n%s\n-- proxy:\n%s\n", name,
-                d.dg.p ? d.dg.p : "", p.dg.p ? p.dg.p : "");
+        fprintf(stderr, "== %s\n-- direct:\n%s\n-- proxy:\n%s\n", name, d.dg.p ? d.dg.p : "",
+                p.dg.p ? p.dg.p : "");
     if (rd != 0)
         report(0, name, "direct (test or server problem): %s", d.err);
     else if (rp != 0)
@@ -290,8 +291,8 @@ void dg_fields(struct sbuf *dg, MYSQL_FIELD *f, unsigned n)
     for (unsigned i = 0; i < n; i++)
         sb_printf(dg, "F[%s|%s|%s|%s|%s|t%d|l%lu|f%u|d%u|c%u]", f[i].name,
                   f[i].org_name ? f[i].org_name : "", f[i].table,
-                  f[i].org_table ? f[i].org_table : "", f[i].db ? f[i].db : "",
-                  (int)f[i].type, f[i].length, f[i].flags, f[i].decimals, f[i].charsetnr);
+                  f[i].org_table ? f[i].org_table : "", f[i].db ? f[i].db : "", (int)f[i].type,
+                  f[i].length, f[i].flags, f[i].decimals, f[i].charsetnr);
 }
 
 int dg_result(struct ctx *c, MYSQL *m, MYSQL_RES *res)

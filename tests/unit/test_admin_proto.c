@@ -413,20 +413,18 @@ static void explain_rewrite_unquotes_its_argument(void **state)
 {
     (void)state;
     char arg[200];
-    assert_int_equal(parse("EXPLAIN REWRITE 'SELECT 1'", arg, sizeof(arg)),
-                     MR_ADM_EXPLAIN_REWRITE);
+    assert_int_equal(parse("EXPLAIN REWRITE 'SELECT 1'", arg, sizeof(arg)), MR_ADM_EXPLAIN_REWRITE);
     assert_string_equal(arg, "SELECT 1");
-    assert_int_equal(parse("explain  rewrite 'select ''a'' from t where x = \\'b\\'';", arg,
-                           sizeof(arg)),
-                     MR_ADM_EXPLAIN_REWRITE);
+    assert_int_equal(
+        parse("explain  rewrite 'select ''a'' from t where x = \\'b\\'';", arg, sizeof(arg)),
+        MR_ADM_EXPLAIN_REWRITE);
     assert_string_equal(arg, "select 'a' from t where x = 'b'");
     assert_int_equal(parse("EXPLAIN REWRITE \"a\\tb \\\\ 'c'\"", arg, sizeof(arg)),
                      MR_ADM_EXPLAIN_REWRITE);
     assert_string_equal(arg, "a\tb \\ 'c'");
     assert_int_equal(parse("EXPLAIN REWRITE 'x;'", arg, sizeof(arg)), MR_ADM_EXPLAIN_REWRITE);
     assert_string_equal(arg, "x;");
-    assert_int_equal(parse("EXPLAIN REWRITE 'unterminated", arg, sizeof(arg)),
-                     MR_ADM_BAD_ARGUMENT);
+    assert_int_equal(parse("EXPLAIN REWRITE 'unterminated", arg, sizeof(arg)), MR_ADM_BAD_ARGUMENT);
     assert_int_equal(parse("EXPLAIN REWRITE 'a' junk", arg, sizeof(arg)), MR_ADM_BAD_ARGUMENT);
     assert_int_equal(parse("EXPLAIN REWRITE SELECT 1", arg, sizeof(arg)), MR_ADM_BAD_ARGUMENT);
     assert_int_equal(parse("EXPLAIN REWRITE", arg, sizeof(arg)), MR_ADM_BAD_ARGUMENT);

@@ -19,8 +19,7 @@
 /* Listings 0..127 share stripe 0 (the stripe is picked from bits 7 and up). */
 static void put(uint64_t listing, uint64_t table, uint64_t pos, const char *v, uint64_t now)
 {
-    mr_bookmarks_put(listing, table, mr_bookmarks_gen(table), pos, v, strlen(v) + 1, TTL, MAX,
-                     now);
+    mr_bookmarks_put(listing, table, mr_bookmarks_gen(table), pos, v, strlen(v) + 1, TTL, MAX, now);
 }
 
 static mr_bookmark_find find(uint64_t listing, uint64_t table, uint64_t off, uint64_t now,

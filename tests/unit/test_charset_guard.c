@@ -71,18 +71,15 @@ static void set_variable(void **state)
     (void)state;
     const char *n;
     assert_int_equal(change("SET character_set_client = gbk", &n), MR_CHARSET_UNSAFE);
-    assert_int_equal(change("SET SESSION character_set_client := 'gbk'", &n),
-                     MR_CHARSET_UNSAFE);
+    assert_int_equal(change("SET SESSION character_set_client := 'gbk'", &n), MR_CHARSET_UNSAFE);
     assert_int_equal(change("SET @@character_set_client = gbk", &n), MR_CHARSET_UNSAFE);
-    assert_int_equal(change("SET @@session.character_set_client = sjis", &n),
-                     MR_CHARSET_UNSAFE);
+    assert_int_equal(change("SET @@session.character_set_client = sjis", &n), MR_CHARSET_UNSAFE);
     assert_int_equal(change("SET @@local.character_set_client = utf8mb4", &n), MR_CHARSET_SAFE);
     assert_int_equal(change("SET character_set_client = 28", &n), MR_CHARSET_UNSAFE);
     assert_int_equal(change("SET character_set_client = 45", &n), MR_CHARSET_SAFE);
     assert_int_equal(change("SET character_set_client = @saved", &n), MR_CHARSET_UNSAFE);
     assert_string_equal(n, MR_CHARSET_UNKNOWN);
-    assert_int_equal(change("SET character_set_client = CONCAT('gb', 'k')", &n),
-                     MR_CHARSET_UNSAFE);
+    assert_int_equal(change("SET character_set_client = CONCAT('gb', 'k')", &n), MR_CHARSET_UNSAFE);
     assert_int_equal(change("SET GLOBAL character_set_client = @x", &n), MR_CHARSET_SAME);
     /* the server-wide default leaves this session as it is */
     assert_int_equal(change("SET GLOBAL character_set_client = gbk", &n), MR_CHARSET_SAME);
@@ -117,10 +114,8 @@ static void several_statements(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(collations),
-        cmocka_unit_test(names),
-        cmocka_unit_test(set_names),
-        cmocka_unit_test(set_variable),
+        cmocka_unit_test(collations),         cmocka_unit_test(names),
+        cmocka_unit_test(set_names),          cmocka_unit_test(set_variable),
         cmocka_unit_test(several_statements),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

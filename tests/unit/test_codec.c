@@ -3,8 +3,8 @@
  * readers, OK/EOF/ERR packets, greetings and handshake responses.
  */
 #include <setjmp.h>
-#include <stdbool.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -104,9 +104,9 @@ static void build_handshake_response(mr_buf *b, uint32_t caps, uint32_t ext_caps
 }
 
 #define CLIENT_CAPS                                                                                \
-    (MR_CAP_LONG_PASSWORD | MR_CAP_CONNECT_WITH_DB | MR_CAP_PROTOCOL_41 |                          \
-     MR_CAP_TRANSACTIONS | MR_CAP_SECURE_CONNECTION | MR_CAP_MULTI_STATEMENTS |                    \
-     MR_CAP_MULTI_RESULTS | MR_CAP_PLUGIN_AUTH | MR_CAP_PLUGIN_AUTH_LENENC)
+    (MR_CAP_LONG_PASSWORD | MR_CAP_CONNECT_WITH_DB | MR_CAP_PROTOCOL_41 | MR_CAP_TRANSACTIONS |    \
+     MR_CAP_SECURE_CONNECTION | MR_CAP_MULTI_STATEMENTS | MR_CAP_MULTI_RESULTS |                   \
+     MR_CAP_PLUGIN_AUTH | MR_CAP_PLUGIN_AUTH_LENENC)
 
 /* ---- mr_buf ---- */
 
@@ -292,14 +292,8 @@ typedef struct lenenc_case {
 } lenenc_case;
 
 static const lenenc_case lenenc_cases[] = {
-    {0, 1, 0x00},
-    {250, 1, 0xfa},
-    {251, 3, 0xfc},
-    {0xffff, 3, 0xfc},
-    {0x10000, 4, 0xfd},
-    {0xffffff, 4, 0xfd},
-    {0x1000000, 9, 0xfe},
-    {UINT64_MAX, 9, 0xfe},
+    {0, 1, 0x00},       {250, 1, 0xfa},      {251, 3, 0xfc},       {0xffff, 3, 0xfc},
+    {0x10000, 4, 0xfd}, {0xffffff, 4, 0xfd}, {0x1000000, 9, 0xfe}, {UINT64_MAX, 9, 0xfe},
 };
 
 static void lenenc_put_uses_shortest_form_at_boundaries(void **state)
@@ -1127,8 +1121,8 @@ static void change_user_reads_the_collation(void **state)
     assert_int_equal(ul, 3);
     assert_memory_equal(db, "shop", 4);
     assert_int_equal(charset, 1052);
-    assert_int_equal(mr_change_user_parse(b.data, without_charset, caps, &user, &ul, &db, &dl,
-                                          &charset), MR_OK);
+    assert_int_equal(
+        mr_change_user_parse(b.data, without_charset, caps, &user, &ul, &db, &dl, &charset), MR_OK);
     assert_int_equal(charset, -1);
     mr_buf_free(&b);
 }

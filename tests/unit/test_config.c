@@ -140,9 +140,18 @@ static void size_invalid_values(void **state)
 {
     fixture *f = *state;
     static const char *const bad[] = {
-        "", "abc", "-1", "1T", "64KiB", "64Kb2", "1.5M", "K", "16 M", "0x10",
-        "17179869184G",          /* overflows 64 bits once shifted */
-        "18446744073709551616",  /* overflows before the suffix */
+        "",
+        "abc",
+        "-1",
+        "1T",
+        "64KiB",
+        "64Kb2",
+        "1.5M",
+        "K",
+        "16 M",
+        "0x10",
+        "17179869184G",         /* overflows 64 bits once shifted */
+        "18446744073709551616", /* overflows before the suffix */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         if (set(f, "max_packet_size", bad[i]))
@@ -161,9 +170,8 @@ static void duration_values(void **state)
         const char *text;
         uint64_t ms;
     } ok[] = {
-        {"10", 10000}, {"10s", 10000}, {"250ms", 250}, {"2m", 120000},
-        {"1.5s", 1500}, {"0", 0},       {"0.25", 250},  {"1.5ms", 2},
-        {"1h", 3600000}, {"0.5h", 1800000},
+        {"10", 10000}, {"10s", 10000}, {"250ms", 250}, {"2m", 120000},  {"1.5s", 1500},
+        {"0", 0},      {"0.25", 250},  {"1.5ms", 2},   {"1h", 3600000}, {"0.5h", 1800000},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         assert_true(set(f, "connect_timeout", ok[i].text));
@@ -175,8 +183,7 @@ static void duration_values(void **state)
 static void duration_invalid_values(void **state)
 {
     fixture *f = *state;
-    static const char *const bad[] = {"", "abc", "-1", "-1s", "10 s", "ms", "5sec", "10S",
-                                      "1e400"};
+    static const char *const bad[] = {"", "abc", "-1", "-1s", "10 s", "ms", "5sec", "10S", "1e400"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         if (set(f, "shutdown_timeout", bad[i]))
             fail_msg("shutdown_timeout = '%s' was accepted", bad[i]);
@@ -221,8 +228,8 @@ static void count_values(void **state)
 static void count_invalid_values(void **state)
 {
     fixture *f = *state;
-    static const char *const bad[] = {"", "-1", "1.5", "abc", "10k", "12 ", "0x10",
-                                      "18446744073709551616"};
+    static const char *const bad[] = {"",    "-1",  "1.5",  "abc",
+                                      "10k", "12 ", "0x10", "18446744073709551616"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         if (set(f, "max_connections", bad[i]))
             fail_msg("max_connections = '%s' was accepted", bad[i]);
@@ -276,8 +283,7 @@ static void tls_choice_values(void **state)
     assert_false(set(f, "tls_min_version", "TLSv1.1"));
     assert_false(set(f, "tls_min_version", "tlsv1.2"));
     assert_string_equal(f->c.tls_min_version, "TLSv1.3");
-    static const char *const modes[] = {"off", "prefer", "require", "verify_ca",
-                                        "verify_identity"};
+    static const char *const modes[] = {"off", "prefer", "require", "verify_ca", "verify_identity"};
     for (size_t i = 0; i < 5; i++) {
         assert_true(set(f, "backend_tls", modes[i]));
         assert_string_equal(f->c.backend_tls, modes[i]);
@@ -292,7 +298,7 @@ static void bool_values(void **state)
     fixture *f = *state;
     assert_false(f->c.http_insecure);
     static const char *const yes[] = {"yes", "true", "on", "1"}, *const no[] = {"no", "false",
-                                                                                 "off", "0"};
+                                                                                "off", "0"};
     for (size_t i = 0; i < 4; i++) {
         assert_true(set(f, "http_insecure", yes[i]));
         assert_true(f->c.http_insecure);
@@ -430,9 +436,8 @@ static void addr_invalid(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "host:0", "host:65536", "host:abc", "host:", "host", ":3306", "",
-        "[::1]", "[::1:3306", "[]:3306", "relative.sock", "host:-1", "host:1.5",
-        "host:99999999",
+        "host:0", "host:65536", "host:abc", "host:",         "host",    ":3306",    "",
+        "[::1]",  "[::1:3306",  "[]:3306",  "relative.sock", "host:-1", "host:1.5", "host:99999999",
     };
     mr_addr a;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -626,9 +631,9 @@ static void reference_lists_every_key_in_order(void **state)
 {
     (void)state;
     static const char *const keys[] = {
-        "backend",         "connect_timeout", "handshake_timeout", "listen",
-        "log_level",       "max_connections", "max_packet_size",   "relay_buffer",
-        "rules_dir",       "shutdown_timeout", "socket",           "workers",
+        "backend",         "connect_timeout", "handshake_timeout", "listen",    "log_level",
+        "max_connections", "max_packet_size", "relay_buffer",      "rules_dir", "shutdown_timeout",
+        "socket",          "workers",
     };
     char *text = NULL;
     size_t len = 0;

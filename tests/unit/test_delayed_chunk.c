@@ -187,7 +187,8 @@ static void names_with_backticks_are_quoted(void **state)
     size_t at = 0, n = 0;
     dchunk_build_update(&b, &f.t, &f.c, 0, &at, &n);
     char *sql = text_of(&b);
-    assert_non_null(strstr(sql, "`m`.`c``) SELECT 1 #` = `m`.`c``) SELECT 1 #` + `d`.`c``) SELECT 1 #`"));
+    assert_non_null(
+        strstr(sql, "`m`.`c``) SELECT 1 #` = `m`.`c``) SELECT 1 #` + `d`.`c``) SELECT 1 #`"));
     assert_non_null(strstr(sql, "`m`.`q'x` = `m`.`q'x` + `d`.`q'x`"));
     free(sql);
     mr_buf_free(&b);

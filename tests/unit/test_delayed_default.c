@@ -8,21 +8,20 @@
 
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/staging_sql.h"
-#include "myrewrite/stats/rule_stats.h"
 #include "myrewrite/sql/lexer.h"
 #include "myrewrite/sql/stmt.h"
+#include "myrewrite/stats/rule_stats.h"
 
-static const char RULES[] =
-    "[delayed counters]\n"
-    "table = app.counters\n"
-    "key = id\n"
-    "columns = hits\n"
-    "[delayed app_default]\n"
-    "table = app.*\n"
-    "flush_interval = 200ms\n"
-    "[delayed any_default]\n"
-    "table = *\n"
-    "staging_table = stage_{table}\n";
+static const char RULES[] = "[delayed counters]\n"
+                            "table = app.counters\n"
+                            "key = id\n"
+                            "columns = hits\n"
+                            "[delayed app_default]\n"
+                            "table = app.*\n"
+                            "flush_interval = 200ms\n"
+                            "[delayed any_default]\n"
+                            "table = *\n"
+                            "staging_table = stage_{table}\n";
 
 /* ---- load-time checks ---------------------------------------------------------------- */
 
@@ -89,10 +88,11 @@ static void load_refusals(void **state)
                  "like InnoDB\n");
     /* a default rule refused for its table has no schema: the next one's
      * one-per-schema check must pass over it (it dereferenced NULL) */
-    expect_error("[delayed d]\ntable = aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.*\n"
-                 "[delayed e]\ntable = app.*\n",
-                 "t.rules:2: table = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.*' "
-                 "in [delayed d]: expected schema.* or * for a default rule\n");
+    expect_error(
+        "[delayed d]\ntable = aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.*\n"
+        "[delayed e]\ntable = app.*\n",
+        "t.rules:2: table = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.*' "
+        "in [delayed d]: expected schema.* or * for a default rule\n");
     /* one per schema pattern: app.* and * together are fine */
     mr_ruleset_free(load_ok("[delayed d]\ntable = app.*\n[delayed e]\ntable = *\n"));
 }
@@ -158,8 +158,7 @@ static void publish(mr_derive_reg *g, const char *table)
     assert_non_null(e);
     assert_string_equal(e->table, table);
     char *keys[] = {"id"}, *cols[] = {"hits", "views"}, staging[MR_DERIVE_NAME];
-    assert_true(mr_derive_staging_name(e->how.staging_pattern, e->table, staging,
-                                       sizeof staging));
+    assert_true(mr_derive_staging_name(e->how.staging_pattern, e->table, staging, sizeof staging));
     mr_delayed_def *def = mr_derive_def_new(e, staging, keys, 1, cols, 2);
     assert_non_null(def);
     mr_derive_publish(g, e, def);
@@ -180,20 +179,20 @@ static void pending_then_ready(void **state)
     result_free(&res);
     mr_rules_scratch_free(s);
     assert_true(mr_derive_known(g, "app", "t"));
-    expect_sent(rs, ctx_with(g), sql, MR_ACT_REWRITE,
-                "UPDATE t SET hits = hits + 1 WHERE id = 5");
+    expect_sent(rs, ctx_with(g), sql, MR_ACT_REWRITE, "UPDATE t SET hits = hits + 1 WHERE id = 5");
     /* SET col = literal is refused in every phase */
     expect_refused_with(rs, ctx_with(g), "UPDATE DELAYED t SET hits = 5 WHERE id = 1",
-            "derived rules have no set_columns");
+                        "derived rules have no set_columns");
     publish(g, "t");
     expect_sent(rs, ctx_with(g), sql, MR_ACT_REWRITE,
                 "INSERT INTO `app`.`t_delayed` (`hits`, `id`, `op`) VALUES (1, 5, 0)");
-    expect_sent(rs, ctx_with(g), "DELETE DELAYED FROM app.t WHERE id IN (1, 2)",
-                MR_ACT_REWRITE, "INSERT INTO `app`.`t_delayed` (`id`, `op`) VALUES (1, 1), "
+    expect_sent(rs, ctx_with(g), "DELETE DELAYED FROM app.t WHERE id IN (1, 2)", MR_ACT_REWRITE,
+                "INSERT INTO `app`.`t_delayed` (`id`, `op`) VALUES (1, 1), "
                 "(2, 1)");
     expect_refused_with(rs, ctx_with(g), "UPDATE DELAYED t SET title = title + 1 WHERE id = 1",
-            "title");
-    expect_refused_with(rs, ctx_with(g), "UPDATE DELAYED t SET hits = hits + 1 WHERE other = 1", "key");
+                        "title");
+    expect_refused_with(rs, ctx_with(g), "UPDATE DELAYED t SET hits = hits + 1 WHERE other = 1",
+                        "key");
     mr_derive_reg_free(g);
     mr_ruleset_free(rs);
 }
@@ -254,31 +253,36 @@ static void failed_and_explicit(void **state)
     (void)state;
     mr_ruleset *rs = load_ok(RULES);
     mr_derive_reg *g = mr_derive_reg_new();
-    expect_sent(rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1",
-                MR_ACT_REWRITE, "UPDATE nopk SET n = n + 1 WHERE id = 1");
+    expect_sent(rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1", MR_ACT_REWRITE,
+                "UPDATE nopk SET n = n + 1 WHERE id = 1");
     mr_derived *e = mr_derive_take(g);
     assert_non_null(e);
     assert_null(mr_derive_take(g)); /* taken: not handed out twice */
-    mr_derive_fail(g, e, "myrewrite: table app.nopk has no primary key; give a [delayed ...] "
+    mr_derive_fail(g, e,
+                   "myrewrite: table app.nopk has no primary key; give a [delayed ...] "
                    "rule with key");
-    expect_refused_with(rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1",
-            "myrewrite: table app.nopk has no primary key; give a [delayed ...] rule with key");
+    expect_refused_with(
+        rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1",
+        "myrewrite: table app.nopk has no primary key; give a [delayed ...] rule with key");
     assert_null(mr_derive_take(g)); /* failed: not taken again until a retry is asked */
     mr_derive_retry_failed(g);
     assert_ptr_equal(mr_derive_take(g), e);
-    expect_refused_with(rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1",
-            "myrewrite: table app.nopk has no primary key"); /* still refused while retried */
-    mr_derive_fail(g, e, "myrewrite: table app.nopk has no primary key; give a [delayed ...] "
+    expect_refused_with(
+        rs, ctx_with(g), "UPDATE DELAYED nopk SET n = n + 1 WHERE id = 1",
+        "myrewrite: table app.nopk has no primary key"); /* still refused while retried */
+    mr_derive_fail(g, e,
+                   "myrewrite: table app.nopk has no primary key; give a [delayed ...] "
                    "rule with key");
     assert_null(mr_derive_take(g)); /* one retry per request */
     /* the explicit rule of app.counters wins: staged at once, nothing registered */
     expect_sent(rs, ctx_with(g), "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 3",
-                MR_ACT_REWRITE, "INSERT INTO `app`.`counters_delayed` (`hits`, `id`, `op`) "
+                MR_ACT_REWRITE,
+                "INSERT INTO `app`.`counters_delayed` (`hits`, `id`, `op`) "
                 "VALUES (1, 3, 0)");
     assert_false(mr_derive_known(g, "app", "counters"));
     /* another schema takes the `*` rule, with its staging pattern */
-    expect_sent(rs, ctx_with(g), "UPDATE DELAYED shop.x SET n = n + 1 WHERE id = 1",
-                MR_ACT_REWRITE, "UPDATE shop.x SET n = n + 1 WHERE id = 1");
+    expect_sent(rs, ctx_with(g), "UPDATE DELAYED shop.x SET n = n + 1 WHERE id = 1", MR_ACT_REWRITE,
+                "UPDATE shop.x SET n = n + 1 WHERE id = 1");
     e = mr_derive_take(g);
     assert_non_null(e);
     assert_string_equal(e->how.rule, "any_default");
@@ -305,11 +309,11 @@ static void dry_run_and_no_default(void **state)
     mr_ruleset *only = load_ok("[delayed d]\ntable = app.*\n");
     mr_derive_reg *g = mr_derive_reg_new();
     expect_refused_with(only, ctx_with(g), "UPDATE DELAYED shop.t SET n = n + 1 WHERE id = 1",
-            "no delayed rule covers table shop.t,");
+                        "no delayed rule covers table shop.t,");
     mr_derive_port port = {.lookup = mr_derive_lookup, .reg = g};
     mr_stmt_ctx noschema = {.derived = &port};
     expect_refused_with(only, &noschema, "UPDATE DELAYED t SET n = n + 1 WHERE id = 1",
-            "no delayed rule covers table t,");
+                        "no delayed rule covers table t,");
     assert_false(mr_derive_known(g, "shop", "t"));
     mr_derive_reg_free(g);
     mr_ruleset_free(only);
@@ -319,8 +323,8 @@ static void dry_run_and_no_default(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(load_default),       cmocka_unit_test(load_refusals),
-        cmocka_unit_test(strip_delayed),      cmocka_unit_test(pending_then_ready),
+        cmocka_unit_test(load_default),        cmocka_unit_test(load_refusals),
+        cmocka_unit_test(strip_delayed),       cmocka_unit_test(pending_then_ready),
         cmocka_unit_test(failed_and_explicit), cmocka_unit_test(dry_run_and_no_default),
         cmocka_unit_test(table_rows),
     };

@@ -17,10 +17,7 @@
 
 #define INS "INSERT INTO `test`.`c_delayed` (`hits`, `id`, `op`) VALUES "
 
-static mr_dgroup_text txt(const char *s)
-{
-    return (mr_dgroup_text){s, strlen(s)};
-}
+static mr_dgroup_text txt(const char *s) { return (mr_dgroup_text){s, strlen(s)}; }
 
 static void assert_buf(const mr_buf *b, const char *want)
 {

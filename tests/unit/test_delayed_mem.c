@@ -9,21 +9,20 @@
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/delayed/mem_sql.h"
 
-static const char RULES[] =
-    "[delayed counters]\n"
-    "table = test.counters\n"
-    "key = id\n"
-    "columns = hits, misses\n"
-    "set_columns = note, misses\n"
-    "mode = memory\n"
-    "memory_max_keys = 50\n"
-    "flush_early = 7\n"
-    "[delayed pages]\n"
-    "table = test.pages\n"
-    "key = day, page\n"
-    "columns = views\n"
-    "mode = memory\n"
-    "missing = insert\n";
+static const char RULES[] = "[delayed counters]\n"
+                            "table = test.counters\n"
+                            "key = id\n"
+                            "columns = hits, misses\n"
+                            "set_columns = note, misses\n"
+                            "mode = memory\n"
+                            "memory_max_keys = 50\n"
+                            "flush_early = 7\n"
+                            "[delayed pages]\n"
+                            "table = test.pages\n"
+                            "key = day, page\n"
+                            "columns = views\n"
+                            "mode = memory\n"
+                            "missing = insert\n";
 
 static const mr_stmt_ctx CTX = {.schema = "test"};
 static mr_ruleset *rs;
@@ -63,8 +62,7 @@ static char *tuples(const mr_dmem_batch *b, size_t nkeys)
 }
 
 /* Applies sql and expects a memory batch; returns it (valid until the scratch goes). */
-static const mr_dmem_batch *expect_batch(mr_rules_scratch *s, mr_match_result *res,
-                                         const char *sql)
+static const mr_dmem_batch *expect_batch(mr_rules_scratch *s, mr_match_result *res, const char *sql)
 {
     apply_ctx(rs, sql, &CTX, s, res);
     if (res->action != MR_ACT_DELAYED_MEMORY)
@@ -78,8 +76,9 @@ static void reads_adds(void **state)
     (void)state;
     mr_rules_scratch *s = mr_rules_scratch_new();
     mr_match_result res = result_new();
-    const mr_dmem_batch *b = expect_batch(s, &res, "UPDATE DELAYED counters SET hits = hits + "
-                                                   "3, misses = misses - 0012 WHERE id = 005");
+    const mr_dmem_batch *b = expect_batch(s, &res,
+                                          "UPDATE DELAYED counters SET hits = hits + "
+                                          "3, misses = misses - 0012 WHERE id = 005");
     assert_false(b->del);
     assert_int_equal(b->nops, 2);
     assert_int_equal(b->ops[0].op, MR_DMEM_ADD);
@@ -89,12 +88,14 @@ static void reads_adds(void **state)
     assert_int_equal(b->ops[1].n, -12);
     assert_string_equal(tuples(b, 1), "5;");
     assert_int_equal(res.nmatched, 1);
-    b = expect_batch(s, &res, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id IN ('5', "
-                              "-7, 0x41, X'4243', 'it''s', 'a\\\\b\\n')");
+    b = expect_batch(s, &res,
+                     "UPDATE DELAYED counters SET hits = hits + 1 WHERE id IN ('5', "
+                     "-7, 0x41, X'4243', 'it''s', 'a\\\\b\\n')");
     assert_int_equal(b->nrows, 6);
     assert_string_equal(tuples(b, 1), "5;-7;A;BC;it's;a\\b\n;");
-    b = expect_batch(s, &res, "UPDATE DELAYED pages SET views = views + 1 WHERE page = '/x' "
-                              "AND day = '2026-11-30'");
+    b = expect_batch(s, &res,
+                     "UPDATE DELAYED pages SET views = views + 1 WHERE page = '/x' "
+                     "AND day = '2026-11-30'");
     assert_string_equal(tuples(b, 2), "2026-11-30|/x;"); /* in the rule's key order */
     result_free(&res);
     mr_rules_scratch_free(s);
@@ -105,8 +106,9 @@ static void reads_sets_and_deletes(void **state)
     (void)state;
     mr_rules_scratch *s = mr_rules_scratch_new();
     mr_match_result res = result_new();
-    const mr_dmem_batch *b = expect_batch(s, &res, "UPDATE DELAYED counters SET note = 'x''y', "
-                                                   "misses = -40, hits = hits + 1 WHERE id = 2");
+    const mr_dmem_batch *b = expect_batch(s, &res,
+                                          "UPDATE DELAYED counters SET note = 'x''y', "
+                                          "misses = -40, hits = hits + 1 WHERE id = 2");
     assert_int_equal(b->nops, 3);
     assert_int_equal(b->ops[0].op, MR_DMEM_SET_TEXT);
     assert_int_equal(b->ops[0].col, 2); /* after the two counters */
@@ -158,8 +160,9 @@ static void refusals(void **state)
                    "DELAYED in mode = memory: bit literals are not taken");
     expect_refused(&CTX, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = N'1'",
                    "DELAYED in mode = memory: a string with a charset introducer");
-    expect_refused(&CTX, "UPDATE DELAYED counters SET hits = hits + 9223372036854775808 WHERE "
-                         "id = 1",
+    expect_refused(&CTX,
+                   "UPDATE DELAYED counters SET hits = hits + 9223372036854775808 WHERE "
+                   "id = 1",
                    "UPDATE DELAYED: 9223372036854775808 is out of range for a delta");
     expect_refused(&CTX, "UPDATE DELAYED counters SET note = 'a', note = 'b' WHERE id = 1",
                    "UPDATE DELAYED: note is set twice");
@@ -236,10 +239,7 @@ static size_t key1(char *buf, const char *v)
     return 4 + n;
 }
 
-static const mr_delayed_def *def_of(size_t i)
-{
-    return mr_ruleset_rule(rs, i)->delayed;
-}
+static const mr_delayed_def *def_of(size_t i) { return mr_ruleset_rule(rs, i)->delayed; }
 
 static void sql_delete_and_upsert(void **state)
 {
@@ -281,7 +281,8 @@ static void sql_sets_and_update(void **state)
     mr_dmem_val v1[3] = {{.op = MR_DMEM_VAL_ADD, .n = 1},
                          {.op = MR_DMEM_VAL_INT, .n = 100},
                          {.op = MR_DMEM_VAL_TEXT, .text = "a\nb", .len = 3}};
-    mr_dmem_val v2[3] = {{.op = MR_DMEM_VAL_ADD, .n = 4}, {.op = MR_DMEM_VAL_INT, .n = 7},
+    mr_dmem_val v2[3] = {{.op = MR_DMEM_VAL_ADD, .n = 4},
+                         {.op = MR_DMEM_VAL_INT, .n = 7},
                          {.op = MR_DMEM_VAL_TEXT, .text = "z", .len = 1}};
     mr_dmem_val v3[3] = {{.op = MR_DMEM_VAL_ADD, .n = 4}, {0}, {0}};
     assert_int_not_equal(mr_dmem_shape(def_of(0), v1), mr_dmem_shape(def_of(0), v3));
@@ -347,11 +348,15 @@ static void syntax_by_version(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(reads_adds),           cmocka_unit_test(reads_sets_and_deletes),
-        cmocka_unit_test(refusals),             cmocka_unit_test(loads),
+        cmocka_unit_test(reads_adds),
+        cmocka_unit_test(reads_sets_and_deletes),
+        cmocka_unit_test(refusals),
+        cmocka_unit_test(loads),
         cmocka_unit_test(prepared),
-        cmocka_unit_test(sql_delete_and_upsert), cmocka_unit_test(sql_sets_and_update),
-        cmocka_unit_test(sql_two_keys),         cmocka_unit_test(syntax_by_version),
+        cmocka_unit_test(sql_delete_and_upsert),
+        cmocka_unit_test(sql_sets_and_update),
+        cmocka_unit_test(sql_two_keys),
+        cmocka_unit_test(syntax_by_version),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

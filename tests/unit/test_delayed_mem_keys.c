@@ -20,8 +20,7 @@ typedef struct fake_key {
     bool primary;
 } fake_key;
 
-static mr_key_status fake_lookup(void *arg, const char *schema, const char *table,
-                                 mr_row_key *out)
+static mr_key_status fake_lookup(void *arg, const char *schema, const char *table, mr_row_key *out)
 {
     const fake_key *f = arg;
     memset(out, 0, sizeof *out);
@@ -49,8 +48,8 @@ static void loads_without_key(void **state)
 }
 
 /* One memory statement through the rules; the batch or NULL (refused, res->message). */
-static const mr_dmem_batch *run_stmt(const mr_ruleset *set, const mr_stmt_ctx *ctx,
-                                     const char *sql, mr_rules_scratch *s, mr_match_result *res)
+static const mr_dmem_batch *run_stmt(const mr_ruleset *set, const mr_stmt_ctx *ctx, const char *sql,
+                                     mr_rules_scratch *s, mr_match_result *res)
 {
     apply_ctx(set, sql, ctx, s, res);
     return res->action == MR_ACT_DELAYED_MEMORY ? res->dmem : NULL;
@@ -85,7 +84,8 @@ static void learns_and_holds(void **state)
     mr_schema_source src = {.row_key = fake_lookup, .arg = &f};
     mr_stmt_ctx ctx = {.schema = "test", .schema_src = &src};
     const char *sql = "UPDATE DELAYED hot SET hits = hits + 3 WHERE day = 7 AND site = 'x'";
-    expect_refused_with(set, &ctx, sql, "myrewrite: schema not loaded yet, retry: the key of "
+    expect_refused_with(set, &ctx, sql,
+                        "myrewrite: schema not loaded yet, retry: the key of "
                         "test.hot is being read from information_schema");
     assert_false(mr_dmem_keys_known(&k));
 
@@ -139,8 +139,8 @@ static void learns_and_holds(void **state)
 static mr_dmem_keys shared;
 
 typedef struct racer {
-    bool wide;       /* offers (a, b); else (a) */
-    unsigned taken;  /* rounds the key was taken */
+    bool wide;      /* offers (a, b); else (a) */
+    unsigned taken; /* rounds the key was taken */
 } racer;
 
 static void *race(void *arg)
@@ -149,8 +149,8 @@ static void *race(void *arg)
     char *wide[] = {"a", "b"}, *narrow[] = {"a"};
     char err[512];
     for (unsigned i = 0; i < ROUNDS; i++)
-        r->taken += mr_dmem_keys_take(&shared, "s", "t", r->wide ? wide : narrow,
-                                      r->wide ? 2 : 1, err, sizeof err);
+        r->taken += mr_dmem_keys_take(&shared, "s", "t", r->wide ? wide : narrow, r->wide ? 2 : 1,
+                                      err, sizeof err);
     return NULL;
 }
 

@@ -12,33 +12,32 @@
 #include "myrewrite/delayed/bucket.h"
 #include "myrewrite/delayed/staging_sql.h"
 
-static const char RULES[] =
-    "[delayed counters]\n"
-    "table = test.counters\n"
-    "key = id\n"
-    "columns = hits, misses\n"
-    "[delayed pairs]\n"
-    "table = test.pairs\n"
-    "key = a, b\n"
-    "columns = n\n"
-    "staging_table = pairs_stage\n"
-    "[delayed pages]\n"
-    "table = test.pages\n"
-    "key = id\n"
-    "columns = hits, views\n"
-    "set_columns = title, hits\n"
-    "[delayed daily]\n"
-    "table = test.daily\n"
-    "key = page_id\n"
-    "columns = views\n"
-    "bucket_column = day\n"
-    "missing = insert\n"
-    "[delayed hourly]\n"
-    "table = test.hourly\n"
-    "key = page_id, lang\n"
-    "columns = views\n"
-    "bucket_column = hr\n"
-    "bucket = HOUR\n";
+static const char RULES[] = "[delayed counters]\n"
+                            "table = test.counters\n"
+                            "key = id\n"
+                            "columns = hits, misses\n"
+                            "[delayed pairs]\n"
+                            "table = test.pairs\n"
+                            "key = a, b\n"
+                            "columns = n\n"
+                            "staging_table = pairs_stage\n"
+                            "[delayed pages]\n"
+                            "table = test.pages\n"
+                            "key = id\n"
+                            "columns = hits, views\n"
+                            "set_columns = title, hits\n"
+                            "[delayed daily]\n"
+                            "table = test.daily\n"
+                            "key = page_id\n"
+                            "columns = views\n"
+                            "bucket_column = day\n"
+                            "missing = insert\n"
+                            "[delayed hourly]\n"
+                            "table = test.hourly\n"
+                            "key = page_id, lang\n"
+                            "columns = views\n"
+                            "bucket_column = hr\n"
+                            "bucket = HOUR\n";
 
 static const mr_stmt_ctx CTX = {.schema = "test"};
 static const mr_stmt_ctx PREP = {.schema = "test", .prepared = true};
@@ -92,9 +91,9 @@ static void update_forms(void **state)
     expect_sent(rs, &CTX,
                 "UPDATE /* c */ DELAYED counters SET hits = hits -- x\n + 1 WHERE id = 'k'",
                 MR_ACT_REWRITE, INS "(`hits`, `id`, `op`) VALUES (1, 'k', 0)");
-    expect_sent(rs, &CTX, "UPDATE DELAYED pairs SET n = n + 1 WHERE b = X'0A' AND a = b'1'",
-                MR_ACT_REWRITE,
-                "INSERT INTO `test`.`pairs_stage` (`n`, `b`, `a`, `op`) VALUES (1, X'0A', b'1', 0)");
+    expect_sent(
+        rs, &CTX, "UPDATE DELAYED pairs SET n = n + 1 WHERE b = X'0A' AND a = b'1'", MR_ACT_REWRITE,
+        "INSERT INTO `test`.`pairs_stage` (`n`, `b`, `a`, `op`) VALUES (1, X'0A', b'1', 0)");
 }
 
 /* A quoted name reads as mysqld reads it: a doubled backtick is one. */
@@ -125,8 +124,7 @@ static void staged_sets(void **state)
                 MR_ACT_REWRITE,
                 "INSERT INTO `test`.`pages_delayed` (`hits_set`, `title_set`, `id`, `set_mask`, "
                 "`op`) VALUES (0, X'41', 1, 3, 0), (0, X'41', 2, 3, 0)");
-    expect_sent(rs, &CTX, "UPDATE DELAYED pages SET hits = hits + 1 WHERE id = 5",
-                MR_ACT_REWRITE,
+    expect_sent(rs, &CTX, "UPDATE DELAYED pages SET hits = hits + 1 WHERE id = 5", MR_ACT_REWRITE,
                 "INSERT INTO `test`.`pages_delayed` (`hits`, `id`, `op`) VALUES (1, 5, 0)");
     expect_sent(rs, &PREP, "UPDATE DELAYED pages SET title = ?, views = views + ? WHERE id = ?",
                 MR_ACT_REWRITE,
@@ -147,19 +145,24 @@ static void staged_buckets(void **state)
                 MR_ACT_REWRITE,
                 "INSERT INTO `test`.`daily_delayed` (`views`, `page_id`, `day`, `op`) VALUES "
                 "(1, 5, UTC_DATE(), 0)");
-    expect_sent(rs, &CTX, "UPDATE DELAYED hourly SET views = views + 2 WHERE lang = 'en' AND "
-                "page_id IN (1, 2)", MR_ACT_REWRITE,
+    expect_sent(rs, &CTX,
+                "UPDATE DELAYED hourly SET views = views + 2 WHERE lang = 'en' AND "
+                "page_id IN (1, 2)",
+                MR_ACT_REWRITE,
                 "INSERT INTO `test`.`hourly_delayed` (`views`, `lang`, `page_id`, `hr`, `op`) "
                 "VALUES (2, 'en', 1, DATE_FORMAT(UTC_TIMESTAMP(), '%Y-%m-%d %H:00:00'), 0), "
                 "(2, 'en', 2, DATE_FORMAT(UTC_TIMESTAMP(), '%Y-%m-%d %H:00:00'), 0)");
-    expect_sent(rs, &PREP, "UPDATE DELAYED hourly SET views = views + ? WHERE page_id = ? AND "
-                "lang = ?", MR_ACT_REWRITE,
+    expect_sent(rs, &PREP,
+                "UPDATE DELAYED hourly SET views = views + ? WHERE page_id = ? AND "
+                "lang = ?",
+                MR_ACT_REWRITE,
                 "INSERT INTO `test`.`hourly_delayed` (`views`, `page_id`, `lang`, `hr`, `op`) "
                 "VALUES (?, ?, ?, DATE_FORMAT(UTC_TIMESTAMP(), '%Y-%m-%d %H:00:00'), 0)");
     expect_sent(rs, &CTX, "DELETE DELAYED FROM daily WHERE page_id = 5", MR_ACT_REWRITE,
                 "INSERT INTO `test`.`daily_delayed` (`page_id`, `day`, `op`) VALUES "
                 "(5, UTC_DATE(), 1)");
-    expect_refused(&CTX, "UPDATE DELAYED daily SET views = views + 1 WHERE page_id = 5 AND "
+    expect_refused(&CTX,
+                   "UPDATE DELAYED daily SET views = views + 1 WHERE page_id = 5 AND "
                    "day = '2026-01-01'",
                    "UPDATE DELAYED on test.daily: day is not a key column of the rule");
     const mr_delayed_def *d = mr_ruleset_rule(rs, 4)->delayed;
@@ -194,8 +197,7 @@ static void in_lists(void **state)
 {
     (void)state;
     expect_sent(rs, &CTX, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id IN (1, 2,3)",
-                MR_ACT_REWRITE,
-                INS "(`hits`, `id`, `op`) VALUES (1, 1, 0), (1, 2, 0), (1, 3, 0)");
+                MR_ACT_REWRITE, INS "(`hits`, `id`, `op`) VALUES (1, 1, 0), (1, 2, 0), (1, 3, 0)");
     expect_sent(rs, &CTX, "UPDATE DELAYED pairs SET n = n - 2 WHERE a = 9 AND b IN ('x', 'y')",
                 MR_ACT_REWRITE,
                 "INSERT INTO `test`.`pairs_stage` (`n`, `a`, `b`, `op`) VALUES "
@@ -224,8 +226,7 @@ static void hostile_literals(void **state)
                 INS "(`hits`, `id`, `op`) VALUES (1, 'a\\'); DROP TABLE x; --', 0)");
     expect_sent(rs, &CTX,
                 "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = _utf8mb4'\xc3\xa9''x'",
-                MR_ACT_REWRITE,
-                INS "(`hits`, `id`, `op`) VALUES (1, _utf8mb4'\xc3\xa9''x', 0)");
+                MR_ACT_REWRITE, INS "(`hits`, `id`, `op`) VALUES (1, _utf8mb4'\xc3\xa9''x', 0)");
     mr_stmt_ctx nbe = CTX;
     nbe.lex_flags = SQL_LEX_NO_BACKSLASH_ESCAPES;
     expect_sent(rs, &nbe, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 'a\\'",
@@ -258,8 +259,8 @@ static void multi_statement(void **state)
                 "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 1; SELECT 1; "
                 "DELETE DELAYED FROM counters WHERE id = 2",
                 MR_ACT_REWRITE,
-                INS "(`hits`, `id`, `op`) VALUES (1, 1, 0); SELECT 1; "
-                INS "(`id`, `op`) VALUES (2, 1)");
+                INS "(`hits`, `id`, `op`) VALUES (1, 1, 0); SELECT 1; " INS
+                    "(`id`, `op`) VALUES (2, 1)");
     expect_refused(&CTX, "SELECT 1; UPDATE DELAYED counters SET hits = hits * 3 WHERE id = 1",
                    "UPDATE DELAYED: SET hits = ... must read hits = hits + N");
 }
@@ -267,7 +268,9 @@ static void multi_statement(void **state)
 static void refusals(void **state)
 {
     (void)state;
-    static const struct { const char *sql, *want; } cases[] = {
+    static const struct {
+        const char *sql, *want;
+    } cases[] = {
         {"UPDATE DELAYED counters SET hits = 3 WHERE id = 1",
          "UPDATE DELAYED on test.counters: SET hits = literal needs hits in the rule's "
          "set_columns"},
@@ -284,7 +287,8 @@ static void refusals(void **state)
         {"UPDATE DELAYED counters SET hits = misses + 1 WHERE id = 1", "UPDATE DELAYED: SET hits"},
         {"UPDATE DELAYED counters SET hits = hits + 1.5 WHERE id = 1", "UPDATE DELAYED: SET hits"},
         {"UPDATE DELAYED counters SET hits = hits * 2 WHERE id = 1", "UPDATE DELAYED: SET hits"},
-        {"UPDATE DELAYED counters SET hits = hits + 1 + 1 WHERE id = 1", "UPDATE DELAYED: SET hits"},
+        {"UPDATE DELAYED counters SET hits = hits + 1 + 1 WHERE id = 1",
+         "UPDATE DELAYED: SET hits"},
         {"UPDATE DELAYED counters SET hits = hits + 1",
          "UPDATE DELAYED needs a WHERE on the key columns"},
         {"UPDATE DELAYED counters SET hits = hits + 1 WHERE id > 1",
@@ -473,8 +477,7 @@ static void load_defaults(void **state)
 /* A fake schema source: test.auto has the primary key (site, day), test.uniq
  * only a unique key, test.clash the primary key hits (also a counter); others
  * are not loaded yet. */
-static mr_key_status fake_row_key(void *arg, const char *schema, const char *table,
-                                  mr_row_key *out)
+static mr_key_status fake_row_key(void *arg, const char *schema, const char *table, mr_row_key *out)
 {
     (void)arg;
     memset(out, 0, sizeof *out);
@@ -505,19 +508,23 @@ static void key_from_schema(void **state)
     mr_schema_source src = {.row_key = fake_row_key};
     mr_stmt_ctx ctx = {.schema = "test", .schema_src = &src};
     expect_sent(set, &ctx, "UPDATE DELAYED auto SET hits = hits + 2 WHERE day = 7 AND site = 'x'",
-                MR_ACT_REWRITE, "INSERT INTO `test`.`auto_delayed` (`hits`, `day`, `site`, `op`) "
+                MR_ACT_REWRITE,
+                "INSERT INTO `test`.`auto_delayed` (`hits`, `day`, `site`, `op`) "
                 "VALUES (2, 7, 'x', 0)");
     /* the WHERE must name the whole primary key */
     expect_refused_with(set, &ctx, "UPDATE DELAYED auto SET hits = hits + 2 WHERE site = 'x'",
-                 "the WHERE must give every key column (2 of them)");
+                        "the WHERE must give every key column (2 of them)");
     expect_refused_with(set, &ctx, "UPDATE DELAYED later SET hits = hits + 1 WHERE id = 1",
-                 "schema not loaded yet, retry: the key of test.later is being read");
-    expect_refused_with(set, &ctx, "UPDATE DELAYED uniq SET hits = hits + 1 WHERE site = 1 AND day = 2",
-                 "names no key and the table has no primary key (only a unique key)");
-    expect_refused_with(set, &ctx, "UPDATE DELAYED clash SET hits = hits + 1 WHERE hits = 1",
-                 "hits, a column of the primary key of test.clash, is also a counter column");
-    expect_refused_with(set, &CTX, "UPDATE DELAYED auto SET hits = hits + 1 WHERE site = 1 AND day = 2",
-                 "names no key and this proxy has no schema cache");
+                        "schema not loaded yet, retry: the key of test.later is being read");
+    expect_refused_with(set, &ctx,
+                        "UPDATE DELAYED uniq SET hits = hits + 1 WHERE site = 1 AND day = 2",
+                        "names no key and the table has no primary key (only a unique key)");
+    expect_refused_with(
+        set, &ctx, "UPDATE DELAYED clash SET hits = hits + 1 WHERE hits = 1",
+        "hits, a column of the primary key of test.clash, is also a counter column");
+    expect_refused_with(set, &CTX,
+                        "UPDATE DELAYED auto SET hits = hits + 1 WHERE site = 1 AND day = 2",
+                        "names no key and this proxy has no schema cache");
     mr_ruleset_free(set);
 }
 
@@ -592,16 +599,24 @@ static void load_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(update_forms),   cmocka_unit_test(in_lists),
+        cmocka_unit_test(update_forms),
+        cmocka_unit_test(in_lists),
         cmocka_unit_test(quoted_names),
-        cmocka_unit_test(staged_sets),    cmocka_unit_test(staged_buckets),
+        cmocka_unit_test(staged_sets),
+        cmocka_unit_test(staged_buckets),
         cmocka_unit_test(bucket_text),
-        cmocka_unit_test(deletes),        cmocka_unit_test(hostile_literals),
-        cmocka_unit_test(prepared),       cmocka_unit_test(multi_statement),
-        cmocka_unit_test(refusals),       cmocka_unit_test(no_rule), cmocka_unit_test(no_delayed_rule_in_set),
+        cmocka_unit_test(deletes),
+        cmocka_unit_test(hostile_literals),
+        cmocka_unit_test(prepared),
+        cmocka_unit_test(multi_statement),
+        cmocka_unit_test(refusals),
+        cmocka_unit_test(no_rule),
+        cmocka_unit_test(no_delayed_rule_in_set),
         cmocka_unit_test(flush_filter),
-        cmocka_unit_test(untouched),      cmocka_unit_test(load_defaults),
-        cmocka_unit_test(load_errors),    cmocka_unit_test(key_from_schema),
+        cmocka_unit_test(untouched),
+        cmocka_unit_test(load_defaults),
+        cmocka_unit_test(load_errors),
+        cmocka_unit_test(key_from_schema),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -36,7 +36,7 @@ static void fractions(void **state)
     assert_int_equal(ms_of("0.25"), 250);
     assert_int_equal(ms_of(".5m"), 30000);
     assert_int_equal(ms_of("1.5h"), 5400000);
-    assert_int_equal(ms_of("2.5ms"), 3);        /* rounds to nearest */
+    assert_int_equal(ms_of("2.5ms"), 3); /* rounds to nearest */
     assert_int_equal(ms_of("0.0004s"), 0);
     assert_int_equal(ms_of("1.0000000000001s"), 1000); /* digits past the ninth ignored */
     assert_int_equal(ms_of("7."), 7000);
@@ -72,9 +72,24 @@ static void microseconds(void **state)
 static void refused(void **state)
 {
     (void)state;
-    static const char *const bad[] = {"", ".", "s", "-1", "+1", " 1", "1 ", "1x", "1sec",
-                                      "1H", "inf", "nan", "0x10", "1e3", "1,5s", "1..5",
-                                      "1000000000000001ms", "99999999999999999999",
+    static const char *const bad[] = {"",
+                                      ".",
+                                      "s",
+                                      "-1",
+                                      "+1",
+                                      " 1",
+                                      "1 ",
+                                      "1x",
+                                      "1sec",
+                                      "1H",
+                                      "inf",
+                                      "nan",
+                                      "0x10",
+                                      "1e3",
+                                      "1,5s",
+                                      "1..5",
+                                      "1000000000000001ms",
+                                      "99999999999999999999",
                                       "300000000h"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t ms = 42;
@@ -93,11 +108,8 @@ static void the_largest(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(units),
-        cmocka_unit_test(fractions),
-        cmocka_unit_test(microseconds),
-        cmocka_unit_test(refused),
-        cmocka_unit_test(the_largest),
+        cmocka_unit_test(units),   cmocka_unit_test(fractions),   cmocka_unit_test(microseconds),
+        cmocka_unit_test(refused), cmocka_unit_test(the_largest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

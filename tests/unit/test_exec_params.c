@@ -25,10 +25,7 @@ static void put(pkt *p, const void *v, size_t n)
     p->n += n;
 }
 
-static void put1(pkt *p, uint8_t v)
-{
-    put(p, &v, 1);
-}
+static void put1(pkt *p, uint8_t v) { put(p, &v, 1); }
 
 /* Three parameters: LONGLONG -7, VAR_STRING "abc", and a NULL TINY. */
 static pkt three(bool bind_types)
@@ -102,9 +99,9 @@ static void widths_and_text(void **state)
     /* TINY signed, SHORT unsigned, LONG signed, LONGLONG unsigned > INT64_MAX, DOUBLE */
     const uint8_t t[] = {1, 0, 2, 0x80, 3, 0, 8, 0x80, 5, 0};
     put(&p, t, sizeof t);
-    put1(&p, 0xfe);                  /* -2 */
-    put(&p, "\xff\xff", 2);          /* 65535 */
-    put(&p, "\x00\x00\x00\x80", 4);  /* INT32_MIN */
+    put1(&p, 0xfe);                 /* -2 */
+    put(&p, "\xff\xff", 2);         /* 65535 */
+    put(&p, "\x00\x00\x00\x80", 4); /* INT32_MIN */
     put(&p, "\xff\xff\xff\xff\xff\xff\xff\xff", 8);
     double d = 2.5;
     put(&p, &d, 8);
@@ -131,7 +128,7 @@ static void dates_out_of_range_are_refused(void **state)
     pkt p = {.n = 0};
     put1(&p, 0);
     put1(&p, 1);
-    put(&p, "\x0c\x00", 2);                      /* DATETIME */
+    put(&p, "\x0c\x00", 2); /* DATETIME */
     put1(&p, 11);
     put(&p, "\xff\xff\xff\xff\xff\xff\xff", 7); /* year 65535, 255 for the rest */
     put(&p, "\xff\xff\xff\xff", 4);             /* microseconds 4294967295 */

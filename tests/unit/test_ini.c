@@ -23,7 +23,7 @@ typedef struct event {
     int line;
     char *section; /* section name, or the pair's section */
     char *key;
-    char *value;   /* value, or error message */
+    char *value; /* value, or error message */
 } event;
 
 #define MAX_EVENTS 64
@@ -234,16 +234,16 @@ static void continuation_at_end_of_file_without_newline(void **state)
 static void line_numbers_after_continuations(void **state)
 {
     recorder *r = *state;
-    assert_int_equal(parse(r, "[s]\n"          /* 1 */
-                              "a = 1\n"        /* 2 */
-                              "  2\n"          /* 3 */
-                              "  3\n"          /* 4 */
-                              "b = x\n"        /* 5 */
-                              "\n"             /* 6 */
-                              "[t]\n"          /* 7 */
-                              "c = y\n"        /* 8 */
-                              "    z\n"        /* 9 */
-                              "oops\n"),       /* 10 */
+    assert_int_equal(parse(r, "[s]\n"    /* 1 */
+                              "a = 1\n"  /* 2 */
+                              "  2\n"    /* 3 */
+                              "  3\n"    /* 4 */
+                              "b = x\n"  /* 5 */
+                              "\n"       /* 6 */
+                              "[t]\n"    /* 7 */
+                              "c = y\n"  /* 8 */
+                              "    z\n"  /* 9 */
+                              "oops\n"), /* 10 */
                      1);
     assert_int_equal(r->n, 6);
     check_pair(r, 1, "s", "a", "1 2 3", 2);

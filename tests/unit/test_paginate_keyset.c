@@ -11,17 +11,16 @@
 #include "myrewrite/paginate/keyset.h"
 #include "myrewrite/proto/tracker.h"
 
-static const char RULES[] =
-    "[paginate items]\n"
-    "table = items\n"
-    "key = id\n"
-    "threshold = 100\n"
-    "strategy = keyset\n"
-    "[paginate pairs]\n"
-    "table = pairs\n"
-    "key = a, b\n"
-    "threshold = 100\n"
-    "strategy = auto\n";
+static const char RULES[] = "[paginate items]\n"
+                            "table = items\n"
+                            "key = id\n"
+                            "threshold = 100\n"
+                            "strategy = keyset\n"
+                            "[paginate pairs]\n"
+                            "table = pairs\n"
+                            "key = a, b\n"
+                            "threshold = 100\n"
+                            "strategy = auto\n";
 
 static const mr_stmt_ctx CTX = {.schema = "shop", .bookmarks = &mr_bookmarks_store};
 static mr_ruleset *rs;
@@ -70,8 +69,8 @@ static void bookmark(const char *sql, uint64_t pos, const char *values, size_t l
     run(sql, NULL);
     assert_true(res.keyset.watch);
     const mr_keyset_listing *ls = &res.keyset.listing;
-    mr_bookmarks_put(ls->hash, ls->table_hash, mr_bookmarks_gen(ls->table_hash), pos, values,
-                     len, 60000, 1000, mr_bookmarks_now_ms());
+    mr_bookmarks_put(ls->hash, ls->table_hash, mr_bookmarks_gen(ls->table_hash), pos, values, len,
+                     60000, 1000, mr_bookmarks_now_ms());
 }
 
 static void listings(void **state)
@@ -103,8 +102,8 @@ static void listings(void **state)
     assert_false(res.keyset.watch);
     run("SELECT * FROM items ORDER BY id", NULL);
     assert_false(res.keyset.watch);
-    static const mr_stmt_ctx prep = {.schema = "shop", .prepared = true,
-                                      .bookmarks = &mr_bookmarks_store};
+    static const mr_stmt_ctx prep = {
+        .schema = "shop", .prepared = true, .bookmarks = &mr_bookmarks_store};
     run("SELECT * FROM items ORDER BY id LIMIT 20", &prep);
     assert_false(res.keyset.watch);
 }
@@ -128,7 +127,10 @@ static void misses(void **state)
     assert_int_equal(res.keyset.outcome, MR_KEYSET_MISS);
     assert_true(res.keyset.watch);
     /* a bookmark with another number of values (another key) is never used */
-    bookmark(sql, 400, "7\0" "8", 3);
+    bookmark(sql, 400,
+             "7\0"
+             "8",
+             3);
     assert_string_equal(run(sql, NULL), sql);
     assert_int_equal(res.keyset.outcome, MR_KEYSET_MISS);
     mr_bookmarks_clear();
@@ -152,14 +154,21 @@ static void seeks(void **state)
     assert_int_equal(res.keyset.outcome, MR_KEYSET_HIT);
 
     sql = "SELECT i.name FROM shop.items AS i ORDER BY i.score DESC LIMIT 20 OFFSET 400";
-    bookmark(sql, 400, "17\0" "99", 5);
+    bookmark(sql, 400,
+             "17\0"
+             "99",
+             5);
     assert_string_equal(run(sql, NULL),
                         "SELECT i.name FROM shop.items AS i WHERE i.score <= 17 AND ((i.score < 17)"
                         " OR (i.score = 17 AND i.`id` < 99)) ORDER BY i.score DESC, i.`id` DESC"
                         " LIMIT 0, 20");
 
     sql = "SELECT * FROM pairs ORDER BY v, a DESC, b LIMIT 400, 20 -- tail";
-    bookmark(sql, 399, "5\0" "6\0" "7", 5);
+    bookmark(sql, 399,
+             "5\0"
+             "6\0"
+             "7",
+             5);
     assert_string_equal(run(sql, NULL),
                         "SELECT * FROM pairs WHERE v >= 5 AND ((v > 5) OR (v = 5 AND a < 6) OR "
                         "(v = 5 AND a = 6 AND b > 7)) ORDER BY v, a DESC, b LIMIT 1, 20 -- tail");
@@ -210,8 +219,7 @@ static void literals(void **state)
     assert_string_equal(lit(10, 63, "2024'-01", 8), "!");
     assert_string_equal(lit(253, 45, "it's", 4), "_utf8mb4 X'69742773'");
     assert_string_equal(lit(253, 45, "\\'\0", 3), "_utf8mb4 X'5C2700'");
-    assert_string_equal(lit(253, 224, "\xc3\xa9\xf0\x9f\x98\x80", 6),
-                        "_utf8mb4 X'C3A9F09F9880'");
+    assert_string_equal(lit(253, 224, "\xc3\xa9\xf0\x9f\x98\x80", 6), "_utf8mb4 X'C3A9F09F9880'");
     assert_string_equal(lit(253, 45, "", 0), "''");
     assert_string_equal(lit(252, 63, "\xff\x00'", 3), "X'FF0027'");
     assert_string_equal(lit(252, 63, "", 0), "X''");
@@ -220,12 +228,12 @@ static void literals(void **state)
     assert_null(mr_keyset_column_problem(3, 1 | 2, 63));
     assert_null(mr_keyset_column_problem(253, 1, 46));
     assert_null(mr_keyset_column_problem(252, 1 | 128, 63));
-    assert_non_null(mr_keyset_column_problem(3, 0, 63));           /* nullable */
-    assert_non_null(mr_keyset_column_problem(254, 1 | 256, 45));   /* ENUM */
-    assert_non_null(mr_keyset_column_problem(5, 1, 63));           /* DOUBLE */
-    assert_non_null(mr_keyset_column_problem(7, 1, 63));           /* TIMESTAMP */
-    assert_non_null(mr_keyset_column_problem(253, 1, 8));          /* latin1 result */
-    assert_non_null(mr_keyset_column_problem(16, 1, 63));          /* BIT */
+    assert_non_null(mr_keyset_column_problem(3, 0, 63));         /* nullable */
+    assert_non_null(mr_keyset_column_problem(254, 1 | 256, 45)); /* ENUM */
+    assert_non_null(mr_keyset_column_problem(5, 1, 63));         /* DOUBLE */
+    assert_non_null(mr_keyset_column_problem(7, 1, 63));         /* TIMESTAMP */
+    assert_non_null(mr_keyset_column_problem(253, 1, 8));        /* latin1 result */
+    assert_non_null(mr_keyset_column_problem(16, 1, 63));        /* BIT */
 }
 
 static bool writes_table(const mr_keyset_writes *wr, const char *name)
@@ -252,7 +260,7 @@ static void writes(void **state)
     assert_int_equal(wr.n, 0);
     assert_false(wr.all);
     wr = scan("/* c */ UPDATE `Items` SET n = n + 1 WHERE id = 'pairs'");
-    assert_true(writes_table(&wr, "items")); /* case-insensitive, backticks removed */
+    assert_true(writes_table(&wr, "items"));  /* case-insensitive, backticks removed */
     assert_false(writes_table(&wr, "pairs")); /* a string, not a name */
     assert_false(wr.all);
     wr = scan("SELECT 1; delete from shop.pairs where a = 1; SELECT * FROM other");
@@ -279,8 +287,8 @@ static void writes(void **state)
 
 static void put_str(mr_buf *b, const char *s) { mr_buf_put_lenenc_str(b, s, strlen(s)); }
 
-static void coldef(mr_keyset_watch *w, const char *org_table, const char *org_name,
-                   uint8_t type, uint16_t flags, uint16_t cs)
+static void coldef(mr_keyset_watch *w, const char *org_table, const char *org_name, uint8_t type,
+                   uint16_t flags, uint16_t cs)
 {
     mr_buf b;
     mr_buf_init(&b);
@@ -385,8 +393,7 @@ static void watch_extended_metadata(void **state)
         uint64_t pos = 0;
         size_t len = 0;
         char v[256];
-        assert_int_equal(found(&n, 100, &pos, v, &len),
-                         ext ? MR_BOOKMARK_FOUND : MR_BOOKMARK_NONE);
+        assert_int_equal(found(&n, 100, &pos, v, &len), ext ? MR_BOOKMARK_FOUND : MR_BOOKMARK_NONE);
         mr_keyset_watch_free(&w);
     }
     mr_bookmarks_clear();
@@ -425,14 +432,16 @@ static void watch(void **state)
     mr_buf_put_lenenc_str(&r, "o'k\0", 4);
     put_str(&r, "-9");
     mr_buf_put_u8(&r, 0xfb);
-    row(&w, "1", "first", 5);                             /* not the last: forgotten */
+    row(&w, "1", "first", 5);                              /* not the last: forgotten */
     mr_keyset_watch_packet(&w, MR_TS_ROWS, r.data, r.len); /* the last row */
     mr_buf_free(&r);
     eof(&w);
     mr_keyset_watch_end(&w, true, mr_bookmarks_now_ms());
     assert_int_equal(found(&n, 100, &pos, v, &len), MR_BOOKMARK_FOUND);
     assert_int_equal(pos, 42);
-    const char want[] = "_utf8mb4 X'6F276B00'\0" "7\0" "-9";
+    const char want[] = "_utf8mb4 X'6F276B00'\0"
+                        "7\0"
+                        "-9";
     assert_int_equal(len, sizeof want - 1);
     assert_memory_equal(v, want, len);
 
@@ -458,7 +467,11 @@ static void watch(void **state)
     coldef(&w, "pairs", "a", 3, 1 | 2, 63);
     coldef(&w, "pairs", "name", 253, 1, 45);
     coldef(&w, "pairs", "b", 8, 1 | 2, 63);
-    mr_keyset_watch_packet(&w, MR_TS_ROWS, (const uint8_t *)"\x01" "1\xfb\x01" "2", 5);
+    mr_keyset_watch_packet(&w, MR_TS_ROWS,
+                           (const uint8_t *)"\x01"
+                                            "1\xfb\x01"
+                                            "2",
+                           5);
     eof(&w);
     mr_keyset_watch_end(&w, true, mr_bookmarks_now_ms());
     assert_int_equal(found(&n, 100, &pos, v, &len), MR_BOOKMARK_NONE);
@@ -472,7 +485,11 @@ static void watch(void **state)
     coldef(&w2, "pairs", "name", 253, 1, 45);
     coldef(&w2, "pairs", "b", 8, 1 | 2, 63);
     mr_keyset_watch_packet(&w2, MR_TS_ROWS, (const uint8_t *)"", 0);
-    mr_keyset_watch_packet(&w2, MR_TS_ROWS, (const uint8_t *)"\x01" "1\x01x\x01" "2", 6);
+    mr_keyset_watch_packet(&w2, MR_TS_ROWS,
+                           (const uint8_t *)"\x01"
+                                            "1\x01x\x01"
+                                            "2",
+                           6);
     eof(&w2);
     mr_keyset_watch_end(&w2, true, mr_bookmarks_now_ms());
     assert_int_equal(found(&n, 100, &pos, v, &len), MR_BOOKMARK_NONE);

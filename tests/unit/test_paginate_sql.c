@@ -9,20 +9,19 @@
 #include "myrewrite/paginate/deferred_sql.h"
 #include "myrewrite/schema/desc.h"
 
-static const char RULES[] =
-    "[paginate orders]\n"
-    "table = orders\n"
-    "key = id\n"
-    "[paginate lines]\n"
-    "table = shop.lines\n"
-    "key = order_id, line_no\n"
-    "threshold = 500\n"
-    "max_offset = 100000\n"
-    "[paginate capped]\n"
-    "table = capped\n"
-    "key = id\n"
-    "max_offset = 5000\n"
-    "message = too deep, use a cursor\n";
+static const char RULES[] = "[paginate orders]\n"
+                            "table = orders\n"
+                            "key = id\n"
+                            "[paginate lines]\n"
+                            "table = shop.lines\n"
+                            "key = order_id, line_no\n"
+                            "threshold = 500\n"
+                            "max_offset = 100000\n"
+                            "[paginate capped]\n"
+                            "table = capped\n"
+                            "key = id\n"
+                            "max_offset = 5000\n"
+                            "message = too deep, use a cursor\n";
 
 static const mr_stmt_ctx CTX = {.schema = "shop"};
 static const mr_stmt_ctx PREP = {.schema = "shop", .prepared = true};
@@ -48,10 +47,7 @@ static void rw(const char *sql, const char *want)
     expect_sent(rs, &CTX, sql, MR_ACT_REWRITE, want);
 }
 
-static void same(const char *sql)
-{
-    expect_sent(rs, &CTX, sql, MR_ACT_PASS, sql);
-}
+static void same(const char *sql) { expect_sent(rs, &CTX, sql, MR_ACT_PASS, sql); }
 
 #define DJ " AS myrewrite_dj USING (`id`)"
 #define DJ2 " AS myrewrite_dj USING (`order_id`, `line_no`)"
@@ -60,8 +56,8 @@ static void accepted_shapes(void **state)
 {
     (void)state;
     rw("SELECT * FROM orders ORDER BY id LIMIT 1000, 20",
-       "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders ORDER BY id LIMIT 1000, 20)"
-       DJ " ORDER BY id");
+       "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders ORDER BY id LIMIT 1000, 20)" DJ
+       " ORDER BY id");
     rw("SELECT * FROM orders ORDER BY id LIMIT 20 OFFSET 5000",
        "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders ORDER BY id LIMIT 20 OFFSET "
        "5000)" DJ " ORDER BY id");
@@ -87,8 +83,7 @@ static void composite_key(void **state)
     (void)state;
     rw("SELECT * FROM lines l WHERE l.sku = 'x' ORDER BY l.order_id, l.line_no LIMIT 500, 10",
        "SELECT l.* FROM lines l JOIN (SELECT `order_id`, `line_no` FROM lines l WHERE l.sku = 'x' "
-       "ORDER BY l.order_id, l.line_no LIMIT 500, 10)" DJ2
-       " ORDER BY l.order_id, l.line_no");
+       "ORDER BY l.order_id, l.line_no LIMIT 500, 10)" DJ2 " ORDER BY l.order_id, l.line_no");
     rw("SELECT sku FROM lines ORDER BY line_no DESC LIMIT 600, 10",
        "SELECT sku FROM lines JOIN (SELECT `order_id`, `line_no` FROM lines ORDER BY line_no DESC, "
        "lines.`order_id` DESC LIMIT 600, 10)" DJ2 " ORDER BY line_no DESC, lines.`order_id` DESC");
@@ -163,11 +158,14 @@ static void prepared(void **state)
     (void)state;
     /* a `?` offset is rewritten at prepare time, whatever the value will be;
      * the parameters keep their order (select list, WHERE, then LIMIT) */
-    expect_sent(rs, &PREP, "SELECT * FROM orders ORDER BY id LIMIT ?, ?", MR_ACT_REWRITE,
-                "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders ORDER BY id LIMIT ?, ?)"
-                DJ " ORDER BY id");
-    expect_sent(rs, &PREP, "SELECT a + ? AS x FROM orders o WHERE s = ? ORDER BY o.c LIMIT ? "
-                "OFFSET ?", MR_ACT_REWRITE,
+    expect_sent(
+        rs, &PREP, "SELECT * FROM orders ORDER BY id LIMIT ?, ?", MR_ACT_REWRITE,
+        "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders ORDER BY id LIMIT ?, ?)" DJ
+        " ORDER BY id");
+    expect_sent(rs, &PREP,
+                "SELECT a + ? AS x FROM orders o WHERE s = ? ORDER BY o.c LIMIT ? "
+                "OFFSET ?",
+                MR_ACT_REWRITE,
                 "SELECT a + ? AS x FROM orders o JOIN (SELECT `id` FROM orders o WHERE s = ? "
                 "ORDER BY o.c, o.`id` LIMIT ? OFFSET ?)" DJ " ORDER BY o.c, o.`id`");
     /* a numeric offset with a `?` count: the threshold still decides */
@@ -183,8 +181,8 @@ static void prepared(void **state)
                 MR_ACT_REWRITE,
                 "SELECT orders.* FROM orders JOIN (SELECT `id` FROM orders WHERE s = ? ORDER BY id "
                 "LIMIT 1000, 5)" DJ " ORDER BY id");
-    expect_sent(rs, &PREP, "SELECT * FROM orders ORDER BY FIELD(id, ?) LIMIT 1000, 5",
-                MR_ACT_PASS, "SELECT * FROM orders ORDER BY FIELD(id, ?) LIMIT 1000, 5");
+    expect_sent(rs, &PREP, "SELECT * FROM orders ORDER BY FIELD(id, ?) LIMIT 1000, 5", MR_ACT_PASS,
+                "SELECT * FROM orders ORDER BY FIELD(id, ?) LIMIT 1000, 5");
 }
 
 static void expect_block(const char *sql, const char *want)
@@ -193,8 +191,8 @@ static void expect_block(const char *sql, const char *want)
     mr_match_result res = result_new();
     apply_ctx(rs, sql, &CTX, s, &res);
     if (res.action != MR_ACT_BLOCK || !res.message || !strstr(res.message, want))
-        fail_msg("statement: %s\nwanted refusal with: %s\ngot action %d: %s", sql, want,
-                 res.action, res.message ? res.message : "(none)");
+        fail_msg("statement: %s\nwanted refusal with: %s\ngot action %d: %s", sql, want, res.action,
+                 res.message ? res.message : "(none)");
     assert_int_equal(res.err_code, 1235);
     assert_string_equal(res.sqlstate, "42000");
     result_free(&res);
@@ -226,9 +224,10 @@ static void edges(void **state)
        "SELECT capped.* FROM capped JOIN (SELECT `id` FROM capped ORDER BY id LIMIT 5000, 1)" DJ
        " ORDER BY id");
     /* the guardrail needs the offset's value: `?` is not refused at prepare */
-    expect_sent(rs, &PREP, "SELECT * FROM capped ORDER BY id LIMIT ?, 1", MR_ACT_REWRITE,
-                "SELECT capped.* FROM capped JOIN (SELECT `id` FROM capped ORDER BY id LIMIT ?, 1)"
-                DJ " ORDER BY id");
+    expect_sent(
+        rs, &PREP, "SELECT * FROM capped ORDER BY id LIMIT ?, 1", MR_ACT_REWRITE,
+        "SELECT capped.* FROM capped JOIN (SELECT `id` FROM capped ORDER BY id LIMIT ?, 1)" DJ
+        " ORDER BY id");
 }
 
 /* The rule of sql's page guard (prepared with ctx), and which `?` is the offset. */
@@ -252,8 +251,10 @@ static void prepared_guard(void **state)
 {
     (void)state;
     unsigned param = 99, n = 99;
-    const mr_rule *r = guard_of(&PREP, "SELECT a, ? FROM lines WHERE s = ? ORDER BY order_id, "
-                                "line_no LIMIT ?, ?", &param, &n);
+    const mr_rule *r = guard_of(&PREP,
+                                "SELECT a, ? FROM lines WHERE s = ? ORDER BY order_id, "
+                                "line_no LIMIT ?, ?",
+                                &param, &n);
     assert_non_null(r);
     assert_string_equal(r->name, "lines");
     assert_int_equal(param, 2);
@@ -264,12 +265,16 @@ static void prepared_guard(void **state)
     assert_string_equal(r->name, "capped");
     assert_int_equal(param, 2); /* OFFSET ? comes after the count's ? */
     assert_int_equal(n, 3);
-    assert_non_null(guard_of(&PREP, "SELECT id FROM lines WHERE grp <> ? ORDER BY order_id, "
-                             "line_no LIMIT ? OFFSET ?", &param, &n));
+    assert_non_null(guard_of(&PREP,
+                             "SELECT id FROM lines WHERE grp <> ? ORDER BY order_id, "
+                             "line_no LIMIT ? OFFSET ?",
+                             &param, &n));
     assert_int_equal(param, 2);
     /* a shape the rewrite leaves alone is still guarded, as a literal offset is */
-    assert_non_null(guard_of(&PREP, "SELECT * FROM lines JOIN x USING (sku) ORDER BY sku LIMIT "
-                             "?, 1", &param, &n));
+    assert_non_null(guard_of(&PREP,
+                             "SELECT * FROM lines JOIN x USING (sku) ORDER BY sku LIMIT "
+                             "?, 1",
+                             &param, &n));
     assert_int_equal(param, 0);
     /* no max_offset, a literal offset, or not a prepare: nothing to check later */
     assert_null(guard_of(&PREP, "SELECT * FROM orders ORDER BY id LIMIT ?, ?", &param, &n));
@@ -304,8 +309,7 @@ static void star_rule(void **state)
 
 /* A fake schema source: `orders` has the primary key id, `lines` the
  * composite (order_id, line_no), `heap` none, anything else is unknown. */
-static mr_key_status fake_row_key(void *arg, const char *schema, const char *table,
-                                  mr_row_key *out)
+static mr_key_status fake_row_key(void *arg, const char *schema, const char *table, mr_row_key *out)
 {
     int *calls = arg;
     (*calls)++;
@@ -435,11 +439,17 @@ static void load_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(accepted_shapes), cmocka_unit_test(composite_key),
-        cmocka_unit_test(hostile_literals), cmocka_unit_test(passes_untouched),
-        cmocka_unit_test(prepared), cmocka_unit_test(edges), cmocka_unit_test(prepared_guard),
-        cmocka_unit_test(multi_statement), cmocka_unit_test(star_rule),
-        cmocka_unit_test(key_from_schema), cmocka_unit_test(keyset_key_from_schema),
+        cmocka_unit_test(accepted_shapes),
+        cmocka_unit_test(composite_key),
+        cmocka_unit_test(hostile_literals),
+        cmocka_unit_test(passes_untouched),
+        cmocka_unit_test(prepared),
+        cmocka_unit_test(edges),
+        cmocka_unit_test(prepared_guard),
+        cmocka_unit_test(multi_statement),
+        cmocka_unit_test(star_rule),
+        cmocka_unit_test(key_from_schema),
+        cmocka_unit_test(keyset_key_from_schema),
         cmocka_unit_test(load_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

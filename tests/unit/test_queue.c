@@ -7,16 +7,15 @@
 
 #include "myrewrite/queue/release_sql.h"
 
-static const char *const FULL =
-    "[queue mails]\n"
-    "table = shop.unsent_emails\n"
-    "owner_column = owner\n"
-    "status_column = status\n"
-    "claimed_value = claimed\n"
-    "unclaimed_value = unsent\n"
-    "claimed_at_column = claimed_at\n"
-    "timeout = 90s\n"
-    "skip_locked = yes\n";
+static const char *const FULL = "[queue mails]\n"
+                                "table = shop.unsent_emails\n"
+                                "owner_column = owner\n"
+                                "status_column = status\n"
+                                "claimed_value = claimed\n"
+                                "unclaimed_value = unsent\n"
+                                "claimed_at_column = claimed_at\n"
+                                "timeout = 90s\n"
+                                "skip_locked = yes\n";
 
 static const mr_queue_def *only_queue(const mr_ruleset *rs)
 {
@@ -66,7 +65,7 @@ static void defaults_and_schema_key(void **state)
                  "reap = UPDATE shop.jobs SET worker = NULL WHERE worker NOT IN ({live}) "
                  "AND locked_at < {cutoff}\ntimeout = 2m\n");
     assert_string_equal(only_queue(rs)->reap, "UPDATE shop.jobs SET worker = NULL WHERE worker "
-                        "NOT IN ({live}) AND locked_at < {cutoff}");
+                                              "NOT IN ({live}) AND locked_at < {cutoff}");
     assert_int_equal(only_queue(rs)->timeout_ms, 120000);
     mr_ruleset_free(rs);
     rs = load_ok("[queue q]\ntable = shop.jobs\n"
@@ -138,7 +137,8 @@ static void errors(void **state)
     expect_error("[queue q]\ntable = s.t\nowner = o\nrelease = DELETE FROM t WHERE o = {owner}\n",
                  "t.rules:3: unknown key 'owner' in [queue q]; queue rules take: table, "
                  "owner_column, status_column, claimed_value, unclaimed_value, unclaimed_owner, "
-                 "claimed_at_column, timeout, release, reap, skip_locked, claim_read_committed, enabled, continue, log_only, "
+                 "claimed_at_column, timeout, release, reap, skip_locked, claim_read_committed, "
+                 "enabled, continue, log_only, "
                  "log, log_sample, user, schema\n");
     loaded l = load("[queue q]\ntable = s.t\nstatus_column = s\n");
     assert_null(l.rs);
@@ -151,10 +151,15 @@ static void errors(void **state)
 
 static mr_queue_def def(void)
 {
-    return (mr_queue_def){.schema = "shop", .table = "unsent_emails", .owner_column = "owner",
-                          .status_column = "status", .claimed_value = "claimed",
-                          .unclaimed_value = "unsent", .unclaimed_owner = "0",
-                          .claimed_at_column = "claimed_at", .timeout_ms = 3000};
+    return (mr_queue_def){.schema = "shop",
+                          .table = "unsent_emails",
+                          .owner_column = "owner",
+                          .status_column = "status",
+                          .claimed_value = "claimed",
+                          .unclaimed_value = "unsent",
+                          .unclaimed_owner = "0",
+                          .claimed_at_column = "claimed_at",
+                          .timeout_ms = 3000};
 }
 
 static void expect_sql(char *got, const char *want)
@@ -220,8 +225,7 @@ static void reap_template_sql(void **state)
     expect_sql(mr_queue_fill_reap(tpl, live, 3, "2026-11-30 11:00:00.250000"),
                "UPDATE j SET w = NULL, at = NULL WHERE w NOT IN (5,12,4294967295) AND at < "
                "TIMESTAMP'2026-11-30 11:00:00.250000' AND note <> '{owner}' AND x = '{live'");
-    expect_sql(mr_queue_fill_reap("{live}{cutoff}{live}", live, 1, "x'y"),
-               "5TIMESTAMP'x\\'y'5");
+    expect_sql(mr_queue_fill_reap("{live}{cutoff}{live}", live, 1, "x'y"), "5TIMESTAMP'x\\'y'5");
     assert_null(mr_queue_fill_reap(tpl, live, 0, "2026-11-30 11:00:00"));
     expect_sql(mr_queue_fill_release("w = {owner} AND v = '{cutoff}' AND {owner", 3),
                "w = 3 AND v = '{cutoff}' AND {owner");
@@ -246,10 +250,7 @@ static void quoting(void **state)
 
 /* ---- server version ---------------------------------------------------------------- */
 
-static bool has(const char *v)
-{
-    return mr_server_has_skip_locked(v, strlen(v));
-}
+static bool has(const char *v) { return mr_server_has_skip_locked(v, strlen(v)); }
 
 static void version_decision(void **state)
 {
@@ -281,12 +282,14 @@ static void skip_locked_rewrite(void **state)
     mr_stmt_ctx no = {.skip_locked = false, .schema = "shop"};
     mr_stmt_ctx other = {.skip_locked = true, .schema = "other"};
     const char *sel = "SELECT id FROM unsent_emails WHERE status = 'unsent' LIMIT 10 FOR UPDATE";
-    expect_sent(rs, &yes, sel, MR_ACT_REWRITE,
-                "SELECT id FROM unsent_emails WHERE status = 'unsent' LIMIT 10 FOR UPDATE SKIP LOCKED");
+    expect_sent(
+        rs, &yes, sel, MR_ACT_REWRITE,
+        "SELECT id FROM unsent_emails WHERE status = 'unsent' LIMIT 10 FOR UPDATE SKIP LOCKED");
     expect_sent(rs, &no, sel, MR_ACT_PASS, sel);
     expect_sent(rs, &other, sel, MR_ACT_PASS, sel);
     expect_sent(rs, &other, "select * from shop.`unsent_emails` for update; select 1",
-                MR_ACT_REWRITE, "select * from shop.`unsent_emails` for update SKIP LOCKED; select 1");
+                MR_ACT_REWRITE,
+                "select * from shop.`unsent_emails` for update SKIP LOCKED; select 1");
     expect_sent(rs, &yes, "SELECT * FROM unsent_emails FOR UPDATE NOWAIT", MR_ACT_PASS,
                 "SELECT * FROM unsent_emails FOR UPDATE NOWAIT");
     expect_sent(rs, &yes, "SELECT * FROM unsent_emails FOR UPDATE SKIP LOCKED", MR_ACT_PASS,
@@ -299,7 +302,8 @@ static void skip_locked_rewrite(void **state)
                 "SELECT * FROM unsent_emails");
     expect_sent(rs, &yes, "UPDATE unsent_emails SET owner = 1 WHERE owner = 0", MR_ACT_PASS,
                 "UPDATE unsent_emails SET owner = 1 WHERE owner = 0");
-    expect_explain_line(rs, &no, sel, "  rule mails (t.rules:1): not matched: the server does "
+    expect_explain_line(rs, &no, sel,
+                        "  rule mails (t.rules:1): not matched: the server does "
                         "not take SKIP LOCKED (or its version is unknown)");
     mr_ruleset_free(rs);
 }
@@ -343,7 +347,8 @@ static void claim_read_committed(void **state)
     const char *claim = "UPDATE unsent_emails SET status = 'claimed', owner = CONNECTION_ID() "
                         "WHERE owner = 0 AND status = 'unsent' LIMIT 10";
     assert_true(read_committed(rs, &shop, claim));
-    assert_true(read_committed(rs, &other, "/* c */ update shop.`unsent_emails` set status = "
+    assert_true(read_committed(rs, &other,
+                               "/* c */ update shop.`unsent_emails` set status = "
                                "'sent' where id in (1, 2) and owner = connection_id();"));
     assert_false(read_committed(rs, &other, claim)); /* another schema's table */
     /* a prepared claim: the session sends the prelude before each execute */
@@ -352,7 +357,8 @@ static void claim_read_committed(void **state)
     assert_false(read_committed(rs, &shop, "DELETE FROM unsent_emails WHERE owner = 1"));
     assert_false(read_committed(rs, &shop, "UPDATE sent_emails SET owner = 1"));
     assert_false(read_committed(rs, &shop, "UPDATE unsent_emails, other SET owner = 1"));
-    assert_false(read_committed(rs, &shop, "UPDATE unsent_emails SET owner = 1 WHERE id IN "
+    assert_false(read_committed(rs, &shop,
+                                "UPDATE unsent_emails SET owner = 1 WHERE id IN "
                                 "(SELECT id FROM other)"));
     assert_false(read_committed(rs, &shop, "UPDATE unsent_emails SET owner = 1 /*!99999 , x */"));
     /* SET TRANSACTION would cover the first statement of a multi-statement text */
@@ -361,7 +367,8 @@ static void claim_read_committed(void **state)
     /* SKIP LOCKED still applies to the same rule's SELECTs */
     expect_sent(rs, &shop, "SELECT id FROM unsent_emails FOR UPDATE", MR_ACT_REWRITE,
                 "SELECT id FROM unsent_emails FOR UPDATE SKIP LOCKED");
-    expect_explain_line(rs, &shop, claim, "  rule mails (t.rules:1): matched, the rules go on: "
+    expect_explain_line(rs, &shop, claim,
+                        "  rule mails (t.rules:1): matched, the rules go on: "
                         "an UPDATE of the queue table: text kept; sent alone in autocommit mode "
                         "outside a transaction, it runs READ COMMITTED (claim_read_committed)");
     mr_ruleset_free(rs);

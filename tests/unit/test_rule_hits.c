@@ -40,9 +40,10 @@ static void folded_by_name(void **state)
     mr_rule_hits_fold(old);
     mr_ruleset_free(old);
     /* a keeps its name and kind; b is now a rewrite (another rule); c is new */
-    mr_ruleset *cur = load_ok("[rewrite a]\npattern = SELECT 1\nreplacement = SELECT 3\n"
-                              "[rewrite b]\npattern = DELETE FROM t\nreplacement = DELETE FROM u\n"
-                              "[rewrite c]\npattern = SELECT x FROM c\nreplacement = SELECT y FROM c\n");
+    mr_ruleset *cur =
+        load_ok("[rewrite a]\npattern = SELECT 1\nreplacement = SELECT 3\n"
+                "[rewrite b]\npattern = DELETE FROM t\nreplacement = DELETE FROM u\n"
+                "[rewrite c]\npattern = SELECT x FROM c\nreplacement = SELECT y FROM c\n");
     assert_int_equal(mr_rule_hits_total(cur, at(cur, "a")), 3);
     assert_int_equal(mr_rule_hits_last(cur, at(cur, "a")), last_a);
     assert_int_equal(mr_rule_hits_total(cur, at(cur, "b")), 0);

@@ -20,7 +20,7 @@
 
 typedef struct loaded {
     mr_ruleset *rs;
-    char *diag;   /* everything reported, one error per line */
+    char *diag; /* everything reported, one error per line */
     size_t diag_len;
     int errors;
 } loaded;
@@ -36,10 +36,7 @@ static inline loaded load_named(const char *text, const char *name, unsigned sha
     return l;
 }
 
-static inline loaded load(const char *text)
-{
-    return load_named(text, "t.rules", 1);
-}
+static inline loaded load(const char *text) { return load_named(text, "t.rules", 1); }
 
 static inline void loaded_free(loaded *l)
 {
@@ -125,8 +122,8 @@ static inline void expect_refused_with(const mr_ruleset *set, const mr_stmt_ctx 
     mr_match_result res = result_new();
     apply_ctx(set, sql, ctx, s, &res);
     if (res.action != MR_ACT_BLOCK || !res.message || !strstr(res.message, want))
-        fail_msg("statement: %s\nwanted refusal with: %s\ngot action %d: %s", sql, want,
-                 res.action, res.message ? res.message : "(none)");
+        fail_msg("statement: %s\nwanted refusal with: %s\ngot action %d: %s", sql, want, res.action,
+                 res.message ? res.message : "(none)");
     assert_int_equal(res.err_code, 1235);
     result_free(&res);
     mr_rules_scratch_free(s);

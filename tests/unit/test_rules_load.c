@@ -119,8 +119,8 @@ static void kinds_come_from_the_table(void **state)
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     mr_diag d = {.out = out};
-    assert_null(mr_rules_load_string("[block b]\npattern = SELECT 1\nmessage = m\n", "t.rules",
-                                     two, 1, &d));
+    assert_null(mr_rules_load_string("[block b]\npattern = SELECT 1\nmessage = m\n", "t.rules", two,
+                                     1, &d));
     fclose(out);
     assert_string_equal(text, "t.rules:1: unknown rule kind 'block' in [block b]; known kinds: "
                               "rewrite, delayed\n");
@@ -406,7 +406,8 @@ static void every_error_is_reported(void **state)
     assert_int_equal(l.errors, 6);
     /* keys are checked as they are read, values when the section ends;
      * the keys of an unknown kind's section are not checked */
-    assert_string_equal(l.diag,
+    assert_string_equal(
+        l.diag,
         "t.rules:4: unknown key 'bogus' in [rewrite a]; rewrite rules take: pattern, "
         "replacement, enabled, continue, log_only, log, log_sample, user, schema\n"
         "t.rules:2: pattern in [rewrite a] does not lex: unterminated string at byte 8; write "
@@ -414,7 +415,8 @@ static void every_error_is_reported(void **state)
         "t.rules:6: match in [regex b] is not a valid regular expression: missing closing "
         "parenthesis at offset 1\n"
         "t.rules:8: [block c] has no message; block rules need the message the client gets\n"
-        "t.rules:10: unknown rule kind 'frob' in [frob d]; known kinds: rewrite, regex, block, queue, delayed, paginate\n"
+        "t.rules:10: unknown rule kind 'frob' in [frob d]; known kinds: rewrite, regex, block, "
+        "queue, delayed, paginate\n"
         "t.rules:15: enabled = 'perhaps' in [rewrite e]: expected yes or no\n");
     loaded_free(&l);
 }

@@ -15,10 +15,9 @@
 
 /* ---- rewrite ---- */
 
-static const char *orders_rule =
-    "[rewrite orders_cols]\n"
-    "pattern = SELECT * FROM orders WHERE id = ?\n"
-    "replacement = SELECT id, total FROM orders WHERE id = ?\n";
+static const char *orders_rule = "[rewrite orders_cols]\n"
+                                 "pattern = SELECT * FROM orders WHERE id = ?\n"
+                                 "replacement = SELECT id, total FROM orders WHERE id = ?\n";
 
 static void rewrite_reuses_the_literal(void **state)
 {
@@ -305,8 +304,9 @@ static void block_by_pattern_match_and_statement(void **state)
 static void user_and_schema_filters(void **state)
 {
     (void)state;
-    mr_ruleset *rs = load_ok("[block for_app]\npattern = SELECT ?\nmessage = app\nuser = app\n"
-                             "[block in_shop]\npattern = SELECT ?\nmessage = shop\nschema = shop\n");
+    mr_ruleset *rs =
+        load_ok("[block for_app]\npattern = SELECT ?\nmessage = app\nuser = app\n"
+                "[block in_shop]\npattern = SELECT ?\nmessage = shop\nschema = shop\n");
     mr_stmt_ctx app = {.user = "app", .schema = "crm"};
     mr_stmt_ctx shop = {.user = "bob", .schema = "shop"};
     mr_stmt_ctx other = {.user = "bob", .schema = "crm"};
@@ -651,7 +651,8 @@ static void matched_list_is_capped(void **state)
     for (int i = 0; i < 20; i++)
         len += (size_t)snprintf(text + len, sizeof text - len,
                                 "[block b%d]\npattern = SELECT ?\nmessage = m\nlog_only = yes\n"
-                                "continue = yes\n", i);
+                                "continue = yes\n",
+                                i);
     mr_ruleset *rs = load_ok(text);
     mr_rules_scratch *s = mr_rules_scratch_new();
     mr_match_result res = result_new();
@@ -679,8 +680,9 @@ static void *worker(void *p)
     mr_match_result res = result_new();
     mr_stmt_ctx ctx = {.shard = a->shard};
     for (int i = 0; i < 2000; i++) {
-        apply_ctx(a->rs, i % 2 ? "SELECT * FROM orders WHERE id = 1" : "SELECT a FROM t WHERE b = 2",
-                  &ctx, s, &res);
+        apply_ctx(a->rs,
+                  i % 2 ? "SELECT * FROM orders WHERE id = 1" : "SELECT a FROM t WHERE b = 2", &ctx,
+                  s, &res);
         a->rewrites += res.action == REWRITE;
     }
     result_free(&res);
@@ -692,8 +694,10 @@ static void threads_share_a_rule_set(void **state)
 {
     (void)state;
     char text[512];
-    snprintf(text, sizeof text, "%s[regex r]\nmatch = ^SELECT a FROM t WHERE (.*)$\n"
-             "replace = SELECT a FROM t2 WHERE $1\n", orders_rule);
+    snprintf(text, sizeof text,
+             "%s[regex r]\nmatch = ^SELECT a FROM t WHERE (.*)$\n"
+             "replace = SELECT a FROM t2 WHERE $1\n",
+             orders_rule);
     loaded l = load_named(text, "t.rules", 4);
     assert_non_null(l.rs);
     pthread_t th[4];
@@ -726,9 +730,8 @@ static void explain_lists_everything(void **state)
                              "[block nowhere]\nstatement = delete\nwhere = missing\n"
                              "message = add a WHERE\n");
     char *text = explain_text(rs, NULL, "SELECT * FROM orders WHERE id = 5; DELETE FROM x");
-    const char *want =
-        "text: SELECT * FROM orders WHERE id = 5; DELETE FROM x\n"
-        "digest: SELECT * FROM orders WHERE id = ?; DELETE FROM x\n";
+    const char *want = "text: SELECT * FROM orders WHERE id = 5; DELETE FROM x\n"
+                       "digest: SELECT * FROM orders WHERE id = ?; DELETE FROM x\n";
     assert_memory_equal(text, want, strlen(want));
     static const char *const lines[] = {
         "statements: 2",
@@ -747,23 +750,25 @@ static void explain_lists_everything(void **state)
         "matched: cols, nowhere",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
-        expect_explain_line(rs, NULL, "SELECT * FROM orders WHERE id = 5; DELETE FROM x",
-                            lines[i]);
+        expect_explain_line(rs, NULL, "SELECT * FROM orders WHERE id = 5; DELETE FROM x", lines[i]);
     free(text);
     expect_explain_line(rs, NULL, "SELECT * FROM orders WHERE id = 5", "action: rewrite");
     expect_explain_line(rs, NULL, "SELECT * FROM orders WHERE id = 5",
                         "text: SELECT id FROM orders WHERE id = 5");
     expect_explain_line(rs, NULL, "SELECT a FROM customers WHERE b = 1",
                         "  rule cust (t.rules:4): matched: rewrite");
-    expect_explain_line(rs, NULL, "SELECT a FROM customers", "  rule cust (t.rules:4): not "
+    expect_explain_line(rs, NULL, "SELECT a FROM customers",
+                        "  rule cust (t.rules:4): not "
                         "matched: regex no match");
     expect_explain_line(rs, NULL, "DELETE FROM x WHERE a = 1",
                         "  rule nowhere (t.rules:7): not matched: has a WHERE clause");
-    expect_explain_line(rs, NULL, "SELECT 1", "  rule nowhere (t.rules:7): not matched: not an "
+    expect_explain_line(rs, NULL, "SELECT 1",
+                        "  rule nowhere (t.rules:7): not matched: not an "
                         "UPDATE or DELETE");
     mr_stmt_ctx pass = {.unreadable = MR_UNREADABLE_PASS};
     expect_explain_line(rs, &pass, "SELECT 'oops", "  does not lex: passed through untouched");
-    expect_explain_line(rs, NULL, "SELECT 'oops", "error: 1148 (42000) myrewrite could not read "
+    expect_explain_line(rs, NULL, "SELECT 'oops",
+                        "error: 1148 (42000) myrewrite could not read "
                         "the statement (unterminated string at byte 8), so its rules cannot "
                         "examine it and it was not sent (unreadable = auto, which blocks while a "
                         "block rule is loaded); correct the statement, or set unreadable = pass "

@@ -4,8 +4,8 @@
  * from a statement is never run. Also the literal slots behind rewrites,
  * checked against the digest they must agree with.
  */
-#include "rules/rules_impl.h"
 #include "myrewrite/sql/digest.h"
+#include "rules/rules_impl.h"
 #include "test_rules.h"
 
 /* ---- derivation ---- */
@@ -45,7 +45,7 @@ static void words_pinned_on_both_sides(void **state)
 static void no_word_when_in_doubt(void **state)
 {
     (void)state;
-    expect_word("FROM orders", NULL);          /* FROM orders_2024 would match */
+    expect_word("FROM orders", NULL); /* FROM orders_2024 would match */
     expect_word("orders", NULL);
     expect_word("a|b", NULL);
     expect_word(" orders |  customers ", NULL); /* top-level alternation */
@@ -96,7 +96,8 @@ static void absent_word_skips_the_regex(void **state)
     assert_int_equal(runs_for(rs, s, "SELECT 'customers'"), 1);
     assert_int_equal(runs_for(rs, s, "SELECT 1 /* customers */"), 1);
     mr_rules_scratch_free(s);
-    expect_explain_line(rs, NULL, "SELECT 1", "  rule cust (t.rules:1): not matched: prefilter "
+    expect_explain_line(rs, NULL, "SELECT 1",
+                        "  rule cust (t.rules:1): not matched: prefilter "
                         "word 'customers' absent, regex not run");
     mr_ruleset_free(rs);
 }
@@ -125,7 +126,8 @@ static void many_regexes_run_only_where_needed(void **state)
     for (int i = 0; i < 1000; i++)
         len += (size_t)snprintf(text + len, cap - len,
                                 "[regex r%d]\nmatch = ^SELECT (.*) FROM tbl_%d WHERE\n"
-                                "replace = SELECT $1 FROM tbl_%d_v2 WHERE\n", i, i, i);
+                                "replace = SELECT $1 FROM tbl_%d_v2 WHERE\n",
+                                i, i, i);
     mr_ruleset *rs = load_ok(text);
     free(text);
     mr_rules_scratch *s = mr_rules_scratch_new();

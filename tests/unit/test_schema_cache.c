@@ -39,10 +39,7 @@ static int teardown(void **state)
     return 0;
 }
 
-static uint64_t stat(const mr_counter *c)
-{
-    return atomic_load_explicit(c, memory_order_relaxed);
-}
+static uint64_t stat(const mr_counter *c) { return atomic_load_explicit(c, memory_order_relaxed); }
 
 static void expect_unknown(const char *table, const char *why)
 {
@@ -143,8 +140,10 @@ static void unattributed_ddl(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(misses_and_bound), cmocka_unit_test(ddl_holds),
-        cmocka_unit_test(held_entries_stay), cmocka_unit_test(unattributed_ddl),
+        cmocka_unit_test(misses_and_bound),
+        cmocka_unit_test(ddl_holds),
+        cmocka_unit_test(held_entries_stay),
+        cmocka_unit_test(unattributed_ddl),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

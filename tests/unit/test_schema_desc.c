@@ -85,8 +85,8 @@ static void unique_not_null_fallback(void **state)
     /* u_null has a nullable column: many rows may share NULL, so not a row key;
      * of the two NOT NULL ones the narrower wins */
     static const char *const cols[] = {"a:NO", "b:NO", "c:YES", "d:NO", NULL};
-    static const char *const idx[] = {"u_ab:0:a", "u_ab:0:b", "u_d:0:d", "u_null:0:c",
-                                      "plain:1:a", NULL};
+    static const char *const idx[] = {"u_ab:0:a",   "u_ab:0:b",  "u_d:0:d",
+                                      "u_null:0:c", "plain:1:a", NULL};
     mr_table_desc *td = desc("InnoDB", cols, idx);
     mr_row_key k;
     mr_td_row_key(td, &k);
@@ -180,9 +180,12 @@ static void ddl_tables(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(primary_key),         cmocka_unit_test(composite_primary_in_order),
-        cmocka_unit_test(unique_not_null_fallback), cmocka_unit_test(no_key),
-        cmocka_unit_test(malformed_rows),      cmocka_unit_test(ddl_tables),
+        cmocka_unit_test(primary_key),
+        cmocka_unit_test(composite_primary_in_order),
+        cmocka_unit_test(unique_not_null_fallback),
+        cmocka_unit_test(no_key),
+        cmocka_unit_test(malformed_rows),
+        cmocka_unit_test(ddl_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

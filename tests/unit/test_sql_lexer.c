@@ -40,107 +40,219 @@ typedef struct exp_tok {
 
 typedef struct lex_case {
     const char *sql;
-    size_t len;          /* 0: strlen(sql) */
+    size_t len; /* 0: strlen(sql) */
     unsigned flags;
     sql_rc rc;
-    exp_tok toks[12];    /* terminated by kind 0 */
+    exp_tok toks[12]; /* terminated by kind 0 */
 } lex_case;
 
 /* Literal with its exact length, for inputs holding NUL bytes. */
 #define BIN(s) s, sizeof(s) - 1
 
 static const lex_case corpus[] = {
-    { "SELECT a FROM t", 0, 0, SQL_OK,
-      { { W, "SELECT" }, { W, "a" }, { W, "FROM" }, { W, "t" } } },
+    {"SELECT a FROM t", 0, 0, SQL_OK, {{W, "SELECT"}, {W, "a"}, {W, "FROM"}, {W, "t"}}},
     /* embedded quotes, both styles, both escapes */
-    { "'it''s' 'it\\'s' \"say \"\"hi\"\"\" \"a\\\"b\"", 0, 0, SQL_OK,
-      { { STR, "'it''s'" }, { STR, "'it\\'s'" }, { STR, "\"say \"\"hi\"\"\"" },
-        { STR, "\"a\\\"b\"" } } },
+    {"'it''s' 'it\\'s' \"say \"\"hi\"\"\" \"a\\\"b\"",
+     0,
+     0,
+     SQL_OK,
+     {{STR, "'it''s'"}, {STR, "'it\\'s'"}, {STR, "\"say \"\"hi\"\"\""}, {STR, "\"a\\\"b\""}}},
     /* escaped backslash right before the closing quote */
-    { "'abc\\\\' x", 0, 0, SQL_OK, { { STR, "'abc\\\\'" }, { W, "x" } } },
+    {"'abc\\\\' x", 0, 0, SQL_OK, {{STR, "'abc\\\\'"}, {W, "x"}}},
     /* backslash at the end escapes the quote: unterminated */
-    { "'abc\\'", 0, 0, SQL_ERR, { { ERR, "'abc\\'" } } },
+    {"'abc\\'", 0, 0, SQL_ERR, {{ERR, "'abc\\'"}}},
     /* ... unless backslashes are ordinary bytes */
-    { "'abc\\' x", 0, SQL_LEX_NO_BACKSLASH_ESCAPES, SQL_OK,
-      { { STR, "'abc\\'" }, { W, "x" } } },
-    { "'a\\", 0, 0, SQL_ERR, { { ERR, "'a\\" } } },
+    {"'abc\\' x", 0, SQL_LEX_NO_BACKSLASH_ESCAPES, SQL_OK, {{STR, "'abc\\'"}, {W, "x"}}},
+    {"'a\\", 0, 0, SQL_ERR, {{ERR, "'a\\"}}},
     /* comment openers inside literals are literal text */
-    { "'--' '/*' \"*/\" '#' x", 0, 0, SQL_OK,
-      { { STR, "'--'" }, { STR, "'/*'" }, { STR, "\"*/\"" }, { STR, "'#'" }, { W, "x" } } },
-    { "`a``b` `--` `x'y`", 0, 0, SQL_OK,
-      { { QI, "`a``b`" }, { QI, "`--`" }, { QI, "`x'y`" } } },
+    {"'--' '/*' \"*/\" '#' x",
+     0,
+     0,
+     SQL_OK,
+     {{STR, "'--'"}, {STR, "'/*'"}, {STR, "\"*/\""}, {STR, "'#'"}, {W, "x"}}},
+    {"`a``b` `--` `x'y`", 0, 0, SQL_OK, {{QI, "`a``b`"}, {QI, "`--`"}, {QI, "`x'y`"}}},
     /* multibyte UTF-8 in strings, names and quoted names */
-    { "SELECT '\xc3\xbcn\xc3\xaf\xf0\x9f\x98\x80', \xc3\xbcn\xc3\xaf, `\xf0\x9f\x98\x80`", 0, 0, SQL_OK,
-      { { W, "SELECT" }, { STR, "'\xc3\xbcn\xc3\xaf\xf0\x9f\x98\x80'" }, { CM, "," },
-        { W, "\xc3\xbcn\xc3\xaf" }, { CM, "," }, { QI, "`\xf0\x9f\x98\x80`" } } },
+    {"SELECT '\xc3\xbcn\xc3\xaf\xf0\x9f\x98\x80', \xc3\xbcn\xc3\xaf, `\xf0\x9f\x98\x80`",
+     0,
+     0,
+     SQL_OK,
+     {{W, "SELECT"},
+      {STR, "'\xc3\xbcn\xc3\xaf\xf0\x9f\x98\x80'"},
+      {CM, ","},
+      {W, "\xc3\xbcn\xc3\xaf"},
+      {CM, ","},
+      {QI, "`\xf0\x9f\x98\x80`"}}},
     /* invalid UTF-8 inside and outside strings: bytes pass through */
-    { "'\xff\xc3' \xff\xc3 x\xc3", 0, 0, SQL_OK,
-      { { STR, "'\xff\xc3'" }, { W, "\xff\xc3" }, { W, "x\xc3" } } },
+    {"'\xff\xc3' \xff\xc3 x\xc3",
+     0,
+     0,
+     SQL_OK,
+     {{STR, "'\xff\xc3'"}, {W, "\xff\xc3"}, {W, "x\xc3"}}},
     /* NUL outside a string is a stray byte (inside: test_nul_in_string) */
-    { BIN("a \0 b"), 0, SQL_ERR, { { W, "a" }, { ERR, "" } } },
-    { "a \\ b", 0, 0, SQL_ERR, { { W, "a" }, { ERR, "\\" } } },
+    {BIN("a \0 b"), 0, SQL_ERR, {{W, "a"}, {ERR, ""}}},
+    {"a \\ b", 0, 0, SQL_ERR, {{W, "a"}, {ERR, "\\"}}},
     /* unterminated constructs run to the end */
-    { "SELECT 'abc", 0, 0, SQL_ERR, { { W, "SELECT" }, { ERR, "'abc" } } },
-    { "SELECT \"abc", 0, 0, SQL_ERR, { { W, "SELECT" }, { ERR, "\"abc" } } },
-    { "SELECT `abc", 0, 0, SQL_ERR, { { W, "SELECT" }, { ERR, "`abc" } } },
-    { "SELECT 1 /* abc *", 0, 0, SQL_ERR, { { W, "SELECT" }, { NUM, "1" }, { ERR, "/* abc *" } } },
-    { "SELECT /*!50100 abc", 0, 0, SQL_ERR, { { W, "SELECT" }, { ERR, "/*!50100 abc" } } },
-    { "SELECT /*! 'x */", 0, 0, SQL_ERR, { { W, "SELECT" }, { ERR, "/*! 'x */" } } },
-    { "X'4a", 0, 0, SQL_ERR, { { ERR, "X'4a" } } },
+    {"SELECT 'abc", 0, 0, SQL_ERR, {{W, "SELECT"}, {ERR, "'abc"}}},
+    {"SELECT \"abc", 0, 0, SQL_ERR, {{W, "SELECT"}, {ERR, "\"abc"}}},
+    {"SELECT `abc", 0, 0, SQL_ERR, {{W, "SELECT"}, {ERR, "`abc"}}},
+    {"SELECT 1 /* abc *", 0, 0, SQL_ERR, {{W, "SELECT"}, {NUM, "1"}, {ERR, "/* abc *"}}},
+    {"SELECT /*!50100 abc", 0, 0, SQL_ERR, {{W, "SELECT"}, {ERR, "/*!50100 abc"}}},
+    {"SELECT /*! 'x */", 0, 0, SQL_ERR, {{W, "SELECT"}, {ERR, "/*! 'x */"}}},
+    {"X'4a", 0, 0, SQL_ERR, {{ERR, "X'4a"}}},
     /* comments */
-    { "-- x\nSELECT", 0, 0, SQL_OK, { { COM, "-- x" }, { W, "SELECT" } } },
-    { "a--1", 0, 0, SQL_OK, { { W, "a" }, { OP, "-" }, { OP, "-" }, { NUM, "1" } } },
-    { "a --\tx\nb --", 0, 0, SQL_OK,
-      { { W, "a" }, { COM, "--\tx" }, { W, "b" }, { COM, "--" } } },
-    { "1 #x\r\n2 /* c */ 3 /*+ HINT(t) */", 0, 0, SQL_OK,
-      { { NUM, "1" }, { COM, "#x\r" }, { NUM, "2" }, { COM, "/* c */" }, { NUM, "3" },
-        { COM, "/*+ HINT(t) */" } } },
-    { "/**/ /*/ x */ y", 0, 0, SQL_OK, { { COM, "/**/" }, { COM, "/*/ x */" }, { W, "y" } } },
+    {"-- x\nSELECT", 0, 0, SQL_OK, {{COM, "-- x"}, {W, "SELECT"}}},
+    {"a--1", 0, 0, SQL_OK, {{W, "a"}, {OP, "-"}, {OP, "-"}, {NUM, "1"}}},
+    {"a --\tx\nb --", 0, 0, SQL_OK, {{W, "a"}, {COM, "--\tx"}, {W, "b"}, {COM, "--"}}},
+    {"1 #x\r\n2 /* c */ 3 /*+ HINT(t) */",
+     0,
+     0,
+     SQL_OK,
+     {{NUM, "1"},
+      {COM, "#x\r"},
+      {NUM, "2"},
+      {COM, "/* c */"},
+      {NUM, "3"},
+      {COM, "/*+ HINT(t) */"}}},
+    {"/**/ /*/ x */ y", 0, 0, SQL_OK, {{COM, "/**/"}, {COM, "/*/ x */"}, {W, "y"}}},
     /* executable comments stay whole */
-    { "SELECT /*!50100 STRAIGHT_JOIN */ a /*M!100100 x */ /*!*/", 0, 0, SQL_OK,
-      { { W, "SELECT" }, { EXE, "/*!50100 STRAIGHT_JOIN */" }, { W, "a" },
-        { EXE, "/*M!100100 x */" }, { EXE, "/*!*/" } } },
-    { "/*! '*/' */ x", 0, 0, SQL_OK, { { EXE, "/*! '*/' */" }, { W, "x" } } },
-    { "/*!40101 a /* b */ c */ d", 0, 0, SQL_OK, { { EXE, "/*!40101 a /* b */ c */" }, { W, "d" } } },
+    {"SELECT /*!50100 STRAIGHT_JOIN */ a /*M!100100 x */ /*!*/",
+     0,
+     0,
+     SQL_OK,
+     {{W, "SELECT"},
+      {EXE, "/*!50100 STRAIGHT_JOIN */"},
+      {W, "a"},
+      {EXE, "/*M!100100 x */"},
+      {EXE, "/*!*/"}}},
+    {"/*! '*/' */ x", 0, 0, SQL_OK, {{EXE, "/*! '*/' */"}, {W, "x"}}},
+    {"/*!40101 a /* b */ c */ d", 0, 0, SQL_OK, {{EXE, "/*!40101 a /* b */ c */"}, {W, "d"}}},
     /* introducers and prefixed literals */
-    { "_utf8mb4'x' _utf8mb4 'y' _latin1 X'41' _binary 0x41 N'n' n'm' _foo'z'", 0, 0, SQL_OK,
-      { { STR, "_utf8mb4'x'" }, { STR, "_utf8mb4 'y'" }, { HEX, "_latin1 X'41'" },
-        { HEX, "_binary 0x41" }, { STR, "N'n'" }, { STR, "n'm'" }, { W, "_foo" },
-        { STR, "'z'" } } },
-    { "X'4A' x'4a' 0x4A 0X4A b'01' 0b01 0b2 0x 0x1g", 0, 0, SQL_OK,
-      { { HEX, "X'4A'" }, { HEX, "x'4a'" }, { HEX, "0x4A" }, { W, "0X4A" }, { BIT, "b'01'" },
-        { BIT, "0b01" }, { W, "0b2" }, { W, "0x" }, { W, "0x1g" } } },
-    { "X'4'", 0, 0, SQL_ERR, { { ERR, "X'4'" } } },
-    { "b'012'", 0, 0, SQL_ERR, { { ERR, "b'012'" } } },
+    {"_utf8mb4'x' _utf8mb4 'y' _latin1 X'41' _binary 0x41 N'n' n'm' _foo'z'",
+     0,
+     0,
+     SQL_OK,
+     {{STR, "_utf8mb4'x'"},
+      {STR, "_utf8mb4 'y'"},
+      {HEX, "_latin1 X'41'"},
+      {HEX, "_binary 0x41"},
+      {STR, "N'n'"},
+      {STR, "n'm'"},
+      {W, "_foo"},
+      {STR, "'z'"}}},
+    {"X'4A' x'4a' 0x4A 0X4A b'01' 0b01 0b2 0x 0x1g",
+     0,
+     0,
+     SQL_OK,
+     {{HEX, "X'4A'"},
+      {HEX, "x'4a'"},
+      {HEX, "0x4A"},
+      {W, "0X4A"},
+      {BIT, "b'01'"},
+      {BIT, "0b01"},
+      {W, "0b2"},
+      {W, "0x"},
+      {W, "0x1g"}}},
+    {"X'4'", 0, 0, SQL_ERR, {{ERR, "X'4'"}}},
+    {"b'012'", 0, 0, SQL_ERR, {{ERR, "b'012'"}}},
     /* numbers, and names that start with digits */
-    { "1 1.5 .5 1e10 1.5E-3 1.e5 1e 1ea 123abc 2e+3", 0, 0, SQL_OK,
-      { { NUM, "1" }, { NUM, "1.5" }, { NUM, ".5" }, { NUM, "1e10" }, { NUM, "1.5E-3" },
-        { NUM, "1.e5" }, { W, "1e" }, { W, "1ea" }, { W, "123abc" }, { NUM, "2e+3" } } },
-    { "db.1t t.5 a.b", 0, 0, SQL_OK,
-      { { W, "db" }, { DOT, "." }, { W, "1t" }, { W, "t" }, { DOT, "." }, { W, "5" },
-        { W, "a" }, { DOT, "." }, { W, "b" } } },
+    {"1 1.5 .5 1e10 1.5E-3 1.e5 1e 1ea 123abc 2e+3",
+     0,
+     0,
+     SQL_OK,
+     {{NUM, "1"},
+      {NUM, "1.5"},
+      {NUM, ".5"},
+      {NUM, "1e10"},
+      {NUM, "1.5E-3"},
+      {NUM, "1.e5"},
+      {W, "1e"},
+      {W, "1ea"},
+      {W, "123abc"},
+      {NUM, "2e+3"}}},
+    {"db.1t t.5 a.b",
+     0,
+     0,
+     SQL_OK,
+     {{W, "db"},
+      {DOT, "."},
+      {W, "1t"},
+      {W, "t"},
+      {DOT, "."},
+      {W, "5"},
+      {W, "a"},
+      {DOT, "."},
+      {W, "b"}}},
     /* placeholders and variables */
-    { "? @a @'b c' @`d` @@global.x @@y 'u'@'h' @", 0, 0, SQL_OK,
-      { { PRM, "?" }, { VAR, "@a" }, { VAR, "@'b c'" }, { VAR, "@`d`" },
-        { SYS, "@@global.x" }, { SYS, "@@y" }, { STR, "'u'" }, { VAR, "@'h'" }, { OP, "@" } } },
+    {"? @a @'b c' @`d` @@global.x @@y 'u'@'h' @",
+     0,
+     0,
+     SQL_OK,
+     {{PRM, "?"},
+      {VAR, "@a"},
+      {VAR, "@'b c'"},
+      {VAR, "@`d`"},
+      {SYS, "@@global.x"},
+      {SYS, "@@y"},
+      {STR, "'u'"},
+      {VAR, "@'h'"},
+      {OP, "@"}}},
     /* operators: longest match */
-    { "<=> <= >= <> != := || && << >> ->> ->", 0, 0, SQL_OK,
-      { { OP, "<=>" }, { OP, "<=" }, { OP, ">=" }, { OP, "<>" }, { OP, "!=" }, { OP, ":=" },
-        { OP, "||" }, { OP, "&&" }, { OP, "<<" }, { OP, ">>" }, { OP, "->>" }, { OP, "->" } } },
-    { "a=b<c>d!e~f^", 0, 0, SQL_OK,
-      { { W, "a" }, { OP, "=" }, { W, "b" }, { OP, "<" }, { W, "c" }, { OP, ">" },
-        { W, "d" }, { OP, "!" }, { W, "e" }, { OP, "~" }, { W, "f" }, { OP, "^" } } },
-    { "g%h{i}*/+-", 0, 0, SQL_OK,
-      { { W, "g" }, { OP, "%" }, { W, "h" }, { OP, "{" }, { W, "i" }, { OP, "}" },
-        { OP, "*" }, { OP, "/" }, { OP, "+" }, { OP, "-" } } },
-    { "f(a,b);.", 0, 0, SQL_OK,
-      { { W, "f" }, { LP, "(" }, { W, "a" }, { CM, "," }, { W, "b" }, { RP, ")" },
-        { SC, ";" }, { DOT, "." } } },
+    {"<=> <= >= <> != := || && << >> ->> ->",
+     0,
+     0,
+     SQL_OK,
+     {{OP, "<=>"},
+      {OP, "<="},
+      {OP, ">="},
+      {OP, "<>"},
+      {OP, "!="},
+      {OP, ":="},
+      {OP, "||"},
+      {OP, "&&"},
+      {OP, "<<"},
+      {OP, ">>"},
+      {OP, "->>"},
+      {OP, "->"}}},
+    {"a=b<c>d!e~f^",
+     0,
+     0,
+     SQL_OK,
+     {{W, "a"},
+      {OP, "="},
+      {W, "b"},
+      {OP, "<"},
+      {W, "c"},
+      {OP, ">"},
+      {W, "d"},
+      {OP, "!"},
+      {W, "e"},
+      {OP, "~"},
+      {W, "f"},
+      {OP, "^"}}},
+    {"g%h{i}*/+-",
+     0,
+     0,
+     SQL_OK,
+     {{W, "g"},
+      {OP, "%"},
+      {W, "h"},
+      {OP, "{"},
+      {W, "i"},
+      {OP, "}"},
+      {OP, "*"},
+      {OP, "/"},
+      {OP, "+"},
+      {OP, "-"}}},
+    {"f(a,b);.",
+     0,
+     0,
+     SQL_OK,
+     {{W, "f"}, {LP, "("}, {W, "a"}, {CM, ","}, {W, "b"}, {RP, ")"}, {SC, ";"}, {DOT, "."}}},
     /* sql_mode ANSI_QUOTES */
-    { "\"a\"\"b\" 'c'", 0, SQL_LEX_ANSI_QUOTES, SQL_OK, { { QI, "\"a\"\"b\"" }, { STR, "'c'" } } },
-    { "\"a\\\"", 0, SQL_LEX_ANSI_QUOTES, SQL_OK, { { QI, "\"a\\\"" } } },
-    { "", 0, 0, SQL_OK, { { 0, NULL } } },
-    { " \t\r\n\v\f", 0, 0, SQL_OK, { { 0, NULL } } },
+    {"\"a\"\"b\" 'c'", 0, SQL_LEX_ANSI_QUOTES, SQL_OK, {{QI, "\"a\"\"b\""}, {STR, "'c'"}}},
+    {"\"a\\\"", 0, SQL_LEX_ANSI_QUOTES, SQL_OK, {{QI, "\"a\\\""}}},
+    {"", 0, 0, SQL_OK, {{0, NULL}}},
+    {" \t\r\n\v\f", 0, 0, SQL_OK, {{0, NULL}}},
 };
 
 static void check_case(const lex_case *c)
@@ -227,13 +339,13 @@ static void test_token_flags(void **state)
 static void test_error_ids(void **state)
 {
     (void)state;
-    static const struct { const char *s; sql_lex_err e; } cases[] = {
-        { "'x", SQL_LEXERR_UNTERMINATED_STRING },
-        { "`x", SQL_LEXERR_UNTERMINATED_IDENT },
-        { "/* x", SQL_LEXERR_UNTERMINATED_COMMENT },
-        { "/*!x", SQL_LEXERR_UNTERMINATED_COMMENT },
-        { "X'zz'", SQL_LEXERR_BAD_LITERAL },
-        { "\x01", SQL_LEXERR_STRAY_BYTE },
+    static const struct {
+        const char *s;
+        sql_lex_err e;
+    } cases[] = {
+        {"'x", SQL_LEXERR_UNTERMINATED_STRING},    {"`x", SQL_LEXERR_UNTERMINATED_IDENT},
+        {"/* x", SQL_LEXERR_UNTERMINATED_COMMENT}, {"/*!x", SQL_LEXERR_UNTERMINATED_COMMENT},
+        {"X'zz'", SQL_LEXERR_BAD_LITERAL},         {"\x01", SQL_LEXERR_STRAY_BYTE},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sql_token t[4];
@@ -317,7 +429,7 @@ static void test_exec_body(void **state)
     assert_memory_equal(s + off, " x", len);
     assert_true(sql_exec_body(&t[2], s, &off, &len));
     assert_int_equal(len, 0);
-    sql_token w = { 0, 1, SQL_TOK_WORD, 0, 0 };
+    sql_token w = {0, 1, SQL_TOK_WORD, 0, 0};
     assert_false(sql_exec_body(&w, s, &off, &len));
 }
 
@@ -344,7 +456,8 @@ static void test_iterator(void **state)
 
 /* ---- splitting ------------------------------------------------------------ */
 
-static void check_split(const char *s, unsigned flags, sql_rc rc, const char *const *want, size_t nwant)
+static void check_split(const char *s, unsigned flags, sql_rc rc, const char *const *want,
+                        size_t nwant)
 {
     sql_span sp[16];
     size_t n;
@@ -364,40 +477,40 @@ static void check_split(const char *s, unsigned flags, sql_rc rc, const char *co
 static void test_split(void **state)
 {
     (void)state;
-    const char *a[] = { "SELECT 1", "SELECT ';'", "-- c\n SELECT \"x;\" /* ; */" };
+    const char *a[] = {"SELECT 1", "SELECT ';'", "-- c\n SELECT \"x;\" /* ; */"};
     check_split("SELECT 1; SELECT ';'; -- c\n SELECT \"x;\" /* ; */ ;; ", 0, SQL_OK, a, 3);
-    const char *b[] = { "/* lead */ SELECT `a;b`" };
+    const char *b[] = {"/* lead */ SELECT `a;b`"};
     check_split(" /* lead */ SELECT `a;b`;\n-- trailing only\n", 0, SQL_OK, b, 1);
-    const char *c[] = { "BEGIN", "UPDATE t SET a = 1", "COMMIT" };
+    const char *c[] = {"BEGIN", "UPDATE t SET a = 1", "COMMIT"};
     check_split("BEGIN; UPDATE t SET a = 1; COMMIT;", 0, SQL_OK, c, 3);
-    const char *d[] = { "SELECT 1", "SELECT 'x;" };
+    const char *d[] = {"SELECT 1", "SELECT 'x;"};
     check_split("SELECT 1; SELECT 'x;", 0, SQL_ERR, d, 2);
     check_split("", 0, SQL_OK, NULL, 0);
     check_split(" ; ; -- x", 0, SQL_OK, NULL, 0);
-    const char *e[] = { "/*!40101 SET NAMES utf8 */", "/*!40101 SET x = 1; */" };
+    const char *e[] = {"/*!40101 SET NAMES utf8 */", "/*!40101 SET x = 1; */"};
     check_split("/*!40101 SET NAMES utf8 */;/*!40101 SET x = 1; */;", 0, SQL_OK, e, 2);
-    const char *f[] = { "SELECT \"a\"", "\"b\"" };
+    const char *f[] = {"SELECT \"a\"", "\"b\""};
     check_split("SELECT \"a\";\"b\"", SQL_LEX_ANSI_QUOTES, SQL_OK, f, 2);
 }
 
 static void test_split_compound(void **state)
 {
     (void)state;
-    const char *p =
-        "CREATE PROCEDURE p() BEGIN DECLARE x INT; IF x THEN SELECT 1; END IF; "
-        "lbl: LOOP LEAVE lbl; END LOOP lbl; SELECT CASE WHEN x THEN 1 END; "
-        "BEGIN SELECT 2; END; END";
-    const char *a[] = { p, "SELECT 3" };
+    const char *p = "CREATE PROCEDURE p() BEGIN DECLARE x INT; IF x THEN SELECT 1; END IF; "
+                    "lbl: LOOP LEAVE lbl; END LOOP lbl; SELECT CASE WHEN x THEN 1 END; "
+                    "BEGIN SELECT 2; END; END";
+    const char *a[] = {p, "SELECT 3"};
     char buf[512];
     snprintf(buf, sizeof buf, "%s; SELECT 3;", p);
     check_split(buf, 0, SQL_OK, a, 2);
-    const char *b[] = { "BEGIN NOT ATOMIC SELECT 1; SELECT 2; END", "SELECT 4" };
+    const char *b[] = {"BEGIN NOT ATOMIC SELECT 1; SELECT 2; END", "SELECT 4"};
     check_split("BEGIN NOT ATOMIC SELECT 1; SELECT 2; END; SELECT 4", 0, SQL_OK, b, 2);
-    const char *c[] = { "CREATE TRIGGER t BEFORE INSERT ON x FOR EACH ROW BEGIN SET NEW.a = 1; END",
-                        "BEGIN", "COMMIT" };
+    const char *c[] = {"CREATE TRIGGER t BEFORE INSERT ON x FOR EACH ROW BEGIN SET NEW.a = 1; END",
+                       "BEGIN", "COMMIT"};
     check_split("CREATE TRIGGER t BEFORE INSERT ON x FOR EACH ROW BEGIN SET NEW.a = 1; END;"
-                "BEGIN;COMMIT", 0, SQL_OK, c, 3);
-    const char *d[] = { "CREATE TABLE t (a INT)", "SELECT 1" };
+                "BEGIN;COMMIT",
+                0, SQL_OK, c, 3);
+    const char *d[] = {"CREATE TABLE t (a INT)", "SELECT 1"};
     check_split("CREATE TABLE t (a INT); SELECT 1", 0, SQL_OK, d, 2);
 }
 
@@ -476,9 +589,10 @@ static void test_token_names_and_words(void **state)
     (void)state;
     const char *p;
     size_t n;
-    static const char *const named[][2] = {
-        {"orders x", "orders"}, {"`orders` x", "orders"}, {"`two words`", "two words"},
-        {"`it's`", "it's"}};
+    static const char *const named[][2] = {{"orders x", "orders"},
+                                           {"`orders` x", "orders"},
+                                           {"`two words`", "two words"},
+                                           {"`it's`", "it's"}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
         sql_token t = first_of(named[i][0]);
         assert_true(sql_tok_name(&t, named[i][0], &p, &n));

@@ -116,11 +116,31 @@ static void coltypes_taken(void **state)
 {
     (void)state;
     static const char *const ok[] = {
-        "int", "int(11)", "int(11) unsigned", "int(10) unsigned zerofill", "bigint(20)",
-        "bigint", "decimal(10,2)", "varchar(20)", "char(1)", "varbinary(255)", "datetime(6)",
-        "timestamp", "date", "text", "longblob", "enum('a','b')", "set('x','y''z')",
-        "enum('a\\'b',' ) x')", "double", "float(7,4)", "bit(1)", "year(4)", "uuid",
-        "inet6", "INT(11) UNSIGNED",
+        "int",
+        "int(11)",
+        "int(11) unsigned",
+        "int(10) unsigned zerofill",
+        "bigint(20)",
+        "bigint",
+        "decimal(10,2)",
+        "varchar(20)",
+        "char(1)",
+        "varbinary(255)",
+        "datetime(6)",
+        "timestamp",
+        "date",
+        "text",
+        "longblob",
+        "enum('a','b')",
+        "set('x','y''z')",
+        "enum('a\\'b',' ) x')",
+        "double",
+        "float(7,4)",
+        "bit(1)",
+        "year(4)",
+        "uuid",
+        "inet6",
+        "INT(11) UNSIGNED",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         char why[120] = "";
@@ -133,10 +153,25 @@ static void coltypes_refused(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "", "int)", "int(11)) SELECT 1", "int(11) unsigned, `x` int", "int NOT NULL",
-        "varchar(20) CHARACTER SET latin1", "decimal(1,2,3)", "int(123456)", "int(a)",
-        "enum", "enum(1)", "enum('a'", "enum('a') x", "date(1)", "geometry",
-        "datetime /* mariadb-5.3 */", "int(11) unsigned #", "int\n", "int;DROP TABLE t",
+        "",
+        "int)",
+        "int(11)) SELECT 1",
+        "int(11) unsigned, `x` int",
+        "int NOT NULL",
+        "varchar(20) CHARACTER SET latin1",
+        "decimal(1,2,3)",
+        "int(123456)",
+        "int(a)",
+        "enum",
+        "enum(1)",
+        "enum('a'",
+        "enum('a') x",
+        "date(1)",
+        "geometry",
+        "datetime /* mariadb-5.3 */",
+        "int(11) unsigned #",
+        "int\n",
+        "int;DROP TABLE t",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char why[120] = "";

@@ -45,7 +45,7 @@ static const char *rtext(sql_range r)
 
 static const char *ttext(uint32_t i)
 {
-    sql_range r = { i, i + 1 };
+    sql_range r = {i, i + 1};
     return i == SQL_NONE ? "<none>" : rtext(r);
 }
 
@@ -57,7 +57,8 @@ static void test_update_delayed(void **state)
     sql_stmt st;
     assert_int_equal(parse("UPDATE LOW_PRIORITY DELAYED IGNORE `db`.t1 AS a "
                            "SET a.x = x + 1, `y` = 'v' WHERE id = 5 ORDER BY id DESC LIMIT 10",
-                           &st), SQL_OK);
+                           &st),
+                     SQL_OK);
     assert_int_equal(st.kind, SQL_STMT_UPDATE);
     assert_int_equal(st.mods, (1u << SQL_MOD_LOW_PRIORITY) | (1u << SQL_MOD_DELAYED) |
                                   (1u << SQL_MOD_IGNORE));
@@ -93,8 +94,8 @@ static void test_update_multi_table(void **state)
 {
     (void)state;
     sql_stmt st;
-    assert_int_equal(parse("UPDATE t1 JOIN t2 ON t1.id = t2.id SET t1.a = t2.b WHERE t2.c = 1",
-                           &st), SQL_OK);
+    assert_int_equal(
+        parse("UPDATE t1 JOIN t2 ON t1.id = t2.id SET t1.a = t2.b WHERE t2.c = 1", &st), SQL_OK);
     assert_int_equal(st.ntables, 2);
     assert_true(st.flags & SQL_SF_JOIN);
     assert_true(st.flags & SQL_SF_MULTI_TABLE);
@@ -109,7 +110,9 @@ static void test_update_subquery_depth(void **state)
     (void)state;
     sql_stmt st;
     assert_int_equal(parse("UPDATE t SET a = (SELECT max(b) FROM u WHERE u.id = t.id LIMIT 1) "
-                           "WHERE c IN (SELECT c FROM v ORDER BY c LIMIT 3)", &st), SQL_OK);
+                           "WHERE c IN (SELECT c FROM v ORDER BY c LIMIT 3)",
+                           &st),
+                     SQL_OK);
     assert_true(st.flags & SQL_SF_SUBQUERY);
     assert_string_equal(rtext(st.assign[0].expr),
                         "(SELECT max(b) FROM u WHERE u.id = t.id LIMIT 1)");
@@ -150,7 +153,8 @@ static void test_delete_delayed(void **state)
     (void)state;
     sql_stmt st;
     assert_int_equal(parse("DELETE DELAYED LOW_PRIORITY QUICK IGNORE FROM db.t "
-                           "WHERE a = 1 /* c */ ORDER BY b, c DESC LIMIT ? /* tail */", &st),
+                           "WHERE a = 1 /* c */ ORDER BY b, c DESC LIMIT ? /* tail */",
+                           &st),
                      SQL_OK);
     assert_int_equal(st.kind, SQL_STMT_DELETE);
     assert_int_equal(st.mods, (1u << SQL_MOD_DELAYED) | (1u << SQL_MOD_LOW_PRIORITY) |
@@ -174,16 +178,18 @@ static void test_delete_multi(void **state)
 {
     (void)state;
     sql_stmt st;
-    assert_int_equal(parse("DELETE t1, t2.* FROM t1 INNER JOIN t2 ON t1.id = t2.id WHERE t1.x = 1",
-                           &st), SQL_OK);
+    assert_int_equal(
+        parse("DELETE t1, t2.* FROM t1 INNER JOIN t2 ON t1.id = t2.id WHERE t1.x = 1", &st),
+        SQL_OK);
     assert_int_equal(st.ntables, 4);
     assert_true(st.flags & SQL_SF_MULTI_TABLE);
     assert_string_equal(ttext(st.tables[1].name), "t2");
     assert_string_equal(rtext(st.from.body), "t1 INNER JOIN t2 ON t1.id = t2.id");
     assert_string_equal(rtext(st.where.body), "t1.x = 1");
 
-    assert_int_equal(parse("DELETE QUICK FROM t1, t2 USING t1 LEFT JOIN t2 USING (id) WHERE t2.id IS NULL",
-                           &st), SQL_OK);
+    assert_int_equal(
+        parse("DELETE QUICK FROM t1, t2 USING t1 LEFT JOIN t2 USING (id) WHERE t2.id IS NULL", &st),
+        SQL_OK);
     assert_int_equal(st.ntables, 4);
     assert_true(st.flags & SQL_SF_JOIN);
     assert_string_equal(rtext(st.from.body), "t1, t2");
@@ -206,14 +212,14 @@ static void test_select_limit_forms(void **state)
 {
     (void)state;
     static const limit_case cases[] = {
-        { "SELECT a FROM t LIMIT 10", "<none>", "10", false, SQL_OK },
-        { "SELECT a FROM t LIMIT 5, 10", "5", "10", false, SQL_OK },
-        { "SELECT a FROM t LIMIT 10 OFFSET 5", "5", "10", true, SQL_OK },
-        { "SELECT a FROM t LIMIT ?, ?", "?", "?", false, SQL_OK },
-        { "select a from t limit ? offset ?", "?", "?", true, SQL_OK },
-        { "SELECT a FROM t LIMIT @x", "<none>", "@x", false, SQL_PARTIAL },
-        { "SELECT a FROM t LIMIT 1, a", "1", "a", false, SQL_PARTIAL },
-        { "SELECT a FROM t LIMIT 1 OFFSET", "<none>", "1", true, SQL_PARTIAL },
+        {"SELECT a FROM t LIMIT 10", "<none>", "10", false, SQL_OK},
+        {"SELECT a FROM t LIMIT 5, 10", "5", "10", false, SQL_OK},
+        {"SELECT a FROM t LIMIT 10 OFFSET 5", "5", "10", true, SQL_OK},
+        {"SELECT a FROM t LIMIT ?, ?", "?", "?", false, SQL_OK},
+        {"select a from t limit ? offset ?", "?", "?", true, SQL_OK},
+        {"SELECT a FROM t LIMIT @x", "<none>", "@x", false, SQL_PARTIAL},
+        {"SELECT a FROM t LIMIT 1, a", "1", "a", false, SQL_PARTIAL},
+        {"SELECT a FROM t LIMIT 1 OFFSET", "<none>", "1", true, SQL_PARTIAL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sql_stmt st;
@@ -233,7 +239,8 @@ static void test_select_clauses(void **state)
     assert_int_equal(parse("SELECT SQL_CALC_FOUND_ROWS DISTINCT a, b AS c, COUNT(*) FROM t "
                            "WHERE x > 0 AND y = 'FROM' GROUP BY a, b WITH ROLLUP "
                            "HAVING COUNT(*) > 1 ORDER BY FIELD(a, 1, 2) DESC, b ASC, c LIMIT 5",
-                           &st), SQL_OK);
+                           &st),
+                     SQL_OK);
     assert_true(st.mods & (1u << SQL_MOD_SQL_CALC_FOUND_ROWS));
     assert_string_equal(ttext(st.mod_tok[SQL_MOD_SQL_CALC_FOUND_ROWS]), "SQL_CALC_FOUND_ROWS");
     assert_true(st.mods & (1u << SQL_MOD_DISTINCT));
@@ -261,7 +268,9 @@ static void test_select_joins(void **state)
     assert_int_equal(parse("SELECT * FROM db1.t1 a LEFT OUTER JOIN t2 AS b ON a.id = b.id "
                            "NATURAL JOIN t3 STRAIGHT_JOIN t4 ON LEFT(t4.x, 2) = a.y "
                            "CROSS JOIN t5 USE INDEX (i1) IGNORE KEY FOR ORDER BY (i2), t6 "
-                           "JOIN t7 USING (k) WHERE a.z = 1", &st), SQL_OK);
+                           "JOIN t7 USING (k) WHERE a.z = 1",
+                           &st),
+                     SQL_OK);
     assert_int_equal(st.ntables, 7);
     assert_true(st.flags & SQL_SF_JOIN);
     assert_true(st.flags & SQL_SF_MULTI_TABLE);
@@ -288,7 +297,8 @@ static void test_select_subqueries(void **state)
     sql_stmt st;
     assert_int_equal(parse("SELECT (SELECT 1 LIMIT 1), a FROM t "
                            "WHERE b = (SELECT c FROM u WHERE d = 1 ORDER BY e LIMIT 1) "
-                           "AND EXISTS (SELECT 1 FROM v FOR UPDATE) ORDER BY f LIMIT 2", &st),
+                           "AND EXISTS (SELECT 1 FROM v FOR UPDATE) ORDER BY f LIMIT 2",
+                           &st),
                      SQL_OK);
     assert_true(st.flags & SQL_SF_SUBQUERY);
     assert_false(st.flags & SQL_SF_DERIVED);
@@ -309,7 +319,9 @@ static void test_select_derived(void **state)
     sql_stmt st;
     assert_int_equal(parse("SELECT d.a FROM (SELECT * FROM t WHERE x = 1 ORDER BY y LIMIT 5) AS d "
                            "JOIN LATERAL (SELECT 1 AS z) AS l "
-                           "WHERE d.a = 1 ORDER BY d.b LIMIT 9", &st), SQL_OK);
+                           "WHERE d.a = 1 ORDER BY d.b LIMIT 9",
+                           &st),
+                     SQL_OK);
     assert_true(st.flags & SQL_SF_DERIVED);
     assert_false(st.flags & SQL_SF_SUBQUERY);
     assert_int_equal(st.ntables, 2);
@@ -348,22 +360,22 @@ static void test_select_locking(void **state)
 {
     (void)state;
     static const lock_case cases[] = {
-        { "SELECT a FROM t WHERE id = 1 FOR UPDATE", SQL_LOCK_FOR_UPDATE, SQL_WAIT_DEFAULT,
-          "FOR UPDATE" },
-        { "SELECT a FROM t FOR UPDATE SKIP LOCKED", SQL_LOCK_FOR_UPDATE, SQL_WAIT_SKIP_LOCKED,
-          "FOR UPDATE SKIP LOCKED" },
-        { "SELECT a FROM t LIMIT 1 FOR UPDATE NOWAIT", SQL_LOCK_FOR_UPDATE, SQL_WAIT_NOWAIT,
-          "FOR UPDATE NOWAIT" },
-        { "SELECT a FROM t FOR SHARE SKIP LOCKED", SQL_LOCK_FOR_SHARE, SQL_WAIT_SKIP_LOCKED,
-          "FOR SHARE SKIP LOCKED" },
-        { "SELECT a FROM t1, t2 FOR UPDATE OF t1, t2 SKIP LOCKED", SQL_LOCK_FOR_UPDATE,
-          SQL_WAIT_SKIP_LOCKED, "FOR UPDATE OF t1, t2 SKIP LOCKED" },
-        { "SELECT a FROM t1, t2 FOR UPDATE OF t1 FOR SHARE OF t2 NOWAIT", SQL_LOCK_FOR_UPDATE,
-          SQL_WAIT_DEFAULT, "FOR UPDATE OF t1 FOR SHARE OF t2 NOWAIT" },
-        { "SELECT a FROM t lock in share mode", SQL_LOCK_IN_SHARE_MODE, SQL_WAIT_DEFAULT,
-          "lock in share mode" },
-        { "SELECT a FROM t FOR UPDATE WAIT 5", SQL_LOCK_FOR_UPDATE, SQL_WAIT_SECONDS,
-          "FOR UPDATE WAIT 5" },
+        {"SELECT a FROM t WHERE id = 1 FOR UPDATE", SQL_LOCK_FOR_UPDATE, SQL_WAIT_DEFAULT,
+         "FOR UPDATE"},
+        {"SELECT a FROM t FOR UPDATE SKIP LOCKED", SQL_LOCK_FOR_UPDATE, SQL_WAIT_SKIP_LOCKED,
+         "FOR UPDATE SKIP LOCKED"},
+        {"SELECT a FROM t LIMIT 1 FOR UPDATE NOWAIT", SQL_LOCK_FOR_UPDATE, SQL_WAIT_NOWAIT,
+         "FOR UPDATE NOWAIT"},
+        {"SELECT a FROM t FOR SHARE SKIP LOCKED", SQL_LOCK_FOR_SHARE, SQL_WAIT_SKIP_LOCKED,
+         "FOR SHARE SKIP LOCKED"},
+        {"SELECT a FROM t1, t2 FOR UPDATE OF t1, t2 SKIP LOCKED", SQL_LOCK_FOR_UPDATE,
+         SQL_WAIT_SKIP_LOCKED, "FOR UPDATE OF t1, t2 SKIP LOCKED"},
+        {"SELECT a FROM t1, t2 FOR UPDATE OF t1 FOR SHARE OF t2 NOWAIT", SQL_LOCK_FOR_UPDATE,
+         SQL_WAIT_DEFAULT, "FOR UPDATE OF t1 FOR SHARE OF t2 NOWAIT"},
+        {"SELECT a FROM t lock in share mode", SQL_LOCK_IN_SHARE_MODE, SQL_WAIT_DEFAULT,
+         "lock in share mode"},
+        {"SELECT a FROM t FOR UPDATE WAIT 5", SQL_LOCK_FOR_UPDATE, SQL_WAIT_SECONDS,
+         "FOR UPDATE WAIT 5"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sql_stmt st;
@@ -401,7 +413,8 @@ static void test_with(void **state)
     sql_stmt st;
     assert_int_equal(parse("WITH RECURSIVE c (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c "
                            "WHERE n < 5), d AS (SELECT 2) SELECT * FROM c WHERE n > 1 LIMIT 3",
-                           &st), SQL_OK);
+                           &st),
+                     SQL_OK);
     assert_int_equal(st.kind, SQL_STMT_SELECT);
     assert_true(st.flags & SQL_SF_WITH);
     assert_false(st.flags & SQL_SF_UNION);
@@ -423,7 +436,9 @@ static void test_insert(void **state)
     (void)state;
     sql_stmt st;
     assert_int_equal(parse("INSERT DELAYED IGNORE INTO db.t (a, b) VALUES (1, 2), (3, 4) "
-                           "ON DUPLICATE KEY UPDATE a = VALUES(a)", &st), SQL_OK);
+                           "ON DUPLICATE KEY UPDATE a = VALUES(a)",
+                           &st),
+                     SQL_OK);
     assert_int_equal(st.kind, SQL_STMT_INSERT);
     assert_int_equal(st.mods, (1u << SQL_MOD_DELAYED) | (1u << SQL_MOD_IGNORE));
     assert_int_equal(st.mod_tok[SQL_MOD_DELAYED], 1);
@@ -445,7 +460,9 @@ static void test_insert(void **state)
     assert_string_equal(rtext(st.on_dup.body), "a = n.a");
 
     assert_int_equal(parse("INSERT INTO t (a) SELECT x AS a FROM u JOIN v ON u.i = v.i "
-                           "ON DUPLICATE KEY UPDATE a = 1", &st), SQL_OK);
+                           "ON DUPLICATE KEY UPDATE a = 1",
+                           &st),
+                     SQL_OK);
     assert_true(st.flags & SQL_SF_INSERT_SELECT);
     assert_string_equal(rtext(st.on_dup.body), "a = 1");
     assert_int_equal(parse("INSERT INTO t (SELECT 1)", &st), SQL_OK);
@@ -459,40 +476,40 @@ static void test_insert(void **state)
 typedef struct kind_case {
     const char *sql;
     sql_stmt_kind kind;
-    const char *table;   /* tables[0].name, or NULL */
+    const char *table; /* tables[0].name, or NULL */
 } kind_case;
 
 static void test_other_kinds(void **state)
 {
     (void)state;
     static const kind_case cases[] = {
-        { "CALL db.proc(1, @x)", SQL_STMT_CALL, "proc" },
-        { "SET NAMES utf8mb4", SQL_STMT_SET, NULL },
-        { "SET autocommit = 0", SQL_STMT_SET, NULL },
-        { "BEGIN", SQL_STMT_BEGIN, NULL },
-        { "begin work", SQL_STMT_BEGIN, NULL },
-        { "START TRANSACTION READ ONLY", SQL_STMT_BEGIN, NULL },
-        { "START SLAVE", SQL_STMT_OTHER, NULL },
-        { "COMMIT", SQL_STMT_COMMIT, NULL },
-        { "COMMIT AND CHAIN", SQL_STMT_COMMIT, NULL },
-        { "ROLLBACK", SQL_STMT_ROLLBACK, NULL },
-        { "ROLLBACK WORK TO SAVEPOINT s", SQL_STMT_OTHER, NULL },
-        { "ROLLBACK TO s", SQL_STMT_OTHER, NULL },
-        { "CREATE TABLE IF NOT EXISTS db.t (a INT)", SQL_STMT_DDL, "t" },
-        { "CREATE TEMPORARY TABLE t2 LIKE t1", SQL_STMT_DDL, "t2" },
-        { "ALTER TABLE t ADD COLUMN b INT", SQL_STMT_DDL, "t" },
-        { "DROP TABLE IF EXISTS a, b", SQL_STMT_DDL, "a" },
-        { "TRUNCATE t", SQL_STMT_DDL, "t" },
-        { "TRUNCATE TABLE `x`", SQL_STMT_DDL, "`x`" },
-        { "RENAME TABLE a TO b, c TO d", SQL_STMT_DDL, "a" },
-        { "CREATE INDEX i ON t (a)", SQL_STMT_DDL, NULL },
-        { "SHOW TABLES", SQL_STMT_SHOW, NULL },
-        { "USE mydb", SQL_STMT_USE, "mydb" },
-        { "EXPLAIN SELECT 1", SQL_STMT_OTHER, NULL },
-        { "DO SLEEP(1)", SQL_STMT_OTHER, NULL },
-        { "BEGIN NOT ATOMIC SELECT 1; END", SQL_STMT_OTHER, NULL },
-        { "/*!40101 SET NAMES utf8 */", SQL_STMT_OTHER, NULL },
-        { "foo bar", SQL_STMT_OTHER, NULL },
+        {"CALL db.proc(1, @x)", SQL_STMT_CALL, "proc"},
+        {"SET NAMES utf8mb4", SQL_STMT_SET, NULL},
+        {"SET autocommit = 0", SQL_STMT_SET, NULL},
+        {"BEGIN", SQL_STMT_BEGIN, NULL},
+        {"begin work", SQL_STMT_BEGIN, NULL},
+        {"START TRANSACTION READ ONLY", SQL_STMT_BEGIN, NULL},
+        {"START SLAVE", SQL_STMT_OTHER, NULL},
+        {"COMMIT", SQL_STMT_COMMIT, NULL},
+        {"COMMIT AND CHAIN", SQL_STMT_COMMIT, NULL},
+        {"ROLLBACK", SQL_STMT_ROLLBACK, NULL},
+        {"ROLLBACK WORK TO SAVEPOINT s", SQL_STMT_OTHER, NULL},
+        {"ROLLBACK TO s", SQL_STMT_OTHER, NULL},
+        {"CREATE TABLE IF NOT EXISTS db.t (a INT)", SQL_STMT_DDL, "t"},
+        {"CREATE TEMPORARY TABLE t2 LIKE t1", SQL_STMT_DDL, "t2"},
+        {"ALTER TABLE t ADD COLUMN b INT", SQL_STMT_DDL, "t"},
+        {"DROP TABLE IF EXISTS a, b", SQL_STMT_DDL, "a"},
+        {"TRUNCATE t", SQL_STMT_DDL, "t"},
+        {"TRUNCATE TABLE `x`", SQL_STMT_DDL, "`x`"},
+        {"RENAME TABLE a TO b, c TO d", SQL_STMT_DDL, "a"},
+        {"CREATE INDEX i ON t (a)", SQL_STMT_DDL, NULL},
+        {"SHOW TABLES", SQL_STMT_SHOW, NULL},
+        {"USE mydb", SQL_STMT_USE, "mydb"},
+        {"EXPLAIN SELECT 1", SQL_STMT_OTHER, NULL},
+        {"DO SLEEP(1)", SQL_STMT_OTHER, NULL},
+        {"BEGIN NOT ATOMIC SELECT 1; END", SQL_STMT_OTHER, NULL},
+        {"/*!40101 SET NAMES utf8 */", SQL_STMT_OTHER, NULL},
+        {"foo bar", SQL_STMT_OTHER, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sql_stmt st;
@@ -582,10 +599,7 @@ static void check_range(sql_range r, const sql_stmt *st)
     assert_true(r.end <= st->end);
 }
 
-static void check_tok(uint32_t i, const sql_stmt *st)
-{
-    assert_true(i == SQL_NONE || i < st->end);
-}
+static void check_tok(uint32_t i, const sql_stmt *st) { assert_true(i == SQL_NONE || i < st->end); }
 
 static void check_stmt(const sql_stmt *st)
 {
@@ -624,11 +638,13 @@ static void test_random_statements(void **state)
 {
     (void)state;
     static const char *const words[] = {
-        "SELECT", "UPDATE", "DELETE", "INSERT", "FROM", "WHERE", "SET", "ORDER", "BY",
-        "LIMIT", "OFFSET", "FOR", "UPDATE", "SHARE", "LOCK", "IN", "MODE", "SKIP", "LOCKED",
-        "JOIN", "LEFT", "ON", "USING", "AS", "(", ")", ",", "=", "1", "?", "a", "t.b", "`c`",
-        "UNION", "WITH", "VALUES", "DELAYED", "GROUP", "HAVING", "INTO", ";", "/* c */",
-        "DUAL", "LATERAL", "DUPLICATE", "KEY", "USE", "INDEX", "*", ".", "OF", "NOWAIT",
+        "SELECT", "UPDATE",  "DELETE", "INSERT",  "FROM",      "WHERE", "SET",    "ORDER",
+        "BY",     "LIMIT",   "OFFSET", "FOR",     "UPDATE",    "SHARE", "LOCK",   "IN",
+        "MODE",   "SKIP",    "LOCKED", "JOIN",    "LEFT",      "ON",    "USING",  "AS",
+        "(",      ")",       ",",      "=",       "1",         "?",     "a",      "t.b",
+        "`c`",    "UNION",   "WITH",   "VALUES",  "DELAYED",   "GROUP", "HAVING", "INTO",
+        ";",      "/* c */", "DUAL",   "LATERAL", "DUPLICATE", "KEY",   "USE",    "INDEX",
+        "*",      ".",       "OF",     "NOWAIT",
     };
     char buf[600];
     uint32_t seed = 7;

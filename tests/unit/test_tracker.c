@@ -101,8 +101,7 @@ static mr_track_result send_eof(mr_tracker *t, uint16_t status)
     return feed_buf(t, &b);
 }
 
-static mr_track_result send_err(mr_tracker *t, uint16_t code, const char *sqlstate,
-                                const char *msg)
+static mr_track_result send_err(mr_tracker *t, uint16_t code, const char *sqlstate, const char *msg)
 {
     mr_buf b;
     mr_buf_init(&b);
@@ -134,12 +133,12 @@ static mr_track_result send_column_def(mr_tracker *t, const char *name, uint8_t 
     mr_buf_put_lenenc_str(&b, name, strlen(name));
     mr_buf_put_lenenc_str(&b, name, strlen(name));
     mr_buf_put_lenenc(&b, 0x0c);
-    mr_buf_put_u16(&b, 45);      /* utf8mb4_general_ci */
-    mr_buf_put_u32(&b, 11);      /* column length */
+    mr_buf_put_u16(&b, 45); /* utf8mb4_general_ci */
+    mr_buf_put_u32(&b, 11); /* column length */
     mr_buf_put_u8(&b, type);
-    mr_buf_put_u16(&b, 0x0001);  /* NOT_NULL */
-    mr_buf_put_u8(&b, 0);        /* decimals */
-    mr_buf_put_u16(&b, 0);       /* filler */
+    mr_buf_put_u16(&b, 0x0001); /* NOT_NULL */
+    mr_buf_put_u8(&b, 0);       /* decimals */
+    mr_buf_put_u16(&b, 0);      /* filler */
     return feed_buf(t, &b);
 }
 
@@ -448,8 +447,7 @@ static void query_multi_statement_two_result_sets(void **state)
     columns_more(&t, 1);
     assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT), MR_TRACK_MORE);
     text_rows_more(&t, 1);
-    assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_MORE_RESULTS),
-                     MR_TRACK_MORE);
+    assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_MORE_RESULTS), MR_TRACK_MORE);
     assert_int_equal(send_column_count(&t, 1), MR_TRACK_MORE);
     columns_more(&t, 1);
     assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT), MR_TRACK_MORE);
@@ -464,8 +462,7 @@ static void query_multi_statement_error_in_second(void **state)
     start(&t, false, MR_EXPECT_RESULT);
     assert_int_equal(send_ok(&t, 1, 0, MR_STATUS_AUTOCOMMIT | MR_STATUS_MORE_RESULTS),
                      MR_TRACK_MORE);
-    assert_int_equal(send_err(&t, 1146, "42S02", "Table 'shop.nope' doesn't exist"),
-                     MR_TRACK_DONE);
+    assert_int_equal(send_err(&t, 1146, "42S02", "Table 'shop.nope' doesn't exist"), MR_TRACK_DONE);
     assert_true(t.ended_with_err);
 }
 
@@ -478,8 +475,7 @@ static void query_err_in_middle_of_rows(void **state)
     columns_more(&t, 2);
     assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT), MR_TRACK_MORE);
     text_rows_more(&t, 2);
-    assert_int_equal(send_err(&t, 1317, "70100", "Query execution was interrupted"),
-                     MR_TRACK_DONE);
+    assert_int_equal(send_err(&t, 1317, "70100", "Query execution was interrupted"), MR_TRACK_DONE);
     assert_true(t.ended_with_err);
     assert_int_equal(t.state, MR_TS_IDLE);
 }
@@ -492,8 +488,9 @@ static void query_err_in_middle_of_rows_deprecate_eof(void **state)
     assert_int_equal(send_column_count(&t, 2), MR_TRACK_MORE);
     columns_more(&t, 2);
     text_rows_more(&t, 2);
-    assert_int_equal(send_err(&t, 3024, "HY000", "Query execution was interrupted, maximum "
-                                                 "statement execution time exceeded"),
+    assert_int_equal(send_err(&t, 3024, "HY000",
+                              "Query execution was interrupted, maximum "
+                              "statement execution time exceeded"),
                      MR_TRACK_DONE);
     assert_true(t.ended_with_err);
 }
@@ -505,8 +502,7 @@ static void query_err_instead_of_column_eof(void **state)
     start(&t, false, MR_EXPECT_RESULT);
     assert_int_equal(send_column_count(&t, 1), MR_TRACK_MORE);
     columns_more(&t, 1);
-    assert_int_equal(send_err(&t, 1317, "70100", "Query execution was interrupted"),
-                     MR_TRACK_DONE);
+    assert_int_equal(send_err(&t, 1317, "70100", "Query execution was interrupted"), MR_TRACK_DONE);
     assert_true(t.ended_with_err);
 }
 
@@ -703,8 +699,8 @@ static void prepare_truncated_ok_is_malformed(void **state)
 static void prepare_ok_with_wrong_header_is_malformed(void **state)
 {
     (void)state;
-    static const uint8_t bad[] = {0x01, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00,
-                                  0x01, 0x00, 0x00, 0x00, 0x00};
+    static const uint8_t bad[] = {0x01, 0x01, 0x00, 0x00, 0x00, 0x01,
+                                  0x00, 0x01, 0x00, 0x00, 0x00, 0x00};
     mr_tracker t;
     start(&t, false, MR_EXPECT_PREPARE);
     assert_int_equal(send_bytes(&t, bad, sizeof(bad)), MR_TRACK_MALFORMED);
@@ -772,8 +768,7 @@ static void execute_cursor_eof_is_done(void **state)
     start(&t, false, MR_EXPECT_EXECUTE);
     assert_int_equal(send_column_count(&t, 2), MR_TRACK_MORE);
     columns_more(&t, 2);
-    assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_CURSOR_EXISTS),
-                     MR_TRACK_DONE);
+    assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_CURSOR_EXISTS), MR_TRACK_DONE);
     assert_int_equal(t.status & MR_STATUS_CURSOR_EXISTS, MR_STATUS_CURSOR_EXISTS);
     assert_int_equal(t.state, MR_TS_IDLE);
 }
@@ -785,8 +780,7 @@ static void execute_cursor_deprecate_eof_fe_ok_is_done(void **state)
     start(&t, true, MR_EXPECT_EXECUTE);
     assert_int_equal(send_column_count(&t, 2), MR_TRACK_MORE);
     columns_more(&t, 2);
-    assert_int_equal(send_ok_fe(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_CURSOR_EXISTS),
-                     MR_TRACK_DONE);
+    assert_int_equal(send_ok_fe(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_CURSOR_EXISTS), MR_TRACK_DONE);
     assert_true(t.status & MR_STATUS_CURSOR_EXISTS);
 }
 
@@ -819,8 +813,7 @@ static void execute_compound_with_sp_cursor_sends_rows(void **state)
 static void execute_compound_with_sp_cursor_deprecate_eof(void **state)
 {
     (void)state;
-    const uint16_t inside = MR_STATUS_AUTOCOMMIT | MR_STATUS_MORE_RESULTS |
-                            MR_STATUS_CURSOR_EXISTS;
+    const uint16_t inside = MR_STATUS_AUTOCOMMIT | MR_STATUS_MORE_RESULTS | MR_STATUS_CURSOR_EXISTS;
     mr_tracker t;
     start(&t, true, MR_EXPECT_EXECUTE);
     assert_int_equal(send_column_count(&t, 1), MR_TRACK_MORE);
@@ -838,13 +831,13 @@ static void execute_out_params_then_ok(void **state)
     start(&t, false, MR_EXPECT_EXECUTE);
     assert_int_equal(send_column_count(&t, 1), MR_TRACK_MORE);
     columns_more(&t, 1);
-    assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_PS_OUT_PARAMS |
-                                      MR_STATUS_MORE_RESULTS),
-                     MR_TRACK_MORE);
+    assert_int_equal(
+        send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_PS_OUT_PARAMS | MR_STATUS_MORE_RESULTS),
+        MR_TRACK_MORE);
     binary_rows_more(&t, 1);
-    assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_PS_OUT_PARAMS |
-                                      MR_STATUS_MORE_RESULTS),
-                     MR_TRACK_MORE);
+    assert_int_equal(
+        send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_PS_OUT_PARAMS | MR_STATUS_MORE_RESULTS),
+        MR_TRACK_MORE);
     assert_int_equal(send_ok(&t, 0, 0, MR_STATUS_AUTOCOMMIT), MR_TRACK_DONE);
 }
 
@@ -875,9 +868,9 @@ static void fetch_rows_then_last_row_sent(void **state)
     start(&t, false, MR_EXPECT_FETCH);
     assert_int_equal(t.state, MR_TS_ROWS);
     binary_rows_more(&t, 5);
-    assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_CURSOR_EXISTS |
-                                      MR_STATUS_LAST_ROW_SENT),
-                     MR_TRACK_DONE);
+    assert_int_equal(
+        send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_CURSOR_EXISTS | MR_STATUS_LAST_ROW_SENT),
+        MR_TRACK_DONE);
     assert_true(t.status & MR_STATUS_LAST_ROW_SENT);
 }
 
@@ -887,8 +880,7 @@ static void fetch_rows_with_cursor_still_open(void **state)
     mr_tracker t;
     start(&t, false, MR_EXPECT_FETCH);
     binary_rows_more(&t, 2);
-    assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_CURSOR_EXISTS),
-                     MR_TRACK_DONE);
+    assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_CURSOR_EXISTS), MR_TRACK_DONE);
     assert_false(t.status & MR_STATUS_LAST_ROW_SENT);
 }
 
@@ -898,8 +890,7 @@ static void fetch_deprecate_eof_ends_with_fe_ok(void **state)
     mr_tracker t;
     start(&t, true, MR_EXPECT_FETCH);
     binary_rows_more(&t, 2);
-    assert_int_equal(send_ok_fe(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_LAST_ROW_SENT),
-                     MR_TRACK_DONE);
+    assert_int_equal(send_ok_fe(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_LAST_ROW_SENT), MR_TRACK_DONE);
 }
 
 static void fetch_more_results_flag_does_not_continue(void **state)
@@ -908,9 +899,9 @@ static void fetch_more_results_flag_does_not_continue(void **state)
     mr_tracker t;
     start(&t, false, MR_EXPECT_FETCH);
     binary_rows_more(&t, 1);
-    assert_int_equal(send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_MORE_RESULTS |
-                                      MR_STATUS_LAST_ROW_SENT),
-                     MR_TRACK_DONE);
+    assert_int_equal(
+        send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_MORE_RESULTS | MR_STATUS_LAST_ROW_SENT),
+        MR_TRACK_DONE);
     assert_int_equal(t.state, MR_TS_IDLE);
 }
 
@@ -958,8 +949,7 @@ static void field_list_err(void **state)
     (void)state;
     mr_tracker t;
     start(&t, false, MR_EXPECT_FIELD_LIST);
-    assert_int_equal(send_err(&t, 1146, "42S02", "Table 'shop.nope' doesn't exist"),
-                     MR_TRACK_DONE);
+    assert_int_equal(send_err(&t, 1146, "42S02", "Table 'shop.nope' doesn't exist"), MR_TRACK_DONE);
     assert_true(t.ended_with_err);
 }
 
@@ -1025,8 +1015,7 @@ static void one_ok_updates_status(void **state)
     (void)state;
     mr_tracker t;
     start(&t, false, MR_EXPECT_RESULT); /* BEGIN */
-    assert_int_equal(send_ok(&t, 0, 0, MR_STATUS_AUTOCOMMIT | MR_STATUS_IN_TRANS),
-                     MR_TRACK_DONE);
+    assert_int_equal(send_ok(&t, 0, 0, MR_STATUS_AUTOCOMMIT | MR_STATUS_IN_TRANS), MR_TRACK_DONE);
     mr_tracker_begin(&t, mr_expect_for_command(MR_COM_RESET_CONNECTION));
     assert_int_equal(send_ok(&t, 0, 0, MR_STATUS_AUTOCOMMIT), MR_TRACK_DONE);
     assert_int_equal(t.status, MR_STATUS_AUTOCOMMIT);
@@ -1055,8 +1044,7 @@ static void auth_caching_sha2_full_path(void **state)
                               "-----END PUBLIC KEY-----\n";
     mr_tracker t;
     start(&t, true, MR_EXPECT_AUTH);
-    assert_int_equal(send_bytes(&t, perform_full_auth, sizeof(perform_full_auth)),
-                     MR_TRACK_MORE);
+    assert_int_equal(send_bytes(&t, perform_full_auth, sizeof(perform_full_auth)), MR_TRACK_MORE);
     /* the client asks for the public key (0x02); the server sends it */
     mr_buf b;
     mr_buf_init(&b);
@@ -1093,8 +1081,9 @@ static void auth_err(void **state)
     (void)state;
     mr_tracker t;
     start(&t, false, MR_EXPECT_AUTH);
-    assert_int_equal(send_err(&t, 1045, "28000", "Access denied for user 'app'@'10.0.0.9' "
-                                                 "(using password: YES)"),
+    assert_int_equal(send_err(&t, 1045, "28000",
+                              "Access denied for user 'app'@'10.0.0.9' "
+                              "(using password: YES)"),
                      MR_TRACK_DONE);
     assert_true(t.ended_with_err);
 }
@@ -1316,7 +1305,7 @@ static void command_names(void **state)
         [0x1f] = "COM_RESET_CONNECTION",
     };
     for (unsigned cmd = 0; cmd < 256; cmd++) {
-        const char *want = cmd < 0x20                       ? names[cmd]
+        const char *want = cmd < 0x20                        ? names[cmd]
                            : cmd == MR_COM_STMT_BULK_EXECUTE ? "COM_STMT_BULK_EXECUTE"
                                                              : "unknown command";
         assert_string_equal(mr_command_name((uint8_t)cmd), want);
@@ -1330,9 +1319,9 @@ static void begin_sets_initial_state_per_expectation(void **state)
         mr_expect expect;
         mr_track_state state;
     } cases[] = {
-        {MR_EXPECT_UNSUPPORTED, MR_TS_IDLE}, {MR_EXPECT_NONE, MR_TS_IDLE},
-        {MR_EXPECT_ONE, MR_TS_ONE},          {MR_EXPECT_RESULT, MR_TS_FIRST},
-        {MR_EXPECT_EXECUTE, MR_TS_FIRST},    {MR_EXPECT_FETCH, MR_TS_ROWS},
+        {MR_EXPECT_UNSUPPORTED, MR_TS_IDLE},  {MR_EXPECT_NONE, MR_TS_IDLE},
+        {MR_EXPECT_ONE, MR_TS_ONE},           {MR_EXPECT_RESULT, MR_TS_FIRST},
+        {MR_EXPECT_EXECUTE, MR_TS_FIRST},     {MR_EXPECT_FETCH, MR_TS_ROWS},
         {MR_EXPECT_FIELD_LIST, MR_TS_FIELDS}, {MR_EXPECT_PREPARE, MR_TS_FIRST},
         {MR_EXPECT_AUTH, MR_TS_AUTH},
     };

@@ -64,17 +64,16 @@ static void expect(const mr_ruleset *rs, const mr_stmt_ctx *ctx, const char *sql
     mr_match_result res = result_new();
     mr_rules_apply(rs, sql, len, ctx, s, &res);
     if (res.action != action || (code && res.err_code != code) ||
-        (msg_part && (!res.message || !strstr(res.message, msg_part))) ||
-        res.unreadable != outcome)
+        (msg_part && (!res.message || !strstr(res.message, msg_part))) || res.unreadable != outcome)
         fail_msg("statement: %.*s\nwanted action %d code %u outcome %u with '%s'\n"
-                 "got action %d code %u outcome %u: %s", (int)len, sql, action, code, outcome,
-                 msg_part ? msg_part : "", res.action, res.err_code, res.unreadable,
-                 res.message ? res.message : "(none)");
+                 "got action %d code %u outcome %u: %s",
+                 (int)len, sql, action, code, outcome, msg_part ? msg_part : "", res.action,
+                 res.err_code, res.unreadable, res.message ? res.message : "(none)");
     result_free(&res);
     mr_rules_scratch_free(s);
 }
 
-#define EXPECT(rs, ctx, lit, action, code, part, outcome) \
+#define EXPECT(rs, ctx, lit, action, code, part, outcome)                                          \
     expect(rs, ctx, lit, sizeof(lit) - 1, action, code, part, outcome)
 
 static const char *block_rule = "[block nowhere]\n"
@@ -94,8 +93,8 @@ static void auto_follows_block_rules(void **state)
                                    "message = m\nlog_only = yes\n");
     EXPECT(blocks, &autop, "SELECT 'abc", BLOCK, 1148, "unterminated string at byte 8",
            MR_UNREADABLE_BLOCKED);
-    EXPECT(blocks, &autop, "UPDATE u SET n = n\0\0", BLOCK, 1148,
-           "stray byte 0x00 at byte 19", MR_UNREADABLE_BLOCKED);
+    EXPECT(blocks, &autop, "UPDATE u SET n = n\0\0", BLOCK, 1148, "stray byte 0x00 at byte 19",
+           MR_UNREADABLE_BLOCKED);
     EXPECT(blocks, &autop, "SELECT 1 /* x", BLOCK, 1148, "unterminated comment at byte 10",
            MR_UNREADABLE_BLOCKED);
     EXPECT(blocks, &autop, "SELECT 1", PASS, 0, NULL, MR_UNREADABLE_NONE);
@@ -146,14 +145,14 @@ static void delayed_never_relayed(void **state)
                              "key = id\n"
                              "columns = hits\n");
     const char *why = "could not read this DELAYED statement (unterminated string at byte";
-    EXPECT(rs, &pass, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 'x", BLOCK, 1235,
-           why, MR_UNREADABLE_BLOCKED);
+    EXPECT(rs, &pass, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 'x", BLOCK, 1235, why,
+           MR_UNREADABLE_BLOCKED);
     EXPECT(rs, &pass, "DELETE DELAYED FROM counters WHERE id = 'x", BLOCK, 1235, why,
            MR_UNREADABLE_BLOCKED);
     EXPECT(rs, &pass, "UPDATE LOW_PRIORITY DELAYED counters SET hits = hits + 1 WHERE id = 1\0\0",
            BLOCK, 1235, "DELAYED statement (stray byte 0x00", MR_UNREADABLE_BLOCKED);
-    EXPECT(rs, &pass, "SELECT 1; UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 'x",
-           BLOCK, 1235, why, MR_UNREADABLE_BLOCKED);
+    EXPECT(rs, &pass, "SELECT 1; UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 'x", BLOCK,
+           1235, why, MR_UNREADABLE_BLOCKED);
     /* a readable DELAYED statement before the error is taken as ever */
     EXPECT(rs, &pass, "UPDATE DELAYED counters SET hits = hits + 1 WHERE id = 1; SELECT 'x",
            MR_ACT_REWRITE, 0, NULL, MR_UNREADABLE_PASSED);
@@ -177,10 +176,8 @@ static void delayed_never_relayed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(server_len_follows_mariadb),
-        cmocka_unit_test(server_len_text_lexes),
-        cmocka_unit_test(auto_follows_block_rules),
-        cmocka_unit_test(explicit_policy),
+        cmocka_unit_test(server_len_follows_mariadb), cmocka_unit_test(server_len_text_lexes),
+        cmocka_unit_test(auto_follows_block_rules),   cmocka_unit_test(explicit_policy),
         cmocka_unit_test(delayed_never_relayed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

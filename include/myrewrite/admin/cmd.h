@@ -30,12 +30,12 @@ typedef enum mr_admin_cmd {
     MR_ADM_SHOW_CLIENTS,
     MR_ADM_SHOW_DELAYED,
     MR_ADM_SHOW_PAGINATION,
-    MR_ADM_FLUSH_DELAYED,   /* argument: the table, may be empty */
+    MR_ADM_FLUSH_DELAYED,         /* argument: the table, may be empty */
     MR_ADM_SHOW_DELAYED_REJECTED, /* argument: the table, may be empty */
-    MR_ADM_VERSION_COMMENT, /* SELECT @@version_comment [LIMIT 1], sent by the mariadb CLI */
-    MR_ADM_SET,             /* SET ...: drivers send these at connect; accepted, ignored */
-    MR_ADM_EMPTY,           /* nothing but whitespace and `;` */
-    MR_ADM_BAD_ARGUMENT,    /* a known command with a malformed argument */
+    MR_ADM_VERSION_COMMENT,       /* SELECT @@version_comment [LIMIT 1], sent by the mariadb CLI */
+    MR_ADM_SET,                   /* SET ...: drivers send these at connect; accepted, ignored */
+    MR_ADM_EMPTY,                 /* nothing but whitespace and `;` */
+    MR_ADM_BAD_ARGUMENT,          /* a known command with a malformed argument */
 } mr_admin_cmd;
 
 /* Recognizes one command; the argument (EXPLAIN REWRITE, FLUSH DELAYED,

@@ -22,8 +22,8 @@
 /* What the console announces: protocol 4.1 with plugin auth and connect
  * attributes; no TLS, no compression, no DEPRECATE_EOF, no multi-statements. */
 #define MR_ADMIN_CAPS                                                                              \
-    (MR_CAP_LONG_PASSWORD | MR_CAP_CONNECT_WITH_DB | MR_CAP_PROTOCOL_41 | MR_CAP_TRANSACTIONS |   \
-     MR_CAP_SECURE_CONNECTION | MR_CAP_PLUGIN_AUTH | MR_CAP_CONNECT_ATTRS |                      \
+    (MR_CAP_LONG_PASSWORD | MR_CAP_CONNECT_WITH_DB | MR_CAP_PROTOCOL_41 | MR_CAP_TRANSACTIONS |    \
+     MR_CAP_SECURE_CONNECTION | MR_CAP_PLUGIN_AUTH | MR_CAP_CONNECT_ATTRS |                        \
      MR_CAP_PLUGIN_AUTH_LENENC)
 
 #define MR_ADMIN_CHARSET 33 /* utf8_general_ci */
@@ -43,12 +43,12 @@ void mr_admin_auth_switch_build(mr_buf *b, uint8_t seq,
 /* The client's HandshakeResponse41; every pointer points into the payload. */
 typedef struct mr_admin_login {
     uint32_t caps;
-    bool ssl_request;     /* a bare SSLRequest: the client wants TLS */
+    bool ssl_request; /* a bare SSLRequest: the client wants TLS */
     const char *user;
     size_t user_len;
-    const uint8_t *auth;  /* the auth response as sent */
+    const uint8_t *auth; /* the auth response as sent */
     size_t auth_len;
-    const char *plugin;   /* NULL when the client named none */
+    const char *plugin; /* NULL when the client named none */
     size_t plugin_len;
 } mr_admin_login;
 
@@ -79,7 +79,7 @@ typedef struct mr_col {
 
 typedef struct mr_resultset {
     mr_buf *b;
-    uint8_t seq;     /* sequence id of the next packet */
+    uint8_t seq; /* sequence id of the next packet */
     unsigned ncols;
     uint64_t rows;
 } mr_resultset;

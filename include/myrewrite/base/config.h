@@ -16,50 +16,49 @@
 #include "myrewrite/base/diag.h"
 
 typedef struct mr_config {
-    char *admin_listen;         /* host:port of the admin console; "" = off */
-    char *admin_password;       /* "" = the console does not start */
+    char *admin_listen;   /* host:port of the admin console; "" = off */
+    char *admin_password; /* "" = the console does not start */
     char *admin_user;
-    char *backend;              /* host:port or /path/to/mysqld.sock */
+    char *backend;                    /* host:port or /path/to/mysqld.sock */
     uint64_t backend_keepalive_ms;    /* TCP keepalive of the sessions' backend sockets; 0 = off */
     uint64_t backend_read_timeout_ms; /* longest silence of the backend while a session waits
                                          for its answer; 0 = no limit */
-    char *backend_tls;          /* off, prefer, require, verify_ca, verify_identity */
-    char *backend_tls_ca;       /* "" = no CA file (verify_* need one) */
-    char *backend_tls_cert;     /* "" = the proxy shows the backend no certificate */
+    char *backend_tls;                /* off, prefer, require, verify_ca, verify_identity */
+    char *backend_tls_ca;             /* "" = no CA file (verify_* need one) */
+    char *backend_tls_cert;           /* "" = the proxy shows the backend no certificate */
     char *backend_tls_key;
-    bool compression;           /* clients may use the compressed protocol (zlib) */
+    bool compression; /* clients may use the compressed protocol (zlib) */
     uint64_t connect_timeout_ms;
     uint64_t delayed_park_timeout_ms; /* a keyless DELAYED statement waits this long for its
                                          table's key (session/park.c); 0 = refused at once */
     uint64_t handshake_timeout_ms;
-    char *http_listen;          /* host:port of /metrics, /health, /ready; "" = off */
-    bool http_insecure;         /* a non-loopback http_listen without http_token is allowed */
-    char *http_token;           /* "" = /metrics needs no bearer token */
-    char *listen;               /* host:port */
+    char *http_listen;  /* host:port of /metrics, /health, /ready; "" = off */
+    bool http_insecure; /* a non-loopback http_listen without http_token is allowed */
+    char *http_token;   /* "" = /metrics needs no bearer token */
+    char *listen;       /* host:port */
     char *log_level;
     uint64_t max_connections;
     uint64_t max_packet_size;
-    uint64_t own_connection_idle_ms; /* an own connection idle this long is closed */
+    uint64_t own_connection_idle_ms;    /* an own connection idle this long is closed */
     uint64_t own_connection_timeout_ms; /* read/write timeout of an own connection */
-    char *proxy_password;       /* the proxy's own account (flusher, janitor) */
-    char *proxy_user;           /* "" = no own connection: features needing it are off */
+    char *proxy_password;               /* the proxy's own account (flusher, janitor) */
+    char *proxy_user;                   /* "" = no own connection: features needing it are off */
     uint64_t relay_buffer;
-    bool require_tls;           /* plaintext clients are refused (needs tls_cert) */
+    bool require_tls; /* plaintext clients are refused (needs tls_cert) */
     char *rules_dir;
     uint64_t schema_cache_max_tables; /* entries of the schema cache */
     uint64_t schema_cache_ttl_ms;     /* age at which a table's keys are read again */
     uint64_t shutdown_timeout_ms;
-    char *socket;               /* unix socket path, "" = none */
-    char *tls_ca;               /* "" = client certificates are not asked for */
-    char *tls_cert;             /* "" = no TLS toward clients */
-    char *tls_ciphers;          /* TLSv1.2 cipher list; "" = OpenSSL's default */
-    char *tls_ciphersuites;     /* TLSv1.3 suites; "" = OpenSSL's default */
+    char *socket;           /* unix socket path, "" = none */
+    char *tls_ca;           /* "" = client certificates are not asked for */
+    char *tls_cert;         /* "" = no TLS toward clients */
+    char *tls_ciphers;      /* TLSv1.2 cipher list; "" = OpenSSL's default */
+    char *tls_ciphersuites; /* TLSv1.3 suites; "" = OpenSSL's default */
     char *tls_key;
-    char *tls_min_version;      /* "TLSv1.2" or "TLSv1.3" */
-    char *unreadable;           /* "auto", "pass" or "block" (mr_unreadable_policy) */
-    uint64_t workers;           /* 0 = one per core */
+    char *tls_min_version; /* "TLSv1.2" or "TLSv1.3" */
+    char *unreadable;      /* "auto", "pass" or "block" (mr_unreadable_policy) */
+    uint64_t workers;      /* 0 = one per core */
 } mr_config;
-
 
 void mr_config_defaults(mr_config *c);
 void mr_config_free(mr_config *c);

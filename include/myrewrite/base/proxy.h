@@ -27,23 +27,24 @@ typedef struct mr_proxy {
     pthread_mutex_t backend_lock;         /* guards backend_addr: read with mr_backend_addr */
     struct sockaddr_storage backend_addr; /* resolved at start, then again (net/backend_addr.h) */
     socklen_t backend_addr_len;
-    char backend_name[300];               /* for messages: "127.0.0.1:3306" */
-    pthread_mutex_t tls_lock;             /* guards client_tls and backend_tls */
-    struct ssl_ctx_st *client_tls;        /* TLS toward clients; NULL: not configured */
-    struct ssl_ctx_st *backend_tls;       /* TLS toward the backend; NULL: never */
-    bool client_tls_on;                   /* client_tls set at start: a reload never unsets it */
-    bool backend_tls_on;                  /* the same for backend_tls */
-    bool require_tls;                     /* plaintext clients are refused */
-    int backend_tls_mode;                 /* mr_backend_tls (net/tls.h) */
-    char backend_tls_host[256];           /* the name verify_identity checks */
+    char backend_name[300];         /* for messages: "127.0.0.1:3306" */
+    pthread_mutex_t tls_lock;       /* guards client_tls and backend_tls */
+    struct ssl_ctx_st *client_tls;  /* TLS toward clients; NULL: not configured */
+    struct ssl_ctx_st *backend_tls; /* TLS toward the backend; NULL: never */
+    bool client_tls_on;             /* client_tls set at start: a reload never unsets it */
+    bool backend_tls_on;            /* the same for backend_tls */
+    bool require_tls;               /* plaintext clients are refused */
+    int backend_tls_mode;           /* mr_backend_tls (net/tls.h) */
+    char backend_tls_host[256];     /* the name verify_identity checks */
     struct mr_worker *workers;
     unsigned nworkers;
     _Atomic uint64_t next_conn_id;
-    _Atomic uint64_t connections;         /* open client connections */
-    pthread_mutex_t rules_lock;           /* guards `rules` */
-    struct mr_shared_rules *rules;        /* the set in force; one reference held here */
-    const struct mr_rule_kind *const *rule_kinds; /* the kinds rules load with (core/rule_kinds.h) */
-    pthread_mutex_t reload_lock;          /* one reload at a time (SIGHUP, admin console) */
+    _Atomic uint64_t connections;  /* open client connections */
+    pthread_mutex_t rules_lock;    /* guards `rules` */
+    struct mr_shared_rules *rules; /* the set in force; one reference held here */
+    const struct mr_rule_kind *const
+        *rule_kinds;             /* the kinds rules load with (core/rule_kinds.h) */
+    pthread_mutex_t reload_lock; /* one reload at a time (SIGHUP, admin console) */
 } mr_proxy;
 
 #endif

@@ -29,7 +29,7 @@
 #include "myrewrite/delayed/rule.h"
 #include "myrewrite/rules/rules.h"
 
-#define MR_DERIVE_NAME 65 /* 64 characters of a MySQL name + NUL */
+#define MR_DERIVE_NAME 65    /* 64 characters of a MySQL name + NUL */
 #define MR_DERIVE_MAX 100000 /* derived tables per process; more are refused */
 
 typedef enum mr_derive_state {
@@ -56,12 +56,12 @@ typedef struct mr_derived {
     char table[MR_DERIVE_NAME];
     mr_derive_how how;
     mr_derive_state state;
-    bool taken;                /* the flusher is deriving it */
-    bool retry;                /* failed: derive it again (the schema may have changed) */
-    char why[300];             /* failed: the reason */
-    mr_delayed_def *def;       /* ready: owned by the registry, immutable */
-    struct mr_derived *next;   /* hash chain */
-    struct mr_derived *all;    /* every entry, newest first */
+    bool taken;              /* the flusher is deriving it */
+    bool retry;              /* failed: derive it again (the schema may have changed) */
+    char why[300];           /* failed: the reason */
+    mr_delayed_def *def;     /* ready: owned by the registry, immutable */
+    struct mr_derived *next; /* hash chain */
+    struct mr_derived *all;  /* every entry, newest first */
 } mr_derived;
 
 typedef struct mr_derive_reg mr_derive_reg;
@@ -70,8 +70,8 @@ typedef struct mr_derive_reg mr_derive_reg;
  * below and the registry it runs on, handed in through mr_stmt_ctx.derived. */
 typedef struct mr_derive_port {
     mr_derive_state (*lookup)(mr_derive_reg *g, const char *schema, const char *table,
-                              const mr_derive_how *how, bool *added,
-                              const mr_delayed_def **def, char *why, size_t whylen);
+                              const mr_derive_how *how, bool *added, const mr_delayed_def **def,
+                              char *why, size_t whylen);
     mr_derive_reg *reg;
 } mr_derive_port;
 
@@ -87,8 +87,8 @@ void mr_derive_how_of(const char *rule, const mr_delayed_def *dflt, mr_derive_ho
  * Failed: the reason into why. Returns the state (PENDING after an add; an
  * add beyond MR_DERIVE_MAX gives FAILED). */
 mr_derive_state mr_derive_lookup(mr_derive_reg *g, const char *schema, const char *table,
-                                 const mr_derive_how *how, bool *added,
-                                 const mr_delayed_def **def, char *why, size_t whylen);
+                                 const mr_derive_how *how, bool *added, const mr_delayed_def **def,
+                                 char *why, size_t whylen);
 
 /* The flusher: a pending entry nobody is deriving, or a failed one marked
  * for a retry, now marked taken (its names and how may be read without the
@@ -123,9 +123,8 @@ bool mr_derive_staging_name(const char *pattern, const char *table, char *out, s
 /* A derived rule: staged, missing = ignore, the given key and counter
  * columns (copied), and counters of its own for SHOW DELAYED and /metrics
  * (table_stats). NULL when out of memory. */
-mr_delayed_def *mr_derive_def_new(const mr_derived *e, const char *staging,
-                                  char *const *keys, size_t nkeys, char *const *cols,
-                                  size_t ncols);
+mr_delayed_def *mr_derive_def_new(const mr_derived *e, const char *staging, char *const *keys,
+                                  size_t nkeys, char *const *cols, size_t ncols);
 void mr_derive_def_free(mr_delayed_def *d);
 
 #endif

@@ -28,17 +28,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "myrewrite/base/counters.h"
 #include "myrewrite/base/proxy.h"
 #include "myrewrite/rules/rules.h"
-#include "myrewrite/base/counters.h"
 
 typedef struct mr_delayed_stats {
-    mr_counter rounds;        /* flush rounds that held the lock */
-    mr_counter skipped;       /* rounds skipped: another proxy held the lock */
-    mr_counter chunks;        /* committed chunk transactions */
-    mr_counter rows;          /* staged rows applied */
-    mr_counter keys;          /* distinct keys written (updates, upserts, deletes) */
-    mr_counter errors;        /* failed statements (chunk rolled back, retried later) */
+    mr_counter rounds;  /* flush rounds that held the lock */
+    mr_counter skipped; /* rounds skipped: another proxy held the lock */
+    mr_counter chunks;  /* committed chunk transactions */
+    mr_counter rows;    /* staged rows applied */
+    mr_counter keys;    /* distinct keys written (updates, upserts, deletes) */
+    mr_counter errors;  /* failed statements (chunk rolled back, retried later) */
 } mr_delayed_stats;
 
 /* Takes the delayed rules of `rs` (copied) and, the first time there are

@@ -21,8 +21,8 @@
  * and column list) makes one autocommit INSERT; several are run in one
  * transaction. A failed batch stages nothing and answers every member with
  * the server's error. When a runner thread cannot connect, the queued
- * members (never sent) come back `unsent`, for their sessions to send. While the staging table does not exist yet (1146, a
- * very first start: the flusher creates it), the batch is retried, the
+ * members (never sent) come back `unsent`, for their sessions to send. While the staging table does
+ * not exist yet (1146, a very first start: the flusher creates it), the batch is retried, the
  * flusher woken, for up to delayed_park_timeout.
  *
  * Threads: mr_dgroup_configure and mr_dgroup_stop on the main thread (or a
@@ -36,8 +36,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "myrewrite/base/proxy.h"
 #include "myrewrite/base/counters.h"
+#include "myrewrite/base/proxy.h"
 #include "myrewrite/delayed/rule.h"
 #include "myrewrite/rules/rules.h"
 
@@ -47,22 +47,22 @@ struct mr_rule_stats;
 typedef struct mr_dgroup_inbox mr_dgroup_inbox;
 
 typedef struct mr_dgroup_member {
-    struct mr_dgroup_member *next;  /* the runner's queue, then the inbox's list */
-    char *sql;                      /* the staging INSERT (owned) */
+    struct mr_dgroup_member *next; /* the runner's queue, then the inbox's list */
+    char *sql;                     /* the staging INSERT (owned) */
     size_t len;
-    uint32_t rows;                  /* staging rows in it */
+    uint32_t rows;                         /* staging rows in it */
     uint64_t wait_us, max_rows, max_bytes; /* its rule's bounds */
-    struct mr_rule_stats *stats;    /* its rule's counters (NULL: none) */
+    struct mr_rule_stats *stats;           /* its rule's counters (NULL: none) */
     mr_dgroup_inbox *inbox;
-    uint64_t joined_ns;             /* when it was submitted */
+    uint64_t joined_ns; /* when it was submitted */
     /* the answer, written by the runner before the member comes back */
     bool ok;
-    bool unsent;                    /* not ok, and never sent: the runner could not connect;
-                                       the submitter sends it on its own connection */
+    bool unsent; /* not ok, and never sent: the runner could not connect;
+                    the submitter sends it on its own connection */
     uint16_t err_code;
     char sqlstate[6];
     char msg[640];
-    void *owner;                    /* the submitter's; the runner never reads it */
+    void *owner; /* the submitter's; the runner never reads it */
 } mr_dgroup_member;
 
 struct mr_dgroup_inbox {

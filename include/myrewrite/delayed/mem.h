@@ -26,13 +26,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "myrewrite/delayed/rule.h"
 #include "myrewrite/base/buf.h"
-#include "myrewrite/proto/stmt_execute.h"
-#include "myrewrite/delayed/staging_sql.h"
-#include "myrewrite/base/proxy.h"
-#include "myrewrite/rules/rules.h"
 #include "myrewrite/base/counters.h"
+#include "myrewrite/base/proxy.h"
+#include "myrewrite/delayed/rule.h"
+#include "myrewrite/delayed/staging_sql.h"
+#include "myrewrite/proto/stmt_execute.h"
+#include "myrewrite/rules/rules.h"
 
 /* What a statement does to one column. */
 typedef enum mr_dmem_op {
@@ -42,10 +42,10 @@ typedef enum mr_dmem_op {
 } mr_dmem_op;
 
 typedef struct mr_dmem_colop {
-    uint16_t col;  /* index in the table's column list (mr_dmem_columns) */
-    uint8_t op;    /* mr_dmem_op */
+    uint16_t col; /* index in the table's column list (mr_dmem_columns) */
+    uint8_t op;   /* mr_dmem_op */
     int64_t n;
-    uint32_t off;  /* SET_TEXT: the value's bytes in batch->text */
+    uint32_t off; /* SET_TEXT: the value's bytes in batch->text */
     uint32_t len;
 } mr_dmem_colop;
 
@@ -57,12 +57,12 @@ typedef struct mr_dmem_colop {
  * are the same key. */
 typedef struct mr_dmem_batch {
     const mr_delayed_def *def;
-    bool del;                     /* DELETE DELAYED: a tombstone per key */
+    bool del; /* DELETE DELAYED: a tombstone per key */
     mr_dmem_colop ops[MR_DELAYED_MAX_TERMS];
     unsigned nops;
     mr_buf keys;
-    uint32_t nrows;               /* key tuples */
-    mr_buf text;                  /* SET_TEXT values */
+    uint32_t nrows; /* key tuples */
+    mr_buf text;    /* SET_TEXT values */
 } mr_dmem_batch;
 
 /* A memory table's columns: the rule's counter columns, then the set-only
@@ -76,21 +76,20 @@ const char *mr_dmem_column(const mr_delayed_def *def, size_t i);
  * does not fit the rule or the mode. `no_backslash` follows the session's
  * sql_mode. Pure, any thread. */
 bool mr_dmem_read_stmt(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
-                       const mr_delayed_def *def, bool no_backslash,
-                       const mr_exec_params *params, mr_dmem_batch *b, char *err,
-                       size_t errlen);
+                       const mr_delayed_def *def, bool no_backslash, const mr_exec_params *params,
+                       mr_dmem_batch *b, char *err, size_t errlen);
 void mr_dmem_batch_free(mr_dmem_batch *b);
 
 /* A snapshot of the memory mode's counters. */
 typedef struct mr_dmem_stats {
-    uint64_t statements;  /* statements added to memory */
-    uint64_t refused;     /* statements refused at memory_max_keys */
-    uint64_t keys_held;   /* distinct keys waiting for a flush, over all tables */
-    uint64_t rounds;      /* flush rounds that flushed at least one table */
-    uint64_t chunks;      /* committed chunk transactions */
-    uint64_t keys;        /* keys written by committed chunks */
-    uint64_t errors;      /* failed chunks (kept and retried) */
-    uint64_t lost;        /* keys dropped after a COMMIT with an unknown outcome */
+    uint64_t statements; /* statements added to memory */
+    uint64_t refused;    /* statements refused at memory_max_keys */
+    uint64_t keys_held;  /* distinct keys waiting for a flush, over all tables */
+    uint64_t rounds;     /* flush rounds that flushed at least one table */
+    uint64_t chunks;     /* committed chunk transactions */
+    uint64_t keys;       /* keys written by committed chunks */
+    uint64_t errors;     /* failed chunks (kept and retried) */
+    uint64_t lost;       /* keys dropped after a COMMIT with an unknown outcome */
 } mr_dmem_stats;
 
 /* ---- store (delayed/mem.c) ---------------------------------------------- */

@@ -27,13 +27,13 @@
 #include "myrewrite/rules/rules.h"
 
 typedef struct mr_dmem_keys {
-    pthread_mutex_t lock;   /* orders the learning workers */
-    _Atomic bool known;     /* stored (release) once names, n and def's keys are set */
-    char **names;           /* owned; written once under lock, then immutable */
+    pthread_mutex_t lock; /* orders the learning workers */
+    _Atomic bool known;   /* stored (release) once names, n and def's keys are set */
+    char **names;         /* owned; written once under lock, then immutable */
     size_t n;
-    mr_key_port port;       /* take below on this store, for def->mem_keys */
-    mr_delayed_def *def;    /* the table's own settings: keys/nkeys point at names once
-                               known (NULL: nothing else to fill) */
+    mr_key_port port;    /* take below on this store, for def->mem_keys */
+    mr_delayed_def *def; /* the table's own settings: keys/nkeys point at names once
+                            known (NULL: nothing else to fill) */
 } mr_dmem_keys;
 
 void mr_dmem_keys_init(mr_dmem_keys *k, mr_delayed_def *def);
@@ -45,7 +45,7 @@ bool mr_dmem_keys_same(const mr_dmem_keys *k, char *const *cols, size_t n);
 /* The primary key a statement was read with (cols[0..n), from the schema
  * cache): learned when none is known yet, else it must be the learned one.
  * False with the message in err when it differs or memory runs out. */
-bool mr_dmem_keys_take(mr_dmem_keys *k, const char *schema, const char *table,
-                       char *const *cols, size_t n, char *err, size_t errlen);
+bool mr_dmem_keys_take(mr_dmem_keys *k, const char *schema, const char *table, char *const *cols,
+                       size_t n, char *err, size_t errlen);
 
 #endif

@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "myrewrite/delayed/rule.h"
 #include "myrewrite/base/buf.h"
+#include "myrewrite/delayed/rule.h"
 #include "myrewrite/rules/rules.h"
 
 /* A column's net change for one key. */
@@ -38,7 +38,7 @@ typedef struct mr_dmem_val {
     int64_t n;
     const char *text;
     uint32_t len;
-    uint8_t op;       /* mr_dmem_val_op */
+    uint8_t op; /* mr_dmem_val_op */
 } mr_dmem_val;
 
 /* One key: its encoded values (see mr_dmem_batch.keys) and, per column of
@@ -46,7 +46,7 @@ typedef struct mr_dmem_val {
 typedef struct mr_dmem_row {
     const char *key;
     uint32_t klen;
-    bool del;                /* delete the row first */
+    bool del; /* delete the row first */
     const mr_dmem_val *v;
 } mr_dmem_row;
 
@@ -68,17 +68,14 @@ bool mr_dmem_row_writes(const mr_delayed_def *def, const mr_dmem_row *r);
 
 /* Each appends one statement over rows[0..n) to out (rows of one shape
  * for the upsert and the update); false when out of memory. */
-bool mr_dmem_sql_delete(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows,
-                        size_t n);
-bool mr_dmem_sql_upsert(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows,
-                        size_t n, mr_dmem_syntax syntax);
-bool mr_dmem_sql_update(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows,
-                        size_t n);
+bool mr_dmem_sql_delete(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows, size_t n);
+bool mr_dmem_sql_upsert(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows, size_t n,
+                        mr_dmem_syntax syntax);
+bool mr_dmem_sql_update(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows, size_t n);
 
 /* A key refused by the server, for the dead-letter table: `key` gets
  * "(`k1`, `k2`) = ('1', 'a')", `change` "`n` + 5, `s` = 'x'" (after
  * "DELETE, then " for a tombstone), both NUL-terminated. */
-void mr_dmem_describe(mr_buf *key, mr_buf *change, const mr_delayed_def *def,
-                      const mr_dmem_row *r);
+void mr_dmem_describe(mr_buf *key, mr_buf *change, const mr_delayed_def *def, const mr_dmem_row *r);
 
 #endif

@@ -39,9 +39,8 @@ void mr_dreject_put_create(mr_buf *b, const char *schema, const char *table);
 /* INSERT INTO the dead-letter table one row: the key (as `col = value`
  * text), its change (`n + 5`, `DELETE then n + 5`, `s = 'x'`), how many
  * staged rows (or 1, a memory-mode key) it stood for, and the error. */
-void mr_dreject_put_insert(mr_buf *b, const char *schema, const char *table,
-                           const char *key, const char *change, uint64_t rows, unsigned code,
-                           const char *msg);
+void mr_dreject_put_insert(mr_buf *b, const char *schema, const char *table, const char *key,
+                           const char *change, uint64_t rows, unsigned code, const char *msg);
 
 /* Flusher: a round of schema.table starts (its round count goes to 0). */
 void mr_dreject_round_begin(const char *schema, const char *table);
@@ -60,13 +59,13 @@ uint64_t mr_dreject_round_report(const char *filter, char *where, size_t cap);
 bool mr_dreject_table_at(size_t i, char *name, size_t cap, uint64_t *rows);
 
 typedef struct mr_dreject_key {
-    char table[130];   /* schema.table */
+    char table[130]; /* schema.table */
     char key[200];
     char change[200];
     uint64_t rows;
     unsigned code;
     char msg[200];
-    uint64_t at_ms;    /* unix ms */
+    uint64_t at_ms; /* unix ms */
 } mr_dreject_key;
 
 /* Copies the newest rejected keys (of `table`, "" or NULL: all; `t` or

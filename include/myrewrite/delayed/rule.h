@@ -46,27 +46,27 @@ struct mr_dmem_table;
  * take is mr_dmem_keys_take on the store arg points at. A port, so that the
  * pure layers call into the store without linking it. */
 typedef struct mr_key_port {
-    bool (*take)(void *arg, const char *schema, const char *table, char *const *cols,
-                 size_t n, char *err, size_t errlen);
+    bool (*take)(void *arg, const char *schema, const char *table, char *const *cols, size_t n,
+                 char *err, size_t errlen);
     void *arg;
 } mr_key_port;
 
 typedef struct mr_delayed_def {
-    char *schema;              /* from `table = s.t` or the `schema` key */
+    char *schema; /* from `table = s.t` or the `schema` key */
     char *table;
-    char **keys;               /* key columns, in the order of the `key` list */
+    char **keys; /* key columns, in the order of the `key` list */
     size_t nkeys;
-    char **columns;            /* counter columns UPDATE DELAYED may add to */
+    char **columns; /* counter columns UPDATE DELAYED may add to */
     size_t ncolumns;
-    char *staging_table;       /* default <table>_delayed, same schema */
-    char *staging_engine;      /* default InnoDB */
-    uint64_t flush_interval_ms;/* default 1000 */
-    uint64_t flush_rows;       /* staged rows per flush transaction; default 10000 */
-    uint64_t flush_early;      /* wake the flusher once this many staged rows (staged) or
-                                  keys (memory) wait; 0 = only the interval */
+    char *staging_table;        /* default <table>_delayed, same schema */
+    char *staging_engine;       /* default InnoDB */
+    uint64_t flush_interval_ms; /* default 1000 */
+    uint64_t flush_rows;        /* staged rows per flush transaction; default 10000 */
+    uint64_t flush_early;       /* wake the flusher once this many staged rows (staged) or
+                                   keys (memory) wait; 0 = only the interval */
     mr_delayed_missing missing;
     mr_delayed_mode mode;
-    char **set_columns;        /* columns `SET col = literal` may write (last write wins) */
+    char **set_columns; /* columns `SET col = literal` may write (last write wins) */
     size_t nset_columns;
     uint64_t memory_max_keys;  /* memory mode: distinct keys held before new ones are refused */
     char *bucket_column;       /* key column the proxy fills with the bucket; NULL: none */
@@ -74,24 +74,23 @@ typedef struct mr_delayed_def {
     struct mr_dmem_table *mem; /* memory mode: its in-memory table; NULL without a flusher */
     const struct mr_key_port *mem_keys; /* memory mode without key: the key that table
                                   learned from the schema (delayed/mem_keys.h); NULL otherwise */
-    mr_counter *staged_rows;   /* staged mode with flush_early: rows staged so far (any
-                                  worker, atomic adds); NULL otherwise */
-    bool derive;               /* a default rule (`table = s.*` or `*`): each table's rule is
-                                  derived from the schema at run time (delayed/derive.h);
-                                  table is "*", schema the schema or "*" for any, and
-                                  staging_table a pattern holding {table}; no keys, columns */
-    bool group_commit;         /* staged: autocommit statements of many sessions are staged
-                                  together, one multi-row INSERT per batch on the proxy's own
-                                  connection (delayed/group.h); default no */
-    uint64_t group_wait_us;    /* how long a batch waits for more once sessions write
-                                  concurrently; default 200 */
-    uint64_t group_rows;       /* staging rows per batch at most; default 1000 */
-    uint64_t group_bytes;      /* VALUES bytes per batch at most; default 1 MiB */
+    mr_counter *staged_rows;            /* staged mode with flush_early: rows staged so far (any
+                                           worker, atomic adds); NULL otherwise */
+    bool derive;            /* a default rule (`table = s.*` or `*`): each table's rule is
+                               derived from the schema at run time (delayed/derive.h);
+                               table is "*", schema the schema or "*" for any, and
+                               staging_table a pattern holding {table}; no keys, columns */
+    bool group_commit;      /* staged: autocommit statements of many sessions are staged
+                               together, one multi-row INSERT per batch on the proxy's own
+                               connection (delayed/group.h); default no */
+    uint64_t group_wait_us; /* how long a batch waits for more once sessions write
+                               concurrently; default 200 */
+    uint64_t group_rows;    /* staging rows per batch at most; default 1000 */
+    uint64_t group_bytes;   /* VALUES bytes per batch at most; default 1 MiB */
     struct mr_rule_stats *table_stats; /* a rule a default rule derived: its table's own
                                   SHOW DELAYED row (counted besides the default rule's); NULL
                                   for the rules of rule files */
 } mr_delayed_def;
-
 
 /* ---- the kind (delayed/rule_kind.c) ---- */
 

@@ -27,12 +27,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "myrewrite/delayed/rule.h"
 #include "myrewrite/base/buf.h"
+#include "myrewrite/delayed/rule.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/sql/stmt.h"
 
-#define MR_DELAYED_MAX_TERMS 16 /* SET assignments, WHERE terms */
+#define MR_DELAYED_MAX_TERMS 16   /* SET assignments, WHERE terms */
 #define MR_DELAYED_MAX_ROWS 10000 /* staging rows one statement may produce */
 
 /* ERR packet of a refused DELAYED statement. */
@@ -54,19 +54,19 @@ typedef struct mr_delayed_key {
     uint32_t col;
     uint32_t first;
     uint32_t end;
-    uint32_t count;   /* literals in the range */
+    uint32_t count; /* literals in the range */
 } mr_delayed_key;
 
 /* One DELAYED statement as read; token indexes into the caller's array. */
 typedef struct mr_delayed_stmt {
     bool is_delete;
-    uint32_t schema;  /* SQL_NONE when unqualified */
+    uint32_t schema; /* SQL_NONE when unqualified */
     uint32_t table;
     mr_delayed_set set[MR_DELAYED_MAX_TERMS];
     unsigned nset;
     mr_delayed_key key[MR_DELAYED_MAX_TERMS];
     unsigned nkey;
-    int in_term;      /* index in key[] of the IN list, -1 if none */
+    int in_term; /* index in key[] of the IN list, -1 if none */
 } mr_delayed_stmt;
 
 /* The text every refusal ends with: what is supported. */
@@ -127,8 +127,8 @@ bool mr_delayed_names(const char *text, const sql_token *tok, const mr_delayed_s
  * statement does not fit the rule (unknown column, missing key, a
  * `col = literal`, which only mode = memory takes so far...) or, in a
  * prepared statement, when a `?` would be repeated or moved. */
-bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok,
-                      const mr_delayed_stmt *d, const mr_delayed_def *def, bool prepared,
-                      mr_buf *out, char *err, size_t errlen);
+bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok, const mr_delayed_stmt *d,
+                      const mr_delayed_def *def, bool prepared, mr_buf *out, char *err,
+                      size_t errlen);
 
 #endif

@@ -17,8 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "myrewrite/delayed/rule.h"
 #include "myrewrite/delayed/mem.h"
+#include "myrewrite/delayed/rule.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/schema/desc.h"
 

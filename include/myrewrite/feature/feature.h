@@ -74,40 +74,40 @@ typedef struct mr_fwake {
 /* The session as a feature sees it. The session fills in the fixed fields
  * at its start and refreshes the others before each statement hook. */
 struct mr_fsession {
-    uint64_t id;                    /* for log lines */
-    unsigned shard;                 /* the worker's id (mr_stmt_ctx.shard) */
-    mr_stats *stats;                /* the worker's counters (written by this worker only) */
-    struct event_base *base;        /* the worker's event loop, for a feature's timers */
+    uint64_t id;             /* for log lines */
+    unsigned shard;          /* the worker's id (mr_stmt_ctx.shard) */
+    mr_stats *stats;         /* the worker's counters (written by this worker only) */
+    struct event_base *base; /* the worker's event loop, for a feature's timers */
     mr_fwake wake;
     const mr_fsession_ops *ops;
     /* refreshed before each statement and command hook */
-    const char *user, *schema;      /* NULL: none yet */
-    uint16_t status;                /* the server's status flags (MR_STATUS_*) */
-    unsigned lex_flags;             /* SQL_LEX_NO_BACKSLASH_ESCAPES per the session's sql_mode */
-    bool authenticated;             /* the backend accepted the login ... */
-    uint32_t backend_thread_id;     /* ... and this is its connection id */
-    uint32_t ext_caps;              /* MariaDB extended capabilities both ends have */
-    const mr_ruleset *rules;        /* the worker's current rule set */
-    mr_rules_scratch *scratch;      /* the worker's front-end scratch and match result, */
-    mr_match_result *match;         /*   for a hook that runs the rules itself */
+    const char *user, *schema;  /* NULL: none yet */
+    uint16_t status;            /* the server's status flags (MR_STATUS_*) */
+    unsigned lex_flags;         /* SQL_LEX_NO_BACKSLASH_ESCAPES per the session's sql_mode */
+    bool authenticated;         /* the backend accepted the login ... */
+    uint32_t backend_thread_id; /* ... and this is its connection id */
+    uint32_t ext_caps;          /* MariaDB extended capabilities both ends have */
+    const mr_ruleset *rules;    /* the worker's current rule set */
+    mr_rules_scratch *scratch;  /* the worker's front-end scratch and match result, */
+    mr_match_result *match;     /*   for a hook that runs the rules itself */
 };
 
 /* A whole COM_QUERY or COM_STMT_PREPARE. */
 typedef struct mr_hook_stmt {
     uint8_t cmd;
-    const char *sql;                /* the text the server would run */
+    const char *sql; /* the text the server would run */
     size_t len;
-    const mr_match_result *res;     /* what the rules made of it; NULL before the rules */
-    const uint8_t *send;            /* MR_HOOK_SEND: the text to send instead (the hook's
-                                       memory, read before the hook's next call) */
+    const mr_match_result *res; /* what the rules made of it; NULL before the rules */
+    const uint8_t *send;        /* MR_HOOK_SEND: the text to send instead (the hook's
+                                   memory, read before the hook's next call) */
     size_t send_len;
 } mr_hook_stmt;
 
 /* A response ended (its last packet is classified). */
 typedef struct mr_hook_response {
-    uint8_t cmd;                    /* the command it answered */
-    bool ok;                        /* it did not end with an ERR */
-    uint32_t stmt_id;               /* COM_STMT_PREPARE: the statement id it gave */
+    uint8_t cmd;      /* the command it answered */
+    bool ok;          /* it did not end with an ERR */
+    uint32_t stmt_id; /* COM_STMT_PREPARE: the statement id it gave */
 } mr_hook_response;
 
 typedef struct mr_feature {
@@ -118,13 +118,12 @@ typedef struct mr_feature {
     /* The first packet of every command (p: n of its len payload bytes,
      * p[0] the command), before the session looks at it. PASS or ANSWERED
      * (a prepared statement's execute answered here). */
-    mr_hook_action (*command)(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *p,
-                              size_t n, uint32_t len);
+    mr_hook_action (*command)(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *p, size_t n,
+                              uint32_t len);
     /* Must the command starting with head (at least 5 of len bytes) be
      * read whole before `command` sees it? (COM_QUERY and COM_STMT_PREPARE
      * always are, up to relay_buffer.) */
-    bool (*wants_whole)(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *head,
-                        uint32_t len);
+    bool (*wants_whole)(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *head, uint32_t len);
     /* A whole statement before the rules (stmt->res NULL), then after them
      * (the rules did not block it; stmt->res set). Any action. */
     mr_hook_action (*before_rules)(mr_fsession *fs, void **st, mr_hook_stmt *stmt);

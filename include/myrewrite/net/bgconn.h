@@ -36,7 +36,7 @@ typedef bool (*mr_bg_job_fn)(struct st_mysql *db, void *arg);
 #define MR_BG_NOTHING_DUE UINT64_MAX
 
 typedef struct mr_bgconn_ops {
-    const char *name;   /* for log lines: "queue" */
+    const char *name; /* for log lines: "queue" */
     /* After every (re)connect, before anything else; false: the account
      * cannot do the work (logged by the callback); retried after backoff. */
     bool (*on_connect)(struct st_mysql *db, void *arg);
@@ -49,7 +49,7 @@ typedef struct mr_bgconn_ops {
      * the thread retries after its backoff. */
     void (*on_connect_failed)(const char *why, void *arg);
     void *arg;
-    bool lazy;          /* connect at the first job or wake; close when idle */
+    bool lazy; /* connect at the first job or wake; close when idle */
 } mr_bgconn_ops;
 
 /* Starts the thread. NULL, with a log line saying what is off and why,

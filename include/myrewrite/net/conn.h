@@ -15,8 +15,8 @@
 #define MYREWRITE_CONN_H
 
 #include <stdbool.h>
-#include <stdint.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -35,9 +35,9 @@ typedef struct mr_conn mr_conn;
 #define MR_CONN_TLS_READY 0x10 /* the TLS handshake finished */
 
 typedef struct mr_conn_callbacks {
-    void (*read)(mr_conn *c, void *arg);             /* new bytes in input */
-    void (*drained)(mr_conn *c, void *arg);          /* output fell to the low mark */
-    void (*event)(mr_conn *c, int what, void *arg);  /* connected, EOF, error, timeout */
+    void (*read)(mr_conn *c, void *arg);            /* new bytes in input */
+    void (*drained)(mr_conn *c, void *arg);         /* output fell to the low mark */
+    void (*event)(mr_conn *c, int what, void *arg); /* connected, EOF, error, timeout */
 } mr_conn_callbacks;
 
 /* Wraps a connected socket (takes ownership of fd). */

@@ -82,8 +82,7 @@ typedef struct mr_bookmark_port {
     void (*refuse)(uint64_t listing, uint64_t table_hash, uint64_t gen, uint64_t ttl_ms,
                    uint64_t now_ms);
     mr_bookmark_find (*find)(uint64_t listing, uint64_t table_hash, uint64_t offset,
-                             uint64_t now_ms, uint64_t *pos, char *values, size_t cap,
-                             size_t *len);
+                             uint64_t now_ms, uint64_t *pos, char *values, size_t cap, size_t *len);
     uint64_t (*now_ms)(void);
 } mr_bookmark_port;
 

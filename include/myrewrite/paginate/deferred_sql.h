@@ -7,8 +7,8 @@
  *
  * from whole tokens of the original text (literals are never re-quoted).
  * When the ORDER BY does not name every primary-key column, the missing
- * ones are appended (in the direction of the last ORDER BY item) to both ORDER BYs, which makes the order
- * among ties, and so the rows of each page, deterministic.
+ * ones are appended (in the direction of the last ORDER BY item) to both ORDER BYs, which makes the
+ * order among ties, and so the rows of each page, deterministic.
  *
  * Pure, any thread. Owns nothing; writes only the caller's buffer.
  */
@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "myrewrite/paginate/rule.h"
 #include "myrewrite/base/buf.h"
+#include "myrewrite/paginate/rule.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/sql/stmt.h"
 
@@ -30,12 +30,12 @@ typedef enum mr_pag_outcome {
 } mr_pag_outcome;
 
 typedef struct mr_pag_info {
-    const char *why; /* static text: why it passed, or what was done */
-    uint64_t offset; /* the LIMIT offset, once read (0 before) */
-    bool offset_param; /* the offset is a `?`: rewritten whatever its value */
+    const char *why;       /* static text: why it passed, or what was done */
+    uint64_t offset;       /* the LIMIT offset, once read (0 before) */
+    bool offset_param;     /* the offset is a `?`: rewritten whatever its value */
     unsigned offset_index; /* offset_param: which `?` of the statement it is (from 0) */
     unsigned nparams;      /* offset_param: the statement's `?` count */
-    bool no_key;     /* passed only because def has no key columns */
+    bool no_key;           /* passed only because def has no key columns */
 } mr_pag_info;
 
 /* Looks at one statement text[0..len): `tok` and `st` are its tokens and
@@ -48,9 +48,8 @@ typedef struct mr_pag_info {
  * each execute to max_offset. A def without key columns never rewrites
  * (no_key). */
 mr_pag_outcome mr_paginate_sql(const char *text, size_t len, const sql_token *tok,
-                               const sql_stmt *st,
-                               const mr_paginate_def *def, const char *schema, mr_buf *out,
-                               mr_pag_info *info);
+                               const sql_stmt *st, const mr_paginate_def *def, const char *schema,
+                               mr_buf *out, mr_pag_info *info);
 
 /* True when the statement has the shape the deferred join takes (one
  * table, SELECT list FROM t [WHERE] ORDER BY LIMIT, see rules/README.md),
@@ -60,10 +59,9 @@ bool mr_paginate_takes(const char *text, size_t len, const sql_token *tok, const
 
 /* The guardrail's default message for a page at `offset`, NUL-terminated
  * (truncated to size). */
-void mr_paginate_too_deep_msg(const mr_paginate_def *def, uint64_t offset, char *buf,
-                              size_t size);
+void mr_paginate_too_deep_msg(const mr_paginate_def *def, uint64_t offset, char *buf, size_t size);
 /* The same for a rule whose table is `where` (schema.table, or NULL: any). */
-void mr_paginate_too_deep_text(uint64_t max_offset, const char *where, uint64_t offset,
-                               char *buf, size_t size);
+void mr_paginate_too_deep_text(uint64_t max_offset, const char *where, uint64_t offset, char *buf,
+                               size_t size);
 
 #endif

@@ -98,20 +98,20 @@ void mr_keyset_writes_scan(const char *sql, size_t len, unsigned lex_flags, mr_k
  * One per session, on its worker thread; owns its row copy. */
 typedef struct mr_keyset_watch {
     bool active;
-    bool ext_metadata;    /* MARIADB_CLIENT_EXTENDED_METADATA: definitions carry a type-info
-                             string after org_name (set by the session; kept by begin) */
+    bool ext_metadata; /* MARIADB_CLIENT_EXTENDED_METADATA: definitions carry a type-info
+                          string after org_name (set by the session; kept by begin) */
     const struct mr_bookmark_port *store; /* where the page's end is recorded */
-    bool broken;          /* give up quietly: no bookmark, no refusal */
+    bool broken;                          /* give up quietly: no bookmark, no refusal */
     bool rows_started;
-    const char *problem;  /* the listing's order cannot be bookmarked: refuse it */
+    const char *problem; /* the listing's order cannot be bookmarked: refuse it */
     mr_keyset_note note;
-    uint64_t gen;         /* the table's write generation when the page was sent */
-    unsigned columns;     /* column definitions seen */
-    int idx[MR_KEYSET_MAX_COLS];  /* result column of each listing column; -1 unknown */
+    uint64_t gen;                /* the table's write generation when the page was sent */
+    unsigned columns;            /* column definitions seen */
+    int idx[MR_KEYSET_MAX_COLS]; /* result column of each listing column; -1 unknown */
     uint8_t type[MR_KEYSET_MAX_COLS];
     uint16_t charset[MR_KEYSET_MAX_COLS];
     uint64_t rows;
-    uint8_t *row;         /* payload of the latest row (owned) */
+    uint8_t *row; /* payload of the latest row (owned) */
     size_t row_len, row_cap;
 } mr_keyset_watch;
 

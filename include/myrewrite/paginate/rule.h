@@ -23,21 +23,20 @@ typedef enum mr_paginate_strategy {
 /* A paginate rule's settings (rules/README.md, "paginate"); immutable.
  * Names are as written in the file, unquoted, without backticks. */
 typedef struct mr_paginate_def {
-    char *schema;              /* from `table = s.t`; NULL: any schema */
-    char *table;               /* NULL for `table = *`: any table */
-    char **keys;               /* primary-key columns, from the `key` list */
+    char *schema; /* from `table = s.t`; NULL: any schema */
+    char *table;  /* NULL for `table = *`: any table */
+    char **keys;  /* primary-key columns, from the `key` list */
     size_t nkeys;
-    uint64_t threshold;        /* rewrite from this offset on; default 1000 */
-    uint64_t max_offset;       /* deeper offsets are refused; 0 = no limit */
+    uint64_t threshold;  /* rewrite from this offset on; default 1000 */
+    uint64_t max_offset; /* deeper offsets are refused; 0 = no limit */
     mr_paginate_strategy strategy;
-    uint64_t max_bookmarks;    /* keyset: bound of the bookmark store; default 10000 */
-    uint64_t bookmark_ttl_ms;  /* keyset: a bookmark's life; default 60 s */
+    uint64_t max_bookmarks;   /* keyset: bound of the bookmark store; default 10000 */
+    uint64_t bookmark_ttl_ms; /* keyset: a bookmark's life; default 60 s */
 } mr_paginate_def;
 
 /* The error a paginate rule's guardrail answers with (ER_NOT_SUPPORTED_YET). */
 #define MR_PAGINATE_ERR_CODE 1235
 #define MR_PAGINATE_SQLSTATE "42000"
-
 
 /* ---- the kind (paginate/rule_kind.c) ---- */
 

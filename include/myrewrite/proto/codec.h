@@ -56,9 +56,9 @@ typedef enum mr_rc {
  * result-set layouts (MySQL 8); the old MariaDB progress flag adds
  * unsolicited progress packets inside responses.
  */
-#define MR_CAP_MASKED                                                              \
-    (MR_CAP_SSL | MR_CAP_COMPRESS | MR_CAP_ZSTD_COMPRESSION | MR_CAP_QUERY_ATTRIBUTES | \
-     MR_CAP_OPTIONAL_RESULTSET_METADATA | MR_CAP_MARIADB_PROGRESS_OLD |                 \
+#define MR_CAP_MASKED                                                                              \
+    (MR_CAP_SSL | MR_CAP_COMPRESS | MR_CAP_ZSTD_COMPRESSION | MR_CAP_QUERY_ATTRIBUTES |            \
+     MR_CAP_OPTIONAL_RESULTSET_METADATA | MR_CAP_MARIADB_PROGRESS_OLD |                            \
      MR_CAP_SSL_VERIFY_SERVER_CERT)
 /* MariaDB extended capabilities (upper 32 bits of the 64, as the greeting's
  * and the HandshakeResponse's last reserved 4 bytes carry them). */
@@ -71,8 +71,8 @@ typedef enum mr_rc {
 /* The extended capabilities the proxy relays; the greeting hides the others
  * and a HandshakeResponse that asks for one has it cleared (README.md,
  * "What stays masked and why"). */
-#define MR_MARIADB_EXT_CAP_RELAYED                                                  \
-    (MR_MARIADB_CAP_PROGRESS | MR_MARIADB_CAP_BULK | MR_MARIADB_CAP_EXTENDED_METADATA | \
+#define MR_MARIADB_EXT_CAP_RELAYED                                                                 \
+    (MR_MARIADB_CAP_PROGRESS | MR_MARIADB_CAP_BULK | MR_MARIADB_CAP_EXTENDED_METADATA |            \
      MR_MARIADB_CAP_CACHE_METADATA)
 #define MR_MARIADB_EXT_CAP_MASKED (~(uint32_t)MR_MARIADB_EXT_CAP_RELAYED)
 
@@ -131,11 +131,11 @@ enum mr_command {
 };
 
 /* Error codes the proxy itself sends. */
-#define MR_ER_CON_COUNT 1040        /* too many connections */
+#define MR_ER_CON_COUNT 1040 /* too many connections */
 #define MR_ER_NET_PACKET_TOO_LARGE 1153
 #define MR_ER_UNKNOWN_COM 1047
 #define MR_ER_MALFORMED_PACKET 1835
-#define MR_ER_HANDSHAKE 1043        /* bad handshake / handshake timeout */
+#define MR_ER_HANDSHAKE 1043            /* bad handshake / handshake timeout */
 #define MR_ER_PACKETS_OUT_OF_ORDER 1156 /* ER_NET_PACKETS_OUT_OF_ORDER */
 /* Codes 2000-2999 belong to client libraries: Connector/C rejects a server
  * ERR carrying one as a malformed packet. The proxy's own failures use
@@ -162,7 +162,7 @@ mr_rc mr_pkt_header_read(const uint8_t *p, size_t n, mr_pkt_header *h);
 /* A bounded cursor over one payload (or a prefix of it). */
 typedef struct mr_reader {
     const uint8_t *p;
-    size_t n;   /* bytes available */
+    size_t n; /* bytes available */
     size_t pos;
 } mr_reader;
 
@@ -207,16 +207,16 @@ void mr_ok_build(mr_buf *b, uint8_t seq, uint64_t affected, uint64_t insert_id, 
 /* ---- connection phase ---- */
 
 typedef struct mr_greeting {
-    uint8_t protocol;          /* 10 */
+    uint8_t protocol;           /* 10 */
     const char *server_version; /* points into the payload */
     size_t server_version_len;
-    uint32_t thread_id;         /* backend connection id */
-    uint32_t caps;              /* lower 32 bits */
-    uint32_t mariadb_ext_caps;  /* upper 32 bits on MariaDB, else 0 */
+    uint32_t thread_id;        /* backend connection id */
+    uint32_t caps;             /* lower 32 bits */
+    uint32_t mariadb_ext_caps; /* upper 32 bits on MariaDB, else 0 */
     uint8_t charset;
     uint16_t status;
     size_t caps_lo_off, caps_hi_off, ext_caps_off; /* payload offsets, for masking */
-    bool mariadb;               /* the server announced MariaDB extended caps */
+    bool mariadb;                                  /* the server announced MariaDB extended caps */
 } mr_greeting;
 
 /* Parses a protocol-10 greeting (whole payload). An ERR greeting (0xFF) is
@@ -236,7 +236,7 @@ typedef struct mr_handshake_response {
     bool ssl_request; /* a 32-byte SSLRequest, not a full response */
     const char *user; /* into the payload; NULL when not present in the bytes given */
     size_t user_len;
-    const char *db;   /* CONNECT_WITH_DB schema, or NULL */
+    const char *db; /* CONNECT_WITH_DB schema, or NULL */
     size_t db_len;
 } mr_handshake_response;
 

@@ -23,7 +23,7 @@ typedef enum mr_exec_param_kind {
 } mr_exec_param_kind;
 
 typedef struct mr_exec_param {
-    uint8_t kind;       /* mr_exec_param_kind */
+    uint8_t kind; /* mr_exec_param_kind */
     int64_t n;
     const char *p;
     uint32_t len;

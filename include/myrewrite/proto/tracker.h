@@ -33,19 +33,19 @@ typedef enum mr_expect {
 } mr_expect;
 
 typedef enum mr_track_state {
-    MR_TS_IDLE = 0,      /* no response pending */
-    MR_TS_FIRST,         /* first packet of a (next) result */
-    MR_TS_COLUMNS,       /* column definitions, `remaining` to go */
-    MR_TS_COLUMNS_EOF,   /* the EOF after column definitions */
-    MR_TS_ROWS,          /* rows until the terminating EOF/OK or ERR */
-    MR_TS_PREP_PARAMS,   /* prepare: parameter definitions */
+    MR_TS_IDLE = 0,    /* no response pending */
+    MR_TS_FIRST,       /* first packet of a (next) result */
+    MR_TS_COLUMNS,     /* column definitions, `remaining` to go */
+    MR_TS_COLUMNS_EOF, /* the EOF after column definitions */
+    MR_TS_ROWS,        /* rows until the terminating EOF/OK or ERR */
+    MR_TS_PREP_PARAMS, /* prepare: parameter definitions */
     MR_TS_PREP_PARAMS_EOF,
-    MR_TS_PREP_COLUMNS,  /* prepare: column definitions */
+    MR_TS_PREP_COLUMNS, /* prepare: column definitions */
     MR_TS_PREP_COLUMNS_EOF,
-    MR_TS_FIELDS,        /* COM_FIELD_LIST definitions */
-    MR_TS_ONE,           /* any single packet */
-    MR_TS_AUTH,          /* auth exchange */
-    MR_TS_INFILE,        /* the client is sending LOCAL INFILE data */
+    MR_TS_FIELDS, /* COM_FIELD_LIST definitions */
+    MR_TS_ONE,    /* any single packet */
+    MR_TS_AUTH,   /* auth exchange */
+    MR_TS_INFILE, /* the client is sending LOCAL INFILE data */
     MR_TS_MAX
 } mr_track_state;
 
@@ -59,14 +59,14 @@ typedef enum mr_track_result {
 typedef struct mr_tracker {
     mr_track_state state;
     mr_expect expect;
-    bool deprecate_eof; /* negotiated CLIENT_DEPRECATE_EOF */
+    bool deprecate_eof;    /* negotiated CLIENT_DEPRECATE_EOF */
     uint32_t mariadb_caps; /* negotiated MariaDB extended capabilities (MR_MARIADB_CAP_*) */
-    uint64_t remaining; /* definitions left in the current block */
+    uint64_t remaining;    /* definitions left in the current block */
     uint16_t prep_columns;
-    uint16_t status;    /* server status from the last OK/EOF seen */
+    uint16_t status; /* server status from the last OK/EOF seen */
     bool ended_with_err;
-    mr_ok last_ok;      /* the last OK packet (affected rows etc.) */
-    uint32_t stmt_id;   /* from a prepare-OK */
+    mr_ok last_ok;    /* the last OK packet (affected rows etc.) */
+    uint32_t stmt_id; /* from a prepare-OK */
 } mr_tracker;
 
 mr_expect mr_expect_for_command(uint8_t command);

@@ -31,20 +31,20 @@
 
 #include <stdint.h>
 
+#include "myrewrite/base/counters.h"
 #include "myrewrite/base/proxy.h"
 #include "myrewrite/rules/rules.h"
-#include "myrewrite/base/counters.h"
 
 typedef struct mr_queue_stats {
-    mr_counter release_runs;    /* ended sessions whose claims were released */
-    mr_counter rows_released;   /* rows given back when their session ended */
-    mr_counter kills;           /* ended sessions' connections killed after the wait */
-    mr_counter reaper_runs;     /* reaper rounds that held the lock */
-    mr_counter reaper_skipped;  /* rounds skipped: another proxy held the lock */
-    mr_counter reaper_rows;     /* zombie rows given back by the reaper */
-    mr_counter errors;          /* failed statements on the own connection */
-    mr_counter gave_up;         /* ended sessions' connections still listed after 30 s */
-    mr_counter no_process;      /* own connections dropped: proxy_user lacks PROCESS */
+    mr_counter release_runs;   /* ended sessions whose claims were released */
+    mr_counter rows_released;  /* rows given back when their session ended */
+    mr_counter kills;          /* ended sessions' connections killed after the wait */
+    mr_counter reaper_runs;    /* reaper rounds that held the lock */
+    mr_counter reaper_skipped; /* rounds skipped: another proxy held the lock */
+    mr_counter reaper_rows;    /* zombie rows given back by the reaper */
+    mr_counter errors;         /* failed statements on the own connection */
+    mr_counter gave_up;        /* ended sessions' connections still listed after 30 s */
+    mr_counter no_process;     /* own connections dropped: proxy_user lacks PROCESS */
 } mr_queue_stats;
 
 /* Takes the queue rules of `rs` (copied: rs may be freed afterwards) and,

@@ -16,21 +16,20 @@
 /* A queue rule's settings (rules/README.md, "queue"); immutable. Every
  * name is as written in the file, unquoted. */
 typedef struct mr_queue_def {
-    char *schema;            /* schema of the table: from `table = s.t` or the `schema` key */
+    char *schema; /* schema of the table: from `table = s.t` or the `schema` key */
     char *table;
-    char *owner_column;      /* NULL when `release` is given */
+    char *owner_column; /* NULL when `release` is given */
     char *status_column;
     char *claimed_value;
     char *unclaimed_value;
-    char *unclaimed_owner;   /* SQL literal as written: 0, -1, NULL or a string */
-    char *claimed_at_column; /* NULL: no claim time, so no reaper */
-    uint64_t timeout_ms;     /* a claim older than this with a dead owner is a zombie */
-    char *release;           /* statement template with {owner}; NULL: built from the columns */
-    char *reap;              /* with release: the reaper's template ({live}, {cutoff}); or NULL */
-    bool skip_locked;        /* add SKIP LOCKED to SELECT ... FROM table ... FOR UPDATE */
+    char *unclaimed_owner;     /* SQL literal as written: 0, -1, NULL or a string */
+    char *claimed_at_column;   /* NULL: no claim time, so no reaper */
+    uint64_t timeout_ms;       /* a claim older than this with a dead owner is a zombie */
+    char *release;             /* statement template with {owner}; NULL: built from the columns */
+    char *reap;                /* with release: the reaper's template ({live}, {cutoff}); or NULL */
+    bool skip_locked;          /* add SKIP LOCKED to SELECT ... FROM table ... FOR UPDATE */
     bool claim_read_committed; /* single-table UPDATEs of the table sent alone run READ COMMITTED */
 } mr_queue_def;
-
 
 /* ---- the kind (queue/rule_kind.c) ---- */
 

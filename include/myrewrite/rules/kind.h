@@ -85,22 +85,22 @@ bool mr_rule_duration(const char *v, uint64_t *ms);
 /* Why a rule did or did not apply to one statement. */
 typedef enum rule_why {
     WHY_MATCHED,
-    WHY_LOG_ONLY,       /* matched, original kept */
+    WHY_LOG_ONLY, /* matched, original kept */
     WHY_DISABLED,
     WHY_USER,
     WHY_SCHEMA,
-    WHY_DIGEST,         /* digest differs */
-    WHY_WORD,           /* prefilter word absent: regex not run */
-    WHY_NO_MATCH,       /* regex ran, no match */
-    WHY_REGEX_ERROR,    /* pcre2 gave up (match limit...) */
-    WHY_NOT_KIND,       /* statement kind is not the blocked one */
+    WHY_DIGEST,      /* digest differs */
+    WHY_WORD,        /* prefilter word absent: regex not run */
+    WHY_NO_MATCH,    /* regex ran, no match */
+    WHY_REGEX_ERROR, /* pcre2 gave up (match limit...) */
+    WHY_NOT_KIND,    /* statement kind is not the blocked one */
     WHY_HAS_WHERE,
-    WHY_UNSURE,         /* recognizer could not read the statement */
-    WHY_PREPARED,       /* would change the prepared statement's parameters */
-    WHY_BAD_RESULT,     /* the rewritten text does not lex as one statement */
-    WHY_SLOTS,          /* literal slots differ from the pattern's */
-    WHY_CHARSET,        /* the session's character set: only blocks run (sql/charset_guard.h) */
-    WHY_NOTED,          /* matched and counted, text kept, the rules go on (a queue claim) */
+    WHY_UNSURE,     /* recognizer could not read the statement */
+    WHY_PREPARED,   /* would change the prepared statement's parameters */
+    WHY_BAD_RESULT, /* the rewritten text does not lex as one statement */
+    WHY_SLOTS,      /* literal slots differ from the pattern's */
+    WHY_CHARSET,    /* the session's character set: only blocks run (sql/charset_guard.h) */
+    WHY_NOTED,      /* matched and counted, text kept, the rules go on (a queue claim) */
 } rule_why;
 
 /* A growable byte string the matcher owns (a statement version). */
@@ -114,13 +114,13 @@ typedef struct mr_rule_text {
 typedef struct mr_rule_stmt {
     const char *text;
     size_t len;
-    unsigned version;  /* 0 = as sent; +1 per continued rewrite */
-    const char *dig;   /* NULL when the text does not lex */
+    unsigned version; /* 0 = as sent; +1 per continued rewrite */
+    const char *dig;  /* NULL when the text does not lex */
     size_t dig_len;
     uint64_t hash;
-    bool parsed;       /* st below is valid, its tokens in the run's tok */
+    bool parsed; /* st below is valid, its tokens in the run's tok */
     sql_stmt st;
-    int nparams;       /* parameters in the scratch; -1 until collected */
+    int nparams; /* parameters in the scratch; -1 until collected */
 } mr_rule_stmt;
 
 /* One mr_rules_apply call. */
@@ -132,12 +132,12 @@ typedef struct mr_rule_run {
     const struct rules_trace *tr;
     const sql_token *tok; /* tokens of the latest statement parsed (mr_rule_parse_stmt) */
     unsigned shard;
-    size_t whole_len;  /* length of the whole text's digest */
-    uint64_t now;      /* unix time, read at the first hit */
-    int spare;         /* ver[] buffer a rewrite may write */
-    char detail[256];  /* trace detail of the latest rule */
+    size_t whole_len;      /* length of the whole text's digest */
+    uint64_t now;          /* unix time, read at the first hit */
+    int spare;             /* ver[] buffer a rewrite may write */
+    char detail[256];      /* trace detail of the latest rule */
     const char *block_msg; /* set by a rule of another kind that blocks (paginate's guardrail) */
-    bool multi;        /* the text holds more than one statement */
+    bool multi;            /* the text holds more than one statement */
 } mr_rule_run;
 
 /* How a kind that takes statements over before any rule left one. */
@@ -164,15 +164,15 @@ void *mr_rule_kind_scratch(mr_rule_run *R, const struct mr_rule_kind *k, size_t 
 /* ---- the entry ------------------------------------------------------------------ */
 
 typedef struct mr_rule_kind {
-    const char *name;         /* the section header's first word: [name rule] */
+    const char *name; /* the section header's first word: [name rule] */
     mr_rule_type type;
-    const char *const *keys;  /* its keys, NULL-terminated, in the order errors list them
-                                 (the common keys follow) */
+    const char *const *keys; /* its keys, NULL-terminated, in the order errors list them
+                                (the common keys follow) */
     /* Checks the section's keys and fills r (settings, pattern text shown
      * by SHOW RULES) and, for a kind matched by pattern, im. False after
      * reporting every problem found. */
     bool (*parse)(mr_rule_loader *L, const mr_rule_draft *dr, mr_rule *r, struct rule_impl *im);
-    void (*free)(mr_rule *r);  /* frees r->settings; NULL: none */
+    void (*free)(mr_rule *r); /* frees r->settings; NULL: none */
     /* Does rule i apply to S? A rewrite leaves its text in `out`; NULL: the
      * kind is matched by its compiled pattern (rules/match.c). */
     rule_why (*apply)(mr_rule_run *R, mr_rule_stmt *S, size_t i, mr_rule_text *out);
@@ -187,14 +187,12 @@ typedef struct mr_rule_kind {
     /* A text that does not lex, its readable part recognized as `st`: true
      * when the kind refuses it whatever the policy, res then a block whose
      * message it wrote into msg (`why` says where the text stops lexing). */
-    bool (*unreadable)(mr_rule_run *R, const sql_stmt *st, const char *why, char *msg,
-                       size_t cap);
-    void (*scratch_free)(void *p);  /* frees what its scratch holds; NULL: nothing */
+    bool (*unreadable)(mr_rule_run *R, const sql_stmt *st, const char *why, char *msg, size_t cap);
+    void (*scratch_free)(void *p); /* frees what its scratch holds; NULL: nothing */
     /* explain: "matched: ..." for a rule of the kind; NULL: "matched: rewrite" */
     void (*explain_match)(FILE *out, const mr_rule *r, const char *detail);
     /* The tables SHOW lists for rule r (staging: NULL when none); NULL: none. */
-    bool (*tables)(const mr_rule *r, const char **schema, const char **table,
-                   const char **staging);
+    bool (*tables)(const mr_rule *r, const char **schema, const char **table, const char **staging);
     /* True when rule r takes the row key of its table (the one `tables`
      * gives) from the schema cache, which then loads it as rules load. */
     bool (*wants_row_key)(const mr_rule *r);

@@ -31,8 +31,8 @@
 
 #include "myrewrite/base/buf.h"
 #include "myrewrite/base/config.h"
-#include "myrewrite/rules/keyset_note.h"
 #include "myrewrite/base/counters.h"
+#include "myrewrite/rules/keyset_note.h"
 
 struct mr_rule_kind;
 struct mr_queue_def;
@@ -61,19 +61,19 @@ typedef enum mr_rule_log {
 /* One rule as loaded; immutable. */
 typedef struct mr_rule {
     char *name;
-    char *file;        /* path as given to the loader */
-    int line;          /* line of the section header */
+    char *file; /* path as given to the loader */
+    int line;   /* line of the section header */
     mr_rule_type kind;
-    bool enabled;      /* `enabled = no` keeps the rule listed but never matched */
-    bool cont;         /* `continue = yes`: later rules see the rewritten text */
-    bool log_only;     /* match and log, but send the original */
+    bool enabled;  /* `enabled = no` keeps the rule listed but never matched */
+    bool cont;     /* `continue = yes`: later rules see the rewritten text */
+    bool log_only; /* match and log, but send the original */
     mr_rule_log log;
-    uint32_t log_sample; /* log one match in this many (per worker); 1 = every match */
-    char *user;        /* filter: only this user (NULL = any) */
-    char *schema;      /* filter: only this default schema (NULL = any) */
-    char *pattern;     /* as written in the file */
-    char *replacement; /* rewrite/regex; NULL for block */
-    char *message;     /* block; paginate's guardrail (NULL: the default message) */
+    uint32_t log_sample;              /* log one match in this many (per worker); 1 = every match */
+    char *user;                       /* filter: only this user (NULL = any) */
+    char *schema;                     /* filter: only this default schema (NULL = any) */
+    char *pattern;                    /* as written in the file */
+    char *replacement;                /* rewrite/regex; NULL for block */
+    char *message;                    /* block; paginate's guardrail (NULL: the default message) */
     const struct mr_rule_kind *entry; /* the kind's table entry (rules/kind.h) */
     union { /* the kind's settings, owned by the rule (its entry frees them); NULL for
                rewrite, regex and block. One pointer read, typed by kind: */
@@ -177,9 +177,9 @@ bool mr_ruleset_has_queue(const mr_ruleset *rs);
 bool mr_ruleset_has_delayed(const mr_ruleset *rs);
 
 typedef enum mr_action {
-    MR_ACT_PASS,    /* send the original text */
-    MR_ACT_REWRITE, /* send res->text */
-    MR_ACT_BLOCK,   /* answer res->err_code / sqlstate / message; send nothing */
+    MR_ACT_PASS,           /* send the original text */
+    MR_ACT_REWRITE,        /* send res->text */
+    MR_ACT_BLOCK,          /* answer res->err_code / sqlstate / message; send nothing */
     MR_ACT_DELAYED_MEMORY, /* a memory-mode DELAYED statement: add res->dmem to its
                               in-memory table and answer OK; send nothing */
 } mr_action;
@@ -197,55 +197,56 @@ uint64_t mr_rules_scratch_regex_runs(const mr_rules_scratch *s);
 
 /* max_offset for a `?` offset, decided at each COM_STMT_EXECUTE. */
 typedef struct mr_page_guard {
-    const mr_rule *rule;  /* NULL: none; valid while the rule set the statement met is */
-    unsigned param;       /* which `?` the offset is (from 0) */
-    unsigned nparams;     /* the statement's `?` count */
+    const mr_rule *rule; /* NULL: none; valid while the rule set the statement met is */
+    unsigned param;      /* which `?` the offset is (from 0) */
+    unsigned nparams;    /* the statement's `?` count */
 } mr_page_guard;
 
 typedef struct mr_match_result {
     mr_action action;
-    mr_buf text;          /* REWRITE: the statement to send; caller inits/frees */
-    mr_buf would_be;      /* the first log_only rewrite's statement as it would have
-                             been sent (that statement alone), for the log;
-                             caller inits/frees */
-    uint16_t err_code;    /* BLOCK */
-    char sqlstate[6];     /* BLOCK */
-    const char *message;  /* BLOCK; points into the rule set */
+    mr_buf text;         /* REWRITE: the statement to send; caller inits/frees */
+    mr_buf would_be;     /* the first log_only rewrite's statement as it would have
+                            been sent (that statement alone), for the log;
+                            caller inits/frees */
+    uint16_t err_code;   /* BLOCK */
+    char sqlstate[6];    /* BLOCK */
+    const char *message; /* BLOCK; points into the rule set */
     const mr_rule *matched[MR_MATCH_MAX_RULES]; /* every rule that matched, in order */
-    bool sampled[MR_MATCH_MAX_RULES];   /* this match is one the rule's log_sample picks */
-    uint32_t staged_rows[MR_MATCH_MAX_RULES]; /* delayed rules: staging rows written */
+    bool sampled[MR_MATCH_MAX_RULES];           /* this match is one the rule's log_sample picks */
+    uint32_t staged_rows[MR_MATCH_MAX_RULES];   /* delayed rules: staging rows written */
     struct mr_rule_stats *staged_table[MR_MATCH_MAX_RULES]; /* ... and the derived table's
                              SHOW DELAYED row they also count on (NULL: none) */
     unsigned nmatched;
     uint64_t digest_hash; /* digest of the original statement text */
-    const char *digest;   /* normalized text, NUL-terminated, in the scratch (valid until next call) */
+    const char
+        *digest; /* normalized text, NUL-terminated, in the scratch (valid until next call) */
     mr_keyset_note keyset; /* a keyset paginate rule's decision, when the text is one statement */
-    bool read_committed;  /* the text is one UPDATE of a queue table with claim_read_committed:
-                             in autocommit mode outside a transaction, the session sends it
-                             after SET TRANSACTION ISOLATION LEVEL READ COMMITTED */
+    bool read_committed;   /* the text is one UPDATE of a queue table with claim_read_committed:
+                              in autocommit mode outside a transaction, the session sends it
+                              after SET TRANSACTION ISOLATION LEVEL READ COMMITTED */
     const struct mr_dmem_batch *dmem; /* DELAYED_MEMORY: the deltas, in the scratch */
-    bool wake_flusher;    /* a staged DELAYED rule passed a multiple of its flush_early:
-                             the caller wakes the staged flusher (mr_delayed_wake) */
-    bool dmem_prepare;    /* COM_STMT_PREPARE of a memory-mode DELAYED statement: text is a
-                             stand-in (`DO ?, ...`) with the same parameters; the caller
-                             keeps the original and answers its executes itself */
-    unsigned dmem_nparams; /* its parameters */
-    unsigned dmem_keys;   /* DELAYED_MEMORY: the keys in dmem (explain's count) */
-    mr_page_guard page_guard; /* COM_STMT_PREPARE of a page whose LIMIT offset is a `?`
-                             under a rule with max_offset: the caller checks each execute */
-    uint8_t unreadable;   /* mr_unreadable_outcome */
+    bool wake_flusher;                /* a staged DELAYED rule passed a multiple of its flush_early:
+                                         the caller wakes the staged flusher (mr_delayed_wake) */
+    bool dmem_prepare;           /* COM_STMT_PREPARE of a memory-mode DELAYED statement: text is a
+                                    stand-in (`DO ?, ...`) with the same parameters; the caller
+                                    keeps the original and answers its executes itself */
+    unsigned dmem_nparams;       /* its parameters */
+    unsigned dmem_keys;          /* DELAYED_MEMORY: the keys in dmem (explain's count) */
+    mr_page_guard page_guard;    /* COM_STMT_PREPARE of a page whose LIMIT offset is a `?`
+                                under a rule with max_offset: the caller checks each execute */
+    uint8_t unreadable;          /* mr_unreadable_outcome */
     const struct mr_rule *group; /* REWRITE of one staged DELAYED statement (COM_QUERY, alone
                              in its text) under a rule with group_commit: in autocommit mode
                              outside a transaction the caller stages it in a group batch
                              (delayed/group.h) instead of sending text; NULL otherwise */
-    const char *group_sql; /* ... the staging INSERT alone (in the scratch; valid until the
-                             next call), without what surrounded the statement */
+    const char *group_sql;       /* ... the staging INSERT alone (in the scratch; valid until the
+                                   next call), without what surrounded the statement */
     size_t group_len;
-    bool park;            /* BLOCK of a DELAYED statement whose rule names no key and whose
-                             table's key the schema source does not have yet (row key
-                             pending): the caller may hold the statement and run it again
-                             once the cache has loaded a table, instead of answering the
-                             message (which says "retry") */
+    bool park; /* BLOCK of a DELAYED statement whose rule names no key and whose
+                  table's key the schema source does not have yet (row key
+                  pending): the caller may hold the statement and run it again
+                  once the cache has loaded a table, instead of answering the
+                  message (which says "retry") */
 } mr_match_result;
 
 /* Runs the rules over one COM_QUERY or COM_STMT_PREPARE text. Multi-statement

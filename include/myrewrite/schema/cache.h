@@ -11,8 +11,8 @@
  * it untouched; DELAYED parks it in its session until the key is loaded,
  * session/park.c). Tables that rules name without a key are queued as the
  * rules are loaded (mr_schema_cache_preload), so the first statements
- * rarely miss. A table that does not exist is read again after a second. Entries older than schema_cache_ttl are
- * still answered while a refresh is queued. At most schema_cache_max_tables
+ * rarely miss. A table that does not exist is read again after a second. Entries older than
+ * schema_cache_ttl are still answered while a refresh is queued. At most schema_cache_max_tables
  * entries are kept; the least recently used one is dropped first.
  *
  * DDL that passes through the proxy (mr_schema_cache_ddl_begin at the
@@ -38,16 +38,16 @@
 #include <stdint.h>
 
 #include "myrewrite/base/config.h"
-#include "myrewrite/schema/desc.h"
 #include "myrewrite/base/counters.h"
+#include "myrewrite/schema/desc.h"
 
 typedef struct mr_schema_cache_stats {
-    mr_counter hits;       /* lookups answered from a loaded entry */
-    mr_counter misses;     /* lookups that found nothing loaded (load queued) */
-    mr_counter loads;      /* tables read from information_schema */
-    mr_counter load_errors;/* loads that failed (retried on the next miss) */
+    mr_counter hits;          /* lookups answered from a loaded entry */
+    mr_counter misses;        /* lookups that found nothing loaded (load queued) */
+    mr_counter loads;         /* tables read from information_schema */
+    mr_counter load_errors;   /* loads that failed (retried on the next miss) */
     mr_counter invalidations; /* entries dropped by DDL */
-    mr_counter evictions;  /* entries dropped to stay within max_tables */
+    mr_counter evictions;     /* entries dropped to stay within max_tables */
 } mr_schema_cache_stats;
 
 /* Starts the loader thread when cfg has a proxy_user; without one every

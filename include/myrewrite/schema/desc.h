@@ -18,7 +18,7 @@
 #include "myrewrite/schema/range.h"
 #include "myrewrite/sql/stmt.h"
 
-#define MR_SD_NAME 65        /* 64 characters of a MySQL name + NUL */
+#define MR_SD_NAME 65         /* 64 characters of a MySQL name + NUL */
 #define MR_SD_MAX_KEY_COLS 16 /* MySQL's limit of columns per index */
 
 typedef struct mr_sd_column {
@@ -57,14 +57,14 @@ typedef enum mr_key_status {
 /* The row key of a table: a plain value, copied out of the cache. */
 typedef struct mr_row_key {
     mr_key_status status;
-    bool primary;             /* FOUND: the primary key (else a unique NOT NULL key) */
-    bool transactional;       /* the engine is InnoDB */
+    bool primary;       /* FOUND: the primary key (else a unique NOT NULL key) */
+    bool transactional; /* the engine is InnoDB */
     uint8_t ncols;
     char cols[MR_SD_MAX_KEY_COLS][MR_SD_NAME];
     char engine[MR_SD_NAME];
-    char why[384];            /* UNKNOWN / NONE: a reason for logs and --explain */
-    bool pending;             /* asking again soon may answer otherwise: a load is queued,
-                                 DDL is in flight, or the table does not exist (yet) */
+    char why[384]; /* UNKNOWN / NONE: a reason for logs and --explain */
+    bool pending;  /* asking again soon may answer otherwise: a load is queued,
+                      DDL is in flight, or the table does not exist (yet) */
 } mr_row_key;
 
 /* Where rules find a table's row key and a column's range without blocking
@@ -95,8 +95,7 @@ bool mr_td_add_column(mr_table_desc *td, const char *name, const char *is_nullab
 void mr_td_set_column_type(mr_table_desc *td, const char *data_type, const char *column_type);
 /* The range of a column of a loaded description: KNOWN, UNKNOWN for a type
  * without one, NO_COLUMN when the table lacks it or does not exist. */
-mr_range_status mr_td_column_range(const mr_table_desc *td, const char *column,
-                                   mr_col_range *out);
+mr_range_status mr_td_column_range(const mr_table_desc *td, const char *column, mr_col_range *out);
 /* One row of information_schema.STATISTICS, in (INDEX_NAME, SEQ_IN_INDEX)
  * order: non_unique "0" or "1"; the column must have been added. False when
  * out of memory, malformed, or the column is unknown. */

@@ -21,7 +21,7 @@
 #define MR_RANGE_TYPE 48   /* COLUMN_TYPE kept for messages, cut to fit */
 
 typedef enum mr_range_kind {
-    MR_RANGE_NONE,    /* not a type whose range the proxy reads */
+    MR_RANGE_NONE, /* not a type whose range the proxy reads */
     MR_RANGE_INT,
     MR_RANGE_DECIMAL,
 } mr_range_kind;
@@ -36,7 +36,7 @@ typedef struct mr_col_range {
 
 /* What a lookup knows of a column's range (mr_schema_source.column_range). */
 typedef enum mr_range_status {
-    MR_RANGE_UNKNOWN,   /* not loaded (yet), or a type without a known range */
+    MR_RANGE_UNKNOWN, /* not loaded (yet), or a type without a known range */
     MR_RANGE_KNOWN,
     MR_RANGE_NO_COLUMN, /* loaded, and the table has no such column (or no such table) */
 } mr_range_status;

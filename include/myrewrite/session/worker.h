@@ -13,11 +13,11 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "myrewrite/stats/client_info.h"
-#include "myrewrite/stats/digest_stats.h"
+#include "myrewrite/base/counters.h"
 #include "myrewrite/base/proxy.h"
 #include "myrewrite/rules/rules.h"
-#include "myrewrite/base/counters.h"
+#include "myrewrite/stats/client_info.h"
+#include "myrewrite/stats/digest_stats.h"
 
 struct event_base;
 struct event;
@@ -25,17 +25,17 @@ struct mr_session;
 
 typedef struct mr_worker {
     unsigned id;
-    mr_proxy *proxy;            /* shared runtime */
+    mr_proxy *proxy; /* shared runtime */
     pthread_t thread;
-    bool joined;                /* the thread has been joined (main thread only) */
-    struct event_base *base;    /* owned; only this worker's thread runs it */
-    int pipe_rd, pipe_wr;       /* hand-off pipe: listener writes, worker reads */
+    bool joined;             /* the thread has been joined (main thread only) */
+    struct event_base *base; /* owned; only this worker's thread runs it */
+    int pipe_rd, pipe_wr;    /* hand-off pipe: listener writes, worker reads */
     struct event *pipe_ev;
     struct mr_session *sessions; /* intrusive list of live sessions; worker thread only */
     unsigned nsessions;
-    bool draining;              /* shutdown: close sessions as they go idle */
-    _Atomic bool schema_signaled; /* an MR_WORKER_MSG_SCHEMA is on its way: another one
-                                   would only repeat it (set by the loader, cleared here) */
+    bool draining;                       /* shutdown: close sessions as they go idle */
+    _Atomic bool schema_signaled;        /* an MR_WORKER_MSG_SCHEMA is on its way: another one
+                                          would only repeat it (set by the loader, cleared here) */
     struct mr_dgroup_inbox *group_inbox; /* group commit's answers (delayed/group.h);
                                    made at the first grouped statement, worker thread */
     _Atomic bool bg_signaled;   /* the same for MR_WORKER_MSG_BG (set by a job, cleared here) */
@@ -43,8 +43,8 @@ typedef struct mr_worker {
     mr_digest_stats digests;    /* written by this worker only */
     mr_client_registry clients; /* SHOW CLIENTS snapshots of the sessions (stats/client_info.h) */
     struct mr_shared_rules *rules; /* current rule set; one reference held */
-    mr_rules_scratch *scratch;  /* front-end working memory */
-    mr_match_result match;      /* reused for every statement */
+    mr_rules_scratch *scratch;     /* front-end working memory */
+    mr_match_result match;         /* reused for every statement */
     pthread_mutex_t pending_lock;
     struct mr_shared_rules *pending_rules; /* from the main thread; guarded by pending_lock */
 } mr_worker;
@@ -62,7 +62,7 @@ void mr_shared_rules_release(mr_shared_rules *r);
 /* Control messages on the hand-off pipe besides socket descriptors. */
 #define MR_WORKER_MSG_DRAIN (-1)
 #define MR_WORKER_MSG_STOP (-2)
-#define MR_WORKER_MSG_RULES (-3) /* pick up pending_rules */
+#define MR_WORKER_MSG_RULES (-3)  /* pick up pending_rules */
 #define MR_WORKER_MSG_SCHEMA (-4) /* the schema cache loaded a table: run parked statements */
 #define MR_WORKER_MSG_GROUP (-5)  /* group commit answered statements: see group_inbox */
 #define MR_WORKER_MSG_BG (-6)     /* a feature's background job answered a waiting session */

@@ -36,8 +36,9 @@ typedef enum mr_charset_change {
                           then MR_CHARSET_UNKNOWN: taken as unsafe until a known one */
 } mr_charset_change;
 
-#define MR_CHARSET_UNKNOWN "one the proxy cannot know (set from DEFAULT, a variable or an " \
-                           "expression)"
+#define MR_CHARSET_UNKNOWN                                                                         \
+    "one the proxy cannot know (set from DEFAULT, a variable or an "                               \
+    "expression)"
 
 /* What a COM_QUERY text does to the client character set: its last
  * SET NAMES / SET CHARACTER SET / SET CHARSET / SET character_set_client,

@@ -39,10 +39,10 @@
 #define SQL_DIGEST_DEFAULT_MAX 1024
 
 typedef struct sql_digest_result {
-    uint64_t hash;     /* FNV-1a 64 of the full normalized text */
-    size_t len;        /* bytes written to out (excluding the NUL) */
-    size_t full_len;   /* length of the full normalized text */
-    bool truncated;    /* len < full_len */
+    uint64_t hash;   /* FNV-1a 64 of the full normalized text */
+    size_t len;      /* bytes written to out (excluding the NUL) */
+    size_t full_len; /* length of the full normalized text */
+    bool truncated;  /* len < full_len */
 } sql_digest_result;
 
 /* Normalize text s[0..n) lexed with lex_flags into out (cap bytes,
@@ -51,8 +51,8 @@ typedef struct sql_digest_result {
  * complete. SQL_ERR: a lexing error stopped normalization; out and hash
  * cover the text before the error and the statement is to be treated as
  * unknown. */
-sql_rc sql_digest(const char *s, size_t n, unsigned lex_flags,
-                  char *out, size_t cap, sql_digest_result *res);
+sql_rc sql_digest(const char *s, size_t n, unsigned lex_flags, char *out, size_t cap,
+                  sql_digest_result *res);
 
 /* After a '(': literal items separated by ',' up to ')' (signed numbers,
  * literals, adjacent strings as one, NULL/TRUE/FALSE and, when nest, literal
@@ -70,8 +70,8 @@ bool sql_digest_more_after_semi(sql_lexer *lx);
 /* A '-' or '+' t in operand position (after prev_kind/prev_id) before a
  * number or '?' folds into that one literal: true with lx moved past it and
  * *num set to it. */
-bool sql_digest_sign_folds(sql_lexer *lx, const sql_token *t, unsigned prev_kind,
-                           unsigned prev_id, sql_token *num);
+bool sql_digest_sign_folds(sql_lexer *lx, const sql_token *t, unsigned prev_kind, unsigned prev_id,
+                           sql_token *num);
 int sql_digest_values_depth(int values_depth, int depth, const sql_token *t);
 
 /* FNV-1a 64, exposed so callers can hash digest text the same way. */

@@ -15,9 +15,9 @@
 
 /* Three outcomes shared by the SQL front end. */
 typedef enum sql_rc {
-    SQL_ERR = -1,     /* malformed input (the error is reported in the output) */
-    SQL_OK = 0,       /* complete */
-    SQL_PARTIAL = 1   /* output space ran out; what was produced is valid */
+    SQL_ERR = -1,   /* malformed input (the error is reported in the output) */
+    SQL_OK = 0,     /* complete */
+    SQL_PARTIAL = 1 /* output space ran out; what was produced is valid */
 } sql_rc;
 
 /* Lexer flags; mirror the sql_mode bits that change tokenization. */
@@ -28,24 +28,24 @@ enum {
 };
 
 typedef enum sql_tok_kind {
-    SQL_TOK_WORD = 1,      /* keyword or bare identifier; id = sql_kw (0 = not a keyword) */
-    SQL_TOK_QIDENT,        /* `quoted` identifier, or "quoted" under ANSI_QUOTES */
-    SQL_TOK_STRING,        /* 'x' "x" N'x' _utf8mb4'x' (flags tell which) */
-    SQL_TOK_HEX,           /* X'4A' x'4a' 0x4a, possibly with an introducer */
-    SQL_TOK_BIT,           /* b'01' B'01' 0b01, possibly with an introducer */
-    SQL_TOK_NUMBER,        /* 12 1.5 .5 1e10 1.5E-3 (sign is a separate OP) */
-    SQL_TOK_PARAM,         /* ? */
-    SQL_TOK_VAR,           /* @name @'name' @`name` */
-    SQL_TOK_SYSVAR,        /* @@name @@global.name */
-    SQL_TOK_OP,            /* operator; id = sql_op */
+    SQL_TOK_WORD = 1, /* keyword or bare identifier; id = sql_kw (0 = not a keyword) */
+    SQL_TOK_QIDENT,   /* `quoted` identifier, or "quoted" under ANSI_QUOTES */
+    SQL_TOK_STRING,   /* 'x' "x" N'x' _utf8mb4'x' (flags tell which) */
+    SQL_TOK_HEX,      /* X'4A' x'4a' 0x4a, possibly with an introducer */
+    SQL_TOK_BIT,      /* b'01' B'01' 0b01, possibly with an introducer */
+    SQL_TOK_NUMBER,   /* 12 1.5 .5 1e10 1.5E-3 (sign is a separate OP) */
+    SQL_TOK_PARAM,    /* ? */
+    SQL_TOK_VAR,      /* @name @'name' @`name` */
+    SQL_TOK_SYSVAR,   /* @@name @@global.name */
+    SQL_TOK_OP,       /* operator; id = sql_op */
     SQL_TOK_LPAREN,
     SQL_TOK_RPAREN,
     SQL_TOK_COMMA,
     SQL_TOK_SEMI,
     SQL_TOK_DOT,
-    SQL_TOK_COMMENT,       /* -- x, # x, / * x * /; flag SQL_TF_HINT for / *+ * / */
-    SQL_TOK_EXEC_COMMENT,  /* / *! ... * /, / *!50100 ... * /, / *M! ... * / kept whole */
-    SQL_TOK_ERROR          /* id = sql_lex_err; the statement must pass through untouched */
+    SQL_TOK_COMMENT,      /* -- x, # x, / * x * /; flag SQL_TF_HINT for / *+ * / */
+    SQL_TOK_EXEC_COMMENT, /* / *! ... * /, / *!50100 ... * /, / *M! ... * / kept whole */
+    SQL_TOK_ERROR         /* id = sql_lex_err; the statement must pass through untouched */
 } sql_tok_kind;
 
 /* Token flags. */
@@ -61,30 +61,41 @@ typedef enum sql_lex_err {
     SQL_LEXERR_UNTERMINATED_STRING,
     SQL_LEXERR_UNTERMINATED_IDENT,
     SQL_LEXERR_UNTERMINATED_COMMENT,
-    SQL_LEXERR_BAD_LITERAL,   /* X'zz', odd hex digit count, b'2' */
-    SQL_LEXERR_STRAY_BYTE     /* NUL, control byte or '\' outside quotes */
+    SQL_LEXERR_BAD_LITERAL, /* X'zz', odd hex digit count, b'2' */
+    SQL_LEXERR_STRAY_BYTE   /* NUL, control byte or '\' outside quotes */
 } sql_lex_err;
 
 typedef enum sql_op {
     SQL_OP_NONE = 0,
-    SQL_OP_EQ,        /* =   */
-    SQL_OP_NSEQ,      /* <=> */
-    SQL_OP_LT,        /* <   */
-    SQL_OP_LE,        /* <=  */
-    SQL_OP_GT,        /* >   */
-    SQL_OP_GE,        /* >=  */
-    SQL_OP_NE,        /* <>  */
-    SQL_OP_NE2,       /* !=  */
-    SQL_OP_ASSIGN,    /* :=  */
-    SQL_OP_OROR,      /* ||  */
-    SQL_OP_ANDAND,    /* &&  */
-    SQL_OP_SHL,       /* <<  */
-    SQL_OP_SHR,       /* >>  */
-    SQL_OP_ARROW,     /* ->  */
-    SQL_OP_ARROW2,    /* ->> */
-    SQL_OP_PLUS, SQL_OP_MINUS, SQL_OP_STAR, SQL_OP_SLASH, SQL_OP_PERCENT,
-    SQL_OP_CARET, SQL_OP_AMP, SQL_OP_PIPE, SQL_OP_TILDE, SQL_OP_BANG,
-    SQL_OP_COLON, SQL_OP_AT, SQL_OP_LBRACE, SQL_OP_RBRACE
+    SQL_OP_EQ,     /* =   */
+    SQL_OP_NSEQ,   /* <=> */
+    SQL_OP_LT,     /* <   */
+    SQL_OP_LE,     /* <=  */
+    SQL_OP_GT,     /* >   */
+    SQL_OP_GE,     /* >=  */
+    SQL_OP_NE,     /* <>  */
+    SQL_OP_NE2,    /* !=  */
+    SQL_OP_ASSIGN, /* :=  */
+    SQL_OP_OROR,   /* ||  */
+    SQL_OP_ANDAND, /* &&  */
+    SQL_OP_SHL,    /* <<  */
+    SQL_OP_SHR,    /* >>  */
+    SQL_OP_ARROW,  /* ->  */
+    SQL_OP_ARROW2, /* ->> */
+    SQL_OP_PLUS,
+    SQL_OP_MINUS,
+    SQL_OP_STAR,
+    SQL_OP_SLASH,
+    SQL_OP_PERCENT,
+    SQL_OP_CARET,
+    SQL_OP_AMP,
+    SQL_OP_PIPE,
+    SQL_OP_TILDE,
+    SQL_OP_BANG,
+    SQL_OP_COLON,
+    SQL_OP_AT,
+    SQL_OP_LBRACE,
+    SQL_OP_RBRACE
 } sql_op;
 
 /* Keyword flags (sql_kw_flags). */
@@ -97,6 +108,8 @@ enum {
 
 /* Every keyword the front end distinguishes: X(name, flags). Words outside
  * this list are identifiers (id 0), whatever MySQL thinks of them. */
+/* The table is kept as written, a line per letter: clang-format would not. */
+// clang-format off
 #define SQL_KEYWORDS(X) \
     X(ALL, R) X(ALTER, R) X(ANALYZE, R) X(AND, R) X(AS, R) X(ASC, R) X(ATOMIC, 0) \
     X(AVG, F) \
@@ -137,23 +150,20 @@ enum {
     X(VALUE, 0) X(VALUES, R) X(VIEW, 0) \
     X(WHEN, R) X(WHERE, R) X(WINDOW, R) X(WITH, R) X(WORK, 0) \
     X(XA, 0) X(XOR, R)
+// clang-format on
 
 #define SQL_KW_ENUM_(name, fl) SQL_KW_##name,
-typedef enum sql_kw {
-    SQL_KW_NONE = 0,
-    SQL_KEYWORDS(SQL_KW_ENUM_)
-    SQL_KW__COUNT
-} sql_kw;
+typedef enum sql_kw { SQL_KW_NONE = 0, SQL_KEYWORDS(SQL_KW_ENUM_) SQL_KW__COUNT } sql_kw;
 #undef SQL_KW_ENUM_
 
 #define SQL_KW_MAXLEN 19 /* strlen("SQL_CALC_FOUND_ROWS") */
 
 typedef struct sql_token {
-    uint32_t off;   /* byte offset into the text */
-    uint32_t len;   /* byte length */
-    uint8_t kind;   /* sql_tok_kind */
-    uint8_t flags;  /* SQL_TF_* */
-    uint16_t id;    /* sql_kw for WORD, sql_op for OP, sql_lex_err for ERROR */
+    uint32_t off;  /* byte offset into the text */
+    uint32_t len;  /* byte length */
+    uint8_t kind;  /* sql_tok_kind */
+    uint8_t flags; /* SQL_TF_* */
+    uint16_t id;   /* sql_kw for WORD, sql_op for OP, sql_lex_err for ERROR */
 } sql_token;
 
 /* Iterator state; copy it freely to look ahead. Fields are private. */
@@ -162,8 +172,8 @@ typedef struct sql_lexer {
     size_t n;
     size_t pos;
     unsigned flags;
-    uint8_t prev;      /* kind of the previous non-comment token, 0 at start */
-    uint8_t in_exec;   /* lexing the body of an executable comment */
+    uint8_t prev;    /* kind of the previous non-comment token, 0 at start */
+    uint8_t in_exec; /* lexing the body of an executable comment */
 } sql_lexer;
 
 void sql_lexer_init(sql_lexer *lx, const char *s, size_t n, unsigned flags);
@@ -184,12 +194,11 @@ bool sql_operand_expected(unsigned prev_kind, unsigned prev_id);
 
 /* Bulk form. SQL_OK: all tokens stored. SQL_PARTIAL: out[] filled to max and
  * text remains. SQL_ERR: stopped at an error token, which is out[*count-1]. */
-sql_rc sql_lex(const char *s, size_t n, unsigned flags,
-               sql_token *out, size_t max, size_t *count);
+sql_rc sql_lex(const char *s, size_t n, unsigned flags, sql_token *out, size_t max, size_t *count);
 
 /* Keyword lookup for a bare word (case-insensitive); SQL_KW_NONE if none. */
 sql_kw sql_kw_lookup(const char *s, size_t n);
-const char *sql_kw_name(sql_kw kw);   /* upper case; "" for SQL_KW_NONE */
+const char *sql_kw_name(sql_kw kw); /* upper case; "" for SQL_KW_NONE */
 unsigned sql_kw_flags(sql_kw kw);
 
 /* Body of an EXEC_COMMENT token: the text after "/ *!50100" or "/ *M!" and
@@ -207,10 +216,7 @@ bool sql_tok_is_word(const sql_token *t, const char *text, const char *w);
 bool sql_tok_name(const sql_token *t, const char *text, const char **p, size_t *n);
 
 /* True for tokens with no syntactic weight (plain comments and hints). */
-static inline bool sql_tok_is_comment(const sql_token *t)
-{
-    return t->kind == SQL_TOK_COMMENT;
-}
+static inline bool sql_tok_is_comment(const sql_token *t) { return t->kind == SQL_TOK_COMMENT; }
 
 typedef struct sql_span {
     uint32_t off;
@@ -223,8 +229,7 @@ typedef struct sql_span {
  * the last token before ';'; spans holding only comments are skipped.
  * SQL_PARTIAL: max spans stored and more remain. SQL_ERR: lexing error; the
  * last span runs to the end of the text and must be passed through. */
-sql_rc sql_split(const char *s, size_t n, unsigned flags,
-                 sql_span *out, size_t max, size_t *count);
+sql_rc sql_split(const char *s, size_t n, unsigned flags, sql_span *out, size_t max, size_t *count);
 
 /* The length of a COM_QUERY / COM_STMT_PREPARE text as MariaDB reads it.
  * The server drops trailing blanks and ';' from the packet, and then one

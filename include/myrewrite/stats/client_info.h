@@ -31,17 +31,17 @@ typedef struct mr_client_slot {
     /* set before the slot is linked, constant afterwards */
     uint64_t id;
     unsigned worker;
-    int64_t connected_at;               /* unix seconds */
-    char addr[MR_CLIENT_ADDR_MAX];      /* "ip:port", or "unix" */
+    int64_t connected_at;          /* unix seconds */
+    char addr[MR_CLIENT_ADDR_MAX]; /* "ip:port", or "unix" */
     /* single-writer relaxed atomics */
-    _Atomic(const char *) state;        /* a static string: "auth", "idle", "query"... */
-    _Atomic uint64_t state_since_ms;    /* coarse monotonic ms of the latest state change */
-    _Atomic uint32_t backend_id;        /* the backend's connection id, 0 until known */
-    _Atomic uint8_t command;            /* latest client command byte (COM_...) */
+    _Atomic(const char *) state;     /* a static string: "auth", "idle", "query"... */
+    _Atomic uint64_t state_since_ms; /* coarse monotonic ms of the latest state change */
+    _Atomic uint32_t backend_id;     /* the backend's connection id, 0 until known */
+    _Atomic uint8_t command;         /* latest client command byte (COM_...) */
     _Atomic uint8_t has_command;
-    mr_counter statements;              /* COM_QUERY / COM_STMT_PREPARE seen */
-    mr_counter bytes_in;                /* from the client, headers included */
-    mr_counter bytes_out;               /* from the backend, headers included */
+    mr_counter statements; /* COM_QUERY / COM_STMT_PREPARE seen */
+    mr_counter bytes_in;   /* from the client, headers included */
+    mr_counter bytes_out;  /* from the backend, headers included */
     /* guarded by the registry's lock */
     char user[MR_CLIENT_USER_MAX];
     char schema[MR_CLIENT_SCHEMA_MAX];
@@ -61,9 +61,9 @@ typedef struct mr_client_row {
     int64_t connected_at;
     char addr[MR_CLIENT_ADDR_MAX];
     const char *state;
-    uint64_t state_ms;        /* milliseconds in that state so far */
+    uint64_t state_ms; /* milliseconds in that state so far */
     uint32_t backend_id;
-    int command;              /* -1: none yet */
+    int command; /* -1: none yet */
     uint64_t statements, bytes_in, bytes_out;
     char user[MR_CLIENT_USER_MAX];
     char schema[MR_CLIENT_SCHEMA_MAX];

@@ -19,18 +19,18 @@
 #define MR_DIGEST_TEXT_MAX 256
 
 typedef struct mr_digest_entry {
-    uint64_t hash;                    /* 0 = empty slot */
-    char text[MR_DIGEST_TEXT_MAX];    /* normalized text, truncated */
+    uint64_t hash;                 /* 0 = empty slot */
+    char text[MR_DIGEST_TEXT_MAX]; /* normalized text, truncated */
     mr_counter count;
-    mr_counter total_us;              /* from command to the end of its response */
+    mr_counter total_us; /* from command to the end of its response */
     mr_counter max_us;
     mr_counter rewritten;
     mr_counter blocked;
 } mr_digest_entry;
 
 typedef struct mr_digest_stats {
-    pthread_mutex_t lock;     /* taken to insert and to read the table */
-    mr_digest_entry *slots;   /* open addressing, `cap` entries */
+    pthread_mutex_t lock;   /* taken to insert and to read the table */
+    mr_digest_entry *slots; /* open addressing, `cap` entries */
     size_t cap, used;
     mr_digest_entry overflow; /* digests that found no room */
 } mr_digest_stats;

@@ -21,25 +21,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "myrewrite/rules/rules.h"
 #include "myrewrite/base/counters.h"
+#include "myrewrite/rules/rules.h"
 
-#define MR_RULE_STATS_MAX 256    /* rules tracked; later ones are not counted */
+#define MR_RULE_STATS_MAX 256 /* rules tracked; later ones are not counted */
 #define MR_RULE_STATS_ERR_MAX 256
 
 typedef struct mr_rule_stats {
     /* constant once published */
     mr_rule_type kind;
-    char *name;                  /* the rule's name */
-    char *table;                 /* schema.table it acts on (delayed: the main table) */
-    char *staging;               /* delayed: schema.staging_table; NULL otherwise */
+    char *name;    /* the rule's name */
+    char *table;   /* schema.table it acts on (delayed: the main table) */
+    char *staging; /* delayed: schema.staging_table; NULL otherwise */
     /* paginate, written by workers */
-    _Atomic uint64_t deferred;   /* deep pages sent as a deferred join */
-    _Atomic uint64_t refused;    /* pages refused beyond max_offset */
+    _Atomic uint64_t deferred;      /* deep pages sent as a deferred join */
+    _Atomic uint64_t refused;       /* pages refused beyond max_offset */
     _Atomic uint64_t keyset_hits;   /* deep pages sent as a keyset seek */
     _Atomic uint64_t keyset_misses; /* keyset wanted, no usable bookmark */
     /* delayed, written by workers */
-    _Atomic uint64_t staged;     /* staging rows in DELAYED statements the proxy sent */
+    _Atomic uint64_t staged; /* staging rows in DELAYED statements the proxy sent */
     /* delayed with group_commit, written by the group runner's threads (delayed/group.h) */
     _Atomic uint64_t group_batches;    /* batches that held a statement of the rule */
     _Atomic uint64_t group_rows;       /* staging rows of its statements those batches committed */
@@ -48,12 +48,12 @@ typedef struct mr_rule_stats {
     _Atomic uint64_t group_parked;     /* its statements whose batch waited for the staging table */
     _Atomic uint64_t group_park_wait_us; /* ... how long their batches waited for it, summed */
     /* delayed, written by the flusher thread */
-    mr_counter flushed;          /* staged rows applied */
-    mr_counter rounds;           /* flush rounds that held the lock */
-    mr_counter errors;           /* failed flush statements */
-    mr_counter last_flush_at;    /* unix ms of the end of the latest successful round, 0 = never */
-    mr_counter last_flush_us;    /* its duration */
-    mr_counter last_error_at;    /* unix ms of the latest error, 0 = never */
+    mr_counter flushed;       /* staged rows applied */
+    mr_counter rounds;        /* flush rounds that held the lock */
+    mr_counter errors;        /* failed flush statements */
+    mr_counter last_flush_at; /* unix ms of the end of the latest successful round, 0 = never */
+    mr_counter last_flush_us; /* its duration */
+    mr_counter last_error_at; /* unix ms of the latest error, 0 = never */
     char last_error[MR_RULE_STATS_ERR_MAX]; /* under the module's mutex */
 } mr_rule_stats;
 
@@ -67,8 +67,8 @@ mr_rule_stats *mr_rule_stats_of(const mr_rule *r);
 
 /* Fills a zeroed entry (names copied); false, e zeroed again, when out of
  * memory. */
-bool mr_rule_stats_init(mr_rule_stats *e, mr_rule_type kind, const char *name,
-                        const char *table, const char *staging);
+bool mr_rule_stats_init(mr_rule_stats *e, mr_rule_type kind, const char *name, const char *table,
+                        const char *staging);
 /* An entry of its own, outside the table above (a table a default delayed
  * rule derives: one SHOW DELAYED row per table, as many as there are
  * tables); NULL when out of memory. mr_rule_stats_free frees it, once no
