@@ -11,6 +11,8 @@ packages=(
     # the fuzz targets (scripts/fuzz.sh): clang and its libFuzzer/sanitizer
     # runtimes, which clang only recommends
     clang libclang-rt-dev
+    # scripts/format.sh and the ctest `format`
+    clang-format
     # servers and clients the integration tests drive
     mariadb-server mariadb-client python3 python3-pymysql sysbench
     # MariaDB's own regression suite, run through the proxy (tests/mtr/compare.sh)
