@@ -204,6 +204,7 @@ static int chk_metadata(struct ctx *c)
         if (res) {
             dg_field_attrs(c, res);
             rc = dg_result(c, m, res);
+            mysql_free_result(res);
         } else {
             rc = fail_my(c, m, "store_result");
         }
