@@ -136,7 +136,6 @@ static bool put_frame(mr_conn *c, size_t n)
         evbuffer_drain(c->out, n);
     } else { /* stored: the header here, the bytes moved behind it */
         f.len = (uint32_t)n;
-        packed = 0;
     }
     mr_zframe_header_write(dst, &f);
     vec.iov_len = MR_ZFRAME_HEADER + packed;

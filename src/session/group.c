@@ -100,10 +100,9 @@ static void answer(mr_session *s, const mr_dgroup_member *m)
 }
 
 /* What the end of a server's response does for a relayed statement. */
-static void finish(mr_session *s, const mr_dgroup_member *m)
+static void finish(mr_session *s)
 {
     mr_stat_add(&s->w->stats.commands, 1);
-    (void)m;
     ss_hooks_response_end(s, true); /* as for a relayed one: flush_early's wake, say */
     if (s->digest) {
         mr_digest_stats_record(s->digest, (mr_mono_ns() - s->command_start_ns) / 1000);
@@ -144,7 +143,7 @@ void mr_session_group_answered(mr_worker *w)
         } else if (s && ALIVE(s) && s->group == m) {
             s->group = NULL;
             answer(s, m);
-            finish(s, m);
+            finish(s);
             ss_set_state(s, SS_IDLE);
             if (w->draining)
                 ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
