@@ -41,6 +41,7 @@ import argparse
 import multiprocessing as mp
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -189,7 +190,29 @@ def run_cell_c(cfg, port, sql, hot, clients):
     return int(f["acks"]), int(f["errors"]), msgs, float(f["elapsed"]), reads
 
 
+def run_cell_sysbench(cfg, port, sql, hot, clients):
+    """sysbench with bench/delayed_counters.lua: clients threads, one blocking connection
+    and one plain-text statement in flight each. Returns (acks, errors, messages, elapsed,
+    reads) like run_cell_c (sysbench has no readers: reads is empty)."""
+    lua = os.path.join(os.path.dirname(os.path.abspath(__file__)), "delayed_counters.lua")
+    argv = ["sysbench", lua, "--db-driver=mysql", "--mysql-host=" + cfg.host,
+            "--mysql-port=%d" % port, "--mysql-user=" + cfg.user,
+            "--mysql-password=" + cfg.password, "--mysql-db=" + cfg.db,
+            "--mysql-ssl=off", "--threads=%d" % clients, "--time=%d" % round(cfg.seconds),
+            "--events=0", "--report-interval=0", "--rand-type=uniform",
+            "--hot=%d" % hot, "--stmt=" + sql, "run"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=cfg.seconds + 300)
+    events = re.search(r"total number of events:\s+(\d+)", out.stdout)
+    elapsed = re.search(r"total time:\s+([\d.]+)s", out.stdout)
+    if out.returncode != 0 or not events or not elapsed:
+        tail = (out.stdout + out.stderr).strip().splitlines()[-3:]
+        return 0, 1, ["sysbench: %s" % " | ".join(tail)], cfg.seconds, {}
+    return int(events.group(1)), 0, [], float(elapsed.group(1)), {}
+
+
 def run_cell(cfg, port, sql, hot, clients):
+    if cfg.driver == "sysbench":
+        return run_cell_sysbench(cfg, port, sql, hot, clients)
     if cfg.loadgen:
         return run_cell_c(cfg, port, sql, hot, clients)
     ctx = mp.get_context("fork")
@@ -261,9 +284,11 @@ def counters_part(cfg, d):
              "memory": cfg.memory_port, "group": cfg.group_port}
     print("# %g s per run; clients %s; hot rows %s; load average at start %s"
           % (cfg.seconds, cfg.clients, cfg.hot, " ".join(loadavg())))
-    print("# clients: %s" % ("C load generator, %d threads, one statement in flight per "
-                             "connection" % cfg.load_threads if cfg.loadgen
-                             else "one Python process (pymysql) each"))
+    print("# clients: %s" % (
+        "sysbench (bench/delayed_counters.lua), one thread and blocking connection each, "
+        "plain-text statements" if cfg.driver == "sysbench"
+        else "C load generator, %d threads, one statement in flight per connection"
+        % cfg.load_threads if cfg.loadgen else "one Python process (pymysql) each"))
     if cfg.readers:
         print("# readers: %d connections to mariadbd, each sending %s (an id among the hot "
               "rows) at most every %d us, during every run" % (cfg.readers, READ_SQL,
@@ -448,6 +473,7 @@ def main():
     ap.add_argument("--group-port", type=int, default=26076)
     ap.add_argument("--loadgen", default="", help="the C load generator (delayed_load)")
     ap.add_argument("--load-threads", type=int, default=2)
+    ap.add_argument("--driver", default="c", choices=["c", "python", "sysbench"])
     ap.add_argument("--modes", default="direct proxy delayed group memory")
     ap.add_argument("--readers", type=int, default=8,
                     help="point readers on mariadbd during every run (C load generator only)")
@@ -462,7 +488,7 @@ def main():
     if cfg.setup_only:
         setup(cfg)
         return 0
-    if not cfg.loadgen:
+    if not cfg.loadgen or cfg.driver == "sysbench":
         cfg.readers = 0  # the readers are threads of the C load generator
     d = connect(cfg, cfg.direct_port)
     # The rule proxy's flusher creates the staging table; give it a moment after start.

@@ -16,7 +16,8 @@
 #   (c) delayed   UPDATE DELAYED counters SET hits = hits + 1 WHERE id = ?  through the rule proxy
 #   (d) group     the same through the group-commit proxy (staged+group)
 #   (e) memory    the same through the memory-mode proxy (checked after FLUSH DELAYED)
-# with the C load generator (build/delayed_load; BENCH_DRIVER=python for one pymysql process
+# with the C load generator (build/delayed_load; BENCH_DRIVER=sysbench for sysbench running
+# bench/delayed_counters.lua, plain-text statements, one thread per client; BENCH_DRIVER=python for one pymysql process
 # per client instead) for SECONDS each, prints acknowledged increments/s, the ratio to (a)
 # and, after the staging table has drained, whether the counters grew by exactly the number
 # of acknowledged increments (OK / MISMATCH). Meanwhile 8 readers (threads of the load
@@ -29,7 +30,7 @@
 # Usage: bench/delayed_counters.sh [SECONDS_PER_RUN]        (default 8)
 # Env:   BENCH_CLIENTS="32 128" (client processes)  BENCH_HOT="1 10" (hot rows)
 #        BENCH_FLUSH_ROWS="100000 1000000"  BENCH_PROXY_THREADS=2 (proxy worker threads)
-#        BENCH_DRIVER=c|python  BENCH_LOAD_THREADS=2 (load generator threads)
+#        BENCH_DRIVER=c|python|sysbench  BENCH_LOAD_THREADS=2 (load generator threads)
 #        BENCH_MODES="direct proxy delayed group memory"  BENCH_READERS=8 (0: no readers)
 #        BENCH_READ_INTERVAL_US=2000 (per reader, between the starts of two reads)
 set -uo pipefail  # env.sh helpers are not written for set -e
@@ -95,7 +96,10 @@ RULES
 "$MR_BIN" --rules "$RULES_DELAYED" --check >&2 || mr_die "the delayed rule does not load"
 "$MR_BIN" --rules "$RULES_MEMORY" --check >&2 || mr_die "the memory rule does not load"
 "$MR_BIN" --rules "$RULES_GROUP" --check >&2 || mr_die "the group rule does not load"
-if [[ $DRIVER == c ]]; then
+if [[ $DRIVER == sysbench ]]; then
+    command -v sysbench >/dev/null || mr_die "sysbench not installed"
+    LOADGEN=""
+elif [[ $DRIVER == c ]]; then
     [[ -x $LOADGEN ]] || mr_die "$LOADGEN not built (cmake --build build)"
 else
     LOADGEN=""
@@ -105,7 +109,7 @@ mr_start_mariadb dbench "$MR_DIRECT_PORT" >/dev/null || mr_die "mariadbd dbench 
 PY_ARGS=(--seconds "$SECS" --clients "$CLIENTS" --hot "$HOT" --flush-rows "$FLUSH_ROWS"
     --host "$MR_HOST" --direct-port "$MR_DIRECT_PORT" --rule-port "$MR_PROXY_PORT"
     --plain-port "$PLAIN_PORT" --memory-port "$MEMORY_PORT" --group-port "$GROUP_PORT" --user "$MR_USER"
-    --password "$MR_PASSWORD" --db "$MR_DB" --loadgen "$LOADGEN" --load-threads "$LOAD_THREADS"
+    --password "$MR_PASSWORD" --db "$MR_DB" --loadgen "$LOADGEN" --driver "$DRIVER" --load-threads "$LOAD_THREADS"
     --modes "$MODES" --readers "${BENCH_READERS:-8}"
     --read-interval-us "${BENCH_READ_INTERVAL_US:-2000}")
 # The table exists before the rule proxy starts, so its flusher finds it at once and
