@@ -5,13 +5,15 @@
 # Starts a throwaway mariadbd (tests/lib/env.sh; it has TLS with a self-signed certificate)
 # and a proxy whose tls_cert/tls_key are that same certificate, loads one sysbench table,
 # then for each thread count runs sysbench --mysql-ssl=on direct and through the proxy and
-# prints TPS, p95 latency and the proxy/direct ratio, then the same pair in plaintext. The backend leg is printed too: with
+# prints TPS, p95 latency and the proxy/direct ratio, then the same pair in plaintext; last,
+# new connections per second (bench/tls_connect.py: full handshakes, resumed, plaintext). The backend leg is printed too: with
 # BENCH_BACKEND=tcp (default) the server offers TLS there, so a TLS client's leg to it is
 # TLS as well (both legs encrypted); BENCH_BACKEND=unix relays over mariadbd's unix socket.
 #
 # Usage: bench/tls_overhead.sh [SECONDS_PER_RUN]            (default 10)
 # Env:   BENCH_THREADS="1 8"  BENCH_ROWS=100000  BENCH_WORKERS=1 (proxy worker threads)
 #        BENCH_BACKEND=tcp|unix  BENCH_DIRECT_PORT=49390  BENCH_PROXY_PORT=49090
+#        BENCH_CONNECT_SECONDS=5  BENCH_CONNECT_PROCS="1 4" (the new-connections part)
 set -uo pipefail  # env.sh helpers are not written for set -e
 . "$(dirname "$0")/../tests/lib/env.sh"
 
@@ -85,3 +87,10 @@ for thr in $THREADS; do
 done
 echo "# load average while it ran: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 sb "$MR_DIRECT_PORT" 1 cleanup >/dev/null
+
+# New connections per second: full TLS handshakes, resumed ones, plaintext (tls_connect.py).
+echo "# new connections per second, ${BENCH_CONNECT_SECONDS:-5} s each (bench/tls_connect.py)"
+/usr/bin/python3 "$MR_ROOT/bench/tls_connect.py" --ca "$TLS_DIR/cert.pem" \
+    --direct "$MR_DIRECT_PORT" --proxy "$MR_PROXY_PORT" --seconds "${BENCH_CONNECT_SECONDS:-5}" \
+    --procs "${BENCH_CONNECT_PROCS:-1 4}"
+echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
