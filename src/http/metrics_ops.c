@@ -20,6 +20,7 @@
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/reject.h"
 #include "myrewrite/net/tls_reload.h"
+#include "myrewrite/net/tls_resume.h"
 #include "myrewrite/paginate/stats.h"
 #include "myrewrite/session/reload.h"
 #include "myrewrite/session/worker.h"
@@ -72,6 +73,19 @@ static void write_reloads(struct evbuffer *out)
                       "result: ok swapped new contexts in, failed kept the old ones.");
     labeled2(out, tls, "result", "ok", NULL, NULL, t.ok);
     labeled2(out, tls, "result", "failed", NULL, NULL, t.failed);
+}
+
+static void write_tls_handshakes(struct evbuffer *out)
+{
+    static const char name[] = "myrewrite_tls_handshakes_total";
+    mr_tls_handshake_counts h = mr_tls_handshake_counts_get();
+    mr_metrics_family(out, name, "counter",
+                      "Finished TLS handshakes by leg (client: clients to the proxy; backend: "
+                      "the proxy to the server) and whether a session was resumed.");
+    labeled2(out, name, "leg", "client", "resumed", "no", h.client_full);
+    labeled2(out, name, "leg", "client", "resumed", "yes", h.client_resumed);
+    labeled2(out, name, "leg", "backend", "resumed", "no", h.backend_full);
+    labeled2(out, name, "leg", "backend", "resumed", "yes", h.backend_resumed);
 }
 
 /* Nanoseconds as seconds with all nine decimals: exact, not a float. */
@@ -210,6 +224,7 @@ static void write_flush_histogram(struct evbuffer *out)
 void mr_metrics_write_ops(mr_proxy *p, struct evbuffer *out)
 {
     write_reloads(out);
+    write_tls_handshakes(out);
     write_frontend(p, out);
     write_paginate(p, out);
     write_delayed_tables(p, out);

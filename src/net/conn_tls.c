@@ -30,6 +30,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "myrewrite/net/tls_resume.h"
+
 #define TLS_RECORD 16384 /* the most plaintext one TLS record carries */
 
 struct mr_conn_tls {
@@ -163,6 +165,7 @@ static void handshake_step(mr_conn *c)
         }
         snprintf(t->cipher, sizeof(t->cipher), "%s %s", SSL_get_version(t->ssl),
                  SSL_get_cipher_name(t->ssl));
+        mr_tls_handshake_done(t->ssl);
         tls_sync(c);
         if (SSL_has_pending(t->ssl) || (t->pre && evbuffer_get_length(t->pre) > 0))
             event_active(c->rev, EV_READ, 1); /* plaintext came with the last flight */
@@ -363,10 +366,12 @@ bool mr_conn_start_tls(mr_conn *c, struct ssl_ctx_st *ctx, bool server, const ch
     }
     BIO_set_data(bio, c);
     SSL_set_bio(t->ssl, bio, bio);
-    if (server)
+    if (server) {
         SSL_set_accept_state(t->ssl);
-    else
+    } else {
         SSL_set_connect_state(t->ssl);
+        mr_tls_resume_offer(t->ssl);
+    }
     event_free(c->rev); /* deletes them too */
     event_free(c->wev);
     c->rev = rev;

@@ -36,6 +36,7 @@ Environment: MR_DIRECT_PORT (the mariadbd with TLS), MR_BIN; the seven proxies a
 mariadbd without TLS take free ports.
 """
 import os
+import re
 import socket
 import ssl
 import struct
@@ -43,6 +44,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
@@ -387,6 +389,36 @@ def check_backend_tls(port, bad_ca_port):
                 "CA: the login fails saying the certificate did not verify", e.args)
 
 
+def handshakes(proxy):
+    """myrewrite_tls_handshakes_total by (leg, resumed), from /metrics."""
+    body = urllib.request.urlopen(proxy.http_url("/metrics"), timeout=5).read().decode()
+    got = {}
+    for m in re.finditer(r'^myrewrite_tls_handshakes_total\{leg="(\w+)",resumed="(\w+)"\} (\d+)$',
+                         body, re.M):
+        got[(m.group(1), m.group(2))] = int(m.group(3))
+    return got
+
+
+def check_backend_resumption(proxy):
+    """A new session's backend leg offers the TLS session the server issued to an earlier
+    one: the server resumes it instead of a full handshake, and verify_identity holds."""
+    before = handshakes(proxy)
+    for _ in range(4):
+        c = t.connect(proxy.port)
+        t.rows(c, "SELECT 1")
+        c.close()
+    c = tls_connect(proxy.port)
+    t.check(cipher(c), "... a TLS client after them gets a TLS backend leg")
+    c.close()
+    after = handshakes(proxy)
+    resumed = after.get(("backend", "yes"), 0) - before.get(("backend", "yes"), 0)
+    full = after.get(("backend", "no"), 0) - before.get(("backend", "no"), 0)
+    t.check(resumed >= 4, "backend_tls: new sessions' backend legs resume the server's TLS "
+            "session (%d of 5 resumed, %d full handshakes)" % (resumed, full), after)
+    t.check(after.get(("client", "no"), 0) > before.get(("client", "no"), 0),
+            "/metrics counts the client leg's handshakes too", after)
+
+
 # A rule naming a table without `key`: its key is read as the rules load, so the
 # proxy's own connection opens at start (with no such rule it opens none).
 OWN_RULES = """
@@ -482,7 +514,7 @@ def main():
         t.Proxy("tls_req_proxy", port=REQ_PORT, through=False,
                 flags=tls_args("require_tls=yes", "handshake_timeout=1s")),
         t.Proxy("tls_ca_proxy", port=CA_PORT, flags=tls_args("tls_ca=" + path("ca.pem"))),
-        t.Proxy("tls_bt_proxy", port=BT_PORT, own_conn=True, rules=OWN_RULES,
+        t.Proxy("tls_bt_proxy", port=BT_PORT, own_conn=True, rules=OWN_RULES, http=True,
                 flags=tls_args("backend_tls=verify_identity", "backend_tls_ca=" + SERVER_CA)),
         t.Proxy("tls_badca_proxy", port=BAD_CA_PORT, own_conn=True, rules=OWN_RULES,
                 through=False,
@@ -507,6 +539,7 @@ def main():
         check_silent_handshake(REQ_PORT)
         check_client_certs(CA_PORT)
         check_backend_tls(BT_PORT, BAD_CA_PORT)
+        check_backend_resumption(proxies[3])
         check_own_connections()
         check_plain_backend(PLAIN_PORT, BREQ_PORT)
     finally:
