@@ -41,6 +41,7 @@ import argparse
 import multiprocessing as mp
 import os
 import random
+import resource
 import re
 import subprocess
 import sys
@@ -95,6 +96,22 @@ def cpu_ticks():
 
 def busy_pct(t0, t1):
     return 100.0 * (t1[0] - t0[0]) / max(1, t1[1] - t0[1])
+
+
+def children_cpu_s():
+    """CPU seconds (user + system) of this process's waited-for children: the load generator."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def pid_cpu_s(pid):
+    """CPU seconds (user + system) of process pid so far, from /proc/PID/stat; 0 if unknown."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def setup(cfg):
@@ -293,9 +310,9 @@ def counters_part(cfg, d):
         print("# readers: %d connections to mariadbd, each sending %s (an id among the hot "
               "rows) at most every %d us, during every run" % (cfg.readers, READ_SQL,
                                                                cfg.read_interval_us))
-    print("%4s %7s  %-8s %11s %7s %7s %9s  %-8s %5s %5s %8s %8s %6s"
+    print("%4s %7s  %-8s %11s %7s %7s %9s  %-8s %5s %5s %8s %8s %6s %6s %6s"
           % ("hot", "clients", "mode", "incr/s", "vs_a", "errors", "drain_s", "check", "load1",
-             "cpu%", "rd_p50us", "rd_p99us", "p99_x"))
+             "cpu%", "rd_p50us", "rd_p99us", "p99_x", "gen_us", "db_us"))
     all_ok = True
     for hot in [int(h) for h in cfg.hot.split()]:
         base_p99 = reader_baseline(cfg, hot) if cfg.readers else None
@@ -304,9 +321,13 @@ def counters_part(cfg, d):
             for name, which, sql in [m for m in MODES if m[0] in cfg.modes.split()]:
                 before = total_hits(cur)
                 c0 = cpu_ticks()
+                g0, d0 = children_cpu_s(), pid_cpu_s(cfg.db_pid)
                 acks, errors, msgs, elapsed, reads = run_cell(cfg, ports[which], sql, hot,
                                                               clients)
                 cpu = busy_pct(c0, cpu_ticks())
+                per = 1e6 / acks if acks else 0.0
+                gen_us = (children_cpu_s() - g0) * per
+                db_us = (pid_cpu_s(cfg.db_pid) - d0) * per
                 load1 = loadavg()[0]
                 if which in ("rule", "group"):
                     drain = wait_drained(cur, DRAIN_TIMEOUT)
@@ -321,11 +342,12 @@ def counters_part(cfg, d):
                 rate = acks / elapsed if elapsed > 0 else 0.0
                 if base is None:
                     base = rate
-                print("%4d %7d  %-8s %11.0f %7.2f %7d %9s  %-8s %5s %5.0f %s"
+                print("%4d %7d  %-8s %11.0f %7.2f %7d %9s  %-8s %5s %5.0f %s %6.1f %6.1f"
                       % (hot, clients, name, rate, rate / base if base else 0.0, errors,
                          "-" if which not in ("rule", "group", "memory") else
                          ("%.2f" % drain if drain is not None else "timeout"),
-                         check, load1, cpu, reads_cols(reads, base_p99)), flush=True)
+                         check, load1, cpu, reads_cols(reads, base_p99), gen_us, db_us),
+                      flush=True)
                 if not ok:
                     print("#   acknowledged %d, SUM(hits) grew by %d" % (acks, grown))
                 for m in msgs:
@@ -338,6 +360,9 @@ def counters_part(cfg, d):
               "(send to last row);")
         print("#   p99_x: rd_p99us / the p99 of the 'readers' run (the same readers, no "
               "writer)")
+    print("# gen_us / db_us: CPU time (user + system) per acknowledged statement of the load "
+          "generator (readers included)")
+    print("#   and of mariadbd (its flushes of earlier runs included), in us")
     print("# load1: 1-minute load average read after the run (it lags and includes earlier "
           "runs);")
     print("#   cpu%%: busy share of all %d CPUs during the run (clients, proxies, mariadbd and "
@@ -482,6 +507,7 @@ def main():
     ap.add_argument("--user", default="app")
     ap.add_argument("--password", default="apppw")
     ap.add_argument("--db", default="test")
+    ap.add_argument("--db-pid", type=int, default=0, help="mariadbd's pid, for db_us")
     ap.add_argument("--setup-only", action="store_true",
                     help="create the counters table and exit")
     cfg = ap.parse_args()
