@@ -114,6 +114,17 @@ def pid_cpu_s(pid):
         return 0.0
 
 
+def proxy_pid(cfg, which):
+    """The pid of the proxy a mode goes through (bench/delayed_counters.sh's pid files), or 0."""
+    if which == "direct" or not cfg.pid_dir:
+        return 0
+    try:
+        with open(os.path.join(cfg.pid_dir, "dbench_%s.pid" % which)) as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 0
+
+
 def setup(cfg):
     d = connect(cfg, cfg.direct_port)
     cur = d.cursor()
@@ -310,9 +321,9 @@ def counters_part(cfg, d):
         print("# readers: %d connections to mariadbd, each sending %s (an id among the hot "
               "rows) at most every %d us, during every run" % (cfg.readers, READ_SQL,
                                                                cfg.read_interval_us))
-    print("%4s %7s  %-8s %11s %7s %7s %9s  %-8s %5s %5s %8s %8s %6s %6s %6s"
+    print("%4s %7s  %-8s %11s %7s %7s %9s  %-8s %5s %5s %8s %8s %6s %6s %6s %6s"
           % ("hot", "clients", "mode", "incr/s", "vs_a", "errors", "drain_s", "check", "load1",
-             "cpu%", "rd_p50us", "rd_p99us", "p99_x", "gen_us", "db_us"))
+             "cpu%", "rd_p50us", "rd_p99us", "p99_x", "gen_us", "db_us", "mr_us"))
     all_ok = True
     for hot in [int(h) for h in cfg.hot.split()]:
         base_p99 = reader_baseline(cfg, hot) if cfg.readers else None
@@ -321,13 +332,15 @@ def counters_part(cfg, d):
             for name, which, sql in [m for m in MODES if m[0] in cfg.modes.split()]:
                 before = total_hits(cur)
                 c0 = cpu_ticks()
-                g0, d0 = children_cpu_s(), pid_cpu_s(cfg.db_pid)
+                mr_pid = proxy_pid(cfg, which)
+                g0, d0, m0 = children_cpu_s(), pid_cpu_s(cfg.db_pid), pid_cpu_s(mr_pid)
                 acks, errors, msgs, elapsed, reads = run_cell(cfg, ports[which], sql, hot,
                                                               clients)
                 cpu = busy_pct(c0, cpu_ticks())
                 per = 1e6 / acks if acks else 0.0
                 gen_us = (children_cpu_s() - g0) * per
                 db_us = (pid_cpu_s(cfg.db_pid) - d0) * per
+                mr_us = (pid_cpu_s(mr_pid) - m0) * per if mr_pid else None
                 load1 = loadavg()[0]
                 if which in ("rule", "group"):
                     drain = wait_drained(cur, DRAIN_TIMEOUT)
@@ -342,11 +355,12 @@ def counters_part(cfg, d):
                 rate = acks / elapsed if elapsed > 0 else 0.0
                 if base is None:
                     base = rate
-                print("%4d %7d  %-8s %11.0f %7.2f %7d %9s  %-8s %5s %5.0f %s %6.1f %6.1f"
+                print("%4d %7d  %-8s %11.0f %7.2f %7d %9s  %-8s %5s %5.0f %s %6.1f %6.1f %6s"
                       % (hot, clients, name, rate, rate / base if base else 0.0, errors,
                          "-" if which not in ("rule", "group", "memory") else
                          ("%.2f" % drain if drain is not None else "timeout"),
-                         check, load1, cpu, reads_cols(reads, base_p99), gen_us, db_us),
+                         check, load1, cpu, reads_cols(reads, base_p99), gen_us, db_us,
+                         "-" if mr_us is None else "%.1f" % mr_us),
                       flush=True)
                 if not ok:
                     print("#   acknowledged %d, SUM(hits) grew by %d" % (acks, grown))
@@ -362,7 +376,8 @@ def counters_part(cfg, d):
               "writer)")
     print("# gen_us / db_us: CPU time (user + system) per acknowledged statement of the load "
           "generator (readers included)")
-    print("#   and of mariadbd (its flushes of earlier runs included), in us")
+    print("#   and of mariadbd (its flushes of earlier runs included), in us; mr_us: of the proxy "
+          "the run went through")
     print("# load1: 1-minute load average read after the run (it lags and includes earlier "
           "runs);")
     print("#   cpu%%: busy share of all %d CPUs during the run (clients, proxies, mariadbd and "
@@ -508,6 +523,7 @@ def main():
     ap.add_argument("--password", default="apppw")
     ap.add_argument("--db", default="test")
     ap.add_argument("--db-pid", type=int, default=0, help="mariadbd's pid, for db_us")
+    ap.add_argument("--pid-dir", default="", help="where the proxies' pid files are, for mr_us")
     ap.add_argument("--setup-only", action="store_true",
                     help="create the counters table and exit")
     cfg = ap.parse_args()

@@ -114,7 +114,7 @@ PY_ARGS=(--seconds "$SECS" --clients "$CLIENTS" --hot "$HOT" --flush-rows "$FLUS
     --read-interval-us "${BENCH_READ_INTERVAL_US:-2000}")
 # The table exists before the rule proxy starts, so its flusher finds it at once and
 # creates the staging table.
-PY_ARGS+=(--db-pid "$(cat "$MR_TMP/dbench/mariadbd.pid")")
+PY_ARGS+=(--db-pid "$(cat "$MR_TMP/dbench/mariadbd.pid")" --pid-dir "$MR_TMP")
 "$MR_PY" "$MR_ROOT/bench/delayed_counters.py" "${PY_ARGS[@]}" --setup-only \
     || mr_die "table setup failed"
 : >"$MR_TMP/dbench_rule.log"
