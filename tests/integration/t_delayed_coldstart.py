@@ -156,22 +156,6 @@ def client(load, n):
         conn.close()
 
 
-def flush_until_ok(timeout=60):
-    end, last = time.time() + timeout, None
-    while time.time() < end:
-        try:
-            c = t.connect(PORT, autocommit=True)
-            try:
-                c.cursor().execute("FLUSH DELAYED")
-                return None
-            finally:
-                c.close()
-        except pymysql.err.MySQLError as e:
-            last = e
-            time.sleep(0.3)
-    return last or "timeout"
-
-
 def earlier_deploy():
     """Starts and stops a proxy once: its flusher makes the staging table."""
     proxy = start_proxy()
@@ -207,7 +191,7 @@ def cold_start():
           % (load.sent, len(load.doubt), len(load.refused)))
     t.eq("no UPDATE DELAYED was refused through the cold starts", [], load.refused[:5])
     t.check(load.sent > 1000, "the clients kept sending (%d statements)" % load.sent)
-    t.eq("FLUSH DELAYED through the restarted proxy answers OK", None, flush_until_ok())
+    t.eq("FLUSH DELAYED through the restarted proxy answers OK", None, t.flush_until_ok(PORT))
     d = t.direct(autocommit=True)
     got = {}
     for tbl in ("cs_staged", "cs_mem"):
@@ -259,7 +243,7 @@ def late_table():
     res, took = out[0]
     t.eq("a statement parked on a table not created yet is answered OK once it is", "ok", res)
     t.check(0.6 < took < 2.0, "... after it waited for the table (%.2f s)" % took)
-    t.eq("FLUSH DELAYED", None, flush_until_ok())
+    t.eq("FLUSH DELAYED", None, t.flush_until_ok(PORT))
     t.eq("... and its increment is in the table", ((5,),),
          t.rows(d, "SELECT hits FROM cs_late WHERE id = 1"))
     d.close()

@@ -21,8 +21,6 @@ delayed rules, both with flush_interval = 1h (nothing flushes until asked) and f
 Environment: MR_BIN; its own mariadbd and the proxy take free ports.
 """
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -31,11 +29,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-DB_NAME = "dcrash"
-DB_PORT = t.free_port()
+DB = t.Mariadb("dcrash")
 RULES_DIR = os.path.join(t.TMP, "dcrash_rules")
-PROXY = t.Proxy("dcrash_proxy", backend_port=DB_PORT, rules_dir=RULES_DIR, own_conn=True)
+PROXY = t.Proxy("dcrash_proxy", backend_port=DB.port, rules_dir=RULES_DIR, own_conn=True)
 PORT = PROXY.port
 CHUNK = 500
 RULES = """
@@ -60,37 +56,8 @@ STAGED_CLIENTS, STAGED_STMTS, STAGED_IN = 20, 50, 50   # 50,000 staged rows
 MEM_KEYS, MEM_IN = 20000, 100
 
 
-def env_sh(cmd):
-    """Runs a tests/lib/env.sh helper with this test's MR_TMP; returns (status, output)."""
-    r = subprocess.run(["bash", "-c", '. "%s/tests/lib/env.sh"; %s' % (ROOT, cmd)],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return r.returncode, r.stdout
-
-
-def start_db():
-    rc, out = env_sh("mr_start_mariadb %s %d" % (DB_NAME, DB_PORT))
-    if rc:
-        print(out)
-    return rc == 0
-
-
-def kill_db():
-    """SIGKILL straight from here (no shell in between, so the kill lands where polled)."""
-    pid = t.mariadbd_pid(DB_NAME)
-    os.kill(pid, signal.SIGKILL)
-    for _ in range(100):
-        try:
-            with open("/proc/%d/stat" % pid) as f:
-                if f.read().split()[2] == "Z":
-                    break
-        except OSError:
-            break
-        time.sleep(0.05)
-    env_sh("mr_kill_mariadb %s" % DB_NAME)  # clears the pid file
-
-
 def direct():
-    return t.connect(DB_PORT, autocommit=True)
+    return DB.connect(autocommit=True)
 
 
 def scalar(cur, sql):
@@ -111,24 +78,6 @@ def flush_async(table, out):
     th = threading.Thread(target=run)
     th.start()
     return th
-
-
-def flush_until_ok(table, timeout=90):
-    """After the restart: FLUSH DELAYED until the reconnected flusher answers OK."""
-    end = time.time() + timeout
-    last = None
-    while time.time() < end:
-        try:
-            c = t.connect(PORT, autocommit=True)
-            try:
-                c.cursor().execute("FLUSH DELAYED %s" % table)
-                return None
-            finally:
-                c.close()
-        except pymysql.err.MySQLError as e:
-            last = e
-            time.sleep(0.3)
-    return last or "timeout"
 
 
 def wait_until(cur, sql, cond, timeout, interval=0.005):
@@ -202,7 +151,7 @@ def staged(d):
     # 10 chunks gone: the flush is under way, and most of it is still ahead.
     seen = wait_until(cur, "SELECT COALESCE(MIN(seq), 0) FROM dc_staged_delayed",
                       lambda m: m == 0 or m >= first + 10 * CHUNK, 30)
-    kill_db()
+    DB.kill9()
     t.log("mariadbd killed %.2f s into the flush, staging MIN(seq) %d (first %d)"
           % (time.time() - t0, seen, first))
     th.join(60)
@@ -211,7 +160,7 @@ def staged(d):
     t.log("its answer: %s" % (res[0] if res else "none"))
     d.close()
 
-    t.check(start_db(), "mariadbd restarted on the same datadir after SIGKILL")
+    t.check(DB.start(), "mariadbd restarted on the same datadir after SIGKILL")
     d = direct()
     got, left = snapshot(d, "dc_staged", "dc_staged_delayed")
     t.check(0 < left < total_rows, "the kill hit the middle of the flush: part of the rows "
@@ -220,7 +169,7 @@ def staged(d):
          expect, got)
     t.log("%d of %d staged rows left after the crash recovery" % (left, total_rows))
 
-    err = flush_until_ok("dc_staged")
+    err = t.flush_until_ok(PORT, "dc_staged", 90)
     t.check(err is None, "FLUSH DELAYED succeeds once the flusher has reconnected", err)
     cur = d.cursor()
     t.eq("staging table empty", 0, scalar(cur, "SELECT COUNT(*) FROM dc_staged_delayed"))
@@ -285,7 +234,7 @@ def memory(d):
     th = flush_async("dc_mem", res)
     seen = wait_until(cur, "SELECT COUNT(*) FROM dc_mem WHERE hits <> 0",
                       lambda n: n >= 4 * CHUNK, 30)
-    kill_db()
+    DB.kill9()
     t.log("mariadbd killed %.2f s into the memory flush, %d keys written before"
           % (time.time() - t0, seen))
     th.join(60)
@@ -295,8 +244,8 @@ def memory(d):
             "%d of %d keys written" % (seen, MEM_KEYS))
     d.close()
 
-    t.check(start_db(), "mariadbd restarted again")
-    err = flush_until_ok("dc_mem")
+    t.check(DB.start(), "mariadbd restarted again")
+    err = t.flush_until_ok(PORT, "dc_mem", 90)
     t.check(err is None, "memory FLUSH DELAYED succeeds after the reconnect", err)
     d = direct()
     cur = d.cursor()
@@ -320,8 +269,8 @@ def main():
         print("skip: needs its own proxy and server")
         sys.exit(77)
     t.write_rules(RULES_DIR, RULES, "10-dcrash.rules")
-    if not start_db():
-        t.not_ok("own mariadbd %s on %d starts" % (DB_NAME, DB_PORT))
+    if not DB.start():
+        t.not_ok("own mariadbd %s on %d starts" % (DB.name, DB.port))
         t.done()
     try:
         d = direct()
@@ -341,7 +290,7 @@ def main():
         t.eq("proxy exits 0 on SIGTERM after two server crashes", 0, PROXY.stop())
     finally:
         PROXY.kill9()
-        env_sh("mr_stop_mariadb %s" % DB_NAME)
+        DB.stop()
     t.done()
 
 

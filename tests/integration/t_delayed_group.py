@@ -220,13 +220,7 @@ def kill_under_load(proxy):
          book.errors[:5])
     t.eq("after the restart's flush the table holds what the server had committed in "
          "table + staging", committed, after)
-    bad = {}
-    for i in after:
-        got = after[i] - before[i]
-        lo = book.acked.get(i, 0)
-        hi = lo + book.doubt.get(i, 0)
-        if not lo <= got <= hi:
-            bad[i] = (got, lo, hi)
+    bad = t.applied_within(before, after, book.acked, book.doubt)
     t.eq("every acknowledged increment applied exactly once (acked <= applied <= acked + in "
          "doubt, per row)", {}, bad)
     t.log("kill: %d in doubt, %d acknowledged" % (sum(book.doubt.values()),

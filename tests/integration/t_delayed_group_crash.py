@@ -18,8 +18,6 @@ table flushed:
 Environment: MR_BIN; its own mariadbd and the proxy take free ports.
 """
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -28,11 +26,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-DB_NAME = "gcrash"
-DB_PORT = t.free_port()
+DB = t.Mariadb("gcrash")
 RULES_DIR = os.path.join(t.TMP, "gcrash_rules")
-PROXY = t.Proxy("gcrash_proxy", backend_port=DB_PORT, rules_dir=RULES_DIR, own_conn=True)
+PROXY = t.Proxy("gcrash_proxy", backend_port=DB.port, rules_dir=RULES_DIR, own_conn=True)
 HOT, CLIENTS = 10, 128
 RULES = """
 [delayed gcrash]
@@ -45,25 +41,6 @@ flush_interval = 300ms
 # Errors a client may see while the server is down: the connection to the proxy lost, the
 # proxy's backend gone (new logins), the proxy's group-commit ERR carrying the server's loss.
 LOST = (2006, 2013, 2014, 1927, 1158, 1043, 2003)
-
-
-def env_sh(cmd):
-    r = subprocess.run(["bash", "-c", '. "%s/tests/lib/env.sh"; %s' % (ROOT, cmd)],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return r.returncode, r.stdout
-
-
-def start_db():
-    rc, out = env_sh("mr_start_mariadb %s %d" % (DB_NAME, DB_PORT))
-    if rc:
-        print(out)
-    return rc == 0
-
-
-def kill_db():
-    os.kill(t.mariadbd_pid(DB_NAME), signal.SIGKILL)
-    time.sleep(0.3)
-    env_sh("mr_kill_mariadb %s" % DB_NAME)  # reaps it and clears the pid file
 
 
 class Book:
@@ -121,26 +98,10 @@ def client(book, n):
 
 
 def hits():
-    d = t.connect(DB_PORT, autocommit=True)
+    d = DB.connect(autocommit=True)
     vals = dict(t.rows(d, "SELECT id, hits FROM gcr_hot"))
     d.close()
     return vals
-
-
-def flush_until_ok(timeout=60):
-    end, last = time.time() + timeout, None
-    while time.time() < end:
-        try:
-            c = PROXY.connect(autocommit=True)
-            try:
-                c.cursor().execute("FLUSH DELAYED gcr_hot")
-                return None
-            finally:
-                c.close()
-        except pymysql.err.MySQLError as e:
-            last = e
-            time.sleep(0.3)
-    return last or "timeout"
 
 
 def crash_under_load():
@@ -151,9 +112,9 @@ def crash_under_load():
         th.start()
     time.sleep(2.0)
     acked_before = sum(book.acked.values())
-    kill_db()
+    DB.kill9()
     t.log("mariadbd killed -9 under load after %d acknowledged increments" % acked_before)
-    t.check(start_db(), "mariadbd restarted on the same datadir after SIGKILL")
+    t.check(DB.start(), "mariadbd restarted on the same datadir after SIGKILL")
     book.restarted = True
     time.sleep(4.0)
     book.stop = True
@@ -163,15 +124,8 @@ def crash_under_load():
     t.check(book.after_restart > 0,
             "statements after the restart are acknowledged again (%d)" % book.after_restart)
     t.eq("no client saw an error other than the server's loss", [], book.errors[:5])
-    t.eq("FLUSH DELAYED after the restart", None, flush_until_ok())
-    after = hits()
-    bad = {}
-    for i in after:
-        got = after[i] - before[i]
-        lo = book.acked.get(i, 0)
-        hi = lo + book.doubt.get(i, 0)
-        if not lo <= got <= hi:
-            bad[i] = (got, lo, hi)
+    t.eq("FLUSH DELAYED after the restart", None, t.flush_until_ok(PROXY.port, "gcr_hot"))
+    bad = t.applied_within(before, hits(), book.acked, book.doubt)
     t.eq("every acknowledged increment applied exactly once (acked <= applied <= acked + in "
          "doubt, per row)", {}, bad)
     t.log("%d acknowledged, %d in doubt" % (sum(book.acked.values()),
@@ -186,11 +140,11 @@ def main():
         print("skip: needs its own proxy and server")
         sys.exit(77)
     t.write_rules(RULES_DIR, RULES, "10-gcrash.rules")
-    if not start_db():
-        t.not_ok("own mariadbd %s on %d starts" % (DB_NAME, DB_PORT))
+    if not DB.start():
+        t.not_ok("own mariadbd %s on %d starts" % (DB.name, DB.port))
         t.done()
     try:
-        d = t.connect(DB_PORT, autocommit=True)
+        d = DB.connect(autocommit=True)
         cur = d.cursor()
         cur.execute("DROP TABLE IF EXISTS gcr_hot, gcr_hot_delayed")
         cur.execute("CREATE TABLE gcr_hot (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0) "
@@ -203,7 +157,7 @@ def main():
         t.eq("proxy exits 0 on SIGTERM after the server crash", 0, PROXY.stop())
     finally:
         PROXY.kill9()
-        env_sh("mr_stop_mariadb %s" % DB_NAME)
+        DB.stop()
     t.done()
 
 

@@ -380,3 +380,86 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise RuntimeError("no VmRSS for pid %d" % pid)
+
+
+_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def env_sh(cmd, **env):
+    """Runs a tests/lib/env.sh helper in bash with this test's environment (plus env);
+    returns (status, output)."""
+    r = subprocess.run(["bash", "-c", '. "%s/tests/lib/env.sh"; %s' % (_ROOT, cmd)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       env=dict(os.environ, **env))
+    return r.returncode, r.stdout
+
+
+class Mariadb:
+    """A mariadbd of the test's own (env.sh's mr_start_mariadb, datadir $MR_TMP/name), on a
+    free port unless one is given, for tests that kill or restart the server, which the
+    shared one must never be."""
+
+    def __init__(self, name, port=None, **env):
+        self.name = name
+        self.port = port or free_port()
+        self.env = env
+
+    def start(self):
+        """Starts it (again, on the same datadir); False with its log printed if it fails."""
+        rc, out = env_sh("mr_start_mariadb %s %d" % (self.name, self.port), **self.env)
+        if rc:
+            print(out)
+        return rc == 0
+
+    def kill9(self):
+        """SIGKILL straight from here (no shell in between, so it lands when called), then
+        waits for it to be gone and clears its pid file."""
+        pid = mariadbd_pid(self.name)
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+            for _ in range(100):
+                try:
+                    with open("/proc/%d/stat" % pid) as f:
+                        if f.read().split()[2] == "Z":
+                            break
+                except OSError:
+                    break
+                time.sleep(0.05)
+        env_sh("mr_kill_mariadb %s" % self.name)
+
+    def stop(self):
+        env_sh("mr_stop_mariadb %s" % self.name)
+
+    def connect(self, **kw):
+        return connect(self.port, **kw)
+
+
+def flush_until_ok(port, table="", timeout=60):
+    """FLUSH DELAYED [table] through the proxy on port until it answers OK (a flusher that
+    has to reconnect first answers errors meanwhile); None, or the last error."""
+    end, last = time.time() + timeout, None
+    while time.time() < end:
+        try:
+            c = connect(port, autocommit=True)
+            try:
+                c.cursor().execute(("FLUSH DELAYED " + table).strip())
+                return None
+            finally:
+                c.close()
+        except pymysql.err.MySQLError as e:
+            last = e
+            time.sleep(0.3)
+    return last or "timeout"
+
+
+def applied_within(before, after, acked, doubt):
+    """Per key, whether the growth after - before lies between the acknowledged increments and
+    acknowledged + in doubt; returns {key: (grown, low, high)} for the keys where it does not."""
+    bad = {}
+    for k in after:
+        grown = after[k] - before.get(k, 0)
+        lo = acked.get(k, 0)
+        hi = lo + doubt.get(k, 0)
+        if not lo <= grown <= hi:
+            bad[k] = (grown, lo, hi)
+    return bad
