@@ -13,6 +13,13 @@
  * committed: it is dropped (and logged), never retried, so it is applied
  * at most once (README, "memory mode").
  *
+ * read_pending's point reads look into pending from workers (delayed/mem.c,
+ * read_sum): pending_lock guards every change to it (a shard's swap
+ * and merge, a chunk's keys marked done after its COMMIT returned, the
+ * sweep), never a statement to the server, so a read waits at most for one
+ * shard's merge. A chunk's keys stay in pending, counted by reads, until
+ * its COMMIT has returned.
+ *
  * While no key is held the tick says nothing is due, so the connection is
  * closed after own_connection_idle; a table's first key wakes the thread,
  * which opens it again for the round.
@@ -51,12 +58,27 @@ static struct {
     uint64_t deadline_ms;
     /* any thread */
     mr_counter rounds, chunks, keys, errors, lost;
-    /* flusher thread */
+    /* written by the flusher thread under pending_lock, read by workers under it */
+    pthread_mutex_t pending_lock;
     dm_map pending;
+    /* flusher thread */
     mr_dmem_syntax syntax;
     unsigned fail_code; /* the latest failed chunk's error, read before its ROLLBACK */
     char fail_msg[200];
-} F = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} F = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .cond = PTHREAD_COND_INITIALIZER,
+       .pending_lock = PTHREAD_MUTEX_INITIALIZER};
+
+void dm_pending_lock(void) { pthread_mutex_lock(&F.pending_lock); }
+
+void dm_pending_unlock(void) { pthread_mutex_unlock(&F.pending_lock); }
+
+const dm_entry *dm_pending_find(const struct mr_dmem_table *t, const char *key, size_t klen,
+                                uint64_t hash)
+{
+    const dm_entry *e = dm_find(&F.pending, t, key, klen, hash);
+    return e && !e->done ? e : NULL;
+}
 
 static void count(mr_counter *c, uint64_t n)
 {
@@ -72,6 +94,8 @@ static void gather(void)
 {
     for (unsigned i = 0; i < dm_shards(); i++) {
         dm_map m = {0};
+        /* swap and merge in one hold: a read never sees a key in neither place */
+        dm_pending_lock();
         dm_swap_shard(i, &m);
         for (size_t b = 0; m.b && b <= m.mask; b++)
             for (dm_entry *e = m.b[b], *next; e; e = next) {
@@ -89,6 +113,7 @@ static void gather(void)
                     dm_entry_free(e);
                 }
             }
+        dm_pending_unlock();
         free(m.b);
     }
 }
@@ -96,6 +121,7 @@ static void gather(void)
 /* Frees the entries marked done and unlinks them from pending. */
 static void sweep(void)
 {
+    dm_pending_lock();
     for (size_t b = 0; F.pending.b && b <= F.pending.mask; b++)
         for (dm_entry **pp = &F.pending.b[b]; *pp;) {
             dm_entry *e = *pp;
@@ -108,6 +134,7 @@ static void sweep(void)
             atomic_fetch_sub(&e->t->nkeys, 1);
             dm_entry_free(e);
         }
+    dm_pending_unlock();
 }
 
 /* ---- one chunk ---------------------------------------------------------------------- */
@@ -205,8 +232,10 @@ static bool settle(const struct mr_dmem_table *t, chunk_rc rc, dm_entry **es, si
 {
     if (rc == CHUNK_FAILED)
         return false;
+    dm_pending_lock(); /* reads stop counting them only now, after the COMMIT returned */
     for (size_t i = 0; i < m; i++)
         es[i]->done = true;
+    dm_pending_unlock();
     if (rc == CHUNK_UNKNOWN) {
         mr_error(0,
                  "delayed %s: the connection broke during COMMIT; the %zu keys of that "
@@ -254,7 +283,9 @@ static bool reject(MYSQL *db, struct mr_dmem_table *t, dm_entry *e, unsigned cod
                               (const char *)change.data, 1, code, msg);
     ok = ok && run(db, &b, t, "writing a refused key to the dead-letter table");
     if (ok) {
+        dm_pending_lock();
         e->done = true;
+        dm_pending_unlock();
         mr_error(0,
                  "delayed %s: the server refused %s on %s.%s %s (%u %s)%s; it went to "
                  "%s.%.47s_delayed_rejected",

@@ -33,6 +33,7 @@ struct mr_dmem_table {
     _Atomic bool wanted;    /* flush it now: past flush_early or at memory_max_keys */
     uint64_t next_ms;       /* flusher thread: monotonic time of its next flush */
     bool reject_ready;      /* flusher thread: its dead-letter table exists */
+    mr_read_port read;      /* read_pending: mr_dmem_read on this table */
     struct mr_dmem_table *next;
 };
 
@@ -77,6 +78,13 @@ bool dm_table_keyed(const struct mr_dmem_table *t);
 bool dm_table_live(const struct mr_dmem_table *t);
 
 /* delayed/mem_flush.c */
+/* The lock that guards the flusher's pending keys (taken before any shard's
+ * lock), and t's pending entry for a key under it (NULL: none, or its chunk
+ * committed). */
+void dm_pending_lock(void);
+void dm_pending_unlock(void);
+const dm_entry *dm_pending_find(const struct mr_dmem_table *t, const char *key, size_t klen,
+                                uint64_t hash);
 bool dm_flusher_start(const mr_proxy *p);
 bool dm_flusher_running(void);
 /* Asks for a flush of t (NULL: only wakes the thread) now. */
