@@ -327,25 +327,37 @@ static bool add_entry(const dm_entry *e, int64_t *sums, size_t nsums, bool *gone
     return true;
 }
 
+/* The flusher's entry for the key: in the chunk in flight (whose mark the
+ * read asks the server about), or held like the shards' entries. */
+static bool add_pending(const struct mr_dmem_table *t, const dm_entry *e, size_t nsums,
+                        mr_read_held *out)
+{
+    uint64_t chunk = dm_pending_inflight();
+    if (!e || !chunk || e->chunk != chunk || !atomic_load(&t->marks_ready))
+        return add_entry(e, out->held, nsums, &out->gone);
+    out->chunk = chunk;
+    out->proxy = dm_marks_proxy();
+    return add_entry(e, out->inflight, nsums, &out->gone);
+}
+
 /* What this proxy holds for one key of table arg: the flusher's pending
  * entry (a chunk in flight counts until its COMMIT returned), then every
  * shard's. Under the pending lock throughout, so a round's swap and merge
  * never hides a key from the read; a shard's lock is held only while its
  * entry is read. Any worker. */
-static bool read_sum(void *arg, const char *key, size_t klen, int64_t *sums, size_t nsums,
-                     bool *gone)
+static bool read_sum(void *arg, const char *key, size_t klen, size_t nsums, mr_read_held *out)
 {
     const struct mr_dmem_table *t = arg;
     uint64_t h = dm_hash(t, key, klen);
-    for (size_t c = 0; c < nsums; c++)
-        sums[c] = 0;
-    *gone = false;
+    memset(out, 0, sizeof *out);
+    if (nsums > MR_RULE_MAX_NAMES)
+        return false;
     dm_pending_lock();
-    bool ok = add_entry(dm_pending_find(t, key, klen, h), sums, nsums, gone);
+    bool ok = add_pending(t, dm_pending_find(t, key, klen, h), nsums, out);
     for (unsigned i = 0; ok && M.shards && i < M.nshards; i++) {
         shard *sh = &M.shards[i];
         pthread_mutex_lock(&sh->lock);
-        ok = add_entry(dm_find(&sh->map, t, key, klen, h), sums, nsums, gone);
+        ok = add_entry(dm_find(&sh->map, t, key, klen, h), out->held, nsums, &out->gone);
         pthread_mutex_unlock(&sh->lock);
     }
     dm_pending_unlock();

@@ -18,7 +18,10 @@
  * and merge, a chunk's keys marked done after its COMMIT returned, the
  * sweep), never a statement to the server, so a read waits at most for one
  * shard's merge. A chunk's keys stay in pending, counted by reads, until
- * its COMMIT has returned.
+ * its COMMIT has returned. A chunk of a read_pending table also writes its
+ * number into this proxy's row of `schema`.myrewrite_read_marks inside its
+ * transaction: a read asks the server, in the same snapshot as the table's
+ * row, whether that chunk is applied, so it counts the chunk exactly once.
  *
  * While no key is held the tick says nothing is due, so the connection is
  * closed after own_connection_idle; a table's first key wakes the thread,
@@ -35,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "delayed/flush_job.h"
 #include "delayed/mem_impl.h"
@@ -61,7 +65,10 @@ static struct {
     /* written by the flusher thread under pending_lock, read by workers under it */
     pthread_mutex_t pending_lock;
     dm_map pending;
+    uint64_t inflight; /* the chunk in flight with a mark written, 0: none */
+    uint64_t proxy;    /* this proxy's row in the marks tables; set before the thread */
     /* flusher thread */
+    uint64_t chunks_sent; /* chunk numbers */
     mr_dmem_syntax syntax;
     unsigned fail_code; /* the latest failed chunk's error, read before its ROLLBACK */
     char fail_msg[200];
@@ -72,6 +79,10 @@ static struct {
 void dm_pending_lock(void) { pthread_mutex_lock(&F.pending_lock); }
 
 void dm_pending_unlock(void) { pthread_mutex_unlock(&F.pending_lock); }
+
+uint64_t dm_pending_inflight(void) { return F.inflight; }
+
+uint64_t dm_marks_proxy(void) { return F.proxy; }
 
 const dm_entry *dm_pending_find(const struct mr_dmem_table *t, const char *key, size_t klen,
                                 uint64_t hash)
@@ -207,11 +218,54 @@ static bool apply_chunk(MYSQL *db, const struct mr_dmem_table *t, dm_entry **es,
 
 typedef enum { CHUNK_DONE, CHUNK_FAILED, CHUNK_UNKNOWN } chunk_rc;
 
-static chunk_rc flush_chunk(MYSQL *db, const struct mr_dmem_table *t, dm_entry **es, size_t n,
+/* A read_pending table's chunk is numbered and its keys noted in flight
+ * (reads then ask the server whether it is applied); 0 for the others. */
+static uint64_t number_chunk(const struct mr_dmem_table *t, dm_entry **es, size_t n)
+{
+    if (!atomic_load(&t->marks_ready))
+        return 0;
+    dm_pending_lock();
+    uint64_t seq = ++F.chunks_sent;
+    for (size_t i = 0; i < n; i++)
+        es[i]->chunk = seq;
+    F.inflight = seq;
+    dm_pending_unlock();
+    return seq;
+}
+
+/* The chunk's number into this proxy's mark row, in its transaction. A
+ * failure stops the marks for the table (reads then count the chunk until
+ * its COMMIT returns, as without them) but not the chunk. */
+static void write_mark(MYSQL *db, struct mr_dmem_table *t, uint64_t seq)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_dmem_sql_mark(&b, t->def.schema, F.proxy, seq);
+    if (!mr_bg_query_buf(db, &b, t->rule, "writing the read_pending mark")) {
+        atomic_store(&t->marks_ready, false);
+        dm_pending_lock();
+        F.inflight = 0;
+        dm_pending_unlock();
+    }
+    mr_buf_free(&b);
+}
+
+/* The chunk left flight (committed and marked done, or rolled back). */
+static void chunk_landed(void)
+{
+    dm_pending_lock();
+    F.inflight = 0;
+    dm_pending_unlock();
+}
+
+static chunk_rc flush_chunk(MYSQL *db, struct mr_dmem_table *t, dm_entry **es, size_t n,
                             mr_dmem_row *rows)
 {
     mr_buf b = {.data = (uint8_t *)(uintptr_t) "START TRANSACTION", .len = 17};
+    uint64_t seq = number_chunk(t, es, n);
     bool ok = run(db, &b, t, "START TRANSACTION") && apply_chunk(db, t, es, n, rows);
+    if (ok && seq)
+        write_mark(db, t, seq);
     if (ok) {
         b = (mr_buf){.data = (uint8_t *)(uintptr_t) "COMMIT", .len = 6};
         if (run(db, &b, t, "COMMIT"))
@@ -224,6 +278,7 @@ static chunk_rc flush_chunk(MYSQL *db, const struct mr_dmem_table *t, dm_entry *
     snprintf(F.fail_msg, sizeof F.fail_msg, "%s", mysql_error(db));
     if (!mr_bg_conn_broken(db))
         (void)mysql_query(db, "ROLLBACK");
+    chunk_landed(); /* not applied: its keys are held again */
     return CHUNK_FAILED;
 }
 
@@ -235,6 +290,7 @@ static bool settle(const struct mr_dmem_table *t, chunk_rc rc, dm_entry **es, si
     dm_pending_lock(); /* reads stop counting them only now, after the COMMIT returned */
     for (size_t i = 0; i < m; i++)
         es[i]->done = true;
+    F.inflight = 0;
     dm_pending_unlock();
     if (rc == CHUNK_UNKNOWN) {
         mr_error(0,
@@ -325,12 +381,30 @@ static bool isolate(MYSQL *db, struct mr_dmem_table *t, dm_entry **es, size_t m,
     return all && !mr_bg_conn_broken(db);
 }
 
+/* A read_pending table's marks table, once per connection (outside any
+ * transaction: CREATE commits). Without it reads count a chunk until its
+ * COMMIT returns. */
+static void make_marks(MYSQL *db, struct mr_dmem_table *t)
+{
+    if (!t->def.read_pending || atomic_load(&t->marks_ready) || t->marks_tried)
+        return;
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_dmem_sql_marks_table(&b, t->def.schema);
+    t->marks_tried = true;
+    atomic_store(&t->marks_ready, mr_bg_query_buf(db, &b, t->rule,
+                                                  "creating the read_pending "
+                                                  "marks table"));
+    mr_buf_free(&b);
+}
+
 /* Applies table t's pending keys in chunks; false when some stay pending. */
 static bool flush_table(MYSQL *db, struct mr_dmem_table *t, uint64_t deadline)
 {
     mr_dreject_round_begin(t->def.schema, t->def.table); /* even with nothing pending */
     if (!dm_table_keyed(t))
         return true; /* no statement has reached it yet: nothing held, no key to write with */
+    make_marks(db, t);
     size_t n = 0;
     for (size_t b = 0; F.pending.b && b <= F.pending.mask; b++)
         for (dm_entry *e = F.pending.b[b]; e; e = e->next)
@@ -411,8 +485,10 @@ static bool on_connect(MYSQL *db, void *arg)
 {
     (void)arg;
     F.syntax = mr_dmem_syntax_for(mysql_get_server_info(db), mysql_get_server_version(db));
-    for (struct mr_dmem_table *t = dm_tables(); t; t = t->next)
+    for (struct mr_dmem_table *t = dm_tables(); t; t = t->next) {
         t->reject_ready = false;
+        t->marks_tried = false;
+    }
     mr_info(0, "delayed memory flush: server %s, upserts with %s", mysql_get_server_info(db),
             F.syntax == MR_DMEM_SYNTAX_ROW_ALIAS ? "a row alias" : "VALUES()");
     return true;
@@ -484,6 +560,12 @@ bool dm_flusher_start(const mr_proxy *p)
 {
     static const mr_bgconn_ops ops = {
         .name = "delayed memory flush", .on_connect = on_connect, .tick = tick, .arg = NULL};
+    /* this run's row in the marks tables: another proxy, or this one after a
+     * restart, never takes a mark for one of its chunks */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    F.proxy = ((uint64_t)ts.tv_sec << 20 ^ (uint64_t)ts.tv_nsec) * 0x9e3779b97f4a7c15ULL ^
+              (uint64_t)getpid();
     mr_bgconn *bg = mr_bgconn_start(p->cfg, p->backend_name, &ops);
     pthread_mutex_lock(&F.lock);
     F.bg = bg;

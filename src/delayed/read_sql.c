@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "myrewrite/delayed/mem_sql.h"
 #include "myrewrite/sql/quote.h"
 
 /* What a plain point read may not have: anything that makes it more than
@@ -218,13 +219,25 @@ static void put_tok(mr_buf *out, const char *text, const sql_token *t)
  * follows the column; a NULL counter stays NULL, as the flush leaves it).
  * Staged: the staging table's sum for the key; memory: the sum held. */
 static void put_counter(mr_buf *out, const char *text, const sql_token *t,
-                        const mr_delayed_def *def, int c, const mr_delayed_read_mem *mem)
+                        const mr_delayed_def *def, int c, const mr_read_held *mem)
 {
     mr_buf_put_str(out, "(`mr_t`.");
     mr_sql_put_ident(out, def->columns[c]);
-    if (mem) {
-        char n[32];
-        snprintf(n, sizeof n, " + CAST(%" PRId64 " AS SIGNED)) AS ", mem->sums[c]);
+    char n[160];
+    if (mem && mem->chunk && mem->inflight[c]) {
+        snprintf(n, sizeof n, " + CAST(%" PRId64 " + IF(COALESCE((SELECT `mr_m`.`seq` FROM ",
+                 mem->held[c]);
+        mr_buf_put_str(out, n);
+        mr_sql_put_ident(out, def->schema);
+        mr_buf_put_str(out, ".");
+        mr_sql_put_ident(out, MR_DMEM_MARKS_TABLE);
+        snprintf(n, sizeof n,
+                 " AS `mr_m` WHERE `mr_m`.`proxy` = %" PRIu64 "), 0) >= %" PRIu64 ", 0, %" PRId64
+                 ") AS SIGNED)) AS ",
+                 mem->proxy, mem->chunk, mem->inflight[c]);
+        mr_buf_put_str(out, n);
+    } else if (mem) {
+        snprintf(n, sizeof n, " + CAST(%" PRId64 " AS SIGNED)) AS ", mem->held[c]);
         mr_buf_put_str(out, n);
     } else {
         mr_buf_put_str(out, " + CAST(COALESCE((SELECT SUM(`mr_s`.");
@@ -238,7 +251,7 @@ static void put_counter(mr_buf *out, const char *text, const sql_token *t,
 
 /* A key with a DELETE DELAYED pending reads as no row: staged, while the
  * staging table holds one; memory, while the proxy holds one. */
-static void put_not_deleted(mr_buf *out, const mr_delayed_def *def, const mr_delayed_read_mem *mem)
+static void put_not_deleted(mr_buf *out, const mr_delayed_def *def, const mr_read_held *mem)
 {
     if (mem) {
         mr_buf_put_str(out, mem->gone ? ") AND 0 = 1" : ")");
@@ -250,7 +263,7 @@ static void put_not_deleted(mr_buf *out, const mr_delayed_def *def, const mr_del
 }
 
 bool mr_delayed_read_build(const char *text, const sql_token *tok, const mr_delayed_read *rd,
-                           const mr_delayed_def *def, const mr_delayed_read_mem *mem, mr_buf *out)
+                           const mr_delayed_def *def, const mr_read_held *mem, mr_buf *out)
 {
     mr_buf_put_str(out, "SELECT ");
     for (unsigned i = 0; i < rd->nitems; i++) {

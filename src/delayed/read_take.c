@@ -141,19 +141,23 @@ static mr_take_step memory_read(mr_rule_run *R, mr_rule_stmt *S, size_t i,
         return untouched(R, i, "mode = memory with bucket_column");
     if (R->ctx->prepared || R->ctx->params)
         return untouched(R, i, "a prepared read of a mode = memory rule");
-    int64_t sums[MR_RULE_MAX_NAMES];
-    mr_delayed_read_mem mem = {.sums = sums};
+    mr_read_held mem;
     if (!memory_key(R, S, rd, def, &s->dmem) || s->dmem.nrows != 1)
         return untouched(R, i, "a key value the memory table does not take");
-    if (!def->mem_read->sum(def->mem_read->arg, (const char *)s->dmem.keys.data, s->dmem.keys.len,
-                            sums, def->ncolumns, &mem.gone))
+    bool ok = def->mem_read->sum(def->mem_read->arg, (const char *)s->dmem.keys.data,
+                                 s->dmem.keys.len, def->ncolumns, &mem);
+    for (size_t c = 0; ok && c < def->ncolumns; c++) {
+        int64_t both;
+        ok = !__builtin_add_overflow(mem.held[c], mem.inflight[c], &both);
+    }
+    if (!ok)
         return untouched(R, i, "the deltas held for the key sum past 64 bits");
     mr_buf_reset(&s->out);
     if (!mr_delayed_read_build(S->text, R->tok, rd, def, &mem, &s->out))
         return untouched(R, i, "out of memory, or a name that cannot be written");
     return rewritten(R, S, i,
                      "read_pending: the point read adds the deltas this proxy holds in memory "
-                     "for the key (a flush in flight counted until its COMMIT returned)");
+                     "for the key (a chunk in flight only if the read does not see its mark)");
 }
 
 mr_take_step mr_delayed_read_take(mr_rule_run *R, mr_rule_stmt *S)

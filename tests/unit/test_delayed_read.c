@@ -201,10 +201,11 @@ static void key_from_schema(void **state)
     mr_ruleset_free(set);
 }
 
-/* Memory mode: the sum the port gives, as a number; a held delete: no row. */
+/* Memory mode: the sums the port gives, as numbers; a chunk in flight
+ * asked of the marks table; a held delete: no row. */
 static bool fake_gone;
-static bool fake_sum(void *arg, const char *key, size_t klen, int64_t *sums, size_t nsums,
-                     bool *gone)
+static uint64_t fake_chunk;
+static bool fake_sum(void *arg, const char *key, size_t klen, size_t ncols, mr_read_held *out)
 {
     (void)arg;
     /* the key 5 as the memory table encodes it: a u32 length and "5" */
@@ -213,10 +214,16 @@ static bool fake_sum(void *arg, const char *key, size_t klen, int64_t *sums, siz
                         "\x01\x00\x00\x00"
                         "5",
                         5);
-    assert_int_equal(nsums, 2);
-    sums[0] = 3;
-    sums[1] = -4;
-    *gone = fake_gone;
+    assert_int_equal(ncols, 2);
+    memset(out, 0, sizeof *out);
+    out->held[0] = 3;
+    out->held[1] = -4;
+    if (fake_chunk) {
+        out->inflight[0] = 10;
+        out->chunk = fake_chunk;
+        out->proxy = 77;
+    }
+    out->gone = fake_gone;
     return true;
 }
 
@@ -234,9 +241,17 @@ static void memory_reads(void **state)
     mr_read_port port = {.sum = fake_sum};
     def->mem_read = &port;
     fake_gone = false;
+    fake_chunk = 0;
     expect_sent(rs, &CTX, "SELECT m, n FROM mem WHERE id = '5'", MR_ACT_REWRITE,
                 "SELECT (`mr_t`.`m` + CAST(-4 AS SIGNED)) AS m, (`mr_t`.`n` + CAST(3 AS "
                 "SIGNED)) AS n FROM mem AS `mr_t` WHERE (id = '5')");
+    fake_chunk = 9;
+    expect_sent(rs, &CTX, "SELECT n, m FROM mem WHERE id = 5", MR_ACT_REWRITE,
+                "SELECT (`mr_t`.`n` + CAST(3 + IF(COALESCE((SELECT `mr_m`.`seq` FROM "
+                "`test`.`myrewrite_read_marks` AS `mr_m` WHERE `mr_m`.`proxy` = 77), 0) >= 9, "
+                "0, 10) AS SIGNED)) AS n, (`mr_t`.`m` + CAST(-4 AS SIGNED)) AS m FROM mem AS "
+                "`mr_t` WHERE (id = 5)");
+    fake_chunk = 0;
     fake_gone = true;
     expect_sent(rs, &CTX, "SELECT n FROM mem WHERE id = 5", MR_ACT_REWRITE,
                 "SELECT (`mr_t`.`n` + CAST(3 AS SIGNED)) AS n FROM mem AS `mr_t` "

@@ -26,7 +26,7 @@
  *
  * Memory mode (read_pending with mode = memory) builds the same SELECT with
  * the sum the proxy holds for the key written as a number in place of the
- * staging subquery (mr_delayed_read_mem).
+ * staging subquery (mr_read_held, below).
  *
  * Pure, any thread. Owns nothing; writes the caller's buffer and message.
  */
@@ -66,19 +66,17 @@ bool mr_delayed_read_shape(const char *text, const sql_token *tok, const sql_stm
                            const mr_delayed_def *def, mr_delayed_read *rd, char *why,
                            size_t whylen);
 
-/* Memory mode: what the proxy holds for the key, read when the statement
- * is taken (sums[c] for counter column c of def->columns). */
-typedef struct mr_delayed_read_mem {
-    const int64_t *sums;
-    bool gone; /* a DELETE DELAYED is held: the read returns no row */
-} mr_delayed_read_mem;
-
 /* Appends the rewritten SELECT to out; false when out of memory or a name
  * cannot be written (the buffer is then failed). mem NULL: staged mode,
- * the sum is the staging table's; otherwise the column adds the literal
- * sum (`(`mr_t`.`c` + CAST(5 AS SIGNED)) AS c`) and a held delete makes
- * the WHERE `(...) AND 0 = 1`. */
+ * the sum is the staging table's. Memory mode (mem: what the proxy holds
+ * for the key, read when the statement is taken): the column adds the
+ * held sum, `(`mr_t`.`c` + CAST(5 AS SIGNED)) AS c`, and a chunk in
+ * flight only if the read's snapshot does not hold its mark yet:
+ *   CAST(5 + IF(COALESCE((SELECT `mr_m`.`seq` FROM
+ *       `schema`.`myrewrite_read_marks` AS `mr_m` WHERE `mr_m`.`proxy` =
+ *       P), 0) >= N, 0, 3) AS SIGNED)
+ * A held delete makes the WHERE `(...) AND 0 = 1`. */
 bool mr_delayed_read_build(const char *text, const sql_token *tok, const mr_delayed_read *rd,
-                           const mr_delayed_def *def, const mr_delayed_read_mem *mem, mr_buf *out);
+                           const mr_delayed_def *def, const mr_read_held *mem, mr_buf *out);
 
 #endif

@@ -51,14 +51,27 @@ typedef struct mr_key_port {
     void *arg;
 } mr_key_port;
 
-/* read_pending in memory mode: the deltas this proxy holds for one key of a
- * memory table (delayed/mem.c, mr_dmem_read on the table arg points at).
- * key is one encoded tuple (mr_dmem_batch.keys); sums[c] gets the adds held
- * for counter column c (of def->columns); *gone is set when a DELETE
- * DELAYED is held for the key. False when the sum passes 64 bits. A port,
- * like mr_key_port. */
+/* What this proxy holds for one key of a memory table, for read_pending:
+ * per counter column c (of def->columns) the adds not in a flush in flight
+ * (held[c]) and those in the chunk the flusher has sent and whose COMMIT
+ * has not returned (inflight[c]). That chunk wrote `chunk` into the row
+ * `proxy` of `schema`.myrewrite_read_marks in its own transaction, so a
+ * read that sees the row at chunk or later sees the chunk applied. chunk
+ * 0: no such chunk, or no marks table (inflight is then added to held). */
+typedef struct mr_read_held {
+    int64_t held[MR_RULE_MAX_NAMES];
+    int64_t inflight[MR_RULE_MAX_NAMES];
+    uint64_t chunk;
+    uint64_t proxy;
+    bool gone; /* a DELETE DELAYED is held for the key */
+} mr_read_held;
+
+/* read_pending in memory mode: what the memory table arg points at holds
+ * for one key (delayed/mem.c, read_sum); key is one encoded tuple
+ * (mr_dmem_batch.keys). False when a sum passes 64 bits. A port, like
+ * mr_key_port. */
 typedef struct mr_read_port {
-    bool (*sum)(void *arg, const char *key, size_t klen, int64_t *sums, size_t nsums, bool *gone);
+    bool (*sum)(void *arg, const char *key, size_t klen, size_t ncols, mr_read_held *out);
     void *arg;
 } mr_read_port;
 
