@@ -110,6 +110,7 @@ static const struct {
     {"delayed_parked", STAT(delayed_parked)},
     {"delayed_park_timeouts", STAT(delayed_park_timeouts)},
     {"delayed_park_wait_us", STAT(delayed_park_wait_us)},
+    {"delayed_read_pending", STAT(delayed_read_pending)},
     {"bytes_from_clients", STAT(bytes_from_clients)},
     {"bytes_from_backend", STAT(bytes_from_backend)},
 };

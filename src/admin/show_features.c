@@ -125,7 +125,7 @@ void mr_admin_show_pagination(mr_proxy *p, mr_buf *out)
 
 /* ---- SHOW DELAYED ---- */
 
-enum { DEL_COLS = 18 };
+enum { DEL_COLS = 19 };
 
 /* Unix milliseconds as UTC "YYYY-MM-DD HH:MM:SS.mmm"; NULL for 0 (never). */
 static const char *utc_ms(uint64_t ms, char *buf, size_t n)
@@ -160,7 +160,7 @@ static void delayed_row(mr_resultset *rs, const char *name, const char *table, c
 {
     char staged[24], flushed[24], rounds[24], last[40], dur[32], lag[32], errs[24],
         err[MR_RULE_STATS_ERR_MAX], rejected[24];
-    char gb[24], rpb[32], gs[24], gw[32], gp[24], pw[32];
+    char gb[24], rpb[32], gs[24], gw[32], gp[24], pw[32], rp[24];
     uint64_t at = e ? mr_stat_get(&e->last_flush_at) : 0, now = mr_unix_ms();
     uint64_t batches = e ? load(&e->group_batches) : 0,
              grouped = e ? load(&e->group_statements) : 0;
@@ -187,6 +187,7 @@ static void delayed_row(mr_resultset *rs, const char *name, const char *table, c
         grouped ? ratio(e ? load(&e->group_wait_us) : 0, grouped, 1000, gw, sizeof gw) : NULL,
         u64(parked, gp, sizeof gp),
         parked ? ratio(e ? load(&e->group_park_wait_us) : 0, parked, 1000, pw, sizeof pw) : NULL,
+        u64(e ? load(&e->read_pending) : 0, rp, sizeof rp),
     };
     mr_rs_row(rs, row);
 }
@@ -219,7 +220,8 @@ void mr_admin_show_delayed(mr_proxy *p, mr_buf *out)
         {"last_error", MR_COL_TEXT},     {"rows_rejected", MR_COL_INT},
         {"batches", MR_COL_INT},         {"rows_per_batch", MR_COL_DECIMAL},
         {"grouped", MR_COL_INT},         {"group_wait_ms", MR_COL_DECIMAL},
-        {"parked", MR_COL_INT},          {"park_wait_ms", MR_COL_DECIMAL}};
+        {"parked", MR_COL_INT},          {"park_wait_ms", MR_COL_DECIMAL},
+        {"read_pending", MR_COL_INT}};
     mr_shared_rules *cur = mr_rules_current(p);
     mr_resultset rs;
     mr_rs_begin(&rs, out, 1, cols, DEL_COLS);

@@ -5,9 +5,13 @@
  * shard; the flusher locks each shard once per round, for as long as it
  * takes to swap two pointers. So the hot path takes no global lock.
  *
+ * read_pending's reads (read_sum, through a table's mr_read_port) lock
+ * every shard in turn under the flusher's pending lock: only tables of
+ * rules with read_pending are read, and only by their point reads.
+ *
  * Threads: mr_dmem_init / configure / stop on the main thread (configure
- * also under the reload lock); mr_dmem_apply on workers; dm_swap_shard on
- * the flusher.
+ * also under the reload lock); mr_dmem_apply and read_sum on workers;
+ * dm_swap_shard on the flusher.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -309,6 +313,57 @@ int mr_dmem_apply(unsigned shard_no, const mr_dmem_batch *b, uint64_t *affected,
     return rc;
 }
 
+/* ---- read_pending ---------------------------------------------------------------- */
+
+/* Adds entry e's change to the sums (e NULL: nothing); false on overflow. */
+static bool add_entry(const dm_entry *e, int64_t *sums, size_t nsums, bool *gone)
+{
+    if (!e)
+        return true;
+    *gone |= e->del;
+    for (size_t c = 0; c < nsums; c++)
+        if (e->v[c].op == MR_DMEM_VAL_ADD && __builtin_add_overflow(sums[c], e->v[c].n, &sums[c]))
+            return false;
+    return true;
+}
+
+/* The flusher's entry for the key: in the chunk in flight (whose mark the
+ * read asks the server about), or held like the shards' entries. */
+static bool add_pending(const struct mr_dmem_table *t, const dm_entry *e, size_t nsums,
+                        mr_read_held *out)
+{
+    uint64_t chunk = dm_pending_inflight();
+    if (!e || !chunk || e->chunk != chunk || !atomic_load(&t->marks_ready))
+        return add_entry(e, out->held, nsums, &out->gone);
+    out->chunk = chunk;
+    out->proxy = dm_marks_proxy();
+    return add_entry(e, out->inflight, nsums, &out->gone);
+}
+
+/* What this proxy holds for one key of table arg: the flusher's pending
+ * entry (a chunk in flight counts until its COMMIT returned), then every
+ * shard's. Under the pending lock throughout, so a round's swap and merge
+ * never hides a key from the read; a shard's lock is held only while its
+ * entry is read. Any worker. */
+static bool read_sum(void *arg, const char *key, size_t klen, size_t nsums, mr_read_held *out)
+{
+    const struct mr_dmem_table *t = arg;
+    uint64_t h = dm_hash(t, key, klen);
+    memset(out, 0, sizeof *out);
+    if (nsums > MR_RULE_MAX_NAMES)
+        return false;
+    dm_pending_lock();
+    bool ok = add_pending(t, dm_pending_find(t, key, klen, h), nsums, out);
+    for (unsigned i = 0; ok && M.shards && i < M.nshards; i++) {
+        shard *sh = &M.shards[i];
+        pthread_mutex_lock(&sh->lock);
+        ok = add_entry(dm_find(&sh->map, t, key, klen, h), out->held, nsums, &out->gone);
+        pthread_mutex_unlock(&sh->lock);
+    }
+    dm_pending_unlock();
+    return ok;
+}
+
 /* ---- the flusher's side --------------------------------------------------------- */
 
 void dm_swap_shard(unsigned i, dm_map *fresh)
@@ -451,6 +506,7 @@ static struct mr_dmem_table *table_new(const mr_rule *r)
     t->def.columns = names_dup(s->columns, s->ncolumns, &ok);
     t->def.set_columns = names_dup(s->set_columns, s->nset_columns, &ok);
     t->ncols = mr_dmem_columns(&t->def);
+    t->read = (mr_read_port){.sum = read_sum, .arg = t};
     t->live = true;
     if (!ok) {
         table_free(t);
@@ -539,6 +595,7 @@ void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
         mr_delayed_def *rd = (mr_delayed_def *)(uintptr_t)r->delayed;
         rd->mem = t;
         rd->mem_keys = t->from_schema ? &t->learn.port : NULL;
+        rd->mem_read = rd->read_pending ? &t->read : NULL;
     }
     pthread_mutex_unlock(&M.cfg_lock);
     dm_flusher_wake(NULL); /* new tables get their first round now */

@@ -13,6 +13,16 @@
  * committed: it is dropped (and logged), never retried, so it is applied
  * at most once (README, "memory mode").
  *
+ * read_pending's point reads look into pending from workers (delayed/mem.c,
+ * read_sum): pending_lock guards every change to it (a shard's swap
+ * and merge, a chunk's keys marked done after its COMMIT returned, the
+ * sweep), never a statement to the server, so a read waits at most for one
+ * shard's merge. A chunk's keys stay in pending, counted by reads, until
+ * its COMMIT has returned. A chunk of a read_pending table also writes its
+ * number into this proxy's row of `schema`.myrewrite_read_marks inside its
+ * transaction: a read asks the server, in the same snapshot as the table's
+ * row, whether that chunk is applied, so it counts the chunk exactly once.
+ *
  * While no key is held the tick says nothing is due, so the connection is
  * closed after own_connection_idle; a table's first key wakes the thread,
  * which opens it again for the round.
@@ -28,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "delayed/flush_job.h"
 #include "delayed/mem_impl.h"
@@ -51,12 +62,34 @@ static struct {
     uint64_t deadline_ms;
     /* any thread */
     mr_counter rounds, chunks, keys, errors, lost;
-    /* flusher thread */
+    /* written by the flusher thread under pending_lock, read by workers under it */
+    pthread_mutex_t pending_lock;
     dm_map pending;
+    uint64_t inflight; /* the chunk in flight with a mark written, 0: none */
+    uint64_t proxy;    /* this proxy's row in the marks tables; set before the thread */
+    /* flusher thread */
+    uint64_t chunks_sent; /* chunk numbers */
     mr_dmem_syntax syntax;
     unsigned fail_code; /* the latest failed chunk's error, read before its ROLLBACK */
     char fail_msg[200];
-} F = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} F = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .cond = PTHREAD_COND_INITIALIZER,
+       .pending_lock = PTHREAD_MUTEX_INITIALIZER};
+
+void dm_pending_lock(void) { pthread_mutex_lock(&F.pending_lock); }
+
+void dm_pending_unlock(void) { pthread_mutex_unlock(&F.pending_lock); }
+
+uint64_t dm_pending_inflight(void) { return F.inflight; }
+
+uint64_t dm_marks_proxy(void) { return F.proxy; }
+
+const dm_entry *dm_pending_find(const struct mr_dmem_table *t, const char *key, size_t klen,
+                                uint64_t hash)
+{
+    const dm_entry *e = dm_find(&F.pending, t, key, klen, hash);
+    return e && !e->done ? e : NULL;
+}
 
 static void count(mr_counter *c, uint64_t n)
 {
@@ -72,6 +105,8 @@ static void gather(void)
 {
     for (unsigned i = 0; i < dm_shards(); i++) {
         dm_map m = {0};
+        /* swap and merge in one hold: a read never sees a key in neither place */
+        dm_pending_lock();
         dm_swap_shard(i, &m);
         for (size_t b = 0; m.b && b <= m.mask; b++)
             for (dm_entry *e = m.b[b], *next; e; e = next) {
@@ -89,6 +124,7 @@ static void gather(void)
                     dm_entry_free(e);
                 }
             }
+        dm_pending_unlock();
         free(m.b);
     }
 }
@@ -96,6 +132,7 @@ static void gather(void)
 /* Frees the entries marked done and unlinks them from pending. */
 static void sweep(void)
 {
+    dm_pending_lock();
     for (size_t b = 0; F.pending.b && b <= F.pending.mask; b++)
         for (dm_entry **pp = &F.pending.b[b]; *pp;) {
             dm_entry *e = *pp;
@@ -108,6 +145,7 @@ static void sweep(void)
             atomic_fetch_sub(&e->t->nkeys, 1);
             dm_entry_free(e);
         }
+    dm_pending_unlock();
 }
 
 /* ---- one chunk ---------------------------------------------------------------------- */
@@ -180,11 +218,54 @@ static bool apply_chunk(MYSQL *db, const struct mr_dmem_table *t, dm_entry **es,
 
 typedef enum { CHUNK_DONE, CHUNK_FAILED, CHUNK_UNKNOWN } chunk_rc;
 
-static chunk_rc flush_chunk(MYSQL *db, const struct mr_dmem_table *t, dm_entry **es, size_t n,
+/* A read_pending table's chunk is numbered and its keys noted in flight
+ * (reads then ask the server whether it is applied); 0 for the others. */
+static uint64_t number_chunk(const struct mr_dmem_table *t, dm_entry **es, size_t n)
+{
+    if (!atomic_load(&t->marks_ready))
+        return 0;
+    dm_pending_lock();
+    uint64_t seq = ++F.chunks_sent;
+    for (size_t i = 0; i < n; i++)
+        es[i]->chunk = seq;
+    F.inflight = seq;
+    dm_pending_unlock();
+    return seq;
+}
+
+/* The chunk's number into this proxy's mark row, in its transaction. A
+ * failure stops the marks for the table (reads then count the chunk until
+ * its COMMIT returns, as without them) but not the chunk. */
+static void write_mark(MYSQL *db, struct mr_dmem_table *t, uint64_t seq)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_dmem_sql_mark(&b, t->def.schema, F.proxy, seq);
+    if (!mr_bg_query_buf(db, &b, t->rule, "writing the read_pending mark")) {
+        atomic_store(&t->marks_ready, false);
+        dm_pending_lock();
+        F.inflight = 0;
+        dm_pending_unlock();
+    }
+    mr_buf_free(&b);
+}
+
+/* The chunk left flight (committed and marked done, or rolled back). */
+static void chunk_landed(void)
+{
+    dm_pending_lock();
+    F.inflight = 0;
+    dm_pending_unlock();
+}
+
+static chunk_rc flush_chunk(MYSQL *db, struct mr_dmem_table *t, dm_entry **es, size_t n,
                             mr_dmem_row *rows)
 {
     mr_buf b = {.data = (uint8_t *)(uintptr_t) "START TRANSACTION", .len = 17};
+    uint64_t seq = number_chunk(t, es, n);
     bool ok = run(db, &b, t, "START TRANSACTION") && apply_chunk(db, t, es, n, rows);
+    if (ok && seq)
+        write_mark(db, t, seq);
     if (ok) {
         b = (mr_buf){.data = (uint8_t *)(uintptr_t) "COMMIT", .len = 6};
         if (run(db, &b, t, "COMMIT"))
@@ -197,6 +278,7 @@ static chunk_rc flush_chunk(MYSQL *db, const struct mr_dmem_table *t, dm_entry *
     snprintf(F.fail_msg, sizeof F.fail_msg, "%s", mysql_error(db));
     if (!mr_bg_conn_broken(db))
         (void)mysql_query(db, "ROLLBACK");
+    chunk_landed(); /* not applied: its keys are held again */
     return CHUNK_FAILED;
 }
 
@@ -205,8 +287,11 @@ static bool settle(const struct mr_dmem_table *t, chunk_rc rc, dm_entry **es, si
 {
     if (rc == CHUNK_FAILED)
         return false;
+    dm_pending_lock(); /* reads stop counting them only now, after the COMMIT returned */
     for (size_t i = 0; i < m; i++)
         es[i]->done = true;
+    F.inflight = 0;
+    dm_pending_unlock();
     if (rc == CHUNK_UNKNOWN) {
         mr_error(0,
                  "delayed %s: the connection broke during COMMIT; the %zu keys of that "
@@ -254,7 +339,9 @@ static bool reject(MYSQL *db, struct mr_dmem_table *t, dm_entry *e, unsigned cod
                               (const char *)change.data, 1, code, msg);
     ok = ok && run(db, &b, t, "writing a refused key to the dead-letter table");
     if (ok) {
+        dm_pending_lock();
         e->done = true;
+        dm_pending_unlock();
         mr_error(0,
                  "delayed %s: the server refused %s on %s.%s %s (%u %s)%s; it went to "
                  "%s.%.47s_delayed_rejected",
@@ -294,12 +381,30 @@ static bool isolate(MYSQL *db, struct mr_dmem_table *t, dm_entry **es, size_t m,
     return all && !mr_bg_conn_broken(db);
 }
 
+/* A read_pending table's marks table, once per connection (outside any
+ * transaction: CREATE commits). Without it reads count a chunk until its
+ * COMMIT returns. */
+static void make_marks(MYSQL *db, struct mr_dmem_table *t)
+{
+    if (!t->def.read_pending || atomic_load(&t->marks_ready) || t->marks_tried)
+        return;
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_dmem_sql_marks_table(&b, t->def.schema);
+    t->marks_tried = true;
+    atomic_store(&t->marks_ready, mr_bg_query_buf(db, &b, t->rule,
+                                                  "creating the read_pending "
+                                                  "marks table"));
+    mr_buf_free(&b);
+}
+
 /* Applies table t's pending keys in chunks; false when some stay pending. */
 static bool flush_table(MYSQL *db, struct mr_dmem_table *t, uint64_t deadline)
 {
     mr_dreject_round_begin(t->def.schema, t->def.table); /* even with nothing pending */
     if (!dm_table_keyed(t))
         return true; /* no statement has reached it yet: nothing held, no key to write with */
+    make_marks(db, t);
     size_t n = 0;
     for (size_t b = 0; F.pending.b && b <= F.pending.mask; b++)
         for (dm_entry *e = F.pending.b[b]; e; e = e->next)
@@ -380,8 +485,10 @@ static bool on_connect(MYSQL *db, void *arg)
 {
     (void)arg;
     F.syntax = mr_dmem_syntax_for(mysql_get_server_info(db), mysql_get_server_version(db));
-    for (struct mr_dmem_table *t = dm_tables(); t; t = t->next)
+    for (struct mr_dmem_table *t = dm_tables(); t; t = t->next) {
         t->reject_ready = false;
+        t->marks_tried = false;
+    }
     mr_info(0, "delayed memory flush: server %s, upserts with %s", mysql_get_server_info(db),
             F.syntax == MR_DMEM_SYNTAX_ROW_ALIAS ? "a row alias" : "VALUES()");
     return true;
@@ -453,6 +560,12 @@ bool dm_flusher_start(const mr_proxy *p)
 {
     static const mr_bgconn_ops ops = {
         .name = "delayed memory flush", .on_connect = on_connect, .tick = tick, .arg = NULL};
+    /* this run's row in the marks tables: another proxy, or this one after a
+     * restart, never takes a mark for one of its chunks */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    F.proxy = ((uint64_t)ts.tv_sec << 20 ^ (uint64_t)ts.tv_nsec) * 0x9e3779b97f4a7c15ULL ^
+              (uint64_t)getpid();
     mr_bgconn *bg = mr_bgconn_start(p->cfg, p->backend_name, &ops);
     pthread_mutex_lock(&F.lock);
     F.bg = bg;

@@ -25,14 +25,17 @@ struct mr_dmem_table {
     mr_delayed_def def; /* own copy; def.mem is NULL. From the schema: no keys
                            until `learn` knows them, then learn's names */
     char *rule;
-    bool from_schema;       /* the rule names no key (and so has no bucket) */
-    mr_dmem_keys learn;     /* from_schema: the primary key, learned by workers */
-    size_t ncols;           /* mr_dmem_columns(&def) */
-    _Atomic uint64_t nkeys; /* keys held in shards and by the flusher */
-    bool live;              /* in the rule set in force (configure lock) */
-    _Atomic bool wanted;    /* flush it now: past flush_early or at memory_max_keys */
-    uint64_t next_ms;       /* flusher thread: monotonic time of its next flush */
-    bool reject_ready;      /* flusher thread: its dead-letter table exists */
+    bool from_schema;         /* the rule names no key (and so has no bucket) */
+    mr_dmem_keys learn;       /* from_schema: the primary key, learned by workers */
+    size_t ncols;             /* mr_dmem_columns(&def) */
+    _Atomic uint64_t nkeys;   /* keys held in shards and by the flusher */
+    bool live;                /* in the rule set in force (configure lock) */
+    _Atomic bool wanted;      /* flush it now: past flush_early or at memory_max_keys */
+    uint64_t next_ms;         /* flusher thread: monotonic time of its next flush */
+    bool reject_ready;        /* flusher thread: its dead-letter table exists */
+    mr_read_port read;        /* read_pending: read_sum on this table */
+    _Atomic bool marks_ready; /* read_pending: the flusher made its marks table */
+    bool marks_tried;         /* flusher thread: tried on this connection */
     struct mr_dmem_table *next;
 };
 
@@ -41,8 +44,9 @@ typedef struct dm_entry {
     struct dm_entry *next; /* hash chain */
     uint64_t hash;
     struct mr_dmem_table *t;
-    bool del;  /* tombstone: delete the row, then apply v */
-    bool done; /* flusher: committed, to be freed */
+    bool del;       /* tombstone: delete the row, then apply v */
+    uint64_t chunk; /* the latest chunk it was sent in (read_pending's marks) */
+    bool done;      /* flusher: committed, to be freed */
     uint32_t klen;
     char *key;       /* encoded key values, in the same allocation */
     mr_dmem_val v[]; /* t->ncols; TEXT values malloc'ed */
@@ -77,6 +81,17 @@ bool dm_table_keyed(const struct mr_dmem_table *t);
 bool dm_table_live(const struct mr_dmem_table *t);
 
 /* delayed/mem_flush.c */
+/* The lock that guards the flusher's pending keys (taken before any shard's
+ * lock), and t's pending entry for a key under it (NULL: none, or its chunk
+ * committed). */
+void dm_pending_lock(void);
+void dm_pending_unlock(void);
+const dm_entry *dm_pending_find(const struct mr_dmem_table *t, const char *key, size_t klen,
+                                uint64_t hash);
+/* Under the pending lock: the number of the chunk in flight that wrote its
+ * mark (0: none); and this proxy's row in the marks tables. */
+uint64_t dm_pending_inflight(void);
+uint64_t dm_marks_proxy(void);
 bool dm_flusher_start(const mr_proxy *p);
 bool dm_flusher_running(void);
 /* Asks for a flush of t (NULL: only wakes the thread) now. */

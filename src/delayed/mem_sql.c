@@ -252,3 +252,25 @@ void mr_dmem_describe(mr_buf *key, mr_buf *change, const mr_delayed_def *def, co
     }
     mr_buf_put_u8(change, 0);
 }
+
+void mr_dmem_sql_marks_table(mr_buf *out, const char *schema)
+{
+    mr_buf_put_str(out, "CREATE TABLE IF NOT EXISTS ");
+    mr_sql_put_ident(out, schema);
+    mr_buf_put_str(out, ".");
+    mr_sql_put_ident(out, MR_DMEM_MARKS_TABLE);
+    mr_buf_put_str(out, " (`proxy` BIGINT UNSIGNED NOT NULL PRIMARY KEY, `seq` BIGINT UNSIGNED "
+                        "NOT NULL) ENGINE=InnoDB");
+}
+
+void mr_dmem_sql_mark(mr_buf *out, const char *schema, uint64_t proxy, uint64_t seq)
+{
+    char v[64];
+    mr_buf_put_str(out, "INSERT INTO ");
+    mr_sql_put_ident(out, schema);
+    mr_buf_put_str(out, ".");
+    mr_sql_put_ident(out, MR_DMEM_MARKS_TABLE);
+    snprintf(v, sizeof v, " (`proxy`, `seq`) VALUES (%" PRIu64 ", %" PRIu64 ")", proxy, seq);
+    mr_buf_put_str(out, v);
+    mr_buf_put_str(out, " ON DUPLICATE KEY UPDATE `seq` = VALUES(`seq`)");
+}

@@ -6,6 +6,8 @@
  *
  * Pure, any thread: a const table entry.
  */
+#include <string.h>
+
 #include "myrewrite/delayed/rule.h"
 
 static const char *const keys[] = {
@@ -27,6 +29,7 @@ static const char *const keys[] = {
     "group_commit_wait",
     "group_commit_rows",
     "group_commit_bytes",
+    "read_pending",
     NULL,
 };
 
@@ -45,10 +48,12 @@ static bool candidate(const mr_rule *r)
     return false;
 }
 
-/* A default rule's detail says which phase its table's derived rule is in. */
+/* A default rule's detail says which phase its table's derived rule is in;
+ * a point read's, what read_pending made of it. */
 static void explain_match(FILE *out, const mr_rule *r, const char *detail)
 {
-    if (r->delayed->derive && detail && detail[0])
+    bool read = detail && strncmp(detail, "read_pending", 12) == 0;
+    if ((r->delayed->derive || read) && detail && detail[0])
         fprintf(out, "matched: rewrite (%s)", detail);
     else
         fputs("matched: rewrite", out);

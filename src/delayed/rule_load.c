@@ -279,6 +279,8 @@ static bool default_keys_absent(loader *L, const draft *dr)
         {"bucket_column", "derived rules have no bucket"},
         {"bucket", "derived rules have no bucket"},
         {"memory_max_keys", "a default rule is staged only"},
+        {"read_pending", "point reads are rewritten for a table's own rule, whose key and "
+                         "counters are written in it"},
     };
     bool ok = true;
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
@@ -405,6 +407,7 @@ bool mr_delayed_rule_parse(loader *L, const draft *dr, mr_rule *r, struct rule_i
     ok &= delayed_flush_settings(L, dr, d);
     ok &= delayed_modes(L, dr, d);
     ok = ok && delayed_group_settings(L, dr, d);
+    ok = ok && mr_rule_bool(L, dr, "read_pending", false, &d->read_pending);
     ok = ok && mr_rule_table(L, dr, &d->schema, &d->table);
     /* without key: the table's primary key, from the schema cache (workers) and,
      * staged, information_schema (the flusher); a memory table learns it from

@@ -15,6 +15,7 @@
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/proto/codec.h"
+#include "myrewrite/stats/rule_stats.h"
 
 #define LAST_NOT_MEMORY 0xffffffffu
 
@@ -60,11 +61,24 @@ static bool wants_whole(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *
     return cmd == MR_COM_STMT_EXECUTE && d && d->dstmts;
 }
 
+/* A point read read_pending rewrote: counted for SHOW STATS, /metrics and
+ * the rule's SHOW DELAYED row (a prepared one once, at its prepare). */
+static void count_read(mr_fsession *fs, const mr_match_result *res)
+{
+    if (!res->read_pending || res->action != MR_ACT_REWRITE)
+        return;
+    mr_stat_add(&fs->stats->delayed_read_pending, 1);
+    mr_rule_stats *e = mr_rule_stats_of(res->read_pending);
+    if (e)
+        atomic_fetch_add_explicit(&e->read_pending, 1, memory_order_relaxed);
+}
+
 /* After the rules: a memory statement is answered here; a prepared one is
  * kept under the id its stand-in gets. */
 static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
 {
     const mr_match_result *res = stmt->res;
+    count_read(fs, res);
     /* A staged rule's flush_early was passed, or a default rule's table is
      * new: the flusher is woken once the server has answered, so that the
      * staging rows of this very statement are committed (in autocommit

@@ -30,6 +30,8 @@
 #include "myrewrite/rules/kind.h"
 #include "myrewrite/schema/desc.h"
 
+#include "delayed/statement_impl.h"
+
 /* UPDATE or DELETE first: only those are worth a full parse. */
 static bool starts_dml(const mr_rule_run *R, const mr_rule_stmt *S)
 {
@@ -42,18 +44,12 @@ static bool starts_dml(const mr_rule_run *R, const mr_rule_stmt *S)
     return false;
 }
 
-/* The kind's buffers in the worker's scratch, made at its first DELAYED
- * statement (mr_delayed_take checks they could be). */
-typedef struct delayed_scratch {
-    mr_buf out;         /* staging INSERT of the latest DELAYED statement */
-    char msg[1024];     /* refusal of the latest DELAYED statement (res->message) */
-    mr_dmem_batch dmem; /* deltas of the latest memory-mode DELAYED statement (res->dmem) */
-} delayed_scratch;
-
-static delayed_scratch *scratch_of(mr_rule_run *R)
+delayed_scratch *mr_delayed_scratch_of(mr_rule_run *R)
 {
     return mr_rule_kind_scratch(R, &mr_delayed_kind, sizeof(delayed_scratch));
 }
+
+static delayed_scratch *scratch_of(mr_rule_run *R) { return mr_delayed_scratch_of(R); }
 
 void mr_delayed_scratch_free(void *p)
 {
@@ -190,7 +186,7 @@ static bool key_from_schema(mr_rule_run *R, mr_delayed_def *def, mr_row_key *rk,
 }
 
 /* The text as it goes to the server in place of the statement. */
-static mr_take_step send_instead(mr_rule_run *R, mr_rule_stmt *S)
+mr_take_step mr_delayed_send_instead(mr_rule_run *R, mr_rule_stmt *S)
 {
     delayed_scratch *s = scratch_of(R);
     S->text = (const char *)s->out.data;
@@ -237,7 +233,7 @@ static mr_take_step prepare_stand_in(mr_rule_run *R, mr_rule_stmt *S, const mr_d
     mr_rule_trace(R, i, WHY_MATCHED, "prepared as a stand-in; executes are answered by the proxy");
     R->res->dmem_prepare = true;
     R->res->dmem_nparams = n;
-    return send_instead(R, S);
+    return mr_delayed_send_instead(R, S);
 }
 
 /* A memory rule without `key`: the primary key as staged mode takes it,
@@ -315,7 +311,7 @@ static mr_take_step send_plain(mr_rule_run *R, mr_rule_stmt *S, size_t i, const 
     }
     mr_rule_count_hit(R, i);
     mr_rule_trace(R, i, WHY_MATCHED, why);
-    return send_instead(R, S);
+    return mr_delayed_send_instead(R, S);
 }
 
 /* The staging INSERT of a statement under `def` (an explicit rule's, or a
@@ -352,7 +348,7 @@ static mr_take_step stage(mr_rule_run *R, mr_rule_stmt *S, const mr_delayed_stmt
                         "sessions on the proxy's own connection)"
                       : "staging INSERT");
     note_staged(R, r->delayed, d);
-    return send_instead(R, S);
+    return mr_delayed_send_instead(R, S);
 }
 
 /* A table with no rule of its own and a default rule for its schema: the
@@ -396,7 +392,7 @@ static mr_take_step by_default(mr_rule_run *R, mr_rule_stmt *S, const mr_delayed
 mr_take_step mr_delayed_take(mr_rule_run *R, mr_rule_stmt *S)
 {
     if (!mr_delayed_mentioned(S->text, S->len) || !starts_dml(R, S))
-        return MR_TAKE_NONE;
+        return mr_delayed_read_take(R, S);
     if (!S->parsed && !mr_rule_parse_stmt(R, S))
         return MR_TAKE_NONE;
     if (!mr_delayed_is_delayed(&S->st))

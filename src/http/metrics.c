@@ -71,6 +71,10 @@ static const counter_def worker_counters[] = {
     {"myrewrite_delayed_park_timeouts_total", "counter",
      "Parked DELAYED statements answered with an ERR after delayed_park_timeout.",
      W(delayed_park_timeouts)},
+    {"myrewrite_delayed_read_pending_total", "counter",
+     "Point reads of delayed counters rewritten by read_pending to add the deltas still "
+     "pending (a prepared statement once, at its prepare).",
+     W(delayed_read_pending)},
     {"myrewrite_bytes_from_clients_total", "counter",
      "Bytes of MySQL protocol packets read from clients, headers included.", W(bytes_from_clients)},
     {"myrewrite_bytes_from_backend_total", "counter",

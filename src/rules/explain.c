@@ -171,6 +171,11 @@ static void outcome(FILE *out, const mr_match_result *res)
                     "proxy's own connection, answered after its commit; in a transaction it "
                     "goes on the client's connection as shown)\n",
                     res->group->name);
+        if (res->read_pending)
+            fprintf(out,
+                    "read pending: yes (rule %s has read_pending: the point read returns the "
+                    "table's value plus the deltas still pending for the key)\n",
+                    res->read_pending->name);
         break;
     case MR_ACT_BLOCK:
         if (res->park)

@@ -603,6 +603,7 @@ static void result_init(mr_match_result *res)
     res->unreadable = MR_UNREADABLE_NONE;
     res->park = false;
     res->group = NULL;
+    res->read_pending = NULL;
     res->group_sql = NULL;
     res->group_len = 0;
 }

@@ -377,7 +377,8 @@ def check_misc(c):
     t.eq("SHOW DELAYED columns, no rows without a delayed rule",
          (["rule", "table", "staging_table", "rows_staged", "rows_flushed", "flush_rounds",
            "last_flush", "last_flush_ms", "lag_seconds", "errors", "last_error", "rows_rejected",
-           "batches", "rows_per_batch", "grouped", "group_wait_ms", "parked", "park_wait_ms"], ()),
+           "batches", "rows_per_batch", "grouped", "group_wait_ms", "parked", "park_wait_ms",
+           "read_pending"], ()),
          (cols, rows))
     expect_error("FLUSH DELAYED with no delayed rule", 1047, "nothing to flush",
                  lambda: one(c, "FLUSH DELAYED"))

@@ -64,6 +64,9 @@ typedef struct mr_stats {
     mr_counter delayed_parked;
     mr_counter delayed_park_timeouts;
     mr_counter delayed_park_wait_us;
+    /* point reads rewritten by read_pending to add the pending deltas (a
+     * prepared one once, at its COM_STMT_PREPARE) */
+    mr_counter delayed_read_pending;
 } mr_stats;
 
 static inline void mr_stat_add(mr_counter *c, uint64_t n)

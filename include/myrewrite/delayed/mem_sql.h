@@ -73,6 +73,16 @@ bool mr_dmem_sql_upsert(mr_buf *out, const mr_delayed_def *def, const mr_dmem_ro
                         mr_dmem_syntax syntax);
 bool mr_dmem_sql_update(mr_buf *out, const mr_delayed_def *def, const mr_dmem_row *rows, size_t n);
 
+/* read_pending's marks (rules/README.md, "read_pending"): per schema one
+ * InnoDB table, one row per proxy run holding the number of its latest
+ * committed chunk of a read_pending table of that schema. */
+#define MR_DMEM_MARKS_TABLE "myrewrite_read_marks"
+/* CREATE TABLE IF NOT EXISTS `schema`.`myrewrite_read_marks` (...). */
+void mr_dmem_sql_marks_table(mr_buf *out, const char *schema);
+/* INSERT INTO `schema`.`myrewrite_read_marks` (`proxy`, `seq`) VALUES
+ * (proxy, seq) ON DUPLICATE KEY UPDATE `seq` = VALUES(`seq`). */
+void mr_dmem_sql_mark(mr_buf *out, const char *schema, uint64_t proxy, uint64_t seq);
+
 /* A key refused by the server, for the dead-letter table: `key` gets
  * "(`k1`, `k2`) = ('1', 'a')", `change` "`n` + 5, `s` = 'x'" (after
  * "DELETE, then " for a tombstone), both NUL-terminated. */

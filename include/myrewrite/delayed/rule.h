@@ -51,6 +51,30 @@ typedef struct mr_key_port {
     void *arg;
 } mr_key_port;
 
+/* What this proxy holds for one key of a memory table, for read_pending:
+ * per counter column c (of def->columns) the adds not in a flush in flight
+ * (held[c]) and those in the chunk the flusher has sent and whose COMMIT
+ * has not returned (inflight[c]). That chunk wrote `chunk` into the row
+ * `proxy` of `schema`.myrewrite_read_marks in its own transaction, so a
+ * read that sees the row at chunk or later sees the chunk applied. chunk
+ * 0: no such chunk, or no marks table (inflight is then added to held). */
+typedef struct mr_read_held {
+    int64_t held[MR_RULE_MAX_NAMES];
+    int64_t inflight[MR_RULE_MAX_NAMES];
+    uint64_t chunk;
+    uint64_t proxy;
+    bool gone; /* a DELETE DELAYED is held for the key */
+} mr_read_held;
+
+/* read_pending in memory mode: what the memory table arg points at holds
+ * for one key (delayed/mem.c, read_sum); key is one encoded tuple
+ * (mr_dmem_batch.keys). False when a sum passes 64 bits. A port, like
+ * mr_key_port. */
+typedef struct mr_read_port {
+    bool (*sum)(void *arg, const char *key, size_t klen, size_t ncols, mr_read_held *out);
+    void *arg;
+} mr_read_port;
+
 typedef struct mr_delayed_def {
     char *schema; /* from `table = s.t` or the `schema` key */
     char *table;
@@ -72,10 +96,12 @@ typedef struct mr_delayed_def {
     char *bucket_column;       /* key column the proxy fills with the bucket; NULL: none */
     mr_delayed_bucket bucket;  /* MR_BUCKET_NONE exactly when bucket_column is NULL */
     struct mr_dmem_table *mem; /* memory mode: its in-memory table; NULL without a flusher */
-    const struct mr_key_port *mem_keys; /* memory mode without key: the key that table
-                                  learned from the schema (delayed/mem_keys.h); NULL otherwise */
-    mr_counter *staged_rows;            /* staged mode with flush_early: rows staged so far (any
-                                           worker, atomic adds); NULL otherwise */
+    const struct mr_key_port *mem_keys;  /* memory mode without key: the key that table
+                                   learned from the schema (delayed/mem_keys.h); NULL otherwise */
+    const struct mr_read_port *mem_read; /* memory mode with read_pending: the deltas the
+                                  table holds for a key; NULL otherwise (no flusher, a dry run) */
+    mr_counter *staged_rows;             /* staged mode with flush_early: rows staged so far (any
+                                            worker, atomic adds); NULL otherwise */
     bool derive;            /* a default rule (`table = s.*` or `*`): each table's rule is
                                derived from the schema at run time (delayed/derive.h);
                                table is "*", schema the schema or "*" for any, and
@@ -87,6 +113,9 @@ typedef struct mr_delayed_def {
                                concurrently; default 200 */
     uint64_t group_rows;    /* staging rows per batch at most; default 1000 */
     uint64_t group_bytes;   /* VALUES bytes per batch at most; default 1 MiB */
+    bool read_pending;      /* a point read of the counters by the full key through the
+                               proxy adds the deltas still pending (delayed/read_sql.h,
+                               delayed/read_take.c); default no */
     struct mr_rule_stats *table_stats; /* a rule a default rule derived: its table's own
                                   SHOW DELAYED row (counted besides the default rule's); NULL
                                   for the rules of rule files */

@@ -242,6 +242,9 @@ typedef struct mr_match_result {
     const char *group_sql;       /* ... the staging INSERT alone (in the scratch; valid until the
                                    next call), without what surrounded the statement */
     size_t group_len;
+    const struct mr_rule *read_pending; /* REWRITE of a point read under a delayed rule with
+                             read_pending: the text adds the deltas still pending for the key
+                             (delayed/read_sql.h); NULL otherwise */
     bool park; /* BLOCK of a DELAYED statement whose rule names no key and whose
                   table's key the schema source does not have yet (row key
                   pending): the caller may hold the statement and run it again

@@ -39,7 +39,8 @@ typedef struct mr_rule_stats {
     _Atomic uint64_t keyset_hits;   /* deep pages sent as a keyset seek */
     _Atomic uint64_t keyset_misses; /* keyset wanted, no usable bookmark */
     /* delayed, written by workers */
-    _Atomic uint64_t staged; /* staging rows in DELAYED statements the proxy sent */
+    _Atomic uint64_t staged;       /* staging rows in DELAYED statements the proxy sent */
+    _Atomic uint64_t read_pending; /* point reads read_pending rewrote */
     /* delayed with group_commit, written by the group runner's threads (delayed/group.h) */
     _Atomic uint64_t group_batches;    /* batches that held a statement of the rule */
     _Atomic uint64_t group_rows;       /* staging rows of its statements those batches committed */
