@@ -154,7 +154,7 @@ def check_rewrites(proxy):
     sql = "SELECT id, v FROM bc_items ORDER BY v LIMIT 1500, 20"
     want = t.rows(d, sql)
     t.eq("a deep page over a compressed backend leg: direct's rows", want, t.rows(p, sql))
-    t.check("myrewrite_dj" in proxy.log_text(), "... rewritten as a deferred join")
+    t.check(proxy.wait_log(r"myrewrite_dj"), "... rewritten as a deferred join (the log says)")
     cur = p.cursor()
     for _ in range(9):
         cur.execute("UPDATE DELAYED bc_counters SET n = n + 1 WHERE id = 1")
