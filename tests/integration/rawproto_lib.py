@@ -56,10 +56,13 @@ CLIENT_PROGRESS_OLD = 1 << 29
 CLIENT_BIT30 = 1 << 30
 
 # What the proxy clears in the greeting it relays (the shared proxy of the
-# suite has no certificate; CLIENT_COMPRESS it offers as the server does).
+# suite has no certificate; CLIENT_COMPRESS it offers as the server does),
+# and what it offers of its own (zstd, under its default compression = yes:
+# MariaDB never offers it).
 PROXY_MASKED_CAPS = (CLIENT_SSL | CLIENT_ZSTD_COMPRESSION |
                      CLIENT_QUERY_ATTRIBUTES | CLIENT_OPTIONAL_RESULTSET_METADATA |
                      CLIENT_PROGRESS_OLD | CLIENT_BIT30)
+PROXY_OFFERED_CAPS = CLIENT_ZSTD_COMPRESSION
 
 # The MariaDB extended capabilities (upper 32 bits, unshifted) the proxy
 # relays; it clears the others.
