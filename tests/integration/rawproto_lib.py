@@ -599,12 +599,14 @@ class Conn:
         return self.simple(COM_PING, label=label)
 
     def change_user(self, user, password, db, label):
-        """COM_CHANGE_USER with mysql_native_password; an auth switch request
-        is answered and recorded with its scramble masked."""
+        """COM_CHANGE_USER with mysql_native_password (and no connect
+        attributes, when the login said it sends them); an auth switch
+        request is answered and recorded with its scramble masked."""
         auth = native_password(password, self.greeting["scramble"])
         self.send_command(bytes([COM_CHANGE_USER]) + user.encode() + b"\x00" + bytes([len(auth)])
                           + auth + db.encode() + b"\x00" + struct.pack("<H", 45)
-                          + b"mysql_native_password\x00")
+                          + b"mysql_native_password\x00"
+                          + (b"\x00" if self.flags & CLIENT_CONNECT_ATTRS else b""))
         rec = self._logged(label)
         res = Result()
         res.packets = rec

@@ -12,7 +12,7 @@ It checks:
     included (mariadbd numbers the packets inside its frames its own way:
     the proxy numbers them as a plain server would): 1,000 rows, several
     statements in one, an error, prepared statements (binary rows, a
-    cursor fetched in parts, an error), LOAD DATA LOCAL;
+    cursor fetched in parts, an error), LOAD DATA LOCAL, COM_CHANGE_USER;
   * pymysql (which checks every sequence id) writes and reads back a 20 MB
     blob, loads 20,000 rows with LOAD DATA LOCAL, the same as direct;
   * a zlib and a zstd client over it get the same payloads as direct;
@@ -105,6 +105,8 @@ def raw_session(c):
             c.send_payload(b"")
             c.read_result(rec)
         c.query("SELECT COUNT(*), MD5(GROUP_CONCAT(v ORDER BY id)) FROM bc_load")
+        c.change_user(t.USER, t.PASSWORD, t.DB, "change user")
+        c.query("SELECT CURRENT_USER(), DATABASE(), @@in_transaction")
         return c.log
     finally:
         c.close()
