@@ -15,6 +15,8 @@ import shutil
 import struct
 import zlib
 
+import zstandard
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "fuzz" / "corpus"
 MAX_STATEMENTS = 120  # per SQL target: keeps the corpus small
@@ -230,8 +232,9 @@ def main():
     seeds.append(bytes([3]) + stream([ok(1)]) + bytes([3]) + stream([err()]))  # pipelined
     write("fuzz_tracker", seeds)
 
-    def zframe(plain, seq=0, packed=True):
-        body = zlib.compress(plain) if packed else plain
+    def zframe(plain, seq=0, packed=True, zstd=False):
+        body = (zstandard.ZstdCompressor(level=3).compress(plain) if zstd else
+                zlib.compress(plain)) if packed else plain
         return (struct.pack("<I", len(body))[:3] + bytes([seq]) +
                 struct.pack("<I", len(plain) if packed else 0)[:3] + body)
     query = pkt(b"\x03SELECT seq, REPEAT('x', 80) FROM seq_1_to_100")
@@ -239,6 +242,8 @@ def main():
         zframe(query), zframe(pkt(b"\x03SELECT 1"), packed=False),
         zframe(query, 0) + zframe(pkt(b"a,b\n" * 500, 2), 1),
         zframe(b"\x00" * 4000), zframe(query)[:20],
+        zframe(query, zstd=True), zframe(query, 0, zstd=True) +
+        zframe(pkt(b"a,b\n" * 500, 2), 1, zstd=True), zframe(b"\x00" * 4000, zstd=True),
     ])
 
     three = (b"\x04\x01" + bytes([8, 0, 253, 0, 1, 0]) + struct.pack("<q", -7) + b"\x03abc")

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
     # toolchain and libraries the build links against
     gcc libc6-dev make cmake pkg-config
-    libevent-dev libmariadb-dev libmariadb-dev-compat libpcre2-dev libcmocka-dev libssl-dev zlib1g-dev
+    libevent-dev libmariadb-dev libmariadb-dev-compat libpcre2-dev libcmocka-dev libssl-dev zlib1g-dev libzstd-dev
     # the fuzz targets (scripts/fuzz.sh): clang and its libFuzzer/sanitizer
     # runtimes, which clang only recommends
     clang libclang-rt-dev
@@ -15,6 +15,8 @@ packages=(
     clang-format
     # servers and clients the integration tests drive
     mariadb-server mariadb-client python3 python3-pymysql sysbench
+    # zstd frames built by the raw clients of t_compress.py and scripts/fuzz_corpus.py
+    python3-zstandard
     # MariaDB's own regression suite, run through the proxy (tests/mtr/compare.sh)
     mariadb-test
     # test plumbing: TLS certificates, pgrep/ps, fuser, ss, timeout

@@ -25,6 +25,7 @@ typedef enum key_type {
     T_TLSVER,      /* TLSv1.2 or TLSv1.3 */
     T_BACKEND_TLS, /* off, prefer, require, verify_ca, verify_identity */
     T_BOOL,        /* yes or no, into a bool */
+    T_COMPRESSION, /* no, zlib, zstd or yes (both), into MR_COMPRESS_* bits */
 } key_type;
 
 /* Key types whose field is a char * owned by the config. */
@@ -54,6 +55,10 @@ static const key_def keys[] = {
     {"admin_user", T_STRING, K(admin_user), "admin", "admin console user name"},
     {"backend", T_ADDR, K(backend), "127.0.0.1:3306",
      "the mysqld to relay to: host:port, [ipv6]:port or /path/to/mysqld.sock"},
+    {"backend_compress", T_BOOL, K(backend_compress), "no",
+     "yes: the backend leg speaks the compressed protocol (zlib) when the server's greeting "
+     "offers it, whatever the client's leg speaks, and the proxy's own connections ask for it "
+     "too (MYSQL_OPT_COMPRESS); no: the backend leg is plain"},
     {"backend_keepalive", T_DURATION, K(backend_keepalive_ms), "30s",
      "TCP keepalive on the sessions' backend connections: probes after this long without "
      "traffic, 3 of them a third of it apart, and unacknowledged data given up after as long "
@@ -73,9 +78,10 @@ static const key_def keys[] = {
      "PEM certificate (chain) the proxy shows the backend over TLS, for every session and its "
      "own connections; with backend_tls_key"},
     {"backend_tls_key", T_STRING, K(backend_tls_key), "", "PEM private key of backend_tls_cert"},
-    {"compression", T_BOOL, K(compression), "yes",
-     "yes: the greeting offers the compressed protocol (zlib, CLIENT_COMPRESS) when the server's "
-     "does, and clients that ask for it get it on their leg; the backend leg stays plain"},
+    {"compression", T_COMPRESSION, K(compression), "yes",
+     "the compressed protocols the greeting offers clients: zlib (CLIENT_COMPRESS, when the "
+     "server's greeting offers it), zstd (CLIENT_ZSTD_COMPRESSION_ALGORITHM, MySQL 8 clients), "
+     "yes (both) or no; the proxy ends it on the client's leg (see backend_compress)"},
     {"connect_timeout", T_DURATION, K(connect_timeout_ms), "5s",
      "how long connecting to the backend and reading its greeting may take"},
     {"delayed_park_timeout", T_DURATION, K(delayed_park_timeout_ms), "5s",
@@ -232,6 +238,26 @@ static bool parse_bool(const char *s, bool *out)
     return true;
 }
 
+static bool parse_compression(const char *s, unsigned *out)
+{
+    bool on;
+    if (parse_bool(s, &on))
+        *out = on ? MR_COMPRESS_ZLIB | MR_COMPRESS_ZSTD : 0;
+    else if (!strcmp(s, "zlib"))
+        *out = MR_COMPRESS_ZLIB;
+    else if (!strcmp(s, "zstd"))
+        *out = MR_COMPRESS_ZSTD;
+    else
+        return false;
+    return true;
+}
+
+static const char *compression_name(unsigned bits)
+{
+    static const char *const names[] = {"no", "zlib", "zstd", "yes"};
+    return names[bits & (MR_COMPRESS_ZLIB | MR_COMPRESS_ZSTD)];
+}
+
 static const char *expected_form(key_type t)
 {
     switch (t) {
@@ -245,6 +271,7 @@ static const char *expected_form(key_type t)
     case T_TLSVER: return "TLSv1.2 or TLSv1.3";
     case T_BACKEND_TLS: return "one of off, prefer, require, verify_ca, verify_identity";
     case T_BOOL: return "yes or no";
+    case T_COMPRESSION: return "one of no, zlib, zstd, yes (zlib and zstd)";
     default: return "text";
     }
 }
@@ -265,6 +292,7 @@ static bool valid_value(const key_def *k, const char *value, void *field)
         return !strcmp(value, "off") || !strcmp(value, "prefer") || !strcmp(value, "require") ||
                !strcmp(value, "verify_ca") || !strcmp(value, "verify_identity");
     case T_BOOL: return parse_bool(value, field);
+    case T_COMPRESSION: return parse_compression(value, field);
     case T_LOGLEVEL:
         return !strcmp(value, "debug") || !strcmp(value, "info") || !strcmp(value, "warn") ||
                !strcmp(value, "error");
@@ -415,6 +443,9 @@ void mr_config_dump(const mr_config *c, FILE *out)
             break;
         case T_BOOL:
             fprintf(out, "%s = %s\n", keys[i].name, *(const bool *)field ? "yes" : "no");
+            break;
+        case T_COMPRESSION:
+            fprintf(out, "%s = %s\n", keys[i].name, compression_name(*(const unsigned *)field));
             break;
         default: {
             const char *v = *(char *const *)field;

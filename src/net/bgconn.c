@@ -42,6 +42,7 @@ struct mr_bgconn {
     mr_backend_tls tls;       /* backend_tls, as for the sessions */
     char *tls_ca;             /* backend_tls_ca */
     char *tls_cert, *tls_key; /* backend_tls_cert, backend_tls_key: "" for none */
+    bool compress;            /* backend_compress: the same link as the sessions' */
     mr_addr addr;
     char backend[300];
     unsigned connect_timeout_s;
@@ -138,6 +139,8 @@ static void set_options(mr_bgconn *b)
     mysql_options(b->db, MYSQL_OPT_PROTOCOL, &proto);
     mysql_options(b->db, MYSQL_OPT_RECONNECT, &no);
     mysql_options(b->db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    if (b->compress) /* the flushers' multi-row statements, the schema reads */
+        mysql_options(b->db, MYSQL_OPT_COMPRESS, NULL);
     set_tls_options(b);
 }
 
@@ -404,6 +407,7 @@ static mr_bgconn *bg_new(const mr_config *cfg, const char *backend, const mr_bgc
     b->tls_ca = strdup(cfg->backend_tls_ca);
     b->tls_cert = strdup(cfg->backend_tls_cert);
     b->tls_key = strdup(cfg->backend_tls_key);
+    b->compress = cfg->backend_compress;
     snprintf(b->backend, sizeof b->backend, "%s", backend);
     uint64_t s = (cfg->connect_timeout_ms + 999) / 1000;
     b->connect_timeout_s = s ? (unsigned)s : 1;

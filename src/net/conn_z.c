@@ -1,12 +1,16 @@
 /*
- * net/conn_z.c - the compressed protocol (CLIENT_COMPRESS, zlib) on a conn.
+ * net/conn_z.c - the compressed protocol (CLIENT_COMPRESS, zlib, or
+ * CLIENT_ZSTD_COMPRESSION_ALGORITHM, zstd) on a conn.
  *
  * Once started, what the socket (or TLS) layer reads goes to z->raw_in and
  * is taken apart here into c->in; what the session writes to c->out is put
  * into frames (net/zframe.h) in z->raw_out on each flush. The frames'
  * sequence ids are a numbering of their own: a command's first frame
  * starts it again, and each frame either side sends takes the next one, so
- * the proxy's reply continues from the client's last frame.
+ * the proxy's reply continues from the client's last frame. Where the
+ * proxy is the client (the backend leg) it starts each command's frames
+ * at 0 itself (mr_conn_z_command); the server's replies and the LOCAL
+ * INFILE data sent back inside a command go on from there.
  *
  * Memory: a frame holds at most 16 MB - 1 either way. The input is inflated
  * one whole frame at a time, into exactly the size its header declares, and
@@ -31,10 +35,12 @@ struct mr_conn_z {
     struct evbuffer *raw_out; /* frames to send */
     size_t in_limit;          /* inflate no more while c->in holds this much */
     uint8_t seq;              /* the next frame's sequence id */
+    bool restart;             /* the next frame sent starts a command: seq 0 */
+    mr_zalgo algo;
     int level;
 };
 
-bool mr_conn_start_compress(mr_conn *c, int level, size_t in_limit)
+bool mr_conn_start_compress(mr_conn *c, mr_zalgo algo, int level, size_t in_limit)
 {
     mr_conn_z *z = calloc(1, sizeof(*z));
     if (!z || !(z->raw_in = evbuffer_new()) || !(z->raw_out = evbuffer_new())) {
@@ -43,6 +49,7 @@ bool mr_conn_start_compress(mr_conn *c, int level, size_t in_limit)
         free(z);
         return false;
     }
+    z->algo = algo;
     z->level = level;
     z->in_limit = in_limit;
     /* What is queued was written before compression began (the login's OK)
@@ -81,7 +88,7 @@ static bool take_frame(mr_conn *c, const mr_zframe *f)
         c->err = ENOMEM;
         return false;
     }
-    bool inflated = mr_zframe_inflate(f, src, vec.iov_base);
+    bool inflated = mr_zframe_inflate(z->algo, f, src, vec.iov_base);
     evbuffer_drain(z->raw_in, f->len);
     vec.iov_len = f->ulen;
     evbuffer_commit_space(c->in, &vec, inflated ? 1 : 0);
@@ -123,13 +130,16 @@ static bool put_frame(mr_conn *c, size_t n)
 {
     mr_conn_z *z = c->z;
     const uint8_t *src = evbuffer_pullup(c->out, (ev_ssize_t)n);
-    size_t room = MR_ZFRAME_HEADER + mr_zframe_bound(n);
+    size_t room = MR_ZFRAME_HEADER + mr_zframe_bound(z->algo, n);
     struct evbuffer_iovec vec;
     if (!src || evbuffer_reserve_space(z->raw_out, room, &vec, 1) != 1 || vec.iov_len < room)
         return false;
     uint8_t *dst = vec.iov_base;
+    if (z->restart)
+        z->seq = 0;
+    z->restart = false;
     mr_zframe f = {.seq = z->seq++};
-    size_t packed = mr_zframe_deflate(src, n, dst + MR_ZFRAME_HEADER, z->level);
+    size_t packed = mr_zframe_deflate(z->algo, src, n, dst + MR_ZFRAME_HEADER, z->level);
     if (packed) {
         f.len = (uint32_t)packed;
         f.ulen = (uint32_t)n;
@@ -154,4 +164,12 @@ bool mr_conn_z_deflate(mr_conn *c)
             return false;
         }
     return true;
+}
+
+void mr_conn_z_command(mr_conn *c)
+{
+    if (!c->z)
+        return;
+    mr_conn_flush(c); /* what came before keeps the numbering it had */
+    c->z->restart = true;
 }

@@ -261,10 +261,37 @@ static mr_rc skip_auth_response(mr_reader *r, uint32_t caps)
     return mr_read_cstr(r, &s, &n);
 }
 
+/* After the auth response: the schema, the plugin name, the connect
+ * attributes and the zstd level, each as far as the bytes reach. */
+static void read_response_tail(mr_reader *r, mr_handshake_response *hr)
+{
+    const char *s;
+    size_t len;
+    uint64_t attrs;
+    uint8_t level;
+    if ((hr->caps & MR_CAP_CONNECT_WITH_DB) && mr_read_cstr(r, &s, &len) == MR_OK) {
+        hr->db = s;
+        hr->db_len = len;
+    } else if (hr->caps & MR_CAP_CONNECT_WITH_DB) {
+        return;
+    }
+    if ((hr->caps & MR_CAP_PLUGIN_AUTH) && mr_read_cstr(r, &s, &len) != MR_OK)
+        return;
+    if ((hr->caps & MR_CAP_CONNECT_ATTRS) &&
+        (mr_read_lenenc(r, &attrs) != MR_OK || mr_read_skip(r, (size_t)attrs) != MR_OK))
+        return;
+    size_t at = r->pos;
+    if ((hr->caps & MR_CAP_ZSTD_COMPRESSION) && mr_read_u8(r, &level) == MR_OK) {
+        hr->zstd_level = level;
+        hr->zstd_level_at = at;
+    }
+}
+
 mr_rc mr_handshake_response_parse(const uint8_t *p, size_t n, mr_handshake_response *hr)
 {
     mr_reader r = {p, n, 0};
     memset(hr, 0, sizeof(*hr));
+    hr->zstd_level = -1;
     if (n < 32)
         return MR_MALFORMED; /* pre-4.1 responses are not supported */
     TRY(mr_read_u32(&r, &hr->caps));
@@ -281,13 +308,8 @@ mr_rc mr_handshake_response_parse(const uint8_t *p, size_t n, mr_handshake_respo
         hr->user = NULL; /* not in the bytes given */
         return MR_OK;
     }
-    const char *db;
-    size_t db_len;
-    if (skip_auth_response(&r, hr->caps) == MR_OK && (hr->caps & MR_CAP_CONNECT_WITH_DB) &&
-        mr_read_cstr(&r, &db, &db_len) == MR_OK) {
-        hr->db = db;
-        hr->db_len = db_len;
-    }
+    if (skip_auth_response(&r, hr->caps) == MR_OK)
+        read_response_tail(&r, hr);
     return MR_OK;
 }
 

@@ -3,8 +3,10 @@
  * (greeting, HandshakeResponse, auth switch and plugin rounds) and
  * COM_CHANGE_USER's. The client's HandshakeResponse is checked for what the
  * proxy cannot relay (MariaDB extensions the greeting hid are cleared in
- * it, TLS without a certificate and compression are refused); then only
- * the packets the exchange is waiting for go to the server.
+ * it, TLS without a certificate and compression not offered are refused)
+ * and made to ask the server for the backend leg's compression (zlib as
+ * backend_compress says, never zstd: its level byte is taken out); then
+ * only the packets the exchange is waiting for go to the server.
  *
  * Why: a client may write commands right behind its last auth packet (in
  * the same send()). Relayed at once they would skip the rules, and their
@@ -37,6 +39,7 @@
  * Runs on the session's worker thread.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "myrewrite/base/log.h"
@@ -89,16 +92,51 @@ static const char *unsupported_request(const mr_session *s, const mr_handshake_r
         return "myrewrite has no TLS certificate configured (tls_cert, tls_key); connect with "
                "TLS disabled (ssl-mode=DISABLED) or configure one";
     }
-    if (hr->caps & MR_CAP_ZSTD_COMPRESSION) {
-        *detail = "client asked for zstd compression";
-        return "myrewrite does not support zstd protocol compression; connect with zlib "
-               "compression (compression_algorithms=zlib) or without compression";
+    return NULL;
+}
+
+/* The compression the client's leg gets (s->client_*): zlib when the client
+ * asks for it (MySQL's choice when a client asks for both), else zstd at
+ * the client's level. NULL, or the ERR to send: its code, message (in msg)
+ * and log detail. */
+static const char *choose_compression(mr_session *s, const mr_handshake_response *hr,
+                                      uint16_t *code, char *msg, size_t size)
+{
+    bool zlib = (hr->caps & MR_CAP_COMPRESS) != 0, zstd = (hr->caps & MR_CAP_ZSTD_COMPRESSION) != 0;
+    *code = MR_ER_NOT_SUPPORTED;
+    if (zlib && !s->compress_offered && !(zstd && s->zstd_offered)) {
+        snprintf(msg, size,
+                 "myrewrite offers no zlib protocol compression here (compression = "
+                 "no or zstd, or the server does not offer it); connect without "
+                 "compression");
+        return "client asked for zlib compression";
     }
-    if ((hr->caps & MR_CAP_COMPRESS) && !s->compress_offered) {
-        *detail = "client asked for compression";
-        return "myrewrite offers no protocol compression here (compression = no, or the server "
-               "does not offer it); connect without compression";
+    if (zstd && !s->zstd_offered && !(zlib && s->compress_offered)) {
+        snprintf(msg, size,
+                 "myrewrite offers no zstd protocol compression here (compression = "
+                 "no or zlib); connect with zlib compression "
+                 "(compression_algorithms=zlib) or without compression");
+        return "client asked for zstd compression";
     }
+    s->client_compress = zlib || zstd;
+    s->client_zalgo = zlib && s->compress_offered ? MR_ZALGO_ZLIB : MR_ZALGO_ZSTD;
+    s->client_zlevel = 1; /* zlib: the cheapest level (the proxy shares the app host's CPU) */
+    if (!s->client_compress || s->client_zalgo == MR_ZALGO_ZLIB)
+        return NULL;
+    if (hr->zstd_level < 0) {
+        *code = MR_ER_MALFORMED_PACKET;
+        snprintf(msg, size,
+                 "malformed handshake response: CLIENT_ZSTD_COMPRESSION_ALGORITHM is "
+                 "set but the zstd_compression_level byte after the connect "
+                 "attributes is missing");
+        return "zstd asked for without its level";
+    }
+    if (hr->zstd_level < MR_ZSTD_LEVEL_MIN || hr->zstd_level > MR_ZSTD_LEVEL_MAX) {
+        snprintf(msg, size, "zstd_compression_level %d is out of range: zstd levels are %d to %d",
+                 hr->zstd_level, MR_ZSTD_LEVEL_MIN, MR_ZSTD_LEVEL_MAX);
+        return "zstd level out of range";
+    }
+    s->client_zlevel = (uint8_t)hr->zstd_level;
     return NULL;
 }
 
@@ -138,14 +176,48 @@ static void set_tls_caps(mr_session *s, bool backend_tls)
     p[MR_PKT_HEADER + 3] &= (uint8_t) ~(MR_CAP_SSL_VERIFY_SERVER_CERT >> 24);
 }
 
-/* The client's leg is compressed by the proxy; the server is told the
- * client does not compress (the backend leg stays plain). */
-static void take_compression(mr_session *s)
+/* The zstd level byte at payload offset `at` of the response (`len` bytes,
+ * heading the client's input) is taken out: the server, which is asked for
+ * no zstd, reads no such byte. False: out of memory. */
+static bool drop_zstd_level(mr_session *s, uint32_t len, size_t at)
+{
+    struct evbuffer *in = mr_conn_input(s->client);
+    size_t total = MR_PKT_HEADER + (size_t)len;
+    if (s->from_client.remaining != total || at >= len)
+        return true; /* not read whole (over relay_buffer): the server ignores what
+                        follows the attributes */
+    uint8_t *p = evbuffer_pullup(in, (ev_ssize_t)total), *q = malloc(total - 1);
+    if (!p || !q) {
+        free(q);
+        return false;
+    }
+    memcpy(q, p, MR_PKT_HEADER + at);
+    memcpy(q + MR_PKT_HEADER + at, p + MR_PKT_HEADER + at + 1, len - at - 1);
+    q[0] = (uint8_t)(len - 1);
+    q[1] = (uint8_t)((len - 1) >> 8);
+    q[2] = (uint8_t)((len - 1) >> 16);
+    evbuffer_drain(in, total);
+    bool ok = evbuffer_prepend(in, q, total - 1) == 0;
+    free(q);
+    s->from_client.remaining -= ok ? 1 : 0;
+    return ok;
+}
+
+/* Whatever the client's leg speaks (the proxy ends it there), the response
+ * relayed asks the server for zlib when backend_compress says so and the
+ * server offers it, and never for zstd. False: out of memory. */
+static bool relay_compression(mr_session *s, const mr_handshake_response *hr, uint32_t len)
 {
     uint8_t *p = evbuffer_pullup(mr_conn_input(s->client), MR_PKT_HEADER + 4);
-    if (p)
+    if (!p)
+        return false;
+    if (s->backend_zlib)
+        p[MR_PKT_HEADER] |= (uint8_t)MR_CAP_COMPRESS;
+    else
         p[MR_PKT_HEADER] &= (uint8_t)~MR_CAP_COMPRESS;
-    s->client_compress = true;
+    p[MR_PKT_HEADER + 3] &= (uint8_t) ~(MR_CAP_ZSTD_COMPRESSION >> 24);
+    s->backend_compress = s->backend_zlib;
+    return hr->zstd_level < 0 || drop_zstd_level(s, len, hr->zstd_level_at);
 }
 
 /* backend_tls prefer and up, and any client that came over TLS: TLS with a
@@ -294,6 +366,15 @@ bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8
         ss_close_after_flush(s, MR_CLOSE_UNSUPPORTED, detail);
         return false;
     }
+    char zmsg[300];
+    uint16_t zcode;
+    if ((detail = choose_compression(s, &hr, &zcode, zmsg, sizeof(zmsg)))) {
+        ss_send_err(s, (uint8_t)(seq + 1), zcode, zcode == MR_ER_NOT_SUPPORTED ? "08004" : "08S01",
+                    zmsg);
+        ss_close_after_flush(
+            s, zcode == MR_ER_NOT_SUPPORTED ? MR_CLOSE_UNSUPPORTED : MR_CLOSE_MALFORMED, detail);
+        return false;
+    }
     if (!tls && s->w->proxy->require_tls) {
         ss_send_err(s, (uint8_t)(seq + 1), MR_ER_SECURE_TRANSPORT_REQUIRED, "08004",
                     "Connections using insecure transport are prohibited: myrewrite requires TLS "
@@ -303,10 +384,13 @@ bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8
     }
     clear_masked_ext_caps(s, &hr);
     note_login(s, &hr); /* before either leg's TLS: both relay this same login */
-    if (hr.caps & MR_CAP_COMPRESS)
-        take_compression(s);
-    if (backend_tls_wanted(s, tls))
-        return start_backend_tls(s, p, tls);
+    if (!relay_compression(s, &hr, len)) {
+        ss_close(s, MR_CLOSE_BACKEND_LOST, "out of memory relaying the handshake response");
+        return false;
+    }
+    if (backend_tls_wanted(s, tls)) /* the response may have moved: its head again */
+        return start_backend_tls(
+            s, evbuffer_pullup(mr_conn_input(s->client), MR_PKT_HEADER + 32) + MR_PKT_HEADER, tls);
     if (tls)
         set_tls_caps(s, false);
     return true;

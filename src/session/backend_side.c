@@ -85,7 +85,10 @@ static void auth_done(mr_session *s)
     }
     mr_conn_set_timeout(s->client, NULL);
     /* the OK went out plain; all that follows either way is in frames */
-    if (s->client_compress && !mr_conn_start_compress(s->client, 1, cfg(s)->relay_buffer)) {
+    size_t limit = cfg(s)->relay_buffer;
+    if ((s->client_compress &&
+         !mr_conn_start_compress(s->client, (mr_zalgo)s->client_zalgo, s->client_zlevel, limit)) ||
+        (s->backend_compress && !mr_conn_start_compress(s->backend, MR_ZALGO_ZLIB, 1, limit))) {
         ss_close(s, MR_CLOSE_BACKEND_LOST, "out of memory starting compression");
         return;
     }
@@ -144,11 +147,16 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
         return;
     }
     /* TLS and compression end at the proxy: offered for the client's leg
-     * whatever the backend leg does (compression as the server would). */
+     * whatever the backend leg does (zlib as the server would; zstd, which
+     * MariaDB does not speak, as `compression` says). */
     uint32_t offer = s->w->proxy->client_tls_on ? MR_CAP_SSL : 0;
-    s->compress_offered = cfg(s)->compression && (g.caps & MR_CAP_COMPRESS);
+    s->compress_offered = (cfg(s)->compression & MR_COMPRESS_ZLIB) && (g.caps & MR_CAP_COMPRESS);
+    s->zstd_offered = (cfg(s)->compression & MR_COMPRESS_ZSTD) != 0;
+    s->backend_zlib = cfg(s)->backend_compress && (g.caps & MR_CAP_COMPRESS);
     if (s->compress_offered)
         offer |= MR_CAP_COMPRESS;
+    if (s->zstd_offered)
+        offer |= MR_CAP_ZSTD_COMPRESSION;
     mr_greeting_mask_offer(payload, &g, offer);
     s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
     s->ext_caps = g.mariadb_ext_caps & MR_MARIADB_EXT_CAP_RELAYED;
@@ -244,6 +252,30 @@ static const uint8_t *packet_head(struct evbuffer *in, struct evbuffer_iovec *fi
     return buf;
 }
 
+/* A compressed server numbers the packets inside its frames on from its
+ * frames' numbering after each flush (mariadbd does); a plain client checks
+ * every packet's number. So over a compressed backend leg each packet the
+ * client gets is numbered on from the last one either side sent (s->seq),
+ * written into the packet at offset `off` of the input in place. */
+static uint8_t renumber(mr_session *s, struct evbuffer *in, size_t off)
+{
+    uint8_t seq = (uint8_t)(s->seq + 1);
+    struct evbuffer_ptr pos;
+    struct evbuffer_iovec v[MR_PKT_HEADER];
+    if (evbuffer_ptr_set(in, &pos, off, EVBUFFER_PTR_SET) != 0)
+        return seq;
+    int n = evbuffer_peek(in, MR_PKT_HEADER, &pos, v, MR_PKT_HEADER);
+    size_t skip = 3; /* the sequence id follows the 3-byte length */
+    for (int i = 0; i < n && i < MR_PKT_HEADER; i++) {
+        if (skip < v[i].iov_len) {
+            ((uint8_t *)v[i].iov_base)[skip] = seq;
+            break;
+        }
+        skip -= v[i].iov_len;
+    }
+    return seq;
+}
+
 /* Relays complete and partial packets from the backend to the client in one
  * batch (a single evbuffer move), inspecting each packet's head on the way. */
 void ss_pump_backend(mr_session *s)
@@ -262,6 +294,7 @@ void ss_pump_backend(mr_session *s)
         avail = evbuffer_get_length(in);
     }
     struct evbuffer_iovec first = {NULL, 0};
+    bool framed = mr_conn_compressed(s->backend);
     for (;;) {
         if (f->remaining > 0) {
             size_t take = avail - move < f->remaining ? avail - move : (size_t)f->remaining;
@@ -291,6 +324,8 @@ void ss_pump_backend(mr_session *s)
             break; /* a hook reads it whole (a watched page's) */
         if (shifted)
             h.seq = ss_auth_shift_to_client(s, in, move, h.seq);
+        else if (framed)
+            h.seq = renumber(s, in, move); /* in place: `first` stays valid */
         if (watched || shifted)
             first.iov_len = 0; /* the buffer may have been rearranged */
         mr_stat_add(&s->w->stats.bytes_from_backend, MR_PKT_HEADER + (uint64_t)h.len);

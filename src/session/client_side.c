@@ -54,6 +54,7 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     }
     uint8_t cmd = p[0];
     mr_expect expect = mr_expect_for_command(cmd);
+    mr_conn_z_command(s->backend); /* whatever goes out for it, the frames start at 0 */
     s->command = cmd;
     mr_client_set_command(&s->slot, cmd);
     s->command_start_ns = mr_mono_ns();

@@ -32,6 +32,7 @@ void ss_prelude_read_committed(mr_session *s)
     mr_command_build(&out, MR_COM_QUERY, READ_COMMITTED, sizeof READ_COMMITTED - 1);
     if (!out.failed) {
         mr_conn_write(s->backend, out.data, out.len);
+        mr_conn_z_command(s->backend); /* the statement after it is a command of its own */
         s->prelude_pending = true;
     }
     mr_buf_free(&out);

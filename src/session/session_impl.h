@@ -106,8 +106,14 @@ struct mr_session {
                                    own, 0 for both or neither */
     bool backend_offers_tls;    /* the backend's greeting had CLIENT_SSL */
     bool compress_offered;      /* the relayed greeting offered CLIENT_COMPRESS */
-    bool client_compress;       /* the client asked for CLIENT_COMPRESS: its leg is
-                                   compressed once the login succeeds */
+    bool zstd_offered;          /* ... and CLIENT_ZSTD_COMPRESSION_ALGORITHM */
+    bool backend_zlib;          /* backend_compress and the server offers CLIENT_COMPRESS */
+    bool client_compress;       /* the client asked for compression: its leg is
+                                   compressed once the login succeeds ... */
+    uint8_t client_zalgo;       /* ... with this mr_zalgo ... */
+    uint8_t client_zlevel;      /* ... at this level (the client's own, for zstd) */
+    bool backend_compress;      /* the response relayed asks for CLIENT_COMPRESS: the
+                                   backend leg is compressed once the login succeeds */
     bool authenticated;         /* the backend accepted the login */
     bool skip_locked;           /* the backend supports FOR UPDATE SKIP LOCKED */
     bool prelude_pending;       /* the answer to a prelude comes first (session/prelude.c) */

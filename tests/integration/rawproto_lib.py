@@ -56,10 +56,13 @@ CLIENT_PROGRESS_OLD = 1 << 29
 CLIENT_BIT30 = 1 << 30
 
 # What the proxy clears in the greeting it relays (the shared proxy of the
-# suite has no certificate; CLIENT_COMPRESS it offers as the server does).
+# suite has no certificate; CLIENT_COMPRESS it offers as the server does),
+# and what it offers of its own (zstd, under its default compression = yes:
+# MariaDB never offers it).
 PROXY_MASKED_CAPS = (CLIENT_SSL | CLIENT_ZSTD_COMPRESSION |
                      CLIENT_QUERY_ATTRIBUTES | CLIENT_OPTIONAL_RESULTSET_METADATA |
                      CLIENT_PROGRESS_OLD | CLIENT_BIT30)
+PROXY_OFFERED_CAPS = CLIENT_ZSTD_COMPRESSION
 
 # The MariaDB extended capabilities (upper 32 bits, unshifted) the proxy
 # relays; it clears the others.
@@ -596,12 +599,14 @@ class Conn:
         return self.simple(COM_PING, label=label)
 
     def change_user(self, user, password, db, label):
-        """COM_CHANGE_USER with mysql_native_password; an auth switch request
-        is answered and recorded with its scramble masked."""
+        """COM_CHANGE_USER with mysql_native_password (and no connect
+        attributes, when the login said it sends them); an auth switch
+        request is answered and recorded with its scramble masked."""
         auth = native_password(password, self.greeting["scramble"])
         self.send_command(bytes([COM_CHANGE_USER]) + user.encode() + b"\x00" + bytes([len(auth)])
                           + auth + db.encode() + b"\x00" + struct.pack("<H", 45)
-                          + b"mysql_native_password\x00")
+                          + b"mysql_native_password\x00"
+                          + (b"\x00" if self.flags & CLIENT_CONNECT_ATTRS else b""))
         rec = self._logged(label)
         res = Result()
         res.packets = rec

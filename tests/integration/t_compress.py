@@ -78,7 +78,7 @@ class ZConn(raw.Conn):
             self.seq_errors.append((self.zseq, seq))
         self.zseq = (seq + 1) & 0xFF
         self.frames.append((seq, n, ulen))
-        self.zbuf += zlib.decompress(body) if ulen else body
+        self.zbuf += self.inflate(body, ulen) if ulen else body
 
     def read_wire(self):
         if not self.z_on:
@@ -92,8 +92,14 @@ class ZConn(raw.Conn):
         del self.zbuf[:4 + n]
         return seq, payload
 
+    def inflate(self, body, ulen):
+        return zlib.decompress(body)
+
+    def deflate(self, plain):
+        return zlib.compress(plain)
+
     def send_frame(self, plain, compress=True):
-        body = zlib.compress(plain) if compress and len(plain) >= 50 else plain
+        body = self.deflate(plain) if compress and len(plain) >= 50 else plain
         ulen = len(plain) if body is not plain else 0
         self.sock.sendall(struct.pack("<I", len(body))[:3] + bytes([self.zseq]) +
                           struct.pack("<I", ulen)[:3] + body)

@@ -550,10 +550,12 @@ def check_greeting():
         d.close()
         p.close()
     masked_in_direct = gd["caps"] & rp.PROXY_MASKED_CAPS
-    R.check(gp["caps"] & rp.PROXY_MASKED_CAPS == 0,
-            "proxy greeting: masked capability bits cleared (direct has 0x%08x of them)"
-            % masked_in_direct, "proxy caps 0x%08x" % gp["caps"])
-    R.check(gp["caps"] == gd["caps"] & ~rp.PROXY_MASKED_CAPS,
+    masked_only = rp.PROXY_MASKED_CAPS & ~rp.PROXY_OFFERED_CAPS
+    R.check(gp["caps"] & masked_only == 0 and
+            gp["caps"] & rp.PROXY_OFFERED_CAPS == rp.PROXY_OFFERED_CAPS,
+            "proxy greeting: masked capability bits cleared (direct has 0x%08x of them), the "
+            "proxy's own offers (zstd) set" % masked_in_direct, "proxy caps 0x%08x" % gp["caps"])
+    R.check(gp["caps"] == gd["caps"] & ~rp.PROXY_MASKED_CAPS | rp.PROXY_OFFERED_CAPS,
             "proxy greeting: other capability bits equal to direct",
             "direct 0x%08x proxy 0x%08x" % (gd["caps"], gp["caps"]))
     if gd["mariadb"]:
@@ -576,7 +578,7 @@ def check_greeting():
         if gd["scramble2_off"] is not None:
             o, n = gd["scramble2_off"], gd["scramble2_len"]
             exp[o:o + n] = gp["raw"][o:o + n]
-        caps = gd["caps"] & ~rp.PROXY_MASKED_CAPS
+        caps = gd["caps"] & ~rp.PROXY_MASKED_CAPS | rp.PROXY_OFFERED_CAPS
         exp[gd["caps_lo_off"]:gd["caps_lo_off"] + 2] = struct.pack("<H", caps & 0xFFFF)
         if "caps_hi_off" in gd:
             exp[gd["caps_hi_off"]:gd["caps_hi_off"] + 2] = struct.pack("<H", caps >> 16)

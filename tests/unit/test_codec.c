@@ -987,6 +987,32 @@ static void handshake_response_full_41(void **state)
     mr_buf_free(&b);
 }
 
+/* CLIENT_ZSTD_COMPRESSION_ALGORITHM: the level byte after the connect
+ * attributes is found, with its offset; absent without the bit or when the
+ * packet ends before it. */
+static void handshake_response_zstd_level(void **state)
+{
+    (void)state;
+    const uint32_t caps = CLIENT_CAPS | MR_CAP_CONNECT_ATTRS | MR_CAP_ZSTD_COMPRESSION;
+    mr_buf b;
+    mr_buf_init(&b);
+    build_handshake_response(&b, caps, 0);
+    mr_buf_put_lenenc_str(&b, "\x04_pid\x02\x31\x32", 8); /* one attribute: _pid = 12 */
+    size_t at = b.len;
+    mr_buf_put_u8(&b, 19);
+    mr_handshake_response hr;
+    assert_int_equal(mr_handshake_response_parse(b.data, b.len, &hr), MR_OK);
+    assert_int_equal(hr.zstd_level, 19);
+    assert_int_equal(hr.zstd_level_at, at);
+    assert_int_equal(hr.db_len, 4);
+    assert_int_equal(mr_handshake_response_parse(b.data, b.len - 1, &hr), MR_OK);
+    assert_int_equal(hr.zstd_level, -1); /* the byte is missing */
+    b.data[3] &= (uint8_t) ~(MR_CAP_ZSTD_COMPRESSION >> 24);
+    assert_int_equal(mr_handshake_response_parse(b.data, b.len, &hr), MR_OK);
+    assert_int_equal(hr.zstd_level, -1); /* not asked for: the byte is not read */
+    mr_buf_free(&b);
+}
+
 static void handshake_response_ssl_request(void **state)
 {
     (void)state;
@@ -1183,6 +1209,7 @@ int main(void)
         cmocka_unit_test(greeting_mask_offer_sets_ssl),
         cmocka_unit_test(greeting_mask_minimal_touches_only_lower_caps),
         cmocka_unit_test(handshake_response_full_41),
+        cmocka_unit_test(handshake_response_zstd_level),
         cmocka_unit_test(handshake_response_ssl_request),
         cmocka_unit_test(handshake_response_32_bytes_without_ssl_is_not_ssl_request),
         cmocka_unit_test(handshake_response_full_with_ssl_cap_is_not_ssl_request),

@@ -310,6 +310,34 @@ static void bool_values(void **state)
         assert_false(set(f, "http_insecure", bad[i]));
 }
 
+/* compression: which protocols; yes (and its synonyms) is both, as before
+ * zstd existed it was zlib alone; backend_compress is a plain yes/no. */
+static void compression_values(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(f->c.compression, MR_COMPRESS_ZLIB | MR_COMPRESS_ZSTD);
+    assert_false(f->c.backend_compress);
+    static const struct {
+        const char *v;
+        unsigned bits;
+    } ok[] = {{"no", 0},
+              {"off", 0},
+              {"zlib", MR_COMPRESS_ZLIB},
+              {"zstd", MR_COMPRESS_ZSTD},
+              {"yes", MR_COMPRESS_ZLIB | MR_COMPRESS_ZSTD},
+              {"1", MR_COMPRESS_ZLIB | MR_COMPRESS_ZSTD}};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        assert_true(set(f, "compression", ok[i].v));
+        assert_int_equal(f->c.compression, ok[i].bits);
+    }
+    static const char *const bad[] = {"", "ZSTD", "lz4", "zlib,zstd", "both"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_false(set(f, "compression", bad[i]));
+    assert_true(set(f, "backend_compress", "yes"));
+    assert_true(f->c.backend_compress);
+    assert_false(set(f, "backend_compress", "zlib"));
+}
+
 static void own_connection_idle_is_a_duration(void **state)
 {
     fixture *f = *state;
@@ -710,6 +738,7 @@ int main(void)
         T(tls_choice_values),
         T(string_values_are_copied),
         T(bool_values),
+        T(compression_values),
         T(own_connection_idle_is_a_duration),
         T(backend_timeouts_are_durations),
         T(token_is_not_dumped),

@@ -15,6 +15,10 @@
 
 #include "myrewrite/base/diag.h"
 
+/* The compressed protocols the `compression` key lets clients use. */
+#define MR_COMPRESS_ZLIB 1u
+#define MR_COMPRESS_ZSTD 2u
+
 typedef struct mr_config {
     char *admin_listen;   /* host:port of the admin console; "" = off */
     char *admin_password; /* "" = the console does not start */
@@ -27,7 +31,8 @@ typedef struct mr_config {
     char *backend_tls_ca;             /* "" = no CA file (verify_* need one) */
     char *backend_tls_cert;           /* "" = the proxy shows the backend no certificate */
     char *backend_tls_key;
-    bool compression; /* clients may use the compressed protocol (zlib) */
+    bool backend_compress; /* the backend leg speaks the compressed protocol (zlib) */
+    unsigned compression;  /* MR_COMPRESS_* bits: what clients may ask for */
     uint64_t connect_timeout_ms;
     uint64_t delayed_park_timeout_ms; /* a keyless DELAYED statement waits this long for its
                                          table's key (session/park.c); 0 = refused at once */

@@ -20,6 +20,8 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include "myrewrite/net/zframe.h"
+
 struct event_base;
 struct event;
 struct evbuffer;
@@ -77,14 +79,20 @@ void mr_conn_keepalive(mr_conn *c, uint64_t ms);
 /* `drained` is called when pending output falls to `low` bytes or fewer. */
 void mr_conn_set_low_mark(mr_conn *c, size_t low);
 
-/* The compressed protocol (net/conn_z.c, zlib at `level`): from now on the
- * input holds what the peer's frames carry and the output is sent in
- * frames. Bytes already in the output go out as they are (they were
- * written before); bytes already in the input are taken as frames. At
- * most about in_limit bytes are inflated ahead of the reader. False: out
- * of memory. */
-bool mr_conn_start_compress(mr_conn *c, int level, size_t in_limit);
+/* The compressed protocol (net/conn_z.c, zlib or zstd at `level`): from
+ * now on the input holds what the peer's frames carry and the output is
+ * sent in frames. Bytes already in the output go out as they are (they
+ * were written before); bytes already in the input are taken as frames.
+ * At most about in_limit bytes are inflated ahead of the reader. False:
+ * out of memory. */
+bool mr_conn_start_compress(mr_conn *c, mr_zalgo algo, int level, size_t in_limit);
 bool mr_conn_compressed(const mr_conn *c);
+/* On a conn where the proxy is the client (the backend leg): a command
+ * begins. What the output holds goes into frames now, and the command's
+ * first frame is numbered 0, as the server expects of each command; its
+ * later frames, and the client's answers inside it (LOCAL INFILE data),
+ * go on from the server's last frame. No-op when not compressed. */
+void mr_conn_z_command(mr_conn *c);
 
 /* TLS (net/conn_tls.c). Starts TLS on a connected conn, as the server or as
  * the client (then `host`, when not NULL, is sent (SNI) and must be the

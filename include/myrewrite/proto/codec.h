@@ -48,10 +48,11 @@ typedef enum mr_rc {
 #define MR_CAP_SSL_VERIFY_SERVER_CERT (1u << 30)
 
 /*
- * Capabilities the proxy does not relay as they are. TLS and zlib
- * compression end at the proxy, which offers them again on the client's
- * leg (session/backend_side.c) when it has them; zstd it does not speak,
- * and it only parses the response formats it knows.
+ * Capabilities the proxy does not relay as they are. TLS and compression
+ * (zlib, zstd) end at the proxy, which offers them again on the client's
+ * leg (session/backend_side.c) when it has them, and asks the server for
+ * them on the backend leg as backend_tls and backend_compress say; it only
+ * parses the response formats it knows.
  * QUERY_ATTRIBUTES and OPTIONAL_RESULTSET_METADATA change the COM_QUERY and
  * result-set layouts (MySQL 8); the old MariaDB progress flag adds
  * unsolicited progress packets inside responses.
@@ -238,10 +239,15 @@ typedef struct mr_handshake_response {
     size_t user_len;
     const char *db; /* CONNECT_WITH_DB schema, or NULL */
     size_t db_len;
+    /* CLIENT_ZSTD_COMPRESSION_ALGORITHM: the level byte after the connect
+     * attributes, and its offset in the payload; -1 when not there. */
+    int zstd_level;
+    size_t zstd_level_at;
 } mr_handshake_response;
 
 /* Parses HandshakeResponse41 (or an SSLRequest): the fixed head always, the
- * user and schema when the bytes given reach them. */
+ * user and schema when the bytes given reach them, and the zstd level when
+ * the client's capabilities say it follows and the bytes reach it. */
 mr_rc mr_handshake_response_parse(const uint8_t *p, size_t n, mr_handshake_response *hr);
 
 /* Parses the user, schema and collation id (-1 when the packet has none)
