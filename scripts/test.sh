@@ -77,7 +77,7 @@ count_integration "$build/integration.log" "${PIPESTATUS[0]}"
 # io_uring's own test (about 3 minutes). scripts/test_io.sh runs the whole
 # suite on both backends.
 MR_IO=io_uring MR_TMP=$root/.tmp/it-uring tests/integration/run.sh \
-    't_io_uring|t_rawproto|t_pymysql|t_tls$|t_compress|t_auth_pipeline|t_fault_matrix|t_sigterm|t_blob64|t_rules' 2>&1 |
+    't_io_uring|t_rawproto|t_pymysql|t_tls$|t_compress|t_auth_pipeline|t_fault_matrix|t_sigterm|t_rules' 2>&1 |
     tee "$build/integration-uring.log"
 count_integration "$build/integration-uring.log" "${PIPESTATUS[0]}"
 
