@@ -17,8 +17,9 @@
  *   ring runs dry (ENOBUFS, which ends the multishot) only within one batch;
  *   the recv is then armed again.
  * - Writes stay as they are: write() at once when the socket takes it, the
- *   write event when it does not. A relayed answer is one write() either
- *   way, and a send SQE would only move it to the next io_uring_enter.
+ *   write event when it does not. Sends batched as SQEs per turn were not
+ *   tried: the output would have to stay still under an in-flight send, and
+ *   mr_conn_pending() and TLS start would see bytes leave a turn later.
  * - read_enable(false) cancels the recv. Bytes of completions already on
  *   their way are added to the input but not announced ("held") until
  *   reading is on again, so a paused conn keeps at most what the kernel had
@@ -37,6 +38,9 @@
  *   read into wire_in like plain bytes.
  * - Connect: the conn watches the connect with its write event as on epoll;
  *   the recv is armed once the connect succeeded and reading is on.
+ * - A kernel that refuses the ring leaves the worker on epoll (the worker
+ *   logs why). epoll stays the default: measured, this path was not faster
+ *   (README.md, "io_uring in the proxy").
  */
 #include "myrewrite/net/uring.h"
 #include "net/conn_impl.h"
