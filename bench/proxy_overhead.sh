@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # proxy_overhead.sh - sysbench direct to mariadbd, through the floor relays
-# and through myrewrite, side by side in one run.
+# and through myrewrite (io = epoll and io = io_uring), side by side in one run.
 #
 # Starts a throwaway mariadbd (tests/lib/env.sh), the epoll floor relay
 # (bench/relay_floor.c), the io_uring floor relay (bench/relay_floor_uring.c,
-# when built) and myrewrite (1 worker), each in front of it once per backend
+# when built) and myrewrite (1 worker) with io = epoll ("myrewrite") and with
+# io = io_uring ("mr_uring", when built with it), each in front of it once per backend
 # kind (TCP, and the server's unix socket), loads one sysbench table, then
 # for each thread count runs every target in turn, ROUNDS times, so that the
 # machine's drift hits all of them alike. Per thread count and target it
@@ -18,7 +19,7 @@
 # Usage: bench/proxy_overhead.sh [SECONDS_PER_RUN] [ROUNDS]
 # Env:   BENCH_THREADS="1 8 32"  BENCH_TESTS=oltp_point_select
 #        BENCH_BACKENDS="tcp unix"  (which backend legs the relays use)
-#        BENCH_TARGETS="floor uring myrewrite"  (which relays; direct always runs)
+#        BENCH_TARGETS="floor uring myrewrite mr_uring"  (which relays; direct always runs)
 #        BENCH_ROWS=100000  BENCH_WORKERS=1 (proxy worker threads)
 #        BENCH_DIRECT_PORT, BENCH_PROXY_PORT (the first proxy; others are free ports)
 #        MR_BIN (the proxy; the relays are looked for next to it)
@@ -32,10 +33,10 @@ ROUNDS=${2:-3}
 THREADS=${BENCH_THREADS:-"1 8 32"}
 TESTS=${BENCH_TESTS:-"oltp_point_select"}
 BACKENDS=${BENCH_BACKENDS:-"tcp unix"}
-WANT=${BENCH_TARGETS:-"floor uring myrewrite"}
+WANT=${BENCH_TARGETS:-"floor uring myrewrite mr_uring"}
 ROWS=${BENCH_ROWS:-100000}
 WORKERS=${BENCH_WORKERS:-1}
-RELAY_DIR=${BENCH_RELAY_DIR:-$(dirname "$MR_BIN")}
+RELAY_DIR=${BENCH_RELAY_DIR:-$(dirname "${MR_BIN_REAL:-$MR_BIN}")}
 MR_TMP=${MR_TMP:-$MR_ROOT/.tmp/bench}/bench-overhead
 MR_DIRECT_PORT=${BENCH_DIRECT_PORT:-23316}
 MR_PROXY_PORT=${BENCH_PROXY_PORT:-26043}
@@ -89,6 +90,14 @@ for be in $BACKENDS; do
                     "$MR_DIRECT_PORT" --workers "$WORKERS" "${extra[@]}" >/dev/null || exit 1
                 T_NAME+=("base-$be") T_PORT+=("$port") T_PID+=("$MR_PROXY_PID")
             fi ;;
+        mr_uring)
+            mr_free_port port
+            extra=()
+            [[ $be == unix ]] && extra=(--backend "$SOCK")
+            MR_PROXY_LOG_LEVEL=warn mr_start_proxy "mr_uring-$be" "$port" "$MR_DIRECT_PORT" \
+                --workers "$WORKERS" --set io=io_uring "${extra[@]}" >/dev/null ||
+                { echo "# myrewrite with io = io_uring did not start: skipped" >&2; continue; }
+            T_NAME+=("mr_uring-$be") T_PORT+=("$port") T_PID+=("$MR_PROXY_PID") ;;
         esac
     done
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test run: dependencies, a warnings-as-errors build, the cmocka
 # unit tests through ctest, the integration suite against real mariadbd,
-# then the unit tests and part of the suite again under ASan/UBSan, a
+# part of it again with io = io_uring, then the unit tests and part of the suite again under ASan/UBSan, a
 # threaded subset under ThreadSanitizer, then every fuzz target for a short
 # while (scripts/fuzz.sh).
 # Ends with "all: N passed, M failed" and exits non-zero on any failure.
@@ -71,6 +71,17 @@ count_ctest "$build/ctest.log" "${PIPESTATUS[0]}"
 tests/integration/run.sh 2>&1 | tee "$build/integration.log"
 count_integration "$build/integration.log" "${PIPESTATUS[0]}"
 
+# --- the other socket backend: a subset of the suite again with every proxy
+# on io = io_uring (tests/lib/env.sh honours MR_IO): the raw protocol, the
+# libraries, TLS, compression, pipelined logins, faults, the clean stop and
+# io_uring's own test (3m45s measured with t_blob64 too, at load 20; about 3
+# minutes without it). scripts/test_io.sh runs the whole
+# suite on both backends.
+MR_IO=io_uring MR_TMP=$root/.tmp/it-uring tests/integration/run.sh \
+    't_io_uring|t_rawproto|t_pymysql|t_tls$|t_compress|t_auth_pipeline|t_fault_matrix|t_sigterm|t_rules' 2>&1 |
+    tee "$build/integration-uring.log"
+count_integration "$build/integration-uring.log" "${PIPESTATUS[0]}"
+
 # --- sanitizers: the unit tests and the protocol-heavy integration tests
 # again, with everything built with AddressSanitizer + UBSan (a report or a
 # leak at exit fails the test: the proxy's exit status is checked).
@@ -80,7 +91,7 @@ if cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=ASAN -DMYREWRITE_WERROR=ON >/dev/nul
     ctest --test-dir "$asan" --output-on-failure 2>&1 | tee "$asan/ctest.log"
     count_ctest "$asan/ctest.log" "${PIPESTATUS[0]}"
     MR_BUILD=$asan MR_TMP=$root/.tmp/it-asan tests/integration/run.sh \
-        't_rawproto|t_ps_blocks|t_rules|t_faults|t_fault_matrix|t_options|t_pymysql|t_sigterm|t_delayed_memory|t_delayed_set|t_delayed_default|t_delayed_bucket|t_delayed_reject|t_delayed_group|t_delayed_read_pending|t_keyset|t_admin|t_auth_pipeline|t_unreadable|t_ident_injection|t_quiet|t_http_token|t_compress|t_tls_reload|mr_client_test' 2>&1 |
+        't_rawproto|t_ps_blocks|t_rules|t_faults|t_fault_matrix|t_options|t_pymysql|t_sigterm|t_delayed_memory|t_delayed_set|t_delayed_default|t_delayed_bucket|t_delayed_reject|t_delayed_group|t_delayed_read_pending|t_keyset|t_admin|t_auth_pipeline|t_unreadable|t_ident_injection|t_quiet|t_http_token|t_compress|t_tls_reload|t_io_uring|mr_client_test' 2>&1 |
         tee "$asan/integration.log"
     count_integration "$asan/integration.log" "${PIPESTATUS[0]}"
 else

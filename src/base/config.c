@@ -26,13 +26,14 @@ typedef enum key_type {
     T_BACKEND_TLS, /* off, prefer, require, verify_ca, verify_identity */
     T_BOOL,        /* yes or no, into a bool */
     T_COMPRESSION, /* no, zlib, zstd or yes (both), into MR_COMPRESS_* bits */
+    T_IO,          /* epoll, or io_uring when built with it */
 } key_type;
 
 /* Key types whose field is a char * owned by the config. */
 static bool is_text(key_type t)
 {
     return t == T_STRING || t == T_ADDR || t == T_LOGLEVEL || t == T_TCP_OPT || t == T_UNREADABLE ||
-           t == T_TLSVER || t == T_BACKEND_TLS;
+           t == T_TLSVER || t == T_BACKEND_TLS || t == T_IO;
 }
 
 typedef struct key_def {
@@ -100,6 +101,10 @@ static const key_def keys[] = {
     {"http_token", T_STRING, K(http_token), "",
      "when set, /metrics answers only requests with the header 'Authorization: Bearer "
      "<token>' (401 otherwise); /health and /ready stay open; empty: no token"},
+    {"io", T_IO, K(io), "epoll",
+     "how the workers read their sockets: epoll, or io_uring (one ring per worker: multishot "
+     "receives into provided buffers; TLS connections stay on epoll); a kernel that refuses "
+     "io_uring at start leaves that worker on epoll, with a warning"},
     {"listen", T_ADDR, K(listen), "127.0.0.1:6033", "TCP address clients connect to"},
     {"log_level", T_LOGLEVEL, K(log_level), "info", "debug, info, warn or error"},
     {"max_connections", T_COUNT, K(max_connections), "1000",
@@ -272,6 +277,7 @@ static const char *expected_form(key_type t)
     case T_BACKEND_TLS: return "one of off, prefer, require, verify_ca, verify_identity";
     case T_BOOL: return "yes or no";
     case T_COMPRESSION: return "one of no, zlib, zstd, yes (zlib and zstd)";
+    case T_IO: return "epoll or io_uring";
     default: return "text";
     }
 }
@@ -293,6 +299,7 @@ static bool valid_value(const key_def *k, const char *value, void *field)
                !strcmp(value, "verify_ca") || !strcmp(value, "verify_identity");
     case T_BOOL: return parse_bool(value, field);
     case T_COMPRESSION: return parse_compression(value, field);
+    case T_IO: return !strcmp(value, "epoll") || !strcmp(value, "io_uring");
     case T_LOGLEVEL:
         return !strcmp(value, "debug") || !strcmp(value, "info") || !strcmp(value, "warn") ||
                !strcmp(value, "error");
@@ -314,6 +321,14 @@ bool mr_config_set(mr_config *c, const char *key, const char *value, const char 
                       expected_form(k->type));
         return false;
     }
+#ifndef MYREWRITE_HAVE_URING
+    if (k->type == T_IO && !strcmp(value, "io_uring")) {
+        mr_diag_error(d, origin, line,
+                      "io = 'io_uring': this myrewrite was built without io_uring (liburing "
+                      "was not found, or MYREWRITE_IO_URING=OFF); use io = epoll");
+        return false;
+    }
+#endif
     if (is_text(k->type)) {
         char **s = field;
         free(*s);

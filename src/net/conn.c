@@ -174,6 +174,8 @@ static void finish_connect(mr_conn *c)
         fire(c, MR_CONN_ERROR);
         return;
     }
+    if (c->ur)
+        mr_conn_uring_read_enable(c); /* the recv waited for the connect */
     fire(c, MR_CONN_CONNECTED);
 }
 
@@ -211,7 +213,10 @@ static mr_conn *conn_alloc(struct event_base *base, int fd, const mr_conn_callba
     c->arg = arg;
     c->in = evbuffer_new();
     c->out = evbuffer_new();
-    c->rev = event_new(base, fd, EV_READ | EV_PERSIST, read_handler, c);
+    c->ur_slot = -1;
+    c->rev = mr_conn_uring_attach(c, base);
+    if (!c->rev)
+        c->rev = event_new(base, fd, EV_READ | EV_PERSIST, read_handler, c);
     c->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, write_handler, c);
     c->timer = evtimer_new(base, timer_handler, c);
     c->wire_in = c->in;
@@ -258,6 +263,8 @@ void mr_conn_free(mr_conn *c)
 {
     if (!c)
         return;
+    if (c->ur)
+        mr_conn_uring_detach(c);
     if (c->tls)
         mr_conn_tls_free(c);
     if (c->z)
@@ -327,6 +334,9 @@ void mr_conn_read_enable(mr_conn *c, bool on)
     if (c->tls) {
         c->reading = on;
         mr_conn_tls_read_enable(c);
+    } else if (c->ur) {
+        c->reading = on;
+        mr_conn_uring_read_enable(c);
     } else {
         if (on && !c->reading)
             event_add(c->rev, NULL);

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define READ_CHUNK 65536
 #define SMALL_READ 4096 /* reads below this size are copied (net/conn.c) */
@@ -16,6 +17,7 @@
 
 typedef struct mr_conn_tls mr_conn_tls;
 typedef struct mr_conn_z mr_conn_z;
+struct mr_uring;
 
 struct mr_conn {
     int fd;
@@ -37,6 +39,13 @@ struct mr_conn {
     mr_conn_z *z;     /* NULL: not compressed */
     bool idle_on;     /* mr_conn_set_read_idle: the timer restarts at each read */
     struct timeval idle;
+    /* io = io_uring (net/conn_uring.c): the worker's ring, NULL on epoll. */
+    struct mr_uring *ur;
+    int32_t ur_slot;    /* the armed recv's slot; -1: none */
+    bool ur_cancelling; /* its cancel is submitted */
+    bool ur_held;       /* bytes added while paused, not yet announced */
+    bool ur_eof;        /* the recv saw EOF (reported once reading) */
+    int ur_err;         /* ... or this error */
 };
 
 static inline void mr_conn_fire(mr_conn *c, int what)
@@ -50,6 +59,18 @@ static inline void mr_conn_fire(mr_conn *c, int what)
 void mr_conn_tls_flush(mr_conn *c);
 void mr_conn_tls_read_enable(mr_conn *c);
 void mr_conn_tls_free(mr_conn *c);
+/* Bytes the io_uring recv brought after TLS started: read before the socket. */
+bool mr_conn_tls_pre_add(mr_conn *c, const void *data, size_t n);
+
+/* net/conn_uring.c. attach: on a thread with a ring for `base`, c reads by
+ * the ring; returns c's read event of this path (NULL: epoll). read_enable:
+ * after c->reading changed or the connect ended. tls_start: true when the
+ * handshake must wait for the recv's end (it then makes c->rev active).
+ * detach: in mr_conn_free, before the socket is closed. */
+struct event *mr_conn_uring_attach(mr_conn *c, struct event_base *base);
+void mr_conn_uring_read_enable(mr_conn *c);
+bool mr_conn_uring_tls_start(mr_conn *c);
+void mr_conn_uring_detach(mr_conn *c);
 
 /* net/conn_z.c. After a read into wire_in: frames into c->in, as far as
  * in_limit allows; false on a corrupt frame (c->err set). Before a write:

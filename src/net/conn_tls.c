@@ -292,6 +292,8 @@ static void tls_read_handler(evutil_socket_t fd, short what, void *arg)
     mr_conn_tls *t = c->tls;
     (void)fd;
     (void)what;
+    if (c->ur_slot >= 0)
+        return; /* an io_uring recv still ends (net/conn_uring.c): it kicks us then */
     if (t->handshaking) {
         handshake_step(c);
         return;
@@ -379,8 +381,19 @@ bool mr_conn_start_tls(mr_conn *c, struct ssl_ctx_st *ctx, bool server, const ch
     c->write_pending = false;
     t->handshaking = true;
     c->tls = t;
-    event_active(c->rev, EV_READ, 1); /* the first step runs from the loop */
+    /* The first step runs from the loop, once no io_uring recv can take the
+     * socket's bytes any more. */
+    if (!mr_conn_uring_tls_start(c))
+        event_active(c->rev, EV_READ, 1);
     return true;
+}
+
+bool mr_conn_tls_pre_add(mr_conn *c, const void *data, size_t n)
+{
+    mr_conn_tls *t = c->tls;
+    if (!t->pre && !(t->pre = evbuffer_new()))
+        return false;
+    return evbuffer_add(t->pre, data, n) == 0;
 }
 
 void mr_conn_tls_flush(mr_conn *c)

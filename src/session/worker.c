@@ -14,6 +14,7 @@
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/delayed/group.h"
+#include "myrewrite/net/uring.h"
 #include "myrewrite/session/session.h"
 #include "myrewrite/stats/rule_hits.h"
 
@@ -136,14 +137,30 @@ static void pipe_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* io = io_uring: this thread's ring, made here (one submitter). A kernel
+ * that refuses it (seccomp, io_uring_disabled, too old) leaves the worker on
+ * epoll: the proxy still serves, and the warning says why. */
+static mr_uring *start_ring(mr_worker *w)
+{
+    if (strcmp(w->proxy->cfg->io, "io_uring") != 0)
+        return NULL;
+    char err[160];
+    mr_uring *u = mr_uring_start(w->base, err, sizeof(err));
+    if (!u)
+        mr_warn(0, "worker %u: io = io_uring refused (%s); this worker uses epoll", w->id, err);
+    return u;
+}
+
 static void *worker_main(void *arg)
 {
     mr_worker *w = arg;
-    mr_debug(0, "worker %u running", w->id);
+    mr_uring *ring = start_ring(w);
+    mr_debug(0, "worker %u running (%s)", w->id, ring ? "io_uring" : "epoll");
     event_base_dispatch(w->base);
     /* Anything left (a forced stop) is closed by freeing the base's users. */
     drain_sessions(w, 1);
     event_base_loop(w->base, EVLOOP_NONBLOCK); /* run the deferred frees */
+    mr_uring_stop(ring);
     mr_debug(0, "worker %u stopped", w->id);
     return NULL;
 }

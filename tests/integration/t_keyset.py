@@ -37,7 +37,9 @@ PAGE = 37
 THRESHOLD = 50
 BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build",
                                             "myrewrite"))
-STMT_BIN = os.path.join(os.path.dirname(os.path.abspath(BIN)), "tests", "integration",
+# MR_BIN_REAL: MR_BIN is tests/lib/env.sh's MR_IO wrapper, the build is beside the binary
+STMT_BIN = os.path.join(os.path.dirname(os.path.abspath(os.environ.get("MR_BIN_REAL", BIN))),
+                        "tests", "integration",
                         "mr_stmt_paginate")
 RULES_DIR = os.path.join(t.TMP, "keyset_rules")
 RULES = """

@@ -43,7 +43,9 @@ threshold = 100
 log = full
 """
 TABLES = "sc_pk, sc_uniq, sc_heap, sc_alter, sc_direct, ps_items"
-STMT_BIN = os.path.join(os.path.dirname(os.path.abspath(BIN)), "tests", "integration",
+# MR_BIN_REAL: MR_BIN is tests/lib/env.sh's MR_IO wrapper, the build is beside the binary
+STMT_BIN = os.path.join(os.path.dirname(os.path.abspath(os.environ.get("MR_BIN_REAL", BIN))),
+                        "tests", "integration",
                         "mr_stmt_paginate")
 
 

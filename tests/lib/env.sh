@@ -28,6 +28,18 @@ if [[ $MR_DIRECT_ONLY == 1 ]]; then
     MR_PROXY_PORT=$MR_DIRECT_PORT
 fi
 
+# MR_IO=io_uring (or epoll): every proxy the tests start, from the shell
+# helpers or from mrtest.py, runs with `--set io=$MR_IO`, through a wrapper
+# that MR_BIN then names (MR_BIN_REAL is the binary itself).
+if [[ -n ${MR_IO:-} && -z ${MR_BIN_REAL:-} ]]; then
+    MR_BIN_REAL=$MR_BIN
+    mkdir -p "$MR_TMP/io-$MR_IO"
+    MR_BIN=$MR_TMP/io-$MR_IO/myrewrite
+    printf '#!/bin/sh\nexec "%s" --set io=%s "$@"\n' "$MR_BIN_REAL" "$MR_IO" >"$MR_BIN"
+    chmod +x "$MR_BIN"
+    export MR_BIN_REAL MR_IO
+fi
+
 export MR_ROOT MR_BUILD MR_BIN MR_TMP MR_HOST MR_DIRECT_PORT MR_PROXY_PORT \
        MR_USER MR_PASSWORD MR_DB MR_DIRECT_ONLY MR_PY
 

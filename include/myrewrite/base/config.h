@@ -40,6 +40,7 @@ typedef struct mr_config {
     char *http_listen;  /* host:port of /metrics, /health, /ready; "" = off */
     bool http_insecure; /* a non-loopback http_listen without http_token is allowed */
     char *http_token;   /* "" = /metrics needs no bearer token */
+    char *io;           /* "epoll" or "io_uring" (net/uring.h) */
     char *listen;       /* host:port */
     char *log_level;
     uint64_t max_connections;

@@ -1,0 +1,454 @@
+/*
+ * net/conn_uring.c - the io_uring read path of mr_conn (`io = io_uring`),
+ * one ring per worker thread (see net/uring.h).
+ *
+ * Design:
+ * - The ring is made on the worker thread (IORING_SETUP_SINGLE_ISSUER) and
+ *   its completions are harvested from the worker's libevent loop: the ring's
+ *   own fd is readable while completions wait, so it is one more event of
+ *   the event_base, and timers, the hand-off pipe and every epoll conn keep
+ *   working unchanged. Submissions made during a turn of the loop (arms,
+ *   cancels) go to the kernel together: once at the end of a harvest, or
+ *   from a one-shot event made active when the first of them is queued.
+ * - A plain conn created on that thread and base reads by one multishot
+ *   recv into the worker's ring of provided buffers. Each completion's bytes
+ *   are copied into the conn's input (wire_in) and the buffer goes back to
+ *   the kernel at once, so no buffer is held past its completion and the
+ *   ring runs dry (ENOBUFS, which ends the multishot) only within one batch;
+ *   the recv is then armed again.
+ * - Writes stay as they are: write() at once when the socket takes it, the
+ *   write event when it does not. Sends batched as SQEs per turn were not
+ *   tried: the output would have to stay still under an in-flight send, and
+ *   mr_conn_pending() and TLS start would see bytes leave a turn later.
+ * - read_enable(false) cancels the recv. Bytes of completions already on
+ *   their way are added to the input but not announced ("held") until
+ *   reading is on again, so a paused conn keeps at most what the kernel had
+ *   received before the cancel; the rest stays in the socket, as on epoll.
+ *   EOF and errors met while paused are kept and reported on resume.
+ * - Every armed recv has a slot; its user_data is the slot's index and
+ *   generation. mr_conn_free clears the slot's conn and cancels: the
+ *   completions still coming find no conn and only give their buffer back;
+ *   the slot is reused only after the recv's last completion (no
+ *   IORING_CQE_F_MORE). A reused fd number is a new socket with a new slot.
+ * - TLS: when TLS starts the recv is cancelled and the handshake's first
+ *   step waits for the recv's last completion; bytes it brought meanwhile go
+ *   to the TLS layer's pre-read buffer (mr_conn_tls_pre_add), so no byte is
+ *   read from the socket out of order. From then on the conn is on the
+ *   epoll path (net/conn_tls.c). Compression needs nothing: its frames are
+ *   read into wire_in like plain bytes.
+ * - Connect: the conn watches the connect with its write event as on epoll;
+ *   the recv is armed once the connect succeeded and reading is on.
+ * - A kernel that refuses the ring leaves the worker on epoll (the worker
+ *   logs why). epoll stays the default: measured, this path was not faster
+ *   (README.md, "io_uring in the proxy").
+ */
+#include "myrewrite/net/uring.h"
+#include "net/conn_impl.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef MYREWRITE_HAVE_URING
+
+#include <liburing.h>
+
+#define NBUFS 256        /* provided buffers per worker (a power of two) */
+#define BUFSZ 16384      /* bytes each: 4 MiB a worker */
+#define SQ_ENTRIES 256   /* arms and cancels of one turn */
+#define CQ_ENTRIES 4096  /* completions between two harvests */
+#define HARVEST_MAX 1024 /* completions one harvest takes; the rest on the next turn */
+#define BGID 0
+#define UD_IGNORE UINT64_MAX /* a cancel's own completion */
+
+typedef struct slot {
+    mr_conn *c; /* NULL: the conn is gone, its recv not yet ended */
+    uint32_t gen;
+    uint32_t next_free;
+} slot;
+
+struct mr_uring {
+    struct io_uring ring;
+    struct io_uring_buf_ring *br;
+    uint8_t *bufs;
+    struct event_base *base;
+    struct event *cq_ev;     /* the ring fd: completions wait */
+    struct event *submit_ev; /* one submit after this turn's callbacks */
+    bool submit_queued;
+    slot *slots;
+    uint32_t nslots, free_head; /* free_head == nslots: none free */
+    unsigned conns;             /* conns attached; the ring outlives them */
+    bool stopped;
+};
+
+static _Thread_local mr_uring *thread_ring;
+
+bool mr_uring_built(void) { return true; }
+
+/* --- slots --- */
+
+static uint64_t slot_ud(const mr_uring *u, int32_t idx)
+{
+    return ((uint64_t)u->slots[idx].gen << 32) | (uint32_t)idx;
+}
+
+static int32_t slot_take(mr_uring *u, mr_conn *c)
+{
+    if (u->free_head == u->nslots) {
+        uint32_t n = u->nslots ? u->nslots * 2 : 64;
+        slot *s = realloc(u->slots, n * sizeof(*s));
+        if (!s)
+            return -1;
+        for (uint32_t i = u->nslots; i < n; i++)
+            s[i] = (slot){.c = NULL, .gen = 0, .next_free = i + 1};
+        u->free_head = u->nslots;
+        u->slots = s;
+        u->nslots = n;
+        /* the last new slot's next_free is n: the end of the list */
+    }
+    uint32_t idx = u->free_head;
+    u->free_head = u->slots[idx].next_free;
+    u->slots[idx].c = c;
+    u->slots[idx].gen++;
+    return (int32_t)idx;
+}
+
+static void slot_give(mr_uring *u, uint32_t idx)
+{
+    u->slots[idx].c = NULL;
+    u->slots[idx].next_free = u->free_head;
+    u->free_head = idx;
+}
+
+/* --- submission --- */
+
+static void submit_cb(evutil_socket_t fd, short what, void *arg)
+{
+    mr_uring *u = arg;
+    (void)fd;
+    (void)what;
+    u->submit_queued = false;
+    io_uring_submit(&u->ring);
+}
+
+static struct io_uring_sqe *sqe_get(mr_uring *u)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+    if (!sqe) { /* full: hand this batch over now */
+        io_uring_submit(&u->ring);
+        sqe = io_uring_get_sqe(&u->ring);
+    }
+    if (sqe && !u->submit_queued) {
+        u->submit_queued = true;
+        event_active(u->submit_ev, EV_READ, 1);
+    }
+    return sqe;
+}
+
+static void give_back(mr_uring *u, uint16_t bid)
+{
+    io_uring_buf_ring_add(u->br, u->bufs + (size_t)bid * BUFSZ, BUFSZ, bid,
+                          io_uring_buf_ring_mask(NBUFS), 0);
+    io_uring_buf_ring_advance(u->br, 1);
+}
+
+/* --- one conn's recv --- */
+
+static void arm(mr_conn *c)
+{
+    mr_uring *u = c->ur;
+    int32_t idx = slot_take(u, c);
+    struct io_uring_sqe *sqe = idx >= 0 ? sqe_get(u) : NULL;
+    if (!sqe) {
+        if (idx >= 0)
+            slot_give(u, (uint32_t)idx);
+        c->ur_err = ENOMEM; /* reported from the loop */
+        event_active(c->rev, EV_READ, 1);
+        return;
+    }
+    io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = BGID;
+    io_uring_sqe_set_data64(sqe, slot_ud(u, idx));
+    c->ur_slot = idx;
+    c->ur_cancelling = false;
+}
+
+static void cancel(mr_conn *c)
+{
+    mr_uring *u = c->ur;
+    struct io_uring_sqe *sqe = sqe_get(u);
+    if (!sqe)
+        return; /* the recv goes on; its bytes are held while paused */
+    io_uring_prep_cancel64(sqe, slot_ud(u, c->ur_slot), 0);
+    io_uring_sqe_set_data64(sqe, UD_IGNORE);
+    c->ur_cancelling = true;
+}
+
+/* Reports what the recv brought, if reading is on: new or held bytes
+ * first, then EOF or an error. May free c. */
+static void deliver(mr_conn *c, bool got)
+{
+    if (!c->reading) {
+        c->ur_held |= got;
+        return;
+    }
+    if (got || c->ur_held) {
+        c->ur_held = false;
+        if (c->ur_eof || c->ur_err)
+            event_active(c->rev, EV_READ, 1); /* after the reader had the bytes */
+        mr_conn_delivered(c);
+        return;
+    }
+    if (c->ur_err) {
+        c->err = c->ur_err;
+        mr_conn_fire(c, MR_CONN_ERROR);
+    } else if (c->ur_eof) {
+        mr_conn_fire(c, MR_CONN_EOF);
+    }
+}
+
+/* The conn's read event on this path: no fd, made active for what waits. */
+static void rev_handler(evutil_socket_t fd, short what, void *arg)
+{
+    mr_conn *c = arg;
+    (void)fd;
+    (void)what;
+    if (c->reading && c->z && mr_conn_z_ready(c)) { /* frames left over */
+        mr_conn_delivered(c);
+        return;
+    }
+    deliver(c, false);
+}
+
+static bool take_bytes(mr_conn *c, const void *data, size_t n)
+{
+    if (c->tls)
+        return mr_conn_tls_pre_add(c, data, n);
+    return evbuffer_add(c->wire_in, data, n) == 0;
+}
+
+static void on_recv(mr_uring *u, uint32_t idx, int res, unsigned flags)
+{
+    mr_conn *c = u->slots[idx].c;
+    bool more = flags & IORING_CQE_F_MORE;
+    bool ok = true;
+    if (res > 0 && (flags & IORING_CQE_F_BUFFER)) {
+        uint16_t bid = (uint16_t)(flags >> IORING_CQE_BUFFER_SHIFT);
+        if (c)
+            ok = take_bytes(c, u->bufs + (size_t)bid * BUFSZ, (size_t)res);
+        give_back(u, bid);
+    }
+    if (!more) {
+        slot_give(u, idx);
+        if (c) {
+            c->ur_slot = -1;
+            c->ur_cancelling = false;
+        }
+    }
+    if (!c)
+        return;
+    if (!ok)
+        c->ur_err = ENOMEM;
+    else if (res == 0)
+        c->ur_eof = true;
+    else if (res < 0 && res != -ENOBUFS && res != -ECANCELED)
+        c->ur_err = -res;
+    if (c->tls) { /* TLS started: its first step waited for this end */
+        if (!more)
+            event_active(c->rev, EV_READ, 1);
+        return;
+    }
+    if (!more && c->reading && !c->ur_eof && !c->ur_err)
+        arm(c); /* ENOBUFS, the kernel ended it, or resumed during a cancel */
+    if (more && !ok && !c->ur_cancelling)
+        cancel(c);
+    deliver(c, res > 0 && ok);
+}
+
+static void harvest(evutil_socket_t fd, short what, void *arg)
+{
+    mr_uring *u = arg;
+    (void)fd;
+    (void)what;
+    struct io_uring_cqe *cqe;
+    for (int n = 0; n < HARVEST_MAX && io_uring_peek_cqe(&u->ring, &cqe) == 0; n++) {
+        uint64_t ud = cqe->user_data;
+        int res = cqe->res;
+        unsigned flags = cqe->flags;
+        io_uring_cqe_seen(&u->ring, cqe);
+        uint32_t idx = (uint32_t)ud;
+        if (ud == UD_IGNORE || idx >= u->nslots || u->slots[idx].gen != (uint32_t)(ud >> 32))
+            continue;
+        on_recv(u, idx, res, flags); /* callbacks may free conns, never reap */
+    }
+    if (io_uring_sq_ready(&u->ring) > 0)
+        io_uring_submit(&u->ring);
+}
+
+/* --- the conn side (net/conn_impl.h) --- */
+
+struct event *mr_conn_uring_attach(mr_conn *c, struct event_base *base)
+{
+    mr_uring *u = thread_ring;
+    if (!u || u->base != base || u->stopped)
+        return NULL;
+    struct event *rev = event_new(base, -1, 0, rev_handler, c);
+    if (!rev)
+        return NULL;
+    c->ur = u;
+    c->ur_slot = -1;
+    u->conns++;
+    return rev;
+}
+
+void mr_conn_uring_read_enable(mr_conn *c)
+{
+    if (c->reading) {
+        if (c->ur_slot < 0 && !c->connecting && !c->ur_eof && !c->ur_err)
+            arm(c);
+        if (c->ur_held || c->ur_eof || c->ur_err)
+            event_active(c->rev, EV_READ, 1);
+    } else if (c->ur_slot >= 0 && !c->ur_cancelling) {
+        cancel(c);
+    }
+}
+
+bool mr_conn_uring_tls_start(mr_conn *c)
+{
+    if (!c->ur || c->ur_slot < 0)
+        return false;
+    if (!c->ur_cancelling)
+        cancel(c);
+    return true;
+}
+
+static void ring_free(mr_uring *u)
+{
+    if (u->cq_ev)
+        event_free(u->cq_ev);
+    if (u->submit_ev)
+        event_free(u->submit_ev);
+    io_uring_queue_exit(&u->ring); /* cancels what is left */
+    free(u->br);
+    free(u->bufs);
+    free(u->slots);
+    free(u);
+}
+
+void mr_conn_uring_detach(mr_conn *c)
+{
+    mr_uring *u = c->ur;
+    if (c->ur_slot >= 0) {
+        u->slots[c->ur_slot].c = NULL; /* its last completions find no conn */
+        if (!c->ur_cancelling)
+            cancel(c);
+        io_uring_submit(&u->ring); /* now: the recv holds the socket open */
+    }
+    c->ur = NULL;
+    if (--u->conns == 0 && u->stopped)
+        ring_free(u);
+}
+
+/* --- the worker's ring --- */
+
+static bool ring_buffers(mr_uring *u, char *err, size_t errlen)
+{
+    if (posix_memalign((void **)&u->br, 4096, NBUFS * sizeof(struct io_uring_buf)) ||
+        posix_memalign((void **)&u->bufs, 4096, (size_t)NBUFS * BUFSZ)) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    io_uring_buf_ring_init(u->br);
+    struct io_uring_buf_reg reg = {
+        .ring_addr = (uintptr_t)u->br, .ring_entries = NBUFS, .bgid = BGID};
+    int rc = io_uring_register_buf_ring(&u->ring, &reg, 0);
+    if (rc < 0) {
+        snprintf(err, errlen, "io_uring_register_buf_ring: %s", strerror(-rc));
+        return false;
+    }
+    for (int i = 0; i < NBUFS; i++)
+        io_uring_buf_ring_add(u->br, u->bufs + (size_t)i * BUFSZ, BUFSZ, (uint16_t)i,
+                              io_uring_buf_ring_mask(NBUFS), i);
+    io_uring_buf_ring_advance(u->br, NBUFS);
+    return true;
+}
+
+mr_uring *mr_uring_start(struct event_base *base, char *err, size_t errlen)
+{
+    mr_uring *u = calloc(1, sizeof(*u));
+    if (!u) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    struct io_uring_params p = {.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_CQSIZE,
+                                .cq_entries = CQ_ENTRIES};
+    int rc = io_uring_queue_init_params(SQ_ENTRIES, &u->ring, &p);
+    if (rc == -EINVAL) { /* a kernel before 6.0 knows no SINGLE_ISSUER */
+        struct io_uring_params plain = {.flags = IORING_SETUP_CQSIZE, .cq_entries = CQ_ENTRIES};
+        rc = io_uring_queue_init_params(SQ_ENTRIES, &u->ring, &plain);
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "io_uring_queue_init: %s", strerror(-rc));
+        free(u);
+        return NULL;
+    }
+    u->base = base;
+    u->cq_ev = event_new(base, u->ring.ring_fd, EV_READ | EV_PERSIST, harvest, u);
+    u->submit_ev = event_new(base, -1, 0, submit_cb, u);
+    if (!u->cq_ev || !u->submit_ev || event_add(u->cq_ev, NULL) != 0) {
+        snprintf(err, errlen, "out of memory");
+        ring_free(u);
+        return NULL;
+    }
+    if (!ring_buffers(u, err, errlen)) {
+        ring_free(u);
+        return NULL;
+    }
+    thread_ring = u;
+    return u;
+}
+
+void mr_uring_stop(mr_uring *u)
+{
+    if (!u)
+        return;
+    if (thread_ring == u)
+        thread_ring = NULL;
+    u->stopped = true;
+    if (u->conns == 0)
+        ring_free(u);
+}
+
+#else /* built without liburing: every conn is on the epoll path */
+
+bool mr_uring_built(void) { return false; }
+
+mr_uring *mr_uring_start(struct event_base *base, char *err, size_t errlen)
+{
+    (void)base;
+    snprintf(err, errlen, "built without liburing");
+    return NULL;
+}
+
+void mr_uring_stop(mr_uring *u) { (void)u; }
+
+struct event *mr_conn_uring_attach(mr_conn *c, struct event_base *base)
+{
+    (void)c;
+    (void)base;
+    return NULL;
+}
+
+void mr_conn_uring_read_enable(mr_conn *c) { (void)c; }
+bool mr_conn_uring_tls_start(mr_conn *c)
+{
+    (void)c;
+    return false;
+}
+void mr_conn_uring_detach(mr_conn *c) { (void)c; }
+
+#endif
