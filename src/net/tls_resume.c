@@ -21,8 +21,7 @@ static pthread_once_t index_once = PTHREAD_ONCE_INIT;
 static mr_counter client_full, client_resumed, backend_full, backend_resumed;
 
 /* Frees the kept session with its context (a TLS reload drops the old one). */
-static void kept_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
-                      void *argp)
+static void kept_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
 {
     (void)parent, (void)ad, (void)idx, (void)argl, (void)argp;
     kept *k = ptr;
@@ -38,7 +37,10 @@ static void make_index(void)
     kept_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, kept_free);
 }
 
-static kept *kept_of(SSL_CTX *ctx) { return kept_index < 0 ? NULL : SSL_CTX_get_ex_data(ctx, kept_index); }
+static kept *kept_of(SSL_CTX *ctx)
+{
+    return kept_index < 0 ? NULL : SSL_CTX_get_ex_data(ctx, kept_index);
+}
 
 /* OpenSSL hands over each session the server issued (with TLS 1.3 after
  * the handshake, as tickets arrive); the newest replaces the kept one. */
