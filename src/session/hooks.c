@@ -69,6 +69,7 @@ void ss_hooks_view(mr_session *s)
     fs->authenticated = s->authenticated;
     fs->backend_thread_id = s->backend_thread_id;
     fs->ext_caps = s->ext_caps;
+    fs->query_attrs = (s->caps & MR_CAP_QUERY_ATTRIBUTES) != 0;
     fs->rules = s->w->rules->set;
     fs->scratch = s->w->scratch;
     fs->match = &s->w->match;
