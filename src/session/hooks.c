@@ -88,7 +88,7 @@ stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, si
 {
     mr_buf out;
     mr_buf_init(&out);
-    mr_command_build(&out, cmd, text, len);
+    ss_command_build(s, &out, cmd, text, len, false);
     if (out.failed) {
         mr_buf_free(&out);
         ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");

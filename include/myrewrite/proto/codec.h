@@ -252,5 +252,9 @@ mr_rc mr_change_user_parse(const uint8_t *p, size_t n, uint32_t caps, const char
 /* Appends a command as packets (header included), splitting payloads of
  * 16 MiB and more as the protocol requires. */
 void mr_command_build(mr_buf *b, uint8_t command, const void *arg, size_t len);
+/* The same with an argument in two pieces, head then arg: a COM_QUERY's
+ * query-attribute block before its text (proto/query_attrs.h). */
+void mr_command_build2(mr_buf *b, uint8_t command, const void *head, size_t head_len,
+                       const void *arg, size_t len);
 
 #endif
