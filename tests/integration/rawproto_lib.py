@@ -56,9 +56,10 @@ CLIENT_PROGRESS_OLD = 1 << 29
 CLIENT_BIT30 = 1 << 30
 
 # What the proxy clears in the greeting it relays (the shared proxy of the
-# suite has no certificate; CLIENT_COMPRESS it offers as the server does).
+# suite has no certificate; CLIENT_COMPRESS it offers as the server does;
+# MySQL 8's CLIENT_QUERY_ATTRIBUTES and CLIENT_OPTIONAL_RESULTSET_METADATA it
+# relays, and mariadbd offers neither).
 PROXY_MASKED_CAPS = (CLIENT_SSL | CLIENT_ZSTD_COMPRESSION |
-                     CLIENT_QUERY_ATTRIBUTES | CLIENT_OPTIONAL_RESULTSET_METADATA |
                      CLIENT_PROGRESS_OLD | CLIENT_BIT30)
 
 # The MariaDB extended capabilities (upper 32 bits, unshifted) the proxy

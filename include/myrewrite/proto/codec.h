@@ -51,14 +51,14 @@ typedef enum mr_rc {
  * Capabilities the proxy does not relay as they are. TLS and zlib
  * compression end at the proxy, which offers them again on the client's
  * leg (session/backend_side.c) when it has them; zstd it does not speak,
- * and it only parses the response formats it knows.
- * QUERY_ATTRIBUTES and OPTIONAL_RESULTSET_METADATA change the COM_QUERY and
- * result-set layouts (MySQL 8); the old MariaDB progress flag adds
- * unsolicited progress packets inside responses.
+ * and it only parses the response formats it knows; the old MariaDB
+ * progress flag adds unsolicited progress packets inside responses.
+ * QUERY_ATTRIBUTES (the COM_QUERY attribute block, proto/query_attrs.h) and
+ * OPTIONAL_RESULTSET_METADATA (proto/tracker.h) are relayed when the
+ * server offers them (MySQL 8).
  */
 #define MR_CAP_MASKED                                                                              \
-    (MR_CAP_SSL | MR_CAP_COMPRESS | MR_CAP_ZSTD_COMPRESSION | MR_CAP_QUERY_ATTRIBUTES |            \
-     MR_CAP_OPTIONAL_RESULTSET_METADATA | MR_CAP_MARIADB_PROGRESS_OLD |                            \
+    (MR_CAP_SSL | MR_CAP_COMPRESS | MR_CAP_ZSTD_COMPRESSION | MR_CAP_MARIADB_PROGRESS_OLD |        \
      MR_CAP_SSL_VERIFY_SERVER_CERT)
 /* MariaDB extended capabilities (upper 32 bits of the 64, as the greeting's
  * and the HandshakeResponse's last reserved 4 bytes carry them). */
