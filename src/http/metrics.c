@@ -60,6 +60,13 @@ static const counter_def worker_counters[] = {
      "COM_QUERY and COM_STMT_PREPARE texts larger than relay_buffer, relayed without meeting "
      "the rules.",
      W(statements_unexamined)},
+    {"myrewrite_backend_tls_handshakes_total", "counter",
+     "TLS handshakes the sessions completed toward the backend (backend_tls).",
+     W(backend_tls_handshakes)},
+    {"myrewrite_backend_tls_resumed_total", "counter",
+     "Of those, the handshakes that resumed the backend's last TLS session (no full "
+     "handshake).",
+     W(backend_tls_resumed)},
     {"myrewrite_session_state_errors_total", "counter",
      "Session state changes the proxy's transition table does not allow (a bug: each is "
      "logged).",

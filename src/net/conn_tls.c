@@ -30,6 +30,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "myrewrite/net/tls_resume.h"
+
 #define TLS_RECORD 16384 /* the most plaintext one TLS record carries */
 
 struct mr_conn_tls {
@@ -363,10 +365,12 @@ bool mr_conn_start_tls(mr_conn *c, struct ssl_ctx_st *ctx, bool server, const ch
     }
     BIO_set_data(bio, c);
     SSL_set_bio(t->ssl, bio, bio);
-    if (server)
+    if (server) {
         SSL_set_accept_state(t->ssl);
-    else
+    } else {
         SSL_set_connect_state(t->ssl);
+        mr_tls_resume_offer(t->ssl); /* the backend's last session, if it gave one */
+    }
     event_free(c->rev); /* deletes them too */
     event_free(c->wev);
     c->rev = rev;
@@ -418,6 +422,11 @@ void mr_conn_tls_free(mr_conn *c)
 bool mr_conn_tls_active(const mr_conn *c) { return c->tls != NULL; }
 
 bool mr_conn_tls_handshaking(const mr_conn *c) { return c->tls && c->tls->handshaking; }
+
+bool mr_conn_tls_resumed(const mr_conn *c)
+{
+    return c->tls && !c->tls->handshaking && SSL_session_reused(c->tls->ssl);
+}
 
 const char *mr_conn_tls_cipher(const mr_conn *c)
 {

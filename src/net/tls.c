@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "myrewrite/net/tls_resume.h"
+
 /* The first queued OpenSSL error as text, after `what`. */
 static void ssl_reason(char *err, size_t errlen, const char *what, const char *arg)
 {
@@ -131,6 +133,11 @@ struct ssl_ctx_st *mr_tls_backend_ctx(const mr_config *c, mr_backend_tls mode, c
     SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
     SSL_CTX_set_read_ahead(ctx, 1);
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    if (!mr_tls_resume_init(ctx)) { /* the next connection resumes the last one's session */
+        snprintf(err, errlen, "TLS toward the backend: out of memory");
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
     if (mode >= MR_BTLS_VERIFY_CA) {
         if (SSL_CTX_load_verify_locations(ctx, c->backend_tls_ca, NULL) != 1) {
             ssl_reason(err, errlen, "backend_tls_ca: cannot load", c->backend_tls_ca);

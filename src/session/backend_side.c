@@ -361,7 +361,10 @@ static void backend_event_cb(mr_conn *c, int what, void *arg)
     mr_session *s = arg;
     (void)c;
     if (what & MR_CONN_TLS_READY) {
-        mr_debug(s->id, "backend TLS: %s", mr_conn_tls_cipher(c));
+        bool resumed = mr_conn_tls_resumed(c);
+        mr_stat_add(&s->w->stats.backend_tls_handshakes, 1);
+        mr_stat_add(&s->w->stats.backend_tls_resumed, resumed);
+        mr_debug(s->id, "backend TLS: %s%s", mr_conn_tls_cipher(c), resumed ? " (resumed)" : "");
         return; /* the HandshakeResponse waiting in its output goes now */
     }
     if (what & MR_CONN_CONNECTED) {

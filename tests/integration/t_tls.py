@@ -27,7 +27,9 @@ certificates with the openssl CLI, starts three proxies of its own and checks:
     is TLS even under backend_tls = off (Ssl_cipher set), a plaintext
     client's is not; backend_tls = verify_identity with the server's CA gives
     a plaintext client an encrypted backend leg (the login's OK keeps the
-    client's sequence id 2), a wrong CA fails the login saying why;
+    client's sequence id 2), a wrong CA fails the login saying why; a new
+    session's backend leg resumes the TLS session of an earlier one
+    (myrewrite_backend_tls_resumed_total);
   * against a second mariadbd without TLS: backend_tls = require refuses
     with ERR 1053; a TLS client's backend leg is plain, and an account whose
     server plugin asks for the password in clear (PAM, when auth_pam can be
@@ -43,6 +45,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
@@ -387,6 +390,35 @@ def check_backend_tls(port, bad_ca_port):
                 "CA: the login fails saying the certificate did not verify", e.args)
 
 
+def backend_tls_metric(proxy, name):
+    body = urllib.request.urlopen(proxy.http_url("/metrics"), timeout=10).read().decode()
+    for line in body.splitlines():
+        if line.startswith(name + " "):
+            return int(line.split()[1])
+    return None
+
+
+def check_backend_resumption(proxy):
+    """The backend leg of a new session resumes the TLS session the server
+    gave an earlier one (net/tls_resume.c). The proxy's count is read from
+    its TLS handshake (the server accepted the offered session); mariadbd
+    10.11's own Ssl_sessions_reused says 0 even for a resumed handshake, so
+    it cannot tell."""
+    full0 = backend_tls_metric(proxy, "myrewrite_backend_tls_handshakes_total")
+    resumed0 = backend_tls_metric(proxy, "myrewrite_backend_tls_resumed_total")
+    for i in range(3):
+        c = t.connect(proxy.port)
+        t.rows(c, "SELECT %d" % i)
+        c.close()
+    full = backend_tls_metric(proxy, "myrewrite_backend_tls_handshakes_total")
+    resumed = backend_tls_metric(proxy, "myrewrite_backend_tls_resumed_total")
+    t.check(full is not None and full - full0 == 3,
+            "backend_tls: /metrics counts each session's backend TLS handshake", (full0, full))
+    t.check(resumed is not None and resumed - resumed0 == 3,
+            "... and each of three new sessions' backend legs resumed the server's last TLS "
+            "session", (resumed0, resumed))
+
+
 # A rule naming a table without `key`: its key is read as the rules load, so the
 # proxy's own connection opens at start (with no such rule it opens none).
 OWN_RULES = """
@@ -482,7 +514,7 @@ def main():
         t.Proxy("tls_req_proxy", port=REQ_PORT, through=False,
                 flags=tls_args("require_tls=yes", "handshake_timeout=1s")),
         t.Proxy("tls_ca_proxy", port=CA_PORT, flags=tls_args("tls_ca=" + path("ca.pem"))),
-        t.Proxy("tls_bt_proxy", port=BT_PORT, own_conn=True, rules=OWN_RULES,
+        t.Proxy("tls_bt_proxy", port=BT_PORT, own_conn=True, rules=OWN_RULES, http=True,
                 flags=tls_args("backend_tls=verify_identity", "backend_tls_ca=" + SERVER_CA)),
         t.Proxy("tls_badca_proxy", port=BAD_CA_PORT, own_conn=True, rules=OWN_RULES,
                 through=False,
@@ -507,6 +539,7 @@ def main():
         check_silent_handshake(REQ_PORT)
         check_client_certs(CA_PORT)
         check_backend_tls(BT_PORT, BAD_CA_PORT)
+        check_backend_resumption(proxies[3])
         check_own_connections()
         check_plain_backend(PLAIN_PORT, BREQ_PORT)
     finally:

@@ -97,6 +97,8 @@ bool mr_conn_start_tls(mr_conn *c, struct ssl_ctx_st *ctx, bool server, const ch
 /* TLS was started on c (its handshake may still run). */
 bool mr_conn_tls_active(const mr_conn *c);
 bool mr_conn_tls_handshaking(const mr_conn *c);
+/* The handshake is done and resumed an earlier session (net/tls_resume.h). */
+bool mr_conn_tls_resumed(const mr_conn *c);
 /* "TLSv1.3 TLS_AES_256_GCM_SHA384"; NULL on a plain conn or mid-handshake. */
 const char *mr_conn_tls_cipher(const mr_conn *c);
 /* The last failure for messages: the TLS library's reason, else strerror. */
