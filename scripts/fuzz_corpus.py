@@ -179,6 +179,11 @@ def main():
         pkt(handshake(caps41 & ~1)[:28] + struct.pack("<I", 0x1d) + handshake(caps41 & ~1)[32:], 1),
         pkt(progress(), 3),
         pkt(bulk_execute(1, [(1, 2), (3, None)])),
+        # COM_QUERY arguments under CLIENT_QUERY_ATTRIBUTES (MySQL 8): none, and
+        # a VARCHAR, a LONGLONG and a NULL attribute before the text
+        pkt(b"\x00\x01SELECT 1"),
+        pkt(b"\x03\x01\x04\x01" + b"\x0f\x00" + lstr("trace") + b"\x08\x00" + lstr("n") +
+            b"\xfe\x00" + lstr("z") + lstr("abc") + struct.pack("<q", 42) + b"SELECT 2"),
     ])
 
     text_rs = [b"\x02", coldef("id", type_=3, charset=63), coldef("name")]
@@ -225,6 +230,17 @@ def main():
                                   eof()]),
         "bulk_returning": (4, [b"\x01", coldef("id", type_=3), eof(), b"\x00\x00\xe8\x03\x00\x00",
                                b"\x00\x00\xe9\x03\x00\x00", eof()]),
+        # MySQL 8's CLIENT_OPTIONAL_RESULTSET_METADATA (bit 6): metadata_follows
+        # after each column count and at byte 12 of a prepare-OK
+        "optional_full": (0x40 | 0x80 | 3, [b"\x01\x01", coldef("x"), row("1"), ok(head=b"\xfe")]),
+        "optional_none": (0x40 | 3, [b"\x02\x00", eof(), row("1", "a"), eof()]),
+        "optional_none_deprecate": (0x40 | 0x80 | 4, [b"\x01\x00", b"\x00\x00\x07\x00\x00\x00",
+                                                      ok(head=b"\xfe")]),
+        "optional_prepare_none": (0x40 | 7, [b"\x00\x01\x00\x00\x00\x01\x00\x01\x00\x00\x00\x00\x00",
+                                             eof(), eof()]),
+        "optional_prepare_full": (0x40 | 0x80 | 7,
+                                  [b"\x00\x01\x00\x00\x00\x01\x00\x01\x00\x00\x00\x00\x01",
+                                   coldef("?"), coldef("id")]),
     }
     seeds = []
     for first, payloads in streams.values():
@@ -255,9 +271,16 @@ def main():
     # reads them as an execute's (the proxy never decodes a bulk execute: it
     # relays it or refuses it whole), which must fail or stay in bounds
     bulk = bulk_execute(1, [(1, 2), (3, None), (5, 6)])
+    # under CLIENT_QUERY_ATTRIBUTES (byte 1 bit 7; bit 6 PARAMETER_COUNT_AVAILABLE):
+    # a count, names after the types, an attribute after the statement's values
+    qattrs = (b"\x03\x00\x01" + b"\x08\x00\x00" + b"\xfd\x00\x00" + b"\xfd\x00" + lstr("trace") +
+              struct.pack("<q", -7) + lstr("abc") + lstr("xyz"))
+    attr_only = b"\x01\x00\x01\xfd\x00" + lstr("k") + lstr("v")
     write("fuzz_stmt_execute", [b"\x03\x03" + three, b"\x02\x02" + date, b"\x05\x05" + nums,
                                 b"\x03\x01" + b"\x00\x00" + struct.pack("<q", 1),
-                                b"\x02\x02" + bulk[1:], b"\x02\x02" + b"\x00" * 3 + bulk])
+                                b"\x02\x02" + bulk[1:], b"\x02\x02" + b"\x00" * 3 + bulk,
+                                b"\x02\x82" + qattrs, b"\x02\x82" + b"\x03\x00\x00" + qattrs[17:],
+                                b"\x00\xc0" + attr_only])
 
     sql_seeds = pick(stmts, MAX_STATEMENTS)
     write("fuzz_sql", [bytes([i % 8]) + s for i, s in enumerate(sql_seeds)])

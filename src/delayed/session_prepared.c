@@ -135,7 +135,8 @@ static mr_hook_action execute(mr_fsession *fs, struct ds_stmt *d, const uint8_t 
         return refuse(fs, "DELAYED in mode = memory: parameters sent with "
                           "COM_STMT_SEND_LONG_DATA are not taken; bind them to the execute");
     const char *bad = mr_exec_params_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER, d->nparams,
-                                          d->nparams, d->types, &d->have_types, params, bufs);
+                                          d->nparams, d->types, &d->have_types, params, bufs,
+                                          mr_exec_form(fs->query_attrs, p));
     if (bad)
         return refuse(fs, bad);
     mr_exec_params ps = {params, d->nparams};

@@ -102,6 +102,10 @@ static void column(mr_keyset_watch *w, const uint8_t *p, size_t n)
 static void columns_done(mr_keyset_watch *w)
 {
     w->rows_started = true;
+    if (w->columns == 0) { /* resultset_metadata = NONE (MySQL 8): rows without definitions */
+        w->broken = true;  /* nothing to read the row by: no bookmark, and no refusal either */
+        return;
+    }
     for (unsigned k = 0; k < w->note.listing.ncols && !w->problem; k++)
         if (w->idx[k] < 0)
             w->problem = "an ORDER BY or key column is not in the select list";

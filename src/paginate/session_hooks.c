@@ -23,6 +23,7 @@
 #include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/paginate/keyset.h"
 #include "myrewrite/proto/codec.h"
+#include "myrewrite/proto/query_attrs.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/sql/lexer.h"
 #include "myrewrite/stats/rule_stats.h"
@@ -83,12 +84,23 @@ static bool starts_with_select(const char *sql, size_t len)
     return false;
 }
 
+/* The head of a COM_QUERY read (p: n bytes from its command byte): its
+ * text starts with SELECT. Under query attributes the text starts after
+ * them; a block that the head does not hold whole counts as no SELECT. */
+static bool query_head_selects(const mr_fsession *fs, const uint8_t *p, size_t n)
+{
+    mr_query_attrs a = {0};
+    const char *why;
+    if (fs->query_attrs && mr_query_attrs_read(p + 1, n - 1, &a, &why) != MR_OK)
+        return false;
+    return starts_with_select((const char *)p + 1 + a.len, n - 1 - a.len);
+}
+
 /* A command starts: a prepared write executes, or a statement too large
  * for the front end goes by unread. */
 static mr_hook_action command(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *p, size_t n,
                               uint32_t len)
 {
-    (void)fs;
     pg_keyset *k = *st;
     if (k)
         memset(&k->command, 0, sizeof k->command);
@@ -98,7 +110,7 @@ static mr_hook_action command(mr_fsession *fs, void **st, uint8_t cmd, const uin
         (k->prepared.n || k->prepared.all))
         merge(&k->command, &k->prepared);
     /* only the head was read: a write's names may lie beyond it */
-    if (cmd == MR_COM_QUERY && n < len && !starts_with_select((const char *)p + 1, n - 1))
+    if (cmd == MR_COM_QUERY && n < len && !query_head_selects(fs, p, n))
         k->command.all = true;
     if (cmd == MR_COM_STMT_PREPARE && n < len && !starts_with_select((const char *)p + 1, n - 1))
         k->prepared.all = true;

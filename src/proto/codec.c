@@ -332,18 +332,36 @@ mr_rc mr_change_user_parse(const uint8_t *p, size_t n, uint32_t caps, const char
 
 void mr_command_build(mr_buf *b, uint8_t command, const void *arg, size_t len)
 {
-    const uint8_t *a = arg;
-    size_t total = len + 1, off = 0; /* payload = command byte + argument */
+    mr_command_build2(b, command, NULL, 0, arg, len);
+}
+
+/* Bytes [from, to) of the payload command + head + arg. */
+static void put_span(mr_buf *b, uint8_t command, const uint8_t *h, size_t hn, const uint8_t *a,
+                     size_t from, size_t to)
+{
+    if (from == 0 && to > 0) {
+        mr_buf_put_u8(b, command);
+        from = 1;
+    }
+    size_t h_end = 1 + hn;
+    if (from < h_end && from < to) {
+        size_t k = (to < h_end ? to : h_end) - from;
+        mr_buf_put(b, h + from - 1, k);
+        from += k;
+    }
+    if (from < to)
+        mr_buf_put(b, a + from - h_end, to - from);
+}
+
+void mr_command_build2(mr_buf *b, uint8_t command, const void *head, size_t head_len,
+                       const void *arg, size_t len)
+{
+    size_t total = 1 + head_len + len, off = 0; /* payload = command byte + argument */
     uint8_t seq = 0;
     for (;;) {
         size_t chunk = total - off < MR_PKT_MAX_PAYLOAD ? total - off : MR_PKT_MAX_PAYLOAD;
         put_header(b, (uint32_t)chunk, seq++);
-        size_t from = off;
-        if (off == 0) {
-            mr_buf_put_u8(b, command);
-            from = 1;
-        }
-        mr_buf_put(b, a + from - 1, off + chunk - from);
+        put_span(b, command, head, head_len, arg, off, off + chunk);
         off += chunk;
         if (chunk < MR_PKT_MAX_PAYLOAD)
             return; /* a full-size piece is followed by another, maybe empty */

@@ -160,24 +160,121 @@ static bool value(cursor *c, uint8_t type, bool is_unsigned, mr_exec_param *out,
     }
 }
 
-const char *mr_exec_params_read(const uint8_t *body, size_t n, unsigned nparams, unsigned want,
-                                uint8_t *types, bool *have_types, mr_exec_param *out,
-                                char (*bufs)[32])
+/* Strings, decimals, BIT, blobs, JSON, vectors, geometry: a lenenc length first. */
+static bool lenenc_type(uint8_t t) { return t == 0 || t == 15 || t == 16 || t == 242 || t >= 245; }
+
+bool mr_exec_value_len(uint8_t type, const uint8_t *p, size_t n, size_t *len)
+{
+    cursor c = {p, n};
+    const uint8_t *b;
+    uint64_t v;
+    switch (type) {
+    case 6: *len = 0; return true; /* NULL: the bitmap says it */
+    case 1: *len = 1; break;       /* TINY */
+    case 2:
+    case 13: *len = 2; break; /* SHORT, YEAR */
+    case 3:
+    case 4:
+    case 9: *len = 4; break; /* LONG, FLOAT, INT24 */
+    case 5:
+    case 8: *len = 8; break; /* DOUBLE, LONGLONG */
+    case 7:
+    case 10:
+    case 11:
+    case 12: /* TIMESTAMP, DATE, TIME, DATETIME: a length byte, then the fields */
+        if (!take(&c, 1, &b))
+            return false;
+        *len = 1 + (size_t)b[0];
+        break;
+    default:
+        if (!lenenc_type(type))
+            return false; /* 17..20, 243, 244: server-side types */
+        if (!lenenc(&c, &v) || v > n)
+            return false;
+        *len = (n - c.left) + (size_t)v; /* strings, decimals, blobs, vectors, geometry */
+        break;
+    }
+    return *len <= n;
+}
+
+/* Past the lenenc name after a type (CLIENT_QUERY_ATTRIBUTES). */
+static bool skip_name(cursor *c)
+{
+    uint64_t len;
+    const uint8_t *b;
+    return lenenc(c, &len) && len <= c->left && take(c, (size_t)len, &b);
+}
+
+/* The types (each with its name when `named`) of count values. */
+static bool skip_types(cursor *c, uint64_t count, bool named)
+{
+    const uint8_t *b;
+    for (uint64_t i = 0; i < count; i++)
+        if (!take(c, 2, &b) || (named && !skip_name(c)))
+            return false;
+    return true;
+}
+
+const char *mr_exec_layout_read(const uint8_t *body, size_t n, unsigned nparams, unsigned form,
+                                mr_exec_layout *out)
 {
     cursor c = {body, n};
-    const uint8_t *nulls, *flag, *sent;
+    const uint8_t *b;
+    bool qattrs = (form & MR_EXEC_QATTRS) != 0;
+    *out = (mr_exec_layout){0};
+    if (!nparams && !(qattrs && (form & MR_EXEC_PARAMETER_COUNT_AVAILABLE)))
+        return NULL; /* no block */
+    out->count = nparams;
+    if (qattrs && !lenenc(&c, &out->count))
+        return "the parameter count of COM_STMT_EXECUTE is cut short";
+    if (out->count < nparams)
+        return "COM_STMT_EXECUTE sends fewer parameters than the statement has";
+    if (!out->count)
+        return NULL;
+    out->nulls = n - c.left;
+    if (out->count > 8 * (uint64_t)n || !take(&c, (size_t)((out->count + 7) / 8), &b) ||
+        !take(&c, 1, &b))
+        return "the parameters of COM_STMT_EXECUTE are cut short";
+    out->flag = n - c.left - 1;
+    out->types = n - c.left;
+    if (b[0] == 1 && !skip_types(&c, out->count, qattrs))
+        return "the parameter types of COM_STMT_EXECUTE are cut short";
+    out->types_len = n - c.left - out->types;
+    out->values = n - c.left;
+    return NULL;
+}
+
+/* The statement's nparams types, 2 bytes each, from the types block at p
+ * (names skipped under query attributes). */
+static void keep_types(const uint8_t *p, size_t len, unsigned nparams, bool named, uint8_t *types)
+{
+    cursor c = {p, len};
+    const uint8_t *b;
+    for (unsigned i = 0; i < nparams && take(&c, 2, &b); i++) {
+        memcpy(types + 2 * i, b, 2);
+        if (named)
+            skip_name(&c);
+    }
+}
+
+const char *mr_exec_params_read(const uint8_t *body, size_t n, unsigned nparams, unsigned want,
+                                uint8_t *types, bool *have_types, mr_exec_param *out,
+                                char (*bufs)[32], unsigned form)
+{
+    mr_exec_layout lay;
     if (!nparams)
         return NULL;
-    if (!take(&c, (nparams + 7) / 8, &nulls) || !take(&c, 1, &flag))
-        return "the parameters of COM_STMT_EXECUTE are cut short";
-    if (flag[0] == 1) {
-        if (!take(&c, 2 * (size_t)nparams, &sent))
-            return "the parameter types of COM_STMT_EXECUTE are cut short";
-        memcpy(types, sent, 2 * (size_t)nparams);
+    const char *bad = mr_exec_layout_read(body, n, nparams, form, &lay);
+    if (bad)
+        return bad;
+    const uint8_t *nulls = body + lay.nulls;
+    if (lay.types_len) {
+        keep_types(body + lay.types, lay.types_len, nparams, (form & MR_EXEC_QATTRS) != 0, types);
         *have_types = true;
     } else if (!*have_types) {
         return "COM_STMT_EXECUTE bound no parameter types";
     }
+    cursor c = {body + lay.values, n - lay.values};
     for (unsigned i = 0; i < want && i < nparams; i++) {
         out[i] = (mr_exec_param){.kind = MR_EXEC_PARAM_NULL};
         if (nulls[i / 8] & (1u << (i % 8)))

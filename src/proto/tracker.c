@@ -70,6 +70,8 @@ void mr_tracker_set_mariadb(mr_tracker *t, uint32_t mariadb_caps)
     t->mariadb_caps = mariadb_caps;
 }
 
+void mr_tracker_set_optional_metadata(mr_tracker *t, bool on) { t->optional_metadata = on; }
+
 void mr_tracker_begin(mr_tracker *t, mr_expect expect)
 {
     t->expect = expect;
@@ -161,15 +163,16 @@ static mr_track_result feed_first(mr_tracker *t, const uint8_t *p, size_t n, uin
     uint8_t follows = 1;
     if (mr_read_lenenc(&r, &count) != MR_OK || count == 0)
         return MR_TRACK_MALFORMED;
-    if ((t->mariadb_caps & MR_MARIADB_CAP_CACHE_METADATA) &&
-        (mr_read_u8(&r, &follows) != MR_OK || follows > 1))
+    bool flagged = (t->mariadb_caps & MR_MARIADB_CAP_CACHE_METADATA) || t->optional_metadata;
+    if (flagged && (mr_read_u8(&r, &follows) != MR_OK || follows > 1))
         return MR_TRACK_MALFORMED;
     if (r.pos != len)
         return MR_TRACK_MALFORMED;
     t->remaining = count;
     /* MARIADB_CLIENT_CACHE_METADATA: "metadata follows" = 0 when the client
      * has the columns already (an execute of a statement whose prepare sent
-     * them): no definitions, but the EOF that ends them still comes. */
+     * them); CLIENT_OPTIONAL_RESULTSET_METADATA: 0 under resultset_metadata
+     * = NONE. No definitions, but the EOF that ends them still comes. */
     if (!follows)
         t->state = t->deprecate_eof ? MR_TS_ROWS : MR_TS_COLUMNS_EOF;
     else
@@ -213,13 +216,28 @@ static mr_track_result prepare_next_block(mr_tracker *t)
 {
     if (t->prep_columns > 0) {
         t->remaining = t->prep_columns;
-        t->state = MR_TS_PREP_COLUMNS;
+        t->state = t->prep_no_metadata ? MR_TS_PREP_COLUMNS_EOF : MR_TS_PREP_COLUMNS;
         return MR_TRACK_MORE;
     }
     return done(t);
 }
 
-static mr_track_result feed_prepare_ok(mr_tracker *t, const uint8_t *p, size_t n)
+/* A prepare-OK under CLIENT_OPTIONAL_RESULTSET_METADATA whose
+ * metadata_follows (after filler and warning count, at byte 12) is 0: no
+ * definitions, just the EOF after each block that has some (without
+ * DEPRECATE_EOF). */
+static mr_track_result prepare_without_metadata(mr_tracker *t, uint16_t params)
+{
+    if (t->deprecate_eof)
+        return done(t);
+    if (params > 0) {
+        t->state = MR_TS_PREP_PARAMS_EOF; /* then prepare_next_block */
+        return MR_TRACK_MORE;
+    }
+    return prepare_next_block(t);
+}
+
+static mr_track_result feed_prepare_ok(mr_tracker *t, const uint8_t *p, size_t n, uint32_t len)
 {
     mr_reader r = {p, n, 0};
     uint8_t hdr;
@@ -229,6 +247,15 @@ static mr_track_result feed_prepare_ok(mr_tracker *t, const uint8_t *p, size_t n
     if (mr_read_u8(&r, &hdr) || hdr != 0x00 || mr_read_u32(&r, &t->stmt_id) ||
         mr_read_u16(&r, &t->prep_columns) || mr_read_u16(&r, &params))
         return MR_TRACK_MALFORMED;
+    t->prep_no_metadata = false;
+    if (t->optional_metadata && len > 12) {
+        if (n <= 12 || p[12] > 1)
+            return MR_TRACK_MALFORMED;
+        if (p[12] == 0) {
+            t->prep_no_metadata = true;
+            return prepare_without_metadata(t, params);
+        }
+    }
     if (params > 0) {
         t->remaining = params;
         t->state = MR_TS_PREP_PARAMS;
@@ -317,7 +344,8 @@ mr_track_result mr_tracker_feed(mr_tracker *t, const uint8_t *p, size_t n, uint3
         return MR_TRACK_MORE;
     switch (t->state) {
     case MR_TS_FIRST:
-        return t->expect == MR_EXPECT_PREPARE ? feed_prepare_ok(t, p, n) : feed_first(t, p, n, len);
+        return t->expect == MR_EXPECT_PREPARE ? feed_prepare_ok(t, p, n, len)
+                                              : feed_first(t, p, n, len);
     case MR_TS_COLUMNS: return feed_definition(t, MR_TS_COLUMNS_EOF, columns_done);
     case MR_TS_COLUMNS_EOF: return feed_columns_eof(t, p, n, len);
     case MR_TS_ROWS: return feed_rows(t, p, n, len);

@@ -344,6 +344,8 @@ static void note_login(mr_session *s, const mr_handshake_response *hr)
     s->charset_pending = true;
     mr_tracker_init(&s->tracker, (s->caps & MR_CAP_DEPRECATE_EOF) != 0);
     mr_tracker_set_mariadb(&s->tracker, s->ext_caps);
+    mr_tracker_set_optional_metadata(&s->tracker,
+                                     (s->caps & MR_CAP_OPTIONAL_RESULTSET_METADATA) != 0);
     mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
 }
 

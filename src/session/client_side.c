@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "myrewrite/base/log.h"
+#include "myrewrite/proto/query_attrs.h"
 #include "myrewrite/sql/charset_guard.h"
 #include "session/session_impl.h"
 
@@ -39,6 +40,38 @@ static void note_unexamined(mr_session *s, uint32_t len)
             "without meeting the rules (said once per session; counted in "
             "myrewrite_statements_unexamined_total)",
             (unsigned)len, cfg(s)->relay_buffer);
+}
+
+/* A whole COM_QUERY or COM_STMT_PREPARE meets the front end; a COM_QUERY
+ * with CLIENT_QUERY_ATTRIBUTES has its attribute block read first, so the
+ * rules see the text, and kept while the front end runs (s->qattrs). One
+ * that cannot be read gets an ERR and is not sent. */
+static stmt_verdict statement_start(mr_session *s, uint8_t cmd, const uint8_t *p, uint32_t len)
+{
+    mr_query_attrs a = {0};
+    const char *why;
+    if (cmd == MR_COM_QUERY && (s->caps & MR_CAP_QUERY_ATTRIBUTES)) {
+        if (mr_query_attrs_read(p + 1, len - 1, &a, &why) != MR_OK) {
+            char msg[300];
+            snprintf(msg, sizeof msg,
+                     "malformed COM_QUERY: %s (with CLIENT_QUERY_ATTRIBUTES the text follows a "
+                     "parameter count, a parameter-set count of 1 and, when there are "
+                     "attributes, their null bitmap, types, names and values); nothing was run",
+                     why);
+            mr_info(s->id, "%s", msg);
+            ss_send_err(s, 1, MR_ER_MALFORMED_PACKET, "HY000", msg);
+            s->from_client.discard = true;
+            return STMT_ANSWERED;
+        }
+        s->qattrs = p + 1;
+        s->qattrs_len = a.len;
+        s->qattrs_count = a.count;
+    }
+    stmt_verdict v = ss_statement_start(s, cmd, (const char *)p + 1 + a.len, len - 1 - a.len);
+    s->qattrs = NULL;
+    s->qattrs_len = 0;
+    s->qattrs_count = 0;
+    return v;
 }
 
 /* The first packet of a command: decide how its response will look. `p`
@@ -74,7 +107,7 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     if (n < len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE))
         note_unexamined(s, len);
     if (n == len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE)) {
-        stmt_verdict v = ss_statement_start(s, cmd, (const char *)p + 1, len - 1);
+        stmt_verdict v = statement_start(s, cmd, p, len);
         if (v != STMT_RELAY)
             return v == STMT_ANSWERED || v == STMT_WAITING;
     } else if (n == len && cmd == MR_COM_INIT_DB) {

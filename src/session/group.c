@@ -43,8 +43,10 @@ static bool notify(void *arg)
 bool ss_group_wanted(const mr_session *s, uint8_t cmd, const mr_match_result *res)
 {
     uint16_t st = s->tracker.status;
+    /* query attributes cannot go with a batch on the runner's connection:
+     * such a statement goes alone on the client's own */
     return res->group && res->group_sql && cmd == MR_COM_QUERY && (st & MR_STATUS_AUTOCOMMIT) &&
-           !(st & MR_STATUS_IN_TRANS);
+           !(st & MR_STATUS_IN_TRANS) && s->qattrs_count == 0;
 }
 
 /* The staging rows of the statement, as counted for SHOW DELAYED. */
@@ -117,7 +119,7 @@ static void send_own(mr_session *s, const mr_dgroup_member *m)
 {
     mr_buf out;
     mr_buf_init(&out);
-    mr_command_build(&out, MR_COM_QUERY, (const uint8_t *)m->sql, m->len);
+    ss_command_build(s, &out, MR_COM_QUERY, m->sql, m->len, true); /* joined: no attributes */
     if (out.failed) {
         mr_buf_free(&out);
         ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");

@@ -69,6 +69,7 @@ void ss_hooks_view(mr_session *s)
     fs->authenticated = s->authenticated;
     fs->backend_thread_id = s->backend_thread_id;
     fs->ext_caps = s->ext_caps;
+    fs->query_attrs = (s->caps & MR_CAP_QUERY_ATTRIBUTES) != 0;
     fs->rules = s->w->rules->set;
     fs->scratch = s->w->scratch;
     fs->match = &s->w->match;
@@ -87,7 +88,7 @@ stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, si
 {
     mr_buf out;
     mr_buf_init(&out);
-    mr_command_build(&out, cmd, text, len);
+    ss_command_build(s, &out, cmd, text, len, false);
     if (out.failed) {
         mr_buf_free(&out);
         ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");

@@ -29,8 +29,10 @@
 
 struct ss_park {
     uint8_t cmd; /* MR_COM_QUERY or MR_COM_STMT_PREPARE */
-    char *sql;   /* the statement as the client sent it (owned) */
-    size_t len;
+    char *sql;   /* the statement as the client sent it (owned): its query */
+    size_t len;  /* attributes (attrs_len bytes, proto/query_attrs.h), then its text */
+    size_t attrs_len;
+    uint64_t attrs_count;
     uint64_t start_ns;
     struct event *tick;
     bool again;        /* set when running it again parked it again */
@@ -89,7 +91,7 @@ static void relayed(mr_session *s, uint8_t cmd, const char *sql, size_t len)
     if (s->w->match.action != MR_ACT_REWRITE) { /* as written (the rules changed meanwhile) */
         mr_buf out;
         mr_buf_init(&out);
-        mr_command_build(&out, cmd, (const uint8_t *)sql, len);
+        ss_command_build(s, &out, cmd, sql, len, false);
         if (!out.failed)
             mr_conn_write(s->backend, out.data, out.len);
         mr_buf_free(&out);
@@ -107,20 +109,25 @@ static void run_again(mr_session *s)
     ss_set_state(s, SS_IDLE);
     uint64_t start = s->command_start_ns;
     s->command_start_ns = mr_mono_ns(); /* the front end's own time, not the wait */
-    stmt_verdict v = ss_statement_start(s, pk->cmd, pk->sql, pk->len);
+    size_t head = pk->attrs_len;
+    s->qattrs = head ? (const uint8_t *)pk->sql : NULL; /* as the client's packet had them */
+    s->qattrs_len = head;
+    s->qattrs_count = pk->attrs_count;
+    stmt_verdict v = ss_statement_start(s, pk->cmd, pk->sql + head, pk->len - head);
     s->command_start_ns = start; /* the command's latency includes the wait */
-    if (s->park != pk)
-        return; /* the session ended */
-    if (v == STMT_WAITING && pk->again)
-        return; /* still parked */
-    uint8_t cmd = pk->cmd;
-    char *sql = pk->sql;
-    size_t len = pk->len;
-    pk->sql = NULL;
-    park_end(s);
-    if (ALIVE(s) && v == STMT_RELAY)
-        relayed(s, cmd, sql, len);
-    free(sql);
+    if (s->park == pk && !(v == STMT_WAITING && pk->again)) { /* neither ended nor still parked */
+        uint8_t cmd = pk->cmd;
+        char *sql = pk->sql;
+        size_t len = pk->len;
+        pk->sql = NULL;
+        park_end(s);
+        if (ALIVE(s) && v == STMT_RELAY)
+            relayed(s, cmd, sql + head, len - head);
+        free(sql);
+    }
+    s->qattrs = NULL;
+    s->qattrs_len = 0;
+    s->qattrs_count = 0;
 }
 
 /* After a run or a timeout: an idle session reads its next command. */
@@ -160,10 +167,11 @@ bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len, const mr_m
         s->park->again = true;
     } else {
         uint64_t ms = cfg(s)->delayed_park_timeout_ms;
+        size_t head = s->qattrs_len; /* the client's query attributes go with it */
         struct ss_park *pk = ms ? calloc(1, sizeof *pk) : NULL;
         if (!pk)
             return false; /* refused at once, as the message says */
-        pk->sql = malloc(len ? len : 1);
+        pk->sql = malloc(head + len ? head + len : 1);
         pk->tick = event_new(s->w->base, -1, EV_PERSIST, tick_cb, s);
         struct timeval tv = {0, (ms < PARK_TICK_MS ? ms : PARK_TICK_MS) * 1000};
         if (!pk->sql || !pk->tick || event_add(pk->tick, &tv) != 0) {
@@ -173,8 +181,12 @@ bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len, const mr_m
             free(pk);
             return false;
         }
-        memcpy(pk->sql, sql, len);
-        pk->len = len;
+        if (head)
+            memcpy(pk->sql, s->qattrs, head);
+        memcpy(pk->sql + head, sql, len);
+        pk->len = head + len;
+        pk->attrs_len = head;
+        pk->attrs_count = s->qattrs_count;
         pk->cmd = cmd;
         pk->start_ns = mr_mono_ns();
         snprintf(pk->why, sizeof pk->why, "%s", res->message);

@@ -29,7 +29,7 @@ void ss_prelude_read_committed(mr_session *s)
         return; /* the next transaction would be the client's own: left alone */
     mr_buf out;
     mr_buf_init(&out);
-    mr_command_build(&out, MR_COM_QUERY, READ_COMMITTED, sizeof READ_COMMITTED - 1);
+    ss_command_build(s, &out, MR_COM_QUERY, READ_COMMITTED, sizeof READ_COMMITTED - 1, true);
     if (!out.failed) {
         mr_conn_write(s->backend, out.data, out.len);
         mr_conn_z_command(s->backend); /* the statement after it is a command of its own */

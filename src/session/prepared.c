@@ -35,14 +35,19 @@ struct ss_pguard {
     char *message;               /* the rule's own message, or NULL: the default */
     char where[132];             /* schema.table for the default message; "" = any */
     bool have_types;
-    bool owe_types;  /* a refused execute bound types the server never got */
-    uint8_t types[]; /* 2 * nparams: kept between executes */
+    bool owe_types;      /* a refused execute bound types the server never got: */
+    uint8_t *owed;       /*   its types block as sent (with names under query attributes), */
+    size_t owed_len;     /*   its length */
+    uint64_t owed_count; /*   and the values it typed */
+    uint8_t types[];     /* 2 * nparams: kept between executes */
 };
 
 static void note_clear(ss_pnote *n)
 {
-    if (n->guard)
+    if (n->guard) {
         free(n->guard->message);
+        free(n->guard->owed);
+    }
     free(n->guard);
     *n = (ss_pnote){0};
 }
@@ -114,14 +119,20 @@ static ss_pnote *find(mr_session *s, uint32_t id)
     return NULL;
 }
 
+/* How the session's executes carry their parameters (p: a whole execute). */
+static unsigned exec_form(const mr_session *s, const uint8_t *p)
+{
+    return mr_exec_form((s->caps & MR_CAP_QUERY_ATTRIBUTES) != 0, p);
+}
+
 /* The offset an execute binds, when it can be read as a whole number. */
-static bool offset_of(ss_pguard *g, const uint8_t *p, size_t n, uint64_t *off)
+static bool offset_of(ss_pguard *g, const uint8_t *p, size_t n, unsigned form, uint64_t *off)
 {
     mr_exec_param v[MR_EXEC_MAX_PARAMS];
     char bufs[MR_EXEC_MAX_PARAMS][32];
     if (n < MR_EXEC_HEADER ||
         mr_exec_params_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER, g->nparams, g->param + 1,
-                            g->types, &g->have_types, v, bufs))
+                            g->types, &g->have_types, v, bufs, form))
         return false;
     const mr_exec_param *o = &v[g->param];
     if (o->kind == MR_EXEC_PARAM_INT) {
@@ -140,8 +151,26 @@ static bool offset_of(ss_pguard *g, const uint8_t *p, size_t n, uint64_t *off)
     return true;
 }
 
-/* Where the new-params-bound flag of an execute of g's statement is. */
-static size_t flag_at(const ss_pguard *g) { return MR_EXEC_HEADER + (g->nparams + 7) / 8; }
+/* A refused execute bound types the server never got: kept to be put
+ * into the next execute that binds none. */
+static void owe(mr_session *s, ss_pguard *g, const uint8_t *p, size_t n, unsigned form)
+{
+    mr_exec_layout lay;
+    if (mr_exec_layout_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER, g->nparams, form, &lay) ||
+        !lay.types_len)
+        return;
+    uint8_t *copy = malloc(lay.types_len);
+    if (!copy) {
+        mr_warn(s->id, "out of memory: the parameter types of a refused execute are not kept");
+        return;
+    }
+    memcpy(copy, p + MR_EXEC_HEADER + lay.types, lay.types_len);
+    free(g->owed);
+    g->owed = copy;
+    g->owed_len = lay.types_len;
+    g->owed_count = lay.count;
+    g->owe_types = true; /* the client now takes these types as sent */
+}
 
 /* An execute deeper than max_offset: the rule's ERR, nothing sent. An
  * execute the proxy cannot read (cut at relay_buffer, malformed, a type
@@ -149,10 +178,10 @@ static size_t flag_at(const ss_pguard *g) { return MR_EXEC_HEADER + (g->nparams 
 static bool guard_refuses(mr_session *s, ss_pguard *g, const uint8_t *p, size_t n, uint32_t len)
 {
     uint64_t off;
-    if (n != len || !offset_of(g, p, n, &off) || off <= g->max_offset)
+    unsigned form = exec_form(s, p);
+    if (n != len || !offset_of(g, p, n, form, &off) || off <= g->max_offset)
         return false;
-    if (p[flag_at(g)] == 1) /* the client now takes these types as sent: they are owed */
-        g->owe_types = true;
+    owe(s, g, p, n, form);
     char msg[512];
     if (!g->message)
         mr_paginate_too_deep_text(g->max_offset, g->where[0] ? g->where : NULL, off, msg,
@@ -186,18 +215,29 @@ bool ss_prepared_guarded(mr_session *s, const uint8_t *head, uint32_t len)
  * rules/README.md). */
 static void pay_types(mr_session *s, ss_pguard *g, const uint8_t *p, size_t n, uint32_t len)
 {
-    size_t at = flag_at(g), ntypes = 2 * (size_t)g->nparams;
-    if (n != len || n <= at)
+    mr_exec_layout lay;
+    if (n != len || n < MR_EXEC_HEADER ||
+        mr_exec_layout_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER, g->nparams, exec_form(s, p),
+                            &lay) ||
+        !lay.count)
         return;
     g->owe_types = false;
-    if (p[at] == 1)
-        return; /* it binds its own */
+    if (lay.types_len)
+        return;                       /* it binds its own */
+    if (lay.count != g->owed_count) { /* query attributes: other values than those typed */
+        mr_warn(s->id,
+                "an execute binds no types after a refused one bound types for %llu "
+                "values, and it sends %llu: it goes out as sent",
+                (unsigned long long)g->owed_count, (unsigned long long)lay.count);
+        return;
+    }
+    size_t at = MR_EXEC_HEADER + lay.flag;
     mr_buf body, out;
     mr_buf_init(&body);
     mr_buf_init(&out);
     mr_buf_put(&body, p + 1, at - 1);
     mr_buf_put(&body, "\x01", 1);
-    mr_buf_put(&body, g->types, ntypes);
+    mr_buf_put(&body, g->owed, g->owed_len);
     mr_buf_put(&body, p + at + 1, n - at - 1);
     if (!body.failed)
         mr_command_build(&out, MR_COM_STMT_EXECUTE, body.data, body.len);

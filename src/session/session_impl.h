@@ -141,6 +141,13 @@ struct mr_session {
     struct ss_park *park;    /* a DELAYED statement waiting for its table's key (session/park.c) */
     struct mr_dgroup_member *group; /* a staged DELAYED statement in a group-commit batch
                                        (session/group.c); the runner's until answered */
+    /* The query-attribute block of the COM_QUERY in the front end (with
+     * CLIENT_QUERY_ATTRIBUTES, proto/query_attrs.h): it points into the
+     * client's packet or the parked copy while ss_statement_start runs,
+     * and goes out again in front of a rewritten text. NULL: none. */
+    const uint8_t *qattrs;
+    size_t qattrs_len;
+    uint64_t qattrs_count; /* attributes in it */
     uint64_t command_start_ns;
     mr_fsession fs;                /* what the features' hooks see (session/hooks.c) */
     void *fstate[MR_FEATURES_MAX]; /* each feature's own state (owned by the feature) */
@@ -277,6 +284,12 @@ void ss_hooks_end(mr_session *s);
  * rewrite, a hook's MR_HOOK_SEND): STMT_RELAY, or STMT_CLOSED when out of
  * memory (the client got an ERR). */
 stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len);
+/* session/statement.c: appends a command of the session to the backend as
+ * packets; a COM_QUERY on a session with CLIENT_QUERY_ATTRIBUTES gets an
+ * attribute block: the client's statement's (s->qattrs) for its text
+ * rewritten, or an empty one for the proxy's own statement (`own`). */
+void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void *text, size_t len,
+                      bool own);
 
 /* session/park.c: the front end marked the statement for parking
  * (res->park): true when the session now holds a copy of it in

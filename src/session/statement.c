@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "myrewrite/base/log.h"
+#include "myrewrite/proto/query_attrs.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/sql/charset_guard.h"
@@ -84,7 +85,19 @@ static uint8_t unreadable_policy(const mr_config *c)
     return strcmp(c->unreadable, "block") == 0 ? MR_UNREADABLE_BLOCK : MR_UNREADABLE_AUTO;
 }
 
-/* A whole COM_QUERY or COM_STMT_PREPARE: run the front end and act on it. */
+void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void *text, size_t len,
+                      bool own)
+{
+    if (cmd != MR_COM_QUERY || !(s->caps & MR_CAP_QUERY_ATTRIBUTES)) {
+        mr_command_build(out, cmd, text, len);
+        return;
+    }
+    if (own || !s->qattrs)
+        mr_command_build2(out, cmd, MR_QUERY_ATTRS_NONE, MR_QUERY_ATTRS_NONE_LEN, text, len);
+    else
+        mr_command_build2(out, cmd, s->qattrs, s->qattrs_len, text, len);
+}
+
 /* Did a delayed, paginate or queue rule rewrite the statement? */
 static bool feature_rewrite(const mr_match_result *res)
 {
@@ -98,6 +111,8 @@ static bool feature_rewrite(const mr_match_result *res)
     return false;
 }
 
+/* A whole COM_QUERY or COM_STMT_PREPARE (its text: after any query
+ * attributes): run the front end and act on it. */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len)
 {
     mr_worker *w = s->w;

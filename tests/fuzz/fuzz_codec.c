@@ -4,18 +4,22 @@
  * Feeds: the input cut into packets by their 4-byte headers (the last one
  * may be short, as on a socket); each payload goes to every reader a peer
  * can reach: greeting, HandshakeResponse41 / SSLRequest, COM_CHANGE_USER,
- * OK, EOF, ERR, and the lenenc and string primitives.
+ * OK, EOF, ERR, a COM_QUERY argument's query-attribute block, and the
+ * lenenc and string primitives.
  * Checks beyond no crash: a header's length fits 24 bits; every pointer a
  * reader returns lies inside the payload; a masked greeting still parses
  * with the same version and no masked capability left; an OK or ERR that
  * parses, built again by the codec's own builder, parses to the same
- * values; a command framed by mr_command_build is read back whole.
+ * values; a query-attribute block that reads lies inside the payload, and
+ * the COM_QUERY built again from it and the text after it is the payload;
+ * a command framed by mr_command_build is read back whole.
  */
 #include <string.h>
 
 #include "fuzz.h"
 #include "myrewrite/base/buf.h"
 #include "myrewrite/proto/codec.h"
+#include "myrewrite/proto/query_attrs.h"
 
 static void greeting(const uint8_t *p, size_t n)
 {
@@ -80,6 +84,26 @@ static void ok_err_eof(const uint8_t *p, size_t n)
     mr_buf_free(&b);
 }
 
+static void query_attrs(const uint8_t *p, size_t n)
+{
+    uint8_t *copy = malloc(n ? n : 1); /* exactly n bytes: a read past them is caught */
+    memcpy(copy, p, n);
+    mr_query_attrs a;
+    const char *why;
+    if (mr_query_attrs_read(copy, n, &a, &why) != MR_OK) {
+        FUZZ_CHECK(why != NULL);
+        free(copy);
+        return;
+    }
+    FUZZ_CHECK(a.len >= 2 && a.len <= n && (a.count > 0 || a.len <= 18));
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_command_build2(&b, MR_COM_QUERY, copy, a.len, copy + a.len, n - a.len);
+    FUZZ_CHECK(!b.failed && b.len == n + 5 && memcmp(b.data + 5, p, n) == 0);
+    mr_buf_free(&b);
+    free(copy);
+}
+
 static void primitives(const uint8_t *p, size_t n)
 {
     mr_reader r = {p, n, 0};
@@ -120,6 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         greeting(p, n);
         handshake(p, n);
         ok_err_eof(p, n);
+        query_attrs(p, n);
         primitives(p, n);
         pos += n;
     }

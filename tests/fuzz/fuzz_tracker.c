@@ -2,7 +2,8 @@
  * fuzz_tracker.c - the response tracker (proto/tracker.c) fed whole
  * response streams.
  *
- * Feeds: byte 0 picks CLIENT_DEPRECATE_EOF (bit 7), MariaDB's
+ * Feeds: byte 0 picks CLIENT_DEPRECATE_EOF (bit 7), MySQL 8's
+ * CLIENT_OPTIONAL_RESULTSET_METADATA (bit 6), MariaDB's
  * MARIADB_CLIENT_PROGRESS (bit 4) and MARIADB_CLIENT_CACHE_METADATA (bit
  * 5), and the expected response (bits 0-3, mod the mr_expect kinds); the
  * remaining bytes are
@@ -55,6 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        ((data[0] & 0x20) ? MR_MARIADB_CAP_CACHE_METADATA : 0);
     mr_tracker_set_mariadb(&pre, mariadb);
     mr_tracker_set_mariadb(&whole, mariadb);
+    mr_tracker_set_optional_metadata(&pre, (data[0] & 0x40) != 0);
+    mr_tracker_set_optional_metadata(&whole, (data[0] & 0x40) != 0);
     begin(&pre, &whole, data[0]);
     size_t pos = 1;
     while (pos + MR_PKT_HEADER <= size) {

@@ -56,11 +56,11 @@ CLIENT_PROGRESS_OLD = 1 << 29
 CLIENT_BIT30 = 1 << 30
 
 # What the proxy clears in the greeting it relays (the shared proxy of the
-# suite has no certificate; CLIENT_COMPRESS it offers as the server does),
-# and what it offers of its own (zstd, under its default compression = yes:
-# MariaDB never offers it).
+# suite has no certificate; CLIENT_COMPRESS it offers as the server does;
+# MySQL 8's CLIENT_QUERY_ATTRIBUTES and CLIENT_OPTIONAL_RESULTSET_METADATA it
+# relays, and mariadbd offers neither), and what it offers of its own (zstd,
+# under its default compression = yes: MariaDB never offers it).
 PROXY_MASKED_CAPS = (CLIENT_SSL | CLIENT_ZSTD_COMPRESSION |
-                     CLIENT_QUERY_ATTRIBUTES | CLIENT_OPTIONAL_RESULTSET_METADATA |
                      CLIENT_PROGRESS_OLD | CLIENT_BIT30)
 PROXY_OFFERED_CAPS = CLIENT_ZSTD_COMPRESSION
 

@@ -912,6 +912,26 @@ static void greeting_mask_mysql_keeps_reserved_zeros(void **state)
     check_mask(&mysql_80, 0);
 }
 
+/* MySQL 8's query attributes and optional result-set metadata are relayed
+ * when the server offers them (the session reads both). */
+static void greeting_mask_keeps_mysql8_layout_bits(void **state)
+{
+    (void)state;
+    greeting_spec s = mysql_80;
+    s.caps |= MR_CAP_QUERY_ATTRIBUTES | MR_CAP_OPTIONAL_RESULTSET_METADATA;
+    check_mask(&s, 0);
+    mr_buf b;
+    mr_buf_init(&b);
+    build_greeting(&b, &s);
+    mr_greeting g;
+    assert_int_equal(mr_greeting_parse(b.data, b.len, &g), MR_OK);
+    mr_greeting_mask(b.data, &g);
+    assert_int_equal(mr_greeting_parse(b.data, b.len, &g), MR_OK);
+    assert_true(g.caps & MR_CAP_QUERY_ATTRIBUTES);
+    assert_true(g.caps & MR_CAP_OPTIONAL_RESULTSET_METADATA);
+    mr_buf_free(&b);
+}
+
 static void greeting_mask_keeps_unmasked_bits(void **state)
 {
     (void)state;
@@ -1205,6 +1225,7 @@ int main(void)
         cmocka_unit_test(greeting_version_without_nul_is_malformed),
         cmocka_unit_test(greeting_mask_mariadb_clears_masked_and_ext_caps),
         cmocka_unit_test(greeting_mask_mysql_keeps_reserved_zeros),
+        cmocka_unit_test(greeting_mask_keeps_mysql8_layout_bits),
         cmocka_unit_test(greeting_mask_keeps_unmasked_bits),
         cmocka_unit_test(greeting_mask_offer_sets_ssl),
         cmocka_unit_test(greeting_mask_minimal_touches_only_lower_caps),

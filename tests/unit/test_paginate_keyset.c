@@ -399,6 +399,29 @@ static void watch_extended_metadata(void **state)
     mr_bookmarks_clear();
 }
 
+/* Rows with no column definitions before them (MySQL 8's
+ * resultset_metadata = NONE under CLIENT_OPTIONAL_RESULTSET_METADATA):
+ * nothing says which value is which, so no bookmark is kept and the
+ * listing is not refused either (the next page may carry definitions). */
+static void watch_rows_without_definitions(void **state)
+{
+    (void)state;
+    mr_bookmarks_clear();
+    mr_keyset_watch w;
+    memset(&w, 0, sizeof w);
+    mr_keyset_note n = note_of("SELECT * FROM pairs ORDER BY name, a DESC LIMIT 40, 20");
+    mr_keyset_watch_begin(&w, &n, &mr_bookmarks_store);
+    row(&w, "7", "ok", 2);
+    eof(&w);
+    mr_keyset_watch_end(&w, true, mr_bookmarks_now_ms());
+    uint64_t pos = 0;
+    size_t len = 0;
+    char v[256];
+    assert_int_equal(found(&n, 100, &pos, v, &len), MR_BOOKMARK_NONE);
+    mr_keyset_watch_free(&w);
+    mr_bookmarks_clear();
+}
+
 static void watch(void **state)
 {
     (void)state;
@@ -517,6 +540,7 @@ int main(void)
         cmocka_unit_test_setup(writes, reset),
         cmocka_unit_test_setup(watch, reset),
         cmocka_unit_test_setup(watch_extended_metadata, reset),
+        cmocka_unit_test_setup(watch_rows_without_definitions, reset),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -87,6 +87,7 @@ struct mr_fsession {
     bool authenticated;         /* the backend accepted the login ... */
     uint32_t backend_thread_id; /* ... and this is its connection id */
     uint32_t ext_caps;          /* MariaDB extended capabilities both ends have */
+    bool query_attrs;           /* CLIENT_QUERY_ATTRIBUTES negotiated (MySQL 8) */
     const mr_ruleset *rules;    /* the worker's current rule set */
     mr_rules_scratch *scratch;  /* the worker's front-end scratch and match result, */
     mr_match_result *match;     /*   for a hook that runs the rules itself */

@@ -52,14 +52,14 @@ typedef enum mr_rc {
  * (zlib, zstd) end at the proxy, which offers them again on the client's
  * leg (session/backend_side.c) when it has them, and asks the server for
  * them on the backend leg as backend_tls and backend_compress say; it only
- * parses the response formats it knows.
- * QUERY_ATTRIBUTES and OPTIONAL_RESULTSET_METADATA change the COM_QUERY and
- * result-set layouts (MySQL 8); the old MariaDB progress flag adds
+ * parses the response formats it knows; the old MariaDB progress flag adds
  * unsolicited progress packets inside responses.
+ * QUERY_ATTRIBUTES (the COM_QUERY attribute block, proto/query_attrs.h) and
+ * OPTIONAL_RESULTSET_METADATA (proto/tracker.h) are relayed when the
+ * server offers them (MySQL 8).
  */
 #define MR_CAP_MASKED                                                                              \
-    (MR_CAP_SSL | MR_CAP_COMPRESS | MR_CAP_ZSTD_COMPRESSION | MR_CAP_QUERY_ATTRIBUTES |            \
-     MR_CAP_OPTIONAL_RESULTSET_METADATA | MR_CAP_MARIADB_PROGRESS_OLD |                            \
+    (MR_CAP_SSL | MR_CAP_COMPRESS | MR_CAP_ZSTD_COMPRESSION | MR_CAP_MARIADB_PROGRESS_OLD |        \
      MR_CAP_SSL_VERIFY_SERVER_CERT)
 /* MariaDB extended capabilities (upper 32 bits of the 64, as the greeting's
  * and the HandshakeResponse's last reserved 4 bytes carry them). */
@@ -258,5 +258,9 @@ mr_rc mr_change_user_parse(const uint8_t *p, size_t n, uint32_t caps, const char
 /* Appends a command as packets (header included), splitting payloads of
  * 16 MiB and more as the protocol requires. */
 void mr_command_build(mr_buf *b, uint8_t command, const void *arg, size_t len);
+/* The same with an argument in two pieces, head then arg: a COM_QUERY's
+ * query-attribute block before its text (proto/query_attrs.h). */
+void mr_command_build2(mr_buf *b, uint8_t command, const void *head, size_t head_len,
+                       const void *arg, size_t len);
 
 #endif

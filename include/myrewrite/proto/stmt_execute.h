@@ -1,7 +1,9 @@
 /*
  * proto/stmt_execute.h - the parameter values of a COM_STMT_EXECUTE (binary
  * protocol: null bitmap, new-params-bound flag, the types when the flag is
- * 1, then the values), for the proxy's own decisions on prepared
+ * 1, then the values; with CLIENT_QUERY_ATTRIBUTES a parameter count
+ * first and a name after each type, the statement's parameters then
+ * followed by query attributes), for the proxy's own decisions on prepared
  * statements: memory-mode DELAYED executes (delayed/session_prepared.c) and the
  * max_offset guardrail on a `LIMIT ?` offset (session/prepared.c).
  *
@@ -37,14 +39,49 @@ typedef struct mr_exec_params {
 #define MR_EXEC_MAX_PARAMS 256 /* parameters a statement may have for these decisions */
 #define MR_EXEC_HEADER 10      /* command, statement id, flags, iteration count */
 
+/* The form of an execute's parameter block: MR_EXEC_QATTRS when the
+ * session negotiated CLIENT_QUERY_ATTRIBUTES, or'ed with the execute's
+ * flags byte (its PARAMETER_COUNT_AVAILABLE bit says a count is sent even
+ * for a statement without `?`). 0: the classic form. */
+#define MR_EXEC_QATTRS 0x100u
+#define MR_EXEC_PARAMETER_COUNT_AVAILABLE 0x08u
+static inline unsigned mr_exec_form(bool qattrs, const uint8_t *payload)
+{
+    return qattrs ? MR_EXEC_QATTRS | payload[5] : 0;
+}
+
+/* Where the parts of an execute's parameter block lie, as offsets into the
+ * body after the MR_EXEC_HEADER bytes. */
+typedef struct mr_exec_layout {
+    uint64_t count;   /* values sent: the statement's nparams, plus attributes */
+    size_t nulls;     /* the null bitmap, (count + 7) / 8 bytes */
+    size_t flag;      /* the new-params-bound flag */
+    size_t types;     /* the types (each with its name under MR_EXEC_QATTRS) ... */
+    size_t types_len; /* ... and their length: 0 when the flag is not 1 */
+    size_t values;    /* the first value */
+} mr_exec_layout;
+
+/* The layout of the body[0..n) of an execute of a statement with nparams
+ * `?` in the given form. NULL on success, else what is wrong (static
+ * text). count is 0 (and nothing else is set) when no block is sent. */
+const char *mr_exec_layout_read(const uint8_t *body, size_t n, unsigned nparams, unsigned form,
+                                mr_exec_layout *out);
+
+/* The number of bytes of one binary-protocol value of the given type at
+ * p[0..n), or false when it is cut short or the type is not one a client
+ * sends. */
+bool mr_exec_value_len(uint8_t type, const uint8_t *p, size_t n, size_t *len);
+
 /* The first `want` (<= nparams) of the nparams parameters of the execute
- * payload body[0..n) (after its MR_EXEC_HEADER bytes) into out; values
- * point into body or into bufs (numbers and dates written out). types
- * (2 * nparams bytes) and *have_types carry the types between executes of
- * one statement, since an execute that binds none uses the last ones.
- * NULL on success, else what is wrong (static text). */
+ * payload body[0..n) (after its MR_EXEC_HEADER bytes), in the given form
+ * (mr_exec_form), into out; values point into body or into bufs (numbers
+ * and dates written out). types (2 * nparams bytes) and *have_types carry
+ * the types between executes of one statement, since an execute that
+ * binds none uses the last ones. Query attributes after the statement's
+ * parameters are not read. NULL on success, else what is wrong (static
+ * text). */
 const char *mr_exec_params_read(const uint8_t *body, size_t n, unsigned nparams, unsigned want,
                                 uint8_t *types, bool *have_types, mr_exec_param *out,
-                                char (*bufs)[32]);
+                                char (*bufs)[32], unsigned form);
 
 #endif

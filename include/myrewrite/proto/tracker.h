@@ -65,8 +65,10 @@ typedef struct mr_tracker {
     uint16_t prep_columns;
     uint16_t status; /* server status from the last OK/EOF seen */
     bool ended_with_err;
-    mr_ok last_ok;    /* the last OK packet (affected rows etc.) */
-    uint32_t stmt_id; /* from a prepare-OK */
+    bool optional_metadata; /* negotiated CLIENT_OPTIONAL_RESULTSET_METADATA (MySQL 8) */
+    bool prep_no_metadata;  /* this prepare-OK said metadata_follows = 0 */
+    mr_ok last_ok;          /* the last OK packet (affected rows etc.) */
+    uint32_t stmt_id;       /* from a prepare-OK */
 } mr_tracker;
 
 mr_expect mr_expect_for_command(uint8_t command);
@@ -79,6 +81,12 @@ void mr_tracker_init(mr_tracker *t, bool deprecate_eof);
  * adds a "metadata follows" byte to each column count, and when it is 0 the
  * column definitions are left out. */
 void mr_tracker_set_mariadb(mr_tracker *t, uint32_t mariadb_caps);
+/* CLIENT_OPTIONAL_RESULTSET_METADATA was negotiated (after mr_tracker_init):
+ * each column count carries a metadata_follows byte, and so does a
+ * prepare-OK (after its warning count); when it is 0 (the session's
+ * resultset_metadata = NONE) no column or parameter definitions follow,
+ * only the EOFs that would end them (without DEPRECATE_EOF). */
+void mr_tracker_set_optional_metadata(mr_tracker *t, bool on);
 /* Starts tracking the response to a command with the given expectation. */
 void mr_tracker_begin(mr_tracker *t, mr_expect expect);
 /* Feeds the first min(payload_len, MR_TRACK_PREFIX) bytes of a server packet. */
