@@ -41,10 +41,10 @@ typedef struct mr_stats {
     mr_counter commands_refused;
     mr_counter statements_rewritten;
     mr_counter statements_blocked;
-    mr_counter statements_unexamined;  /* texts over relay_buffer: relayed, no rule met */
-    mr_counter unreadable_passed;      /* texts the lexer cannot read, relayed (unreadable) */
-    mr_counter unreadable_blocked;     /* ... and refused with the proxy's ERR */
-    mr_counter state_errors;           /* session state changes the transition table forbids */
+    mr_counter statements_unexamined; /* texts over relay_buffer: relayed, no rule met */
+    mr_counter unreadable_passed;     /* texts the lexer cannot read, relayed (unreadable) */
+    mr_counter unreadable_blocked;    /* ... and refused with the proxy's ERR */
+    mr_counter state_errors;          /* session state changes the transition table forbids */
     mr_counter bytes_from_clients;
     mr_counter bytes_from_backend;
     mr_counter closes[MR_CLOSE_MAX];
