@@ -101,8 +101,8 @@ void dchunk_put_key_names(mr_buf *b, const table *t);
 void dchunk_put_key_tuple(mr_buf *b, const chunk *c, const net *k);
 /* The keys from *at on whose sets are `mask`, up to KEYS_PER_STATEMENT
  * (*n counts them, *at moves past them): UPDATE main AS m JOIN (...) AS d
- * USING (keys) SET ..., or INSERT ... ON DUPLICATE KEY UPDATE for rules with
- * missing = insert. */
+ * USING (keys) SET ... WHERE (m.keys) IN (those keys), or INSERT ... ON
+ * DUPLICATE KEY UPDATE for rules with missing = insert. */
 void dchunk_build_update(mr_buf *b, const table *t, const chunk *c, uint64_t mask, size_t *at,
                          size_t *n);
 void dchunk_build_upsert(mr_buf *b, const table *t, const chunk *c, uint64_t mask, size_t *at,

@@ -199,11 +199,37 @@ static void put_values(mr_buf *b, const table *t, const chunk *c, const net *k)
         }
 }
 
+/* WHERE (m.keys) IN (...): the keys of c[from, to) that the statement took.
+ * The join alone leaves the plan to main's statistics; with stale ones
+ * (InnoDB after a crash may take a big table for empty) the server scanned
+ * main once per key. The filter keeps it to one pass whatever the estimate. */
+static void put_keys_filter(mr_buf *b, const table *t, const chunk *c, uint64_t mask, size_t from,
+                            size_t to)
+{
+    mr_buf_put_str(b, " WHERE (");
+    for (size_t i = 0; i < t->def.nkeys; i++) {
+        mr_buf_put_str(b, i ? ", `m`." : "`m`.");
+        mr_sql_put_ident(b, t->def.keys[i]);
+    }
+    mr_buf_put_str(b, ") IN (");
+    for (size_t at = from, n = 0; at < to; at++) {
+        const net *k = &c->keys[at];
+        if (!dchunk_wants_add(t, k) || k->mask != mask)
+            continue;
+        if (n++)
+            mr_buf_put(b, ", ", 2);
+        dchunk_put_key_tuple(b, c, k);
+    }
+    mr_buf_put(b, ")", 1);
+}
+
 /* UPDATE main AS m JOIN (SELECT ... UNION ALL ...) AS d USING (keys)
- * SET m.c = m.c + d.c: rows without a delta are not touched. */
+ * SET m.c = m.c + d.c WHERE (m.keys) IN (...): rows without a delta are
+ * not touched. */
 void dchunk_build_update(mr_buf *b, const table *t, const chunk *c, uint64_t mask, size_t *at,
                          size_t *n)
 {
+    size_t from = *at;
     mr_buf_put_str(b, t->locked ? "UPDATE LOW_PRIORITY " : "UPDATE ");
     dchunk_put_table(b, t->def.schema, t->def.table);
     mr_buf_put_str(b, " AS `m` JOIN (");
@@ -242,6 +268,7 @@ void dchunk_build_update(mr_buf *b, const table *t, const chunk *c, uint64_t mas
             mr_buf_put_str(b, " = `d`.");
             mr_sql_put_ident_suffixed(b, t->def.set_columns[s], "_set");
         }
+    put_keys_filter(b, t, c, mask, from, *at);
 }
 
 /* INSERT INTO main (keys, cols) VALUES ... ON DUPLICATE KEY UPDATE c = c + VALUES(c). */

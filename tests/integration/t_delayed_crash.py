@@ -276,9 +276,13 @@ def main():
         d = direct()
         cur = d.cursor()
         cur.execute("DROP TABLE IF EXISTS dc_staged, dc_staged_delayed, dc_mem")
-        for tbl in ("dc_staged", "dc_mem"):
+        # dc_mem's persistent statistics never catch up with its 20,000 rows, as when a
+        # crash comes before InnoDB's background recount: after the restart the optimizer
+        # takes the table for empty. The flush must not depend on that estimate (it once
+        # scanned the whole table for every key and the flush stalled for minutes).
+        for tbl, stats in (("dc_staged", ""), ("dc_mem", " STATS_AUTO_RECALC=0")):
             cur.execute("CREATE TABLE %s (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0) "
-                        "ENGINE=InnoDB" % tbl)
+                        "ENGINE=InnoDB%s" % (tbl, stats))
         PROXY.start()
         t.eq("the flusher created the staging table", 1,
              wait_until(cur, "SELECT COUNT(*) FROM information_schema.TABLES WHERE "

@@ -106,7 +106,8 @@ static void sums_per_key_in_seq_order(void **state)
     assert_int_equal(n, 2);
     assert_string_equal(sql, "UPDATE `app`.`counter` AS `m` JOIN (SELECT '1' AS `id`, 2 AS `n`, "
                              "1 AS `m` UNION ALL SELECT '2', 11, 0) AS `d` USING (`id`) SET "
-                             "`m`.`n` = `m`.`n` + `d`.`n`, `m`.`m` = `m`.`m` + `d`.`m`");
+                             "`m`.`n` = `m`.`n` + `d`.`n`, `m`.`m` = `m`.`m` + `d`.`m` WHERE "
+                             "(`m`.`id`) IN (('1'), ('2'))");
     free(sql);
     mr_buf_free(&b);
     mr_buf_free(&f.c.arena);
@@ -167,7 +168,7 @@ static void a_set_replaces_the_last_value(void **state)
     assert_string_equal(sql, "UPDATE `app`.`counter` AS `m` JOIN (SELECT '1' AS `id`, 5 AS `n`, "
                              "0 AS `m`, 'it\\'s' AS `s_set`) AS `d` USING (`id`) SET `m`.`n` = "
                              "`m`.`n` + `d`.`n`, `m`.`m` = `m`.`m` + `d`.`m`, `m`.`s` = "
-                             "`d`.`s_set`");
+                             "`d`.`s_set` WHERE (`m`.`id`) IN (('1'))");
     free(sql);
     mr_buf_free(&b);
     mr_buf_free(&f.c.arena);

@@ -297,7 +297,7 @@ static void sql_sets_and_update(void **state)
                         "'1' AS `id`, 1 AS `hits`, 100 AS `misses`, 'a\\nb' AS `note` UNION ALL "
                         "SELECT '2', 4, 7, 'z') AS `r` GROUP BY `id`) AS `d` USING (`id`) SET "
                         "`m`.`hits` = `m`.`hits` + `d`.`hits`, `m`.`misses` = `d`.`misses`, "
-                        "`m`.`note` = `d`.`note`");
+                        "`m`.`note` = `d`.`note` WHERE (`m`.`id`) IN (('1'), ('2'))");
     mr_buf_reset(&b);
     mr_dmem_row r3 = {k1, (uint32_t)n1, false, v3};
     assert_true(mr_dmem_sql_upsert(&b, def_of(0), &r3, 1, MR_DMEM_SYNTAX_VALUES));

@@ -8,7 +8,10 @@
  *      DUPLICATE KEY UPDATE c = c + d.c`)
  *   UPDATE t AS m JOIN (SELECT keys, SUM(c), MAX(s) FROM (SELECT ... UNION
  *       ALL ...) GROUP BY keys) AS d USING (keys) SET m.c = m.c + d.c, m.s = d.s
- *                                                            missing = ignore
+ *       WHERE (m.keys) IN ((...), ...)                       missing = ignore
+ * The WHERE repeats the keys so that the server reads only those rows of t
+ * even when its statistics take t for empty (as InnoDB may after a crash):
+ * without it, such a plan scans t once per key of the derived table.
  * The GROUP BY sums two spellings of a key the column's collation takes
  * as one ('abc' and 'ABC'): a multi-table UPDATE changes a row once.
  *
