@@ -1,12 +1,11 @@
 /*
  * delayed/group.c - the group-commit runner (see delayed/group.h): one
  * queue of members and MR_DGROUP_CONNS bgconn threads that take batches
- * from it, run each batch's INSERTs and hand every member back through its
- * inbox.
+ * from it, run each batch's INSERTs and answer every member.
  *
  * Threads: the queue under G.lock (any thread submits; the runner's threads
  * take); a batch is run by one runner thread, which alone touches its
- * members until they go into their inboxes.
+ * members' answers until it delivers them.
  */
 #include "myrewrite/delayed/group.h"
 
@@ -47,15 +46,16 @@ static struct {
     mr_dgroup_stats stats;
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* ---- members and inboxes ------------------------------------------------------ */
+/* ---- members ------------------------------------------------------------------ */
 
 mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, uint32_t rows,
                                        const mr_delayed_def *def, struct mr_rule_stats *stats,
-                                       mr_dgroup_inbox *inbox)
+                                       void (*wake)(void *arg), void *wake_arg)
 {
     mr_dgroup_member *m = calloc(1, sizeof *m);
     char *copy = m ? malloc(len ? len : 1) : NULL;
-    if (!copy) {
+    if (!copy || pthread_mutex_init(&m->lock, NULL) != 0) {
+        free(copy);
         free(m);
         return NULL;
     }
@@ -67,62 +67,45 @@ mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, uint32_t row
     m->max_rows = def->group_rows ? def->group_rows : 1000;
     m->max_bytes = def->group_bytes ? def->group_bytes : 1u << 20;
     m->stats = stats;
-    m->inbox = inbox;
+    m->refs = 1;
+    m->wake = wake;
+    m->wake_arg = wake_arg;
     return m;
 }
 
-void mr_dgroup_member_free(mr_dgroup_member *m)
+/* Drops one reference (lock held); the last one frees. */
+static void unref_locked(mr_dgroup_member *m)
 {
-    if (m) {
-        free(m->sql);
-        free(m);
-    }
+    bool last = --m->refs == 0;
+    pthread_mutex_unlock(&m->lock);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&m->lock);
+    free(m->sql);
+    free(m);
 }
 
-void mr_dgroup_member_free_all(mr_dgroup_member *list)
+bool mr_dgroup_member_answered(mr_dgroup_member *m)
 {
-    for (mr_dgroup_member *next; list; list = next) {
-        next = list->next;
-        mr_dgroup_member_free(list);
-    }
+    pthread_mutex_lock(&m->lock);
+    bool done = m->answered;
+    pthread_mutex_unlock(&m->lock);
+    return done;
 }
 
-void mr_dgroup_inbox_free(mr_dgroup_inbox *in)
+void mr_dgroup_member_release(mr_dgroup_member *m)
 {
-    if (in) {
-        pthread_mutex_destroy(&in->lock);
-        free(in);
-    }
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    m->wake = NULL;
+    unref_locked(m);
 }
 
-mr_dgroup_inbox *mr_dgroup_inbox_new(bool (*notify)(void *arg), void *arg)
-{
-    mr_dgroup_inbox *in = calloc(1, sizeof *in);
-    if (!in || pthread_mutex_init(&in->lock, NULL) != 0) {
-        free(in);
-        return NULL;
-    }
-    in->tail = &in->head;
-    in->notify = notify;
-    in->arg = arg;
-    return in;
-}
-
-mr_dgroup_member *mr_dgroup_inbox_take(mr_dgroup_inbox *in)
-{
-    pthread_mutex_lock(&in->lock);
-    mr_dgroup_member *list = in->head;
-    in->head = NULL;
-    in->tail = &in->head;
-    in->notified = false;
-    pthread_mutex_unlock(&in->lock);
-    return list;
-}
-
-/* The member goes back to its submitter, with its answer. */
+/* The runner is done with the member: its answer is written, its
+ * submitter woken (under the lock, so that it cannot let go meanwhile). */
 static void deliver(mr_dgroup_member *m)
 {
-    mr_dgroup_inbox *in = m->inbox;
     uint64_t waited = (mr_mono_ns() - m->joined_ns) / 1000;
     if (!m->unsent) { /* an unsent one is answered by the server, not a batch */
         atomic_fetch_add_explicit(&G.stats.waited, 1, memory_order_relaxed);
@@ -133,17 +116,11 @@ static void deliver(mr_dgroup_member *m)
         atomic_fetch_add_explicit(&m->stats->group_wait_us, waited, memory_order_relaxed);
     }
     m->next = NULL;
-    pthread_mutex_lock(&in->lock);
-    *in->tail = m;
-    in->tail = &m->next;
-    bool call = !in->notified;
-    in->notified = true;
-    pthread_mutex_unlock(&in->lock);
-    if (call && !in->notify(in->arg)) {
-        pthread_mutex_lock(&in->lock);
-        in->notified = false; /* the next answer into it tries again */
-        pthread_mutex_unlock(&in->lock);
-    }
+    pthread_mutex_lock(&m->lock);
+    m->answered = true;
+    if (m->wake)
+        m->wake(m->wake_arg);
+    unref_locked(m);
 }
 
 __attribute__((format(printf, 4, 5))) static void fail(mr_dgroup_member *m, uint16_t code,
@@ -170,6 +147,9 @@ bool mr_dgroup_submit(mr_dgroup_member *m)
     bool ok = G.running && !G.stopping && mr_bgconn_usable(G.conn[0]);
     bool wake = ok && G.ticking < MR_DGROUP_CONNS;
     if (ok) {
+        pthread_mutex_lock(&m->lock);
+        m->refs++; /* the runner's, until it delivers */
+        pthread_mutex_unlock(&m->lock);
         *G.tail = m;
         G.tail = &m->next;
         G.nqueued++;
@@ -342,7 +322,7 @@ static void count_batch(mr_dgroup_member *first, size_t n, bool ok, uint64_t par
     }
 }
 
-/* Every member gets the batch's outcome and goes back to its inbox. */
+/* Every member gets the batch's outcome. */
 static void answer_all(mr_dgroup_member *first, size_t n, unsigned e, const char *state,
                        const char *err, bool broken)
 {

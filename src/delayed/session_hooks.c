@@ -105,10 +105,11 @@ static void prepared_reset(mr_fsession *fs, void **st)
         ds_forget_all(*st);
 }
 
-static bool bg_answer(mr_fsession *fs, void **st)
+static mr_hook_action bg_answer(mr_fsession *fs, void **st, mr_hook_stmt *out)
 {
+    (void)out;
     ds_session *d = *st;
-    return d && ds_flush_answer(fs, d);
+    return d && ds_flush_answer(fs, d) ? MR_HOOK_ANSWERED : MR_HOOK_PASS;
 }
 
 static void session_end(mr_fsession *fs, void **st)

@@ -6,7 +6,8 @@
  * The order matters where two features could act on one statement:
  * delayed comes first (FLUSH DELAYED before anything reads the text, a
  * memory-mode DELAYED answered before the keyset watch notes it as a
- * write), as the session called them before the table.
+ * write), as the session called them before the table; group commit last
+ * (a statement joins a batch only once every other hook let it pass).
  */
 #include "myrewrite/delayed/session_hooks.h"
 #include "myrewrite/paginate/session_hooks.h"
@@ -17,6 +18,7 @@ const mr_feature *const ss_features[] = {
     &mr_delayed_feature,
     &mr_paginate_feature,
     &mr_queue_feature,
+    &mr_delayed_group_feature,
 };
 const unsigned ss_nfeatures = sizeof ss_features / sizeof ss_features[0];
 

@@ -163,8 +163,6 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     v = ss_hooks_statement(s, false, &st);
     if (v != STMT_RELAY || st.send)
         return v;
-    if (ss_group_wanted(s, cmd, res) && ss_group_join(s, res))
-        return STMT_WAITING; /* answered once its batch has committed (session/group.c) */
     if (res->action != MR_ACT_REWRITE)
         return STMT_RELAY;
     v = ss_send_instead(s, cmd, res->text.data, res->text.len);

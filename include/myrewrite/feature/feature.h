@@ -46,7 +46,10 @@ typedef enum mr_hook_action {
                          to the server, the client's packet is dropped */
     MR_HOOK_WAIT_BG,  /* a background job answers later: the session waits in
                          SS_WAIT_BG (reading no further command) until the feature's
-                         bg_answer says it answered; the client's packet is dropped */
+                         bg_answer answers; the client's packet is dropped. After the
+                         rules, the statement counts as rewritten (the job runs it in
+                         another form) and its answer ends the command as a relayed
+                         response would (commands, digest latency, command_done) */
 } mr_hook_action;
 
 typedef struct mr_fsession mr_fsession;
@@ -143,9 +146,12 @@ typedef struct mr_feature {
      * (COM_RESET_CONNECTION, COM_CHANGE_USER). */
     void (*prepared_reset)(mr_fsession *fs, void **st);
     /* The session waits in SS_WAIT_BG and a background job answered
-     * (somewhere on the worker): true when this feature's answer went to
-     * the client now; the session then reads its next command. */
-    bool (*bg_answer)(mr_fsession *fs, void **st);
+     * (somewhere on the worker). PASS: not this feature's answer (yet).
+     * ANSWERED: the answer went to the client now; the session reads its
+     * next command. SEND: out->send (out->send_len bytes, the hook's memory
+     * until its next call) goes to the server as command out->cmd, whose
+     * response is relayed as for any statement. */
+    mr_hook_action (*bg_answer)(mr_fsession *fs, void **st, mr_hook_stmt *out);
     /* The session ends (any reason, any state): free *st; a job in flight
      * must no longer call wake. */
     void (*session_end)(mr_fsession *fs, void **st);
