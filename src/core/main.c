@@ -317,11 +317,11 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     mr_schema_cache_on_load(mr_session_wake_parked, p);
     mr_schema_cache_start(c, p->backend_name);
     mr_schema_cache_preload(rules); /* the keys the rules need, before the first statement */
-    mr_queue_configure(p, rules);
-    mr_delayed_configure(p, rules);
-    mr_dgroup_configure(p, rules);
-    if (mr_dmem_init(p->nworkers))
-        mr_dmem_configure(p, rules); /* before the workers see the rules */
+    if (!mr_dmem_init(p->nworkers))
+        mr_warn(0, "delayed: out of memory for the memory tables; mode = memory rules have no "
+                   "flusher and their statements are refused");
+    mr_features_prepare(p, rules); /* before the workers see the rules */
+    mr_features_configure(p, rules);
     if (!base || !start_workers(p, rules))
         return 1;
     /* a very first start: the staging tables exist before a statement comes */

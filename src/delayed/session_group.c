@@ -119,8 +119,12 @@ static void session_end(mr_fsession *fs, void **st)
     *st = NULL;
 }
 
+/* The runner starts with the first set that has a group_commit rule. */
+static void configure(const mr_proxy *p, const mr_ruleset *rs) { mr_dgroup_configure(p, rs); }
+
 const mr_feature mr_delayed_group_feature = {
     .name = "delayed group commit",
+    .configure = configure,
     .statement = statement,
     .bg_answer = bg_answer,
     .session_end = session_end,

@@ -124,11 +124,18 @@ static void session_end(mr_fsession *fs, void **st)
     *st = NULL;
 }
 
+/* Memory tables for the set's memory-mode rules (def->mem), before any
+ * worker sees it; then the staged flusher follows the set. */
+static void rules_prepare(const mr_proxy *p, const mr_ruleset *rs) { mr_dmem_configure(p, rs); }
+static void configure(const mr_proxy *p, const mr_ruleset *rs) { mr_delayed_configure(p, rs); }
+
 /* The statement side's ports: the tables default rules derived. */
 static void ports(mr_stmt_ctx *ctx) { ctx->derived = mr_delayed_derive_port(); }
 
 const mr_feature mr_delayed_feature = {
     .name = "delayed",
+    .rules_prepare = rules_prepare,
+    .configure = configure,
     .ports = ports,
     .command = command,
     .wants_whole = wants_whole,

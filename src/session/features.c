@@ -12,6 +12,7 @@
 #include "myrewrite/delayed/session_hooks.h"
 #include "myrewrite/paginate/session_hooks.h"
 #include "myrewrite/queue/session_hooks.h"
+#include "myrewrite/session/reload.h"
 #include "session/session_impl.h"
 
 const mr_feature *const ss_features[] = {
@@ -21,6 +22,20 @@ const mr_feature *const ss_features[] = {
     &mr_delayed_group_feature,
 };
 const unsigned ss_nfeatures = sizeof ss_features / sizeof ss_features[0];
+
+void mr_features_prepare(const mr_proxy *p, const mr_ruleset *rs)
+{
+    for (unsigned i = 0; i < ss_nfeatures; i++)
+        if (ss_features[i]->rules_prepare)
+            ss_features[i]->rules_prepare(p, rs);
+}
+
+void mr_features_configure(const mr_proxy *p, const mr_ruleset *rs)
+{
+    for (unsigned i = 0; i < ss_nfeatures; i++)
+        if (ss_features[i]->configure)
+            ss_features[i]->configure(p, rs);
+}
 
 _Static_assert(sizeof ss_features / sizeof ss_features[0] <= MR_FEATURES_MAX,
                "MR_FEATURES_MAX (feature/feature.h) is the number of state slots a session has");

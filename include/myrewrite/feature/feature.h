@@ -13,7 +13,8 @@
  * makes one; the feature frees it at session_end).
  *
  * Every hook is optional (NULL: not called). All run on the session's
- * worker thread, except mr_fsession.wake, which any thread may call.
+ * worker thread, except mr_fsession.wake, which any thread may call, and
+ * the two rule set hooks (rules_prepare, configure: the main thread).
  * Hooks must not block; work that waits (a flush, a query on the proxy's
  * own connection) goes to a background job, which answers through wake.
  *
@@ -28,6 +29,7 @@
 #include <stdint.h>
 
 #include "myrewrite/base/counters.h"
+#include "myrewrite/base/proxy.h"
 #include "myrewrite/rules/rules.h"
 
 struct event_base;
@@ -115,6 +117,13 @@ typedef struct mr_hook_response {
 
 typedef struct mr_feature {
     const char *name;
+    /* A rule set about to be in force (at start, and at each reload before
+     * any other thread sees it): what the feature writes into its rules.
+     * Main thread (a reload: under the proxy's reload_lock). */
+    void (*rules_prepare)(const mr_proxy *p, const mr_ruleset *rs);
+    /* The set is in force: the feature starts or retunes what it runs for
+     * it (flushers, reapers, connections of its own). Same thread. */
+    void (*configure)(const mr_proxy *p, const mr_ruleset *rs);
     /* The feature's ports for the statement side (mr_stmt_ctx.bookmarks,
      * .derived...): filled into the context before each statement. */
     void (*ports)(mr_stmt_ctx *ctx);
