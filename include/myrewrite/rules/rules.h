@@ -195,11 +195,19 @@ void mr_rules_scratch_free(mr_rules_scratch *s);
  * shows the word prefilter at work in tests and benchmarks. */
 uint64_t mr_rules_scratch_regex_runs(const mr_rules_scratch *s);
 
-/* max_offset for a `?` offset, decided at each COM_STMT_EXECUTE. */
+/* max_offset for a `?` offset, decided at each COM_STMT_EXECUTE. The
+ * kind that notes it says all the caller needs, so that the caller copies
+ * it and knows nothing of the kind's settings or wording. */
 typedef struct mr_page_guard {
     const mr_rule *rule; /* NULL: none; valid while the rule set the statement met is */
     unsigned param;      /* which `?` the offset is (from 0) */
     unsigned nparams;    /* the statement's `?` count */
+    uint64_t max_offset; /* the rule's */
+    char where[132];     /* schema.table for the default message; "" = any table */
+    /* The default ERR text for an execute binding `offset` (when the rule
+     * has no message of its own); where NULL: any table. Pure, const. */
+    void (*too_deep)(uint64_t max_offset, const char *where, uint64_t offset, char *buf,
+                     size_t size);
 } mr_page_guard;
 
 typedef struct mr_match_result {
