@@ -33,6 +33,7 @@
 #include "myrewrite/base/config.h"
 #include "myrewrite/base/counters.h"
 #include "myrewrite/rules/keyset_note.h"
+#include "myrewrite/rules/kind_list.h"
 
 struct mr_rule_kind;
 struct mr_queue_def;
@@ -40,16 +41,11 @@ struct mr_delayed_def;
 struct mr_paginate_def;
 
 /* The kind of a rule: the tag its table entry (rules/kind.h) carries, for
- * code that tells kinds apart without calling the entry. */
-typedef enum mr_rule_type {
-    MR_RULE_REWRITE,
-    MR_RULE_REGEX,
-    MR_RULE_BLOCK,
-    MR_RULE_QUEUE,
-    MR_RULE_DELAYED,
-    MR_RULE_PAGINATE,
-    MR_RULE_KIND_MAX
-} mr_rule_type;
+ * code that tells kinds apart without calling the entry; one per line of
+ * rules/kind_list.h, in its order (the entry's index in the table). */
+#define MR_RULE_TAG_(tag, entry) MR_RULE_##tag,
+typedef enum mr_rule_type { MR_RULE_KIND_LIST(MR_RULE_TAG_) MR_RULE_KIND_MAX } mr_rule_type;
+#undef MR_RULE_TAG_
 
 /* What a rule asks to log when it matches. */
 typedef enum mr_rule_log {
