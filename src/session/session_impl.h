@@ -133,7 +133,7 @@ struct mr_session {
     mr_digest_entry *digest; /* stats entry of the statement in flight */
     uint64_t ddl_hold;       /* schema cache hold of the DDL in flight (0: none) */
     struct ss_park *park;    /* a DELAYED statement waiting for its table's key (session/park.c) */
-    bool bg_after_rules; /* SS_WAIT_BG for a statement a hook took after the rules */
+    bool bg_after_rules;     /* SS_WAIT_BG for a statement a hook took after the rules */
     uint64_t command_start_ns;
     mr_fsession fs;                /* what the features' hooks see (session/hooks.c) */
     void *fstate[MR_FEATURES_MAX]; /* each feature's own state (owned by the feature) */
@@ -278,6 +278,5 @@ stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, si
 bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len, const mr_match_result *res);
 /* The session ends: its parked statement goes with it. */
 void ss_park_free(mr_session *s);
-
 
 #endif

@@ -12,12 +12,12 @@
 #ifndef MYREWRITE_RULES_KIND_LIST_H
 #define MYREWRITE_RULES_KIND_LIST_H
 
-#define MR_RULE_KIND_LIST(X)                                                                    \
-    X(REWRITE, mr_rewrite_kind)                                                                 \
-    X(REGEX, mr_regex_kind)                                                                     \
-    X(BLOCK, mr_block_kind)                                                                     \
-    X(QUEUE, mr_queue_kind)                                                                     \
-    X(DELAYED, mr_delayed_kind)                                                                 \
+#define MR_RULE_KIND_LIST(X)                                                                       \
+    X(REWRITE, mr_rewrite_kind)                                                                    \
+    X(REGEX, mr_regex_kind)                                                                        \
+    X(BLOCK, mr_block_kind)                                                                        \
+    X(QUEUE, mr_queue_kind)                                                                        \
+    X(DELAYED, mr_delayed_kind)                                                                    \
     X(PAGINATE, mr_paginate_kind)
 
 #endif

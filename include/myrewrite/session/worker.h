@@ -33,13 +33,13 @@ typedef struct mr_worker {
     struct event *pipe_ev;
     struct mr_session *sessions; /* intrusive list of live sessions; worker thread only */
     unsigned nsessions;
-    bool draining;                       /* shutdown: close sessions as they go idle */
-    _Atomic bool schema_signaled;        /* an MR_WORKER_MSG_SCHEMA is on its way: another one
-                                          would only repeat it (set by the loader, cleared here) */
-    _Atomic bool bg_signaled;   /* the same for MR_WORKER_MSG_BG (set by a job, cleared here) */
-    mr_stats stats;             /* written by this worker only */
-    mr_digest_stats digests;    /* written by this worker only */
-    mr_client_registry clients; /* SHOW CLIENTS snapshots of the sessions (stats/client_info.h) */
+    bool draining;                /* shutdown: close sessions as they go idle */
+    _Atomic bool schema_signaled; /* an MR_WORKER_MSG_SCHEMA is on its way: another one
+                                   would only repeat it (set by the loader, cleared here) */
+    _Atomic bool bg_signaled;     /* the same for MR_WORKER_MSG_BG (set by a job, cleared here) */
+    mr_stats stats;               /* written by this worker only */
+    mr_digest_stats digests;      /* written by this worker only */
+    mr_client_registry clients;   /* SHOW CLIENTS snapshots of the sessions (stats/client_info.h) */
     struct mr_shared_rules *rules; /* current rule set; one reference held */
     mr_rules_scratch *scratch;     /* front-end working memory */
     mr_match_result match;         /* reused for every statement */
