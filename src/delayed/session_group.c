@@ -122,8 +122,16 @@ static void session_end(mr_fsession *fs, void **st)
 /* The runner starts with the first set that has a group_commit rule. */
 static void configure(const mr_proxy *p, const mr_ruleset *rs) { mr_dgroup_configure(p, rs); }
 
+/* Shutting down, the workers still run: what is queued is answered. */
+static void drain(const mr_proxy *p)
+{
+    (void)p;
+    mr_dgroup_stop();
+}
+
 const mr_feature mr_delayed_group_feature = {
     .name = "delayed group commit",
+    .drain = drain,
     .configure = configure,
     .statement = statement,
     .bg_answer = bg_answer,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "delayed/session_impl.h"
+#include "myrewrite/base/log.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/proto/codec.h"
@@ -124,6 +125,30 @@ static void session_end(mr_fsession *fs, void **st)
     *st = NULL;
 }
 
+/* The memory tables' shards, one per worker. */
+static void start(const mr_proxy *p)
+{
+    if (!mr_dmem_init(p->nworkers))
+        mr_warn(0, "delayed: out of memory for the memory tables; mode = memory rules have no "
+                   "flusher and their statements are refused");
+}
+
+/* A very first start: the staging tables exist before a statement comes. */
+static void before_listen(const mr_proxy *p)
+{
+    if (!mr_delayed_wait_staging(p->cfg->delayed_park_timeout_ms))
+        mr_warn(0, "delayed: the flusher has not set up its staging tables (its connection "
+                   "failed, or delayed_park_timeout passed); listening anyway (a staged statement "
+                   "on a missing one gets the server's error until it exists)");
+}
+
+/* The staged flusher's final flush, then the memory tables'. */
+static void stop(const mr_proxy *p)
+{
+    mr_delayed_stop(p->cfg->shutdown_timeout_ms);
+    mr_dmem_stop(p->cfg->shutdown_timeout_ms);
+}
+
 /* Memory tables for the set's memory-mode rules (def->mem), before any
  * worker sees it; then the staged flusher follows the set. */
 static void rules_prepare(const mr_proxy *p, const mr_ruleset *rs) { mr_dmem_configure(p, rs); }
@@ -134,6 +159,9 @@ static void ports(mr_stmt_ctx *ctx) { ctx->derived = mr_delayed_derive_port(); }
 
 const mr_feature mr_delayed_feature = {
     .name = "delayed",
+    .start = start,
+    .before_listen = before_listen,
+    .stop = stop,
     .rules_prepare = rules_prepare,
     .configure = configure,
     .ports = ports,

@@ -14,7 +14,8 @@
  *
  * Every hook is optional (NULL: not called). All run on the session's
  * worker thread, except mr_fsession.wake, which any thread may call, and
- * the two rule set hooks (rules_prepare, configure: the main thread).
+ * the process and rule set hooks (start ... stop, rules_prepare,
+ * configure: the main thread).
  * Hooks must not block; work that waits (a flush, a query on the proxy's
  * own connection) goes to a background job, which answers through wake.
  *
@@ -117,6 +118,17 @@ typedef struct mr_hook_response {
 
 typedef struct mr_feature {
     const char *name;
+    /* The process's life, main thread (core/main.c), each in table order
+     * but stop, which runs in reverse. start: once, before the first rule
+     * set (the feature's process-wide stores); before_listen: the workers
+     * run and the listener opens next (what must exist before a statement
+     * comes); drain: shutting down, the workers still run (what waits on
+     * the feature is answered); stop: the workers are gone (the feature's
+     * threads finish their work within shutdown_timeout and end). */
+    void (*start)(const mr_proxy *p);
+    void (*before_listen)(const mr_proxy *p);
+    void (*drain)(const mr_proxy *p);
+    void (*stop)(const mr_proxy *p);
     /* A rule set about to be in force (at start, and at each reload before
      * any other thread sees it): what the feature writes into its rules.
      * Main thread (a reload: under the proxy's reload_lock). */

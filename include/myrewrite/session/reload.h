@@ -27,6 +27,12 @@ mr_ruleset *mr_rules_load_configured(const mr_config *cfg, const mr_rule_kinds *
  * the session's feature table (session/features.c). Main thread. */
 void mr_features_prepare(const mr_proxy *p, const mr_ruleset *rs);
 void mr_features_configure(const mr_proxy *p, const mr_ruleset *rs);
+/* The features' process hooks (feature/feature.h: start, before_listen,
+ * drain; stop in reverse table order). Main thread (core/main.c). */
+void mr_features_start(const mr_proxy *p);
+void mr_features_before_listen(const mr_proxy *p);
+void mr_features_drain(const mr_proxy *p);
+void mr_features_stop(const mr_proxy *p);
 
 /* Reloads and, on success, publishes to every worker. Returns the number of
  * errors; when `errors` is given, the diagnostics are written there too.
