@@ -143,7 +143,8 @@ typedef struct mr_stmt_ctx {
     unsigned lex_flags; /* SQL_LEX_NO_BACKSLASH_ESCAPES etc., from the session's sql_mode */
     unsigned shard;     /* hit-counter shard of the calling worker */
     bool skip_locked;   /* the server accepts FOR UPDATE SKIP LOCKED
-                           (mr_server_has_skip_locked on its greeting's version) */
+                           (mr_server_has_skip_locked, proto/server_version.h, on its greeting's
+                           version) */
     /* row keys of tables, for paginate and delayed rules without `key`
      * (schema/desc.h; the schema cache on workers); NULL: none known */
     const struct mr_schema_source *schema_src;
@@ -162,10 +163,6 @@ typedef struct mr_stmt_ctx {
     uint8_t unreadable; /* mr_unreadable_policy */
 } mr_stmt_ctx;
 
-/* True when a server whose greeting carries this version string accepts
- * FOR UPDATE SKIP LOCKED: MariaDB 10.6 and later, MySQL 8.0.1 and later.
- * Unknown or unreadable versions give false. */
-bool mr_server_has_skip_locked(const char *version, size_t len);
 /* True when the set holds at least one enabled queue rule. */
 bool mr_ruleset_has_queue(const mr_ruleset *rs);
 /* True when the set holds at least one enabled delayed rule: only then are
