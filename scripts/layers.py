@@ -13,7 +13,9 @@ graph and its loops.
 A folder's files are src/<folder>/* and include/myrewrite/<folder>/*. The
 layer order is LAYERS below (lowest first): a folder may include its own
 headers and those of the folders before it, never one after it, and may call
-(or take the address of) only what they define. Includes alone do not prove
+(or take the address of) only what they define. The session uses nothing of
+a feature's folder (those between feature and session) but its table entry,
+a `const mr_feature` whose name ends in `_feature`. Includes alone do not prove
 the calls: a file may declare a function itself, or reach one through a
 header of a folder below that names it, so the symbols are read too. Calls
 through a function pointer (the feature hooks, the rule kinds) are no edge:
@@ -140,6 +142,13 @@ def check_calls(top):
     for c in loops(graph):
         print("FAIL: call loop: " + " <-> ".join(c))
         bad += 1
+    # the session reaches a feature only through its table entry (feature/feature.h)
+    lo, hi = LAYERS.index("feature"), LAYERS.index("session")
+    for f in LAYERS[lo + 1:hi]:
+        other = [x for x in e.get(("session", f), ()) if not x.endswith("_feature")]
+        if other:
+            print("FAIL: session uses %s other than its feature entry: %s" % (f, ", ".join(other)))
+            bad += 1
     print("calls: %d edges between folders, %d failures" % (len(e), bad))
     return bad
 
