@@ -27,6 +27,7 @@ static const char *const keys[] = {
     "group_commit_wait",
     "group_commit_rows",
     "group_commit_bytes",
+    "group_commit_timeout",
     NULL,
 };
 

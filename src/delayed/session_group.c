@@ -98,7 +98,7 @@ static mr_hook_action bg_answer(mr_fsession *fs, void **st, mr_hook_stmt *out)
         return MR_HOOK_SEND;
     }
     if (m->ok) {
-        fs->ops->send_ok(fs, m->rows);
+        fs->ops->send_ok(fs, m->rows, m->warnings); /* the batch's: see delayed/group.h */
     } else {
         mr_stat_add(&fs->stats->statements_blocked, 1);
         fs->ops->send_err(fs, m->err_code, m->sqlstate, m->msg);

@@ -41,7 +41,7 @@ mr_hook_action ds_memory(mr_fsession *fs, const mr_dmem_batch *b)
         return MR_HOOK_ANSWERED;
     }
     mr_stat_add(&fs->stats->statements_rewritten, 1);
-    fs->ops->send_ok(fs, affected);
+    fs->ops->send_ok(fs, affected, 0);
     return MR_HOOK_ANSWERED;
 }
 

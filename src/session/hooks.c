@@ -29,13 +29,14 @@ static void op_send_err(mr_fsession *fs, uint16_t code, const char *sqlstate, co
     ss_send_err(session_of(fs), 1, code, sqlstate, msg);
 }
 
-static void op_send_ok(mr_fsession *fs, uint64_t affected)
+static void op_send_ok(mr_fsession *fs, uint64_t affected, uint16_t warnings)
 {
     mr_session *s = session_of(fs);
     mr_buf ok;
     mr_buf_init(&ok);
     /* the session's own status (autocommit, in transaction), never "more results" */
-    mr_ok_build(&ok, 1, affected, 0, (uint16_t)(s->tracker.status & ~MR_STATUS_MORE_RESULTS), 0);
+    mr_ok_build(&ok, 1, affected, 0, (uint16_t)(s->tracker.status & ~MR_STATUS_MORE_RESULTS),
+                warnings);
     if (!ok.failed)
         mr_conn_write(s->client, ok.data, ok.len);
     mr_buf_free(&ok);

@@ -23,7 +23,17 @@
  * a session writing alone is never kept waiting. One prefix (staging table
  * and column list) makes one autocommit INSERT; several are run in one
  * transaction. A failed batch stages nothing and answers every member with
- * the server's error. When a runner thread cannot connect, the queued
+ * the server's error. A batch not committed within the head's
+ * group_commit_timeout is cut: a watch thread shuts the connection's
+ * socket, which ends the statement in flight with an error and closes the
+ * connection. Its members then get an ERR that says what happened to their
+ * rows, as far as it is known: "nothing staged" when no statement that
+ * commits was in flight (the server rolls an open transaction back when
+ * its connection closes, and a COMMIT not sent never lands), "may or may
+ * not have been staged" when the autocommit INSERT or the COMMIT was.
+ * A committed batch's warnings (on the proxy's connection, so the client's
+ * SHOW WARNINGS cannot list them) are logged and counted in every member's
+ * OK. When a runner thread cannot connect, the queued
  * members (never sent) come back `unsent`, for their sessions to send. While the staging table does
  * not exist yet (1146, a very first start: the flusher creates it), the batch is retried, the
  * flusher woken, for up to delayed_park_timeout.
@@ -54,6 +64,7 @@ typedef struct mr_dgroup_member {
     size_t len;
     uint32_t rows;                         /* staging rows in it */
     uint64_t wait_us, max_rows, max_bytes; /* its rule's bounds */
+    uint64_t timeout_ms;                   /* its rule's group_commit_timeout */
     struct mr_rule_stats *stats;           /* its rule's counters (NULL: none) */
     uint64_t joined_ns;                    /* when it was submitted */
     pthread_mutex_t lock;                  /* guards refs, answered and wake */
@@ -63,8 +74,9 @@ typedef struct mr_dgroup_member {
     void *wake_arg;
     /* the answer, written by the runner before answered is set */
     bool ok;
-    bool unsent; /* not ok, and never sent: the runner could not connect;
-                    the submitter sends it on its own connection */
+    bool unsent;       /* not ok, and never sent: the runner could not connect;
+                          the submitter sends it on its own connection */
+    uint16_t warnings; /* ok: the warnings of the batch's INSERTs (all members') */
     uint16_t err_code;
     char sqlstate[6];
     char msg[640];

@@ -59,10 +59,10 @@ typedef struct mr_fsession mr_fsession;
 
 /* What a hook may do to the session. Worker thread. */
 typedef struct mr_fsession_ops {
-    /* An ERR or an OK (affected rows; the session's own status flags) to the
-     * client, as the answer to the command in flight. */
+    /* An ERR or an OK (affected rows, warnings; the session's own status
+     * flags) to the client, as the answer to the command in flight. */
     void (*send_err)(mr_fsession *fs, uint16_t code, const char *sqlstate, const char *msg);
-    void (*send_ok)(mr_fsession *fs, uint64_t affected);
+    void (*send_ok)(mr_fsession *fs, uint64_t affected, uint16_t warnings);
     /* The session waits in SS_WAIT_BG and its feature's answer is ready
      * now, on this thread: runs the bg_answer hooks at once (say, from a
      * timer of the feature's). */
