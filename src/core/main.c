@@ -24,15 +24,11 @@
 #include "myrewrite/base/log.h"
 #include "myrewrite/core/listener.h"
 #include "myrewrite/core/rule_kinds.h"
-#include "myrewrite/delayed/flush.h"
-#include "myrewrite/delayed/group.h"
-#include "myrewrite/delayed/mem.h"
 #include "myrewrite/http/http.h"
 #include "myrewrite/net/backend_addr.h"
 #include "myrewrite/net/tls.h"
 #include "myrewrite/net/tls_reload.h"
 #include "myrewrite/paginate/bookmarks.h"
-#include "myrewrite/queue/release.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/session/reload.h"
 #include "myrewrite/session/session.h"
@@ -317,18 +313,12 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     mr_schema_cache_on_load(mr_session_wake_parked, p);
     mr_schema_cache_start(c, p->backend_name);
     mr_schema_cache_preload(rules); /* the keys the rules need, before the first statement */
-    mr_queue_configure(p, rules);
-    mr_delayed_configure(p, rules);
-    mr_dgroup_configure(p, rules);
-    if (mr_dmem_init(p->nworkers))
-        mr_dmem_configure(p, rules); /* before the workers see the rules */
+    mr_features_start(p);
+    mr_features_prepare(p, rules); /* before the workers see the rules */
+    mr_features_configure(p, rules);
     if (!base || !start_workers(p, rules))
         return 1;
-    /* a very first start: the staging tables exist before a statement comes */
-    if (!mr_delayed_wait_staging(c->delayed_park_timeout_ms))
-        mr_warn(0, "delayed: the flusher has not set up its staging tables (its connection "
-                   "failed, or delayed_park_timeout passed); listening anyway (a staged statement "
-                   "on a missing one gets the server's error until it exists)");
+    mr_features_before_listen(p); /* delayed: the staging tables exist before a statement */
     mr_listener *l = mr_listener_start(base, p);
     if (!l || !mr_admin_start(p) || !mr_http_start(p))
         return 1;
@@ -346,14 +336,12 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     mr_listener_stop(l);
     mr_admin_stop();                     /* before the workers: the console reads their counters */
     mr_schema_cache_on_load(NULL, NULL); /* the workers' pipes close below */
-    mr_dgroup_stop();                    /* its last answers go to the workers, still running */
+    mr_features_drain(p);                /* group commit's last answers go to the workers */
     stop_workers(p);
     for (unsigned i = 0; i < p->nworkers; i++)
         mr_worker_join(&p->workers[i]);
     mr_backend_watch_stop(); /* after the workers, which wake it */
-    mr_queue_stop(c->shutdown_timeout_ms);
-    mr_delayed_stop(c->shutdown_timeout_ms); /* its final flush runs here */
-    mr_dmem_stop(c->shutdown_timeout_ms);    /* and the memory tables' */
+    mr_features_stop(p);     /* queue's releases, then delayed's final flushes */
     mr_schema_cache_stop();
     mr_shared_rules_release(p->rules);
     p->rules = NULL;

@@ -1,18 +1,22 @@
 /*
- * core/rule_kinds.c - the table of rule kinds (core/rule_kinds.h). A new kind
- * is a folder with its entry (its keys, parse and apply: rules/kind.h) and
- * one line here.
+ * core/rule_kinds.c - the table of rule kinds (core/rule_kinds.h), built
+ * from the one list of kinds, rules/kind_list.h: entry i is the kind whose
+ * mr_rule_type tag is i. A new kind is a folder with its entry (its keys,
+ * parse and apply: rules/kind.h) and one line in that list.
+ *
+ * The entries are declared here from the list, so this file names no
+ * kind's header: each is defined in its folder.
  *
  * Pure, any thread: a const table.
  */
 #include "myrewrite/core/rule_kinds.h"
 
-#include "myrewrite/delayed/rule.h"
-#include "myrewrite/paginate/rule.h"
-#include "myrewrite/queue/rule.h"
 #include "myrewrite/rules/kind.h"
 
-mr_rule_kinds mr_rule_kinds_all[] = {
-    &mr_rewrite_kind, &mr_regex_kind,    &mr_block_kind, &mr_queue_kind,
-    &mr_delayed_kind, &mr_paginate_kind, NULL,
-};
+#define DECLARE(tag, entry) extern const mr_rule_kind entry;
+MR_RULE_KIND_LIST(DECLARE)
+#undef DECLARE
+
+#define ENTRY(tag, entry) [MR_RULE_##tag] = &entry,
+mr_rule_kinds mr_rule_kinds_all[] = {MR_RULE_KIND_LIST(ENTRY)[MR_RULE_KIND_MAX] = NULL};
+#undef ENTRY

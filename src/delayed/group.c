@@ -1,12 +1,11 @@
 /*
  * delayed/group.c - the group-commit runner (see delayed/group.h): one
  * queue of members and MR_DGROUP_CONNS bgconn threads that take batches
- * from it, run each batch's INSERTs and hand every member back through its
- * inbox.
+ * from it, run each batch's INSERTs and answer every member.
  *
  * Threads: the queue under G.lock (any thread submits; the runner's threads
  * take); a batch is run by one runner thread, which alone touches its
- * members until they go into their inboxes.
+ * members' answers until it delivers them.
  */
 #include "myrewrite/delayed/group.h"
 
@@ -18,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "delayed/group_watch.h"
 #include "myrewrite/base/clock.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/delayed/flush.h"
@@ -28,6 +28,7 @@
 #define MAX_BATCH 4096      /* members in one batch, whatever the bounds */
 #define STAGING_RETRY_MS 50 /* between two tries while the staging table is missing */
 #define ER_NO_SUCH_TABLE 1146
+#define CUT_BEFORE_SENT 2013 /* CR_SERVER_LOST: the limit passed before a statement went */
 
 static struct {
     pthread_mutex_t lock;
@@ -47,15 +48,16 @@ static struct {
     mr_dgroup_stats stats;
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* ---- members and inboxes ------------------------------------------------------ */
+/* ---- members ------------------------------------------------------------------ */
 
 mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, uint32_t rows,
                                        const mr_delayed_def *def, struct mr_rule_stats *stats,
-                                       mr_dgroup_inbox *inbox)
+                                       void (*wake)(void *arg), void *wake_arg)
 {
     mr_dgroup_member *m = calloc(1, sizeof *m);
     char *copy = m ? malloc(len ? len : 1) : NULL;
-    if (!copy) {
+    if (!copy || pthread_mutex_init(&m->lock, NULL) != 0) {
+        free(copy);
         free(m);
         return NULL;
     }
@@ -66,63 +68,47 @@ mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, uint32_t row
     m->wait_us = def->group_wait_us;
     m->max_rows = def->group_rows ? def->group_rows : 1000;
     m->max_bytes = def->group_bytes ? def->group_bytes : 1u << 20;
+    m->timeout_ms = def->group_timeout_ms ? def->group_timeout_ms : 10000;
     m->stats = stats;
-    m->inbox = inbox;
+    m->refs = 1;
+    m->wake = wake;
+    m->wake_arg = wake_arg;
     return m;
 }
 
-void mr_dgroup_member_free(mr_dgroup_member *m)
+/* Drops one reference (lock held); the last one frees. */
+static void unref_locked(mr_dgroup_member *m)
 {
-    if (m) {
-        free(m->sql);
-        free(m);
-    }
+    bool last = --m->refs == 0;
+    pthread_mutex_unlock(&m->lock);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&m->lock);
+    free(m->sql);
+    free(m);
 }
 
-void mr_dgroup_member_free_all(mr_dgroup_member *list)
+bool mr_dgroup_member_answered(mr_dgroup_member *m)
 {
-    for (mr_dgroup_member *next; list; list = next) {
-        next = list->next;
-        mr_dgroup_member_free(list);
-    }
+    pthread_mutex_lock(&m->lock);
+    bool done = m->answered;
+    pthread_mutex_unlock(&m->lock);
+    return done;
 }
 
-void mr_dgroup_inbox_free(mr_dgroup_inbox *in)
+void mr_dgroup_member_release(mr_dgroup_member *m)
 {
-    if (in) {
-        pthread_mutex_destroy(&in->lock);
-        free(in);
-    }
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    m->wake = NULL;
+    unref_locked(m);
 }
 
-mr_dgroup_inbox *mr_dgroup_inbox_new(bool (*notify)(void *arg), void *arg)
-{
-    mr_dgroup_inbox *in = calloc(1, sizeof *in);
-    if (!in || pthread_mutex_init(&in->lock, NULL) != 0) {
-        free(in);
-        return NULL;
-    }
-    in->tail = &in->head;
-    in->notify = notify;
-    in->arg = arg;
-    return in;
-}
-
-mr_dgroup_member *mr_dgroup_inbox_take(mr_dgroup_inbox *in)
-{
-    pthread_mutex_lock(&in->lock);
-    mr_dgroup_member *list = in->head;
-    in->head = NULL;
-    in->tail = &in->head;
-    in->notified = false;
-    pthread_mutex_unlock(&in->lock);
-    return list;
-}
-
-/* The member goes back to its submitter, with its answer. */
+/* The runner is done with the member: its answer is written, its
+ * submitter woken (under the lock, so that it cannot let go meanwhile). */
 static void deliver(mr_dgroup_member *m)
 {
-    mr_dgroup_inbox *in = m->inbox;
     uint64_t waited = (mr_mono_ns() - m->joined_ns) / 1000;
     if (!m->unsent) { /* an unsent one is answered by the server, not a batch */
         atomic_fetch_add_explicit(&G.stats.waited, 1, memory_order_relaxed);
@@ -133,17 +119,11 @@ static void deliver(mr_dgroup_member *m)
         atomic_fetch_add_explicit(&m->stats->group_wait_us, waited, memory_order_relaxed);
     }
     m->next = NULL;
-    pthread_mutex_lock(&in->lock);
-    *in->tail = m;
-    in->tail = &m->next;
-    bool call = !in->notified;
-    in->notified = true;
-    pthread_mutex_unlock(&in->lock);
-    if (call && !in->notify(in->arg)) {
-        pthread_mutex_lock(&in->lock);
-        in->notified = false; /* the next answer into it tries again */
-        pthread_mutex_unlock(&in->lock);
-    }
+    pthread_mutex_lock(&m->lock);
+    m->answered = true;
+    if (m->wake)
+        m->wake(m->wake_arg);
+    unref_locked(m);
 }
 
 __attribute__((format(printf, 4, 5))) static void fail(mr_dgroup_member *m, uint16_t code,
@@ -170,6 +150,9 @@ bool mr_dgroup_submit(mr_dgroup_member *m)
     bool ok = G.running && !G.stopping && mr_bgconn_usable(G.conn[0]);
     bool wake = ok && G.ticking < MR_DGROUP_CONNS;
     if (ok) {
+        pthread_mutex_lock(&m->lock);
+        m->refs++; /* the runner's, until it delivers */
+        pthread_mutex_unlock(&m->lock);
         *G.tail = m;
         G.tail = &m->next;
         G.nqueued++;
@@ -254,22 +237,61 @@ static mr_dgroup_member *take_batch(size_t *n)
 
 /* ---- a batch -------------------------------------------------------------------- */
 
+/* What one batch's run knows besides its error. */
+typedef struct batch_run {
+    dg_watch *watch;    /* its limit (NULL: none) */
+    uint64_t parked_us; /* it waited this long for the staging table */
+    unsigned warnings;  /* its INSERTs' warnings */
+} batch_run;
+
+/* The warnings of the INSERT just run, into the proxy's log (they are on
+ * its connection: the client's SHOW WARNINGS cannot list them). */
+static void log_warnings(MYSQL *db, unsigned n)
+{
+    if (mysql_query(db, "SHOW WARNINGS LIMIT 5") != 0) /* the first few say enough */
+        return;
+    MYSQL_RES *r = mysql_store_result(db);
+    for (MYSQL_ROW row; r && (row = mysql_fetch_row(r));)
+        mr_warn(0, "group commit: the batch's staging INSERT warned (%u warning(s)): %s %s %s", n,
+                row[0] ? row[0] : "", row[1] ? row[1] : "", row[2] ? row[2] : "");
+    mysql_free_result(r);
+}
+
+/* One statement of a batch, under its limit (commits: it may commit
+ * rows); its error, CUT_BEFORE_SENT when the limit had passed. */
+static unsigned send_one(MYSQL *db, batch_run *b, const char *sql, size_t len, bool commits,
+                         bool insert)
+{
+    if (!dg_watch_send(b->watch, commits))
+        return CUT_BEFORE_SENT;
+    unsigned e = mysql_real_query(db, sql, len) != 0 ? mysql_errno(db) : 0;
+    dg_watch_sent(b->watch);
+    unsigned w = !e && insert ? mysql_warning_count(db) : 0;
+    if (w) {
+        b->warnings += w;
+        log_warnings(db, w);
+    }
+    return e;
+}
+
 /* Runs the k INSERTs of a batch: one in autocommit, several in one
  * transaction. 0 when committed; else the error (code, state, message in
- * err), nothing of the batch staged, or the connection broke. */
-static unsigned run_inserts(MYSQL *db, const mr_buf *st, size_t k, char *state, char *err,
-                            size_t cap)
+ * err), nothing of the batch staged, or the connection broke or was cut. */
+static unsigned run_inserts(MYSQL *db, batch_run *b, const mr_buf *st, size_t k, char *state,
+                            char *err, size_t cap)
 {
     bool tx = k > 1;
     unsigned e = 0;
-    if (tx && mysql_query(db, "START TRANSACTION") != 0)
-        e = mysql_errno(db);
+    if (tx)
+        e = send_one(db, b, "START TRANSACTION", 17, false, false);
     for (size_t i = 0; !e && i < k; i++)
-        if (mysql_real_query(db, (const char *)st[i].data, st[i].len) != 0)
-            e = mysql_errno(db);
-    if (!e && tx && mysql_query(db, "COMMIT") != 0)
-        e = mysql_errno(db);
-    if (e) {
+        e = send_one(db, b, (const char *)st[i].data, st[i].len, !tx, true);
+    if (!e && tx)
+        e = send_one(db, b, "COMMIT", 6, true, false);
+    if (e == CUT_BEFORE_SENT) {
+        snprintf(state, 6, "70100");
+        snprintf(err, cap, "group_commit_timeout passed");
+    } else if (e) {
         snprintf(state, 6, "%s", mysql_sqlstate(db));
         snprintf(err, cap, "%u %s", e, mysql_error(db));
         if (tx && !mr_bg_conn_broken(db) && mysql_query(db, "ROLLBACK") != 0)
@@ -281,16 +303,16 @@ static unsigned run_inserts(MYSQL *db, const mr_buf *st, size_t k, char *state, 
 
 /* The batch's INSERTs, retried while the staging table does not exist yet
  * (the flusher is woken to create it), up to delayed_park_timeout. */
-static unsigned run_with_staging(MYSQL *db, const mr_buf *st, size_t k, uint64_t *parked_us,
-                                 char *state, char *err, size_t cap)
+static unsigned run_with_staging(MYSQL *db, batch_run *b, const mr_buf *st, size_t k, char *state,
+                                 char *err, size_t cap)
 {
     uint64_t start = mr_mono_ns();
     bool parked = false;
     for (;;) {
-        unsigned e = run_inserts(db, st, k, state, err, cap);
+        unsigned e = run_inserts(db, b, st, k, state, err, cap);
         uint64_t waited = mr_mono_ns() - start;
         if (parked)
-            *parked_us = waited / 1000 ? waited / 1000 : 1;
+            b->parked_us = waited / 1000 ? waited / 1000 : 1;
         if (e != ER_NO_SUCH_TABLE || waited / 1000000 >= G.park_timeout_ms)
             return e;
         if (!parked)
@@ -342,24 +364,54 @@ static void count_batch(mr_dgroup_member *first, size_t n, bool ok, uint64_t par
     }
 }
 
-/* Every member gets the batch's outcome and goes back to its inbox. */
-static void answer_all(mr_dgroup_member *first, size_t n, unsigned e, const char *state,
-                       const char *err, bool broken)
+/* How a batch ended, for its answers. */
+typedef struct batch_end {
+    unsigned e; /* 0: committed */
+    const char *state, *err;
+    bool broken;   /* the connection broke (or was cut) under it */
+    bool cut;      /* group_commit_timeout passed ... */
+    bool in_doubt; /* ... while a statement that commits was in flight */
+    uint64_t limit_ms;
+    unsigned warnings;
+} batch_end;
+
+/* A batch cut at its limit: what is known of its rows. */
+static void fail_cut(mr_dgroup_member *m, const batch_end *x, const char *detail)
+{
+    if (x->in_doubt) /* the autocommit INSERT or the COMMIT had gone: it may have landed */
+        fail(m, 1927, "70100",
+             "myrewrite: group commit: the batch did not commit within group_commit_timeout "
+             "(%llu ms), so the proxy closed its connection while the batch's commit was in "
+             "flight: this UPDATE DELAYED may or may not have been staged; batch of %s",
+             (unsigned long long)x->limit_ms, detail);
+    else /* no COMMIT went: the server rolls the open transaction back as it closes */
+        fail(m, 1969, "70100",
+             "myrewrite: group commit: the batch did not commit within group_commit_timeout "
+             "(%llu ms), so the proxy closed its connection before the batch's commit was "
+             "sent: nothing of it was staged (the server rolls it back); batch of %s",
+             (unsigned long long)x->limit_ms, detail);
+}
+
+/* Every member gets the batch's outcome. */
+static void answer_all(mr_dgroup_member *first, size_t n, const batch_end *x)
 {
     char detail[420];
-    snprintf(detail, sizeof detail, "%zu statement(s) (this one included): %.300s", n, err);
+    snprintf(detail, sizeof detail, "%zu statement(s) (this one included): %.300s", n, x->err);
     for (mr_dgroup_member *m = first, *next; m; m = next) {
         next = m->next;
-        if (!e)
+        if (!x->e) {
             m->ok = true;
-        else if (broken) /* sent, then cut: committed or not, nobody knows */
+            m->warnings = x->warnings > 65535 ? 65535 : (uint16_t)x->warnings;
+        } else if (x->cut) {
+            fail_cut(m, x, detail);
+        } else if (x->broken) /* sent, then cut: committed or not, nobody knows */
             fail(m, 1927, "70100",
                  "myrewrite: group commit: the proxy's own connection broke "
                  "during the batch's staging INSERT, so this UPDATE DELAYED may or may not "
                  "have been staged; batch of %s",
                  detail);
         else
-            fail(m, (uint16_t)e, state,
+            fail(m, (uint16_t)x->e, x->state,
                  "myrewrite: group commit: the batch's staging INSERT "
                  "failed and staged nothing of its %s",
                  detail);
@@ -382,7 +434,7 @@ static bool run_batch(MYSQL *db, mr_dgroup_member *first, size_t n)
     free(t);
     char state[6] = "HY000", err[400] = "myrewrite is out of memory";
     unsigned e = 1037; /* ER_OUTOFMEMORY */
-    uint64_t parked_us = 0;
+    batch_run b = {0};
     if (k == 0 && n > 1) { /* more column lists than one batch takes: one by one */
         for (mr_dgroup_member *m = first, *next; m; m = next) {
             next = m->next;
@@ -400,16 +452,32 @@ static bool run_batch(MYSQL *db, mr_dgroup_member *first, size_t n)
         }
         return true;
     }
-    if (k)
-        e = run_with_staging(db, st, k, &parked_us, state, err, sizeof err);
+    batch_end x = {.limit_ms = first->timeout_ms};
+    if (k) {
+        b.watch = dg_watch_begin(db, x.limit_ms);
+        e = run_with_staging(db, &b, st, k, state, err, sizeof err);
+        x.cut = dg_watch_end(b.watch, &x.in_doubt);
+    }
     for (size_t j = 0; j < MR_DGROUP_MAX_STMTS; j++)
         mr_buf_free(&st[j]);
-    bool broken = e && mr_bg_conn_broken(db);
-    if (e)
+    x.e = e;
+    x.state = state;
+    x.err = err;
+    x.warnings = b.warnings;
+    bool shut = x.cut;  /* the socket is shut: the connection is made again */
+    x.cut = x.cut && e; /* done just before the cut: committed, answered so */
+    x.broken = x.cut || (e && mr_bg_conn_broken(db));
+    if (x.cut)
+        mr_warn(0,
+                "group commit: a batch of %zu statement(s) did not commit within "
+                "group_commit_timeout (%llu ms); its connection was closed%s",
+                n, (unsigned long long)x.limit_ms,
+                x.in_doubt ? " with its commit in flight" : " before its commit was sent");
+    else if (e)
         mr_warn(0, "group commit: a batch of %zu statement(s) failed: %s", n, err);
-    count_batch(first, n, !e, parked_us);
-    answer_all(first, n, e, state, err, broken);
-    return !broken;
+    count_batch(first, n, !e, b.parked_us);
+    answer_all(first, n, &x);
+    return !x.broken && !shut;
 }
 
 /* ---- the runner --------------------------------------------------------------- */
@@ -512,6 +580,7 @@ void mr_dgroup_configure(const mr_proxy *p, const mr_ruleset *rs)
                        "connection, one commit each");
             return;
         }
+    dg_watch_start(); /* without it, a batch is bounded by own_connection_timeout only */
     pthread_mutex_lock(&G.lock);
     G.running = true;
     pthread_mutex_unlock(&G.lock);
@@ -542,6 +611,7 @@ void mr_dgroup_stop(void)
         return;
     for (unsigned i = 0; i < MR_DGROUP_CONNS; i++)
         mr_bgconn_stop(G.conn[i]);
+    dg_watch_stop(); /* every batch has ended */
     pthread_mutex_lock(&G.lock);
     G.running = false;
     pthread_mutex_unlock(&G.lock);

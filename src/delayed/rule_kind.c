@@ -30,6 +30,7 @@ static const char *const keys[] = {
     "group_commit_rows",
     "group_commit_bytes",
     "read_pending",
+    "group_commit_timeout",
     NULL,
 };
 

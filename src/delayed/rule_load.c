@@ -214,9 +214,10 @@ static bool delayed_consistent(loader *L, const draft *dr, const mr_delayed_def 
 /* group_commit (default no: the staging row is then written by the proxy's
  * account, not the client's, which a DBA opts into) and its bounds: a
  * batch waits at most group_commit_wait (default 200us, 0 to 1s) for
- * more, and holds at most group_commit_rows staging rows (default 1000)
+ * more, holds at most group_commit_rows staging rows (default 1000)
  * and group_commit_bytes of VALUES (default 1 MiB, 1 KiB to 64 MiB: below
- * max_allowed_packet). Staged mode only. */
+ * max_allowed_packet), and is cut when it has not committed within
+ * group_commit_timeout (default 10s, 10ms to 1h). Staged mode only. */
 static bool delayed_group_settings(loader *L, const draft *dr, mr_delayed_def *d)
 {
     bool ok = mr_rule_bool(L, dr, "group_commit", false, &d->group_commit);
@@ -224,6 +225,14 @@ static bool delayed_group_settings(loader *L, const draft *dr, mr_delayed_def *d
     d->group_wait_us = 200;
     if (wait && (!mr_parse_duration_us(wait, &d->group_wait_us) || d->group_wait_us > 1000000)) {
         mr_rule_bad_value(L, dr, "group_commit_wait", "a duration from 0 to 1s, like 200us or 1ms");
+        ok = false;
+    }
+    const char *limit = mr_rule_val(dr, "group_commit_timeout");
+    d->group_timeout_ms = 10000;
+    if (limit && (!mr_parse_duration(limit, &d->group_timeout_ms) || d->group_timeout_ms < 10 ||
+                  d->group_timeout_ms > 3600000)) {
+        mr_rule_bad_value(L, dr, "group_commit_timeout",
+                          "a duration from 10ms to 1h, like 10s or 500ms");
         ok = false;
     }
     ok &= mr_rule_count(L, dr, "group_commit_rows", 1000, 100000, &d->group_rows);

@@ -221,7 +221,7 @@ static void answer(mr_fsession *fs, int result, uint64_t rejected, const char *w
                  rejected, where);
         fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, "HY000", msg);
     } else if (result == 0) {
-        fs->ops->send_ok(fs, 0);
+        fs->ops->send_ok(fs, 0, 0);
     } else {
         fs->ops->send_err(
             fs, MR_DELAYED_ERR_CODE, "HY000",

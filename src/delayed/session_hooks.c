@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "delayed/session_impl.h"
+#include "myrewrite/base/log.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/proto/codec.h"
@@ -41,7 +42,7 @@ mr_hook_action ds_memory(mr_fsession *fs, const mr_dmem_batch *b)
         return MR_HOOK_ANSWERED;
     }
     mr_stat_add(&fs->stats->statements_rewritten, 1);
-    fs->ops->send_ok(fs, affected);
+    fs->ops->send_ok(fs, affected, 0);
     return MR_HOOK_ANSWERED;
 }
 
@@ -119,10 +120,11 @@ static void prepared_reset(mr_fsession *fs, void **st)
         ds_forget_all(*st);
 }
 
-static bool bg_answer(mr_fsession *fs, void **st)
+static mr_hook_action bg_answer(mr_fsession *fs, void **st, mr_hook_stmt *out)
 {
+    (void)out;
     ds_session *d = *st;
-    return d && ds_flush_answer(fs, d);
+    return d && ds_flush_answer(fs, d) ? MR_HOOK_ANSWERED : MR_HOOK_PASS;
 }
 
 static void session_end(mr_fsession *fs, void **st)
@@ -137,11 +139,45 @@ static void session_end(mr_fsession *fs, void **st)
     *st = NULL;
 }
 
+/* The memory tables' shards, one per worker. */
+static void start(const mr_proxy *p)
+{
+    if (!mr_dmem_init(p->nworkers))
+        mr_warn(0, "delayed: out of memory for the memory tables; mode = memory rules have no "
+                   "flusher and their statements are refused");
+}
+
+/* A very first start: the staging tables exist before a statement comes. */
+static void before_listen(const mr_proxy *p)
+{
+    if (!mr_delayed_wait_staging(p->cfg->delayed_park_timeout_ms))
+        mr_warn(0, "delayed: the flusher has not set up its staging tables (its connection "
+                   "failed, or delayed_park_timeout passed); listening anyway (a staged statement "
+                   "on a missing one gets the server's error until it exists)");
+}
+
+/* The staged flusher's final flush, then the memory tables'. */
+static void stop(const mr_proxy *p)
+{
+    mr_delayed_stop(p->cfg->shutdown_timeout_ms);
+    mr_dmem_stop(p->cfg->shutdown_timeout_ms);
+}
+
+/* Memory tables for the set's memory-mode rules (def->mem), before any
+ * worker sees it; then the staged flusher follows the set. */
+static void rules_prepare(const mr_proxy *p, const mr_ruleset *rs) { mr_dmem_configure(p, rs); }
+static void configure(const mr_proxy *p, const mr_ruleset *rs) { mr_delayed_configure(p, rs); }
+
 /* The statement side's ports: the tables default rules derived. */
 static void ports(mr_stmt_ctx *ctx) { ctx->derived = mr_delayed_derive_port(); }
 
 const mr_feature mr_delayed_feature = {
     .name = "delayed",
+    .start = start,
+    .before_listen = before_listen,
+    .stop = stop,
+    .rules_prepare = rules_prepare,
+    .configure = configure,
     .ports = ports,
     .command = command,
     .wants_whole = wants_whole,

@@ -121,6 +121,8 @@ rule_why mr_paginate_keyset(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r,
     note->watch = true;
     note->ttl_ms = def->bookmark_ttl_ms;
     note->max_bookmarks = def->max_bookmarks;
+    note->threshold = def->threshold;
+    note->keyset_only = def->strategy == MR_PAGINATE_KEYSET;
     const mr_keyset_listing *ls = &note->listing;
     if (ls->offset < def->threshold)
         return ordered(R, S, out,

@@ -53,6 +53,13 @@ static void note_guard(mr_rule_run *R, const mr_rule *r, const mr_pag_info *info
     g->rule = r;
     g->param = info->offset_index;
     g->nparams = info->nparams;
+    g->max_offset = r->paginate->max_offset;
+    g->where[0] = '\0';
+    if (r->paginate->table)
+        snprintf(g->where, sizeof g->where, "%s%s%s",
+                 r->paginate->schema ? r->paginate->schema : "", r->paginate->schema ? "." : "",
+                 r->paginate->table);
+    g->too_deep = mr_paginate_too_deep_text;
 }
 
 static rule_why copy_out(mr_rule_run *R, const mr_buf *b, mr_rule_text *out,

@@ -1,7 +1,5 @@
 /*
- * queue/release_sql.c - builds the statements of queue rules (see queue/release_sql.h) and
- * decides from a greeting's version string whether the server takes
- * SKIP LOCKED.
+ * queue/release_sql.c - builds the statements of queue rules (see queue/release_sql.h).
  *
  * Pure, any thread. Owns nothing beyond the strings it returns.
  */
@@ -233,51 +231,4 @@ char *mr_queue_lock_sql(const mr_queue_def *q, int get)
     mr_sql_put_literal(&b, name);
     mr_buf_put_str(&b, get ? ", 0)" : ")");
     return take(&b);
-}
-
-/* ---- server version ------------------------------------------------------------ */
-
-/* Reads "A.B.C" at s; false unless at least A.B are there. */
-static int read_version(const char *s, size_t len, unsigned v[3])
-{
-    size_t i = 0;
-    for (int part = 0; part < 3; part++) {
-        size_t start = i;
-        unsigned long n = 0;
-        for (; i < len && s[i] >= '0' && s[i] <= '9' && n < 100000; i++)
-            n = n * 10 + (unsigned long)(s[i] - '0');
-        if (i == start)
-            return part >= 2;
-        v[part] = (unsigned)n;
-        if (part < 2 && (i >= len || s[i] != '.'))
-            return part >= 1;
-        i++;
-    }
-    return 1;
-}
-
-static int contains(const char *s, size_t len, const char *word)
-{
-    size_t w = strlen(word);
-    for (size_t i = 0; i + w <= len; i++)
-        if (memcmp(s + i, word, w) == 0)
-            return 1;
-    return 0;
-}
-
-bool mr_server_has_skip_locked(const char *version, size_t len)
-{
-    if (!version)
-        return false;
-    bool maria = contains(version, len, "MariaDB");
-    /* MariaDB 10.x and later announce themselves as "5.5.5-10.6.4-MariaDB" */
-    if (maria && len > 6 && memcmp(version, "5.5.5-", 6) == 0) {
-        version += 6;
-        len -= 6;
-    }
-    unsigned v[3] = {0, 0, 0};
-    if (!read_version(version, len, v))
-        return false;
-    uint64_t n = (uint64_t)v[0] * 1000000 + (uint64_t)v[1] * 1000 + v[2];
-    return maria ? n >= 10006000 : n >= 8000001;
 }

@@ -17,7 +17,15 @@ static void session_end(mr_fsession *fs, void **st)
         mr_queue_session_ended(fs->backend_thread_id);
 }
 
+/* The reaper follows the set's queue rules. */
+static void configure(const mr_proxy *p, const mr_ruleset *rs) { mr_queue_configure(p, rs); }
+
+/* The releases of ended sessions' claims, within shutdown_timeout. */
+static void stop(const mr_proxy *p) { mr_queue_stop(p->cfg->shutdown_timeout_ms); }
+
 const mr_feature mr_queue_feature = {
     .name = "queue",
+    .stop = stop,
+    .configure = configure,
     .session_end = session_end,
 };

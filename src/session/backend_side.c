@@ -13,6 +13,7 @@
 #include "myrewrite/base/log.h"
 #include "myrewrite/net/backend_addr.h"
 #include "myrewrite/net/tls.h"
+#include "myrewrite/proto/server_version.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/sql/charset_guard.h"
 #include "session/session_impl.h"

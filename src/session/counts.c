@@ -12,7 +12,6 @@
  * statements a paginate or delayed rule acted on.
  */
 #include "myrewrite/base/log.h"
-#include "myrewrite/paginate/rule.h"
 #include "myrewrite/stats/rule_stats.h"
 #include "session/session_impl.h"
 
@@ -37,14 +36,13 @@ static void count_unreadable(mr_session *s, const mr_match_result *res)
 
 /* True when a keyset rule sent something other than a deferred join: a
  * seek, or a page it only ordered by the key (shallow, or a keyset miss). */
-static bool keyset_not_deferred(const mr_rule *r, const mr_keyset_note *k)
+static bool keyset_not_deferred(const mr_keyset_note *k)
 {
     if (k->outcome == MR_KEYSET_HIT)
         return true; /* counted as paginate_keyset_hits by paginate/session_hooks.c */
     if (!k->watch)
         return false;
-    return k->listing.offset < r->paginate->threshold ||
-           (k->outcome == MR_KEYSET_MISS && r->paginate->strategy == MR_PAGINATE_KEYSET);
+    return k->listing.offset < k->threshold || (k->outcome == MR_KEYSET_MISS && k->keyset_only);
 }
 
 void ss_count_page(mr_worker *w, mr_rule_stats *e, bool refused)
@@ -71,7 +69,7 @@ static void count_paginate(mr_session *s, const mr_match_result *res, unsigned i
     bool refused = res->action == MR_ACT_BLOCK && i + 1 == res->nmatched;
     if (!refused && res->action != MR_ACT_REWRITE)
         return; /* a later rule blocked the statement: nothing was sent */
-    if (!refused && keyset_not_deferred(res->matched[i], &res->keyset))
+    if (!refused && keyset_not_deferred(&res->keyset))
         return;
     if (prepared && !refused) { /* counted at each execute */
         s->pnote_next.page = true;

@@ -29,13 +29,14 @@ static void op_send_err(mr_fsession *fs, uint16_t code, const char *sqlstate, co
     ss_send_err(session_of(fs), 1, code, sqlstate, msg);
 }
 
-static void op_send_ok(mr_fsession *fs, uint64_t affected)
+static void op_send_ok(mr_fsession *fs, uint64_t affected, uint16_t warnings)
 {
     mr_session *s = session_of(fs);
     mr_buf ok;
     mr_buf_init(&ok);
     /* the session's own status (autocommit, in transaction), never "more results" */
-    mr_ok_build(&ok, 1, affected, 0, (uint16_t)(s->tracker.status & ~MR_STATUS_MORE_RESULTS), 0);
+    mr_ok_build(&ok, 1, affected, 0, (uint16_t)(s->tracker.status & ~MR_STATUS_MORE_RESULTS),
+                warnings);
     if (!ok.failed)
         mr_conn_write(s->client, ok.data, ok.len);
     mr_buf_free(&ok);
@@ -113,7 +114,14 @@ static stmt_verdict act(mr_session *s, mr_hook_action a, uint8_t cmd, const mr_h
         return ALIVE(s) ? STMT_ANSWERED : STMT_CLOSED;
     case MR_HOOK_WAIT_BG:
         s->from_client.discard = true;
-        s->digest = NULL;
+        s->bg_after_rules = st && st->res;
+        if (s->bg_after_rules) { /* a job runs the statement in another form */
+            if (s->digest)
+                mr_stat_add(&s->digest->rewritten, 1);
+            mr_stat_add(&s->w->stats.statements_rewritten, 1);
+        } else {
+            s->digest = NULL;
+        }
         ss_set_state(s, SS_WAIT_BG); /* no further command is read until the answer */
         return STMT_WAITING;
     case MR_HOOK_PASS:
@@ -240,16 +248,57 @@ void ss_hooks_end(mr_session *s)
 
 /* ---- a background job answered ----------------------------------------------------- */
 
+/* A statement the job answered after the rules ends as a relayed one would:
+ * counted, its digest's latency, the command_done hooks (a flusher wake). */
+static void bg_finish(mr_session *s)
+{
+    mr_stat_add(&s->w->stats.commands, 1);
+    ss_hooks_response_end(s, true);
+    if (s->digest) {
+        mr_digest_stats_record(s->digest, (mr_mono_ns() - s->command_start_ns) / 1000);
+        s->digest = NULL;
+    }
+}
+
+/* The job gave the statement back: it goes to the server now, on the
+ * session's own connection, and the response is relayed (its end counts
+ * it, as for any statement). */
+static void bg_send(mr_session *s, const mr_hook_stmt *out)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    ss_command_build(s, &b, out->cmd, out->send, out->send_len, true); /* no attributes */
+    if (b.failed) {
+        mr_buf_free(&b);
+        ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
+        ss_set_state(s, SS_IDLE);
+        return;
+    }
+    mr_conn_write(s->backend, b.data, b.len);
+    mr_buf_free(&b);
+    mr_tracker_begin(&s->tracker, mr_expect_for_command(out->cmd));
+    ss_set_state(s, SS_IDLE); /* the command goes on as a relayed one */
+    ss_set_state(s, SS_RESPONSE);
+}
+
 void mr_session_bg_answered(mr_session *s)
 {
     if (s->state != SS_WAIT_BG || s->park)
         return; /* a parked statement waits for the schema cache (session/park.c) */
-    bool answered = false;
-    for (unsigned i = 0; i < ss_nfeatures && !answered; i++)
+    ss_hooks_view(s);
+    mr_hook_stmt out = {.cmd = s->command};
+    mr_hook_action a = MR_HOOK_PASS;
+    for (unsigned i = 0; i < ss_nfeatures && a == MR_HOOK_PASS; i++)
         if (ss_features[i]->bg_answer)
-            answered = ss_features[i]->bg_answer(&s->fs, &s->fstate[i]);
-    if (!answered || !ALIVE(s))
+            a = ss_features[i]->bg_answer(&s->fs, &s->fstate[i], &out);
+    if (a == MR_HOOK_PASS || !ALIVE(s))
         return;
+    if (a == MR_HOOK_SEND && out.send) {
+        bg_send(s, &out);
+        return;
+    }
+    if (s->bg_after_rules)
+        bg_finish(s);
     ss_set_state(s, SS_IDLE);
     if (s->w->draining) {
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");

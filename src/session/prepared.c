@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "myrewrite/base/log.h"
-#include "myrewrite/paginate/deferred_sql.h"
 #include "myrewrite/proto/stmt_execute.h"
 #include "myrewrite/stats/rule_stats.h"
 #include "session/session_impl.h"
@@ -34,6 +33,8 @@ struct ss_pguard {
     struct mr_rule_stats *stats; /* refusals counted here (never freed) */
     char *message;               /* the rule's own message, or NULL: the default */
     char where[132];             /* schema.table for the default message; "" = any */
+    void (*too_deep)(uint64_t max_offset, const char *where, uint64_t offset, char *buf,
+                     size_t size); /* the kind's default message (mr_page_guard) */
     bool have_types;
     bool owe_types;      /* a refused execute bound types the server never got: */
     uint8_t *owed;       /*   its types block as sent (with names under query attributes), */
@@ -57,7 +58,7 @@ void ss_prepared_begin(mr_session *s) { note_clear(&s->pnote_next); }
 void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g)
 {
     const mr_rule *r = g->rule;
-    if (!r || g->nparams > MR_EXEC_MAX_PARAMS || s->pnote_next.guard)
+    if (!r || !g->too_deep || g->nparams > MR_EXEC_MAX_PARAMS || s->pnote_next.guard)
         return;
     ss_pguard *pg = calloc(1, sizeof *pg + 2 * (size_t)g->nparams);
     if (!pg || (r->message && !(pg->message = strdup(r->message)))) {
@@ -65,16 +66,14 @@ void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g)
         mr_warn(s->id, "out of memory: the prepared page's max_offset is not checked");
         return;
     }
-    pg->max_offset = r->paginate->max_offset;
+    pg->max_offset = g->max_offset;
     pg->param = g->param;
     pg->nparams = g->nparams;
     pg->err_code = r->err_code;
     memcpy(pg->sqlstate, r->sqlstate, sizeof pg->sqlstate);
     pg->stats = mr_rule_stats_of(r);
-    if (r->paginate->table)
-        snprintf(pg->where, sizeof pg->where, "%s%s%s",
-                 r->paginate->schema ? r->paginate->schema : "", r->paginate->schema ? "." : "",
-                 r->paginate->table);
+    memcpy(pg->where, g->where, sizeof pg->where);
+    pg->too_deep = g->too_deep;
     s->pnote_next.guard = pg;
 }
 
@@ -184,8 +183,7 @@ static bool guard_refuses(mr_session *s, ss_pguard *g, const uint8_t *p, size_t 
     owe(s, g, p, n, form);
     char msg[512];
     if (!g->message)
-        mr_paginate_too_deep_text(g->max_offset, g->where[0] ? g->where : NULL, off, msg,
-                                  sizeof msg);
+        g->too_deep(g->max_offset, g->where[0] ? g->where : NULL, off, msg, sizeof msg);
     ss_count_page(s->w, g->stats, true);
     mr_stat_add(&s->w->stats.statements_blocked, 1);
     ss_send_err(s, 1, g->err_code, g->sqlstate, g->message ? g->message : msg);

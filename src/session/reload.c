@@ -9,10 +9,6 @@
 #include <sys/stat.h>
 
 #include "myrewrite/base/log.h"
-#include "myrewrite/delayed/flush.h"
-#include "myrewrite/delayed/group.h"
-#include "myrewrite/delayed/mem.h"
-#include "myrewrite/queue/release.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/session/worker.h"
 
@@ -110,11 +106,9 @@ static int reload_locked(mr_proxy *p, FILE *errors)
         mr_ruleset_free(set);
         return 1;
     }
-    mr_dmem_configure(p, set); /* sets def->mem: before any other thread sees the set */
+    mr_features_prepare(p, set); /* delayed's def->mem: before any other thread sees the set */
     set_current(p, shared);
-    mr_queue_configure(p, set);
-    mr_delayed_configure(p, set);
-    mr_dgroup_configure(p, set);
+    mr_features_configure(p, set);
     mr_schema_cache_rules_changed(); /* tables the old rules read are not kept fresh */
     mr_schema_cache_preload(set);    /* keys the new rules need, before their statements */
     for (unsigned i = 0; i < p->nworkers; i++)

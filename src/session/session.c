@@ -272,7 +272,6 @@ void ss_free(mr_session *s)
     ss_set_state(s, SS_CLOSED);
     mr_client_unregister(&w->clients, &s->slot);
     ss_park_free(s);
-    ss_group_orphan(s);
     ss_prepared_forget_all(s);
     if (s->prev)
         s->prev->next = s->next;

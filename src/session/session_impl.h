@@ -139,8 +139,6 @@ struct mr_session {
     mr_digest_entry *digest; /* stats entry of the statement in flight */
     uint64_t ddl_hold;       /* schema cache hold of the DDL in flight (0: none) */
     struct ss_park *park;    /* a DELAYED statement waiting for its table's key (session/park.c) */
-    struct mr_dgroup_member *group; /* a staged DELAYED statement in a group-commit batch
-                                       (session/group.c); the runner's until answered */
     /* The query-attribute block of the COM_QUERY in the front end (with
      * CLIENT_QUERY_ATTRIBUTES, proto/query_attrs.h): it points into the
      * client's packet or the parked copy while ss_statement_start runs,
@@ -148,6 +146,7 @@ struct mr_session {
     const uint8_t *qattrs;
     size_t qattrs_len;
     uint64_t qattrs_count; /* attributes in it */
+    bool bg_after_rules;     /* SS_WAIT_BG for a statement a hook took after the rules */
     uint64_t command_start_ns;
     mr_fsession fs;                /* what the features' hooks see (session/hooks.c) */
     void *fstate[MR_FEATURES_MAX]; /* each feature's own state (owned by the feature) */
@@ -298,15 +297,5 @@ void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void 
 bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len, const mr_match_result *res);
 /* The session ends: its parked statement goes with it. */
 void ss_park_free(mr_session *s);
-
-/* session/group.c: does the statement join a group-commit batch (its rule
- * has group_commit, a COM_QUERY of it alone, autocommit mode outside a
- * transaction)? Joining parks the session in SS_WAIT_BG until the batch
- * answers (true); false: it cannot (no runner, out of memory) and goes on
- * the client's own connection as usual. Orphan: the session ends with its
- * member in flight. */
-bool ss_group_wanted(const mr_session *s, uint8_t cmd, const mr_match_result *res);
-bool ss_group_join(mr_session *s, const mr_match_result *res);
-void ss_group_orphan(mr_session *s);
 
 #endif

@@ -134,7 +134,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         .unreadable = unreadable_policy(cfg(s)),
     };
     ss_hooks_ports(&ctx);
-    mr_hook_stmt st = {.cmd = cmd, .sql = sql, .len = len};
+    mr_hook_stmt st = {.cmd = cmd, .sql = sql, .len = len, .attrs = s->qattrs_count};
     stmt_verdict v = ss_hooks_statement(s, true, &st);
     if (v != STMT_RELAY || st.send)
         return v; /* a hook answered, waits for a job, or sent its own text */
@@ -178,8 +178,6 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     v = ss_hooks_statement(s, false, &st);
     if (v != STMT_RELAY || st.send)
         return v;
-    if (ss_group_wanted(s, cmd, res) && ss_group_join(s, res))
-        return STMT_WAITING; /* answered once its batch has committed (session/group.c) */
     if (res->action != MR_ACT_REWRITE)
         return STMT_RELAY;
     v = ss_send_instead(s, cmd, res->text.data, res->text.len);

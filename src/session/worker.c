@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "myrewrite/base/log.h"
-#include "myrewrite/delayed/group.h"
 #include "myrewrite/net/uring.h"
 #include "myrewrite/session/session.h"
 #include "myrewrite/stats/rule_hits.h"
@@ -92,10 +91,6 @@ static void on_message(mr_worker *w, int msg)
     }
     if (msg == MR_WORKER_MSG_RULES) {
         take_pending_rules(w);
-        return;
-    }
-    if (msg == MR_WORKER_MSG_GROUP) {
-        mr_session_group_answered(w);
         return;
     }
     if (msg == MR_WORKER_MSG_SCHEMA) {
@@ -228,9 +223,6 @@ void mr_worker_join(mr_worker *w)
     mr_shared_rules_release(w->rules);
     mr_shared_rules_release(w->pending_rules);
     mr_rules_scratch_free(w->scratch);
-    if (w->group_inbox) /* the runner stopped before the workers: nothing comes any more */
-        mr_dgroup_member_free_all(mr_dgroup_inbox_take(w->group_inbox));
-    mr_dgroup_inbox_free(w->group_inbox);
     mr_buf_free(&w->match.text);
     mr_buf_free(&w->match.would_be);
     mr_digest_stats_free(&w->digests);

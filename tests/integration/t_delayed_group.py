@@ -31,6 +31,13 @@ proxy started, so its staging table does not exist yet):
     staging table), and every acknowledged increment is applied;
   * the proxy's own account cannot log in: a grouped statement goes on the client's own
     connection instead (staged, OK), and so does the next;
+  * group_commit_timeout (1 s here; own_connection_timeout 20 s), a proxy behind a fault
+    relay: (a) the relay stalls the batch's autocommit INSERT (a hung server): the client
+    gets ERR 1927 "may or may not have been staged" within the limit; (b) the staging table
+    locked: two autocommit batches hang (1927 in doubt: they do land once the lock goes), and
+    a batch of two tables behind them, one transaction, hangs on its second INSERT: both its
+    statements get ERR 1969 "nothing of it was staged" and none of their rows is ever
+    applied; every acknowledged increment is, and each in-doubt one is applied at most once;
   * /metrics and SHOW DELAYED count batches, rows, grouped statements and their wait;
     EXPLAIN REWRITE says "grouped".
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports.
@@ -45,6 +52,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 import rawproto_lib as raw  # noqa: E402
+from faultrelay import Fault, FaultRelay  # noqa: E402
 
 HOT = 10
 RULES = """
@@ -481,6 +489,175 @@ def runner_cannot_connect():
     t.eq("... and staged on the clients' own connections", 1100, int(after) - int(before))
 
 
+LIMIT_S = 1.0
+LIMIT_RULES = """
+[delayed gl]
+table = test.gc_hot
+key = id
+columns = hits
+group_commit = yes
+group_commit_timeout = 1s
+flush_interval = 1h
+
+[delayed gl_other]
+table = test.gc_other
+key = id
+columns = hits
+group_commit = yes
+group_commit_timeout = 1s
+flush_interval = 1h
+
+[delayed gl_dec]
+table = test.gc_dec
+key = id
+columns = hits
+set_columns = price
+group_commit = yes
+flush_interval = 1h
+"""
+
+
+def timed(proxy, sql, out, key):
+    """Runs sql on a connection of its own: out[key] = (code or "OK", message, seconds)."""
+    c = proxy.connect(autocommit=True, read_timeout=15)
+    start = time.time()
+    try:
+        c.cursor().execute(sql)
+        out[key] = ("OK", "", time.time() - start)
+    except pymysql.MySQLError as e:
+        out[key] = (e.args[0], str(e.args[1:]), time.time() - start)
+    c.close()
+
+
+def staged_sum(table, i):
+    return int(direct_rows("SELECT COALESCE(SUM(hits), 0) FROM %s_delayed WHERE id = %d"
+                           % (table, i))[0][0])
+
+
+def direct_rows(sql):
+    d = t.direct(autocommit=True)
+    try:
+        return t.rows(d, sql)
+    finally:
+        d.close()
+
+
+def limit_setup():
+    d = t.direct(autocommit=True)
+    cur = d.cursor()
+    for tbl in ("gc_other", "gc_other_delayed"):
+        cur.execute("DROP TABLE IF EXISTS %s" % tbl)
+    cur.execute("CREATE TABLE gc_other (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0) "
+                "ENGINE=InnoDB")
+    cur.execute("INSERT INTO gc_other (id) VALUES (1)")
+    for tbl in ("gc_dec", "gc_dec_delayed"):
+        cur.execute("DROP TABLE IF EXISTS %s" % tbl)
+    cur.execute("CREATE TABLE gc_dec (id INT PRIMARY KEY, hits BIGINT NOT NULL DEFAULT 0, "
+                "price DECIMAL(10,2) NOT NULL DEFAULT 0) ENGINE=InnoDB")
+    cur.execute("INSERT INTO gc_dec (id) VALUES (1)")
+    d.close()
+
+
+def warnings_counted(proxy):
+    """A batch whose INSERT warns (a set_columns literal with more decimals than the column
+    keeps: Note 1265, the value rounded): the grouped OK counts the warning, as the client's
+    own staging INSERT would, and the proxy's log has it (the client's SHOW WARNINGS cannot
+    list it)."""
+    c = proxy.connect(autocommit=True, read_timeout=15)
+    cur = c.cursor()
+    cur.execute("UPDATE DELAYED gc_dec SET price = 1.005 WHERE id = 1")
+    got = c._result.warning_count if c._result else None
+    c.close()
+    t.check(got is not None and got >= 1, "a grouped OK carries its batch's warnings (%s)" % got)
+    t.check("staging INSERT warned" in proxy.log_text(),
+            "the proxy's log has the batch's warning", proxy.log_text()[-2000:])
+
+
+def in_doubt(desc, r):
+    t.check(r[0] == 1927 and "group_commit_timeout" in r[1] and "may or may not" in r[1],
+            desc + ": ERR 1927, the batch's commit in flight: may or may not be staged", r)
+    t.check(r[2] < LIMIT_S + 2.5, "%s: within the 1 s limit (%.1f s)" % (desc, r[2]))
+
+
+def stalled_insert(proxy, relay):
+    """(a) the batch's autocommit INSERT never reaches the server: a hung connection."""
+    before = staged_sum("gc_hot", 4)
+    f = Fault("c2s", action="stall", pattern=b"INSERT INTO `test`.`gc_hot_delayed`")
+    relay.arm(f)
+    out = {}
+    timed(proxy, "UPDATE DELAYED gc_hot SET hits = hits + 7 WHERE id = 4", out, 1)
+    t.check(f.fired.is_set(), "the relay stalled the batch's INSERT")
+    in_doubt("stalled INSERT", out[1])
+    relay.disarm()
+    relay.release()
+    out = {}
+    timed(proxy, "UPDATE DELAYED gc_hot SET hits = hits + 1 WHERE id = 5", out, 2)
+    t.eq("after the cut, the next grouped statement is answered OK", "OK", out[2][0])
+    got = staged_sum("gc_hot", 4) - before
+    t.check(got in (0, 7), "the in-doubt increment is staged at most once (%d)" % got)
+
+
+def locked_staging(proxy):
+    """(b) batches hang on a locked staging table: autocommit ones in doubt, a transaction
+    cut before its COMMIT stages nothing."""
+    flush(proxy)  # what earlier parts staged is applied before the counts start
+    base = {"hot": hits(), "other": hits("gc_other")}
+    lock = t.direct(autocommit=True)
+    lock.cursor().execute("LOCK TABLES gc_hot_delayed WRITE")
+    out = {}
+    first = [threading.Thread(target=timed, args=(proxy, "UPDATE DELAYED gc_hot SET hits = hits "
+                                                  "+ %d WHERE id = %d" % (1000 * i, i), out, i))
+             for i in (1, 2)]
+    for n, th in enumerate(first):  # one at a time: a batch each, one on each connection
+        th.start()
+        waiting_sessions(proxy, n + 1)
+        time.sleep(0.1)
+    behind = [threading.Thread(target=timed, args=(proxy, sql, out, key)) for sql, key in (
+        ("UPDATE DELAYED gc_other SET hits = hits + 5 WHERE id = 1", "c"),
+        ("UPDATE DELAYED gc_hot SET hits = hits + 3 WHERE id = 3", "d"))]
+    for th in behind:
+        th.start()
+    for th in first + behind:
+        th.join()
+    for i in (1, 2):
+        in_doubt("locked staging table, batch %d" % i, out[i])
+    for key in ("c", "d"):
+        r = out[key]
+        t.check(r[0] == 1969 and "nothing of it was staged" in r[1],
+                "transaction batch cut before its COMMIT (%s): ERR 1969, nothing staged" % key, r)
+        t.check(r[2] < 2 * LIMIT_S + 3, "... within two limits (its own and the batch ahead of "
+                "it: %.1f s)" % r[2])
+    lock.cursor().execute("UNLOCK TABLES")
+    lock.close()
+    flush(proxy)
+    flush(proxy, "gc_other")
+    hot, other = hits(), hits("gc_other")
+    t.eq("the cut transaction's rows are never applied (gc_other, gc_hot id 3)",
+         (0, 0), (other[1] - base["other"][1], hot[3] - base["hot"][3]))
+    got = (hot[1] - base["hot"][1], hot[2] - base["hot"][2])
+    t.check(all(g in (0, w) for g, w in zip(got, (1000, 2000))),
+            "the in-doubt increments are applied at most once each %s" % (got,))
+
+
+def batch_limit():
+    limit_setup()
+    relay = FaultRelay(t.DIRECT_PORT).start()
+    proxy = t.Proxy("group_limit", backend_port=relay.port, rules=LIMIT_RULES, own_conn=True,
+                    admin=True, options=[("own_connection_timeout", "20s")])
+    proxy.start()
+    try:
+        time.sleep(0.5)  # the flusher made the staging tables
+        out = {}
+        timed(proxy, "UPDATE DELAYED gc_hot SET hits = hits + 1 WHERE id = 5", out, 0)
+        t.eq("group_commit_timeout: a batch that commits in time is answered OK", "OK", out[0][0])
+        warnings_counted(proxy)
+        stalled_insert(proxy, relay)
+        locked_staging(proxy)
+    finally:
+        relay.stop()
+        proxy.stop(expect=0, desc="group_commit_timeout: the proxy exits 0 at SIGTERM")
+
+
 def main():
     if t.DIRECT_ONLY:
         print("skip: needs the proxy")
@@ -502,6 +679,7 @@ def main():
     finally:
         proxy.stop(expect=0, desc="the proxy exits 0 at SIGTERM")
     runner_cannot_connect()
+    batch_limit()
     t.done()
 
 

@@ -463,14 +463,17 @@ static void load_defaults(void **state)
     assert_int_equal(d->group_wait_us, 200);
     assert_int_equal(d->group_rows, 1000);
     assert_int_equal(d->group_bytes, 1048576);
+    assert_int_equal(d->group_timeout_ms, 10000);
     mr_ruleset_free(o);
     o = load_ok("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\ngroup_commit = yes\n"
-                "group_commit_wait = 1.5ms\ngroup_commit_rows = 50\ngroup_commit_bytes = 4096\n");
+                "group_commit_wait = 1.5ms\ngroup_commit_rows = 50\ngroup_commit_bytes = 4096\n"
+                "group_commit_timeout = 2.5s\n");
     d = mr_ruleset_rule(o, 0)->delayed;
     assert_true(d->group_commit);
     assert_int_equal(d->group_wait_us, 1500);
     assert_int_equal(d->group_rows, 50);
     assert_int_equal(d->group_bytes, 4096);
+    assert_int_equal(d->group_timeout_ms, 2500);
     mr_ruleset_free(o);
 }
 
@@ -571,6 +574,9 @@ static void load_errors(void **state)
     expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\ngroup_commit_wait = 2s\n",
                  "t.rules:5: group_commit_wait = '2s' in [delayed x]: expected a duration from "
                  "0 to 1s, like 200us or 1ms\n");
+    expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\ngroup_commit_timeout = 5ms\n",
+                 "t.rules:5: group_commit_timeout = '5ms' in [delayed x]: expected a duration "
+                 "from 10ms to 1h, like 10s or 500ms\n");
     expect_error("[delayed x]\ntable = s.t\nkey = k\ncolumns = c\ngroup_commit_bytes = 100\n",
                  "t.rules:5: group_commit_bytes = '100' in [delayed x]: expected a whole number "
                  "from 1024 to 67108864\n");

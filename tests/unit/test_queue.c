@@ -5,6 +5,7 @@
  */
 #include "test_rules.h"
 
+#include "myrewrite/proto/server_version.h"
 #include "myrewrite/queue/release_sql.h"
 
 static const char *const FULL = "[queue mails]\n"

@@ -111,6 +111,16 @@ static void null_diag_is_allowed(void **state)
 /* The loader knows the kinds of the table it is given, and no other: a
  * table of rewrite and delayed alone refuses [block ...] and lists only
  * those two, and the set it loads still takes DELAYED statements over. */
+/* rules/kind_list.h makes both the tags and the table: entry i has tag i. */
+static void tag_is_the_table_index(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    for (; mr_rule_kinds_all[n]; n++)
+        assert_int_equal(mr_rule_kinds_all[n]->type, n);
+    assert_int_equal(n, MR_RULE_KIND_MAX);
+}
+
 static void kinds_come_from_the_table(void **state)
 {
     (void)state;
@@ -592,6 +602,7 @@ int main(void)
         cmocka_unit_test(empty_and_missing_dirs),
         cmocka_unit_test(shipped_examples_load),
         cmocka_unit_test(kinds_come_from_the_table),
+        cmocka_unit_test(tag_is_the_table_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

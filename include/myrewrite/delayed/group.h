@@ -5,10 +5,13 @@
  * each session is answered once that INSERT has committed.
  *
  * A session (on its worker) makes a member holding its staging INSERT and
- * submits it; the member is the runner's until it comes back through the
- * member's inbox, with the answer written in it (ok, or the ERR to send).
- * The inbox's notify is called (on the runner's thread) when a member is
- * put into an empty inbox; the worker then takes them all and answers.
+ * submits it; the runner writes the answer in it (ok, or the ERR to send),
+ * marks it answered and calls its wake (on the runner's thread, under the
+ * member's lock); the session then reads the answer on its worker
+ * (delayed/session_group.c). The member is shared: the submitter's
+ * reference and, once submitted, the runner's; the last to let go frees
+ * it. A submitter that stops waiting (its session ended) clears the wake
+ * as it lets go, so the runner's answer wakes nobody.
  *
  * Connections: MR_DGROUP_CONNS bgconn threads (lazy: none opens before the
  * first batch) take batches from one queue, so at most that many batches
@@ -20,13 +23,23 @@
  * a session writing alone is never kept waiting. One prefix (staging table
  * and column list) makes one autocommit INSERT; several are run in one
  * transaction. A failed batch stages nothing and answers every member with
- * the server's error. When a runner thread cannot connect, the queued
+ * the server's error. A batch not committed within the head's
+ * group_commit_timeout is cut: a watch thread shuts the connection's
+ * socket, which ends the statement in flight with an error and closes the
+ * connection. Its members then get an ERR that says what happened to their
+ * rows, as far as it is known: "nothing staged" when no statement that
+ * commits was in flight (the server rolls an open transaction back when
+ * its connection closes, and a COMMIT not sent never lands), "may or may
+ * not have been staged" when the autocommit INSERT or the COMMIT was.
+ * A committed batch's warnings (on the proxy's connection, so the client's
+ * SHOW WARNINGS cannot list them) are logged and counted in every member's
+ * OK. When a runner thread cannot connect, the queued
  * members (never sent) come back `unsent`, for their sessions to send. While the staging table does
  * not exist yet (1146, a very first start: the flusher creates it), the batch is retried, the
  * flusher woken, for up to delayed_park_timeout.
  *
  * Threads: mr_dgroup_configure and mr_dgroup_stop on the main thread (or a
- * reload under the proxy's reload_lock); submit, the inbox calls and the
+ * reload under the proxy's reload_lock); submit and the
  * member calls on any thread; the batches on the runner's bgconn threads.
  */
 #ifndef MYREWRITE_DELAYED_GROUP_H
@@ -44,34 +57,30 @@
 #define MR_DGROUP_CONNS 2
 
 struct mr_rule_stats;
-typedef struct mr_dgroup_inbox mr_dgroup_inbox;
 
 typedef struct mr_dgroup_member {
-    struct mr_dgroup_member *next; /* the runner's queue, then the inbox's list */
+    struct mr_dgroup_member *next; /* the runner's queue */
     char *sql;                     /* the staging INSERT (owned) */
     size_t len;
     uint32_t rows;                         /* staging rows in it */
     uint64_t wait_us, max_rows, max_bytes; /* its rule's bounds */
+    uint64_t timeout_ms;                   /* its rule's group_commit_timeout */
     struct mr_rule_stats *stats;           /* its rule's counters (NULL: none) */
-    mr_dgroup_inbox *inbox;
-    uint64_t joined_ns; /* when it was submitted */
-    /* the answer, written by the runner before the member comes back */
+    uint64_t joined_ns;                    /* when it was submitted */
+    pthread_mutex_t lock;                  /* guards refs, answered and wake */
+    unsigned refs;                         /* the submitter's, and the runner's once queued */
+    bool answered;                         /* the answer below is written */
+    void (*wake)(void *arg);               /* called once answered; NULL: nobody waits */
+    void *wake_arg;
+    /* the answer, written by the runner before answered is set */
     bool ok;
-    bool unsent; /* not ok, and never sent: the runner could not connect;
-                    the submitter sends it on its own connection */
+    bool unsent;       /* not ok, and never sent: the runner could not connect;
+                          the submitter sends it on its own connection */
+    uint16_t warnings; /* ok: the warnings of the batch's INSERTs (all members') */
     uint16_t err_code;
     char sqlstate[6];
     char msg[640];
-    void *owner; /* the submitter's; the runner never reads it */
 } mr_dgroup_member;
-
-struct mr_dgroup_inbox {
-    pthread_mutex_t lock;
-    mr_dgroup_member *head, **tail; /* answered members, in order */
-    bool notified;                  /* notify was called since the last take */
-    bool (*notify)(void *arg);      /* false: not delivered; the next answer calls it again */
-    void *arg;
-};
 
 /* Process-wide, relaxed atomics: any thread reads them. */
 typedef struct mr_dgroup_stats {
@@ -86,23 +95,19 @@ typedef struct mr_dgroup_stats {
 } mr_dgroup_stats;
 
 /* A member for the staging INSERT sql[0..len) of `rows` rows under rule
- * def; NULL when out of memory. */
+ * def, whose answer calls wake(wake_arg); NULL when out of memory. The
+ * caller holds its one reference. */
 mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, uint32_t rows,
                                        const mr_delayed_def *def, struct mr_rule_stats *stats,
-                                       mr_dgroup_inbox *inbox);
-void mr_dgroup_member_free(mr_dgroup_member *m);
-/* A list of members (next-linked), each freed. */
-void mr_dgroup_member_free_all(mr_dgroup_member *list);
+                                       void (*wake)(void *arg), void *wake_arg);
+/* Is the answer written? Then the caller may read it. */
+bool mr_dgroup_member_answered(mr_dgroup_member *m);
+/* The caller lets go of m (NULL: nothing): its answer wakes nobody now;
+ * the last reference frees it. */
+void mr_dgroup_member_release(mr_dgroup_member *m);
 
-/* An inbox whose notify(arg) is called when an answer lands in it empty. */
-mr_dgroup_inbox *mr_dgroup_inbox_new(bool (*notify)(void *arg), void *arg);
-/* The answered members, in order (the list is the caller's now). */
-mr_dgroup_member *mr_dgroup_inbox_take(mr_dgroup_inbox *in);
-/* Frees an empty inbox (NULL: nothing); no member may come to it any more. */
-void mr_dgroup_inbox_free(mr_dgroup_inbox *in);
-
-/* Queues m for a batch; false (m still the caller's) when no runner runs
- * (no rule with group_commit, no proxy_user, stopping). */
+/* Queues m for a batch (the runner takes a reference); false when no
+ * runner runs (no rule with group_commit, no proxy_user, stopping). */
 bool mr_dgroup_submit(mr_dgroup_member *m);
 
 /* Starts the runner the first time a rule of rs has group_commit. */

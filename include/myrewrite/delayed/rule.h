@@ -113,6 +113,8 @@ typedef struct mr_delayed_def {
                                concurrently; default 200 */
     uint64_t group_rows;    /* staging rows per batch at most; default 1000 */
     uint64_t group_bytes;   /* VALUES bytes per batch at most; default 1 MiB */
+    uint64_t group_timeout_ms; /* a batch not done by then is cut (delayed/group.h);
+                                  default 10 s */
     bool read_pending;      /* a point read of the counters by the full key through the
                                proxy adds the deltas still pending (delayed/read_sql.h,
                                delayed/read_take.c); default no */

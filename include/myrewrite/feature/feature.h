@@ -13,7 +13,9 @@
  * makes one; the feature frees it at session_end).
  *
  * Every hook is optional (NULL: not called). All run on the session's
- * worker thread, except mr_fsession.wake, which any thread may call.
+ * worker thread, except mr_fsession.wake, which any thread may call, and
+ * the process and rule set hooks (start ... stop, rules_prepare,
+ * configure: the main thread).
  * Hooks must not block; work that waits (a flush, a query on the proxy's
  * own connection) goes to a background job, which answers through wake.
  *
@@ -28,6 +30,7 @@
 #include <stdint.h>
 
 #include "myrewrite/base/counters.h"
+#include "myrewrite/base/proxy.h"
 #include "myrewrite/rules/rules.h"
 
 struct event_base;
@@ -46,17 +49,20 @@ typedef enum mr_hook_action {
                          to the server, the client's packet is dropped */
     MR_HOOK_WAIT_BG,  /* a background job answers later: the session waits in
                          SS_WAIT_BG (reading no further command) until the feature's
-                         bg_answer says it answered; the client's packet is dropped */
+                         bg_answer answers; the client's packet is dropped. After the
+                         rules, the statement counts as rewritten (the job runs it in
+                         another form) and its answer ends the command as a relayed
+                         response would (commands, digest latency, command_done) */
 } mr_hook_action;
 
 typedef struct mr_fsession mr_fsession;
 
 /* What a hook may do to the session. Worker thread. */
 typedef struct mr_fsession_ops {
-    /* An ERR or an OK (affected rows; the session's own status flags) to the
-     * client, as the answer to the command in flight. */
+    /* An ERR or an OK (affected rows, warnings; the session's own status
+     * flags) to the client, as the answer to the command in flight. */
     void (*send_err)(mr_fsession *fs, uint16_t code, const char *sqlstate, const char *msg);
-    void (*send_ok)(mr_fsession *fs, uint64_t affected);
+    void (*send_ok)(mr_fsession *fs, uint64_t affected, uint16_t warnings);
     /* The session waits in SS_WAIT_BG and its feature's answer is ready
      * now, on this thread: runs the bg_answer hooks at once (say, from a
      * timer of the feature's). */
@@ -99,6 +105,9 @@ typedef struct mr_hook_stmt {
     const char *sql; /* the text the server would run */
     size_t len;
     const mr_match_result *res; /* what the rules made of it; NULL before the rules */
+    uint64_t attrs;             /* query attributes the client sent with it
+                                   (CLIENT_QUERY_ATTRIBUTES): they go only with the
+                                   statement on the client's own connection */
     const uint8_t *send;        /* MR_HOOK_SEND: the text to send instead (the hook's
                                    memory, read before the hook's next call) */
     size_t send_len;
@@ -113,6 +122,24 @@ typedef struct mr_hook_response {
 
 typedef struct mr_feature {
     const char *name;
+    /* The process's life, main thread (core/main.c), each in table order
+     * but stop, which runs in reverse. start: once, before the first rule
+     * set (the feature's process-wide stores); before_listen: the workers
+     * run and the listener opens next (what must exist before a statement
+     * comes); drain: shutting down, the workers still run (what waits on
+     * the feature is answered); stop: the workers are gone (the feature's
+     * threads finish their work within shutdown_timeout and end). */
+    void (*start)(const mr_proxy *p);
+    void (*before_listen)(const mr_proxy *p);
+    void (*drain)(const mr_proxy *p);
+    void (*stop)(const mr_proxy *p);
+    /* A rule set about to be in force (at start, and at each reload before
+     * any other thread sees it): what the feature writes into its rules.
+     * Main thread (a reload: under the proxy's reload_lock). */
+    void (*rules_prepare)(const mr_proxy *p, const mr_ruleset *rs);
+    /* The set is in force: the feature starts or retunes what it runs for
+     * it (flushers, reapers, connections of its own). Same thread. */
+    void (*configure)(const mr_proxy *p, const mr_ruleset *rs);
     /* The feature's ports for the statement side (mr_stmt_ctx.bookmarks,
      * .derived...): filled into the context before each statement. */
     void (*ports)(mr_stmt_ctx *ctx);
@@ -144,9 +171,12 @@ typedef struct mr_feature {
      * (COM_RESET_CONNECTION, COM_CHANGE_USER). */
     void (*prepared_reset)(mr_fsession *fs, void **st);
     /* The session waits in SS_WAIT_BG and a background job answered
-     * (somewhere on the worker): true when this feature's answer went to
-     * the client now; the session then reads its next command. */
-    bool (*bg_answer)(mr_fsession *fs, void **st);
+     * (somewhere on the worker). PASS: not this feature's answer (yet).
+     * ANSWERED: the answer went to the client now; the session reads its
+     * next command. SEND: out->send (out->send_len bytes, the hook's memory
+     * until its next call) goes to the server as command out->cmd, whose
+     * response is relayed as for any statement. */
+    mr_hook_action (*bg_answer)(mr_fsession *fs, void **st, mr_hook_stmt *out);
     /* The session ends (any reason, any state): free *st; a job in flight
      * must no longer call wake. */
     void (*session_end)(mr_fsession *fs, void **st);

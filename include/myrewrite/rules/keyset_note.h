@@ -49,6 +49,8 @@ typedef struct mr_keyset_note {
     bool watch;                 /* read the page's last row for a bookmark */
     uint64_t ttl_ms;            /* the rule's bookmark_ttl */
     uint64_t max_bookmarks;     /* the rule's max_bookmarks */
+    uint64_t threshold;         /* the rule's threshold: a page above it is only ordered */
+    bool keyset_only;           /* strategy = keyset: a miss is only ordered, no deferred join */
     mr_keyset_listing listing;
 } mr_keyset_note;
 

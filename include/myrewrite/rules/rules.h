@@ -33,6 +33,7 @@
 #include "myrewrite/base/config.h"
 #include "myrewrite/base/counters.h"
 #include "myrewrite/rules/keyset_note.h"
+#include "myrewrite/rules/kind_list.h"
 
 struct mr_rule_kind;
 struct mr_queue_def;
@@ -40,16 +41,11 @@ struct mr_delayed_def;
 struct mr_paginate_def;
 
 /* The kind of a rule: the tag its table entry (rules/kind.h) carries, for
- * code that tells kinds apart without calling the entry. */
-typedef enum mr_rule_type {
-    MR_RULE_REWRITE,
-    MR_RULE_REGEX,
-    MR_RULE_BLOCK,
-    MR_RULE_QUEUE,
-    MR_RULE_DELAYED,
-    MR_RULE_PAGINATE,
-    MR_RULE_KIND_MAX
-} mr_rule_type;
+ * code that tells kinds apart without calling the entry; one per line of
+ * rules/kind_list.h, in its order (the entry's index in the table). */
+#define MR_RULE_TAG_(tag, entry) MR_RULE_##tag,
+typedef enum mr_rule_type { MR_RULE_KIND_LIST(MR_RULE_TAG_) MR_RULE_KIND_MAX } mr_rule_type;
+#undef MR_RULE_TAG_
 
 /* What a rule asks to log when it matches. */
 typedef enum mr_rule_log {
@@ -147,7 +143,8 @@ typedef struct mr_stmt_ctx {
     unsigned lex_flags; /* SQL_LEX_NO_BACKSLASH_ESCAPES etc., from the session's sql_mode */
     unsigned shard;     /* hit-counter shard of the calling worker */
     bool skip_locked;   /* the server accepts FOR UPDATE SKIP LOCKED
-                           (mr_server_has_skip_locked on its greeting's version) */
+                           (mr_server_has_skip_locked, proto/server_version.h, on its greeting's
+                           version) */
     /* row keys of tables, for paginate and delayed rules without `key`
      * (schema/desc.h; the schema cache on workers); NULL: none known */
     const struct mr_schema_source *schema_src;
@@ -166,10 +163,6 @@ typedef struct mr_stmt_ctx {
     uint8_t unreadable; /* mr_unreadable_policy */
 } mr_stmt_ctx;
 
-/* True when a server whose greeting carries this version string accepts
- * FOR UPDATE SKIP LOCKED: MariaDB 10.6 and later, MySQL 8.0.1 and later.
- * Unknown or unreadable versions give false. */
-bool mr_server_has_skip_locked(const char *version, size_t len);
 /* True when the set holds at least one enabled queue rule. */
 bool mr_ruleset_has_queue(const mr_ruleset *rs);
 /* True when the set holds at least one enabled delayed rule: only then are
@@ -195,11 +188,19 @@ void mr_rules_scratch_free(mr_rules_scratch *s);
  * shows the word prefilter at work in tests and benchmarks. */
 uint64_t mr_rules_scratch_regex_runs(const mr_rules_scratch *s);
 
-/* max_offset for a `?` offset, decided at each COM_STMT_EXECUTE. */
+/* max_offset for a `?` offset, decided at each COM_STMT_EXECUTE. The
+ * kind that notes it says all the caller needs, so that the caller copies
+ * it and knows nothing of the kind's settings or wording. */
 typedef struct mr_page_guard {
     const mr_rule *rule; /* NULL: none; valid while the rule set the statement met is */
     unsigned param;      /* which `?` the offset is (from 0) */
     unsigned nparams;    /* the statement's `?` count */
+    uint64_t max_offset; /* the rule's */
+    char where[132];     /* schema.table for the default message; "" = any table */
+    /* The default ERR text for an execute binding `offset` (when the rule
+     * has no message of its own); where NULL: any table. Pure, const. */
+    void (*too_deep)(uint64_t max_offset, const char *where, uint64_t offset, char *buf,
+                     size_t size);
 } mr_page_guard;
 
 typedef struct mr_match_result {

@@ -22,6 +22,18 @@
 mr_ruleset *mr_rules_load_configured(const mr_config *cfg, const mr_rule_kinds *kinds,
                                      unsigned shards, mr_diag *d);
 
+/* Each feature's rules_prepare (a set about to be in force, before any
+ * worker sees it), then its configure (the set is in force), in the order of
+ * the session's feature table (session/features.c). Main thread. */
+void mr_features_prepare(const mr_proxy *p, const mr_ruleset *rs);
+void mr_features_configure(const mr_proxy *p, const mr_ruleset *rs);
+/* The features' process hooks (feature/feature.h: start, before_listen,
+ * drain; stop in reverse table order). Main thread (core/main.c). */
+void mr_features_start(const mr_proxy *p);
+void mr_features_before_listen(const mr_proxy *p);
+void mr_features_drain(const mr_proxy *p);
+void mr_features_stop(const mr_proxy *p);
+
 /* Reloads and, on success, publishes to every worker. Returns the number of
  * errors; when `errors` is given, the diagnostics are written there too.
  * Any thread but a worker (it reads files); reloads are serialized. */

@@ -25,10 +25,6 @@ void mr_session_schema_loaded(mr_session *s);
 /* The schema cache's hook (mr_schema_cache_on_load, arg: the mr_proxy):
  * signals every worker when any statement is parked. Loader thread. */
 void mr_session_wake_parked(void *proxy);
-/* MR_WORKER_MSG_GROUP: group commit answered statements of this worker's
- * sessions; each gets its OK or ERR (session/group.c). Worker thread. */
-void mr_session_group_answered(struct mr_worker *w);
-
 /* A background job of a feature answered (MR_WORKER_MSG_BG): a session
  * waiting for one gets its answer and goes on (session/hooks.c). Worker
  * thread. */

@@ -33,15 +33,13 @@ typedef struct mr_worker {
     struct event *pipe_ev;
     struct mr_session *sessions; /* intrusive list of live sessions; worker thread only */
     unsigned nsessions;
-    bool draining;                       /* shutdown: close sessions as they go idle */
-    _Atomic bool schema_signaled;        /* an MR_WORKER_MSG_SCHEMA is on its way: another one
-                                          would only repeat it (set by the loader, cleared here) */
-    struct mr_dgroup_inbox *group_inbox; /* group commit's answers (delayed/group.h);
-                                   made at the first grouped statement, worker thread */
-    _Atomic bool bg_signaled;   /* the same for MR_WORKER_MSG_BG (set by a job, cleared here) */
-    mr_stats stats;             /* written by this worker only */
-    mr_digest_stats digests;    /* written by this worker only */
-    mr_client_registry clients; /* SHOW CLIENTS snapshots of the sessions (stats/client_info.h) */
+    bool draining;                /* shutdown: close sessions as they go idle */
+    _Atomic bool schema_signaled; /* an MR_WORKER_MSG_SCHEMA is on its way: another one
+                                   would only repeat it (set by the loader, cleared here) */
+    _Atomic bool bg_signaled;     /* the same for MR_WORKER_MSG_BG (set by a job, cleared here) */
+    mr_stats stats;               /* written by this worker only */
+    mr_digest_stats digests;      /* written by this worker only */
+    mr_client_registry clients;   /* SHOW CLIENTS snapshots of the sessions (stats/client_info.h) */
     struct mr_shared_rules *rules; /* current rule set; one reference held */
     mr_rules_scratch *scratch;     /* front-end working memory */
     mr_match_result match;         /* reused for every statement */
@@ -64,7 +62,6 @@ void mr_shared_rules_release(mr_shared_rules *r);
 #define MR_WORKER_MSG_STOP (-2)
 #define MR_WORKER_MSG_RULES (-3)  /* pick up pending_rules */
 #define MR_WORKER_MSG_SCHEMA (-4) /* the schema cache loaded a table: run parked statements */
-#define MR_WORKER_MSG_GROUP (-5)  /* group commit answered statements: see group_inbox */
 #define MR_WORKER_MSG_BG (-6)     /* a feature's background job answered a waiting session */
 
 /* One reference to `rules` moves to the worker. */
