@@ -146,7 +146,7 @@ struct mr_session {
     const uint8_t *qattrs;
     size_t qattrs_len;
     uint64_t qattrs_count; /* attributes in it */
-    bool bg_after_rules;     /* SS_WAIT_BG for a statement a hook took after the rules */
+    bool bg_after_rules;   /* SS_WAIT_BG for a statement a hook took after the rules */
     uint64_t command_start_ns;
     mr_fsession fs;                /* what the features' hooks see (session/hooks.c) */
     void *fstate[MR_FEATURES_MAX]; /* each feature's own state (owned by the feature) */

@@ -102,22 +102,22 @@ typedef struct mr_delayed_def {
                                   table holds for a key; NULL otherwise (no flusher, a dry run) */
     mr_counter *staged_rows;             /* staged mode with flush_early: rows staged so far (any
                                             worker, atomic adds); NULL otherwise */
-    bool derive;            /* a default rule (`table = s.*` or `*`): each table's rule is
-                               derived from the schema at run time (delayed/derive.h);
-                               table is "*", schema the schema or "*" for any, and
-                               staging_table a pattern holding {table}; no keys, columns */
-    bool group_commit;      /* staged: autocommit statements of many sessions are staged
-                               together, one multi-row INSERT per batch on the proxy's own
-                               connection (delayed/group.h); default no */
-    uint64_t group_wait_us; /* how long a batch waits for more once sessions write
-                               concurrently; default 200 */
-    uint64_t group_rows;    /* staging rows per batch at most; default 1000 */
-    uint64_t group_bytes;   /* VALUES bytes per batch at most; default 1 MiB */
+    bool derive;               /* a default rule (`table = s.*` or `*`): each table's rule is
+                                  derived from the schema at run time (delayed/derive.h);
+                                  table is "*", schema the schema or "*" for any, and
+                                  staging_table a pattern holding {table}; no keys, columns */
+    bool group_commit;         /* staged: autocommit statements of many sessions are staged
+                                  together, one multi-row INSERT per batch on the proxy's own
+                                  connection (delayed/group.h); default no */
+    uint64_t group_wait_us;    /* how long a batch waits for more once sessions write
+                                  concurrently; default 200 */
+    uint64_t group_rows;       /* staging rows per batch at most; default 1000 */
+    uint64_t group_bytes;      /* VALUES bytes per batch at most; default 1 MiB */
     uint64_t group_timeout_ms; /* a batch not done by then is cut (delayed/group.h);
                                   default 10 s */
-    bool read_pending;      /* a point read of the counters by the full key through the
-                               proxy adds the deltas still pending (delayed/read_sql.h,
-                               delayed/read_take.c); default no */
+    bool read_pending;         /* a point read of the counters by the full key through the
+                                  proxy adds the deltas still pending (delayed/read_sql.h,
+                                  delayed/read_take.c); default no */
     struct mr_rule_stats *table_stats; /* a rule a default rule derived: its table's own
                                   SHOW DELAYED row (counted besides the default rule's); NULL
                                   for the rules of rule files */
