@@ -487,6 +487,7 @@ int main(void)
     run_concurrency_checks();
     run_raw_checks();
     run_mariadb_ext_checks();
+    run_progress_load_checks();
     run_sql_list(k_teardown, sizeof k_teardown / sizeof k_teardown[0]);
     mysql_library_end();
     printf("# elapsed %.1f s\n", now_sec() - t0);
