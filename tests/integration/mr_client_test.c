@@ -477,6 +477,7 @@ int main(void)
         return 2;
     double t0 = now_sec();
     run_auth_checks();
+    run_session_cycle_checks();
     run_query_checks();
     run_command_checks();
     run_stmt_checks();
