@@ -139,5 +139,7 @@ void run_load_checks(void);
 void run_concurrency_checks(void);
 void run_raw_checks(void);
 void run_mariadb_ext_checks(void);
+void run_progress_load_checks(void);
+void run_session_cycle_checks(void);
 
 #endif

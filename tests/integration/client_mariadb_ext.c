@@ -1,11 +1,13 @@
 /*
  * MariaDB's protocol extensions, relayed by the proxy: progress reports
- * (MARIADB_CLIENT_PROGRESS) during a long ALTER TABLE and LOAD DATA, and
- * array binding (MARIADB_CLIENT_STMT_BULK_OPERATIONS) with auto-increment
- * ids and RETURNING, the type and format names of extended metadata
+ * (MARIADB_CLIENT_PROGRESS) during a long ALTER TABLE (those of LOAD DATA
+ * are in client_progress_load.c), and array binding
+ * (MARIADB_CLIENT_STMT_BULK_OPERATIONS) with auto-increment ids and
+ * RETURNING, the type and format names of extended metadata
  * (MARIADB_CLIENT_EXTENDED_METADATA) and executes answered without column
- * definitions (MARIADB_CLIENT_CACHE_METADATA). Each check runs direct and through the proxy; the
- * digests must be equal, and each side must have used the extension.
+ * definitions (MARIADB_CLIENT_CACHE_METADATA). Each check runs direct and
+ * through the proxy; the digests must be equal, and each side must have
+ * used the extension.
  */
 #include "client_common.h"
 

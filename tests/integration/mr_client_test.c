@@ -477,6 +477,7 @@ int main(void)
         return 2;
     double t0 = now_sec();
     run_auth_checks();
+    run_session_cycle_checks();
     run_query_checks();
     run_command_checks();
     run_stmt_checks();
@@ -487,6 +488,7 @@ int main(void)
     run_concurrency_checks();
     run_raw_checks();
     run_mariadb_ext_checks();
+    run_progress_load_checks();
     run_sql_list(k_teardown, sizeof k_teardown / sizeof k_teardown[0]);
     mysql_library_end();
     printf("# elapsed %.1f s\n", now_sec() - t0);

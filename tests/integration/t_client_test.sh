@@ -62,10 +62,29 @@ trap 'restore_globals; mr_cleanup' EXIT
 mr_sql_direct -e "CREATE DATABASE IF NOT EXISTS mct_direct" \
     || mr_die "cannot create the test databases"
 
-# run_case SIDE PORT DB NAME: exit status of one case, its output in $work/SIDE/NAME.log
+# run_case SIDE PORT DB NAME: exit status of one case, its output in
+# $work/SIDE/NAME.log, "NAME MS" (its wall time) appended to $work/SIDE.ms
 run_case() {
+    local t0 rc
+    t0=$(date +%s%N)
     timeout --kill-after=5 60 "$prog" --no-defaults -h "$MR_HOST" -P "$2" -u "$MR_USER" \
         -p"$MR_PASSWORD" -D "$3" -s "$4" >"$work/$1/$4.log" 2>&1
+    rc=$?
+    echo "$4 $((($(date +%s%N) - t0) / 1000000))" >>"$work/$1.ms"
+    return $rc
+}
+
+# Where the time goes: both sides' total over the cases run through the
+# proxy (each case's first run there), and the cases costing the most more
+# through the proxy than direct. A wait on a path every case takes (login,
+# COM_QUIT) shows here as the same surplus on every case.
+time_report() {
+    awk 'NR == FNR { d[$1] = $2; next }
+        !($1 in p) { p[$1] = $2; n++; ds += d[$1]; ps += $2; print $2 - d[$1], $1, d[$1], $2 > extra }
+        END { printf "# time over the %d cases run through the proxy: %.1f s direct, %.1f s through the proxy (%.0f ms more per case)\n",
+                     n, ds / 1000, ps / 1000, n ? (ps - ds) / n : 0 }' \
+        extra="$work/extra" "$work/direct.ms" "$work/proxy.ms"
+    sort -rn "$work/extra" | head -n 5 | awk '{ printf "#   %s: %d ms direct, %d ms through the proxy\n", $2, $3, $4 }'
 }
 
 mapfile -t cases < <("$prog" --no-defaults -T 2>/dev/null | grep -E '^[a-z_0-9]+$')
@@ -79,6 +98,9 @@ passing=()
 for c in "${cases[@]}"; do
     run_case direct "$MR_DIRECT_PORT" mct_direct "$c" && passing+=("$c")
 done
+# The proxy's cases start from the server the direct ones started from, not
+# with the general log and the query cache the direct ones turned on.
+restore_globals
 jobs=${MR_CLIENT_TEST_JOBS:-1}
 for ((j = 0; j < jobs; j++)); do
     mr_sql_direct -e "CREATE DATABASE IF NOT EXISTS mct_proxy_$j" || mr_die "cannot create mct_proxy_$j"
@@ -110,6 +132,7 @@ for ((j = 0; j < jobs; j++)); do
 done
 mr_sql_direct -e "DROP DATABASE IF EXISTS mct_direct"
 echo "# $total cases; $direct_pass pass direct; $proxy_pass of them pass through the proxy"
+time_report
 ((${#retried[@]})) && echo "# retried once after failing through the proxy: ${retried[*]}"
 mr_eq "every mariadb-client-test case that passes direct passes through the proxy" "" "${lost[*]}"
 mr_done

@@ -12,7 +12,9 @@
 # Per mode, the whole list runs as one mtr invocation through the proxy and,
 # at the same time, one direct: an invocation costs 5-8 s of mtr start-up on
 # this machine, so one per test would take an hour and a half for the full
-# list. Each test has one minute there (mtr's --testcase-timeout); one that
+# list. mtr runs each test through tests/mtr/mariadb-test-reset, which puts
+# the server of its side back first (what a test that failed halfway left
+# behind would fail the tests after it in the batch). Each test has one minute there (mtr's --testcase-timeout); one that
 # does not finish is killed by mtr and shown as HANG. Every test whose
 # batch result through the proxy is not the direct one is then run again on
 # its own, through the proxy and direct, each invocation killed after SECS
@@ -144,15 +146,16 @@ mode_flag() {
 # mtr SIDE MODE LOG LIMIT TEST...: one mariadb-test-run.pl invocation
 # against the proxy or direct; its own vardir per side.
 mtr() {
-    local side=$1 mode=$2 log=$3 secs=$4 port sock
+    local side=$1 mode=$2 log=$3 secs=$4 port sock reset_sock
     shift 4
     if [[ $side == proxy ]]; then
-        port=$pport sock=$psock
+        port=$pport sock=$psock reset_sock=$MR_TMP/mtrp/mariadbd.sock
     else
-        port=$dport sock=$MR_TMP/mtrd/mariadbd.sock
+        port=$dport sock=$MR_TMP/mtrd/mariadbd.sock reset_sock=$MR_TMP/mtrd/mariadbd.sock
     fi
     # shellcheck disable=SC2046
-    (cd "$MTR_DIR" && timeout --kill-after=10 "$secs" ./mariadb-test-run.pl \
+    (cd "$MTR_DIR" && MYSQL_TEST=$here/mariadb-test-reset MR_RESET_SOCK=$reset_sock \
+        MR_RESET_KEEP=$baseline_dbs timeout --kill-after=10 "$secs" ./mariadb-test-run.pl \
         --extern host=127.0.0.1 --extern port="$port" --extern socket="$sock" \
         --extern user=root --vardir="$work/var-$side" --tmpdir="$work/tmp/$side" \
         --nocheck-testcases --force --retry=0 --max-test-fail=0 --testcase-timeout=1 \
