@@ -21,6 +21,8 @@ packages=(
     mariadb-test
     # test plumbing: TLS certificates, pgrep/ps, fuser, ss, timeout
     openssl procps psmisc iproute2 coreutils
+    # an expired server certificate (t_tls.py; openssl req cannot date one in the past)
+    python3-cryptography
     # the io_uring floor relay (bench/relay_floor_uring.c; skipped without it)
     liburing-dev
     # /metrics checked with a Prometheus parser; the man page rendered with groff

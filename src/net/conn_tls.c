@@ -137,10 +137,14 @@ static void note_error(mr_conn *c, const char *what, int sslerr)
 {
     mr_conn_tls *t = c->tls;
     unsigned long e = ERR_get_error();
+    /* "certificate verify failed" alone does not say which check failed */
+    long v = SSL_get_verify_result(t->ssl);
+    const char *why = v != X509_V_OK ? X509_verify_cert_error_string(v) : NULL;
     if (e) {
         char reason[160];
         ERR_error_string_n(e, reason, sizeof(reason));
-        snprintf(t->errtext, sizeof(t->errtext), "TLS %s failed: %s", what, reason);
+        snprintf(t->errtext, sizeof(t->errtext), "TLS %s failed: %s%s%s%s", what, reason,
+                 why ? " (" : "", why ? why : "", why ? ")" : "");
     } else if (sslerr == SSL_ERROR_SYSCALL && c->err) {
         snprintf(t->errtext, sizeof(t->errtext), "TLS %s failed: %s", what, strerror(c->err));
     } else {

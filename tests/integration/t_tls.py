@@ -56,6 +56,8 @@ PORT, REQ_PORT, CA_PORT, BT_PORT, BAD_CA_PORT, PLAIN_PORT, BREQ_PORT = (
     t.free_port() for _ in range(7))
 PLAIN_DB_PORT = t.free_port()
 PLAIN_DB = "tls_plain"
+EXPIRED_DB = t.Mariadb("tls_expired")
+EXPIRED_PORT = t.free_port()
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SERVER_CA = os.path.join(t.TMP, "main", "tls", "cert.pem")  # tests/lib/env.sh made it
 DIR = os.path.join(t.TMP, "tls_test")
@@ -100,6 +102,55 @@ def make_certs():
         if extfile:
             args += ["-extfile", extfile]
         openssl(*args)
+
+
+def make_expired(name="expired"):
+    """A server certificate signed by the test CA for 127.0.0.1 that expired yesterday
+    (openssl req/x509 cannot date one in the past; python3-cryptography can)."""
+    import datetime
+    import ipaddress
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+    with open(path("ca.key"), "rb") as f:
+        ca_key = serialization.load_pem_private_key(f.read(), None)
+    with open(path("ca.pem"), "rb") as f:
+        ca = x509.load_pem_x509_certificate(f.read())
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+            .issuer_name(ca.subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=30))
+            .not_valid_after(now - datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    with open(path(name + ".pem"), "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(path(name + ".key"), "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM,
+                                  serialization.PrivateFormat.TraditionalOpenSSL,
+                                  serialization.NoEncryption()))
+
+
+def check_expired_backend(port):
+    """backend_tls = verify_ca toward a server whose certificate expired: the login fails
+    with an ERR that names the reason, and the proxy goes on."""
+    try:
+        t.connect(port).close()
+        t.not_ok("backend_tls = verify_ca and a server certificate that expired")
+    except pymysql.err.OperationalError as e:
+        t.check("certificate has expired" in str(e), "backend_tls = verify_ca with an expired "
+                "server certificate: the login fails saying the certificate has expired", e.args)
+    try:
+        t.connect(port).close()
+        t.not_ok("... and so does the next one")
+    except pymysql.err.OperationalError as e:
+        t.check("certificate has expired" in str(e), "... and so does the next one (the proxy "
+                "stays up)", e.args)
 
 
 def tls_args(*more):
@@ -507,6 +558,13 @@ def main():
         print(out)
         t.not_ok("a second mariadbd without TLS starts")
         t.done()
+    make_expired()
+    EXPIRED_DB.env = {"MR_MARIADB_ARGS": "--ssl-cert=%s --ssl-key=%s --ssl-ca=%s" % (
+        path("expired.pem"), path("expired.key"), path("ca.pem"))}
+    if not EXPIRED_DB.start():
+        t.not_ok("a third mariadbd with an expired certificate starts")
+        env_sh("mr_stop_mariadb %s" % PLAIN_DB)
+        t.done()
     procs = []
     plain_backend = ["--backend", "%s:%d" % (t.HOST, PLAIN_DB_PORT)]
     proxies = [
@@ -523,6 +581,10 @@ def main():
         t.Proxy("tls_plain_proxy", port=PLAIN_PORT, flags=tls_args() + plain_backend),
         t.Proxy("tls_breq_proxy", port=BREQ_PORT, through=False,
                 flags=["--set", "backend_tls=require"] + plain_backend),
+        t.Proxy("tls_expired_proxy", port=EXPIRED_PORT, through=False,
+                backend_port=EXPIRED_DB.port,
+                flags=["--set", "backend_tls=verify_ca", "--set",
+                       "backend_tls_ca=" + path("ca.pem")]),
     ]
     try:
         for p in proxies:
@@ -542,10 +604,12 @@ def main():
         check_backend_resumption(proxies[3])
         check_own_connections()
         check_plain_backend(PLAIN_PORT, BREQ_PORT)
+        check_expired_backend(EXPIRED_PORT)
     finally:
         for p in procs:
             p.stop(timeout=20)
         env_sh("mr_stop_mariadb %s" % PLAIN_DB)
+        EXPIRED_DB.stop()
     t.done()
 
 
