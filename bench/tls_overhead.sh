@@ -8,11 +8,13 @@
 # prints TPS, p95 latency and the proxy/direct ratio, then the same pair in plaintext; last,
 # new connections per second (bench/tls_connect.py: full handshakes, resumed, plaintext). The backend leg is printed too: with
 # BENCH_BACKEND=tcp (default) the server offers TLS there, so a TLS client's leg to it is
-# TLS as well (both legs encrypted); BENCH_BACKEND=unix relays over mariadbd's unix socket.
+# TLS as well (both legs encrypted); BENCH_BACKEND=unix relays over mariadbd's unix socket
+# (TLS there too: the server offers it); BENCH_BACKEND=plain puts a second mariadbd without
+# TLS behind the proxy, so only the client's leg is encrypted (direct stays the TLS server).
 #
 # Usage: bench/tls_overhead.sh [SECONDS_PER_RUN]            (default 10)
 # Env:   BENCH_THREADS="1 8"  BENCH_ROWS=100000  BENCH_WORKERS=1 (proxy worker threads)
-#        BENCH_BACKEND=tcp|unix  BENCH_DIRECT_PORT=49390  BENCH_PROXY_PORT=49090
+#        BENCH_BACKEND=tcp|unix|plain  BENCH_DIRECT_PORT=49390  BENCH_PROXY_PORT=49090
 #        BENCH_CONNECT_SECONDS=5  BENCH_CONNECT_PROCS="1 4" (the new-connections part)
 set -uo pipefail  # env.sh helpers are not written for set -e
 . "$(dirname "$0")/../tests/lib/env.sh"
@@ -33,6 +35,11 @@ TLS_DIR=$MR_TMP/tlsbench/tls
 backend_args=()
 if [[ ${BENCH_BACKEND:-tcp} == unix ]]; then
     backend_args=(--backend "$MR_TMP/tlsbench/mariadbd.sock")
+elif [[ ${BENCH_BACKEND:-tcp} == plain ]]; then
+    # a second mariadbd without TLS behind the proxy: TLS on the client's leg only
+    mr_free_port PLAIN_DB_PORT
+    MR_MARIADB_TLS=0 mr_start_mariadb tlsbench_plain "$PLAIN_DB_PORT" >/dev/null || exit 1
+    backend_args=(--backend "$MR_HOST:$PLAIN_DB_PORT")
 fi
 mr_start_proxy tlsbench "$MR_PROXY_PORT" "$MR_DIRECT_PORT" --workers "$WORKERS" \
     --log-level warn --set "tls_cert=$TLS_DIR/cert.pem" --set "tls_key=$TLS_DIR/key.pem" \
@@ -64,6 +71,10 @@ leg() { # leg PORT: the client's cipher and the backend leg's, as one connection
 echo "# preparing sbtest1 with $ROWS rows" >&2
 sb "$MR_DIRECT_PORT" 1 cleanup >/dev/null 2>&1 || true
 sb "$MR_DIRECT_PORT" 1 prepare >/dev/null || exit 1
+if [[ -n ${PLAIN_DB_PORT:-} ]]; then
+    sb "$PLAIN_DB_PORT" 1 cleanup off >/dev/null 2>&1 || true
+    sb "$PLAIN_DB_PORT" 1 prepare off >/dev/null || exit 1
+fi
 echo "# direct: $(leg "$MR_DIRECT_PORT")"
 echo "# proxy:  $(leg "$MR_PROXY_PORT")"
 
