@@ -5,27 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "myrewrite/proto/cursor.h"
 #include "myrewrite/proto/stmt_execute.h"
 
-typedef struct cursor {
-    const uint8_t *p;
-    size_t left;
-} cursor;
-
-static bool take(cursor *c, size_t n, const uint8_t **out)
-{
-    if (c->left < n)
-        return false;
-    *out = c->p;
-    c->p += n;
-    c->left -= n;
-    return true;
-}
-
-static bool lenenc(cursor *c, uint64_t *v)
+static bool lenenc(mr_cursor *c, uint64_t *v)
 {
     const uint8_t *b;
-    if (!take(c, 1, &b))
+    if (!mr_cursor_take(c, 1, &b))
         return false;
     unsigned n = b[0] < 0xfb ? 0 : b[0] == 0xfc ? 2 : b[0] == 0xfd ? 3 : b[0] == 0xfe ? 8 : 9;
     if (n == 9)
@@ -35,7 +21,7 @@ static bool lenenc(cursor *c, uint64_t *v)
         return true;
     }
     const uint8_t *x;
-    if (!take(c, n, &x))
+    if (!mr_cursor_take(c, n, &x))
         return false;
     *v = 0;
     for (unsigned i = 0; i < n; i++)
@@ -52,10 +38,10 @@ static uint64_t le(const uint8_t *b, unsigned n)
 }
 
 /* A fixed-size integer of n bytes, signed unless the type's unsigned flag is set. */
-static bool int_value(cursor *c, unsigned n, bool is_unsigned, mr_exec_param *out, char *buf)
+static bool int_value(mr_cursor *c, unsigned n, bool is_unsigned, mr_exec_param *out, char *buf)
 {
     const uint8_t *b;
-    if (!take(c, n, &b))
+    if (!mr_cursor_take(c, n, &b))
         return false;
     uint64_t u = le(b, n);
     if (is_unsigned) {
@@ -86,11 +72,11 @@ static bool date_in_range(const uint8_t *b, uint8_t n)
 }
 
 /* DATE / DATETIME / TIMESTAMP as 'YYYY-MM-DD[ HH:MM:SS[.ffffff]]'. */
-static bool date_value(cursor *c, mr_exec_param *out, char *buf)
+static bool date_value(mr_cursor *c, mr_exec_param *out, char *buf)
 {
     const uint8_t *n, *b;
-    if (!take(c, 1, &n) || (n[0] != 0 && n[0] != 4 && n[0] != 7 && n[0] != 11) ||
-        !take(c, n[0], &b) || !date_in_range(b, n[0]))
+    if (!mr_cursor_take(c, 1, &n) || (n[0] != 0 && n[0] != 4 && n[0] != 7 && n[0] != 11) ||
+        !mr_cursor_take(c, n[0], &b) || !date_in_range(b, n[0]))
         return false;
     unsigned y = n[0] ? (unsigned)le(b, 2) : 0, mo = n[0] ? b[2] : 0, d = n[0] ? b[3] : 0;
     int len = snprintf(buf, 32, "%04u-%02u-%02u", y, mo, d);
@@ -106,7 +92,7 @@ static bool date_value(cursor *c, mr_exec_param *out, char *buf)
 
 /* One value of the given type; false when the packet is short or the type
  * is not one a key or a delta can be. */
-static bool value(cursor *c, uint8_t type, bool is_unsigned, mr_exec_param *out, char *buf)
+static bool value(mr_cursor *c, uint8_t type, bool is_unsigned, mr_exec_param *out, char *buf)
 {
     const uint8_t *b;
     uint64_t n;
@@ -120,7 +106,7 @@ static bool value(cursor *c, uint8_t type, bool is_unsigned, mr_exec_param *out,
     case 4:
     case 5: { /* FLOAT, DOUBLE */
         double v;
-        if (!take(c, type == 4 ? 4 : 8, &b))
+        if (!mr_cursor_take(c, type == 4 ? 4 : 8, &b))
             return false;
         if (type == 4) {
             float f;
@@ -150,7 +136,7 @@ static bool value(cursor *c, uint8_t type, bool is_unsigned, mr_exec_param *out,
     case 252:
     case 253:
     case 254: /* strings, decimals, blobs */
-        if (!lenenc(c, &n) || n > UINT32_MAX || !take(c, (size_t)n, &b))
+        if (!lenenc(c, &n) || n > UINT32_MAX || !mr_cursor_take(c, (size_t)n, &b))
             return false;
         out->kind = MR_EXEC_PARAM_TEXT;
         out->p = (const char *)b;
@@ -165,7 +151,7 @@ static bool lenenc_type(uint8_t t) { return t == 0 || t == 15 || t == 16 || t ==
 
 bool mr_exec_value_len(uint8_t type, const uint8_t *p, size_t n, size_t *len)
 {
-    cursor c = {p, n};
+    mr_cursor c = {p, n};
     const uint8_t *b;
     uint64_t v;
     switch (type) {
@@ -182,7 +168,7 @@ bool mr_exec_value_len(uint8_t type, const uint8_t *p, size_t n, size_t *len)
     case 10:
     case 11:
     case 12: /* TIMESTAMP, DATE, TIME, DATETIME: a length byte, then the fields */
-        if (!take(&c, 1, &b))
+        if (!mr_cursor_take(&c, 1, &b))
             return false;
         *len = 1 + (size_t)b[0];
         break;
@@ -198,19 +184,19 @@ bool mr_exec_value_len(uint8_t type, const uint8_t *p, size_t n, size_t *len)
 }
 
 /* Past the lenenc name after a type (CLIENT_QUERY_ATTRIBUTES). */
-static bool skip_name(cursor *c)
+static bool skip_name(mr_cursor *c)
 {
     uint64_t len;
     const uint8_t *b;
-    return lenenc(c, &len) && len <= c->left && take(c, (size_t)len, &b);
+    return lenenc(c, &len) && len <= c->left && mr_cursor_take(c, (size_t)len, &b);
 }
 
 /* The types (each with its name when `named`) of count values. */
-static bool skip_types(cursor *c, uint64_t count, bool named)
+static bool skip_types(mr_cursor *c, uint64_t count, bool named)
 {
     const uint8_t *b;
     for (uint64_t i = 0; i < count; i++)
-        if (!take(c, 2, &b) || (named && !skip_name(c)))
+        if (!mr_cursor_take(c, 2, &b) || (named && !skip_name(c)))
             return false;
     return true;
 }
@@ -218,7 +204,7 @@ static bool skip_types(cursor *c, uint64_t count, bool named)
 const char *mr_exec_layout_read(const uint8_t *body, size_t n, unsigned nparams, unsigned form,
                                 mr_exec_layout *out)
 {
-    cursor c = {body, n};
+    mr_cursor c = {body, n};
     const uint8_t *b;
     bool qattrs = (form & MR_EXEC_QATTRS) != 0;
     *out = (mr_exec_layout){0};
@@ -232,8 +218,8 @@ const char *mr_exec_layout_read(const uint8_t *body, size_t n, unsigned nparams,
     if (!out->count)
         return NULL;
     out->nulls = n - c.left;
-    if (out->count > 8 * (uint64_t)n || !take(&c, (size_t)((out->count + 7) / 8), &b) ||
-        !take(&c, 1, &b))
+    if (out->count > 8 * (uint64_t)n || !mr_cursor_take(&c, (size_t)((out->count + 7) / 8), &b) ||
+        !mr_cursor_take(&c, 1, &b))
         return "the parameters of COM_STMT_EXECUTE are cut short";
     out->flag = n - c.left - 1;
     out->types = n - c.left;
@@ -248,9 +234,9 @@ const char *mr_exec_layout_read(const uint8_t *body, size_t n, unsigned nparams,
  * (names skipped under query attributes). */
 static void keep_types(const uint8_t *p, size_t len, unsigned nparams, bool named, uint8_t *types)
 {
-    cursor c = {p, len};
+    mr_cursor c = {p, len};
     const uint8_t *b;
-    for (unsigned i = 0; i < nparams && take(&c, 2, &b); i++) {
+    for (unsigned i = 0; i < nparams && mr_cursor_take(&c, 2, &b); i++) {
         memcpy(types + 2 * i, b, 2);
         if (named)
             skip_name(&c);
@@ -274,7 +260,7 @@ const char *mr_exec_params_read(const uint8_t *body, size_t n, unsigned nparams,
     } else if (!*have_types) {
         return "COM_STMT_EXECUTE bound no parameter types";
     }
-    cursor c = {body + lay.values, n - lay.values};
+    mr_cursor c = {body + lay.values, n - lay.values};
     for (unsigned i = 0; i < want && i < nparams; i++) {
         out[i] = (mr_exec_param){.kind = MR_EXEC_PARAM_NULL};
         if (nulls[i / 8] & (1u << (i % 8)))
