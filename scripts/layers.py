@@ -66,7 +66,10 @@ def object_files(top):
         if folder not in LAYERS:
             continue
         for f in sorted(files):
-            if f.endswith(".o"):
+            # an object whose source is gone (renamed or removed since the build
+            # last ran there) is stale: its calls are not the tree's
+            src = os.path.join(ROOT, "src", folder, f[:-2])
+            if f.endswith(".c.o") and os.path.exists(src):
                 yield folder, os.path.join(root, f)
 
 
