@@ -137,7 +137,7 @@ static void pipe_cb(evutil_socket_t fd, short what, void *arg)
  * epoll: the proxy still serves, and the warning says why. */
 static mr_uring *start_ring(mr_worker *w)
 {
-    if (strcmp(w->proxy->cfg->io, "io_uring") != 0)
+    if (!w->io_uring)
         return NULL;
     char err[160];
     mr_uring *u = mr_uring_start(w->base, err, sizeof(err));
@@ -167,6 +167,7 @@ bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *ru
     w->id = id;
     w->proxy = p;
     w->rules = rules;
+    w->io_uring = strcmp(p->cfg->io, "io_uring") == 0;
     pthread_mutex_init(&w->pending_lock, NULL);
     mr_client_registry_init(&w->clients);
     mr_buf_init(&w->match.text);

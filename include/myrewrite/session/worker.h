@@ -25,6 +25,8 @@ struct mr_session;
 
 typedef struct mr_worker {
     unsigned id;
+    bool io_uring;   /* io = io_uring, read at start on the main thread: the config may be
+                        freed under a worker that is still starting (a refused start) */
     mr_proxy *proxy; /* shared runtime */
     pthread_t thread;
     bool joined;             /* the thread has been joined (main thread only) */
