@@ -1,7 +1,7 @@
 /*
  * net/tls_resume.c - the backend context's kept session (see
- * net/tls_resume.h). The kept session is shared by every worker, so it sits
- * behind a mutex held only to swap or take a reference.
+ * net/tls_resume.h). The kept session serves every worker, so it sits
+ * behind a mutex held only to replace it or copy it.
  */
 #include "myrewrite/net/tls_resume.h"
 
@@ -13,7 +13,7 @@
 
 typedef struct kept {
     pthread_mutex_t lock;
-    SSL_SESSION *session; /* one reference of ours; NULL until the first handshake */
+    SSL_SESSION *session; /* our own copy; NULL until the first handshake */
 } kept;
 
 static int kept_index = -1;
@@ -27,7 +27,11 @@ static void kept_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long
     kept *k = ptr;
     if (!k)
         return;
+    /* the last thread to use the context may not be this one: the lock
+     * orders its last copy before this free */
+    pthread_mutex_lock(&k->lock);
     SSL_SESSION_free(k->session);
+    pthread_mutex_unlock(&k->lock);
     pthread_mutex_destroy(&k->lock);
     free(k);
 }
@@ -43,18 +47,21 @@ static kept *kept_of(SSL_CTX *ctx)
 }
 
 /* OpenSSL hands over each session the server issued (with TLS 1.3 after
- * the handshake, as tickets arrive); the newest replaces the kept one. */
+ * the handshake, as tickets arrive); a copy of the newest replaces the kept
+ * one. Copies, not shared references: a session is freed on whichever
+ * thread drops its last reference, and its fields are read by every copy
+ * made of it, so the kept one is only ever read or freed under the lock. */
 static int on_new_session(SSL *ssl, SSL_SESSION *session)
 {
     kept *k = kept_of(SSL_get_SSL_CTX(ssl));
-    if (!k)
+    SSL_SESSION *copy = k ? SSL_SESSION_dup(session) : NULL;
+    if (!copy)
         return 0;
     pthread_mutex_lock(&k->lock);
-    SSL_SESSION *old = k->session;
-    k->session = session;
+    SSL_SESSION_free(k->session);
+    k->session = copy;
     pthread_mutex_unlock(&k->lock);
-    SSL_SESSION_free(old);
-    return 1; /* the reference is ours now */
+    return 0; /* OpenSSL keeps its own reference to `session` */
 }
 
 bool mr_tls_resume_enable(SSL_CTX *ctx)
@@ -78,9 +85,13 @@ void mr_tls_resume_offer(SSL *ssl)
     if (!k)
         return;
     pthread_mutex_lock(&k->lock);
-    if (k->session && SSL_SESSION_is_resumable(k->session))
-        SSL_set_session(ssl, k->session); /* takes a reference of its own */
+    SSL_SESSION *copy =
+        k->session && SSL_SESSION_is_resumable(k->session) ? SSL_SESSION_dup(k->session) : NULL;
     pthread_mutex_unlock(&k->lock);
+    if (copy) {
+        SSL_set_session(ssl, copy); /* takes a reference of its own */
+        SSL_SESSION_free(copy);
+    }
 }
 
 void mr_tls_handshake_done(SSL *ssl)
