@@ -17,15 +17,7 @@
 #include "myrewrite/base/buf.h"
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/proto/tracker.h"
-
-static mr_track_result feed_buf(mr_tracker *t, mr_buf *b)
-{
-    assert_false(b->failed);
-    size_t n = b->len < MR_TRACK_PREFIX ? b->len : MR_TRACK_PREFIX;
-    mr_track_result r = mr_tracker_feed(t, b->data, n, (uint32_t)b->len);
-    mr_buf_free(b);
-    return r;
-}
+#include "tracker_packets.h"
 
 static void start(mr_tracker *t, bool deprecate_eof, uint32_t mariadb_caps, mr_expect expect)
 {
@@ -43,16 +35,6 @@ static mr_track_result send_ok(mr_tracker *t, uint64_t affected, uint64_t id, ui
     mr_buf_put_lenenc(&b, id);
     mr_buf_put_u16(&b, status);
     mr_buf_put_u16(&b, 0);
-    return feed_buf(t, &b);
-}
-
-static mr_track_result send_eof(mr_tracker *t, uint16_t status)
-{
-    mr_buf b;
-    mr_buf_init(&b);
-    mr_buf_put_u8(&b, 0xfe);
-    mr_buf_put_u16(&b, 0);
-    mr_buf_put_u16(&b, status);
     return feed_buf(t, &b);
 }
 
@@ -168,30 +150,7 @@ static void bulk_ok_for_all_rows(void **state)
     assert_int_equal(t.last_ok.last_insert_id, 1000);
 }
 
-static mr_track_result send_column_count(mr_tracker *t, uint64_t n)
-{
-    mr_buf b;
-    mr_buf_init(&b);
-    mr_buf_put_lenenc(&b, n);
-    return feed_buf(t, &b);
-}
-
-static mr_track_result send_column_def(mr_tracker *t)
-{
-    mr_buf b;
-    mr_buf_init(&b);
-    static const char *const f[6] = {"def", "test", "t", "t", "id", "id"};
-    for (int i = 0; i < 6; i++)
-        mr_buf_put_lenenc_str(&b, f[i], strlen(f[i]));
-    mr_buf_put_lenenc(&b, 0x0c);
-    mr_buf_put_u16(&b, 63);
-    mr_buf_put_u32(&b, 11);
-    mr_buf_put_u8(&b, 0x03);
-    mr_buf_put_u16(&b, 0x0001);
-    mr_buf_put_u8(&b, 0);
-    mr_buf_put_u16(&b, 0);
-    return feed_buf(t, &b);
-}
+static mr_track_result send_column_count(mr_tracker *t, uint64_t n) { return send_count(t, n, -1); }
 
 /* INSERT ... RETURNING: one binary result set with a row per inserted row. */
 static void bulk_returning_result_set(void **state)
@@ -224,28 +183,6 @@ static void bulk_err_ends_it(void **state)
 
 /* ---- MARIADB_CLIENT_CACHE_METADATA ---- */
 
-static mr_track_result send_count_follows(mr_tracker *t, uint64_t n, int follows)
-{
-    mr_buf b;
-    mr_buf_init(&b);
-    mr_buf_put_lenenc(&b, n);
-    if (follows >= 0)
-        mr_buf_put_u8(&b, (uint8_t)follows);
-    return feed_buf(t, &b);
-}
-
-static mr_track_result send_fe_ok(mr_tracker *t, uint16_t status)
-{
-    mr_buf b;
-    mr_buf_init(&b);
-    mr_buf_put_u8(&b, 0xfe);
-    mr_buf_put_lenenc(&b, 0);
-    mr_buf_put_lenenc(&b, 0);
-    mr_buf_put_u16(&b, status);
-    mr_buf_put_u16(&b, 0);
-    return feed_buf(t, &b);
-}
-
 /* As mariadbd answers an execute whose columns the prepare sent: count 2,
  * "metadata follows" 0, then (without DEPRECATE_EOF) the EOF, the rows. */
 static void cached_metadata_execute_without_definitions(void **state)
@@ -254,7 +191,7 @@ static void cached_metadata_execute_without_definitions(void **state)
     for (int dep = 0; dep < 2; dep++) {
         mr_tracker t;
         start(&t, dep, MR_MARIADB_CAP_CACHE_METADATA, MR_EXPECT_EXECUTE);
-        assert_int_equal(send_count_follows(&t, 2, 0), MR_TRACK_MORE);
+        assert_int_equal(send_count(&t, 2, 0), MR_TRACK_MORE);
         if (!dep)
             assert_int_equal(send_eof(&t, 0), MR_TRACK_MORE);
         assert_int_equal(send_binary_row(&t, 1), MR_TRACK_MORE);
@@ -270,7 +207,7 @@ static void cached_metadata_follows_one_sends_definitions(void **state)
     (void)state;
     mr_tracker t;
     start(&t, false, MR_MARIADB_CAP_CACHE_METADATA, MR_EXPECT_RESULT);
-    assert_int_equal(send_count_follows(&t, 1, 1), MR_TRACK_MORE);
+    assert_int_equal(send_count(&t, 1, 1), MR_TRACK_MORE);
     assert_int_equal(t.state, MR_TS_COLUMNS);
     assert_int_equal(send_column_def(&t), MR_TRACK_MORE);
     assert_int_equal(send_eof(&t, 0), MR_TRACK_MORE);
@@ -283,7 +220,7 @@ static void cached_metadata_cursor(void **state)
     (void)state;
     mr_tracker t;
     start(&t, false, MR_MARIADB_CAP_CACHE_METADATA, MR_EXPECT_EXECUTE);
-    assert_int_equal(send_count_follows(&t, 3, 0), MR_TRACK_MORE);
+    assert_int_equal(send_count(&t, 3, 0), MR_TRACK_MORE);
     assert_int_equal(send_eof(&t, MR_STATUS_CURSOR_EXISTS), MR_TRACK_DONE);
 }
 
@@ -294,11 +231,11 @@ static void cached_metadata_bad_count_packets_are_malformed(void **state)
     (void)state;
     mr_tracker t;
     start(&t, false, MR_MARIADB_CAP_CACHE_METADATA, MR_EXPECT_EXECUTE);
-    assert_int_equal(send_count_follows(&t, 2, -1), MR_TRACK_MALFORMED);
+    assert_int_equal(send_count(&t, 2, -1), MR_TRACK_MALFORMED);
     start(&t, false, MR_MARIADB_CAP_CACHE_METADATA, MR_EXPECT_EXECUTE);
-    assert_int_equal(send_count_follows(&t, 2, 2), MR_TRACK_MALFORMED);
+    assert_int_equal(send_count(&t, 2, 2), MR_TRACK_MALFORMED);
     start(&t, false, 0, MR_EXPECT_EXECUTE);
-    assert_int_equal(send_count_follows(&t, 2, 0), MR_TRACK_MALFORMED);
+    assert_int_equal(send_count(&t, 2, 0), MR_TRACK_MALFORMED);
 }
 
 int main(void)

@@ -18,15 +18,7 @@
 #include "myrewrite/base/buf.h"
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/proto/tracker.h"
-
-static mr_track_result feed_buf(mr_tracker *t, mr_buf *b)
-{
-    assert_false(b->failed);
-    size_t n = b->len < MR_TRACK_PREFIX ? b->len : MR_TRACK_PREFIX;
-    mr_track_result r = mr_tracker_feed(t, b->data, n, (uint32_t)b->len);
-    mr_buf_free(b);
-    return r;
-}
+#include "tracker_packets.h"
 
 static void start(mr_tracker *t, bool deprecate_eof, bool optional, mr_expect expect)
 {
@@ -35,61 +27,11 @@ static void start(mr_tracker *t, bool deprecate_eof, bool optional, mr_expect ex
     mr_tracker_begin(t, expect);
 }
 
-static mr_track_result send_count(mr_tracker *t, uint64_t n, int follows)
-{
-    mr_buf b;
-    mr_buf_init(&b);
-    mr_buf_put_lenenc(&b, n);
-    if (follows >= 0)
-        mr_buf_put_u8(&b, (uint8_t)follows);
-    return feed_buf(t, &b);
-}
-
-static mr_track_result send_eof(mr_tracker *t, uint16_t status)
-{
-    mr_buf b;
-    mr_buf_init(&b);
-    mr_buf_put_u8(&b, 0xfe);
-    mr_buf_put_u16(&b, 0);
-    mr_buf_put_u16(&b, status);
-    return feed_buf(t, &b);
-}
-
-/* The OK (header 0xFE) that ends rows under DEPRECATE_EOF. */
-static mr_track_result send_fe_ok(mr_tracker *t, uint16_t status)
-{
-    mr_buf b;
-    mr_buf_init(&b);
-    mr_buf_put_u8(&b, 0xfe);
-    mr_buf_put_lenenc(&b, 0);
-    mr_buf_put_lenenc(&b, 0);
-    mr_buf_put_u16(&b, status);
-    mr_buf_put_u16(&b, 0);
-    return feed_buf(t, &b);
-}
-
 static mr_track_result send_text_row(mr_tracker *t, const char *v)
 {
     mr_buf b;
     mr_buf_init(&b);
     mr_buf_put_lenenc_str(&b, v, strlen(v));
-    return feed_buf(t, &b);
-}
-
-static mr_track_result send_column_def(mr_tracker *t)
-{
-    mr_buf b;
-    mr_buf_init(&b);
-    static const char *const f[6] = {"def", "test", "t", "t", "id", "id"};
-    for (int i = 0; i < 6; i++)
-        mr_buf_put_lenenc_str(&b, f[i], strlen(f[i]));
-    mr_buf_put_lenenc(&b, 0x0c);
-    mr_buf_put_u16(&b, 63);
-    mr_buf_put_u32(&b, 11);
-    mr_buf_put_u8(&b, 0x03);
-    mr_buf_put_u16(&b, 0x0001);
-    mr_buf_put_u8(&b, 0);
-    mr_buf_put_u16(&b, 0);
     return feed_buf(t, &b);
 }
 
