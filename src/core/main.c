@@ -348,6 +348,11 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     event_free(sigterm);
     event_free(sigint);
     event_free(sighup);
+    /* Freeing the events gives the signals back their default action; a
+     * second SIGTERM now (a supervisor or test repeating it while the
+     * last frees run) would turn a clean stop into death by signal. */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
     event_base_free(base);
     free(p->workers);
     mr_info(0, "stopped");
