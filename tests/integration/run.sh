@@ -56,6 +56,20 @@ proxy_log_tail() {
     tail -n 20 "$MR_TMP/main.log" 2>/dev/null | sed 's/^/    | /'
 }
 
+# A sanitizer report in a log of a proxy the test started itself (not shown
+# above) is what explains an exit status such as 66; print it. The marker is
+# touched before each test, so only this test's logs are searched.
+sanitizer_reports() {
+    local f
+    for f in $(find "$MR_TMP" -maxdepth 1 -name '*.log' -newer "$MR_TMP/.test-start" 2>/dev/null); do
+        grep -q -E 'WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer|runtime error:' "$f" ||
+            continue
+        echo "    --- sanitizer report in $f (first 60 lines of it) ---"
+        grep -m1 -A59 -E 'WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer|runtime error:' \
+            "$f" | sed 's/^/    | /'
+    done
+}
+
 # MR_PROXY_ARGS: extra flags for the shared proxy, e.g. "--workers 4".
 start_main_proxy() {
     mr_direct_only && return 0
@@ -94,6 +108,7 @@ for path in "${tests[@]}"; do
     log=$logs/$name.log
     limit=$(limit_for "$name")
     start=$(date +%s.%N)
+    touch "$MR_TMP/.test-start"
     # Own process group via timeout; --kill-after covers tests that ignore TERM.
     timeout --kill-after=10 "$limit" "${cmd[@]}" </dev/null >"$log" 2>&1
     rc=$?
@@ -125,6 +140,7 @@ for path in "${tests[@]}"; do
         echo "    --- $log (last 40 lines) ---"
         tail -n 40 "$log" | sed 's/^/    | /'
         proxy_log_tail
+        sanitizer_reports
         if ((proxy_died)); then
             cp "$MR_TMP/main.log" "$logs/proxy-main-died-in-$name.log" 2>/dev/null
             wait "$MR_PROXY_PID" 2>/dev/null
