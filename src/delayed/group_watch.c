@@ -4,9 +4,11 @@
  * sleeps until the earliest deadline and shuts the socket of a batch that
  * passed it.
  *
- * Threads: the slots under W.lock; the socket is shut under it too, so that
- * it is never one a batch has already left (the runner ends its watch
- * under the same lock before it uses the connection for anything else).
+ * Threads: the slots and W.running under W.lock (W.running is written only
+ * by the thread that starts and stops the watch, which alone reads it
+ * unlocked); the socket is shut under it too, so that it is never one a
+ * batch has already left (the runner ends its watch under the same lock
+ * before it uses the connection for anything else).
  */
 #include "delayed/group_watch.h"
 
@@ -95,7 +97,9 @@ bool dg_watch_start(void)
     if (!ok)
         mr_warn(0, "group commit: no thread for group_commit_timeout; a batch waits as long as "
                    "own_connection_timeout lets its connection");
+    pthread_mutex_lock(&W.lock); /* read under it by the runners (dg_watch_begin) */
     W.running = ok;
+    pthread_mutex_unlock(&W.lock);
     return ok;
 }
 
@@ -109,7 +113,9 @@ void dg_watch_stop(void)
     pthread_mutex_unlock(&W.lock);
     pthread_join(W.thread, NULL);
     pthread_cond_destroy(&W.changed);
+    pthread_mutex_lock(&W.lock);
     W.running = false;
+    pthread_mutex_unlock(&W.lock);
 }
 
 dg_watch *dg_watch_begin(MYSQL *db, uint64_t limit_ms)

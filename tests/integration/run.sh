@@ -62,10 +62,10 @@ proxy_log_tail() {
 sanitizer_reports() {
     local f
     for f in $(find "$MR_TMP" -maxdepth 1 -name '*.log' -newer "$MR_TMP/.test-start" 2>/dev/null); do
-        grep -q -E 'WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer|runtime error:' "$f" ||
+        grep -q -E 'ThreadSanitizer|(Address|Leak)Sanitizer|runtime error:' "$f" ||
             continue
         echo "    --- sanitizer report in $f (first 60 lines of it) ---"
-        grep -m1 -A59 -E 'WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer|runtime error:' \
+        grep -m1 -A59 -E 'ThreadSanitizer|(Address|Leak)Sanitizer|runtime error:' \
             "$f" | sed 's/^/    | /'
     done
 }
