@@ -50,7 +50,7 @@ static struct {
 
 /* ---- members ------------------------------------------------------------------ */
 
-mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, uint32_t rows,
+mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, unsigned ndelta, uint32_t rows,
                                        const mr_delayed_def *def, struct mr_rule_stats *stats,
                                        void (*wake)(void *arg), void *wake_arg)
 {
@@ -64,6 +64,7 @@ mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, uint32_t row
     memcpy(copy, sql, len);
     m->sql = copy;
     m->len = len;
+    m->ndelta = ndelta;
     m->rows = rows;
     m->wait_us = def->group_wait_us;
     m->max_rows = def->group_rows ? def->group_rows : 1000;
@@ -428,7 +429,7 @@ static bool run_batch(MYSQL *db, mr_dgroup_member *first, size_t n)
         mr_buf_init(&st[j]);
     size_t i = 0, k = 0;
     for (mr_dgroup_member *m = first; t && m; m = m->next, i++)
-        t[i] = (mr_dgroup_text){m->sql, m->len};
+        t[i] = (mr_dgroup_text){m->sql, m->len, m->ndelta};
     if (t)
         k = mr_dgroup_build(t, n, st, MR_DGROUP_MAX_STMTS);
     free(t);
