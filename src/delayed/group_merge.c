@@ -221,6 +221,14 @@ void dg_rows_write(const dg_rows *r, mr_buf *out, bool *has)
     }
 }
 
+size_t dg_rows_gone(const dg_rows *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++)
+        n += r->v[i].gone;
+    return n;
+}
+
 void dg_rows_free(dg_rows *r)
 {
     free(r->v);

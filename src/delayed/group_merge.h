@@ -62,6 +62,8 @@ bool dg_rows_merge(dg_rows *r);
 /* Appends every row left, in order, to its group's buffer out[group];
  * has[group] tells whether that buffer has a row already (updated). */
 void dg_rows_write(const dg_rows *r, mr_buf *out, bool *has);
+/* The rows summed into another. */
+size_t dg_rows_gone(const dg_rows *r);
 void dg_rows_free(dg_rows *r);
 
 #endif

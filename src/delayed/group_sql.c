@@ -40,7 +40,7 @@ static size_t find_prefix(const mr_buf *out, size_t k, const size_t *plen, const
     return k;
 }
 
-size_t mr_dgroup_build(const mr_dgroup_text *t, size_t n, mr_buf *out, size_t cap)
+size_t mr_dgroup_build(const mr_dgroup_text *t, size_t n, mr_buf *out, size_t cap, size_t *merged)
 {
     size_t k = 0, plen[MR_DGROUP_MAX_STMTS];
     bool has[MR_DGROUP_MAX_STMTS] = {false};
@@ -65,6 +65,8 @@ size_t mr_dgroup_build(const mr_dgroup_text *t, size_t n, mr_buf *out, size_t ca
     if (!dg_rows_merge(&rows))
         goto refused;
     dg_rows_write(&rows, out, has);
+    if (merged)
+        *merged = dg_rows_gone(&rows);
     dg_rows_free(&rows);
     for (size_t j = 0; j < k; j++)
         if (out[j].failed)

@@ -52,9 +52,9 @@ static void one_prefix(void **state)
                           txt(INS "(-3, 'a''b', 1)")};
     mr_buf out[MR_DGROUP_MAX_STMTS];
     bufs_init(out, MR_DGROUP_MAX_STMTS);
-    assert_int_equal(mr_dgroup_build(t, 3, out, MR_DGROUP_MAX_STMTS), 1);
+    assert_int_equal(mr_dgroup_build(t, 3, out, MR_DGROUP_MAX_STMTS, NULL), 1);
     assert_buf(&out[0], INS "(1, 1, 0), (2, 7, 0), (2, 8, 0), (-3, 'a''b', 1)");
-    assert_int_equal(mr_dgroup_build(t, 1, out, MR_DGROUP_MAX_STMTS), 1);
+    assert_int_equal(mr_dgroup_build(t, 1, out, MR_DGROUP_MAX_STMTS, NULL), 1);
     assert_buf(&out[0], INS "(1, 1, 0)"); /* reset first */
     bufs_free(out, MR_DGROUP_MAX_STMTS);
 }
@@ -69,12 +69,12 @@ static void prefixes_in_order(void **state)
     mr_dgroup_text t[] = {txt(b1), txt(INS "(1, 1, 0)"), txt(b2), txt(INS "(2, 2, 0)")};
     mr_buf out[MR_DGROUP_MAX_STMTS];
     bufs_init(out, MR_DGROUP_MAX_STMTS);
-    assert_int_equal(mr_dgroup_build(t, 4, out, MR_DGROUP_MAX_STMTS), 2);
+    assert_int_equal(mr_dgroup_build(t, 4, out, MR_DGROUP_MAX_STMTS, NULL), 2);
     char want[300];
     snprintf(want, sizeof want, "%s(5, 1, 0), (6, 2, 0)", other);
     assert_buf(&out[0], want);
     assert_buf(&out[1], INS "(1, 1, 0), (2, 2, 0)");
-    assert_int_equal(mr_dgroup_build(t, 4, out, 1), 0); /* two column lists, room for one */
+    assert_int_equal(mr_dgroup_build(t, 4, out, 1, NULL), 0); /* two column lists, room for one */
     bufs_free(out, MR_DGROUP_MAX_STMTS);
 }
 
@@ -90,7 +90,7 @@ static void quoted_names(void **state)
     mr_dgroup_text t[] = {txt(a), txt(b)};
     mr_buf out[2];
     bufs_init(out, 2);
-    assert_int_equal(mr_dgroup_build(t, 2, out, 2), 1);
+    assert_int_equal(mr_dgroup_build(t, 2, out, 2, NULL), 1);
     assert_buf(&out[0], "INSERT INTO `s`.`x VALUES ``(` (`a) VALUES (`, `op`) VALUES (1, 0), "
                         "(2, 0)");
     bufs_free(out, 2);
@@ -105,7 +105,7 @@ static void not_staging(void **state)
     bufs_init(out, 2);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mr_dgroup_text t[] = {txt(INS "(1, 1, 0)"), txt(bad[i])};
-        assert_int_equal(mr_dgroup_build(t, 2, out, 2), 0);
+        assert_int_equal(mr_dgroup_build(t, 2, out, 2, NULL), 0);
     }
     bufs_free(out, 2);
 }
@@ -120,7 +120,9 @@ static void merged_adds(void **state)
                           adds(INS "(10, 5, 0)", 1)};
     mr_buf out[2];
     bufs_init(out, 2);
-    assert_int_equal(mr_dgroup_build(t, 5, out, 2), 1);
+    size_t merged = 0;
+    assert_int_equal(mr_dgroup_build(t, 5, out, 2, &merged), 1);
+    assert_int_equal(merged, 3);
     assert_buf(&out[0], INS "(8, 5, 0), (3, 7, 0), (4, 9, 0)");
     bufs_free(out, 2);
 }
@@ -141,7 +143,9 @@ static void merged_keys(void **state)
     }
     mr_buf out[1];
     bufs_init(out, 1);
-    assert_int_equal(mr_dgroup_build(t, 6, out, 1), 1);
+    size_t merged = 0;
+    assert_int_equal(mr_dgroup_build(t, 6, out, 1, &merged), 1);
+    assert_int_equal(merged, 3);
     char want[400];
     snprintf(want, sizeof want, "%s(9, 3, 'a', 1, 0), (1, 1, 'A', 1, 0), (1, 1, 'a', 2, 0)", ins2);
     assert_buf(&out[0], want);
@@ -180,7 +184,9 @@ static void kept_apart(void **state)
     size_t n = sizeof t / sizeof t[0];
     mr_buf out[1];
     bufs_init(out, 1);
-    assert_int_equal(mr_dgroup_build(t, n, out, 1), 1);
+    size_t merged = 0;
+    assert_int_equal(mr_dgroup_build(t, n, out, 1, &merged), 1);
+    assert_int_equal(merged, 9);
     assert_buf(&out[0], INS "(3, 5, 0), (1, 5, 1), (1, 5, 0), (1, 'x\\', 0), (1, 'it''s', 0), "
                             "(1, _utf8'x', 0), (1, 5, FLOOR(UNIX_TIMESTAMP() / 60), 0), "
                             "(1000000000000000000, 5, 0), (1, 5, 0), (1, 'a\\'b', 0), "

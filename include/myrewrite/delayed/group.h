@@ -88,7 +88,8 @@ typedef struct mr_dgroup_stats {
     mr_counter batches;      /* batches run (committed or failed) */
     mr_counter failed;       /* ... of them failed */
     mr_counter statements;   /* statements answered by a batch */
-    mr_counter rows;         /* staging rows in committed batches */
+    mr_counter rows;         /* staging rows in committed batches (the statements') */
+    mr_counter merged;       /* ... of them summed into another row of their key */
     mr_counter waited;       /* statements answered (each waited for its batch) */
     mr_counter wait_us;      /* ... their waits, submit to answer, summed */
     mr_counter parked;       /* statements whose batch waited for the staging table */

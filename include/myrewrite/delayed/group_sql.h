@@ -41,9 +41,10 @@ size_t mr_dgroup_prefix_len(const char *sql, size_t len);
 
 /* Joins n staging INSERTs into at most `cap` INSERTs, out[0..k) (each
  * reset first), one per prefix in the order they first appear, the add
- * rows of one key merged (see above); returns k,
+ * rows of one key merged (see above; *merged, unless NULL: the rows summed
+ * into another); returns k,
  * or 0 when a text is not a staging INSERT, there are more prefixes than
  * cap, or a buffer failed (out of memory). */
-size_t mr_dgroup_build(const mr_dgroup_text *t, size_t n, mr_buf *out, size_t cap);
+size_t mr_dgroup_build(const mr_dgroup_text *t, size_t n, mr_buf *out, size_t cap, size_t *merged);
 
 #endif
