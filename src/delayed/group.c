@@ -50,7 +50,7 @@ static struct {
 
 /* ---- members ------------------------------------------------------------------ */
 
-mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, uint32_t rows,
+mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, unsigned ndelta, uint32_t rows,
                                        const mr_delayed_def *def, struct mr_rule_stats *stats,
                                        void (*wake)(void *arg), void *wake_arg)
 {
@@ -64,6 +64,7 @@ mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, uint32_t row
     memcpy(copy, sql, len);
     m->sql = copy;
     m->len = len;
+    m->ndelta = ndelta;
     m->rows = rows;
     m->wait_us = def->group_wait_us;
     m->max_rows = def->group_rows ? def->group_rows : 1000;
@@ -426,11 +427,11 @@ static bool run_batch(MYSQL *db, mr_dgroup_member *first, size_t n)
     mr_buf st[MR_DGROUP_MAX_STMTS];
     for (size_t j = 0; j < MR_DGROUP_MAX_STMTS; j++)
         mr_buf_init(&st[j]);
-    size_t i = 0, k = 0;
+    size_t i = 0, k = 0, merged = 0;
     for (mr_dgroup_member *m = first; t && m; m = m->next, i++)
-        t[i] = (mr_dgroup_text){m->sql, m->len};
+        t[i] = (mr_dgroup_text){m->sql, m->len, m->ndelta};
     if (t)
-        k = mr_dgroup_build(t, n, st, MR_DGROUP_MAX_STMTS);
+        k = mr_dgroup_build(t, n, st, MR_DGROUP_MAX_STMTS, &merged);
     free(t);
     char state[6] = "HY000", err[400] = "myrewrite is out of memory";
     unsigned e = 1037; /* ER_OUTOFMEMORY */
@@ -476,6 +477,8 @@ static bool run_batch(MYSQL *db, mr_dgroup_member *first, size_t n)
     else if (e)
         mr_warn(0, "group commit: a batch of %zu statement(s) failed: %s", n, err);
     count_batch(first, n, !e, b.parked_us);
+    if (!e)
+        atomic_fetch_add_explicit(&G.stats.merged, merged, memory_order_relaxed);
     answer_all(first, n, &x);
     return !x.broken && !shut;
 }

@@ -1,8 +1,10 @@
 /*
  * delayed/group_sql.c - the multi-row INSERT of a group-commit batch (see
- * delayed/group_sql.h).
+ * delayed/group_sql.h): the prefixes here, the rows in delayed/group_merge.c.
  */
 #include "myrewrite/delayed/group_sql.h"
+
+#include "delayed/group_merge.h"
 
 #include <string.h>
 
@@ -38,29 +40,39 @@ static size_t find_prefix(const mr_buf *out, size_t k, const size_t *plen, const
     return k;
 }
 
-size_t mr_dgroup_build(const mr_dgroup_text *t, size_t n, mr_buf *out, size_t cap)
+size_t mr_dgroup_build(const mr_dgroup_text *t, size_t n, mr_buf *out, size_t cap, size_t *merged)
 {
     size_t k = 0, plen[MR_DGROUP_MAX_STMTS];
+    bool has[MR_DGROUP_MAX_STMTS] = {false};
+    dg_rows rows = {0};
     if (cap > MR_DGROUP_MAX_STMTS)
         cap = MR_DGROUP_MAX_STMTS;
     for (size_t i = 0; i < n; i++) {
         size_t p = mr_dgroup_prefix_len(t[i].sql, t[i].len);
         if (!p || p == t[i].len)
-            return 0;
+            goto refused;
         size_t j = find_prefix(out, k, plen, t[i].sql, p);
         if (j == k) {
             if (k == cap)
-                return 0;
+                goto refused;
             mr_buf_reset(&out[k]);
             mr_buf_put(&out[k], t[i].sql, p);
             plen[k++] = p;
-        } else {
-            mr_buf_put_str(&out[j], ", ");
         }
-        mr_buf_put(&out[j], t[i].sql + p, t[i].len - p);
+        if (!dg_rows_add(&rows, j, t[i].sql + p, t[i].len - p, t[i].ndelta))
+            goto refused;
     }
+    if (!dg_rows_merge(&rows))
+        goto refused;
+    dg_rows_write(&rows, out, has);
+    if (merged)
+        *merged = dg_rows_gone(&rows);
+    dg_rows_free(&rows);
     for (size_t j = 0; j < k; j++)
         if (out[j].failed)
             return 0;
     return k;
+refused:
+    dg_rows_free(&rows);
+    return 0;
 }

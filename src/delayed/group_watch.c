@@ -32,9 +32,11 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t changed; /* a batch began, or stop (CLOCK_MONOTONIC) */
     dg_watch slot[MR_DGROUP_CONNS];
+    uint64_t sleep_until; /* the thread's wake-up (UINT64_MAX: none): a batch whose
+                             deadline is later needs no signal */
     pthread_t thread;
     bool running, stop;
-} W = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} W = {.lock = PTHREAD_MUTEX_INITIALIZER, .sleep_until = UINT64_MAX};
 
 /* Shuts the batch's connection (lock held): the runner's read returns. */
 static void cut(dg_watch *w)
@@ -69,6 +71,7 @@ static void *watch_main(void *arg)
     pthread_mutex_lock(&W.lock);
     while (!W.stop) {
         uint64_t next = sweep();
+        W.sleep_until = next;
         if (next == UINT64_MAX) {
             pthread_cond_wait(&W.changed, &W.lock);
             continue;
@@ -127,7 +130,9 @@ dg_watch *dg_watch_begin(MYSQL *db, uint64_t limit_ms)
             w = &W.slot[i];
     if (w) {
         *w = (dg_watch){.db = db, .deadline_ns = mr_mono_ns() + limit_ms * 1000000u};
-        pthread_cond_signal(&W.changed);
+        if (w->deadline_ns < W.sleep_until) /* else the thread's wake-up comes first: one a
+                                               limit, not one a batch */
+            pthread_cond_signal(&W.changed);
     }
     pthread_mutex_unlock(&W.lock);
     return w;

@@ -88,10 +88,15 @@ static int read_flush(const char *sql, size_t len, unsigned lex_flags, char *sch
     sql_token t[6];
     size_t n = 0;
     sql_lexer_init(&lx, sql, len, lex_flags | SQL_LEX_SKIP_COMMENTS);
-    for (sql_token x; n < 6 && sql_lexer_next(&lx, &x);)
+    for (sql_token x; n < 6 && sql_lexer_next(&lx, &x);) {
         if (x.kind != SQL_TOK_COMMENT && !(x.kind == SQL_TOK_SEMI && n >= 2))
             t[n++] = x;
-    if (n < 2 || !word_is(sql, &t[0], "FLUSH") || !word_is(sql, &t[1], "DELAYED"))
+        /* every statement passes here: the others are told by their first words */
+        if ((n == 1 && !word_is(sql, &t[0], "FLUSH")) ||
+            (n == 2 && !word_is(sql, &t[1], "DELAYED")))
+            return 0;
+    }
+    if (n < 2)
         return 0;
     schema[0] = table[0] = '\0';
     if (n == 2)

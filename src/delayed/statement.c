@@ -314,6 +314,18 @@ static mr_take_step send_plain(mr_rule_run *R, mr_rule_stmt *S, size_t i, const 
     return mr_delayed_send_instead(R, S);
 }
 
+/* The add deltas leading each staging row of d (col = col + N), when that
+ * is all it changes; 0 for a delete or a statement with `col = literal`. */
+static unsigned adds_only(const mr_delayed_stmt *d)
+{
+    if (d->is_delete)
+        return 0;
+    for (unsigned i = 0; i < d->nset; i++)
+        if (d->set[i].is_set)
+            return 0;
+    return d->nset;
+}
+
 /* The staging INSERT of a statement under `def` (an explicit rule's, or a
  * derived one: rule i is then the default rule, whose counters it shares). */
 static mr_take_step stage(mr_rule_run *R, mr_rule_stmt *S, const mr_delayed_stmt *d, size_t i,
@@ -340,6 +352,7 @@ static mr_take_step stage(mr_rule_run *R, mr_rule_stmt *S, const mr_delayed_stmt
         R->res->group = r;
         R->res->group_sql = (const char *)s->out.data;
         R->res->group_len = s->out.len;
+        R->res->group_ndelta = (uint8_t)adds_only(d);
     }
     mr_rule_trace(R, i, WHY_MATCHED,
                   grouped

@@ -247,6 +247,10 @@ static const counter_def group_counters[] = {
      "Staging rows committed by group-commit batches (divided by batches_total: rows per "
      "batch).",
      G(rows)},
+    {"myrewrite_delayed_group_merged_total", "counter",
+     "Of those rows, the ones summed into another row of the same key and batch (rows_total "
+     "minus this: the rows the server inserted).",
+     G(merged)},
     {"myrewrite_delayed_group_parked_total", "counter",
      "Grouped statements whose batch waited for its staging table to be created.", G(parked)},
 };

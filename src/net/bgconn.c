@@ -478,8 +478,9 @@ bool mr_bgconn_submit_job(mr_bgconn *b, mr_bg_job_fn fn, void (*drop)(void *arg)
 void mr_bgconn_wake(mr_bgconn *b)
 {
     pthread_mutex_lock(&b->lock);
+    if (!b->woken) /* else a wake is pending: the thread has not looked since */
+        pthread_cond_signal(&b->cond);
     b->woken = b->wanted = true;
-    pthread_cond_signal(&b->cond);
     pthread_mutex_unlock(&b->lock);
 }
 

@@ -165,23 +165,39 @@ void mr_err_build(mr_buf *b, uint8_t seq, uint16_t code, const char *sqlstate, c
     mr_buf_put(b, msg, msg_len);
 }
 
+/* v as a length-encoded integer at p; its bytes. */
+static size_t put_lenenc_at(uint8_t *p, uint64_t v)
+{
+    if (v < 251) {
+        p[0] = (uint8_t)v;
+        return 1;
+    }
+    size_t n = v < (1u << 16) ? 2 : v < (1u << 24) ? 3 : 8;
+    p[0] = n == 2 ? 0xfc : n == 3 ? 0xfd : 0xfe;
+    for (size_t i = 0; i < n; i++)
+        p[1 + i] = (uint8_t)(v >> (8 * i));
+    return 1 + n;
+}
+
 void mr_ok_build(mr_buf *b, uint8_t seq, uint64_t affected, uint64_t insert_id, uint16_t status,
                  uint16_t warnings)
 {
-    mr_buf body;
-    mr_buf_init(&body);
-    mr_buf_put_u8(&body, 0x00);
-    mr_buf_put_lenenc(&body, affected);
-    mr_buf_put_lenenc(&body, insert_id);
-    mr_buf_put_u16(&body, status);
-    mr_buf_put_u16(&body, warnings);
-    if (body.failed) {
-        b->failed = true;
-    } else {
-        put_header(b, (uint32_t)body.len, seq);
-        mr_buf_put(b, body.data, body.len);
-    }
-    mr_buf_free(&body);
+    /* built in place, one put: the proxy answers every grouped statement so */
+    uint8_t p[4 + 1 + 9 + 9 + 2 + 2];
+    size_t n = 4;
+    p[n++] = 0x00;
+    n += put_lenenc_at(p + n, affected);
+    n += put_lenenc_at(p + n, insert_id);
+    p[n++] = (uint8_t)status;
+    p[n++] = (uint8_t)(status >> 8);
+    p[n++] = (uint8_t)warnings;
+    p[n++] = (uint8_t)(warnings >> 8);
+    uint32_t body = (uint32_t)(n - 4);
+    p[0] = (uint8_t)body;
+    p[1] = (uint8_t)(body >> 8);
+    p[2] = (uint8_t)(body >> 16);
+    p[3] = seq;
+    mr_buf_put(b, p, n);
 }
 
 /* In a greeting a truncated field means the whole payload is malformed. */

@@ -39,8 +39,17 @@ void mr_sql_put_ident_n(mr_buf *b, const char *name, size_t n)
         return;
     }
     mr_buf_put(b, "`", 1);
-    for (size_t i = 0; i < n; i++)
-        mr_buf_put(b, name[i] == '`' ? "``" : &name[i], name[i] == '`' ? 2 : 1);
+    for (size_t i = 0; i < n;) { /* the runs between backticks whole: every statement
+                                    staged writes a few names */
+        const char *q = memchr(name + i, '`', n - i);
+        size_t run = q ? (size_t)(q - (name + i)) : n - i;
+        mr_buf_put(b, name + i, run);
+        i += run;
+        if (q) {
+            mr_buf_put(b, "``", 2);
+            i++;
+        }
+    }
     mr_buf_put(b, "`", 1);
 }
 

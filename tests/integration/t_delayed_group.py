@@ -199,6 +199,12 @@ def load_exact(proxy):
           % (stmts, batches, stmts / batches if batches else 0))
     t.check(batches > 0 and stmts / batches > 1.5,
             "the statements were grouped (more than 1.5 per batch on average)", m1)
+    merged = m1.get("myrewrite_delayed_group_merged_total", 0) - \
+        m0.get("myrewrite_delayed_group_merged_total", 0)
+    t.log("load: %d of the rows merged into another of their key and batch" % merged)
+    t.check(merged > 0 and stmts - merged <= batches * 10,
+            "the add rows of one key in a batch were merged: at most one row per hot row and "
+            "batch was inserted", m1)
     t.check(stmts >= sum(1 for _ in range(1)) and stmts >= len(book.acked),
             "/metrics counts the grouped statements", m1)
 
@@ -444,7 +450,8 @@ def first_start():
 
 def reporting(proxy):
     m = metrics(proxy)
-    for name in ("batches_total", "rows_total", "statements_total", "wait_seconds_total",
+    for name in ("batches_total", "rows_total", "merged_total", "statements_total",
+                 "wait_seconds_total",
                  "parked_total", "park_wait_seconds_total", "failed_total"):
         t.check("myrewrite_delayed_group_" + name in m, "/metrics has myrewrite_delayed_group_"
                 + name, sorted(m))

@@ -62,6 +62,7 @@ typedef struct mr_dgroup_member {
     struct mr_dgroup_member *next; /* the runner's queue */
     char *sql;                     /* the staging INSERT (owned) */
     size_t len;
+    unsigned ndelta;                       /* its rows' add deltas (delayed/group_sql.h) */
     uint32_t rows;                         /* staging rows in it */
     uint64_t wait_us, max_rows, max_bytes; /* its rule's bounds */
     uint64_t timeout_ms;                   /* its rule's group_commit_timeout */
@@ -87,17 +88,19 @@ typedef struct mr_dgroup_stats {
     mr_counter batches;      /* batches run (committed or failed) */
     mr_counter failed;       /* ... of them failed */
     mr_counter statements;   /* statements answered by a batch */
-    mr_counter rows;         /* staging rows in committed batches */
+    mr_counter rows;         /* staging rows in committed batches (the statements') */
+    mr_counter merged;       /* ... of them summed into another row of their key */
     mr_counter waited;       /* statements answered (each waited for its batch) */
     mr_counter wait_us;      /* ... their waits, submit to answer, summed */
     mr_counter parked;       /* statements whose batch waited for the staging table */
     mr_counter park_wait_us; /* ... that wait (the batch's, for each of them), summed */
 } mr_dgroup_stats;
 
-/* A member for the staging INSERT sql[0..len) of `rows` rows under rule
+/* A member for the staging INSERT sql[0..len) of `rows` rows (ndelta: as
+ * mr_dgroup_text's) under rule
  * def, whose answer calls wake(wake_arg); NULL when out of memory. The
  * caller holds its one reference. */
-mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, uint32_t rows,
+mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, unsigned ndelta, uint32_t rows,
                                        const mr_delayed_def *def, struct mr_rule_stats *stats,
                                        void (*wake)(void *arg), void *wake_arg);
 /* Is the answer written? Then the caller may read it. */

@@ -243,6 +243,8 @@ typedef struct mr_match_result {
     const char *group_sql;       /* ... the staging INSERT alone (in the scratch; valid until the
                                    next call), without what surrounded the statement */
     size_t group_len;
+    uint8_t group_ndelta; /* ... its rows' leading add deltas, when they hold nothing but adds
+                             (0: a delete, or a `col = literal`): delayed/group_sql.h */
     const struct mr_rule *read_pending; /* REWRITE of a point read under a delayed rule with
                              read_pending: the text adds the deltas still pending for the key
                              (delayed/read_sql.h); NULL otherwise */
