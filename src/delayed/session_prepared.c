@@ -18,6 +18,11 @@
  * same: the execute waits in the client's buffer until the prepare's
  * answer is in, so the id is known by then.
  *
+ * An execute whose rule names no key, run while the schema cache reads the
+ * table's key again (DDL on it through the proxy), is parked by the session
+ * as a text statement is (MR_HOOK_PARK, session/park.c): it is read again
+ * here when the cache has the table, or gets the delayed_park_timeout ERR.
+ *
  * Not taken (ERR 1235, nothing applied): an execute whose packet is larger
  * than relay_buffer, parameters sent with COM_STMT_SEND_LONG_DATA, and
  * COM_STMT_BULK_EXECUTE. Runs on the session's worker thread.
@@ -152,6 +157,8 @@ static mr_hook_action execute(mr_fsession *fs, struct ds_stmt *d, const uint8_t 
         .bookmarks = &mr_bookmarks_store,
     };
     mr_rules_apply(fs->rules, d->sql, d->len, &ctx, fs->scratch, res);
+    if (res->action == MR_ACT_BLOCK && res->park)
+        return MR_HOOK_PARK; /* the key is being read again (DDL): the session waits */
     if (res->action == MR_ACT_BLOCK)
         return refuse(fs, res->message);
     if (res->action != MR_ACT_DELAYED_MEMORY)

@@ -53,6 +53,11 @@ typedef enum mr_hook_action {
                          rules, the statement counts as rewritten (the job runs it in
                          another form) and its answer ends the command as a relayed
                          response would (commands, digest latency, command_done) */
+    MR_HOOK_PARK,     /* command hooks only: the statement's table key is not known yet
+                         (fs->match holds the rules' refusal, res->park set): the session
+                         keeps a copy of the packet and runs the command hooks on it again
+                         when the schema cache has the table, as it does for a text
+                         statement (session/park.c); the ERR is the answer when it cannot */
 } mr_hook_action;
 
 typedef struct mr_fsession mr_fsession;
@@ -144,8 +149,8 @@ typedef struct mr_feature {
      * .derived...): filled into the context before each statement. */
     void (*ports)(mr_stmt_ctx *ctx);
     /* The first packet of every command (p: n of its len payload bytes,
-     * p[0] the command), before the session looks at it. PASS or ANSWERED
-     * (a prepared statement's execute answered here). */
+     * p[0] the command), before the session looks at it. PASS, ANSWERED
+     * (a prepared statement's execute answered here) or PARK. */
     mr_hook_action (*command)(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *p, size_t n,
                               uint32_t len);
     /* Must the command starting with head (at least 5 of len bytes) be
