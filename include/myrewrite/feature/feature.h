@@ -72,6 +72,11 @@ typedef struct mr_fsession_ops {
      * now, on this thread: runs the bg_answer hooks at once (say, from a
      * timer of the feature's). */
     void (*answer_now)(mr_fsession *fs);
+    /* From a command hook that passes: a statement of the proxy's sent on
+     * the session's backend connection right ahead of the command (one
+     * packet, COM_QUERY); its OK or ERR is not relayed, an ERR is logged
+     * with `what` (static text). */
+    void (*prelude)(mr_fsession *fs, const char *sql, size_t len, const char *what);
 } mr_fsession_ops;
 
 /* Any thread: tells the session's worker that a background job answered;
