@@ -216,10 +216,10 @@ static mr_hook_action execute_read(mr_fsession *fs, struct ds_stmt *d, const uin
                           "COM_STMT_SEND_LONG_DATA is not read; bind it to the execute");
     const char *bad = apply(fs, d, p, n);
     const mr_match_result *res = fs->match;
-    if (!bad && res->read_set)
-        fs->ops->prelude(fs, res->read_set, res->read_set_len, what);
-    else
-        fs->ops->prelude(fs, d->zero, d->zlen, what);
+    bool set = !bad && res->read_set;
+    if (!fs->ops->prelude(fs, set ? res->read_set : d->zero, set ? res->read_set_len : d->zlen,
+                          what)) /* the variables would still hold the last execute's */
+        return refuse(fs, "read_pending in mode = memory: out of memory; nothing was run");
     return MR_HOOK_PASS; /* the execute goes to the server as the client sent it */
 }
 

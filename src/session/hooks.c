@@ -44,9 +44,9 @@ static void op_send_ok(mr_fsession *fs, uint64_t affected, uint16_t warnings)
 
 static void op_answer_now(mr_fsession *fs) { mr_session_bg_answered(session_of(fs)); }
 
-static void op_prelude(mr_fsession *fs, const char *sql, size_t len, const char *what)
+static bool op_prelude(mr_fsession *fs, const char *sql, size_t len, const char *what)
 {
-    ss_prelude_send(session_of(fs), sql, len, what);
+    return ss_prelude_send(session_of(fs), sql, len, what);
 }
 
 static const mr_fsession_ops fs_ops = {op_send_err, op_send_ok, op_answer_now, op_prelude};

@@ -27,19 +27,21 @@
 
 /* Sends text ahead of the command in flight; what it is for goes into the
  * log should the server refuse it. */
-void ss_prelude_send(mr_session *s, const char *text, size_t len, const char *what)
+bool ss_prelude_send(mr_session *s, const char *text, size_t len, const char *what)
 {
     if (s->prelude_pending >= SS_PRELUDES_MAX)
-        return;
+        return false;
     mr_buf out;
     mr_buf_init(&out);
     ss_command_build(s, &out, MR_COM_QUERY, text, len, true);
-    if (!out.failed) {
+    bool sent = !out.failed;
+    if (sent) {
         mr_conn_write(s->backend, out.data, out.len);
         mr_conn_z_command(s->backend); /* the statement after it is a command of its own */
         s->prelude_what[s->prelude_pending++] = what;
     }
     mr_buf_free(&out);
+    return sent;
 }
 
 void ss_prelude_read_committed(mr_session *s)

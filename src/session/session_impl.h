@@ -220,8 +220,9 @@ void ss_pump_client(mr_session *s);
  * answer off the backend input: 1 taken, 0 not all there yet, -1 closed. */
 void ss_prelude_read_committed(mr_session *s);
 /* Any statement of the proxy's ahead of the command in flight (what: for
- * the log line should it be refused; static text). */
-void ss_prelude_send(mr_session *s, const char *text, size_t len, const char *what);
+ * the log line should it be refused; static text). False when it could
+ * not be sent (out of memory, SS_PRELUDES_MAX already pending). */
+bool ss_prelude_send(mr_session *s, const char *text, size_t len, const char *what);
 int ss_prelude_take(mr_session *s, struct evbuffer *in);
 
 /* session/prepared.c: a COM_STMT_PREPARE's response ended (ok: statement

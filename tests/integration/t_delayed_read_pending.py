@@ -376,7 +376,17 @@ def exact_memory():
     d.close()
     t.eq("memory mode, prepared, after the flush: the table's value, nothing counted twice",
          [103], read(1))
+    # MariaDB's direct execution: PREPARE and an EXECUTE of statement 0xffffffff sent together
+    sends("UPDATE DELAYED rp_mem_hold SET n = n + 6 WHERE id = 1")
+    c.send_command(bytes([rp.COM_STMT_PREPARE]) + b"SELECT n FROM rp_mem_hold WHERE id = ?")
+    c.send_command(rp.execute_packet(0xFFFFFFFF, [(rp.TYPE_LONGLONG, 1)]))
+    pr = c.read_prepare(c._logged("direct prepare"))
+    r = c.read_result(c._logged("direct execute"))
+    t.eq("memory mode, direct execution (statement 0xffffffff): the held 6 added",
+         ("ok", "rows", [109]), (pr.kind, r.kind, [binary_bigint(x) for x in r.rows]
+                                 if r.kind == "rows" else r.err))
     c.close()
+    sends("FLUSH DELAYED rp_mem_hold")
 
 
 def metric(name):

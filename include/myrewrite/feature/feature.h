@@ -75,8 +75,9 @@ typedef struct mr_fsession_ops {
     /* From a command hook that passes: a statement of the proxy's sent on
      * the session's backend connection right ahead of the command (one
      * packet, COM_QUERY); its OK or ERR is not relayed, an ERR is logged
-     * with `what` (static text). */
-    void (*prelude)(mr_fsession *fs, const char *sql, size_t len, const char *what);
+     * with `what` (static text). False when it could not be sent (out of
+     * memory): the hook must not let the command go without it. */
+    bool (*prelude)(mr_fsession *fs, const char *sql, size_t len, const char *what);
 } mr_fsession_ops;
 
 /* Any thread: tells the session's worker that a background job answered;
