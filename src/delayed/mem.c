@@ -364,6 +364,16 @@ static bool read_sum(void *arg, const char *key, size_t klen, size_t nsums, mr_r
     return ok;
 }
 
+/* Has the flusher made table arg's marks table? A prepared read names it
+ * only then (a COM_STMT_PREPARE naming a table that does not exist fails).
+ * Any worker. */
+static bool read_marks(void *arg, uint64_t *proxy)
+{
+    const struct mr_dmem_table *t = arg;
+    *proxy = dm_marks_proxy();
+    return atomic_load(&t->marks_ready);
+}
+
 /* ---- the flusher's side --------------------------------------------------------- */
 
 void dm_swap_shard(unsigned i, dm_map *fresh)
@@ -506,7 +516,7 @@ static struct mr_dmem_table *table_new(const mr_rule *r)
     t->def.columns = names_dup(s->columns, s->ncolumns, &ok);
     t->def.set_columns = names_dup(s->set_columns, s->nset_columns, &ok);
     t->ncols = mr_dmem_columns(&t->def);
-    t->read = (mr_read_port){.sum = read_sum, .arg = t};
+    t->read = (mr_read_port){.sum = read_sum, .marks = read_marks, .arg = t};
     t->live = true;
     if (!ok) {
         table_free(t);

@@ -402,9 +402,9 @@ static void make_marks(MYSQL *db, struct mr_dmem_table *t)
 static bool flush_table(MYSQL *db, struct mr_dmem_table *t, uint64_t deadline)
 {
     mr_dreject_round_begin(t->def.schema, t->def.table); /* even with nothing pending */
+    make_marks(db, t); /* before any key: a prepared read names it only once it exists */
     if (!dm_table_keyed(t))
         return true; /* no statement has reached it yet: nothing held, no key to write with */
-    make_marks(db, t);
     size_t n = 0;
     for (size_t b = 0; F.pending.b && b <= F.pending.mask; b++)
         for (dm_entry *e = F.pending.b[b]; e; e = e->next)
@@ -488,6 +488,7 @@ static bool on_connect(MYSQL *db, void *arg)
     for (struct mr_dmem_table *t = dm_tables(); t; t = t->next) {
         t->reject_ready = false;
         t->marks_tried = false;
+        make_marks(db, t); /* at once: a prepared read names it only once it exists */
     }
     mr_info(0, "delayed memory flush: server %s, upserts with %s", mysql_get_server_info(db),
             F.syntax == MR_DMEM_SYNTAX_ROW_ALIAS ? "a row alias" : "VALUES()");

@@ -3,6 +3,10 @@
  * SELECT the one shape a staged rule's read takes, and its rewrite that adds
  * the staging table's pending sum for the key in the same statement.
  *
+ * Memory mode's prepared form reads the sums from user variables that a SET
+ * the session sends ahead of each execute fills in (mr_delayed_read_build_vars,
+ * mr_delayed_read_set).
+ *
  * Pure, any thread. Owns nothing; writes the caller's buffer and message.
  */
 #include "myrewrite/delayed/read_sql.h"
@@ -284,5 +288,93 @@ bool mr_delayed_read_build(const char *text, const sql_token *tok, const mr_dela
     const sql_token *first = &tok[rd->where.first], *last = &tok[rd->where.end - 1];
     mr_buf_put(out, text + first->off, last->off + last->len - first->off);
     put_not_deleted(out, def, mem);
+    return !out->failed;
+}
+
+/* ---- memory mode, prepared: the sums in user variables ---------------------------- */
+
+/* The variables of select list item i (1-based in the names): the held sum
+ * and the chunk in flight's; one chunk number and one delete flag for all. */
+#define VAR_HELD "@myrewrite_rp_h"
+#define VAR_FLIGHT "@myrewrite_rp_f"
+#define VAR_CHUNK "@myrewrite_rp_chunk"
+#define VAR_GONE "@myrewrite_rp_gone"
+
+static void put_var(mr_buf *out, const char *var, unsigned item)
+{
+    char n[64];
+    snprintf(n, sizeof n, "COALESCE(%s%u, 0)", var, item + 1);
+    mr_buf_put_str(out, n);
+}
+
+/* The counter plus the variables' sums; with the marks table the chunk in
+ * flight counts only while the read's snapshot lacks its mark, as in the
+ * text form; without it, always (until its COMMIT returned). */
+static void put_counter_vars(mr_buf *out, const char *text, const sql_token *t,
+                             const mr_delayed_def *def, int c, unsigned item, bool marks,
+                             uint64_t proxy)
+{
+    mr_buf_put_str(out, "(`mr_t`.");
+    mr_sql_put_ident(out, def->columns[c]);
+    mr_buf_put_str(out, " + CAST(");
+    put_var(out, VAR_HELD, item);
+    if (marks) {
+        mr_buf_put_str(out, " + IF(COALESCE((SELECT `mr_m`.`seq` FROM ");
+        mr_sql_put_ident(out, def->schema);
+        mr_buf_put_str(out, ".");
+        mr_sql_put_ident(out, MR_DMEM_MARKS_TABLE);
+        char n[96];
+        snprintf(n, sizeof n, " AS `mr_m` WHERE `mr_m`.`proxy` = %" PRIu64 "), 0) >= ", proxy);
+        mr_buf_put_str(out, n);
+        mr_buf_put_str(out, "COALESCE(" VAR_CHUNK ", 0), 0, ");
+        put_var(out, VAR_FLIGHT, item);
+        mr_buf_put_str(out, ")");
+    } else {
+        mr_buf_put_str(out, " + ");
+        put_var(out, VAR_FLIGHT, item);
+    }
+    mr_buf_put_str(out, " AS SIGNED)) AS ");
+    put_tok(out, text, t);
+}
+
+bool mr_delayed_read_build_vars(const char *text, const sql_token *tok, const mr_delayed_read *rd,
+                                const mr_delayed_def *def, bool marks, uint64_t proxy, mr_buf *out)
+{
+    mr_buf_put_str(out, "SELECT ");
+    for (unsigned i = 0; i < rd->nitems; i++) {
+        if (i)
+            mr_buf_put_str(out, ", ");
+        if (rd->item_col[i] >= 0)
+            put_counter_vars(out, text, &tok[rd->item[i]], def, rd->item_col[i], i, marks, proxy);
+        else
+            put_tok(out, text, &tok[rd->item[i]]);
+    }
+    mr_buf_put_str(out, " FROM ");
+    if (rd->schema != SQL_NONE) {
+        put_tok(out, text, &tok[rd->schema]);
+        mr_buf_put_str(out, ".");
+    }
+    put_tok(out, text, &tok[rd->table]);
+    mr_buf_put_str(out, " AS `mr_t` WHERE (");
+    const sql_token *first = &tok[rd->where.first], *last = &tok[rd->where.end - 1];
+    mr_buf_put(out, text + first->off, last->off + last->len - first->off);
+    mr_buf_put_str(out, ") AND COALESCE(" VAR_GONE ", 0) = 0");
+    return !out->failed;
+}
+
+bool mr_delayed_read_set(const mr_delayed_read *rd, const mr_read_held *mem, mr_buf *out)
+{
+    char n[128];
+    snprintf(n, sizeof n, "SET " VAR_CHUNK " = %" PRIu64 ", " VAR_GONE " = %d",
+             mem ? mem->chunk : 0, mem && mem->gone);
+    mr_buf_put_str(out, n);
+    for (unsigned i = 0; i < rd->nitems; i++) {
+        int c = rd->item_col[i];
+        if (c < 0)
+            continue;
+        snprintf(n, sizeof n, ", " VAR_HELD "%u = %" PRId64 ", " VAR_FLIGHT "%u = %" PRId64, i + 1,
+                 mem ? mem->held[c] : 0, i + 1, mem ? mem->inflight[c] : 0);
+        mr_buf_put_str(out, n);
+    }
     return !out->failed;
 }

@@ -4,8 +4,11 @@
  * the table's value plus the deltas still pending for that key. Staged
  * mode: one statement that adds the staging table's sum for the key
  * (delayed/read_sql.h). Memory mode: the sum this proxy holds for the key
- * (delayed/mem.c through the rule's mr_read_port, a chunk in flight
- * counted until its COMMIT returned) written into the SELECT as a number.
+ * (delayed/mem.c through the rule's mr_read_port; a chunk in flight
+ * counted only while the read's snapshot lacks its mark) written into the
+ * SELECT as a number; a prepared read's SELECT takes them from user
+ * variables instead, and each execute's values give the SET of them that
+ * the session sends ahead of it (delayed/session_prepared.c).
  * Every other SELECT, and a point read of a rule without read_pending,
  * passes untouched.
  *
@@ -110,7 +113,8 @@ static mr_take_step staged_read(mr_rule_run *R, mr_rule_stmt *S, size_t i,
 }
 
 /* The read's key as the memory table encodes it: the WHERE read as the
- * DELETE DELAYED of that key would be (delayed/mem.h). */
+ * DELETE DELAYED of that key would be (delayed/mem.h), a `?` bound to an
+ * execute's value (ctx->params). */
 static bool memory_key(mr_rule_run *R, const mr_rule_stmt *S, const mr_delayed_read *rd,
                        const mr_delayed_def *def, mr_dmem_batch *b)
 {
@@ -126,7 +130,74 @@ static bool memory_key(mr_rule_run *R, const mr_rule_stmt *S, const mr_delayed_r
         d.key[d.nkey++] = rd->term[k];
     bool no_bs = (R->ctx->lex_flags & SQL_LEX_NO_BACKSLASH_ESCAPES) != 0;
     char err[256];
-    return mr_dmem_read_stmt(S->text, R->tok, &d, def, no_bs, NULL, b, err, sizeof err);
+    return mr_dmem_read_stmt(S->text, R->tok, &d, def, no_bs, R->ctx->params, b, err, sizeof err);
+}
+
+/* What the proxy holds for the read's key (a chunk in flight folded in
+ * when it has no mark), or a reason it cannot say. */
+static const char *memory_held(mr_rule_run *R, const mr_rule_stmt *S, const mr_delayed_read *rd,
+                               const mr_delayed_def *def, mr_read_held *mem)
+{
+    delayed_scratch *s = mr_delayed_scratch_of(R);
+    if (!memory_key(R, S, rd, def, &s->dmem) || s->dmem.nrows != 1)
+        return "a key value the memory table does not take";
+    bool ok = def->mem_read->sum(def->mem_read->arg, (const char *)s->dmem.keys.data,
+                                 s->dmem.keys.len, def->ncolumns, mem);
+    for (size_t c = 0; ok && c < def->ncolumns; c++) {
+        int64_t both;
+        ok = !__builtin_add_overflow(mem->held[c], mem->inflight[c], &both);
+    }
+    return ok ? NULL : "the deltas held for the key sum past 64 bits";
+}
+
+/* COM_STMT_PREPARE: the SELECT reads the sums from user variables, set
+ * ahead of each execute; the zero SET goes with it for the caller. */
+static mr_take_step memory_prepare(mr_rule_run *R, mr_rule_stmt *S, size_t i,
+                                   const mr_delayed_read *rd, const mr_delayed_def *def)
+{
+    delayed_scratch *s = mr_delayed_scratch_of(R);
+    uint64_t proxy = 0;
+    bool marks = def->mem_read->marks && def->mem_read->marks(def->mem_read->arg, &proxy);
+    mr_buf_reset(&s->out);
+    mr_buf_reset(&s->set);
+    if (!mr_delayed_read_build_vars(S->text, R->tok, rd, def, marks, proxy, &s->out) ||
+        !mr_delayed_read_set(rd, NULL, &s->set))
+        return untouched(R, i, "out of memory, or a name that cannot be written");
+    unsigned n = 0;
+    for (uint32_t k = 0; k < S->st.end; k++)
+        n += R->tok[k].kind == SQL_TOK_PARAM;
+    R->res->dmem_read_prepare = true;
+    R->res->dmem_nparams = n; /* the server's too: the rewrite keeps the `?` */
+    R->res->read_set = (const char *)s->set.data;
+    R->res->read_set_len = s->set.len;
+    return rewritten(R, S, i,
+                     marks ? "read_pending: the prepared point read adds the deltas this proxy "
+                             "holds in memory for the key bound at each execute, set in user "
+                             "variables ahead of it (a chunk in flight only if the read does "
+                             "not see its mark)"
+                           : "read_pending: the prepared point read adds the deltas this proxy "
+                             "holds in memory for the key bound at each execute, set in user "
+                             "variables ahead of it (no marks table yet: a chunk in flight "
+                             "counts until its COMMIT returned)");
+}
+
+/* COM_STMT_EXECUTE of such a prepare (ctx->params): nothing is sent in its
+ * place; the caller sends the SET for the key bound ahead of it. */
+static mr_take_step memory_execute(mr_rule_run *R, const mr_rule_stmt *S, size_t i,
+                                   const mr_delayed_read *rd, const mr_delayed_def *def)
+{
+    delayed_scratch *s = mr_delayed_scratch_of(R);
+    mr_read_held mem;
+    const char *why = memory_held(R, S, rd, def, &mem);
+    mr_buf_reset(&s->set);
+    if (why || !mr_delayed_read_set(rd, &mem, &s->set)) {
+        mr_rule_trace(R, i, WHY_NOT_KIND, why ? why : "out of memory");
+        return MR_TAKE_HELD; /* no SET: the caller sets zeros, the read gives the table's */
+    }
+    R->res->read_set = (const char *)s->set.data;
+    R->res->read_set_len = s->set.len;
+    mr_rule_trace(R, i, WHY_MATCHED, "read_pending: the held deltas of the key bound");
+    return MR_TAKE_HELD;
 }
 
 static mr_take_step memory_read(mr_rule_run *R, mr_rule_stmt *S, size_t i,
@@ -139,19 +210,14 @@ static mr_take_step memory_read(mr_rule_run *R, mr_rule_stmt *S, size_t i,
                          "(proxy_user), or a dry run");
     if (def->bucket_column)
         return untouched(R, i, "mode = memory with bucket_column");
-    if (R->ctx->prepared || R->ctx->params)
-        return untouched(R, i, "a prepared read of a mode = memory rule");
+    if (R->ctx->params)
+        return memory_execute(R, S, i, rd, def);
+    if (R->ctx->prepared)
+        return memory_prepare(R, S, i, rd, def);
     mr_read_held mem;
-    if (!memory_key(R, S, rd, def, &s->dmem) || s->dmem.nrows != 1)
-        return untouched(R, i, "a key value the memory table does not take");
-    bool ok = def->mem_read->sum(def->mem_read->arg, (const char *)s->dmem.keys.data,
-                                 s->dmem.keys.len, def->ncolumns, &mem);
-    for (size_t c = 0; ok && c < def->ncolumns; c++) {
-        int64_t both;
-        ok = !__builtin_add_overflow(mem.held[c], mem.inflight[c], &both);
-    }
-    if (!ok)
-        return untouched(R, i, "the deltas held for the key sum past 64 bits");
+    const char *why = memory_held(R, S, rd, def, &mem);
+    if (why)
+        return untouched(R, i, why);
     mr_buf_reset(&s->out);
     if (!mr_delayed_read_build(S->text, R->tok, rd, def, &mem, &s->out))
         return untouched(R, i, "out of memory, or a name that cannot be written");

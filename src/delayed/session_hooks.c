@@ -75,7 +75,8 @@ static void count_read(mr_fsession *fs, const mr_match_result *res)
 }
 
 /* After the rules: a memory statement is answered here; a prepared one is
- * kept under the id its stand-in gets. */
+ * kept under the id its stand-in gets, and so is a prepared point read of
+ * a memory table (its executes get the SET of what is held first). */
 static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
 {
     const mr_match_result *res = stmt->res;
@@ -84,7 +85,8 @@ static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
      * new: the flusher is woken once the server has answered, so that the
      * staging rows of this very statement are committed (in autocommit
      * mode) when it looks. */
-    ds_session *d = res->wake_flusher || res->dmem_prepare ? ds_state(st) : *st;
+    bool keep = res->dmem_prepare || res->dmem_read_prepare;
+    ds_session *d = res->wake_flusher || keep ? ds_state(st) : *st;
     if (d)
         d->wake_flusher = res->wake_flusher;
     else if (res->wake_flusher)
@@ -95,6 +97,13 @@ static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
         fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE,
                           "DELAYED in mode = "
                           "memory: a prepared statement takes at most 256 parameters");
+        return MR_HOOK_ANSWERED;
+    }
+    if (res->dmem_read_prepare && (!d || !ds_note_read(d, stmt->sql, stmt->len, res->dmem_nparams,
+                                                       res->read_set, res->read_set_len))) {
+        fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE,
+                          "read_pending in mode = memory: a prepared point read takes at most "
+                          "256 parameters");
         return MR_HOOK_ANSWERED;
     }
     return MR_HOOK_PASS;

@@ -14,7 +14,7 @@ struct ds_flush;
 
 /* The delayed feature's state in one session (its slot; NULL until used). */
 typedef struct ds_session {
-    struct ds_stmt *dstmts; /* prepared memory-mode DELAYED statements */
+    struct ds_stmt *dstmts; /* prepared memory-mode DELAYED statements and point reads */
     struct ds_stmt *dprep;  /* the one being prepared */
     uint32_t dlast;         /* id of the last prepared, if a memory stand-in; else
                                0xffffffff */
@@ -34,6 +34,10 @@ mr_hook_action ds_memory(mr_fsession *fs, const mr_dmem_batch *b);
  * parameters, out of memory); its response ended; a statement command on
  * a kept id (ANSWERED: answered here); every id forgotten. */
 bool ds_note_prepare(ds_session *d, const char *sql, size_t len, unsigned nparams);
+/* ... and of a memory-mode point read with read_pending, which goes out
+ * rewritten to read user variables (zero: the SET of zeros for them). */
+bool ds_note_read(ds_session *d, const char *sql, size_t len, unsigned nparams, const char *zero,
+                  size_t zlen);
 void ds_prepared(ds_session *d, bool ok, uint32_t id);
 mr_hook_action ds_command(mr_fsession *fs, ds_session *d, uint8_t cmd, const uint8_t *p, size_t n,
                           uint32_t len);

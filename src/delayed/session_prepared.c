@@ -18,6 +18,11 @@
  * same: the execute waits in the client's buffer until the prepare's
  * answer is in, so the id is known by then.
  *
+ * An execute whose rule names no key, run while the schema cache reads the
+ * table's key again (DDL on it through the proxy), is parked by the session
+ * as a text statement is (MR_HOOK_PARK, session/park.c): it is read again
+ * here when the cache has the table, or gets the delayed_park_timeout ERR.
+ *
  * Not taken (ERR 1235, nothing applied): an execute whose packet is larger
  * than relay_buffer, parameters sent with COM_STMT_SEND_LONG_DATA, and
  * COM_STMT_BULK_EXECUTE. Runs on the session's worker thread.
@@ -42,7 +47,10 @@ struct ds_stmt {
     struct ds_stmt *next;
     uint32_t id;
     unsigned nparams;
-    bool long_data; /* COM_STMT_SEND_LONG_DATA was used on it */
+    bool long_data;   /* COM_STMT_SEND_LONG_DATA was used on it */
+    bool read;        /* a point read with read_pending: the server runs it, after a SET */
+    const char *zero; /* ... the SET of zeros (in sql[], after the text) */
+    size_t zlen;
     bool have_types;
     uint8_t types[2 * MAX_PARAMS];
     size_t len;
@@ -82,20 +90,39 @@ void ds_forget_all(ds_session *s)
     s->dlast = LAST_NOT_MEMORY;
 }
 
-bool ds_note_prepare(ds_session *s, const char *sql, size_t len, unsigned nparams)
+static struct ds_stmt *note(ds_session *s, const char *sql, size_t len, unsigned nparams,
+                            const char *zero, size_t zlen)
 {
     free(s->dprep);
     s->dprep = NULL;
     if (nparams > MAX_PARAMS)
-        return false;
-    struct ds_stmt *d = calloc(1, sizeof *d + len + 1);
+        return NULL;
+    struct ds_stmt *d = calloc(1, sizeof *d + len + 1 + zlen + 1);
     if (!d)
-        return false;
+        return NULL;
     d->nparams = nparams;
     d->len = len;
     memcpy(d->sql, sql, len);
+    if (zlen)
+        memcpy(d->sql + len + 1, zero, zlen);
+    d->zero = d->sql + len + 1;
+    d->zlen = zlen;
     s->dprep = d;
-    return true;
+    return d;
+}
+
+bool ds_note_prepare(ds_session *s, const char *sql, size_t len, unsigned nparams)
+{
+    return note(s, sql, len, nparams, NULL, 0) != NULL;
+}
+
+bool ds_note_read(ds_session *s, const char *sql, size_t len, unsigned nparams, const char *zero,
+                  size_t zlen)
+{
+    struct ds_stmt *d = note(s, sql, len, nparams, zero, zlen);
+    if (d)
+        d->read = true;
+    return d != NULL;
 }
 
 void ds_prepared(ds_session *s, bool ok, uint32_t id)
@@ -125,20 +152,17 @@ static mr_hook_action refuse(mr_fsession *fs, const char *msg)
     return MR_HOOK_ANSWERED;
 }
 
-/* The execute of a memory statement: its values meet the rules with the
- * original text, and the batch goes into the shard. */
-static mr_hook_action execute(mr_fsession *fs, struct ds_stmt *d, const uint8_t *p, size_t n)
+/* The execute's values, bound to the original text, meet the rules. NULL,
+ * or why the values cannot be read. */
+static const char *apply(mr_fsession *fs, struct ds_stmt *d, const uint8_t *p, size_t n)
 {
     mr_exec_param params[MAX_PARAMS];
     char bufs[MAX_PARAMS][32]; /* numbers and dates written out */
-    if (d->long_data)
-        return refuse(fs, "DELAYED in mode = memory: parameters sent with "
-                          "COM_STMT_SEND_LONG_DATA are not taken; bind them to the execute");
     const char *bad = mr_exec_params_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER, d->nparams,
                                           d->nparams, d->types, &d->have_types, params, bufs,
                                           mr_exec_form(fs->query_attrs, p));
     if (bad)
-        return refuse(fs, bad);
+        return bad;
     mr_exec_params ps = {params, d->nparams};
     mr_match_result *res = fs->match;
     mr_stmt_ctx ctx = {
@@ -152,12 +176,51 @@ static mr_hook_action execute(mr_fsession *fs, struct ds_stmt *d, const uint8_t 
         .bookmarks = &mr_bookmarks_store,
     };
     mr_rules_apply(fs->rules, d->sql, d->len, &ctx, fs->scratch, res);
+    return NULL;
+}
+
+/* The execute of a memory statement: the batch its values make goes into
+ * the shard. */
+static mr_hook_action execute(mr_fsession *fs, struct ds_stmt *d, const uint8_t *p, size_t n)
+{
+    if (d->long_data)
+        return refuse(fs, "DELAYED in mode = memory: parameters sent with "
+                          "COM_STMT_SEND_LONG_DATA are not taken; bind them to the execute");
+    const char *bad = apply(fs, d, p, n);
+    if (bad)
+        return refuse(fs, bad);
+    const mr_match_result *res = fs->match;
+    if (res->action == MR_ACT_BLOCK && res->park)
+        return MR_HOOK_PARK; /* the key is being read again (DDL): the session waits */
     if (res->action == MR_ACT_BLOCK)
         return refuse(fs, res->message);
     if (res->action != MR_ACT_DELAYED_MEMORY)
         return refuse(fs, "DELAYED: the rule this statement was prepared under is gone (rules "
                           "reloaded); prepare it again");
     return ds_memory(fs, res->dmem);
+}
+
+/* The execute of a point read: the server runs it, after the SET of what
+ * this proxy holds for the key bound (zeros when the rules no longer read
+ * it: the rule gone or changed, a key the memory table does not take). */
+static mr_hook_action execute_read(mr_fsession *fs, struct ds_stmt *d, const uint8_t *p, size_t n,
+                                   uint32_t len)
+{
+    static const char what[] = "read_pending's SET of the held deltas ahead of a prepared "
+                               "point read (the read gives the table's value without them)";
+    if (n != len || n < 10)
+        return refuse(fs, "read_pending in mode = memory: this COM_STMT_EXECUTE of a point "
+                          "read is larger than relay_buffer or malformed; nothing was run");
+    if (d->long_data)
+        return refuse(fs, "read_pending in mode = memory: a point read's key sent with "
+                          "COM_STMT_SEND_LONG_DATA is not read; bind it to the execute");
+    const char *bad = apply(fs, d, p, n);
+    const mr_match_result *res = fs->match;
+    bool set = !bad && res->read_set;
+    if (!fs->ops->prelude(fs, set ? res->read_set : d->zero, set ? res->read_set_len : d->zlen,
+                          what)) /* the variables would still hold the last execute's */
+        return refuse(fs, "read_pending in mode = memory: out of memory; nothing was run");
+    return MR_HOOK_PASS; /* the execute goes to the server as the client sent it */
 }
 
 mr_hook_action ds_command(mr_fsession *fs, ds_session *s, uint8_t cmd, const uint8_t *p, size_t n,
@@ -172,6 +235,10 @@ mr_hook_action ds_command(mr_fsession *fs, ds_session *s, uint8_t cmd, const uin
     struct ds_stmt *d = id == LAST_NOT_MEMORY ? NULL : find(s, id);
     if (!d)
         return MR_HOOK_PASS;
+    if (d->read && cmd == MR_COM_STMT_EXECUTE)
+        return execute_read(fs, d, p, n, len);
+    if (d->read && (cmd == MR_COM_STMT_BULK_EXECUTE || cmd == MR_COM_STMT_FETCH))
+        return MR_HOOK_PASS; /* the server's to answer (a fetch reads what the execute ran) */
     switch (cmd) {
     case MR_COM_STMT_EXECUTE:
         if (n != len || n < 10)

@@ -55,6 +55,7 @@ void mr_delayed_scratch_free(void *p)
 {
     delayed_scratch *s = p;
     mr_buf_free(&s->out);
+    mr_buf_free(&s->set);
     mr_dmem_batch_free(&s->dmem);
 }
 

@@ -17,6 +17,7 @@ typedef struct delayed_scratch {
     mr_buf out;         /* staging INSERT (or point read) of the latest statement taken */
     char msg[1024];     /* refusal of the latest DELAYED statement (res->message) */
     mr_dmem_batch dmem; /* deltas of the latest memory-mode DELAYED statement (res->dmem) */
+    mr_buf set;         /* a prepared memory-mode point read's SET (res->read_set) */
 } delayed_scratch;
 
 /* NULL when out of memory. */

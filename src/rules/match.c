@@ -604,6 +604,9 @@ static void result_init(mr_match_result *res)
     res->park = false;
     res->group = NULL;
     res->read_pending = NULL;
+    res->dmem_read_prepare = false;
+    res->read_set = NULL;
+    res->read_set_len = 0;
     res->group_sql = NULL;
     res->group_len = 0;
 }

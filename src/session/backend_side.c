@@ -288,7 +288,7 @@ void ss_pump_backend(mr_session *s)
     uint8_t head[MR_PKT_HEADER + MR_TRACK_PREFIX];
     bool complete = false;
 
-    if (s->prelude_pending && s->state == SS_RESPONSE) {
+    while (s->prelude_pending && s->state == SS_RESPONSE) {
         int took = ss_prelude_take(s, in); /* its answer is the first packet: never relayed */
         if (took <= 0)
             return;

@@ -44,7 +44,12 @@ static void op_send_ok(mr_fsession *fs, uint64_t affected, uint16_t warnings)
 
 static void op_answer_now(mr_fsession *fs) { mr_session_bg_answered(session_of(fs)); }
 
-static const mr_fsession_ops fs_ops = {op_send_err, op_send_ok, op_answer_now};
+static bool op_prelude(mr_fsession *fs, const char *sql, size_t len, const char *what)
+{
+    return ss_prelude_send(session_of(fs), sql, len, what);
+}
+
+static const mr_fsession_ops fs_ops = {op_send_err, op_send_ok, op_answer_now, op_prelude};
 
 void ss_hooks_start(mr_session *s)
 {
@@ -129,6 +134,19 @@ static stmt_verdict act(mr_session *s, mr_hook_action a, uint8_t cmd, const mr_h
     }
 }
 
+/* A command hook could not take the command yet (MR_HOOK_PARK): it waits
+ * for the schema cache as a text statement does (session/park.c), or,
+ * when it cannot wait, gets the rules' ERR now. The hook counted nothing. */
+static stmt_verdict park_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n)
+{
+    const mr_match_result *res = &s->w->match;
+    if (ss_park(s, cmd, (const char *)p, n, res))
+        return STMT_WAITING;
+    mr_stat_add(&s->w->stats.statements_blocked, 1);
+    ss_send_err(s, 1, res->err_code, res->sqlstate, res->message);
+    return act(s, MR_HOOK_ANSWERED, cmd, NULL);
+}
+
 /* ---- the hook points ------------------------------------------------------------------ */
 
 stmt_verdict ss_hooks_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len)
@@ -138,6 +156,8 @@ stmt_verdict ss_hooks_command(mr_session *s, uint8_t cmd, const uint8_t *p, size
         const mr_feature *f = ss_features[i];
         mr_hook_action a =
             f->command ? f->command(&s->fs, &s->fstate[i], cmd, p, n, len) : MR_HOOK_PASS;
+        if (a == MR_HOOK_PARK)
+            return park_command(s, cmd, p, n);
         if (a != MR_HOOK_PASS)
             return act(s, a, cmd, NULL);
     }

@@ -13,6 +13,11 @@
  * the rule's ERR, saying how long it waited and why. The worker never
  * waits.
  *
+ * A COM_STMT_EXECUTE of a prepared memory-mode DELAYED statement that a
+ * feature's command hook could not take for the same reason (MR_HOOK_PARK)
+ * is parked the same way: the copy is the execute's packet, and running it
+ * again runs the command hooks on it (ss_park_command).
+ *
  * Threads: the session's worker, but mr_session_wake_parked (the schema
  * cache's loader) and the parked count (any thread).
  */
@@ -28,9 +33,10 @@
 #define PARK_TICK_MS 200
 
 struct ss_park {
-    uint8_t cmd; /* MR_COM_QUERY or MR_COM_STMT_PREPARE */
+    uint8_t cmd; /* MR_COM_QUERY, MR_COM_STMT_PREPARE or MR_COM_STMT_EXECUTE */
     char *sql;   /* the statement as the client sent it (owned): its query */
-    size_t len;  /* attributes (attrs_len bytes, proto/query_attrs.h), then its text */
+    size_t len;  /* attributes (attrs_len bytes, proto/query_attrs.h), then its text;
+                    an execute: its whole payload, the command byte first */
     size_t attrs_len;
     uint64_t attrs_count;
     uint64_t start_ns;
@@ -100,6 +106,33 @@ static void relayed(mr_session *s, uint8_t cmd, const char *sql, size_t len)
     ss_set_state(s, SS_RESPONSE);
 }
 
+/* A parked execute no hook took when run again (the statement was
+ * forgotten meanwhile): it goes to the server as the client sent it. */
+static void relay_execute(mr_session *s, const char *p, size_t n)
+{
+    mr_buf out;
+    mr_buf_init(&out);
+    ss_command_build(s, &out, (uint8_t)p[0], p + 1, n - 1, true);
+    if (!out.failed)
+        mr_conn_write(s->backend, out.data, out.len);
+    mr_buf_free(&out);
+    mr_tracker_begin(&s->tracker, mr_expect_for_command((uint8_t)p[0]));
+    ss_set_state(s, SS_RESPONSE);
+}
+
+/* Runs the copy as it first ran: a statement through the front end, an
+ * execute through the command hooks. */
+static stmt_verdict run_copy(mr_session *s, const struct ss_park *pk)
+{
+    if (pk->cmd == MR_COM_STMT_EXECUTE)
+        return ss_hooks_command(s, pk->cmd, (const uint8_t *)pk->sql, pk->len, (uint32_t)pk->len);
+    size_t head = pk->attrs_len;
+    s->qattrs = head ? (const uint8_t *)pk->sql : NULL; /* as the client's packet had them */
+    s->qattrs_len = head;
+    s->qattrs_count = pk->attrs_count;
+    return ss_statement_start(s, pk->cmd, pk->sql + head, pk->len - head);
+}
+
 /* Runs the parked statement through the front end again; it may park once
  * more (the table is still unknown), be answered, or go to the server. */
 static void run_again(mr_session *s)
@@ -110,10 +143,7 @@ static void run_again(mr_session *s)
     uint64_t start = s->command_start_ns;
     s->command_start_ns = mr_mono_ns(); /* the front end's own time, not the wait */
     size_t head = pk->attrs_len;
-    s->qattrs = head ? (const uint8_t *)pk->sql : NULL; /* as the client's packet had them */
-    s->qattrs_len = head;
-    s->qattrs_count = pk->attrs_count;
-    stmt_verdict v = ss_statement_start(s, pk->cmd, pk->sql + head, pk->len - head);
+    stmt_verdict v = run_copy(s, pk);
     s->command_start_ns = start; /* the command's latency includes the wait */
     if (s->park == pk && !(v == STMT_WAITING && pk->again)) { /* neither ended nor still parked */
         uint8_t cmd = pk->cmd;
@@ -121,7 +151,9 @@ static void run_again(mr_session *s)
         size_t len = pk->len;
         pk->sql = NULL;
         park_end(s);
-        if (ALIVE(s) && v == STMT_RELAY)
+        if (ALIVE(s) && v == STMT_RELAY && cmd == MR_COM_STMT_EXECUTE)
+            relay_execute(s, sql, len);
+        else if (ALIVE(s) && v == STMT_RELAY)
             relayed(s, cmd, sql + head, len - head);
         free(sql);
     }

@@ -1,41 +1,56 @@
 /*
  * session/prelude.c - a statement the proxy sends on the session's backend
  * connection ahead of the client's own, whose answer the client never sees.
- * Today only one: SET TRANSACTION ISOLATION LEVEL READ COMMITTED before an
+ * Two today: SET TRANSACTION ISOLATION LEVEL READ COMMITTED before an
  * UPDATE of a queue table with claim_read_committed (rules/README.md,
- * "queue"). Without SESSION it covers the next transaction only, which in
- * autocommit mode outside a transaction is the client's statement alone;
- * mysqld drops it after that statement whatever its outcome, even a syntax
- * error, so nothing leaks into the client's later transactions.
+ * "queue"), and a feature's (MR_FSESSION prelude op: read_pending's SET of
+ * the user variables a prepared memory-mode point read adds, before each
+ * of its COM_STMT_EXECUTEs). The first, without SESSION, covers the next
+ * transaction only, which in autocommit mode outside a transaction is the
+ * client's statement alone; mysqld drops it after that statement whatever
+ * its outcome, even a syntax error, so nothing leaks into the client's
+ * later transactions.
  *
  * A prepared claim gets the prelude before each COM_STMT_EXECUTE
  * (session/prepared.c).
  *
- * Runs on the session's worker thread. The prelude goes out right before
- * the client's command, so its single OK or ERR packet is the first one of
- * the response the backend sends; ss_pump_backend hands it here first.
+ * Runs on the session's worker thread. A prelude goes out right before
+ * the client's command, so its single OK or ERR packet comes ahead of the
+ * response the backend sends; ss_pump_backend hands each here first.
  */
 #include <string.h>
 
 #include "myrewrite/base/log.h"
 #include "session/session_impl.h"
 
-static const char READ_COMMITTED[] = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
+#define READ_COMMITTED "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
+
+/* Sends text ahead of the command in flight; what it is for goes into the
+ * log should the server refuse it. */
+bool ss_prelude_send(mr_session *s, const char *text, size_t len, const char *what)
+{
+    if (s->prelude_pending >= SS_PRELUDES_MAX)
+        return false;
+    mr_buf out;
+    mr_buf_init(&out);
+    ss_command_build(s, &out, MR_COM_QUERY, text, len, true);
+    bool sent = !out.failed;
+    if (sent) {
+        mr_conn_write(s->backend, out.data, out.len);
+        mr_conn_z_command(s->backend); /* the statement after it is a command of its own */
+        s->prelude_what[s->prelude_pending++] = what;
+    }
+    mr_buf_free(&out);
+    return sent;
+}
 
 void ss_prelude_read_committed(mr_session *s)
 {
     uint16_t st = s->tracker.status;
     if (!(st & MR_STATUS_AUTOCOMMIT) || (st & MR_STATUS_IN_TRANS))
         return; /* the next transaction would be the client's own: left alone */
-    mr_buf out;
-    mr_buf_init(&out);
-    ss_command_build(s, &out, MR_COM_QUERY, READ_COMMITTED, sizeof READ_COMMITTED - 1, true);
-    if (!out.failed) {
-        mr_conn_write(s->backend, out.data, out.len);
-        mr_conn_z_command(s->backend); /* the statement after it is a command of its own */
-        s->prelude_pending = true;
-    }
-    mr_buf_free(&out);
+    ss_prelude_send(s, READ_COMMITTED, sizeof READ_COMMITTED - 1,
+                    READ_COMMITTED " (the statement runs at the session's level)");
 }
 
 int ss_prelude_take(mr_session *s, struct evbuffer *in)
@@ -46,8 +61,9 @@ int ss_prelude_take(mr_session *s, struct evbuffer *in)
     mr_pkt_header h;
     mr_pkt_header_read(hdr, sizeof hdr, &h);
     size_t total = MR_PKT_HEADER + (size_t)h.len;
+    const char *what = s->prelude_what[0];
     if (h.len == 0 || h.len > 65536 || (hdr[MR_PKT_HEADER] != 0x00 && hdr[MR_PKT_HEADER] != 0xff)) {
-        mr_warn(s->id, "backend answered the proxy's SET TRANSACTION with neither OK nor ERR");
+        mr_warn(s->id, "backend answered the proxy's %s with neither OK nor ERR", what);
         ss_close_after_flush(s, MR_CLOSE_MALFORMED, "malformed response from backend");
         return -1;
     }
@@ -56,10 +72,10 @@ int ss_prelude_take(mr_session *s, struct evbuffer *in)
     uint8_t *p = evbuffer_pullup(in, (ev_ssize_t)total) + MR_PKT_HEADER;
     mr_err err;
     if (p[0] == 0xff && mr_err_parse(p, h.len, &err) == MR_OK)
-        mr_warn(s->id, "%s refused (%u %.*s); the statement runs at the session's level",
-                READ_COMMITTED, err.code, (int)err.msg_len, err.msg);
+        mr_warn(s->id, "refused (%u %.*s): %s", err.code, (int)err.msg_len, err.msg, what);
     mr_stat_add(&s->w->stats.bytes_from_backend, total);
     evbuffer_drain(in, total);
-    s->prelude_pending = false;
+    s->prelude_pending--;
+    memmove(s->prelude_what, s->prelude_what + 1, s->prelude_pending * sizeof s->prelude_what[0]);
     return 1;
 }

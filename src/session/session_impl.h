@@ -60,6 +60,7 @@ typedef struct framing {
 /* The statement id a COM_STMT_* command names (p[1..4]); MariaDB's direct
  * execution names SS_STMT_LAST: the statement prepared last. */
 #define SS_STMT_LAST 0xffffffffu
+#define SS_PRELUDES_MAX 2 /* preludes ahead of one command: a claim's, a feature's */
 static inline uint32_t ss_stmt_id(const uint8_t *p)
 {
     return (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 24;
@@ -116,9 +117,10 @@ struct mr_session {
                                    backend leg is compressed once the login succeeds */
     bool authenticated;         /* the backend accepted the login */
     bool skip_locked;           /* the backend supports FOR UPDATE SKIP LOCKED */
-    bool prelude_pending;       /* the answer to a prelude comes first (session/prelude.c) */
-    ss_pnote pnote_next;        /* the COM_STMT_PREPARE going out (session/prepared.c) */
-    ss_pnote *pnotes;           /* prepared statements the front end acted on (owned) */
+    uint8_t prelude_pending;    /* answers to preludes come first (session/prelude.c) ... */
+    const char *prelude_what[SS_PRELUDES_MAX]; /* ... and what each is, oldest first */
+    ss_pnote pnote_next; /* the COM_STMT_PREPARE going out (session/prepared.c) */
+    ss_pnote *pnotes;    /* prepared statements the front end acted on (owned) */
     size_t npnotes, pnotes_cap;
     bool unexamined_logged;   /* a statement over relay_buffer was logged */
     bool unreadable_logged;   /* an unreadable statement relayed was logged */
@@ -217,6 +219,10 @@ void ss_pump_client(mr_session *s);
  * when the session is in autocommit mode outside a transaction; takes its
  * answer off the backend input: 1 taken, 0 not all there yet, -1 closed. */
 void ss_prelude_read_committed(mr_session *s);
+/* Any statement of the proxy's ahead of the command in flight (what: for
+ * the log line should it be refused; static text). False when it could
+ * not be sent (out of memory, SS_PRELUDES_MAX already pending). */
+bool ss_prelude_send(mr_session *s, const char *text, size_t len, const char *what);
 int ss_prelude_take(mr_session *s, struct evbuffer *in);
 
 /* session/prepared.c: a COM_STMT_PREPARE's response ended (ok: statement

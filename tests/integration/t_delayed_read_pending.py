@@ -8,15 +8,18 @@ proxy returns the table's value plus the deltas still pending. A proxy of its ow
     COM_STMT_PREPARE / EXECUTE), and the flusher applies and deletes every 100 ms. Every
     read is at least what was acknowledged when it was sent and at most what had been sent
     when it returned (a staging INSERT may commit before its OK reaches the client);
-  * memory mode, the same in text (flushes every 100 ms, each chunk writing its mark): every
-    read is at least what was acknowledged when it was sent, and above what had been sent
-    when it returned in at most 1 % of reads (a read taken before a chunk started and run
-    after that chunk committed: a whole flush transaction inside one read's trip);
+  * memory mode, the same with two text readers and a prepared one (flushes every 100 ms,
+    each chunk writing its mark): every read is at least what was acknowledged when it was
+    sent, and above what had been sent when it returned in at most 1 % of reads (a read
+    taken before a chunk started and run after that chunk committed: a whole flush
+    transaction inside one read's trip), for the text reads and the prepared ones each;
   * exactness with two key columns, two counters, a NULL counter, the column names and
     types the client sees, a staged and a held DELETE DELAYED (no row), a prepared read
-    with its parameters in order;
+    with its parameters in order; in memory mode a prepared read adds what is held for the
+    key bound at each execute (another key, a key with nothing held, a held delete, NULL,
+    after the flush: the table's value, nothing counted twice);
   * a rule without read_pending, and shapes that are not a plain point read (LIMIT, a
-    range, an alias, FOR UPDATE, a prepared read in memory mode): untouched, the table's
+    range, an alias, FOR UPDATE): untouched, the table's
     value without the pending deltas;
   * EXPLAIN REWRITE shows the decision; SHOW DELAYED and /metrics count the rewrites.
 MR_TEST_READ_PENDING=no writes the rules without read_pending: the load checks must then
@@ -112,6 +115,7 @@ class Book:
         self.high = []       # reads above what had been sent when they returned
         self.above_acked = 0  # reads above what was acknowledged when they returned
         self.errors = []
+        self.by_how = {}     # reads per kind of reader (text, prepared)
 
     def bounds_before(self, k):
         with self.lock:
@@ -125,6 +129,7 @@ class Book:
         acked_now, sent_now = self.bounds_after(k)
         with self.lock:
             self.reads += 1
+            self.by_how[how] = self.by_how.get(how, 0) + 1
             if v < lo:
                 self.low.append((how, k, lo, v))
             if v > sent_now:
@@ -234,18 +239,26 @@ def staged_load():
 
 
 def memory_load():
-    book = under_load("rp_mem", [text_reader, text_reader])
+    book = under_load("rp_mem", [text_reader, text_reader, prepared_reader])
     t.eq("memory load: no client error", [], book.errors[:3])
-    t.log("memory: %d reads, %d increments acknowledged, %d above what had been sent, %d "
-          "above the acknowledged count"
-          % (book.reads, sum(book.acked.values()), len(book.high), book.above_acked))
+    t.log("memory: %d reads (%s), %d increments acknowledged, %d above what had been sent, "
+          "%d above the acknowledged count"
+          % (book.reads, book.by_how, sum(book.acked.values()), len(book.high),
+             book.above_acked))
     t.check(book.reads > 100, "memory load: the readers read", book.reads)
-    t.eq("memory: no read below what was acknowledged when it was sent", [], book.low[:5])
-    t.check(len(book.high) * 100 <= book.reads,
-            "memory: reads above what had been sent are at most 1 %% of reads: a chunk in "
-            "flight is counted only when the read's snapshot lacks its mark, so only a read "
-            "taken before its chunk started and run after it committed counts it twice",
-            (len(book.high), book.reads, book.high[:5]))
+    t.check(book.by_how.get("prepared", 0) > 50, "memory load: the prepared reader read",
+            book.by_how)
+    for how in ("text", "prepared"):
+        low = [x for x in book.low if x[0] == how]
+        high = [x for x in book.high if x[0] == how]
+        n = book.by_how.get(how, 0)
+        t.eq("memory, %s reads: none below what was acknowledged when it was sent" % how, [],
+             low[:5])
+        t.check(len(high) * 100 <= n,
+                "memory, %s reads: above what had been sent in at most 1 %% of reads: a chunk "
+                "in flight is counted only when the read's snapshot lacks its mark, so only "
+                "a read taken before its chunk started and run after it committed counts it "
+                "twice" % how, (len(high), n, high[:5]))
     d = t.direct(autocommit=True)
     marks = t.rows(d, "SELECT COUNT(*), MAX(seq) FROM myrewrite_read_marks")[0]
     d.close()
@@ -337,20 +350,43 @@ def exact_memory():
     t.eq("memory mode: the column keeps its name, a BIGINT", [("n", 8)], desc)
     c = rp.Conn(PROXY.port)
     st = c.prepare("SELECT n FROM rp_mem_hold WHERE id = ?")
-    r = c.execute(st.stmt_id, [(rp.TYPE_LONGLONG, 1)])
-    t.eq("memory mode, prepared: untouched (the table's value, an INT)", ("rows", 1),
-         (r.kind, len(r.rows)))
-    if r.kind == "rows" and r.rows:
-        t.eq("... 100", 100, binary_bigint(r.rows[0]))
-    c.close()
+    t.eq("memory mode, prepared read: 1 parameter, 1 column", (1, 1), (st.params, st.columns))
+
+    def read(key, typ=rp.TYPE_LONGLONG):
+        r = c.execute(st.stmt_id, [(typ, key)])
+        return [binary_bigint(x) for x in r.rows] if r.kind == "rows" else r.err
+
+    t.eq("memory mode, prepared: the table's 100 plus the 3 held for the key bound", [103],
+         read(1))
+    t.eq("... the key bound as a string", [103], read("1", rp.TYPE_VAR_STRING))
+    t.eq("... another key bound, nothing held for it: its table value", [200], read(2))
+    sends("UPDATE DELAYED rp_mem_hold SET n = n + 10 WHERE id = 2")
+    t.eq("... the next execute sees what was taken since", [210], read(2))
+    t.eq("... and the first key again its own", [103], read(1))
+    t.eq("... a NULL key: no row", [], read(None))
     sends("DELETE DELAYED FROM rp_mem_hold WHERE id = 2")
     rows, _ = one_row("SELECT n FROM rp_mem_hold WHERE id = 2")
     t.eq("memory mode: a key with a DELETE DELAYED held reads as no row", (), rows)
+    t.eq("... prepared too", [], read(2))
+    t.eq("... the other key is unaffected", [103], read(1))
     sends("FLUSH DELAYED rp_mem_hold")
     d = t.direct(autocommit=True)
     t.eq("memory mode: after the flush the table holds what the reads said", [(1, 103)],
          [tuple(r) for r in t.rows(d, "SELECT id, n FROM rp_mem_hold ORDER BY id")])
     d.close()
+    t.eq("memory mode, prepared, after the flush: the table's value, nothing counted twice",
+         [103], read(1))
+    # MariaDB's direct execution: PREPARE and an EXECUTE of statement 0xffffffff sent together
+    sends("UPDATE DELAYED rp_mem_hold SET n = n + 6 WHERE id = 1")
+    c.send_command(bytes([rp.COM_STMT_PREPARE]) + b"SELECT n FROM rp_mem_hold WHERE id = ?")
+    c.send_command(rp.execute_packet(0xFFFFFFFF, [(rp.TYPE_LONGLONG, 1)]))
+    pr = c.read_prepare(c._logged("direct prepare"))
+    r = c.read_result(c._logged("direct execute"))
+    t.eq("memory mode, direct execution (statement 0xffffffff): the held 6 added",
+         ("ok", "rows", [109]), (pr.kind, r.kind, [binary_bigint(x) for x in r.rows]
+                                 if r.kind == "rows" else r.err))
+    c.close()
+    sends("FLUSH DELAYED rp_mem_hold")
 
 
 def metric(name):

@@ -8,6 +8,7 @@
 #include "test_rules.h"
 
 #include "myrewrite/delayed/rule.h"
+#include "myrewrite/proto/stmt_execute.h"
 #include "myrewrite/schema/desc.h"
 
 static const char RULES[] = "[delayed counters]\n"
@@ -227,6 +228,37 @@ static bool fake_sum(void *arg, const char *key, size_t klen, size_t ncols, mr_r
     return true;
 }
 
+static bool fake_marks(void *arg, uint64_t *proxy)
+{
+    (void)arg;
+    *proxy = 77;
+    return true;
+}
+
+/* The SET a prepared memory read's prepare (zeros) or execute gives, with
+ * nothing else sent in an execute's place; want NULL: none. */
+static void expect_read_set(const mr_ruleset *set, const mr_stmt_ctx *ctx, const char *sql,
+                            bool prepare, const char *want)
+{
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    apply_ctx(set, sql, ctx, s, &res);
+    assert_int_equal(res.dmem_read_prepare, prepare);
+    assert_int_equal(res.action, prepare ? MR_ACT_REWRITE : MR_ACT_PASS);
+    if (prepare)
+        assert_int_equal(res.dmem_nparams, 1);
+    if (!want) {
+        assert_null(res.read_set);
+    } else {
+        assert_non_null(res.read_set);
+        char got[512];
+        snprintf(got, sizeof got, "%.*s", (int)res.read_set_len, res.read_set);
+        assert_string_equal(got, want);
+    }
+    result_free(&res);
+    mr_rules_scratch_free(s);
+}
+
 static void memory_reads(void **state)
 {
     (void)state;
@@ -256,9 +288,39 @@ static void memory_reads(void **state)
     expect_sent(rs, &CTX, "SELECT n FROM mem WHERE id = 5", MR_ACT_REWRITE,
                 "SELECT (`mr_t`.`n` + CAST(3 AS SIGNED)) AS n FROM mem AS `mr_t` "
                 "WHERE (id = 5) AND 0 = 1");
-    /* a prepared read's key is known only at each execute: untouched */
-    expect_sent(rs, &PREP, "SELECT n FROM mem WHERE id = ?", MR_ACT_PASS,
-                "SELECT n FROM mem WHERE id = ?");
+    /* a prepared read's key is known only at each execute: the prepare reads
+     * user variables, set ahead of each execute */
+    fake_gone = false;
+    expect_sent(rs, &PREP, "SELECT n FROM mem WHERE id = ?", MR_ACT_REWRITE,
+                "SELECT (`mr_t`.`n` + CAST(COALESCE(@myrewrite_rp_h1, 0) + "
+                "COALESCE(@myrewrite_rp_f1, 0) AS SIGNED)) AS n FROM mem AS `mr_t` WHERE "
+                "(id = ?) AND COALESCE(@myrewrite_rp_gone, 0) = 0");
+    port.marks = fake_marks;
+    expect_sent(rs, &PREP, "SELECT id, m FROM mem WHERE id = ?", MR_ACT_REWRITE,
+                "SELECT id, (`mr_t`.`m` + CAST(COALESCE(@myrewrite_rp_h2, 0) + "
+                "IF(COALESCE((SELECT `mr_m`.`seq` FROM `test`.`myrewrite_read_marks` AS `mr_m` "
+                "WHERE `mr_m`.`proxy` = 77), 0) >= COALESCE(@myrewrite_rp_chunk, 0), 0, "
+                "COALESCE(@myrewrite_rp_f2, 0)) AS SIGNED)) AS m FROM mem AS `mr_t` WHERE "
+                "(id = ?) AND COALESCE(@myrewrite_rp_gone, 0) = 0");
+    expect_read_set(rs, &PREP, "SELECT id, m FROM mem WHERE id = ?", true,
+                    "SET @myrewrite_rp_chunk = 0, @myrewrite_rp_gone = 0, @myrewrite_rp_h2 = 0, "
+                    "@myrewrite_rp_f2 = 0");
+    /* an execute: nothing is sent in its place, the SET holds the key's sums */
+    mr_exec_param v = {.kind = MR_EXEC_PARAM_INT, .n = 5};
+    mr_exec_params ps = {&v, 1};
+    mr_stmt_ctx exec = {.schema = "test", .prepared = true, .params = &ps};
+    fake_chunk = 9;
+    expect_read_set(rs, &exec, "SELECT n, m FROM mem WHERE id = ?", false,
+                    "SET @myrewrite_rp_chunk = 9, @myrewrite_rp_gone = 0, @myrewrite_rp_h1 = 3, "
+                    "@myrewrite_rp_f1 = 10, @myrewrite_rp_h2 = -4, @myrewrite_rp_f2 = 0");
+    fake_chunk = 0;
+    fake_gone = true;
+    expect_read_set(rs, &exec, "SELECT n FROM mem WHERE id = ?", false,
+                    "SET @myrewrite_rp_chunk = 0, @myrewrite_rp_gone = 1, @myrewrite_rp_h1 = 3, "
+                    "@myrewrite_rp_f1 = 0");
+    /* a NULL key: no SET (the caller sets zeros) */
+    v.kind = MR_EXEC_PARAM_NULL;
+    expect_read_set(rs, &exec, "SELECT n FROM mem WHERE id = ?", false, NULL);
     def->mem_read = NULL;
 }
 

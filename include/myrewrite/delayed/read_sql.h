@@ -79,4 +79,27 @@ bool mr_delayed_read_shape(const char *text, const sql_token *tok, const sql_stm
 bool mr_delayed_read_build(const char *text, const sql_token *tok, const mr_delayed_read *rd,
                            const mr_delayed_def *def, const mr_read_held *mem, mr_buf *out);
 
+/* Memory mode, COM_STMT_PREPARE: the key is bound only at each execute, so
+ * the prepared SELECT reads what the proxy holds from user variables, which
+ * the session sets ahead of each COM_STMT_EXECUTE (mr_delayed_read_set).
+ * Counter item i (1-based) becomes
+ *   (`mr_t`.`c` + CAST(COALESCE(@myrewrite_rp_hI, 0) + IF(COALESCE((SELECT
+ *       `mr_m`.`seq` FROM `schema`.`myrewrite_read_marks` AS `mr_m` WHERE
+ *       `mr_m`.`proxy` = P), 0) >= COALESCE(@myrewrite_rp_chunk, 0), 0,
+ *       COALESCE(@myrewrite_rp_fI, 0)) AS SIGNED)) AS c
+ * so the chunk in flight counts only while the read's own snapshot lacks
+ * its mark, as in the text form; without the marks table (`marks` false)
+ * the IF is `+ COALESCE(@myrewrite_rp_fI, 0)`. The WHERE becomes
+ * `WHERE (...) AND COALESCE(@myrewrite_rp_gone, 0) = 0`. The `?` stay as
+ * written and in their order. False when out of memory. */
+bool mr_delayed_read_build_vars(const char *text, const sql_token *tok, const mr_delayed_read *rd,
+                                const mr_delayed_def *def, bool marks, uint64_t proxy, mr_buf *out);
+
+/* The SET of those variables for one execute: mem what the proxy holds for
+ * the key bound (NULL: zeros, the read then returns the table's value):
+ *   SET @myrewrite_rp_chunk = N, @myrewrite_rp_gone = 0|1,
+ *       @myrewrite_rp_h1 = H, @myrewrite_rp_f1 = F, ...
+ * False when out of memory. */
+bool mr_delayed_read_set(const mr_delayed_read *rd, const mr_read_held *mem, mr_buf *out);
+
 #endif

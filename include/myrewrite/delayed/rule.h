@@ -72,6 +72,9 @@ typedef struct mr_read_held {
  * mr_key_port. */
 typedef struct mr_read_port {
     bool (*sum)(void *arg, const char *key, size_t klen, size_t ncols, mr_read_held *out);
+    /* Does the table's schema have the marks table now (a prepared read may
+     * name it)? proxy: this proxy's row in it. */
+    bool (*marks)(void *arg, uint64_t *proxy);
     void *arg;
 } mr_read_port;
 

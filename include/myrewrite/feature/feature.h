@@ -53,6 +53,11 @@ typedef enum mr_hook_action {
                          rules, the statement counts as rewritten (the job runs it in
                          another form) and its answer ends the command as a relayed
                          response would (commands, digest latency, command_done) */
+    MR_HOOK_PARK,     /* command hooks only: the statement's table key is not known yet
+                         (fs->match holds the rules' refusal, res->park set): the session
+                         keeps a copy of the packet and runs the command hooks on it again
+                         when the schema cache has the table, as it does for a text
+                         statement (session/park.c); the ERR is the answer when it cannot */
 } mr_hook_action;
 
 typedef struct mr_fsession mr_fsession;
@@ -67,6 +72,12 @@ typedef struct mr_fsession_ops {
      * now, on this thread: runs the bg_answer hooks at once (say, from a
      * timer of the feature's). */
     void (*answer_now)(mr_fsession *fs);
+    /* From a command hook that passes: a statement of the proxy's sent on
+     * the session's backend connection right ahead of the command (one
+     * packet, COM_QUERY); its OK or ERR is not relayed, an ERR is logged
+     * with `what` (static text). False when it could not be sent (out of
+     * memory): the hook must not let the command go without it. */
+    bool (*prelude)(mr_fsession *fs, const char *sql, size_t len, const char *what);
 } mr_fsession_ops;
 
 /* Any thread: tells the session's worker that a background job answered;
@@ -144,8 +155,8 @@ typedef struct mr_feature {
      * .derived...): filled into the context before each statement. */
     void (*ports)(mr_stmt_ctx *ctx);
     /* The first packet of every command (p: n of its len payload bytes,
-     * p[0] the command), before the session looks at it. PASS or ANSWERED
-     * (a prepared statement's execute answered here). */
+     * p[0] the command), before the session looks at it. PASS, ANSWERED
+     * (a prepared statement's execute answered here) or PARK. */
     mr_hook_action (*command)(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *p, size_t n,
                               uint32_t len);
     /* Must the command starting with head (at least 5 of len bytes) be

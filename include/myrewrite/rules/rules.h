@@ -231,7 +231,7 @@ typedef struct mr_match_result {
     bool dmem_prepare;           /* COM_STMT_PREPARE of a memory-mode DELAYED statement: text is a
                                     stand-in (`DO ?, ...`) with the same parameters; the caller
                                     keeps the original and answers its executes itself */
-    unsigned dmem_nparams;       /* its parameters */
+    unsigned dmem_nparams;       /* its parameters (or dmem_read_prepare's) */
     unsigned dmem_keys;          /* DELAYED_MEMORY: the keys in dmem (explain's count) */
     mr_page_guard page_guard;    /* COM_STMT_PREPARE of a page whose LIMIT offset is a `?`
                                 under a rule with max_offset: the caller checks each execute */
@@ -248,6 +248,13 @@ typedef struct mr_match_result {
     const struct mr_rule *read_pending; /* REWRITE of a point read under a delayed rule with
                              read_pending: the text adds the deltas still pending for the key
                              (delayed/read_sql.h); NULL otherwise */
+    bool dmem_read_prepare;             /* REWRITE of a COM_STMT_PREPARE of a point read under a
+                                         memory-mode rule with read_pending: the text reads the sums
+                                         from user variables; the caller keeps the original and sends a
+                                         SET of them ahead of each execute (read_set: the one of zeros) */
+    const char *read_set; /* ... and for an execute's values (ctx->params): the SET for the
+                             key bound (in the scratch; NULL: the read adds nothing) */
+    size_t read_set_len;
     bool park; /* BLOCK of a DELAYED statement whose rule names no key and whose
                   table's key the schema source does not have yet (row key
                   pending): the caller may hold the statement and run it again
