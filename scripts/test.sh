@@ -108,9 +108,10 @@ fi
 # does not help either.
 tsan=${MR_TSAN_BUILD:-$root/build-tsan}
 tsan_units='^(test_delayed_mem_keys|test_rules_match|test_bookmarks|test_rule_hits|test_schema_cache|test_delayed_mem)$'
-tsan_its='t_quiet|t_http_token|t_tls$|t_delayed_memory|t_delayed_default|t_delayed_schema|t_delayed_group|t_delayed_read_pending|t_delayed_park_prepared|t_tls_reload'
+tsan_its='t_quiet|t_http_token|t_tls$|t_delayed_memory|t_delayed_default|t_delayed_schema|t_delayed_group|t_delayed_read_pending|t_delayed_park_prepared|t_tls_reload|t_http_churn'
 # history_size=4 keeps the stack of an access long before its racing one
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:history_size=4}
+# tests/tsan.supp: one harmless descriptor race inside libevent's evhttp
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:history_size=4:suppressions=$root/tests/tsan.supp}
 if cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=TSAN -DMYREWRITE_WERROR=ON >/dev/null &&
     cmake --build "$tsan" -j2 >/dev/null; then
     tsan_run=()
