@@ -267,10 +267,11 @@ void ss_pump_client(mr_session *s)
         if (wants_whole_packet(s, payload, h.len)) {
             if (avail < MR_PKT_HEADER + (size_t)h.len)
                 break; /* fits in relay_buffer, so reading goes on until it is here */
-            if (!fresh) /* fresh bytes are one piece already */
-                payload = evbuffer_pullup(mr_conn_input(s->client),
-                                          MR_PKT_HEADER + (ev_ssize_t)h.len) +
-                          MR_PKT_HEADER;
+            if (!fresh) {
+                /* (fresh bytes are one piece already) */
+                struct evbuffer *in = mr_conn_input(s->client);
+                payload = evbuffer_pullup(in, MR_PKT_HEADER + (ev_ssize_t)h.len) + MR_PKT_HEADER;
+            }
             n = h.len;
         }
         mr_stat_add(&s->w->stats.bytes_from_clients, MR_PKT_HEADER + (uint64_t)h.len);
