@@ -60,20 +60,6 @@ static ssize_t read_reserved(mr_conn *c)
     return n;
 }
 
-/* A read into this thread's scratch, then copied: for small reads (a query,
- * an OK, a short result) the copy and a small allocation cost less than the
- * large one of read_reserved(). */
-static ssize_t read_copied(mr_conn *c)
-{
-    static _Thread_local uint8_t scratch[READ_CHUNK];
-    ssize_t n = read(c->fd, scratch, sizeof(scratch));
-    if (n > 0 && evbuffer_add(c->wire_in, scratch, (size_t)n) != 0) {
-        errno = ENOMEM;
-        return -1;
-    }
-    return n;
-}
-
 void mr_conn_delivered(mr_conn *c)
 {
     if (c->idle_on)
@@ -95,8 +81,12 @@ static void read_handler(evutil_socket_t fd, short what, void *arg)
         mr_conn_delivered(c);
         return;
     }
-    /* The last read's size picks the way: bulk transfers stay zero-copy. */
-    ssize_t n = c->last_read < SMALL_READ ? read_copied(c) : read_reserved(c);
+    /* The last read's size picks the way: bulk transfers stay zero-copy, a
+     * small read goes to the thread's scratch (net/conn_fresh.c). */
+    bool small = c->last_read < SMALL_READ;
+    if (!small && !mr_conn_fold(c))
+        return; /* c's fresh bytes go first; out of memory is reported from the loop */
+    ssize_t n = small ? mr_conn_read_small(c) : read_reserved(c);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
             return;
@@ -263,6 +253,7 @@ void mr_conn_free(mr_conn *c)
 {
     if (!c)
         return;
+    mr_conn_fresh_drop(c);
     if (c->ur)
         mr_conn_uring_detach(c);
     if (c->tls)
@@ -284,7 +275,6 @@ void mr_conn_free(mr_conn *c)
     free(c);
 }
 
-struct evbuffer *mr_conn_input(mr_conn *c) { return c->in; }
 struct evbuffer *mr_conn_output(mr_conn *c) { return c->out; }
 int mr_conn_fd(const mr_conn *c) { return c->fd; }
 int mr_conn_errno(const mr_conn *c) { return c->err; }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define READ_CHUNK 65536
 #define SMALL_READ 4096 /* reads below this size are copied (net/conn.c) */
@@ -35,6 +36,9 @@ struct mr_conn {
     int err;
     size_t low;
     size_t last_read; /* bytes the last plain read returned */
+    /* Fresh bytes (net/conn.c): [fresh_off, fresh_len) of the thread's read
+     * scratch, the whole input, not yet copied into `in`. */
+    size_t fresh_off, fresh_len;
     mr_conn_tls *tls; /* NULL: plain; else the TLS layer owns rev and wev */
     mr_conn_z *z;     /* NULL: not compressed */
     bool idle_on;     /* mr_conn_set_read_idle: the timer restarts at each read */
@@ -80,6 +84,15 @@ bool mr_conn_z_inflate(mr_conn *c);
 bool mr_conn_z_deflate(mr_conn *c);
 bool mr_conn_z_ready(mr_conn *c);
 void mr_conn_z_free(mr_conn *c);
+
+/* Fresh bytes into the input (net/conn.c); false: out of memory, and c
+ * fails from the loop. Before anything reads or rearranges c->in. */
+bool mr_conn_fold(mr_conn *c);
+/* A read into the thread's scratch: fresh bytes when the input was empty,
+ * else copied into it. As read(2), with errno ENOMEM when the copy failed. */
+ssize_t mr_conn_read_small(mr_conn *c);
+/* In mr_conn_free: c's fresh bytes are no more. */
+void mr_conn_fresh_drop(mr_conn *c);
 
 /* After bytes reached wire_in (or frames wait): the silence limit starts
  * again, the frames are inflated, and the owner reads them. */

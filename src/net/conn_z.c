@@ -42,6 +42,8 @@ struct mr_conn_z {
 
 bool mr_conn_start_compress(mr_conn *c, mr_zalgo algo, int level, size_t in_limit)
 {
+    if (!mr_conn_fold(c)) /* fresh bytes are frames too */
+        return false;
     mr_conn_z *z = calloc(1, sizeof(*z));
     if (!z || !(z->raw_in = evbuffer_new()) || !(z->raw_out = evbuffer_new())) {
         if (z && z->raw_in)

@@ -6,6 +6,7 @@
  */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -277,16 +278,35 @@ static uint8_t renumber(mr_session *s, struct evbuffer *in, size_t off)
     return seq;
 }
 
+/* The backend's input for the pump: in place while its bytes are fresh
+ * (net/conn.h: the response of a small read, never in an evbuffer), else
+ * the input evbuffer, which `first` then caches the first extent of. */
+static struct evbuffer *pump_source(mr_session *s, struct evbuffer_iovec *first, size_t *avail)
+{
+    const uint8_t *fresh = s->prelude_pending ? NULL : mr_conn_fresh(s->backend, avail);
+    if (fresh) {
+        first->iov_base = (void *)(uintptr_t)fresh;
+        first->iov_len = *avail; /* every packet head lies in it */
+        return NULL;
+    }
+    struct evbuffer *in = mr_conn_input(s->backend);
+    *avail = evbuffer_get_length(in);
+    first->iov_len = 0;
+    return in;
+}
+
 /* Relays complete and partial packets from the backend to the client in one
- * batch (a single evbuffer move), inspecting each packet's head on the way. */
+ * batch (one mr_conn_relay: a write straight from the read when the client's
+ * output is empty), inspecting each packet's head on the way. */
 void ss_pump_backend(mr_session *s)
 {
-    struct evbuffer *in = mr_conn_input(s->backend);
     framing *f = &s->from_backend;
-    size_t avail = evbuffer_get_length(in), move = 0;
+    size_t avail, move = 0;
     struct evbuffer_ptr pos;
     uint8_t head[MR_PKT_HEADER + MR_TRACK_PREFIX];
     bool complete = false;
+    struct evbuffer_iovec first = {NULL, 0};
+    struct evbuffer *in = pump_source(s, &first, &avail);
 
     while (s->prelude_pending && s->state == SS_RESPONSE) {
         int took = ss_prelude_take(s, in); /* its answer is the first packet: never relayed */
@@ -294,7 +314,6 @@ void ss_pump_backend(mr_session *s)
             return;
         avail = evbuffer_get_length(in);
     }
-    struct evbuffer_iovec first = {NULL, 0};
     bool framed = mr_conn_compressed(s->backend);
     for (;;) {
         if (f->remaining > 0) {
@@ -312,6 +331,10 @@ void ss_pump_backend(mr_session *s)
         size_t got = avail - move < sizeof(head) ? avail - move : sizeof(head);
         bool watched = !f->continuation && s->state == SS_RESPONSE && ss_hooks_response_watched(s);
         bool shifted = s->login_shift && s->state == SS_AUTH;
+        if ((watched || shifted || framed) && !in) {
+            in = mr_conn_input(s->backend); /* the fresh bytes in: offsets hold */
+            first.iov_len = 0;
+        }
         const uint8_t *hp = head;
         if (!watched && !shifted) /* nothing rearranges the input: read it in place */
             hp = packet_head(in, &first, move, head, got);
@@ -338,14 +361,11 @@ void ss_pump_backend(mr_session *s)
     }
     if (complete && s->state == SS_RESPONSE) /* published before the client can have the end */
         mr_client_set_state(&s->slot, ss_state_name(SS_IDLE)); /* and ask SHOW CLIENTS */
-    if (move > 0) {
-        evbuffer_remove_buffer(in, mr_conn_output(s->client), move);
-        mr_conn_flush(s->client);
-    }
+    mr_conn_relay(s->backend, s->client, move);
     ss_backend_flow(s);
     if (complete)
         backend_response_complete(s);
-    else if (move > 0 && evbuffer_get_length(in) > 0 && !f->blocked)
+    else if (move > 0 && mr_conn_input_length(s->backend) > 0 && !f->blocked)
         ss_pump_backend(s); /* stopped at relay_buffer with more queued */
 }
 

@@ -218,24 +218,35 @@ static bool wants_whole_packet(mr_session *s, const uint8_t *head, uint32_t len)
     }
 }
 
+/* The head of the client's input, `got` bytes: in place while the input is
+ * fresh (net/conn.h: a small read not yet copied into an evbuffer, which
+ * *fresh then points at), else copied into `head`. */
+static const uint8_t *client_head(mr_session *s, const uint8_t *fresh, uint8_t *head, size_t got)
+{
+    if (fresh)
+        return fresh;
+    evbuffer_copyout(mr_conn_input(s->client), head, got);
+    return head;
+}
+
 void ss_pump_client(mr_session *s)
 {
-    struct evbuffer *in = mr_conn_input(s->client);
     framing *f = &s->from_client;
     uint8_t head[MR_PKT_HEADER + MR_TRACK_PREFIX];
 
     while (ALIVE(s) && s->backend) {
-        size_t avail = evbuffer_get_length(in);
+        size_t avail;
+        const uint8_t *fresh = mr_conn_fresh(s->client, &avail);
+        if (!fresh)
+            avail = evbuffer_get_length(mr_conn_input(s->client));
         if (f->remaining > 0) {
             if (avail == 0)
                 break;
             size_t take = avail < f->remaining ? avail : (size_t)f->remaining;
-            if (f->discard) {
-                evbuffer_drain(in, take);
-            } else {
-                evbuffer_remove_buffer(in, mr_conn_output(s->backend), take);
-                mr_conn_flush(s->backend);
-            }
+            if (f->discard)
+                mr_conn_drain(s->client, take);
+            else
+                mr_conn_relay(s->client, s->backend, take);
             f->remaining -= take;
             if (queued(mr_conn_output(s->backend)) >= cfg(s)->relay_buffer)
                 break;
@@ -243,19 +254,24 @@ void ss_pump_client(mr_session *s)
         }
         if (avail < MR_PKT_HEADER)
             break;
-        size_t got = (size_t)evbuffer_copyout(in, head, sizeof(head));
+        size_t got = avail < sizeof(head) ? avail : sizeof(head);
+        const uint8_t *hp = client_head(s, fresh, head, got);
         mr_pkt_header h;
-        mr_pkt_header_read(head, got, &h);
+        mr_pkt_header_read(hp, got, &h);
         if (!f->continuation && !client_may_send(s, h.seq))
             break;
         size_t n = h.len < MR_TRACK_PREFIX ? h.len : MR_TRACK_PREFIX;
         if (got < MR_PKT_HEADER + n)
             break;
-        const uint8_t *payload = head + MR_PKT_HEADER;
+        const uint8_t *payload = hp + MR_PKT_HEADER;
         if (wants_whole_packet(s, payload, h.len)) {
             if (avail < MR_PKT_HEADER + (size_t)h.len)
                 break; /* fits in relay_buffer, so reading goes on until it is here */
-            payload = evbuffer_pullup(in, MR_PKT_HEADER + (ev_ssize_t)h.len) + MR_PKT_HEADER;
+            if (!fresh) {
+                /* (fresh bytes are one piece already) */
+                struct evbuffer *in = mr_conn_input(s->client);
+                payload = evbuffer_pullup(in, MR_PKT_HEADER + (ev_ssize_t)h.len) + MR_PKT_HEADER;
+            }
             n = h.len;
         }
         mr_stat_add(&s->w->stats.bytes_from_clients, MR_PKT_HEADER + (uint64_t)h.len);
@@ -263,7 +279,7 @@ void ss_pump_client(mr_session *s)
         if (!client_packet_start(s, payload, n, h.len, h.seq))
             return;
         if (s->login_shift && s->state == SS_AUTH && !f->discard)
-            ss_auth_shift_to_server(s, in);
+            ss_auth_shift_to_server(s, mr_conn_input(s->client));
     }
     ss_client_flow(s);
 }

@@ -62,6 +62,23 @@ void ss_hooks_start(mr_session *s)
         .wake = {mr_worker_wake_bg, w},
         .ops = &fs_ops,
     };
+    /* the entries that may watch a response, so that each packet asks only them */
+    s->watchers = 0;
+    for (unsigned i = 0; i < ss_nfeatures; i++)
+        if (ss_features[i]->response_wants && ss_features[i]->response_packet)
+            s->watchers |= 1u << i;
+}
+
+/* Does the feature of the lowest bit of *left want the packet starting now?
+ * Takes that bit off; -1 when none is left. */
+static int next_watcher(mr_session *s, uint32_t *left, bool *wants)
+{
+    if (!*left)
+        return -1;
+    int i = __builtin_ctz(*left);
+    *left &= *left - 1;
+    *wants = ss_features[i]->response_wants(&s->fs, &s->fstate[i], (int)s->tracker.state);
+    return i;
 }
 
 void ss_hooks_view(mr_session *s)
@@ -214,26 +231,22 @@ static bool give_packet(mr_session *s, unsigned i, struct evbuffer *in,
 
 bool ss_hooks_response_watched(mr_session *s)
 {
-    for (unsigned i = 0; i < ss_nfeatures; i++) {
-        const mr_feature *f = ss_features[i];
-        if (f->response_wants && f->response_packet &&
-            f->response_wants(&s->fs, &s->fstate[i], (int)s->tracker.state))
+    uint32_t left = s->watchers;
+    bool wants;
+    while (next_watcher(s, &left, &wants) >= 0)
+        if (wants)
             return true;
-    }
     return false;
 }
 
 bool ss_hooks_response_packet(mr_session *s, struct evbuffer *in, const struct evbuffer_ptr *pos,
                               uint32_t len, size_t avail)
 {
-    for (unsigned i = 0; i < ss_nfeatures; i++) {
-        const mr_feature *f = ss_features[i];
-        if (!f->response_wants || !f->response_packet ||
-            !f->response_wants(&s->fs, &s->fstate[i], (int)s->tracker.state))
-            continue;
-        if (!give_packet(s, i, in, pos, len, avail))
+    uint32_t left = s->watchers;
+    bool wants;
+    for (int i; (i = next_watcher(s, &left, &wants)) >= 0;)
+        if (wants && !give_packet(s, (unsigned)i, in, pos, len, avail))
             return false;
-    }
     return true;
 }
 

@@ -166,7 +166,7 @@ void ss_client_flow(mr_session *s)
     size_t limit = cfg(s)->relay_buffer;
     set_reading(s->client, &s->from_client,
                 queued(mr_conn_output(s->backend)) < limit &&
-                    queued(mr_conn_input(s->client)) < limit);
+                    mr_conn_input_length(s->client) < limit);
 }
 
 /* Read from the backend only while the client keeps up. */

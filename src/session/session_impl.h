@@ -152,6 +152,7 @@ struct mr_session {
     uint64_t command_start_ns;
     mr_fsession fs;                /* what the features' hooks see (session/hooks.c) */
     void *fstate[MR_FEATURES_MAX]; /* each feature's own state (owned by the feature) */
+    uint32_t watchers;             /* bit i: ss_features[i] has response hooks (hooks.c) */
     uint8_t *hook_packet;          /* a response packet a hook reads whole (owned) */
     mr_client_slot slot;           /* what SHOW CLIENTS sees (stats/client_info.h) */
 };

@@ -4,9 +4,12 @@
  * Runs on the thread whose event_base it was created on. A slimmer
  * bufferevent: writes go out at once when the socket takes them (no
  * epoll_ctl round trip per write), reads use a reserved buffer (no
- * FIONREAD ioctl per read), or after a small read the thread's scratch and
- * a copy. Measured on point selects this halves the system calls per
- * relayed query: one read() and one write() a direction.
+ * FIONREAD ioctl per read), or after a small read the thread's scratch.
+ * Bytes of a small read into an empty input stay in that scratch until
+ * something asks for the input (mr_conn_fresh, mr_conn_relay:
+ * net/conn_fresh.c), so a relayed response can go out without ever
+ * entering an evbuffer. Measured on point selects: one read() and one
+ * write() a direction per relayed query.
  *
  * Callbacks are only invoked from the event loop, never from inside
  * mr_conn_flush(), so a caller relaying bytes is never re-entered.
@@ -50,7 +53,22 @@ mr_conn *mr_conn_connect(struct event_base *base, const struct sockaddr *sa, soc
 /* Closes the socket and frees the buffers. */
 void mr_conn_free(mr_conn *c);
 
+/* The input, with every byte read (fresh bytes are copied in first). */
 struct evbuffer *mr_conn_input(mr_conn *c);
+/* The fresh bytes: those of the last read, when they are the whole input and
+ * still in the thread's read scratch; NULL (and *len 0) otherwise. Valid
+ * until the next socket read on this thread, mr_conn_input(c) or
+ * mr_conn_relay(c, ...), whichever comes first. */
+const uint8_t *mr_conn_fresh(const mr_conn *c, size_t *len);
+/* Bytes in the input, fresh ones included, without copying them in. */
+size_t mr_conn_input_length(const mr_conn *c);
+/* Moves the first n bytes of from's input to to's output and sends what
+ * to's socket takes now, as mr_conn_flush does. When to is a plain socket
+ * with nothing waiting to go out, they are written straight from where
+ * they lie (fresh bytes, or the input's first extent): no evbuffer move. */
+void mr_conn_relay(mr_conn *from, mr_conn *to, size_t n);
+/* Drops the first n bytes of the input. */
+void mr_conn_drain(mr_conn *c, size_t n);
 struct evbuffer *mr_conn_output(mr_conn *c);
 int mr_conn_fd(const mr_conn *c);
 /* errno of the last failure, for messages. */
