@@ -25,6 +25,10 @@
 #        MR_BIN (the proxy; the relays are looked for next to it)
 #        BENCH_MR_BASE=/path/to/other/myrewrite: also runs that build, as
 #        "base-<backend>", to compare two builds in the same run
+# Pinned: `taskset -c 0 bench/proxy_overhead.sh ...` puts every process it
+# starts (they inherit the mask) on one CPU, so no wakeup crosses CPUs and the
+# one-thread figures show what each path costs, free of where the scheduler
+# placed client, relay and server (README.md, "One thread over the unix socket").
 set -uo pipefail  # env.sh helpers are not written for set -e
 . "$(dirname "$0")/../tests/lib/env.sh"
 
