@@ -266,6 +266,22 @@ static void put_not_deleted(mr_buf *out, const mr_delayed_def *def, const mr_rea
     mr_buf_put_str(out, " AND `mr_s`.`op` = 1)");
 }
 
+/* " FROM [schema.]table AS `mr_t` WHERE (<the read's condition>": both
+ * forms close the parenthesis with what they add to the condition. */
+static void put_from_where(mr_buf *out, const char *text, const sql_token *tok,
+                           const mr_delayed_read *rd)
+{
+    mr_buf_put_str(out, " FROM ");
+    if (rd->schema != SQL_NONE) {
+        put_tok(out, text, &tok[rd->schema]);
+        mr_buf_put_str(out, ".");
+    }
+    put_tok(out, text, &tok[rd->table]);
+    mr_buf_put_str(out, " AS `mr_t` WHERE (");
+    const sql_token *first = &tok[rd->where.first], *last = &tok[rd->where.end - 1];
+    mr_buf_put(out, text + first->off, last->off + last->len - first->off);
+}
+
 bool mr_delayed_read_build(const char *text, const sql_token *tok, const mr_delayed_read *rd,
                            const mr_delayed_def *def, const mr_read_held *mem, mr_buf *out)
 {
@@ -278,15 +294,7 @@ bool mr_delayed_read_build(const char *text, const sql_token *tok, const mr_dela
         else
             put_tok(out, text, &tok[rd->item[i]]);
     }
-    mr_buf_put_str(out, " FROM ");
-    if (rd->schema != SQL_NONE) {
-        put_tok(out, text, &tok[rd->schema]);
-        mr_buf_put_str(out, ".");
-    }
-    put_tok(out, text, &tok[rd->table]);
-    mr_buf_put_str(out, " AS `mr_t` WHERE (");
-    const sql_token *first = &tok[rd->where.first], *last = &tok[rd->where.end - 1];
-    mr_buf_put(out, text + first->off, last->off + last->len - first->off);
+    put_from_where(out, text, tok, rd);
     put_not_deleted(out, def, mem);
     return !out->failed;
 }
@@ -349,15 +357,7 @@ bool mr_delayed_read_build_vars(const char *text, const sql_token *tok, const mr
         else
             put_tok(out, text, &tok[rd->item[i]]);
     }
-    mr_buf_put_str(out, " FROM ");
-    if (rd->schema != SQL_NONE) {
-        put_tok(out, text, &tok[rd->schema]);
-        mr_buf_put_str(out, ".");
-    }
-    put_tok(out, text, &tok[rd->table]);
-    mr_buf_put_str(out, " AS `mr_t` WHERE (");
-    const sql_token *first = &tok[rd->where.first], *last = &tok[rd->where.end - 1];
-    mr_buf_put(out, text + first->off, last->off + last->len - first->off);
+    put_from_where(out, text, tok, rd);
     mr_buf_put_str(out, ") AND COALESCE(" VAR_GONE ", 0) = 0");
     return !out->failed;
 }
