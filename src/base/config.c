@@ -27,7 +27,12 @@ typedef enum key_type {
     T_BOOL,        /* yes or no, into a bool */
     T_COMPRESSION, /* no, zlib, zstd or yes (both), into MR_COMPRESS_* bits */
     T_IO,          /* epoll, or io_uring when built with it */
+    T_ZSTD_LEVEL,  /* a whole number 1-22 (zstd's levels), into a uint64_t */
 } key_type;
+
+/* zstd's levels, as net/zframe.h's MR_ZSTD_LEVEL_MIN/MAX (base cannot include net). */
+#define ZSTD_LEVEL_LO 1
+#define ZSTD_LEVEL_HI 22
 
 /* Key types whose field is a char * owned by the config. */
 static bool is_text(key_type t)
@@ -151,6 +156,10 @@ static const key_def keys[] = {
      "a statement the proxy cannot read (its rules cannot examine it): pass relays it as "
      "written, block answers ERR 1148; auto blocks once any block rule is in force, else passes"},
     {"workers", T_COUNT, K(workers), "0", "worker threads; 0 means one per CPU core"},
+    {"zstd_max_level", T_ZSTD_LEVEL, K(zstd_max_level), "3",
+     "the highest zstd level (1-22) the proxy compresses a zstd client's replies at: a client "
+     "that asks for more gets this one (levels 19-22 cost the proxy much CPU; 3 is zstd's "
+     "default, and MySQL 8's when the client names none)"},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -243,6 +252,15 @@ static bool parse_bool(const char *s, bool *out)
     return true;
 }
 
+static bool parse_zstd_level(const char *s, uint64_t *out)
+{
+    uint64_t v;
+    if (!parse_count(s, &v) || v < ZSTD_LEVEL_LO || v > ZSTD_LEVEL_HI)
+        return false;
+    *out = v;
+    return true;
+}
+
 static bool parse_compression(const char *s, unsigned *out)
 {
     bool on;
@@ -278,6 +296,7 @@ static const char *expected_form(key_type t)
     case T_BOOL: return "yes or no";
     case T_COMPRESSION: return "one of no, zlib, zstd, yes (zlib and zstd)";
     case T_IO: return "epoll or io_uring";
+    case T_ZSTD_LEVEL: return "a whole number from 1 to 22 (zstd's levels)";
     default: return "text";
     }
 }
@@ -299,6 +318,7 @@ static bool valid_value(const key_def *k, const char *value, void *field)
                !strcmp(value, "verify_ca") || !strcmp(value, "verify_identity");
     case T_BOOL: return parse_bool(value, field);
     case T_COMPRESSION: return parse_compression(value, field);
+    case T_ZSTD_LEVEL: return parse_zstd_level(value, field);
     case T_IO: return !strcmp(value, "epoll") || !strcmp(value, "io_uring");
     case T_LOGLEVEL:
         return !strcmp(value, "debug") || !strcmp(value, "info") || !strcmp(value, "warn") ||
@@ -450,6 +470,7 @@ void mr_config_dump(const mr_config *c, FILE *out)
         switch (keys[i].type) {
         case T_COUNT:
         case T_SIZE:
+        case T_ZSTD_LEVEL:
             fprintf(out, "%s = %llu\n", keys[i].name, (unsigned long long)*(const uint64_t *)field);
             break;
         case T_DURATION:

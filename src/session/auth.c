@@ -97,8 +97,8 @@ static const char *unsupported_request(const mr_session *s, const mr_handshake_r
 
 /* The compression the client's leg gets (s->client_*): zlib when the client
  * asks for it (MySQL's choice when a client asks for both), else zstd at
- * the client's level. NULL, or the ERR to send: its code, message (in msg)
- * and log detail. */
+ * the client's level, held to zstd_max_level. NULL, or the ERR to send: its
+ * code, message (in msg) and log detail. */
 static const char *choose_compression(mr_session *s, const mr_handshake_response *hr,
                                       uint16_t *code, char *msg, size_t size)
 {
@@ -136,7 +136,11 @@ static const char *choose_compression(mr_session *s, const mr_handshake_response
                  hr->zstd_level, MR_ZSTD_LEVEL_MIN, MR_ZSTD_LEVEL_MAX);
         return "zstd level out of range";
     }
-    s->client_zlevel = (uint8_t)hr->zstd_level;
+    /* The client names the level but the proxy's CPU pays for it, so it is
+     * held to zstd_max_level (levels 19-22 cost far more than 3). A level
+     * out of range was refused above, not capped: it is a broken client. */
+    uint64_t cap = cfg(s)->zstd_max_level;
+    s->client_zlevel = (uint8_t)((uint64_t)hr->zstd_level < cap ? (uint64_t)hr->zstd_level : cap);
     return NULL;
 }
 

@@ -112,7 +112,7 @@ struct mr_session {
     bool client_compress;       /* the client asked for compression: its leg is
                                    compressed once the login succeeds ... */
     uint8_t client_zalgo;       /* ... with this mr_zalgo ... */
-    uint8_t client_zlevel;      /* ... at this level (the client's own, for zstd) */
+    uint8_t client_zlevel;      /* ... at this level (zstd: the client's, at most zstd_max_level) */
     bool backend_compress;      /* the response relayed asks for CLIENT_COMPRESS: the
                                    backend leg is compressed once the login succeeds */
     bool authenticated;         /* the backend accepted the login */

@@ -338,6 +338,21 @@ static void compression_values(void **state)
     assert_false(set(f, "backend_compress", "zlib"));
 }
 
+/* zstd_max_level: zstd's own default, and only zstd's levels 1-22. */
+static void zstd_max_level_values(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(f->c.zstd_max_level, 3);
+    assert_true(set(f, "zstd_max_level", "1"));
+    assert_int_equal(f->c.zstd_max_level, 1);
+    assert_true(set(f, "zstd_max_level", "22"));
+    assert_int_equal(f->c.zstd_max_level, 22);
+    static const char *const bad[] = {"0", "23", "-1", "", "3.5", " 3", "max", "99999999999"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_false(set(f, "zstd_max_level", bad[i]));
+    assert_int_equal(f->c.zstd_max_level, 22); /* a refused value leaves the one before */
+}
+
 static void own_connection_idle_is_a_duration(void **state)
 {
     fixture *f = *state;
@@ -520,12 +535,15 @@ static void invalid_value_diagnostic(void **state)
     assert_false(mr_config_set(&f->c, "workers", "many", "a.ini", 3, &f->d));
     assert_false(mr_config_set(&f->c, "relay_buffer", "1T", "a.ini", 4, &f->d));
     assert_false(mr_config_set(&f->c, "listen", "x:0", "a.ini", 5, &f->d));
+    assert_false(mr_config_set(&f->c, "zstd_max_level", "23", "a.ini", 6, &f->d));
     assert_string_equal(diag_text(f),
                         "a.ini:3: workers = 'many': expected a whole number\n"
                         "a.ini:4: relay_buffer = '1T': expected a size such as 4096, 64K, 16M "
                         "or 1G\n"
                         "a.ini:5: listen = 'x:0': expected host:port, [ipv6]:port or an "
-                        "absolute unix socket path\n");
+                        "absolute unix socket path\n"
+                        "a.ini:6: zstd_max_level = '23': expected a whole number from 1 to 22 "
+                        "(zstd's levels)\n");
 }
 
 static void diagnostic_without_line(void **state)
@@ -739,6 +757,7 @@ int main(void)
         T(string_values_are_copied),
         T(bool_values),
         T(compression_values),
+        T(zstd_max_level_values),
         T(own_connection_idle_is_a_duration),
         T(backend_timeouts_are_durations),
         T(token_is_not_dumped),

@@ -61,9 +61,10 @@ typedef struct mr_config {
     char *tls_ciphers;      /* TLSv1.2 cipher list; "" = OpenSSL's default */
     char *tls_ciphersuites; /* TLSv1.3 suites; "" = OpenSSL's default */
     char *tls_key;
-    char *tls_min_version; /* "TLSv1.2" or "TLSv1.3" */
-    char *unreadable;      /* "auto", "pass" or "block" (mr_unreadable_policy) */
-    uint64_t workers;      /* 0 = one per core */
+    char *tls_min_version;   /* "TLSv1.2" or "TLSv1.3" */
+    char *unreadable;        /* "auto", "pass" or "block" (mr_unreadable_policy) */
+    uint64_t workers;        /* 0 = one per core */
+    uint64_t zstd_max_level; /* 1-22: a zstd client's replies are compressed at no higher level */
 } mr_config;
 
 void mr_config_defaults(mr_config *c);
