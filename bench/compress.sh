@@ -11,8 +11,8 @@
 #     does not speak) against the same three: bytes of the answer on the client's leg and
 #     on the backend leg (mariadbd's Bytes_sent), and queries per second of BENCH_PY_PROCS
 #     Python clients (their parsing bounds the rate: compare the rows with each other).
-# The proxy compresses the client's leg itself (zlib level 1, zstd at the client's level: 3
-# here) and the backend leg, when asked, with zlib level 1.
+# The proxy compresses the client's leg itself (zlib level 1, zstd at the client's level, at most
+# zstd_max_level: 3 here) and the backend leg, when asked, with zlib level 1.
 #
 # Usage: bench/compress.sh [SECONDS_PER_RUN]            (default 5)
 # Env:   BENCH_THREADS="1 8"  BENCH_ROUNDS=2  BENCH_WORKERS=1 (proxy worker threads)
