@@ -59,6 +59,7 @@ class ZConn(raw.Conn):
         self.zbuf = bytearray()
         self.zseq = 0
         self.frames = []       # (seq, payload length, uncompressed length) read
+        self.wire_frames = []  # each frame read as it came: header and payload
         self.seq_errors = []
         self.wire_in = 0       # bytes of frames read
         super().__init__(port, **kw)
@@ -78,6 +79,7 @@ class ZConn(raw.Conn):
             self.seq_errors.append((self.zseq, seq))
         self.zseq = (seq + 1) & 0xFF
         self.frames.append((seq, n, ulen))
+        self.wire_frames.append(bytes(h) + bytes(body))
         self.zbuf += self.inflate(body, ulen) if ulen else body
 
     def read_wire(self):

@@ -14,7 +14,12 @@ frames of a 7-byte header and one zstd frame each. It checks:
     and 17 MiB (more than one packet) values, 1,000 rows, several
     statements in one, an error, LOAD DATA LOCAL sent in zstd frames; the
     proxy's frames are numbered on from the client's and those over 50
-    bytes are zstd frames; at levels 1 and 3, and 1,000 rows at level 22;
+    bytes are zstd frames; at levels 1 and 3, and 1,000 rows at level 22
+    (on a proxy with zstd_max_level = 22, so the frames are level 22's);
+  * zstd_max_level: under the default (3) a client asking for level 22
+    gets reply frames byte for byte those a level-3 client gets for the
+    same query; with zstd_max_level = 22 its frames differ from level 3's
+    (the same payloads inside: it got the level it asked for);
   * a rewritten statement (UPDATE DELAYED staged, then FLUSH DELAYED)
     over zstd applies every increment;
   * a frame that is not zstd closes that connection only;
@@ -147,7 +152,7 @@ def payloads(log):
     return [(label, [p for _, p in rec]) for label, rec in log]
 
 
-def check_same_as_plain(port):
+def check_same_as_plain(port, uncapped):
     with open(DATA_FILE, "w") as f:
         for i in range(20000):
             f.write("%d,zstd value %d %s\n" % (i, i, "x" * (i % 60)))
@@ -169,11 +174,46 @@ def check_same_as_plain(port):
     want = raw.Conn(t.DIRECT_PORT)
     want.query(sql)
     want.close()
-    c = ZstdConn(port, level=22)
+    c = ZstdConn(uncapped, level=22)  # the default zstd_max_level would make it level 3
     c.query(sql)
     c.close()
     t.check(payloads(want.log) == payloads(c.log) and c.zstd_frames > 0,
-            "zstd level 22 (the highest): 1,000 rows as direct, in zstd frames")
+            "zstd level 22 (the highest, zstd_max_level = 22): 1,000 rows as direct, in zstd "
+            "frames")
+
+
+# Small enough for mariadbd to write in one go, so the proxy reads it in one
+# piece and frames it the same way for every connection: only the level can
+# make two replies' frames differ.
+CAP_SQL = "SELECT seq, CONCAT('row ', seq, REPEAT('-', seq % 50)) FROM seq_1_to_100"
+
+
+def reply_frames(port, level):
+    """CAP_SQL's reply to a client asking for `level`: its frames as they
+    came, and the packets' payloads inside them."""
+    c = ZstdConn(port, level=level)
+    try:
+        before = len(c.wire_frames)
+        c.query(CAP_SQL)
+        return c.wire_frames[before:], payloads(c.log)
+    finally:
+        c.close()
+
+
+def check_level_cap(capped, uncapped):
+    at3, plain3 = reply_frames(capped, 3)
+    at22, plain22 = reply_frames(capped, 22)
+    t.check(plain3 == plain22 and any(f[4:7] != b"\0\0\0" for f in at3),
+            "the reply is compressed frames (%d), the same payloads at levels 3 and 22" % len(at3))
+    t.check(at22 == at3, "zstd_max_level = 3 (the default): a client asking for level 22 gets "
+            "the frames a level-3 client gets, byte for byte (%d and %d bytes)"
+            % (sum(map(len, at22)), sum(map(len, at3))))
+    at3, plain3 = reply_frames(uncapped, 3)
+    at22, plain22 = reply_frames(uncapped, 22)
+    t.check(plain3 == plain22 and at22 != at3,
+            "zstd_max_level = 22: a client asking for level 22 gets frames of its own level, not "
+            "level 3's (%d and %d bytes), the same payloads inside"
+            % (sum(map(len, at22)), sum(map(len, at3))))
 
 
 def check_delayed(port):
@@ -243,10 +283,12 @@ def main():
     yes = t.Proxy("compress_zstd_proxy", rules=RULES, own_conn=True)
     zlib_only = t.Proxy("compress_zlib_only_proxy", options={"compression": "zlib"})
     zstd_only = t.Proxy("compress_zstd_only_proxy", options={"compression": "zstd"})
-    with yes, zlib_only, zstd_only:
+    uncapped = t.Proxy("compress_zstd_uncapped_proxy", options={"zstd_max_level": "22"})
+    with yes, zlib_only, zstd_only, uncapped:
         check_greetings(yes.port, zlib_only.port, zstd_only.port)
         check_refusals(yes.port, zlib_only.port, zstd_only.port)
-        check_same_as_plain(yes.port)
+        check_level_cap(yes.port, uncapped.port)
+        check_same_as_plain(yes.port, uncapped.port)
         check_delayed(yes.port)
         check_corrupt(yes.port)
         check_bytes(yes.port)
