@@ -17,7 +17,8 @@
 # migrations between CPUs. Then one line per thread of the relay that made
 # any call, so a thread that wakes per query shows.
 #
-# Usage: bench/relay_syscalls.sh [PROXY_BINARY...]   (default: $MR_BIN)
+# Usage: bench/relay_syscalls.sh [PROXY_BINARY...]   (default: $MR_BIN; each is
+#        named in the table by the folder above its build folder, e.g. main/myrewrite)
 # Env:   BENCH_THREADS="8 32"  BENCH_EVENTS=40000  BENCH_DIRECT_PORT  MR_TMP
 set -uo pipefail
 . "$(dirname "$0")/../tests/lib/env.sh"
@@ -43,7 +44,7 @@ CALLS="epoll_wait epoll_pwait read write readv writev epoll_ctl futex"
 EV="raw_syscalls:sys_enter,context-switches,cpu-migrations,sched:sched_waking"
 for c in $CALLS; do EV+=",syscalls:sys_enter_$c"; done
 
-names=() ports=() pids=()
+names=() ports=() pids=() port=""
 mr_free_port port
 "$(dirname "$MR_BIN")/relay_floor" "$port" "$MR_HOST:$MR_DIRECT_PORT" >"$MR_TMP/floor.log" 2>&1 &
 MR__PROXY_PIDS+=("$!")
