@@ -160,6 +160,21 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* The worker's loop reads no cached time: libevent would read the clock
+ * once per loop turn to refresh its cache, and a relayed query takes two
+ * turns, while a worker arms timers only when it sets a deadline
+ * (connect, backend_read_timeout), and then reads the clock itself. */
+static struct event_base *worker_base(void)
+{
+    struct event_config *cfg = event_config_new();
+    if (!cfg)
+        return NULL;
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_NO_CACHE_TIME);
+    struct event_base *base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    return base;
+}
+
 bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *rules)
 {
     int fds[2];
@@ -179,7 +194,7 @@ bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *ru
         return false;
     w->pipe_rd = fds[0];
     w->pipe_wr = fds[1];
-    w->base = event_base_new();
+    w->base = worker_base();
     if (!w->base)
         return false;
     w->pipe_ev = event_new(w->base, w->pipe_rd, EV_READ | EV_PERSIST, pipe_cb, w);
