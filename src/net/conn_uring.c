@@ -55,6 +55,8 @@
 #ifdef MYREWRITE_HAVE_URING
 
 #include <liburing.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #define NBUFS 256        /* provided buffers per worker (a power of two) */
 #define BUFSZ 16384      /* bytes each: 4 MiB a worker */
@@ -75,7 +77,8 @@ struct mr_uring {
     struct io_uring_buf_ring *br;
     uint8_t *bufs;
     struct event_base *base;
-    struct event *cq_ev;     /* the ring fd: completions wait */
+    struct event *cq_ev;     /* completions or task work wait: the eventfd, or the ring fd */
+    int evfd;                /* registered eventfd (deferred task work), or -1 */
     struct event *submit_ev; /* one submit after this turn's callbacks */
     bool submit_queued;
     slot *slots;
@@ -269,13 +272,36 @@ static void on_recv(mr_uring *u, uint32_t idx, int res, unsigned flags)
     deliver(c, res > 0 && ok);
 }
 
+/* Deferred task work: the recvs' work waits for this enter, which also
+ * sends the turn's SQEs. The eventfd is off meanwhile, so the completions
+ * this enter posts itself do not wake the loop once more; work that came
+ * while it was off has set IORING_SQ_TASKRUN, which take_more() sees. */
+static void run_task_work(mr_uring *u)
+{
+    io_uring_cq_eventfd_toggle(&u->ring, false);
+    io_uring_submit_and_get_events(&u->ring);
+    io_uring_cq_eventfd_toggle(&u->ring, true);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the flag's store before the next load */
+}
+
+/* Whether completions or task work are left for the next turn. */
+static bool take_more(mr_uring *u)
+{
+    return io_uring_cq_ready(&u->ring) > 0 ||
+           (__atomic_load_n(u->ring.sq.kflags, __ATOMIC_ACQUIRE) & IORING_SQ_TASKRUN);
+}
+
 static void harvest(evutil_socket_t fd, short what, void *arg)
 {
     mr_uring *u = arg;
     (void)fd;
     (void)what;
+    if (u->evfd >= 0)
+        run_task_work(u);
     struct io_uring_cqe *cqe;
-    for (int n = 0; n < HARVEST_MAX && io_uring_peek_cqe(&u->ring, &cqe) == 0; n++) {
+    for (int n = 0; n < HARVEST_MAX && io_uring_cq_ready(&u->ring) > 0 &&
+                    io_uring_peek_cqe(&u->ring, &cqe) == 0;
+         n++) {
         uint64_t ud = cqe->user_data;
         int res = cqe->res;
         unsigned flags = cqe->flags;
@@ -287,6 +313,9 @@ static void harvest(evutil_socket_t fd, short what, void *arg)
     }
     if (io_uring_sq_ready(&u->ring) > 0)
         io_uring_submit(&u->ring);
+    /* the eventfd is edge-triggered: what is left is not announced again */
+    if (u->evfd >= 0 && take_more(u))
+        event_active(u->cq_ev, EV_READ, 1);
 }
 
 /* --- the conn side (net/conn_impl.h) --- */
@@ -333,6 +362,8 @@ static void ring_free(mr_uring *u)
     if (u->submit_ev)
         event_free(u->submit_ev);
     io_uring_queue_exit(&u->ring); /* cancels what is left */
+    if (u->evfd >= 0)
+        close(u->evfd);
     free(u->br);
     free(u->bufs);
     free(u->slots);
@@ -377,6 +408,42 @@ static bool ring_buffers(mr_uring *u, char *err, size_t errlen)
     return true;
 }
 
+/* The ring, with its task work deferred to our own enters if the kernel
+ * has that (6.1), else run when the kernel likes (ring fd watched). */
+static int ring_init(mr_uring *u)
+{
+    static const unsigned tries[] = {
+        IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+        IORING_SETUP_SINGLE_ISSUER, /* 6.0 */
+        0,
+    };
+    int rc = -EINVAL;
+    for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]) && rc == -EINVAL; i++) {
+        struct io_uring_params p = {.flags = tries[i] | IORING_SETUP_CQSIZE,
+                                    .cq_entries = CQ_ENTRIES};
+        rc = io_uring_queue_init_params(SQ_ENTRIES, &u->ring, &p);
+    }
+    return rc;
+}
+
+/* Deferred task work is announced by a registered eventfd, edge-triggered
+ * so that it is never read; otherwise the ring fd is readable while
+ * completions wait. */
+static bool ring_event(mr_uring *u)
+{
+    int fd = u->ring.ring_fd;
+    short ev = EV_READ | EV_PERSIST;
+    if (u->ring.flags & IORING_SETUP_DEFER_TASKRUN) {
+        u->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (u->evfd < 0 || io_uring_register_eventfd(&u->ring, u->evfd) < 0)
+            return false;
+        fd = u->evfd;
+        ev |= EV_ET;
+    }
+    u->cq_ev = event_new(u->base, fd, ev, harvest, u);
+    return u->cq_ev && event_add(u->cq_ev, NULL) == 0;
+}
+
 mr_uring *mr_uring_start(struct event_base *base, char *err, size_t errlen)
 {
     mr_uring *u = calloc(1, sizeof(*u));
@@ -384,23 +451,17 @@ mr_uring *mr_uring_start(struct event_base *base, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    struct io_uring_params p = {.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_CQSIZE,
-                                .cq_entries = CQ_ENTRIES};
-    int rc = io_uring_queue_init_params(SQ_ENTRIES, &u->ring, &p);
-    if (rc == -EINVAL) { /* a kernel before 6.0 knows no SINGLE_ISSUER */
-        struct io_uring_params plain = {.flags = IORING_SETUP_CQSIZE, .cq_entries = CQ_ENTRIES};
-        rc = io_uring_queue_init_params(SQ_ENTRIES, &u->ring, &plain);
-    }
+    u->evfd = -1;
+    int rc = ring_init(u);
     if (rc < 0) {
         snprintf(err, errlen, "io_uring_queue_init: %s", strerror(-rc));
         free(u);
         return NULL;
     }
     u->base = base;
-    u->cq_ev = event_new(base, u->ring.ring_fd, EV_READ | EV_PERSIST, harvest, u);
     u->submit_ev = event_new(base, -1, 0, submit_cb, u);
-    if (!u->cq_ev || !u->submit_ev || event_add(u->cq_ev, NULL) != 0) {
-        snprintf(err, errlen, "out of memory");
+    if (!u->submit_ev || !ring_event(u)) {
+        snprintf(err, errlen, "completion event: %s", strerror(errno));
         ring_free(u);
         return NULL;
     }
