@@ -56,6 +56,8 @@
 
 #include <liburing.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define NBUFS 256        /* provided buffers per worker (a power of two) */
@@ -63,11 +65,22 @@
 #define SQ_ENTRIES 256   /* arms and cancels of one turn */
 #define CQ_ENTRIES 4096  /* completions between two harvests */
 #define HARVEST_MAX 1024 /* completions one harvest takes; the rest on the next turn */
+#define ROUNDS 4         /* enters one harvest makes before it lets the loop turn */
 #define BGID 0
 #define UD_IGNORE UINT64_MAX /* a cancel's own completion */
 
+/* A send in flight: the bytes it took from the conn's output (they stay
+ * still until its completion) and the message pointing into them. The
+ * conn's, or its slot's once the conn is gone. */
+typedef struct ur_send {
+    struct evbuffer *buf;
+    struct msghdr msg;
+    struct iovec iov[WRITE_VECS];
+} ur_send;
+
 typedef struct slot {
-    mr_conn *c; /* NULL: the conn is gone, its recv not yet ended */
+    mr_conn *c;    /* NULL: the conn is gone, its operation not yet ended */
+    ur_send *send; /* a send's slot; NULL: a recv's */
     uint32_t gen;
     uint32_t next_free;
 } slot;
@@ -80,7 +93,9 @@ struct mr_uring {
     struct event *cq_ev;     /* completions or task work wait: the eventfd, or the ring fd */
     int evfd;                /* registered eventfd (deferred task work), or -1 */
     struct event *submit_ev; /* one submit after this turn's callbacks */
-    bool submit_queued;
+    struct event *again_ev;  /* a harvest stopped with work left: after the next wait */
+    bool submit_queued, harvesting;
+    mr_conn *flush_head;     /* conns whose output goes at the end of the turn */
     slot *slots;
     uint32_t nslots, free_head; /* free_head == nslots: none free */
     unsigned conns;             /* conns attached; the ring outlives them */
@@ -106,7 +121,7 @@ static int32_t slot_take(mr_uring *u, mr_conn *c)
         if (!s)
             return -1;
         for (uint32_t i = u->nslots; i < n; i++)
-            s[i] = (slot){.c = NULL, .gen = 0, .next_free = i + 1};
+            s[i] = (slot){.c = NULL, .send = NULL, .gen = 0, .next_free = i + 1};
         u->free_head = u->nslots;
         u->slots = s;
         u->nslots = n;
@@ -122,19 +137,30 @@ static int32_t slot_take(mr_uring *u, mr_conn *c)
 static void slot_give(mr_uring *u, uint32_t idx)
 {
     u->slots[idx].c = NULL;
+    u->slots[idx].send = NULL;
     u->slots[idx].next_free = u->free_head;
     u->free_head = idx;
 }
 
 /* --- submission --- */
 
+static void harvest(evutil_socket_t fd, short what, void *arg);
+
+/* Something was queued outside a harvest: one harvest after this turn's
+ * callbacks sends it (and takes what is ready meanwhile). */
 static void submit_cb(evutil_socket_t fd, short what, void *arg)
 {
     mr_uring *u = arg;
-    (void)fd;
-    (void)what;
     u->submit_queued = false;
-    io_uring_submit(&u->ring);
+    harvest(fd, what, arg);
+}
+
+static void submit_later(mr_uring *u)
+{
+    if (!u->submit_queued && !u->harvesting) {
+        u->submit_queued = true;
+        event_active(u->submit_ev, EV_READ, 1);
+    }
 }
 
 static struct io_uring_sqe *sqe_get(mr_uring *u)
@@ -144,11 +170,19 @@ static struct io_uring_sqe *sqe_get(mr_uring *u)
         io_uring_submit(&u->ring);
         sqe = io_uring_get_sqe(&u->ring);
     }
-    if (sqe && !u->submit_queued) {
-        u->submit_queued = true;
-        event_active(u->submit_ev, EV_READ, 1);
-    }
+    if (sqe)
+        submit_later(u);
     return sqe;
+}
+
+static bool cancel_ud(mr_uring *u, uint64_t ud)
+{
+    struct io_uring_sqe *sqe = sqe_get(u);
+    if (!sqe)
+        return false; /* the operation goes on; what it brings is dropped or held */
+    io_uring_prep_cancel64(sqe, ud, 0);
+    io_uring_sqe_set_data64(sqe, UD_IGNORE);
+    return true;
 }
 
 static void give_back(mr_uring *u, uint16_t bid)
@@ -182,13 +216,8 @@ static void arm(mr_conn *c)
 
 static void cancel(mr_conn *c)
 {
-    mr_uring *u = c->ur;
-    struct io_uring_sqe *sqe = sqe_get(u);
-    if (!sqe)
-        return; /* the recv goes on; its bytes are held while paused */
-    io_uring_prep_cancel64(sqe, slot_ud(u, c->ur_slot), 0);
-    io_uring_sqe_set_data64(sqe, UD_IGNORE);
-    c->ur_cancelling = true;
+    if (cancel_ud(c->ur, slot_ud(c->ur, c->ur_slot)))
+        c->ur_cancelling = true; /* else the recv goes on; its bytes are held while paused */
 }
 
 /* Reports what the recv brought, if reading is on: new or held bytes
@@ -272,32 +301,146 @@ static void on_recv(mr_uring *u, uint32_t idx, int res, unsigned flags)
     deliver(c, res > 0 && ok);
 }
 
-/* Deferred task work: the recvs' work waits for this enter, which also
- * sends the turn's SQEs. The eventfd is off meanwhile, so the completions
- * this enter posts itself do not wake the loop once more; work that came
- * while it was off has set IORING_SQ_TASKRUN, which take_more() sees. */
-static void run_task_work(mr_uring *u)
+/* --- one conn's sends --- */
+
+static void send_free(ur_send *snd)
 {
+    if (!snd)
+        return;
+    if (snd->buf)
+        evbuffer_free(snd->buf);
+    free(snd);
+}
+
+static void send_fail(mr_conn *c, int err)
+{
+    c->err = err;
+    c->failed = true; /* reported from the loop by the write event, as on epoll */
+    event_active(c->wev, EV_WRITE, 1);
+}
+
+static void send_prep(struct io_uring_sqe *sqe, mr_conn *c, ur_send *snd, int n,
+                      const struct evbuffer_iovec *vec)
+{
+    if (n == 1) {
+        io_uring_prep_send(sqe, c->fd, vec[0].iov_base, vec[0].iov_len, MSG_NOSIGNAL);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        snd->iov[i] = (struct iovec){.iov_base = vec[i].iov_base, .iov_len = vec[i].iov_len};
+    snd->msg = (struct msghdr){.msg_iov = snd->iov, .msg_iovlen = (size_t)n};
+    io_uring_prep_sendmsg(sqe, c->fd, &snd->msg, MSG_NOSIGNAL);
+}
+
+/* One send of the output (behind what a short send left): its chains move
+ * to the send's buffer, where nothing touches them until the completion. */
+static void send_start(mr_conn *c)
+{
+    mr_uring *u = c->ur;
+    ur_send *snd = c->ur_send;
+    if (!snd && (snd = calloc(1, sizeof(*snd))) && !(snd->buf = evbuffer_new())) {
+        free(snd);
+        snd = NULL;
+    }
+    if (!snd || (c->ur_send = snd, evbuffer_add_buffer(snd->buf, c->wire_out) != 0)) {
+        send_fail(c, ENOMEM);
+        return;
+    }
+    struct evbuffer_iovec vec[WRITE_VECS];
+    int n = evbuffer_peek(snd->buf, -1, NULL, vec, WRITE_VECS);
+    if (n <= 0)
+        return;
+    int32_t idx = slot_take(u, c);
+    struct io_uring_sqe *sqe = idx >= 0 ? sqe_get(u) : NULL;
+    if (!sqe) {
+        if (idx >= 0)
+            slot_give(u, (uint32_t)idx);
+        send_fail(c, ENOMEM);
+        return;
+    }
+    send_prep(sqe, c, snd, n < WRITE_VECS ? n : WRITE_VECS, vec);
+    io_uring_sqe_set_data64(sqe, slot_ud(u, idx));
+    u->slots[idx].send = snd;
+    c->ur_send_slot = idx;
+}
+
+/* A send ended: the rest (a short send, or what was added meanwhile) goes
+ * next; the owner hears of the room as from epoll's write event. */
+static void on_send(mr_uring *u, uint32_t idx, int res)
+{
+    mr_conn *c = u->slots[idx].c;
+    ur_send *snd = u->slots[idx].send;
+    slot_give(u, idx);
+    if (!c) { /* freed meanwhile: the bytes were kept for the kernel */
+        send_free(snd);
+        return;
+    }
+    c->ur_send_slot = -1;
+    if (res <= 0) {
+        send_fail(c, res < 0 ? -res : EPIPE);
+        return;
+    }
+    evbuffer_drain(snd->buf, (size_t)res);
+    if (!c->tls && (evbuffer_get_length(snd->buf) > 0 || evbuffer_get_length(c->wire_out) > 0))
+        send_start(c);
+    if (mr_conn_pending(c) <= c->low && c->cb.drained)
+        c->cb.drained(c, c->arg); /* may free c */
+}
+
+static void flush_unlink(mr_conn *c)
+{
+    mr_conn **p = &c->ur->flush_head;
+    while (*p && *p != c)
+        p = &(*p)->ur_flush_next;
+    if (*p)
+        *p = c->ur_flush_next;
+    c->ur_flush_queued = false;
+}
+
+/* The turn's flushed outputs become sends; a conn with one in flight sends
+ * the rest when it completes. */
+static void flush_queued(mr_uring *u)
+{
+    mr_conn *c;
+    while ((c = u->flush_head)) {
+        u->flush_head = c->ur_flush_next;
+        c->ur_flush_queued = false;
+        if (c->ur_send_slot < 0 && !c->tls && !c->failed)
+            send_start(c);
+    }
+}
+
+/* --- the turn --- */
+
+/* Deferred task work: the recvs' and sends' work waits for this enter,
+ * which also submits the turn's SQEs. The eventfd is off meanwhile, so the
+ * completions this enter posts itself do not wake the loop once more; work
+ * that came while it was off has set IORING_SQ_TASKRUN (work_left()). */
+static void enter(mr_uring *u)
+{
+    if (u->evfd < 0) { /* task work runs by itself; only submit */
+        if (io_uring_sq_ready(&u->ring) > 0)
+            io_uring_submit(&u->ring);
+        return;
+    }
     io_uring_cq_eventfd_toggle(&u->ring, false);
     io_uring_submit_and_get_events(&u->ring);
     io_uring_cq_eventfd_toggle(&u->ring, true);
     __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the flag's store before the next load */
 }
 
-/* Whether completions or task work are left for the next turn. */
-static bool take_more(mr_uring *u)
+/* Whether anything waits for another enter: queued sends or SQEs,
+ * completions past HARVEST_MAX, or task work that came meanwhile. */
+static bool work_left(mr_uring *u)
 {
-    return io_uring_cq_ready(&u->ring) > 0 ||
-           (__atomic_load_n(u->ring.sq.kflags, __ATOMIC_ACQUIRE) & IORING_SQ_TASKRUN);
+    return u->flush_head || io_uring_sq_ready(&u->ring) > 0 || io_uring_cq_ready(&u->ring) > 0 ||
+           (u->evfd >= 0 &&
+            (__atomic_load_n(u->ring.sq.kflags, __ATOMIC_ACQUIRE) & IORING_SQ_TASKRUN));
 }
 
-static void harvest(evutil_socket_t fd, short what, void *arg)
+/* Up to HARVEST_MAX completions, in order. */
+static void reap(mr_uring *u)
 {
-    mr_uring *u = arg;
-    (void)fd;
-    (void)what;
-    if (u->evfd >= 0)
-        run_task_work(u);
     struct io_uring_cqe *cqe;
     for (int n = 0; n < HARVEST_MAX && io_uring_cq_ready(&u->ring) > 0 &&
                     io_uring_peek_cqe(&u->ring, &cqe) == 0;
@@ -309,13 +452,37 @@ static void harvest(evutil_socket_t fd, short what, void *arg)
         uint32_t idx = (uint32_t)ud;
         if (ud == UD_IGNORE || idx >= u->nslots || u->slots[idx].gen != (uint32_t)(ud >> 32))
             continue;
-        on_recv(u, idx, res, flags); /* callbacks may free conns, never reap */
+        if (u->slots[idx].send) /* callbacks may free conns, never reap */
+            on_send(u, idx, res);
+        else
+            on_recv(u, idx, res, flags);
     }
-    if (io_uring_sq_ready(&u->ring) > 0)
-        io_uring_submit(&u->ring);
-    /* the eventfd is edge-triggered: what is left is not announced again */
-    if (u->evfd >= 0 && take_more(u))
-        event_active(u->cq_ev, EV_READ, 1);
+}
+
+/* The ring's turn: send what the turn queued and take what completed, a
+ * few rounds while the callbacks queue more (a response read becomes a
+ * send at once). Work still left waits for the loop's next turn, after its
+ * wait saw the other fds and timers (the eventfd is edge-triggered and
+ * does not announce it again). */
+static void harvest(evutil_socket_t fd, short what, void *arg)
+{
+    static const struct timeval now = {0, 0};
+    mr_uring *u = arg;
+    (void)fd;
+    (void)what;
+    u->harvesting = true;
+    for (int r = 0;; r++) {
+        flush_queued(u);
+        enter(u);
+        reap(u);
+        if (!work_left(u))
+            break;
+        if (r + 1 == ROUNDS) {
+            event_add(u->again_ev, &now);
+            break;
+        }
+    }
+    u->harvesting = false;
 }
 
 /* --- the conn side (net/conn_impl.h) --- */
@@ -355,15 +522,68 @@ bool mr_conn_uring_tls_start(mr_conn *c)
     return true;
 }
 
+void mr_conn_uring_flush(mr_conn *c)
+{
+    mr_uring *u = c->ur;
+    if (c->ur_flush_queued)
+        return;
+    c->ur_flush_queued = true;
+    c->ur_flush_next = u->flush_head;
+    u->flush_head = c;
+    submit_later(u);
+}
+
+size_t mr_conn_uring_sending(const mr_conn *c)
+{
+    return c->ur_send ? evbuffer_get_length(c->ur_send->buf) : 0;
+}
+
+bool mr_conn_uring_sync(mr_conn *c)
+{
+    if (c->ur_send_slot >= 0)
+        return false;
+    if (c->ur_flush_queued)
+        flush_unlink(c);
+    if (!c->failed && !mr_conn_write_now(c)) {
+        send_fail(c, c->err);
+        return false;
+    }
+    return true;
+}
+
+/* In detach: output a flush queued goes now, as epoll's write() would have
+ * sent it; a send the socket does not take at once is cancelled (the bytes
+ * stay with its slot until the kernel lets go of them). */
+static void send_detach(mr_conn *c)
+{
+    mr_uring *u = c->ur;
+    if (c->ur_flush_queued)
+        flush_unlink(c);
+    if (c->ur_send_slot < 0 && !c->failed && !c->tls && evbuffer_get_length(c->wire_out) > 0)
+        send_start(c);
+    if (c->ur_send_slot >= 0) {
+        u->slots[c->ur_send_slot].c = NULL;
+        cancel_ud(u, slot_ud(u, c->ur_send_slot)); /* after the send's own try */
+        c->ur_send_slot = -1;
+    } else {
+        send_free(c->ur_send);
+    }
+    c->ur_send = NULL;
+}
+
 static void ring_free(mr_uring *u)
 {
     if (u->cq_ev)
         event_free(u->cq_ev);
     if (u->submit_ev)
         event_free(u->submit_ev);
+    if (u->again_ev)
+        event_free(u->again_ev);
     io_uring_queue_exit(&u->ring); /* cancels what is left */
     if (u->evfd >= 0)
         close(u->evfd);
+    for (uint32_t i = 0; i < u->nslots; i++)
+        send_free(u->slots[i].send); /* sends of conns gone */
     free(u->br);
     free(u->bufs);
     free(u->slots);
@@ -373,12 +593,14 @@ static void ring_free(mr_uring *u)
 void mr_conn_uring_detach(mr_conn *c)
 {
     mr_uring *u = c->ur;
+    send_detach(c);
     if (c->ur_slot >= 0) {
         u->slots[c->ur_slot].c = NULL; /* its last completions find no conn */
         if (!c->ur_cancelling)
             cancel(c);
-        io_uring_submit(&u->ring); /* now: the recv holds the socket open */
     }
+    if (io_uring_sq_ready(&u->ring) > 0)
+        io_uring_submit(&u->ring); /* now: the recv and the send hold the socket open */
     c->ur = NULL;
     if (--u->conns == 0 && u->stopped)
         ring_free(u);
@@ -460,7 +682,8 @@ mr_uring *mr_uring_start(struct event_base *base, char *err, size_t errlen)
     }
     u->base = base;
     u->submit_ev = event_new(base, -1, 0, submit_cb, u);
-    if (!u->submit_ev || !ring_event(u)) {
+    u->again_ev = evtimer_new(base, harvest, u);
+    if (!u->submit_ev || !u->again_ev || !ring_event(u)) {
         snprintf(err, errlen, "completion event: %s", strerror(errno));
         ring_free(u);
         return NULL;
@@ -511,5 +734,16 @@ bool mr_conn_uring_tls_start(mr_conn *c)
     return false;
 }
 void mr_conn_uring_detach(mr_conn *c) { (void)c; }
+void mr_conn_uring_flush(mr_conn *c) { (void)c; }
+size_t mr_conn_uring_sending(const mr_conn *c)
+{
+    (void)c;
+    return 0;
+}
+bool mr_conn_uring_sync(mr_conn *c)
+{
+    (void)c;
+    return true;
+}
 
 #endif
