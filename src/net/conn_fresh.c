@@ -91,8 +91,8 @@ struct evbuffer *mr_conn_input(mr_conn *c)
  * Not on io_uring, whose sends go as one SQE at the end of the turn. */
 static bool writes_through(const mr_conn *to)
 {
-    return !to->tls && !to->z && !to->ur && !to->connecting && !to->failed &&
-           !to->write_pending && evbuffer_get_length(to->out) == 0;
+    return !to->tls && !to->z && !to->ur && !to->connecting && !to->failed && !to->write_pending &&
+           evbuffer_get_length(to->out) == 0;
 }
 
 /* Writes what the socket takes of p now; the rest is queued and flushed

@@ -45,14 +45,14 @@ struct mr_conn {
     struct timeval idle;
     /* io = io_uring (net/conn_uring.c): the worker's ring, NULL on epoll. */
     struct mr_uring *ur;
-    int32_t ur_slot;    /* the armed recv's slot; -1: none */
-    bool ur_cancelling; /* its cancel is submitted */
-    bool ur_held;       /* bytes added while paused, not yet announced */
-    bool ur_eof;        /* the recv saw EOF (reported once reading) */
-    int ur_err;         /* ... or this error */
-    struct ur_send *ur_send;     /* what the send in flight took from wire_out */
-    int32_t ur_send_slot;        /* the send in flight's slot; -1: none */
-    bool ur_flush_queued;        /* on the ring's list: send at the end of the turn */
+    int32_t ur_slot;         /* the armed recv's slot; -1: none */
+    bool ur_cancelling;      /* its cancel is submitted */
+    bool ur_held;            /* bytes added while paused, not yet announced */
+    bool ur_eof;             /* the recv saw EOF (reported once reading) */
+    int ur_err;              /* ... or this error */
+    struct ur_send *ur_send; /* what the send in flight took from wire_out */
+    int32_t ur_send_slot;    /* the send in flight's slot; -1: none */
+    bool ur_flush_queued;    /* on the ring's list: send at the end of the turn */
     struct mr_conn *ur_flush_next;
 };
 

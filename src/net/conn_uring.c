@@ -95,7 +95,7 @@ struct mr_uring {
     struct event *submit_ev; /* one submit after this turn's callbacks */
     struct event *again_ev;  /* a harvest stopped with work left: after the next wait */
     bool submit_queued, harvesting;
-    mr_conn *flush_head;     /* conns whose output goes at the end of the turn */
+    mr_conn *flush_head; /* conns whose output goes at the end of the turn */
     slot *slots;
     uint32_t nslots, free_head; /* free_head == nslots: none free */
     unsigned conns;             /* conns attached; the ring outlives them */
