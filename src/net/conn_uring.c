@@ -1,46 +1,69 @@
 /*
- * net/conn_uring.c - the io_uring read path of mr_conn (`io = io_uring`),
- * one ring per worker thread (see net/uring.h).
+ * net/conn_uring.c - the io_uring path of mr_conn (`io = io_uring`): reads
+ * and writes of plain conns, one ring per worker thread (see net/uring.h).
  *
- * Design:
- * - The ring is made on the worker thread (IORING_SETUP_SINGLE_ISSUER) and
- *   its completions are harvested from the worker's libevent loop: the ring's
- *   own fd is readable while completions wait, so it is one more event of
- *   the event_base, and timers, the hand-off pipe and every epoll conn keep
- *   working unchanged. Submissions made during a turn of the loop (arms,
- *   cancels) go to the kernel together: once at the end of a harvest, or
- *   from a one-shot event made active when the first of them is queued.
- * - A plain conn created on that thread and base reads by one multishot
- *   recv into the worker's ring of provided buffers. Each completion's bytes
- *   are copied into the conn's input (wire_in) and the buffer goes back to
- *   the kernel at once, so no buffer is held past its completion and the
- *   ring runs dry (ENOBUFS, which ends the multishot) only within one batch;
- *   the recv is then armed again.
- * - Writes stay as they are: write() at once when the socket takes it, the
- *   write event when it does not. Sends batched as SQEs per turn were not
- *   tried: the output would have to stay still under an in-flight send, and
- *   mr_conn_pending() and TLS start would see bytes leave a turn later.
+ * Design, and why:
+ * - The ring is made on the worker thread with IORING_SETUP_SINGLE_ISSUER |
+ *   DEFER_TASKRUN | TASKRUN_FLAG. Without DEFER_TASKRUN (the first version)
+ *   each socket wake-up queued task work with a signal-like kick: the
+ *   worker's epoll_wait returned EINTR, or the work ran at the exit of
+ *   whatever system call the worker was in, and its recv then spun on the
+ *   socket lock the sender's softirq still held (perf: 7.6 % of the
+ *   process in __pv_queued_spin_lock_slowpath under tcp_recvmsg). Deferred,
+ *   the work runs only inside our own io_uring_enter, when we choose.
+ * - libevent keeps the wait. Deferred work is announced by a registered
+ *   eventfd, one more event of the worker's event_base (edge-triggered, so
+ *   never read), so timers, the hand-off pipe and epoll conns are unchanged.
+ *   A kernel without DEFER_TASKRUN (before 6.1) gets a plain ring whose fd
+ *   is watched instead; the rest is the same.
+ * - One harvest: the turn's queued sends become SQEs; one
+ *   io_uring_submit_and_get_events submits them with the turn's arms and
+ *   cancels and runs the task work (the eventfd is off meanwhile, so the
+ *   completions it posts itself do not wake the loop again; work that came
+ *   meanwhile sets IORING_SQ_TASKRUN, which is checked after); then the
+ *   completions are handled in order. A response read in one round is sent
+ *   in the next, so a harvest makes up to ROUNDS rounds while work is left,
+ *   then leaves the rest for the loop's next turn (a zero timer, after the
+ *   wait has seen the other fds): one epoll_wait and a few enters per batch
+ *   instead of a read() and a write() per packet. Things queued outside a
+ *   harvest (by a timer or an epoll callback) get one from a one-shot event.
+ * - Reads: one multishot recv per plain conn into the worker's ring of
+ *   provided buffers. Each completion's bytes are copied into the conn's
+ *   input (wire_in) and the buffer goes back to the kernel at once, so no
+ *   buffer is held past its completion (a slow session cannot empty the
+ *   ring for the others) and ENOBUFS only ends the multishot within one
+ *   batch; the recv is then armed again.
+ * - Writes: mr_conn_flush queues the conn; at the end of the turn its
+ *   output's chains move (no copy) to the conn's send buffer and go as one
+ *   send (sendmsg for several extents). Nothing touches that buffer until
+ *   the completion; output added meanwhile waits in wire_out and goes with
+ *   the rest of a short send after it, so the order holds. mr_conn_pending
+ *   counts the bytes in flight, and the owner's drained callback runs at a
+ *   completion as at epoll's write event. Before TLS starts, queued output
+ *   goes by write() at once (the plain bytes come first); a send still in
+ *   flight makes the start fail rather than overtake it.
  * - read_enable(false) cancels the recv. Bytes of completions already on
  *   their way are added to the input but not announced ("held") until
  *   reading is on again, so a paused conn keeps at most what the kernel had
  *   received before the cancel; the rest stays in the socket, as on epoll.
  *   EOF and errors met while paused are kept and reported on resume.
- * - Every armed recv has a slot; its user_data is the slot's index and
- *   generation. mr_conn_free clears the slot's conn and cancels: the
- *   completions still coming find no conn and only give their buffer back;
- *   the slot is reused only after the recv's last completion (no
- *   IORING_CQE_F_MORE). A reused fd number is a new socket with a new slot.
+ * - Every recv and send in flight has a slot; its user_data is the slot's
+ *   index and generation. mr_conn_free sends what a flush queued (epoll's
+ *   write() would have), then clears the slots' conn and cancels both: a
+ *   send the socket did not take at once is dropped, as epoll drops unsent
+ *   output at close, and its bytes stay with the slot until its
+ *   completion. Late completions find no conn; a slot is reused only after
+ *   its operation's last completion. A reused fd number is a new socket.
  * - TLS: when TLS starts the recv is cancelled and the handshake's first
  *   step waits for the recv's last completion; bytes it brought meanwhile go
  *   to the TLS layer's pre-read buffer (mr_conn_tls_pre_add), so no byte is
  *   read from the socket out of order. From then on the conn is on the
  *   epoll path (net/conn_tls.c). Compression needs nothing: its frames are
- *   read into wire_in like plain bytes.
+ *   read into wire_in and sent from wire_out like plain bytes.
  * - Connect: the conn watches the connect with its write event as on epoll;
  *   the recv is armed once the connect succeeded and reading is on.
  * - A kernel that refuses the ring leaves the worker on epoll (the worker
- *   logs why). epoll stays the default: measured, this path was not faster
- *   (README.md, "io_uring in the proxy").
+ *   logs why).
  */
 #include "myrewrite/net/uring.h"
 #include "net/conn_impl.h"
