@@ -6,9 +6,9 @@
 # it over TCP, runs a fixed number of sysbench oltp_point_select events
 # through it, and counts the relay process's system calls over that run with
 # `perf stat -e syscalls:sys_enter_*` (all its threads). Prints, per target,
-# the calls per query of the ones that matter here, io_uring requests,
-# completions and task work per query, and how many epoll_wait calls
-# returned 0 events or failed (EINTR). Counts, so no lock is needed;
+# the calls per query of the ones that matter here, io_uring requests and
+# completions per query, and how many epoll_wait calls per query returned
+# 0 events or failed (EINTR). Counts, so no lock is needed;
 # the batching (events per wait) still depends on timing, so expect some
 # spread between runs.
 #
@@ -32,9 +32,8 @@ export MR_TMP MR_DIRECT_PORT MR_PROXY_PORT
 mkdir -p "$MR_TMP"
 trap mr_cleanup EXIT
 CALLS="epoll_wait io_uring_enter read write recvfrom sendto epoll_ctl"
-# io_uring's own tracepoints: requests submitted, completions posted, task
-# work items added (a recv woken by the socket).
-URING="io_uring_submit_req io_uring_complete io_uring_task_add"
+# io_uring's own tracepoints: requests submitted, completions posted.
+URING="io_uring_submit_req io_uring_complete"
 
 mr_start_mariadb bench "$MR_DIRECT_PORT" >/dev/null || exit 1
 sb() { # sb PORT THREADS CMD [EVENTS]
