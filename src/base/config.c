@@ -107,9 +107,10 @@ static const key_def keys[] = {
      "when set, /metrics answers only requests with the header 'Authorization: Bearer "
      "<token>' (401 otherwise); /health and /ready stay open; empty: no token"},
     {"io", T_IO, K(io), "epoll",
-     "how the workers read their sockets: epoll, or io_uring (one ring per worker: multishot "
-     "receives into provided buffers; TLS connections stay on epoll); a kernel that refuses "
-     "io_uring at start leaves that worker on epoll, with a warning"},
+     "how the workers read and write their sockets: epoll, or io_uring (one ring per worker: "
+     "multishot receives into provided buffers, each connection's output sent once per loop "
+     "turn; TLS connections stay on epoll); a kernel that refuses io_uring at start leaves "
+     "that worker on epoll, with a warning"},
     {"listen", T_ADDR, K(listen), "127.0.0.1:6033", "TCP address clients connect to"},
     {"log_level", T_LOGLEVEL, K(log_level), "info", "debug, info, warn or error"},
     {"max_connections", T_COUNT, K(max_connections), "1000",

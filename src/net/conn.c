@@ -128,7 +128,7 @@ static ssize_t write_head(mr_conn *c)
 }
 
 /* Writes as much as the socket takes; false on a hard error. */
-static bool write_now(mr_conn *c)
+bool mr_conn_write_now(mr_conn *c)
 {
     while (evbuffer_get_length(c->wire_out) > 0) {
         ssize_t n = write_head(c);
@@ -182,7 +182,7 @@ static void write_handler(evutil_socket_t fd, short what, void *arg)
         finish_connect(c);
         return;
     }
-    if (!write_now(c)) {
+    if (!mr_conn_write_now(c)) {
         fire(c, MR_CONN_ERROR);
         return;
     }
@@ -204,6 +204,7 @@ static mr_conn *conn_alloc(struct event_base *base, int fd, const mr_conn_callba
     c->in = evbuffer_new();
     c->out = evbuffer_new();
     c->ur_slot = -1;
+    c->ur_send_slot = -1;
     c->rev = mr_conn_uring_attach(c, base);
     if (!c->rev)
         c->rev = event_new(base, fd, EV_READ | EV_PERSIST, read_handler, c);
@@ -281,7 +282,7 @@ int mr_conn_errno(const mr_conn *c) { return c->err; }
 
 size_t mr_conn_pending(const mr_conn *c)
 {
-    size_t n = evbuffer_get_length(c->out);
+    size_t n = evbuffer_get_length(c->out) + mr_conn_uring_sending(c);
     return c->wire_out == c->out ? n : n + evbuffer_get_length(c->wire_out);
 }
 
@@ -298,7 +299,11 @@ void mr_conn_flush(mr_conn *c)
     }
     if (c->connecting || c->failed || c->write_pending)
         return; /* the write event is already watching */
-    if (!write_now(c)) {
+    if (c->ur) {
+        mr_conn_uring_flush(c); /* one send SQE at the end of the turn */
+        return;
+    }
+    if (!mr_conn_write_now(c)) {
         c->failed = true; /* reported from the loop, not to our caller */
         event_active(c->wev, EV_WRITE, 1);
         return;

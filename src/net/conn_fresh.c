@@ -87,10 +87,11 @@ struct evbuffer *mr_conn_input(mr_conn *c)
     return c->in;
 }
 
-/* Nothing waits to go out on a plain socket: a write now keeps the order. */
+/* Nothing waits to go out on a plain socket: a write now keeps the order.
+ * Not on io_uring, whose sends go as one SQE at the end of the turn. */
 static bool writes_through(const mr_conn *to)
 {
-    return !to->tls && !to->z && !to->connecting && !to->failed && !to->write_pending &&
+    return !to->tls && !to->z && !to->ur && !to->connecting && !to->failed && !to->write_pending &&
            evbuffer_get_length(to->out) == 0;
 }
 

@@ -45,11 +45,15 @@ struct mr_conn {
     struct timeval idle;
     /* io = io_uring (net/conn_uring.c): the worker's ring, NULL on epoll. */
     struct mr_uring *ur;
-    int32_t ur_slot;    /* the armed recv's slot; -1: none */
-    bool ur_cancelling; /* its cancel is submitted */
-    bool ur_held;       /* bytes added while paused, not yet announced */
-    bool ur_eof;        /* the recv saw EOF (reported once reading) */
-    int ur_err;         /* ... or this error */
+    int32_t ur_slot;         /* the armed recv's slot; -1: none */
+    bool ur_cancelling;      /* its cancel is submitted */
+    bool ur_held;            /* bytes added while paused, not yet announced */
+    bool ur_eof;             /* the recv saw EOF (reported once reading) */
+    int ur_err;              /* ... or this error */
+    struct ur_send *ur_send; /* what the send in flight took from wire_out */
+    int32_t ur_send_slot;    /* the send in flight's slot; -1: none */
+    bool ur_flush_queued;    /* on the ring's list: send at the end of the turn */
+    struct mr_conn *ur_flush_next;
 };
 
 static inline void mr_conn_fire(mr_conn *c, int what)
@@ -75,6 +79,17 @@ struct event *mr_conn_uring_attach(mr_conn *c, struct event_base *base);
 void mr_conn_uring_read_enable(mr_conn *c);
 bool mr_conn_uring_tls_start(mr_conn *c);
 void mr_conn_uring_detach(mr_conn *c);
+/* Sends: flush queues c's output for one send at the end of the turn.
+ * sending: bytes a send in flight holds (part of mr_conn_pending). sync:
+ * before TLS starts, a queued output goes now by write(); false while a
+ * send is in flight (TLS cannot start behind it). */
+void mr_conn_uring_flush(mr_conn *c);
+size_t mr_conn_uring_sending(const mr_conn *c);
+bool mr_conn_uring_sync(mr_conn *c);
+
+/* net/conn.c: writes wire_out as far as the socket takes it now; false on
+ * a hard error (c->err set). */
+bool mr_conn_write_now(mr_conn *c);
 
 /* net/conn_z.c. After a read into wire_in: frames into c->in, as far as
  * in_limit allows; false on a corrupt frame (c->err set). Before a write:

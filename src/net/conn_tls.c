@@ -344,6 +344,8 @@ bool mr_conn_start_tls(mr_conn *c, struct ssl_ctx_st *ctx, bool server, const ch
     pthread_once(&bio_once, bio_method_init);
     if (!mr_conn_fold(c)) /* fresh bytes are the peer's first TLS bytes */
         return false;
+    if (c->ur && !mr_conn_uring_sync(c)) /* the plain bytes go first */
+        return false;
     struct event_base *base = event_get_base(c->rev);
     mr_conn_tls *t = calloc(1, sizeof(*t));
     BIO *bio = bio_method ? BIO_new(bio_method) : NULL;

@@ -5,7 +5,10 @@
  * the receive is armed again), a pause that stops consuming and a resume
  * that gets the rest, EOF, a reset (ECONNRESET), EOF met while paused, and
  * a conn freed with its receive in flight followed by one on the same fd
- * number (ASan sees any completion that touches freed memory).
+ * number (ASan sees any completion that touches freed memory); and writes:
+ * 8 MB to a peer slow to read (sends short or waiting, output behind
+ * them), a write then a free in the same turn (the bytes still go), and a
+ * free while a send waits on a full socket (dropped; the socket closes).
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -37,6 +40,7 @@ typedef struct seen {
     bool bad;       /* a byte out of the pattern */
     bool drain;     /* drain the input at each read */
     bool pause_now; /* read_enable(false) at the first read */
+    size_t drained; /* drained callbacks */
 } seen;
 
 static uint8_t pattern(size_t i) { return (uint8_t)(i * 7 + i / 251); }
@@ -322,6 +326,152 @@ static void case_free_in_flight(bool uring)
     env_close(&e);
 }
 
+/* ---- writes ---- */
+
+static void on_drained(mr_conn *c, void *arg)
+{
+    (void)c;
+    ((seen *)arg)->drained++;
+}
+
+static const mr_conn_callbacks wcbs = {.read = on_read, .drained = on_drained, .event = on_event};
+
+typedef struct reader {
+    int fd;
+    size_t want, got;
+    int delay_ms; /* before the first read: the sender's socket fills */
+    bool bad;
+    pthread_t th;
+} reader;
+
+static void *reader_main(void *arg)
+{
+    reader *r = arg;
+    uint8_t buf[65536];
+    usleep((useconds_t)r->delay_ms * 1000);
+    while (r->got < r->want) {
+        ssize_t n = read(r->fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        for (ssize_t i = 0; i < n; i++)
+            if (buf[i] != pattern(r->got + (size_t)i))
+                r->bad = true;
+        r->got += (size_t)n;
+    }
+    return NULL;
+}
+
+/* Reads fd until EOF or `ms` pass; the bytes, or -1 on a timeout. */
+static long read_to_eof(int fd, int ms, bool *bad)
+{
+    uint8_t buf[65536];
+    size_t got = 0;
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n == 0)
+            return (long)got;
+        if (n < 0)
+            return errno == EINTR ? (long)got : -1;
+        for (ssize_t i = 0; i < n; i++)
+            if (buf[i] != pattern(got + (size_t)i))
+                *bad = true;
+        got += (size_t)n;
+    }
+}
+
+static void write_chunk(mr_conn *c, size_t from, size_t n)
+{
+    uint8_t buf[65536];
+    for (size_t i = 0; i < n; i++)
+        buf[i] = pattern(from + i);
+    mr_conn_write(c, buf, n);
+}
+
+/* 8 MB written in 64 KiB pieces, a turn of the loop between them, to a
+ * peer that starts reading only after 200 ms: the socket fills, sends are
+ * short or wait, and more output comes behind them. All of it arrives in
+ * order, the owner hears of the room (drained), and nothing is pending. */
+static void case_write_bulk(bool uring)
+{
+    env e;
+    env_open(&e, uring);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    seen s = {0};
+    mr_conn *c = mr_conn_new(e.base, sv[0], &wcbs, &s);
+    reader r = {.fd = sv[1], .want = 8u << 20, .delay_ms = 200};
+    assert_int_equal(pthread_create(&r.th, NULL, reader_main, &r), 0);
+    for (size_t off = 0; off < r.want; off += 65536) {
+        write_chunk(c, off, 65536);
+        event_base_loop(e.base, EVLOOP_NONBLOCK);
+    }
+    for (int i = 0; i < 20000 && mr_conn_pending(c) > 0; i++)
+        run_until(&e, NULL, 1);
+    pthread_join(r.th, NULL);
+    assert_int_equal(mr_conn_pending(c), 0);
+    assert_int_equal(r.got, r.want);
+    assert_false(r.bad);
+    assert_true(s.drained > 0);
+    assert_int_equal(s.events, 0);
+    mr_conn_free(c);
+    close(sv[1]);
+    env_close(&e);
+}
+
+/* A write, then the conn freed in the same turn: the bytes still go out,
+ * as epoll's write() at once sends them, and then the peer sees EOF. */
+static void case_write_then_free(bool uring)
+{
+    env e;
+    env_open(&e, uring);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    seen s = {0};
+    mr_conn *c = mr_conn_new(e.base, sv[0], &wcbs, &s);
+    mr_conn_read_enable(c, true);
+    run_until(&e, NULL, 5);
+    write_chunk(c, 0, 1000);
+    mr_conn_free(c);
+    run_until(&e, NULL, 20);
+    bool bad = false;
+    assert_int_equal(read_to_eof(sv[1], 2000, &bad), 1000);
+    assert_false(bad);
+    close(sv[1]);
+    env_close(&e);
+}
+
+/* A conn freed while its send waits on a full socket (the peer never
+ * reads): the send is dropped, as epoll drops unsent output at close, and
+ * the socket really closes (the peer reads what had fitted, then EOF). The
+ * ring holds the bytes until the kernel lets go (ASan: no leak, no use
+ * after free). */
+static void case_free_send_waiting(bool uring)
+{
+    env e;
+    env_open(&e, uring);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    seen s = {0};
+    mr_conn *c = mr_conn_new(e.base, sv[0], &wcbs, &s);
+    for (size_t off = 0; off < (4u << 20); off += 65536)
+        write_chunk(c, off, 65536);
+    run_until(&e, NULL, 20);
+    assert_true(mr_conn_pending(c) > 0); /* the socket is full */
+    mr_conn_free(c);
+    run_until(&e, NULL, 20);
+    bool bad = false;
+    long got = read_to_eof(sv[1], 2000, &bad);
+    assert_true(got > 0 && got < (4l << 20));
+    assert_false(bad);
+    assert_int_equal(s.events, 0);
+    close(sv[1]);
+    env_close(&e);
+}
+
 #define BOTH(name)                                                                                 \
     static void name##_epoll(void **state)                                                         \
     {                                                                                              \
@@ -342,6 +492,9 @@ BOTH(pause)
 BOTH(eof_while_paused)
 BOTH(reset)
 BOTH(free_in_flight)
+BOTH(write_bulk)
+BOTH(write_then_free)
+BOTH(free_send_waiting)
 
 int main(void)
 {
@@ -358,6 +511,12 @@ int main(void)
         cmocka_unit_test(reset_uring),
         cmocka_unit_test(free_in_flight_epoll),
         cmocka_unit_test(free_in_flight_uring),
+        cmocka_unit_test(write_bulk_epoll),
+        cmocka_unit_test(write_bulk_uring),
+        cmocka_unit_test(write_then_free_epoll),
+        cmocka_unit_test(write_then_free_uring),
+        cmocka_unit_test(free_send_waiting_epoll),
+        cmocka_unit_test(free_send_waiting_uring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  *
  * Runs on the thread whose event_base it was created on. A slimmer
  * bufferevent: writes go out at once when the socket takes them (no
- * epoll_ctl round trip per write), reads use a reserved buffer (no
+ * epoll_ctl round trip per write; on io = io_uring at the end of the loop
+ * turn, net/uring.h), reads use a reserved buffer (no
  * FIONREAD ioctl per read), or after a small read the thread's scratch.
  * Bytes of a small read into an empty input stay in that scratch until
  * something asks for the input (mr_conn_fresh, mr_conn_relay:

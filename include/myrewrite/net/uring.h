@@ -1,8 +1,9 @@
 /*
  * net/uring.h - the worker's io_uring (`io = io_uring`): once started on a
  * thread, the plain conns made there on that event_base read by multishot
- * recv on the ring, harvested from the same event loop (net/conn_uring.c
- * has the design). Everything else about a conn is unchanged.
+ * recv on the ring and send their output once per loop turn as one send
+ * SQE, harvested from the same event loop (net/conn_uring.c has the
+ * design). Everything else about a conn is unchanged.
  */
 #ifndef MYREWRITE_NET_URING_H
 #define MYREWRITE_NET_URING_H
