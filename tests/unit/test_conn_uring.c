@@ -100,6 +100,14 @@ static void env_close(env *e)
 }
 
 /* Runs the loop until *done or `ms` milliseconds passed. */
+/* A socketpair whose first end becomes a conn on the env's loop; the test
+ * plays the peer on sv[1]. */
+static mr_conn *pair_conn(env *e, int sv[2], const mr_conn_callbacks *cb, seen *s)
+{
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    return mr_conn_new(e->base, sv[0], cb, s);
+}
+
 static void run_until(env *e, const bool *done, int ms)
 {
     struct timespec t0, t;
@@ -151,9 +159,8 @@ static void case_read(bool uring)
     env e;
     env_open(&e, uring);
     int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     seen s = {.drain = true};
-    mr_conn *c = mr_conn_new(e.base, sv[0], &cbs, &s);
+    mr_conn *c = pair_conn(&e, sv, &cbs, &s);
     mr_conn_read_enable(c, true);
     write_pattern(sv[1], 0, 5);
     bool done = false;
@@ -173,9 +180,8 @@ static void case_bulk(bool uring)
     env e;
     env_open(&e, uring);
     int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     seen s = {.drain = true};
-    mr_conn *c = mr_conn_new(e.base, sv[0], &cbs, &s);
+    mr_conn *c = pair_conn(&e, sv, &cbs, &s);
     mr_conn_read_enable(c, true);
     run_until(&e, NULL, 5); /* the receive is armed */
     writer w = {.fd = sv[1], .n = 8u << 20};
@@ -200,9 +206,8 @@ static void case_pause(bool uring)
     env e;
     env_open(&e, uring);
     int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     seen s = {.pause_now = true};
-    mr_conn *c = mr_conn_new(e.base, sv[0], &cbs, &s);
+    mr_conn *c = pair_conn(&e, sv, &cbs, &s);
     mr_conn_read_enable(c, true);
     write_pattern(sv[1], 0, 100);
     for (int i = 0; i < 2000 && s.reads == 0; i++)
@@ -236,9 +241,8 @@ static void case_eof_while_paused(bool uring)
     env e;
     env_open(&e, uring);
     int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     seen s = {.drain = true};
-    mr_conn *c = mr_conn_new(e.base, sv[0], &cbs, &s);
+    mr_conn *c = pair_conn(&e, sv, &cbs, &s);
     mr_conn_read_enable(c, true);
     run_until(&e, NULL, 5);
     mr_conn_read_enable(c, false);
@@ -299,9 +303,8 @@ static void case_free_in_flight(bool uring)
     env e;
     env_open(&e, uring);
     int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     seen s = {.drain = true};
-    mr_conn *c = mr_conn_new(e.base, sv[0], &cbs, &s);
+    mr_conn *c = pair_conn(&e, sv, &cbs, &s);
     mr_conn_read_enable(c, true);
     run_until(&e, NULL, 5); /* armed */
     write_pattern(sv[1], 0, 3000);
@@ -310,9 +313,8 @@ static void case_free_in_flight(bool uring)
     close(sv[1]);
     /* The same fd numbers again, with a conn of their own. */
     int sv2[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv2), 0);
     seen s2 = {.drain = true};
-    mr_conn *c2 = mr_conn_new(e.base, sv2[0], &cbs, &s2);
+    mr_conn *c2 = pair_conn(&e, sv2, &cbs, &s2);
     mr_conn_read_enable(c2, true);
     write_pattern(sv2[1], 0, 700);
     for (int i = 0; i < 2000 && s2.bytes < 700; i++)
@@ -400,9 +402,8 @@ static void case_write_bulk(bool uring)
     env e;
     env_open(&e, uring);
     int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     seen s = {0};
-    mr_conn *c = mr_conn_new(e.base, sv[0], &wcbs, &s);
+    mr_conn *c = pair_conn(&e, sv, &wcbs, &s);
     reader r = {.fd = sv[1], .want = 8u << 20, .delay_ms = 200};
     assert_int_equal(pthread_create(&r.th, NULL, reader_main, &r), 0);
     for (size_t off = 0; off < r.want; off += 65536) {
@@ -429,9 +430,8 @@ static void case_write_then_free(bool uring)
     env e;
     env_open(&e, uring);
     int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     seen s = {0};
-    mr_conn *c = mr_conn_new(e.base, sv[0], &wcbs, &s);
+    mr_conn *c = pair_conn(&e, sv, &wcbs, &s);
     mr_conn_read_enable(c, true);
     run_until(&e, NULL, 5);
     write_chunk(c, 0, 1000);
@@ -454,9 +454,8 @@ static void case_free_send_waiting(bool uring)
     env e;
     env_open(&e, uring);
     int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     seen s = {0};
-    mr_conn *c = mr_conn_new(e.base, sv[0], &wcbs, &s);
+    mr_conn *c = pair_conn(&e, sv, &wcbs, &s);
     for (size_t off = 0; off < (4u << 20); off += 65536)
         write_chunk(c, off, 65536);
     run_until(&e, NULL, 20);
