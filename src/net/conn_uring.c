@@ -437,6 +437,18 @@ static void flush_queued(mr_uring *u)
 
 /* --- the turn --- */
 
+/* The eventfd on again. A read-modify-write with a full barrier, not
+ * liburing's plain store and a fence (ThreadSanitizer builds refuse
+ * fences): IORING_SQ_TASKRUN must be read only after the flag is back, so
+ * that work arriving later signals the eventfd and work that came before
+ * has set the flag work_left() reads. */
+static void eventfd_on(mr_uring *u)
+{
+    if (u->ring.cq.kflags)
+        __atomic_fetch_and(u->ring.cq.kflags, ~(unsigned)IORING_CQ_EVENTFD_DISABLED,
+                           __ATOMIC_SEQ_CST);
+}
+
 /* Deferred task work: the recvs' and sends' work waits for this enter,
  * which also submits the turn's SQEs. The eventfd is off meanwhile, so the
  * completions this enter posts itself do not wake the loop once more; work
@@ -450,8 +462,7 @@ static void enter(mr_uring *u)
     }
     io_uring_cq_eventfd_toggle(&u->ring, false);
     io_uring_submit_and_get_events(&u->ring);
-    io_uring_cq_eventfd_toggle(&u->ring, true);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the flag's store before the next load */
+    eventfd_on(u);
 }
 
 /* Whether anything waits for another enter: queued sends or SQEs,
@@ -460,7 +471,7 @@ static bool work_left(mr_uring *u)
 {
     return u->flush_head || io_uring_sq_ready(&u->ring) > 0 || io_uring_cq_ready(&u->ring) > 0 ||
            (u->evfd >= 0 &&
-            (__atomic_load_n(u->ring.sq.kflags, __ATOMIC_ACQUIRE) & IORING_SQ_TASKRUN));
+            (__atomic_load_n(u->ring.sq.kflags, __ATOMIC_SEQ_CST) & IORING_SQ_TASKRUN));
 }
 
 /* Up to HARVEST_MAX completions, in order. */
