@@ -170,8 +170,7 @@ void ss_client_flow(mr_session *s)
         return;
     size_t limit = cfg(s)->relay_buffer;
     set_reading(s->client, &s->from_client,
-                mr_conn_pending(s->backend) < limit &&
-                    mr_conn_input_length(s->client) < limit);
+                mr_conn_pending(s->backend) < limit && mr_conn_input_length(s->client) < limit);
 }
 
 /* Read from the backend only while the client keeps up. */
