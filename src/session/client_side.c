@@ -248,8 +248,8 @@ void ss_pump_client(mr_session *s)
             else
                 mr_conn_relay(s->client, s->backend, take);
             f->remaining -= take;
-            if (queued(mr_conn_output(s->backend)) >= cfg(s)->relay_buffer)
-                break;
+            if (mr_conn_pending(s->backend) >= cfg(s)->relay_buffer)
+                break; /* ss_client_flow pauses reading (see there) */
             continue;
         }
         if (avail < MR_PKT_HEADER)

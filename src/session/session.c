@@ -80,13 +80,14 @@ void ss_set_state(mr_session *s, session_state to)
 mr_session *mr_session_next(mr_session *s) { return s->next; }
 
 /* Tells the backend we are leaving, so it does not count an aborted client.
- * Only between commands, and only if nothing is queued ahead of it. */
+ * Only between commands, and only if nothing is unsent ahead of it (output
+ * not yet written, frames, or an io_uring send in flight). */
 static void backend_quit(mr_session *s)
 {
     static const uint8_t quit[5] = {1, 0, 0, 0, MR_COM_QUIT};
     if (!s->backend || s->state != SS_IDLE)
         return;
-    if (evbuffer_get_length(mr_conn_output(s->backend)) != 0)
+    if (mr_conn_pending(s->backend) != 0)
         return;
     ssize_t n = send(mr_conn_fd(s->backend), quit, sizeof(quit), MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)n; /* best effort: the socket closes right after either way */
@@ -158,15 +159,18 @@ static void set_reading(mr_conn *from, framing *f, bool want)
 }
 
 /* Read from the client only while the backend keeps up and the client's
- * unprocessed input (pipelined commands) stays under relay_buffer. */
+ * unprocessed input (pipelined commands) stays under relay_buffer. Keeping
+ * up is judged by mr_conn_pending, not by the output evbuffer: compressed
+ * output moves into frames at each flush, and on io_uring into the send in
+ * flight at the end of the turn, so the evbuffer alone is empty while the
+ * backend is behind. */
 void ss_client_flow(mr_session *s)
 {
     if (!ALIVE(s) || !s->backend)
         return;
     size_t limit = cfg(s)->relay_buffer;
     set_reading(s->client, &s->from_client,
-                queued(mr_conn_output(s->backend)) < limit &&
-                    mr_conn_input_length(s->client) < limit);
+                mr_conn_pending(s->backend) < limit && mr_conn_input_length(s->client) < limit);
 }
 
 /* Read from the backend only while the client keeps up. */
