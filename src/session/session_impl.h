@@ -168,8 +168,6 @@ typedef enum stmt_verdict {
 
 static inline const mr_config *cfg(const mr_session *s) { return s->w->proxy->cfg; }
 
-static inline size_t queued(struct evbuffer *b) { return evbuffer_get_length(b); }
-
 /* session/session.c */
 const char *ss_state_name(session_state st);
 void ss_set_state(mr_session *s, session_state to);
