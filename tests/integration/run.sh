@@ -137,6 +137,9 @@ for path in "${tests[@]}"; do
         else
             echo "FAIL $name (exit status $rc, ${secs}s)"
         fi
+        # The failed checks first: a traceback at the end can push them out of the tail.
+        echo "    --- $log: failed checks ---"
+        grep -m 20 -A 2 '^not ok' "$log" | sed 's/^/    | /'
         echo "    --- $log (last 40 lines) ---"
         tail -n 40 "$log" | sed 's/^/    | /'
         proxy_log_tail

@@ -83,12 +83,18 @@ print(s.getsockname()[1])') || return 1
     return 1
 }
 
+# True while any thread of PID runs. A zombie main thread is not enough: after
+# SIGKILL, mariadbd's main thread is a zombie within a millisecond while other
+# threads still finish their exit for a while, holding the listening socket
+# and the datadir's locks, so a restart then finds the port taken.
 mr_pid_alive() {
-    local pid=$1 state
+    local pid=$1 state tasks
     [[ -n $pid ]] || return 1
     state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
-    # A zombie has exited already; it only waits to be reaped.
-    [[ -n $state && $state != Z ]]
+    [[ -n $state ]] || return 1
+    [[ $state != Z ]] && return 0
+    tasks=(/proc/"$pid"/task/*)
+    ((${#tasks[@]} > 1))
 }
 
 # Wait up to SECS for PID to exit. Returns 0 once it is gone.
