@@ -29,6 +29,10 @@ struct mr_cfg {
     const char *db;
     unsigned proxy_port;
     unsigned direct_port;
+    /* MR_TLS_CA_DIRECT / MR_TLS_CA_PROXY: connect to that side over TLS, verifying its
+     * certificate against this CA file (NULL: plaintext). */
+    const char *tls_ca_direct;
+    const char *tls_ca_proxy;
 };
 
 extern struct mr_cfg g_cfg;

@@ -6,7 +6,9 @@
  * Environment: MR_HOST, MR_PROXY_PORT, MR_DIRECT_PORT, MR_USER, MR_PASSWORD,
  * MR_DB; optional MR_ONLY (run only checks whose name contains it),
  * MR_DUMP_DIGESTS (print both digests of every compared check to stderr),
- * MR_TEST_TIMEOUT (watchdog seconds, default 240).  Output is one
+ * MR_TEST_TIMEOUT (watchdog seconds, default 240), MR_TLS_CA_DIRECT and
+ * MR_TLS_CA_PROXY (connect to that side over TLS, verifying its certificate
+ * with this CA file).  Output is one
  * "ok - name" / "not ok - name: reason" line per check and a closing
  * "mr_client_test: N passed, N failed" line.
  */
@@ -217,9 +219,20 @@ int db_connect(MYSQL *m, unsigned port, const struct conn_opts *o)
         unsigned int on = o->local_infile > 0;
         mysql_options(m, MYSQL_OPT_LOCAL_INFILE, &on);
     }
+    const char *ca = port == g_cfg.direct_port ? g_cfg.tls_ca_direct : g_cfg.tls_ca_proxy;
+    if (ca) {
+        my_bool verify = 1;
+        mysql_options(m, MYSQL_OPT_SSL_CA, ca);
+        mysql_options(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
+    }
     if (!mysql_real_connect(m, g_cfg.host, user, pw, db, port, NULL,
                             o->flags | CLIENT_MULTI_RESULTS))
         return -1;
+    if (ca && !mysql_get_ssl_cipher(m)) {
+        /* Asked for TLS and logged in without it: every check would pass in plaintext. */
+        fprintf(stderr, "mr_client_test: connection to port %u is not over TLS\n", port);
+        return -1;
+    }
     return 0;
 }
 
@@ -462,6 +475,8 @@ int main(void)
     g_cfg.db = env_or("MR_DB", "test");
     g_cfg.proxy_port = env_port("MR_PROXY_PORT");
     g_cfg.direct_port = env_port("MR_DIRECT_PORT");
+    g_cfg.tls_ca_direct = env_or("MR_TLS_CA_DIRECT", NULL);
+    g_cfg.tls_ca_proxy = env_or("MR_TLS_CA_PROXY", NULL);
     if (!g_cfg.proxy_port || !g_cfg.direct_port) {
         fputs("mr_client_test: set MR_PROXY_PORT and MR_DIRECT_PORT\n", stderr);
         return 2;
