@@ -2,7 +2,7 @@
 """TLS between clients and the proxy, against the real mariadbd.
 
 Makes a CA, a server certificate for 127.0.0.1/localhost and client
-certificates with the openssl CLI, starts three proxies of its own and checks:
+certificates with the openssl CLI, starts nine proxies of its own and checks:
   * unusable TLS settings (a missing file, a key that does not match, a key
     missing its partner, verify_ca without a CA, an unknown version) fail
     --check, each named;
@@ -28,11 +28,16 @@ certificates with the openssl CLI, starts three proxies of its own and checks:
     client's is not; backend_tls = verify_identity with the server's CA gives
     a plaintext client an encrypted backend leg (the login's OK keeps the
     client's sequence id 2), a wrong CA fails the login saying why;
+  * an account that REQUIRE SSL logs in through the proxy whenever the
+    backend leg is TLS (a TLS client, or backend_tls = verify_identity) and
+    is refused with ERR 1045, as directly, when it is plain;
+  * mr_client_test (libmariadb) over verified TLS, directly and through
+    the proxy: the same digests;
   * against a second mariadbd without TLS: backend_tls = require refuses
     with ERR 1053; a TLS client's backend leg is plain, and an account whose
     server plugin asks for the password in clear (PAM, when auth_pam can be
     installed) gets ERR 1251 instead of the password being relayed in clear.
-Environment: MR_DIRECT_PORT (the mariadbd with TLS), MR_BIN; the seven proxies and the
+Environment: MR_DIRECT_PORT (the mariadbd with TLS), MR_BIN; the nine proxies and the
 mariadbd without TLS take free ports.
 """
 import os
@@ -52,8 +57,8 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 import rawproto_lib as raw  # noqa: E402
 
-PORT, REQ_PORT, CA_PORT, BT_PORT, BAD_CA_PORT, PLAIN_PORT, BREQ_PORT = (
-    t.free_port() for _ in range(7))
+PORT, REQ_PORT, CA_PORT, BT_PORT, BAD_CA_PORT, PLAIN_PORT, BREQ_PORT, CT_PORT = (
+    t.free_port() for _ in range(8))
 PLAIN_DB_PORT = t.free_port()
 PLAIN_DB = "tls_plain"
 EXPIRED_DB = t.Mariadb("tls_expired")
@@ -440,6 +445,56 @@ def check_backend_tls(port, bad_ca_port):
                 "CA: the login fails saying the certificate did not verify", e.args)
 
 
+def login_error(port, **kw):
+    """The error number a login as the REQUIRE SSL account gets, or None when it logs in."""
+    try:
+        t.connect(port, user="tls_only", password="tlsonlypw", database=None, **kw).close()
+        return None
+    except pymysql.err.OperationalError as e:
+        return e.args[0]
+
+
+def check_require_ssl_account(port, bt_port):
+    """An account that REQUIRE SSL: the server sees the backend leg, so it logs in through
+    the proxy whenever that leg is TLS, and is refused, as directly, when it is plain."""
+    d = t.direct(autocommit=True)
+    d.cursor().execute("CREATE OR REPLACE USER 'tls_only'@'%' IDENTIFIED BY 'tlsonlypw' "
+                       "REQUIRE SSL")
+    d.close()
+    server_ctx = ssl.create_default_context(cafile=SERVER_CA)
+    t.eq("a REQUIRE SSL account logs in directly over TLS", None,
+         login_error(t.DIRECT_PORT, ssl=server_ctx))
+    t.eq("... and is refused directly in plaintext (ERR 1045)", 1045, login_error(t.DIRECT_PORT))
+    t.eq("through the proxy over TLS it logs in (backend_tls = off: the leg follows the "
+         "client)", None, login_error(port, ssl=ctx()))
+    c = t.connect(port, user="tls_only", password="tlsonlypw", database=None, ssl=ctx())
+    t.eq("... as itself", (("tls_only@%",),), t.rows(c, "SELECT CURRENT_USER()"))
+    c.close()
+    t.eq("through the proxy in plaintext it is refused as directly (ERR 1045)", 1045,
+         login_error(port))
+    t.eq("a plaintext client logs in as it under backend_tls = verify_identity (the backend "
+         "leg is TLS)", None, login_error(bt_port))
+
+
+def check_client_test(port):
+    """mr_client_test (libmariadb, every protocol command, digests compared) with both sides
+    over verified TLS: directly to mariadbd, and through the proxy."""
+    prog = os.path.join(os.environ.get("MR_BUILD", os.path.join(ROOT, "build")),
+                        "tests", "integration", "mr_client_test")
+    if not os.access(prog, os.X_OK):
+        t.not_ok("mr_client_test is built (%s)" % prog)
+        return
+    env = dict(os.environ, MR_PROXY_PORT=str(port), MR_DIRECT_PORT=str(t.DIRECT_PORT),
+               MR_TLS_CA_PROXY=path("ca.pem"), MR_TLS_CA_DIRECT=SERVER_CA)
+    r = subprocess.run([prog], env=env, capture_output=True, text=True, timeout=600)
+    last = (r.stdout.strip().splitlines() or [""])[-1]
+    m = re.match(r"mr_client_test: (\d+) passed, (\d+) failed$", last)
+    failed = [ln for ln in r.stdout.splitlines() if ln.startswith("not ok")]
+    t.check(r.returncode == 0 and m and int(m.group(1)) > 0 and m.group(2) == "0",
+            "mr_client_test over TLS on both sides: libmariadb sees the same through the proxy "
+            "as directly (%s)" % last, (failed[:10], r.stderr[-800:]))
+
+
 def handshakes(proxy):
     """myrewrite_tls_handshakes_total by (leg, resumed), from /metrics."""
     body = urllib.request.urlopen(proxy.http_url("/metrics"), timeout=5).read().decode()
@@ -585,6 +640,7 @@ def main():
                 backend_port=EXPIRED_DB.port,
                 flags=["--set", "backend_tls=verify_ca", "--set",
                        "backend_tls_ca=" + path("ca.pem")]),
+        t.Proxy("tls_ct_proxy", port=CT_PORT, flags=tls_args()),
     ]
     try:
         for p in proxies:
@@ -601,6 +657,8 @@ def main():
         check_silent_handshake(REQ_PORT)
         check_client_certs(CA_PORT)
         check_backend_tls(BT_PORT, BAD_CA_PORT)
+        check_require_ssl_account(PORT, BT_PORT)
+        check_client_test(CT_PORT)
         check_backend_resumption(proxies[3])
         check_own_connections()
         check_plain_backend(PLAIN_PORT, BREQ_PORT)
