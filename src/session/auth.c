@@ -53,19 +53,37 @@ bool ss_auth_exchange(const mr_session *s)
     return s->state == SS_AUTH || (s->state == SS_RESPONSE && s->tracker.expect == MR_EXPECT_AUTH);
 }
 
-void ss_auth_server_packet(mr_session *s, uint8_t seq, bool ends)
+void ss_auth_greeting_sent(mr_session *s, uint8_t seq)
 {
-    s->auth_turn = !ends;
+    s->auth_phase = SS_AUTH_RESPONSE_DUE;
     s->auth_seq = (uint8_t)(seq + 1);
 }
 
-void ss_auth_client_sent(mr_session *s) { s->auth_turn = false; }
+/* A packet of the server's in the exchange: it ends it, or asks the client
+ * for one more (a packet before the client's HandshakeResponse leaves that
+ * response due). */
+void ss_auth_server_packet(mr_session *s, uint8_t seq, bool ends)
+{
+    if (ends)
+        s->auth_phase = SS_AUTH_OVER;
+    else if (s->auth_phase != SS_AUTH_RESPONSE_DUE)
+        s->auth_phase = SS_AUTH_CLIENT_TURN;
+    s->auth_seq = (uint8_t)(seq + 1);
+}
+
+void ss_auth_client_sent(mr_session *s) { s->auth_phase = SS_AUTH_SERVER_TURN; }
+
+bool ss_auth_response_due(const mr_session *s)
+{
+    return s->state == SS_AUTH && s->auth_phase == SS_AUTH_RESPONSE_DUE;
+}
 
 ss_auth_verdict ss_auth_client_packet(mr_session *s, uint8_t seq)
 {
-    if (s->auth_turn && seq == s->auth_seq)
+    bool asked = s->auth_phase == SS_AUTH_RESPONSE_DUE || s->auth_phase == SS_AUTH_CLIENT_TURN;
+    if (asked && seq == s->auth_seq)
         return AUTH_RELAY;
-    if (!s->auth_turn || (seq == 0 && s->auth_seen_response))
+    if (!asked || (seq == 0 && s->auth_phase == SS_AUTH_CLIENT_TURN))
         return AUTH_HOLD; /* a pipelined command, or the server has not asked yet */
     mr_warn(s->id,
             "client sent a packet with sequence id %u during authentication; the "
@@ -158,8 +176,7 @@ static bool start_client_tls(mr_session *s, uint32_t len, uint8_t seq)
         ss_close(s, MR_CLOSE_TLS_FAILED, "out of memory starting TLS");
         return false;
     }
-    s->auth_seen_response = false;
-    s->auth_turn = true;
+    s->auth_phase = SS_AUTH_RESPONSE_DUE; /* the real response comes over TLS */
     s->auth_seq = (uint8_t)(seq + 1);
     s->login_shift = 1;
     return false; /* what follows in the input is TLS: the conn reads it */
@@ -356,7 +373,6 @@ static void note_login(mr_session *s, const mr_handshake_response *hr)
 bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
 {
     mr_handshake_response hr;
-    s->auth_seen_response = true;
     if (mr_handshake_response_parse(p, len, &hr) != MR_OK) {
         ss_send_err(s, (uint8_t)(seq + 1), MR_ER_MALFORMED_PACKET, "08S01",
                     "malformed handshake response: myrewrite supports protocol 4.1 clients");

@@ -180,7 +180,7 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
                          (suseconds_t)(cfg(s)->handshake_timeout_ms % 1000) * 1000};
     mr_conn_set_timeout(s->client, &tv);
     mr_tracker_begin(&s->tracker, MR_EXPECT_AUTH);
-    ss_auth_server_packet(s, h.seq, false); /* the HandshakeResponse is due */
+    ss_auth_greeting_sent(s, h.seq);
     ss_set_state(s, SS_AUTH);
 }
 

@@ -137,9 +137,10 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
 static bool client_data_packet(mr_session *s, const uint8_t *p, size_t n, uint32_t len, uint8_t seq,
                                bool continued)
 {
+    bool response = ss_auth_response_due(s);
     if (ss_auth_exchange(s))
         ss_auth_client_sent(s);
-    if (s->state == SS_AUTH && !s->auth_seen_response)
+    if (response)
         return ss_auth_check_response(s, p, n, seq);
     if (s->state == SS_INFILE && len == 0 && !continued) {
         mr_tracker_infile_done(&s->tracker); /* the empty packet ends the file */
@@ -204,7 +205,7 @@ static bool wants_whole_packet(mr_session *s, const uint8_t *head, uint32_t len)
         MR_PKT_HEADER + (uint64_t)len > cfg(s)->relay_buffer)
         return false;
     if (s->state == SS_AUTH)
-        return !s->auth_seen_response;
+        return ss_auth_response_due(s);
     if (s->state != SS_IDLE)
         return false;
     switch (head[0]) {

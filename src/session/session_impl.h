@@ -44,6 +44,17 @@ typedef enum session_state {
     SS_MAX
 } session_state;
 
+/* Where an authentication exchange stands (SS_AUTH, or SS_RESPONSE to a
+ * COM_CHANGE_USER): whose packet comes next (session/auth.c). */
+typedef enum ss_auth_phase {
+    SS_AUTH_RESPONSE_DUE, /* the greeting is out, or TLS started: the client's
+                             HandshakeResponse (or SSLRequest) comes next */
+    SS_AUTH_CLIENT_TURN,  /* the server asked (auth switch, plugin data): one
+                             client packet with sequence id auth_seq */
+    SS_AUTH_SERVER_TURN,  /* the client's packet went out: the server speaks */
+    SS_AUTH_OVER          /* the server's OK or ERR ended the exchange */
+} ss_auth_phase;
+
 /* A session that is closing or closed relays nothing more. Code that calls
  * anything which may close the session checks this before going on. */
 #define ALIVE(s) ((s)->state < SS_CLOSING)
@@ -98,9 +109,8 @@ struct mr_session {
     uint32_t caps;              /* negotiated capabilities */
     uint32_t ext_caps;          /* negotiated MariaDB extended ones (relayed only) */
     uint32_t backend_thread_id; /* the backend's connection id */
-    bool auth_seen_response;    /* the client's HandshakeResponse was checked */
-    bool auth_turn;             /* the auth exchange waits for a client packet ... */
-    uint8_t auth_seq;           /* ... with this sequence id (session/auth.c) */
+    ss_auth_phase auth_phase;   /* changed only by the ss_auth_* functions */
+    uint8_t auth_seq;           /* the sequence id the client's next auth packet has */
     int8_t login_shift;         /* the client's sequence ids minus the server's during
                                    the login: +1 once the proxy took the client's
                                    SSLRequest, -1 when it sent the server one of its
@@ -180,13 +190,17 @@ void ss_backend_flow(mr_session *s);
 void ss_copy_name(char *dst, size_t cap, const char *src, size_t len, bool *set);
 
 /* session/auth.c: is an authentication exchange (login, COM_CHANGE_USER)
- * going on? The server sent a packet of it with sequence id seq (`ends`: its
- * OK or ERR); the client's answer went to the server. Whether a client
- * packet with sequence id seq goes to the server now, waits for the end of
- * the exchange in the client's input, or closed the session (out of order). */
+ * going on? The greeting went to the client (sequence id seq); the server
+ * sent a packet of the exchange (`ends`: its OK or ERR); is the login's
+ * HandshakeResponse the client packet due; the client's answer went to the
+ * server. Whether a client packet with sequence id seq goes to the server
+ * now, waits for the end of the exchange in the client's input, or closed
+ * the session (out of order). These move s->auth_phase. */
 typedef enum ss_auth_verdict { AUTH_RELAY, AUTH_HOLD, AUTH_CLOSED } ss_auth_verdict;
 bool ss_auth_exchange(const mr_session *s);
+void ss_auth_greeting_sent(mr_session *s, uint8_t seq);
 void ss_auth_server_packet(mr_session *s, uint8_t seq, bool ends);
+bool ss_auth_response_due(const mr_session *s);
 void ss_auth_client_sent(mr_session *s);
 ss_auth_verdict ss_auth_client_packet(mr_session *s, uint8_t seq);
 /* Checks the client's HandshakeResponse (or SSLRequest) before it is
