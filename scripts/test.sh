@@ -73,12 +73,12 @@ count_integration "$build/integration.log" "${PIPESTATUS[0]}"
 
 # --- the other socket backend: a subset of the suite again with every proxy
 # on io = io_uring (tests/lib/env.sh honours MR_IO): the raw protocol, the
-# libraries, TLS, compression, pipelined logins, faults, the clean stop and
-# io_uring's own test (3m45s measured with t_blob64 too, at load 20; about 3
-# minutes without it). scripts/test_io.sh runs the whole
-# suite on both backends.
+# libraries, TLS, compression, pipelined logins, faults, the clean stop,
+# backpressure toward a slow backend (sends in flight) and io_uring's own
+# test (3m45s measured with t_blob64 too, at load 20; about 3 minutes
+# without it). scripts/test_io.sh runs the whole suite on both backends.
 MR_IO=io_uring MR_TMP=$root/.tmp/it-uring tests/integration/run.sh \
-    't_io_uring|t_rawproto|t_pymysql|t_tls$|t_compress|t_auth_pipeline|t_fault_matrix|t_sigterm|t_rules' 2>&1 |
+    't_io_uring|t_rawproto|t_pymysql|t_tls$|t_compress|t_auth_pipeline|t_fault_matrix|t_sigterm|t_rules|t_slowbackend' 2>&1 |
     tee "$build/integration-uring.log"
 count_integration "$build/integration-uring.log" "${PIPESTATUS[0]}"
 
