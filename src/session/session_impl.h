@@ -109,7 +109,7 @@ struct mr_session {
     uint32_t caps;              /* negotiated capabilities */
     uint32_t ext_caps;          /* negotiated MariaDB extended ones (relayed only) */
     uint32_t backend_thread_id; /* the backend's connection id */
-    ss_auth_phase auth_phase;   /* changed only by the ss_auth_* functions */
+    ss_auth_phase auth_phase;   /* changed only in session/auth.c */
     uint8_t auth_seq;           /* the sequence id the client's next auth packet has */
     int8_t login_shift;         /* the client's sequence ids minus the server's during
                                    the login: +1 once the proxy took the client's

@@ -244,7 +244,10 @@ MYSQL *db_open(struct ctx *c, const struct conn_opts *o)
         return NULL;
     }
     if (db_connect(m, c->port, o) != 0) {
-        fail_my(c, m, "connect");
+        if (mysql_errno(m) == 0)
+            fail(c, "connect: logged in, but not over TLS as asked");
+        else
+            fail_my(c, m, "connect");
         mysql_close(m);
         return NULL;
     }

@@ -472,13 +472,21 @@ def check_require_ssl_account(port, bt_port):
     c.close()
     t.eq("through the proxy in plaintext it is refused as directly (ERR 1045)", 1045,
          login_error(port))
+    # 1045 is also a wrong password's answer: without REQUIRE SSL the same login must pass.
+    d = t.direct(autocommit=True)
+    d.cursor().execute("ALTER USER 'tls_only'@'%' REQUIRE NONE")
+    t.eq("... for REQUIRE SSL: with REQUIRE NONE the same plaintext login passes", None,
+         login_error(port))
+    d.cursor().execute("ALTER USER 'tls_only'@'%' REQUIRE SSL")
+    d.close()
     t.eq("a plaintext client logs in as it under backend_tls = verify_identity (the backend "
          "leg is TLS)", None, login_error(bt_port))
 
 
 def check_client_test(port):
     """mr_client_test (libmariadb, every protocol command, digests compared) with both sides
-    over verified TLS: directly to mariadbd, and through the proxy."""
+    over verified TLS: directly to mariadbd, and through the proxy (its two raw_protocol_*
+    checks open plain sockets of their own; every libmariadb login is over TLS)."""
     prog = os.path.join(os.environ.get("MR_BUILD", os.path.join(ROOT, "build")),
                         "tests", "integration", "mr_client_test")
     if not os.access(prog, os.X_OK):
@@ -658,11 +666,11 @@ def main():
         check_client_certs(CA_PORT)
         check_backend_tls(BT_PORT, BAD_CA_PORT)
         check_require_ssl_account(PORT, BT_PORT)
-        check_client_test(CT_PORT)
         check_backend_resumption(proxies[3])
         check_own_connections()
         check_plain_backend(PLAIN_PORT, BREQ_PORT)
         check_expired_backend(EXPIRED_PORT)
+        check_client_test(CT_PORT)  # last: the longest
     finally:
         for p in procs:
             p.stop(timeout=20)
