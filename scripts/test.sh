@@ -77,7 +77,9 @@ count_integration "$build/integration.log" "${PIPESTATUS[0]}"
 # backpressure toward a slow backend (sends in flight) and io_uring's own
 # test (3m45s measured with t_blob64 too, at load 20; about 3 minutes
 # without it). scripts/test_io.sh runs the whole suite on both backends.
-MR_IO=io_uring MR_TMP=$root/.tmp/it-uring tests/integration/run.sh \
+# (A TLS conn moves to epoll when TLS starts, so t_tls's run of
+# mr_client_test over TLS would repeat the epoll one: MR_TLS_CLIENT_TEST=0.)
+MR_IO=io_uring MR_TLS_CLIENT_TEST=0 MR_TMP=$root/.tmp/it-uring tests/integration/run.sh \
     't_io_uring|t_rawproto|t_pymysql|t_tls$|t_compress|t_auth_pipeline|t_fault_matrix|t_sigterm|t_rules|t_slowbackend' 2>&1 |
     tee "$build/integration-uring.log"
 count_integration "$build/integration-uring.log" "${PIPESTATUS[0]}"
@@ -129,7 +131,10 @@ if cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=TSAN -DMYREWRITE_WERROR=ON >/dev/nul
         "${tsan_run[@]}" ctest --test-dir "$tsan" --output-on-failure -R "$tsan_units" 2>&1 |
             tee "$tsan/ctest.log"
         count_ctest "$tsan/ctest.log" "${PIPESTATUS[0]}"
-        MR_BUILD=$tsan MR_TMP=$root/.tmp/it-tsan "${tsan_run[@]}" tests/integration/run.sh \
+        # t_tls without its mr_client_test run: two more minutes under TSan
+        # for TLS paths t_tls's own checks take (40 concurrent clients too).
+        MR_BUILD=$tsan MR_TMP=$root/.tmp/it-tsan MR_TLS_CLIENT_TEST=0 \
+            "${tsan_run[@]}" tests/integration/run.sh \
             "$tsan_its" 2>&1 | tee "$tsan/integration.log"
         count_integration "$tsan/integration.log" "${PIPESTATUS[0]}"
     fi
