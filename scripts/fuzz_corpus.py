@@ -11,9 +11,12 @@ tests/fuzz/. Run from anywhere; it replaces the corpus folders.
 import hashlib
 import pathlib
 import re
+import os
 import shutil
 import ssl
 import struct
+import subprocess
+import tempfile
 import zlib
 
 import zstandard
@@ -178,6 +181,24 @@ def client_hello(max_version=None):
     return bytes(h)
 
 
+def tls_recordings():
+    """Whole handshakes (TLS 1.3, and 1.2), one query and a close_notify, as
+    an OpenSSL client sent them to fuzz_tls's server, which draws from a
+    fixed generator, so they complete the handshake when replayed. Made by
+    the fuzz build's fuzz_tls (MR_FUZZ_TLS_RECORD); none without it."""
+    build = pathlib.Path(os.environ.get("MR_FUZZ_BUILD", ROOT / "build-fuzz"))
+    binary = build / "tests" / "fuzz" / "fuzz_tls"
+    if not binary.exists():
+        print(f"fuzz_corpus: {binary} not built (scripts/fuzz.sh builds it): "
+              "fuzz_tls gets no whole-handshake seeds")
+        return []
+    with tempfile.TemporaryDirectory() as d:
+        prefix = os.path.join(d, "rec")
+        subprocess.run([str(binary), "-runs=0"], env=dict(os.environ, MR_FUZZ_TLS_RECORD=prefix),
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return [pathlib.Path(prefix + v).read_bytes() for v in ("13", "12")]
+
+
 def pick(items, n):
     """n items spread over the list (keeps variety, not just the first file)."""
     if len(items) <= n:
@@ -312,7 +333,7 @@ def main():
         b"\x00\x00\x07" + hello13,                                # in 7-byte pieces
         b"\x00\x00\x00" + hello13 + hello13, b"\x00\x00\x00" + hello13[:100],
         b"\x00\x00\x00" + b"\x15\x03\x03\x00\x02\x02\x28",       # an alert first
-    ])
+    ] + tls_recordings())
 
     rows_pkt = pkt(b"a,b\n" * 500, 2)
     zlib_stream = zframe(query, 0) + zframe(rows_pkt, 1)
