@@ -11,8 +11,12 @@ tests/fuzz/. Run from anywhere; it replaces the corpus folders.
 import hashlib
 import pathlib
 import re
+import os
 import shutil
+import ssl
 import struct
+import subprocess
+import tempfile
 import zlib
 
 import zstandard
@@ -140,6 +144,61 @@ def statements(strings):
     return out
 
 
+def client_hello(max_version=None):
+    """The first flight of Python's TLS client (OpenSSL's defaults), with its
+    random, session id and X25519 key share made fixed, so the seed is the
+    same each time it is made."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    if max_version:
+        ctx.maximum_version = max_version
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    conn = ctx.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    try:
+        conn.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    h = bytearray(outgoing.read())
+    assert h[0] == 0x16 and h[5] == 0x01, "not a ClientHello record"
+    h[11:43] = bytes(range(32))                        # random
+    sid = h[43]
+    h[44:44 + sid] = bytes(range(0x40, 0x40 + sid))     # legacy session id
+    p = 44 + sid
+    p += 2 + int.from_bytes(h[p:p + 2], "big")          # cipher suites
+    p += 1 + h[p]                                       # compression methods
+    p += 2
+    while p < len(h):
+        kind, n = struct.unpack(">HH", h[p:p + 4])
+        if kind == 0x33:                                # key_share: each X25519 share
+            q = p + 6
+            while q < p + 4 + n:
+                group, klen = struct.unpack(">HH", h[q:q + 4])
+                assert group == 0x1d, "key share of a group other than X25519"
+                h[q + 4:q + 4 + klen] = bytes(range(9, 9 + klen))
+                q += 4 + klen
+        p += 4 + n
+    return bytes(h)
+
+
+def tls_recordings():
+    """Whole handshakes (TLS 1.3, and 1.2), one query and a close_notify, as
+    an OpenSSL client sent them to fuzz_tls's server, which draws from a
+    fixed generator, so they complete the handshake when replayed. Made by
+    the fuzz build's fuzz_tls (MR_FUZZ_TLS_RECORD); none without it."""
+    build = pathlib.Path(os.environ.get("MR_FUZZ_BUILD", ROOT / "build-fuzz"))
+    binary = build / "tests" / "fuzz" / "fuzz_tls"
+    if not binary.exists():
+        print(f"fuzz_corpus: {binary} not built (scripts/fuzz.sh builds it): "
+              "fuzz_tls gets no whole-handshake seeds")
+        return []
+    with tempfile.TemporaryDirectory() as d:
+        prefix = os.path.join(d, "rec")
+        subprocess.run([str(binary), "-runs=0"], env=dict(os.environ, MR_FUZZ_TLS_RECORD=prefix),
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return [pathlib.Path(prefix + v).read_bytes() for v in ("13", "12")]
+
+
 def pick(items, n):
     """n items spread over the list (keeps variety, not just the first file)."""
     if len(items) <= n:
@@ -260,6 +319,37 @@ def main():
         zframe(b"\x00" * 4000), zframe(query)[:20],
         zframe(query, zstd=True), zframe(query, 0, zstd=True) +
         zframe(pkt(b"a,b\n" * 500, 2), 1, zstd=True), zframe(b"\x00" * 4000, zstd=True),
+    ])
+
+    # fuzz_tls and fuzz_conn_z: byte 0 options, byte 1 k, byte 2 the piece
+    # size (tests/fuzz/fuzz_conn.h), then what the hostile peer sends
+    hello13, hello12 = client_hello(), client_hello(ssl.TLSVersion.TLSv1_2)
+    write("fuzz_tls", [
+        b"\x00\x00\x00" + hello13, b"\x00\x05\x00" + hello13,    # pre: the record header
+        b"\x04\x05\x00" + hello13, b"\x04\xff\x00" + hello13,    # read behind the SSLRequest
+        b"\x00\x00\x00" + hello12, b"\x04\xff\x00" + hello12,
+        b"\x02\x00\x00" + hello12,                                # TLS 1.3 only: refused
+        b"\x01\x00\x00" + hello13, b"\x03\x00\x00" + hello13,    # a client certificate asked
+        b"\x00\x00\x07" + hello13,                                # in 7-byte pieces
+        b"\x00\x00\x00" + hello13 + hello13, b"\x00\x00\x00" + hello13[:100],
+        b"\x00\x00\x00" + b"\x15\x03\x03\x00\x02\x02\x28",       # an alert first
+    ] + tls_recordings())
+
+    rows_pkt = pkt(b"a,b\n" * 500, 2)
+    zlib_stream = zframe(query, 0) + zframe(rows_pkt, 1)
+    zstd_stream = zframe(query, 0, zstd=True) + zframe(rows_pkt, 1, zstd=True)
+    stored = zframe(pkt(b"\x03SELECT 1"), packed=False) + zframe(b"", 1, packed=False)
+    bad = bytearray(zframe(query, 2))
+    bad[12] ^= 0xff
+    write("fuzz_conn_z", [
+        b"\x00\x00\x00" + zlib_stream, b"\x01\x00\x00" + zstd_stream,
+        b"\x10\x07\x00" + zlib_stream, b"\x11\x14\x03" + zstd_stream,  # a head read plain
+        b"\x22\x00\x00" + zlib_stream + zframe(b"\x00" * 200000, 2),   # in_limit 64, READ_SOME
+        b"\x41\x00\x00" + zstd_stream + zframe(b"\x00" * 200000, 2, zstd=True),
+        b"\x00\x00\x00" + stored + zlib_stream[:30],                  # stored; a cut frame
+        b"\x00\x00\x00" + zlib_stream + bytes(bad),                    # a corrupt frame
+        # a compressed frame of 0 payload bytes was reported as out of memory, not EPROTO
+        b"\x00\x00\x00" + b"\x00\x00\x00\x00\x00\x33\x02",
     ])
 
     three = (b"\x04\x01" + bytes([8, 0, 253, 0, 1, 0]) + struct.pack("<q", -7) + b"\x03abc")

@@ -84,6 +84,10 @@ static bool take_frame(mr_conn *c, const mr_zframe *f)
         evbuffer_remove_buffer(z->raw_in, c->in, f->len);
         return true;
     }
+    if (f->len == 0) { /* nothing inflates to ulen; evbuffer_pullup(0) would say NULL */
+        c->err = EPROTO;
+        return false;
+    }
     const uint8_t *src = evbuffer_pullup(z->raw_in, f->len);
     struct evbuffer_iovec vec;
     if (!src || evbuffer_reserve_space(c->in, f->ulen, &vec, 1) != 1 || vec.iov_len < f->ulen) {

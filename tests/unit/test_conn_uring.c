@@ -8,7 +8,10 @@
  * number (ASan sees any completion that touches freed memory); and writes:
  * 8 MB to a peer slow to read (sends short or waiting, output behind
  * them), a write then a free in the same turn (the bytes still go), and a
- * free while a send waits on a full socket (dropped; the socket closes).
+ * free while a send waits on a full socket (dropped; the socket closes);
+ * and under compression a frame of no payload bytes that says it inflates
+ * to some, a corrupt frame (EPROTO), not a failed allocation (found by
+ * tests/fuzz/fuzz_conn_z.c).
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -471,6 +474,29 @@ static void case_free_send_waiting(bool uring)
     env_close(&e);
 }
 
+static void case_z_empty_payload(bool uring)
+{
+    env e;
+    env_open(&e, uring);
+    int sv[2];
+    seen s = {.drain = true};
+    mr_conn *c = pair_conn(&e, sv, &cbs, &s);
+    assert_true(mr_conn_start_compress(c, MR_ZALGO_ZLIB, 1, 1u << 20));
+    mr_conn_read_enable(c, true);
+    /* payload length 0, sequence id 0, uncompressed length 0x023300 */
+    static const uint8_t frame[MR_ZFRAME_HEADER] = {0, 0, 0, 0, 0x00, 0x33, 0x02};
+    assert_int_equal(write(sv[1], frame, sizeof(frame)), sizeof(frame));
+    bool done = false;
+    for (int i = 0; i < 2000 && !(s.events & MR_CONN_ERROR); i++)
+        run_until(&e, &done, 1);
+    assert_true(s.events & MR_CONN_ERROR);
+    assert_int_equal(s.err, EPROTO);
+    assert_int_equal(s.bytes, 0);
+    mr_conn_free(c);
+    close(sv[1]);
+    env_close(&e);
+}
+
 #define BOTH(name)                                                                                 \
     static void name##_epoll(void **state)                                                         \
     {                                                                                              \
@@ -494,6 +520,7 @@ BOTH(free_in_flight)
 BOTH(write_bulk)
 BOTH(write_then_free)
 BOTH(free_send_waiting)
+BOTH(z_empty_payload)
 
 int main(void)
 {
@@ -516,6 +543,8 @@ int main(void)
         cmocka_unit_test(write_then_free_uring),
         cmocka_unit_test(free_send_waiting_epoll),
         cmocka_unit_test(free_send_waiting_uring),
+        cmocka_unit_test(z_empty_payload_epoll),
+        cmocka_unit_test(z_empty_payload_uring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
