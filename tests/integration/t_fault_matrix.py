@@ -223,6 +223,19 @@ def flush_until(g, table, want):
     return got
 
 
+def log_count(g, text, at_least, timeout=5):
+    """How often text is in the proxy's log, once it is there at_least times or after
+    timeout seconds. The log thread writes a line after the event it tells of: a cut
+    before the COMMIT leaves the sum as it was, so flush_until may return before the
+    flusher's line is out."""
+    end = time.time() + timeout
+    while True:
+        n = g.proxy.log_text().count(text)
+        if n >= at_least or time.time() >= end:
+            return n
+        time.sleep(0.05)
+
+
 def acked_updates(g, table, n):
     c = g.connect()
     cur = c.cursor()
@@ -263,7 +276,7 @@ def delayed_cases(kind, memory):
                  want, got)
             if memory:
                 t.eq("%s: the chunk is logged as dropped, not retried" % desc, lost_before + 1,
-                     g.proxy.log_text().count("broke during COMMIT"))
+                     log_count(g, "broke during COMMIT", lost_before + 1))
             g.relay.disarm()
             g.relay.release()
             g.second_client("after %s" % desc)
