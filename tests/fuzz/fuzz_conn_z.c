@@ -104,19 +104,6 @@ static uint8_t *reference(const uint8_t *p, size_t n, mr_zalgo a, size_t *len, b
     return out;
 }
 
-/* The first k bytes reach the plain conn, which leaves them in its input. */
-static void plain_first(fuzz_peer *p, mr_conn *c, const seen *s, size_t k)
-{
-    size_t rest = p->left - k;
-    p->left = k;
-    for (int i = 0; s->plain_in < k && i < 1000; i++) {
-        fuzz_peer_send(p, k);
-        fuzz_loop_once();
-    }
-    FUZZ_CHECK(s->plain_in == k && mr_conn_input_length(c) == k);
-    p->left = rest;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < FUZZ_CONN_HEAD)
@@ -137,7 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *ref = reference(p.data, p.left, algo, &ref_len, &corrupt);
     mr_conn_read_enable(c, true);
     if (opt & 16)
-        plain_first(&p, c, &s, data[1] < p.left ? data[1] : p.left);
+        fuzz_send_plain_first(&p, c, &s.plain_in, data[1] < p.left ? data[1] : p.left);
     s.z = true;
     FUZZ_CHECK(mr_conn_start_compress(c, algo, 1, in_limit));
 

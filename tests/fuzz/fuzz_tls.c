@@ -227,26 +227,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-/* The first k bytes reach the plain conn, which leaves them in its input. */
-static void plain_first(fuzz_peer *p, mr_conn *c, const seen *s, size_t k)
-{
-    mr_conn_read_enable(c, true);
-    size_t rest = p->left - k;
-    p->left = k;
-    for (int i = 0; s->plain_in < k && i < 1000; i++) {
-        fuzz_peer_send(p, k);
-        fuzz_loop_once();
-    }
-    FUZZ_CHECK(s->plain_in == k && mr_conn_input_length(c) == k);
-    p->left = rest;
-}
-
 /* TLS starts, with the peer's first k bytes handed over as opt says. */
 static void start(mr_conn *c, seen *s, fuzz_peer *p, uint8_t opt, size_t k)
 {
     bool behind_request = opt & 4;
-    if (behind_request)
-        plain_first(p, c, s, k);
+    if (behind_request) {
+        mr_conn_read_enable(c, true);
+        fuzz_send_plain_first(p, c, &s->plain_in, k);
+    }
     s->tls = true;
     FUZZ_CHECK(mr_conn_start_tls(c, contexts[opt & 3], true, NULL));
     if (!behind_request) {
