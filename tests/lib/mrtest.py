@@ -373,19 +373,6 @@ def mariadbd_pid(name="main"):
         return None
 
 
-def pid_running(pid):
-    """Whether any thread of pid still runs. Its main thread turning zombie is not enough:
-    after SIGKILL, mariadbd's main thread is a zombie at once while other threads finish
-    their exit for a while yet, still holding its listening socket and datadir locks."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-                return True
-        return len(os.listdir("/proc/%d/task" % pid)) > 1
-    except (OSError, IndexError):
-        return False
-
-
 def rss_kib(pid):
     """Resident set size of pid in KiB, from /proc/PID/status."""
     with open("/proc/%d/status" % pid) as f:
@@ -430,11 +417,7 @@ class Mariadb:
         pid = mariadbd_pid(self.name)
         if pid:
             os.kill(pid, signal.SIGKILL)
-            for _ in range(200):
-                if not pid_running(pid):
-                    break
-                time.sleep(0.05)
-        env_sh("mr_kill_mariadb %s" % self.name)
+        env_sh("mr_kill_mariadb %s" % self.name)  # waits until no thread of it is left
 
     def stop(self):
         env_sh("mr_stop_mariadb %s" % self.name)
