@@ -24,6 +24,7 @@
 #include "admin/admin_impl.h"
 #include "myrewrite/base/buf.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/net/listen_guard.h"
 #include "myrewrite/proto/codec.h"
 
 #define MAX_CLIENTS 32 /* console connections at once */
@@ -32,6 +33,7 @@ static struct {
     mr_proxy *p;
     struct event_base *base;         /* owned; run by the console thread */
     struct evconnlistener *listener; /* owned; freed by the console thread */
+    mr_listen_guard *guard;          /* owned; the listener's */
     struct event *stop_ev;
     int stop_rd, stop_wr;
     pthread_t thread;
@@ -42,15 +44,16 @@ static struct {
 
 time_t mr_admin_started(void) { return A.started; }
 
-static void refuse(int fd)
+static void refuse(int fd, const char *msg)
 {
     mr_buf b;
     mr_buf_init(&b);
-    mr_err_build(&b, 0, MR_ER_CON_COUNT, "08004", "Too many admin console connections");
-    if (!b.failed && send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-        mr_debug(0, "admin console: could not send the refusal: %s", strerror(errno));
+    mr_err_build(&b, 0, MR_ER_CON_COUNT, "08004", msg);
+    if (b.failed)
+        close(fd);
+    else
+        mr_listen_refuse_fd(fd, b.data, b.len);
     mr_buf_free(&b);
-    close(fd);
 }
 
 static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa, int salen,
@@ -60,9 +63,10 @@ static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sock
     (void)sa;
     (void)salen;
     (void)arg;
+    mr_listen_guard_accepted(A.guard);
     if (mr_admin_conn_count() >= MAX_CLIENTS) {
         mr_warn(0, "admin console: %d connections open; refusing another", MAX_CLIENTS);
-        refuse(fd);
+        refuse(fd, "Too many admin console connections");
         return;
     }
     mr_admin_conn_open(A.p, A.base, fd, ++A.next_id);
@@ -72,8 +76,24 @@ static void on_accept_error(struct evconnlistener *el, void *arg)
 {
     (void)el;
     (void)arg;
-    mr_error(0, "admin console: accept failed: %s",
-             evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    mr_listen_guard_failed(A.guard);
+}
+
+/* The listener's guard (net/listen_guard.h); false when out of memory. */
+static bool guard_listener(void)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_err_build(&b, 0, MR_ER_CON_COUNT, "08004",
+                 "Too many connections (myrewrite is out of file descriptors; try again)");
+    A.guard =
+        b.failed ? NULL
+                 : mr_listen_guard_new(A.base, A.listener, "admin console listener", b.data, b.len);
+    mr_buf_free(&b);
+    if (!A.guard)
+        return false;
+    evconnlistener_set_error_cb(A.listener, on_accept_error);
+    return true;
 }
 
 static void on_stop(evutil_socket_t fd, short what, void *arg)
@@ -81,6 +101,8 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     (void)arg;
+    mr_listen_guard_free(A.guard);
+    A.guard = NULL;
     evconnlistener_free(A.listener);
     A.listener = NULL;
     mr_admin_conn_close_all();
@@ -137,13 +159,13 @@ static bool bind_listener(const char *spec)
             mr_error(0, "admin console not started: listen %s: %s", spec, strerror(errno));
     }
     freeaddrinfo(res);
-    if (A.listener)
-        evconnlistener_set_error_cb(A.listener, on_accept_error);
-    return A.listener != NULL;
+    return A.listener && guard_listener();
 }
 
 static void release_all(void)
 {
+    mr_listen_guard_free(A.guard);
+    A.guard = NULL;
     if (A.listener)
         evconnlistener_free(A.listener);
     if (A.stop_ev)

@@ -103,6 +103,12 @@ static const key_def keys[] = {
     {"http_insecure", T_BOOL, K(http_insecure), "no",
      "yes: serve http_listen on an address other than loopback without http_token (anyone "
      "who reaches it reads /metrics)"},
+    {"http_max_connections", T_COUNT, K(http_max_connections), "64",
+     "connections the HTTP endpoint holds at once (at least 1); past it a client gets 503 "
+     "and is closed, so idle sockets cannot take the proxy's descriptors"},
+    {"http_timeout", T_DURATION, K(http_timeout_ms), "10s",
+     "an HTTP connection that takes longer than this to send a request's headers, or stays "
+     "idle this long between two requests, is closed"},
     {"http_token", T_STRING, K(http_token), "",
      "when set, /metrics answers only requests with the header 'Authorization: Bearer "
      "<token>' (401 otherwise); /health and /ready stay open; empty: no token"},

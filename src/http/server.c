@@ -20,9 +20,11 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -34,6 +36,7 @@
 #include <unistd.h>
 
 #include "myrewrite/base/log.h"
+#include "myrewrite/net/listen_guard.h"
 #include "myrewrite/session/reload.h"
 #include "myrewrite/session/worker.h"
 
@@ -61,6 +64,8 @@ static struct {
     pthread_t thread;
     bool running;
     probe probe;
+    mr_listen_guard *guard; /* the listener's: refusals, pauses, the cap */
+    uint64_t open;          /* connections evhttp holds now */
 } H = {.wake = {-1, -1}, .probe = {.fd = -1}};
 
 /* ---- replies ------------------------------------------------------------------- */
@@ -237,6 +242,78 @@ static void serve_ready(struct evhttp_request *req)
         probe_start();
 }
 
+/* ---- the connection cap --------------------------------------------------------- */
+
+/* What a client gets when the endpoint has http_max_connections open or the
+ * proxy is out of descriptors. */
+#define BUSY_BODY                                                                                  \
+    "busy: the HTTP endpoint has http_max_connections connections open, or the proxy is out "      \
+    "of file descriptors; try again\n"
+static const char busy_reply[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                                 "Content-Type: text/plain; charset=utf-8\r\n"
+                                 "Cache-Control: no-store\r\n"
+                                 "Retry-After: 1\r\n"
+                                 "Connection: close\r\n"
+                                 "Content-Length: 118\r\n"
+                                 "\r\n" BUSY_BODY;
+_Static_assert(sizeof(BUSY_BODY) - 1 == 118, "Content-Length of the busy reply");
+
+static void on_accept_error(struct evconnlistener *el, void *arg)
+{
+    (void)el;
+    (void)arg;
+    mr_listen_guard_failed(H.guard);
+}
+
+static uint64_t cap(void)
+{
+    return H.p->cfg->http_max_connections ? H.p->cfg->http_max_connections : 1;
+}
+
+/* evhttp frees a connection's bufferevent with it: the filter around the
+ * socket's (which passes bytes unchanged) tells us, so the open ones are
+ * counted without reaching into evhttp. */
+static void connection_gone(void *ctx)
+{
+    (void)ctx;
+    if (H.open-- == cap())
+        mr_listen_guard_set_full(H.guard, false);
+}
+
+/* evhttp asks for each accepted connection's bufferevent (HTTP thread). */
+static struct bufferevent *new_connection(struct event_base *base, void *arg)
+{
+    (void)arg;
+    mr_listen_guard_accepted(H.guard);
+    struct bufferevent *sock = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev = sock ? bufferevent_filter_new(sock, NULL, NULL, BEV_OPT_CLOSE_ON_FREE,
+                                                            connection_gone, NULL)
+                                   : NULL;
+    if (!bev) { /* evhttp makes a plain one: this connection is not counted */
+        if (sock)
+            bufferevent_free(sock);
+        return NULL;
+    }
+    if (++H.open == cap() && !mr_listen_guard_set_full(H.guard, true))
+        mr_warn(0, "HTTP endpoint: at http_max_connections, and new clients wait instead of "
+                   "getting 503 (out of memory)");
+    return bev;
+}
+
+/* The guard on the listener evhttp made; false when out of memory. */
+static bool guard_listener(struct evhttp_bound_socket *bound)
+{
+    struct evconnlistener *el = bound ? evhttp_bound_socket_get_listener(bound) : NULL;
+    if (!el)
+        return false;
+    H.guard = mr_listen_guard_new(H.base, el, "HTTP listener", busy_reply, sizeof busy_reply - 1);
+    if (!H.guard)
+        return false;
+    evconnlistener_set_error_cb(el, on_accept_error);
+    evhttp_set_bevcb(H.http, new_connection, NULL);
+    return true;
+}
+
 /* ---- routing and the thread ---------------------------------------------------- */
 
 /* /metrics with http_token set: the request must carry it. /health and
@@ -301,6 +378,7 @@ static void *http_thread(void *arg)
 
 static void teardown(void)
 {
+    mr_listen_guard_free(H.guard); /* before evhttp frees the listener it watches */
     if (H.probe.ev)
         event_free(H.probe.ev);
     if (H.probe.fd >= 0)
@@ -330,11 +408,14 @@ static bool setup(const mr_addr *a)
     evhttp_set_allowed_methods(H.http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
                                            EVHTTP_REQ_PATCH);
-    evhttp_set_timeout(H.http, 10);
+    uint64_t ms = H.p->cfg->http_timeout_ms;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    evhttp_set_timeout_tv(H.http, &tv); /* reading a request, and idle between two */
     evhttp_set_max_headers_size(H.http, 16384);
     evhttp_set_max_body_size(H.http, 4096);
     evhttp_set_gencb(H.http, on_request, NULL);
-    return evhttp_bind_socket_with_handle(H.http, a->host, (ev_uint16_t)atoi(a->port)) != NULL;
+    return guard_listener(
+        evhttp_bind_socket_with_handle(H.http, a->host, (ev_uint16_t)atoi(a->port)));
 }
 
 bool mr_http_start(mr_proxy *p)
@@ -362,7 +443,8 @@ bool mr_http_start(mr_proxy *p)
         return false;
     }
     H.running = true;
-    mr_info(0, "HTTP endpoint on %s: /metrics, /health, /ready", spec);
+    mr_info(0, "HTTP endpoint on %s: /metrics, /health, /ready (at most %llu connections)", spec,
+            (unsigned long long)cap());
     return true;
 }
 

@@ -37,11 +37,13 @@ typedef struct mr_config {
     uint64_t delayed_park_timeout_ms; /* a keyless DELAYED statement waits this long for its
                                          table's key (session/park.c); 0 = refused at once */
     uint64_t handshake_timeout_ms;
-    char *http_listen;  /* host:port of /metrics, /health, /ready; "" = off */
-    bool http_insecure; /* a non-loopback http_listen without http_token is allowed */
-    char *http_token;   /* "" = /metrics needs no bearer token */
-    char *io;           /* "epoll" or "io_uring" (net/uring.h) */
-    char *listen;       /* host:port */
+    char *http_listen;             /* host:port of /metrics, /health, /ready; "" = off */
+    bool http_insecure;            /* a non-loopback http_listen without http_token is allowed */
+    uint64_t http_max_connections; /* HTTP connections at once; past it 503 */
+    uint64_t http_timeout_ms;      /* to read a request's headers, and idle between two */
+    char *http_token;              /* "" = /metrics needs no bearer token */
+    char *io;                      /* "epoll" or "io_uring" (net/uring.h) */
+    char *listen;                  /* host:port */
     char *log_level;
     uint64_t max_connections;
     uint64_t max_packet_size;
