@@ -27,7 +27,10 @@
 #include "myrewrite/net/listen_guard.h"
 #include "myrewrite/proto/codec.h"
 
-#define MAX_CLIENTS 32 /* console connections at once */
+#define MAX_CLIENTS 32 /* console connections logged in at once */
+/* Connections not logged in yet: a newer one closes the oldest, so sockets
+ * that never log in cannot keep the administrator out. */
+#define MAX_LOGINS 8
 
 static struct {
     mr_proxy *p;
@@ -56,20 +59,48 @@ static void refuse(int fd, const char *msg)
     mr_buf_free(&b);
 }
 
+/* An address waiting out the back-off of its failed logins is refused at
+ * once, without a greeting. */
+static bool backing_off(int fd, const mr_admin_addr *from)
+{
+    uint64_t wait = mr_admin_login_wait_ms(from);
+    if (!wait)
+        return false;
+    char who[64], msg[200];
+    mr_admin_addr_text(from, who, sizeof who);
+    snprintf(msg, sizeof msg, "admin console: too many failed logins from %s; try again in %llu ms",
+             who, (unsigned long long)wait);
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_err_build(&b, 0, MR_ER_HOST_BLOCKED, "HY000", msg);
+    if (b.failed)
+        close(fd);
+    else
+        mr_listen_refuse_fd(fd, b.data, b.len);
+    mr_buf_free(&b);
+    mr_admin_count(&mr_admin_stats_mut()->login_backoff);
+    return true;
+}
+
 static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg)
 {
     (void)el;
-    (void)sa;
     (void)salen;
     (void)arg;
     mr_listen_guard_accepted(A.guard);
-    if (mr_admin_conn_count() >= MAX_CLIENTS) {
-        mr_warn(0, "admin console: %d connections open; refusing another", MAX_CLIENTS);
+    mr_admin_addr from;
+    mr_admin_addr_of(sa, &from);
+    if (backing_off(fd, &from))
+        return;
+    if (mr_admin_conn_ready() >= MAX_CLIENTS) {
+        mr_warn(0, "admin console: %d connections logged in; refusing another", MAX_CLIENTS);
         refuse(fd, "Too many admin console connections");
         return;
     }
-    mr_admin_conn_open(A.p, A.base, fd, ++A.next_id);
+    if (mr_admin_conn_logins() >= MAX_LOGINS)
+        mr_admin_conn_evict_login();
+    mr_admin_conn_open(A.p, A.base, fd, ++A.next_id, &from);
 }
 
 static void on_accept_error(struct evconnlistener *el, void *arg)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "myrewrite/admin/admin.h"
 #include "myrewrite/base/buf.h"
 #include "myrewrite/base/proxy.h"
 
@@ -45,11 +46,35 @@ void mr_admin_show_digests(mr_proxy *p, mr_buf *out);
 void mr_admin_reload_rules(mr_proxy *p, mr_buf *out);
 void mr_admin_explain(mr_proxy *p, const char *sql, size_t len, mr_buf *out);
 
+/* A client's address, as the back-off of failed logins keys it. */
+typedef struct mr_admin_addr {
+    int family; /* AF_INET, AF_INET6; 0: unknown */
+    uint8_t bytes[16];
+} mr_admin_addr;
+struct sockaddr;
+
+/* admin/login_guard.c: the back-off of failed logins per address. */
+void mr_admin_addr_of(const struct sockaddr *sa, mr_admin_addr *out);
+void mr_admin_addr_text(const mr_admin_addr *a, char *buf, size_t cap);
+/* How long `a` must still wait before a login is tried; 0: now. */
+uint64_t mr_admin_login_wait_ms(const mr_admin_addr *a);
+/* A failed login from `a` (counted); returns the wait it starts. */
+uint64_t mr_admin_login_failed(const mr_admin_addr *a);
+/* A login from `a` succeeded: its failures are forgotten. */
+void mr_admin_login_ok(const mr_admin_addr *a);
+mr_admin_stats *mr_admin_stats_mut(void);
+void mr_admin_count(mr_counter *c);
+
 /* admin/conn.c: one console connection on the console's base (takes fd). */
 struct event_base;
-void mr_admin_conn_open(mr_proxy *p, struct event_base *base, int fd, uint32_t id);
+void mr_admin_conn_open(mr_proxy *p, struct event_base *base, int fd, uint32_t id,
+                        const mr_admin_addr *from);
 void mr_admin_conn_close_all(void);
-unsigned mr_admin_conn_count(void);
+/* Connections logged in, and the others (still logging in, or refused). */
+unsigned mr_admin_conn_ready(void);
+unsigned mr_admin_conn_logins(void);
+/* Closes the oldest connection that has not logged in (counted). */
+void mr_admin_conn_evict_login(void);
 
 /* When the console started (admin/admin.c), for SHOW VERSION's uptime. */
 time_t mr_admin_started(void);

@@ -32,14 +32,17 @@ typedef struct client {
     uint32_t id;
     conn_state st;
     bool user_ok;     /* the login named admin_user */
+    bool logged_in;   /* counted in nready */
     bool in_callback; /* inside on_read: frees wait until it returns */
+    mr_admin_addr from;
     uint8_t scramble[MR_ADMIN_SCRAMBLE_LEN];
 } client;
 
-static client *clients; /* console thread only */
-static unsigned nclients;
+static client *clients; /* console thread only; the newest first */
+static unsigned nclients, nready;
 
-unsigned mr_admin_conn_count(void) { return nclients; }
+unsigned mr_admin_conn_ready(void) { return nready; }
+unsigned mr_admin_conn_logins(void) { return nclients - nready; }
 
 static void destroy(client *c)
 {
@@ -50,6 +53,7 @@ static void destroy(client *c)
     if (c->next)
         c->next->prev = c->prev;
     nclients--;
+    nready -= c->logged_in;
     mr_conn_free(c->conn);
     free(c);
 }
@@ -102,15 +106,23 @@ static void verify(client *c, const uint8_t *answer, size_t len, uint8_t seq)
     bool pw_ok = mr_admin_native_check(pw, c->scramble, answer, len); /* whatever the user */
     if (c->user_ok && pw_ok) {
         c->st = ST_READY;
+        c->logged_in = true;
+        nready++;
+        mr_admin_login_ok(&c->from);
         mr_conn_set_timeout(c->conn, NULL);
         mr_info(0, "admin console: connection %u logged in", c->id);
         send_ok(c, seq);
         return;
     }
-    char msg[200];
+    char msg[200], from[64];
     snprintf(msg, sizeof(msg), "Access denied to the myrewrite admin console (using password: %s)",
              len ? "YES" : "NO");
-    mr_warn(0, "admin console: connection %u refused: wrong user or password", c->id);
+    uint64_t wait = mr_admin_login_failed(&c->from);
+    mr_admin_addr_text(&c->from, from, sizeof from);
+    mr_warn(0,
+            "admin console: connection %u from %s refused: wrong user or password (%s may "
+            "try again in %llu ms)",
+            c->id, from, from, (unsigned long long)wait);
     send_err(c, seq, MR_ER_ACCESS_DENIED, "28000", msg);
     close_after_reply(c);
 }
@@ -231,8 +243,10 @@ static void on_event(mr_conn *conn, int what, void *arg)
 {
     client *c = arg;
     (void)conn;
-    if (what & MR_CONN_TIMEOUT)
+    if (what & MR_CONN_TIMEOUT) {
+        mr_admin_count(&mr_admin_stats_mut()->login_timeouts);
         mr_info(0, "admin console: connection %u did not log in in time; closing it", c->id);
+    }
     destroy(c);
 }
 
@@ -255,7 +269,8 @@ static bool greet(client *c)
     return ok;
 }
 
-void mr_admin_conn_open(mr_proxy *p, struct event_base *base, int fd, uint32_t id)
+void mr_admin_conn_open(mr_proxy *p, struct event_base *base, int fd, uint32_t id,
+                        const mr_admin_addr *from)
 {
     client *c = calloc(1, sizeof(*c));
     if (!c || !(c->conn = mr_conn_new(base, fd, &callbacks, c))) {
@@ -265,6 +280,7 @@ void mr_admin_conn_open(mr_proxy *p, struct event_base *base, int fd, uint32_t i
     }
     c->p = p;
     c->id = id;
+    c->from = *from;
     c->next = clients;
     if (clients)
         clients->prev = c;
@@ -274,11 +290,25 @@ void mr_admin_conn_open(mr_proxy *p, struct event_base *base, int fd, uint32_t i
         destroy(c);
         return;
     }
-    uint64_t ms = p->cfg->handshake_timeout_ms;
+    uint64_t ms = p->cfg->admin_login_timeout_ms;
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
     mr_conn_set_timeout(c->conn, &tv);
     mr_conn_set_low_mark(c->conn, 0);
     mr_conn_read_enable(c->conn, true);
+}
+
+void mr_admin_conn_evict_login(void)
+{
+    client *oldest = NULL;
+    for (client *c = clients; c; c = c->next)
+        if (!c->logged_in)
+            oldest = c;
+    if (!oldest)
+        return;
+    mr_admin_count(&mr_admin_stats_mut()->login_evicted);
+    mr_info(0, "admin console: connection %u had not logged in; closed for a newer one",
+            oldest->id);
+    destroy(oldest);
 }
 
 void mr_admin_conn_close_all(void)

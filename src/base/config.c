@@ -56,6 +56,9 @@ typedef struct key_def {
 static const key_def keys[] = {
     {"admin_listen", T_TCP_OPT, K(admin_listen), "127.0.0.1:6034",
      "loopback TCP address of the admin console (MySQL protocol); empty: off"},
+    {"admin_login_timeout", T_DURATION, K(admin_login_timeout_ms), "3s",
+     "how long a console connection may take to log in; at most 8 may be logging in at once "
+     "(a newer one closes the oldest), apart from the 32 logged in"},
     {"admin_password", T_STRING, K(admin_password), "",
      "admin console password; the console does not start without one"},
     {"admin_user", T_STRING, K(admin_user), "admin", "admin console user name"},

@@ -64,8 +64,11 @@ static struct {
     pthread_t thread;
     bool running;
     probe probe;
-    mr_listen_guard *guard; /* the listener's: refusals, pauses, the cap */
-    uint64_t open;          /* connections evhttp holds now */
+    mr_listen_guard *guard;       /* the listener's: refusals, pauses, the cap */
+    uint64_t open;                /* connections evhttp holds now */
+    struct event *claim_ev;       /* runs claim() after an accept */
+    struct bufferevent **pending; /* made, not claimed yet; each holds a reference */
+    size_t npending, pending_cap;
 } H = {.wake = {-1, -1}, .probe = {.fd = -1}};
 
 /* ---- replies ------------------------------------------------------------------- */
@@ -270,14 +273,56 @@ static uint64_t cap(void)
     return H.p->cfg->http_max_connections ? H.p->cfg->http_max_connections : 1;
 }
 
-/* evhttp frees a connection's bufferevent with it: the filter around the
- * socket's (which passes bytes unchanged) tells us, so the open ones are
- * counted without reaching into evhttp. */
-static void connection_gone(void *ctx)
+static void connection_gone(void)
 {
-    (void)ctx;
-    if (H.open-- == cap())
+    if (H.open-- == cap() && H.guard)
         mr_listen_guard_set_full(H.guard, false);
+}
+
+static void on_close(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    (void)arg;
+    connection_gone();
+}
+
+/* evhttp 2.1 says nothing when it drops a connection, but calls the close
+ * callback of one that has it. The connection does not exist yet when
+ * evhttp asks for its bufferevent; it does once the accept callback
+ * returns, as the bufferevent's callback argument. So each bufferevent
+ * made is held (a reference) until this runs, just after: a connection
+ * evhttp dropped meanwhile has no callbacks left. */
+static void claim(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    for (size_t i = 0; i < H.npending; i++) {
+        void *evcon = NULL;
+        bufferevent_getcb(H.pending[i], NULL, NULL, NULL, &evcon);
+        if (evcon)
+            evhttp_connection_set_closecb(evcon, on_close, NULL);
+        else
+            connection_gone();
+        bufferevent_decref(H.pending[i]);
+    }
+    H.npending = 0;
+}
+
+static bool hold(struct bufferevent *bev)
+{
+    if (H.npending == H.pending_cap) {
+        size_t cap = H.pending_cap ? H.pending_cap * 2 : 16;
+        struct bufferevent **v = realloc(H.pending, cap * sizeof *v);
+        if (!v)
+            return false;
+        H.pending = v;
+        H.pending_cap = cap;
+    }
+    bufferevent_incref(bev);
+    H.pending[H.npending++] = bev;
+    event_active(H.claim_ev, 0, 0);
+    return true;
 }
 
 /* evhttp asks for each accepted connection's bufferevent (HTTP thread). */
@@ -285,15 +330,9 @@ static struct bufferevent *new_connection(struct event_base *base, void *arg)
 {
     (void)arg;
     mr_listen_guard_accepted(H.guard);
-    struct bufferevent *sock = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    struct bufferevent *bev = sock ? bufferevent_filter_new(sock, NULL, NULL, BEV_OPT_CLOSE_ON_FREE,
-                                                            connection_gone, NULL)
-                                   : NULL;
-    if (!bev) { /* evhttp makes a plain one: this connection is not counted */
-        if (sock)
-            bufferevent_free(sock);
-        return NULL;
-    }
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev || !hold(bev))
+        return bev; /* not counted (out of memory); NULL: evhttp makes its own */
     if (++H.open == cap() && !mr_listen_guard_set_full(H.guard, true))
         mr_warn(0, "HTTP endpoint: at http_max_connections, and new clients wait instead of "
                    "getting 503 (out of memory)");
@@ -307,7 +346,8 @@ static bool guard_listener(struct evhttp_bound_socket *bound)
     if (!el)
         return false;
     H.guard = mr_listen_guard_new(H.base, el, "HTTP listener", busy_reply, sizeof busy_reply - 1);
-    if (!H.guard)
+    H.claim_ev = event_new(H.base, -1, 0, claim, NULL);
+    if (!H.guard || !H.claim_ev)
         return false;
     evconnlistener_set_error_cb(el, on_accept_error);
     evhttp_set_bevcb(H.http, new_connection, NULL);
@@ -379,6 +419,9 @@ static void *http_thread(void *arg)
 static void teardown(void)
 {
     mr_listen_guard_free(H.guard); /* before evhttp frees the listener it watches */
+    H.guard = NULL;
+    if (H.claim_ev)
+        claim(-1, 0, NULL);
     if (H.probe.ev)
         event_free(H.probe.ev);
     if (H.probe.fd >= 0)
@@ -387,6 +430,9 @@ static void teardown(void)
         evhttp_free(H.http);
     if (H.wake_ev)
         event_free(H.wake_ev);
+    if (H.claim_ev)
+        event_free(H.claim_ev);
+    free(H.pending);
     for (int i = 0; i < 2; i++)
         if (H.wake[i] >= 0)
             close(H.wake[i]);

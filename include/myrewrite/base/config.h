@@ -20,8 +20,9 @@
 #define MR_COMPRESS_ZSTD 2u
 
 typedef struct mr_config {
-    char *admin_listen;   /* host:port of the admin console; "" = off */
-    char *admin_password; /* "" = the console does not start */
+    char *admin_listen;              /* host:port of the admin console; "" = off */
+    uint64_t admin_login_timeout_ms; /* a console connection logs in within this */
+    char *admin_password;            /* "" = the console does not start */
     char *admin_user;
     char *backend;                    /* host:port or /path/to/mysqld.sock */
     uint64_t backend_keepalive_ms;    /* TCP keepalive of the sessions' backend sockets; 0 = off */
