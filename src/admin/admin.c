@@ -5,7 +5,8 @@
  * mr_admin_start and mr_admin_stop run on the main thread; the accept
  * callback and everything after it on the console thread, which owns the
  * listener once started. The main thread talks to it only through the
- * stop pipe.
+ * stop pipe; a flusher thread whose job for a console command is done
+ * writes to the wake pipe (mr_admin_wake).
  */
 #include "myrewrite/admin/admin.h"
 
@@ -39,11 +40,13 @@ static struct {
     mr_listen_guard *guard;          /* owned; the listener's */
     struct event *stop_ev;
     int stop_rd, stop_wr;
+    struct event *wake_ev; /* a job is done (mr_admin_wake) */
+    int wake_rd, wake_wr;
     pthread_t thread;
     bool running;
     uint32_t next_id;
     time_t started;
-} A = {.stop_rd = -1, .stop_wr = -1};
+} A = {.stop_rd = -1, .stop_wr = -1, .wake_rd = -1, .wake_wr = -1};
 
 time_t mr_admin_started(void) { return A.started; }
 
@@ -127,6 +130,25 @@ static bool guard_listener(void)
     return true;
 }
 
+void mr_admin_wake(void *arg)
+{
+    (void)arg;
+    char byte = 0;
+    /* a full pipe has a wake-up pending already */
+    if (write(A.wake_wr, &byte, 1) < 0 && errno != EAGAIN)
+        mr_error(0, "admin console: cannot wake its thread: %s", strerror(errno));
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    (void)arg;
+    char buf[64];
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+    mr_admin_conn_jobs_done();
+}
+
 static void on_stop(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -201,16 +223,22 @@ static void release_all(void)
         evconnlistener_free(A.listener);
     if (A.stop_ev)
         event_free(A.stop_ev);
+    if (A.wake_ev)
+        event_free(A.wake_ev);
     if (A.base)
         event_base_free(A.base);
     if (A.stop_rd >= 0)
         close(A.stop_rd);
     if (A.stop_wr >= 0)
         close(A.stop_wr);
+    if (A.wake_rd >= 0)
+        close(A.wake_rd);
+    if (A.wake_wr >= 0)
+        close(A.wake_wr);
     A.listener = NULL;
-    A.stop_ev = NULL;
+    A.stop_ev = A.wake_ev = NULL;
     A.base = NULL;
-    A.stop_rd = A.stop_wr = -1;
+    A.stop_rd = A.stop_wr = A.wake_rd = A.wake_wr = -1;
 }
 
 static bool setup(mr_proxy *p)
@@ -222,11 +250,17 @@ static bool setup(mr_proxy *p)
         return false;
     A.stop_rd = fds[0];
     A.stop_wr = fds[1];
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
+        return false;
+    A.wake_rd = fds[0];
+    A.wake_wr = fds[1];
     A.base = event_base_new();
     if (!A.base)
         return false;
     A.stop_ev = event_new(A.base, A.stop_rd, EV_READ, on_stop, NULL);
-    return A.stop_ev && event_add(A.stop_ev, NULL) == 0;
+    A.wake_ev = event_new(A.base, A.wake_rd, EV_READ | EV_PERSIST, on_wake, NULL);
+    return A.stop_ev && A.wake_ev && event_add(A.stop_ev, NULL) == 0 &&
+           event_add(A.wake_ev, NULL) == 0;
 }
 
 bool mr_admin_start(mr_proxy *p)

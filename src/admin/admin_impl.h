@@ -16,8 +16,22 @@
 #include "myrewrite/base/buf.h"
 #include "myrewrite/base/proxy.h"
 
-/* Recognizes and runs one COM_QUERY text (admin/exec.c). */
-void mr_admin_exec(mr_proxy *p, const char *sql, size_t len, mr_buf *out);
+/* A command that answers later (FLUSH DELAYED): its work runs on another
+ * thread, which calls mr_admin_wake when it is done, and the connection
+ * asks for the answer then, or gives it at MR_ADMIN_JOB_LIMIT_MS. */
+typedef struct mr_admin_job mr_admin_job;
+#define MR_ADMIN_JOB_LIMIT_MS 10000
+
+/* Recognizes and runs one COM_QUERY text (admin/exec.c): the answer in
+ * out, or *job set and out left empty. */
+void mr_admin_exec(mr_proxy *p, const char *sql, size_t len, mr_buf *out, mr_admin_job **job);
+/* The job's answer into out once it is done, or at its limit (limit_passed);
+ * false: not done yet. */
+bool mr_admin_job_answer(mr_admin_job *j, bool limit_passed, mr_buf *out);
+/* Lets go of the job (its work may go on; nobody is told). */
+void mr_admin_job_free(mr_admin_job *j);
+/* admin/admin.c: a job is done; any thread, never blocks. */
+void mr_admin_wake(void *arg);
 /* A one-column result set, one row per line of `text`, which it splits
  * in place (admin/exec.c). */
 void mr_admin_lines_result(mr_buf *out, const char *column, char *text);
@@ -70,6 +84,8 @@ struct event_base;
 void mr_admin_conn_open(mr_proxy *p, struct event_base *base, int fd, uint32_t id,
                         const mr_admin_addr *from);
 void mr_admin_conn_close_all(void);
+/* Answers the connections whose job is done (after mr_admin_wake). */
+void mr_admin_conn_jobs_done(void);
 /* Connections logged in, and the others (still logging in, or refused). */
 unsigned mr_admin_conn_ready(void);
 unsigned mr_admin_conn_logins(void);
