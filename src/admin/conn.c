@@ -375,8 +375,9 @@ void mr_admin_conn_evict_login(void)
     if (!oldest)
         return;
     mr_admin_count(&mr_admin_stats_mut()->login_evicted);
-    mr_info(0, "admin console: connection %u had not logged in; closed for a newer one",
-            oldest->id);
+    /* debug: a flood of sockets would flood the log; /metrics counts them */
+    mr_debug(0, "admin console: connection %u had not logged in; closed for a newer one",
+             oldest->id);
     destroy(oldest);
 }
 

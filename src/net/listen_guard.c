@@ -129,7 +129,8 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     g->paused = false;
-    evconnlistener_enable(active(g));
+    if (!g->full || g->refuser) /* full without a refuser: accept nothing */
+        evconnlistener_enable(active(g));
 }
 
 void mr_listen_guard_failed(mr_listen_guard *g)
