@@ -1033,7 +1033,37 @@ static bool flush_table(MYSQL *db, table *t, uint64_t deadline)
 
 /* ---- flusher thread ------------------------------------------------------------------ */
 
-static void adopt_tables(void)
+/* The new set's table that flushes the same staging table as old, or NULL. */
+static table *successor(tables *ts, const table *old)
+{
+    for (size_t i = 0; i < ts->n; i++)
+        if (strcmp(ts->t[i].def.schema, old->def.schema) == 0 &&
+            strcmp(ts->t[i].def.staging_table, old->def.staging_table) == 0)
+            return &ts->t[i];
+    return NULL;
+}
+
+/* A snapshot of the locked path lives on the connection, not in the rule:
+ * a successor takes over its state; without one, the old rule applies it. */
+static void hand_over_snapshots(MYSQL *db, tables *ts)
+{
+    for (size_t i = 0; i < D.cur.n; i++) {
+        table *old = &D.cur.t[i], *next = successor(ts, old);
+        if (next) {
+            next->tmp_ready = old->tmp_ready;
+            next->snap_stale = old->snap_stale;
+            next->unlock_owed = old->unlock_owed;
+        } else if (!dflush_locked_settle(db, old)) {
+            mr_error(0,
+                     "delayed %s: reloaded away while its flush snapshot %s.%s holds rows "
+                     "that could not be applied; they are lost when the flusher's "
+                     "connection closes",
+                     old->rule, old->def.schema, old->tmp_name);
+        }
+    }
+}
+
+static void adopt_tables(MYSQL *db)
 {
     pthread_mutex_lock(&D.lock);
     bool have = D.have_next;
@@ -1042,6 +1072,7 @@ static void adopt_tables(void)
     pthread_mutex_unlock(&D.lock);
     if (!have)
         return;
+    hand_over_snapshots(db, &ts);
     tables_free(&D.cur);
     D.cur = ts;
     D.next_adopt_ms = 0; /* a new default rule may own staging tables already */
@@ -1055,6 +1086,7 @@ static bool on_connect(MYSQL *db, void *arg)
         table *t = i < D.cur.n ? &D.cur.t[i] : &D.derived.t[i - D.cur.n];
         t->ready = false;
         t->reject_ready = false;
+        t->tmp_ready = t->snap_stale = t->unlock_owed = false; /* gone with the old one */
         t->setup_after_ms = 0;
     }
     D.next_adopt_ms = 0; /* a new connection may find staging tables a dead proxy left */
@@ -1223,7 +1255,7 @@ static void setup_pending(MYSQL *db)
 static uint64_t tick(MYSQL *db, void *arg)
 {
     (void)arg;
-    adopt_tables();
+    adopt_tables(db);
     setup_pending(db);
     char filter[sizeof D.flush_filter];
     pthread_mutex_lock(&D.lock);
@@ -1257,7 +1289,7 @@ static uint64_t tick(MYSQL *db, void *arg)
 static bool run_flush_job(MYSQL *db, void *arg)
 {
     dflush_job *j = arg;
-    adopt_tables();
+    adopt_tables(db);
     uint64_t wait;
     bool ok = round_over(db, j->filter, false, 0, &wait);
     if (mr_bg_conn_broken(db))
