@@ -41,9 +41,10 @@ static void escapes_controls(void **state)
 static void utf8_kept_or_escaped(void **state)
 {
     (void)state;
-    EXPECT("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    EXPECT("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+           "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
     EXPECT("c1 \xc2\x85 \xc2\x9b", "c1 \\xc2\\x85 \\xc2\\x9b"); /* NEL, CSI */
-    EXPECT("\xc2\xa0", "\xc2\xa0");                              /* the first one after C1 */
+    EXPECT("\xc2\xa0", "\xc2\xa0");                             /* the first one after C1 */
     EXPECT("over \xc0\xaf \xe0\x80\xaf", "over \\xc0\\xaf \\xe0\\x80\\xaf");
     EXPECT("surrogate \xed\xa0\x80", "surrogate \\xed\\xa0\\x80");
     EXPECT("big \xf4\x90\x80\x80 \xf5", "big \\xf4\\x90\\x80\\x80 \\xf5");
