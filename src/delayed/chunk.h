@@ -44,6 +44,8 @@ typedef struct table {
                           emptied before anything else, never applied */
     bool unlock_owed;  /* locked path: an UNLOCK TABLES failed; sent again before anything */
     bool reject_ready; /* the dead-letter table exists (checked on this connection) */
+    bool main_gone;    /* the main table does not exist: staged rows go to the dead-letter
+                          table (flush.c, drain_gone) */
 } table;
 
 /* A set column's value as an SQL literal in the arena ("NULL", '...', or

@@ -307,7 +307,7 @@ static bool settle(const struct mr_dmem_table *t, chunk_rc rc, dm_entry **es, si
 }
 
 /* Is the latest failed chunk's error one that the same keys would meet
- * again: a refusal of the data, or, for a table whose rule was reloaded
+ * again: a refusal of the data, the table gone, or, for a table whose rule was reloaded
  * away, any server error but a lock wait or deadlock (nothing will make
  * such a table take it, and its keys would be retried forever)? */
 static bool refused(MYSQL *db, const struct mr_dmem_table *t)
@@ -315,7 +315,8 @@ static bool refused(MYSQL *db, const struct mr_dmem_table *t)
     unsigned e = F.fail_code;
     if (mr_bg_conn_broken(db) || e == 1205 || e == 1213 || e == 0)
         return false;
-    return mr_dreject_data_error(e) || (e < 2000 && !dm_table_live(t));
+    /* 1146: the table is gone, and its keys would be retried every round */
+    return mr_dreject_data_error(e) || e == 1146 || (e < 2000 && !dm_table_live(t));
 }
 
 /* Moves key e to t's dead-letter table (one autocommitted INSERT) and
