@@ -1118,16 +1118,21 @@ static table *successor(tables *ts, const table *old)
 }
 
 /* A snapshot of the locked path lives on the connection, not in the rule:
- * a successor takes over its state; without one, the old rule applies it. */
+ * the old rule applies what it holds (and sends an UNLOCK TABLES it owes)
+ * before it goes; what it could not settle passes to the new rule on the
+ * same staging table, or is logged as lost with the connection. */
 static void hand_over_snapshots(MYSQL *db, tables *ts)
 {
     for (size_t i = 0; i < D.cur.n; i++) {
         table *old = &D.cur.t[i], *next = successor(ts, old);
+        if (dflush_locked_settle(db, old))
+            continue;
         if (next) {
+            memcpy(next->tmp_name, old->tmp_name, sizeof next->tmp_name);
             next->tmp_ready = old->tmp_ready;
             next->snap_stale = old->snap_stale;
             next->unlock_owed = old->unlock_owed;
-        } else if (!dflush_locked_settle(db, old)) {
+        } else {
             mr_error(0,
                      "delayed %s: reloaded away while its flush snapshot %s.%s holds rows "
                      "that could not be applied; they are lost when the flusher's "

@@ -32,8 +32,9 @@
  * failed) or applied already is never applied: when emptying it fails it
  * is marked stale and emptied first thing in the next round. A failed
  * UNLOCK TABLES is sent again before anything else, since staging inserts
- * wait for it. A reload that drops the rule, or moves its staging table,
- * first applies what the old rule's snapshot holds (dflush_locked_settle).
+ * wait for it. A reload first settles each old rule's snapshot with the old
+ * rule's settings (dflush_locked_settle), so a rule reloaded away, or given
+ * another staging table, leaves nothing in it.
  *
  * Flusher thread only.
  */
