@@ -25,6 +25,7 @@
 #include "myrewrite/schema/cache.h"
 
 #define FIRST_BUCKETS 64
+#define SMALL_BATCH 16 /* key tuples a statement may have without an allocated array */
 
 typedef struct shard {
     pthread_mutex_t lock;
@@ -218,7 +219,7 @@ typedef struct prepared {
     dm_entry **fresh; /* per row: a new entry when its key was not held */
     char **texts;     /* per row, its SET_TEXT values' copies (ntext each) */
     unsigned ntext;
-    dm_entry *one; /* fresh's storage for a batch of one row */
+    dm_entry *few[SMALL_BATCH]; /* fresh's storage for a small batch (no allocation) */
 } prepared;
 
 static void prepared_free(prepared *p, uint32_t nrows)
@@ -227,7 +228,7 @@ static void prepared_free(prepared *p, uint32_t nrows)
         dm_entry_free(p->fresh[r]);
     for (size_t i = 0; p->texts && i < (size_t)nrows * p->ntext; i++)
         free(p->texts[i]);
-    if (p->fresh != &p->one)
+    if (p->fresh != p->few)
         free(p->fresh);
     free(p->texts);
 }
@@ -257,8 +258,9 @@ static bool prepare_texts(prepared *p, const mr_dmem_batch *b)
  * left over) when one failed. */
 static bool prepare_batch(dm_map *m, struct mr_dmem_table *t, const mr_dmem_batch *b, prepared *p)
 {
-    *p = (prepared){.fresh = &p->one};
-    if (b->nrows > 1 && !(p->fresh = calloc(b->nrows, sizeof *p->fresh)))
+    *p = (prepared){0};
+    p->fresh = p->few;
+    if (b->nrows > SMALL_BATCH && !(p->fresh = calloc(b->nrows, sizeof *p->fresh)))
         return false;
     bool ok = (m->b || dm_map_grow(m)) && prepare_texts(p, b);
     const char *k = (const char *)b->keys.data;

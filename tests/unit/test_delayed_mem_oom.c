@@ -3,7 +3,8 @@
  * taken whole or not at all when the proxy runs out of memory part way
  * (delayed/mem.c): each allocation mr_dmem_apply makes is failed in turn,
  * and after every ERR the map holds exactly what it held before, so the
- * client's retry counts each key once.
+ * client's retry counts each key once; also for a statement of more keys
+ * than fit the batch's array on the stack (the array allocated too).
  *
  * The allocation failures come from the linker: this program alone is
  * linked with --wrap=malloc and --wrap=calloc (tests/unit/CMakeLists.txt),
@@ -114,6 +115,26 @@ static void all_or_nothing(void **state)
     assert_string_equal(held(&t, "2"), "2/n");
     assert_string_equal(held(&t, "3"), "1/n");
     assert_int_equal(atomic_load(&t.nkeys), 3);
+    /* more keys than fit the batch's array on the stack: it is allocated too */
+    char big[400] = "UPDATE DELAYED counters SET hits = hits + 1 WHERE id IN (1";
+    for (int k = 10; k < 40; k++)
+        snprintf(big + strlen(big), sizeof big - strlen(big), ", %d", k);
+    strcat(big, ")");
+    failed = 0;
+    for (unsigned at = 1;; at++) {
+        if (apply(rs, &t, big, at) == 0)
+            break;
+        failed++;
+        assert_string_equal(held(&t, "1"), "6/n");
+        assert_string_equal(held(&t, "10"), "-");
+        assert_string_equal(held(&t, "39"), "-");
+        assert_int_equal(atomic_load(&t.nkeys), 3);
+    }
+    assert_true(failed >= 31); /* the array, then 30 entries */
+    assert_string_equal(held(&t, "1"), "7/n");
+    assert_string_equal(held(&t, "10"), "1/");
+    assert_string_equal(held(&t, "39"), "1/");
+    assert_int_equal(atomic_load(&t.nkeys), 33);
     dm_map m = {0};
     dm_swap_shard(0, &m);
     dm_map_free(&m);
