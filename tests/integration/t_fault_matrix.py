@@ -20,7 +20,7 @@ the fault and after it; the proxy stays up and exits 0 on SIGTERM.
   memory:    the same for mode = memory, whose flusher cannot tell the two apart: the
              chunk is dropped and logged ("broke during COMMIT ... not retried"), so it is
              applied at most once: cut after COMMIT the sum is exact, cut before it the
-             chunk's 100 increments are lost (README's loss window), never doubled
+             chunk's 100 increments are lost (rules/README.md's loss window), never doubled
   keyset:    RST and stall after 30 KB of a deep keyset page
   queue:     the release UPDATE of a disconnected claimer cut before and after it
              reaches the server: the claims are released (before: at the retry), and a
@@ -263,7 +263,7 @@ def delayed_cases(kind, memory):
             f = g.relay.arm(Fault("c2s", action, pattern=COMMIT, when=when))
             lost_before = g.proxy.log_text().count("broke during COMMIT")
             # memory mode cannot tell a COMMIT cut before the server from one cut after:
-            # it drops the chunk (at most once, README "memory mode"), so a cut before
+            # it drops the chunk (at most once, rules/README.md "memory mode"), so a cut before
             # loses the chunk's 100 increments; staged mode retries from the staging table
             if not memory or when == "after":
                 want += 100
