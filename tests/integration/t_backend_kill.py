@@ -7,7 +7,8 @@ execute that opens a read-only cursor. mariadbd closes that connection with
 no answer; through the proxy the client must get exactly that, the close and
 no packet before it (the raw bytes are read to prove no ERR arrives; an ERR
 1158 from the proxy used to come first), within a second of the KILL. The
-proxy logs the close and counts it (closing (backend_lost)). pymysql, a
+proxy logs the close and counts it (closing (backend_lost), and
+myrewrite_connection_closes_total{reason="backend_lost"} on /metrics). pymysql, a
 driver, gets 2013 through the proxy as direct. A KILL of its own connection
 (KILL CONNECTION_ID()) is answered by the server itself: those packets reach
 the client unchanged.
@@ -15,9 +16,11 @@ the client unchanged.
 Environment: MR_DIRECT_PORT, MR_BIN, MR_TMP (the proxy takes a free port).
 """
 import os
+import re
 import sys
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
@@ -137,21 +140,33 @@ def check_own_kill(px):
          direct, proxied)
 
 
-def check_log(px):
+def backend_lost_closes(px):
+    with urllib.request.urlopen(px.http_url("/metrics"), timeout=5) as r:
+        text = r.read().decode()
+    m = re.search(r'^myrewrite_connection_closes_total\{reason="backend_lost"\} (\d+)$', text, re.M)
+    return int(m.group(1)) if m else None
+
+
+def check_log(px, closes_before):
     log = px.log_text()
     closes = log.count("closing (backend_lost): backend connection lost during")
     t.check(closes >= 4, "the proxy logs each close it mirrored (%d lines)" % closes,
             log[-2000:])
+    after = backend_lost_closes(px)
+    t.check(after is not None and after - closes_before >= 4,
+            "and counts it: closes_total{reason=\"backend_lost\"} %s -> %s"
+            % (closes_before, after))
 
 
 if __name__ == "__main__":
     if t.DIRECT_ONLY:
         print("skip: compares the proxy with direct")
         sys.exit(77)
-    with t.Proxy("backend_kill") as px:
+    with t.Proxy("backend_kill", http=True) as px:
+        before = backend_lost_closes(px)
         check_raw(px)
         check_driver(px)
         check_own_kill(px)
-        check_log(px)
+        check_log(px, before or 0)
         t.check(px.connect().open, "the proxy serves a new session afterwards")
     t.done()
