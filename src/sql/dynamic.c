@@ -17,8 +17,7 @@ static const char *const hidden_what[2][4] = {
      "EXECUTE IMMEDIATE of a string with a character set introducer",
      "EXECUTE IMMEDIATE of an expression"},
     {"PREPARE ... FROM a user variable", "PREPARE ... FROM a parameter (?)",
-     "PREPARE ... FROM a string with a character set introducer",
-     "PREPARE ... FROM an expression"},
+     "PREPARE ... FROM a string with a character set introducer", "PREPARE ... FROM an expression"},
 };
 
 static void hidden(sql_dynamic *out, const char *what)
@@ -67,8 +66,23 @@ static bool dynamic_word(const char *text, const sql_token *t)
            sql_tok_is_word(t, text, "WHILE") || sql_tok_is_word(t, text, "REPEAT");
 }
 
+/* Without lexing: a statement that starts with a letter no dynamic word
+ * starts with (CALL CASE EXECUTE PREPARE BEGIN IF FOR LOOP WHILE REPEAT),
+ * in a text with no ':' for a label, is none (SELECT, UPDATE, SET ...). */
+static bool surely_not(const char *text, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (text[i] == ' ' || (text[i] >= '\t' && text[i] <= '\r')))
+        i++;
+    char c = i < n ? (char)(text[i] & ~0x20) : 0; /* upper case, for letters */
+    bool letter = c >= 'A' && c <= 'Z';
+    return letter && !strchr("CEPBIFLWR", c) && !memchr(text, ':', n);
+}
+
 bool sql_dynamic_may(const char *text, size_t n, unsigned lex_flags)
 {
+    if (surely_not(text, n))
+        return false;
     sql_lexer lx;
     sql_token t, next;
     sql_lexer_init(&lx, text, n, lex_flags | SQL_LEX_SKIP_COMMENTS);
@@ -101,8 +115,8 @@ static int exec_comment_lead(const char *text, const sql_token *t, unsigned lex_
 }
 
 /* What names the SQL after EXECUTE IMMEDIATE / PREPARE ... FROM, at i. */
-static void operand(const char *text, const sql_token *toks, size_t ntok, size_t i,
-                    enum form form, sql_dynamic *out)
+static void operand(const char *text, const sql_token *toks, size_t ntok, size_t i, enum form form,
+                    sql_dynamic *out)
 {
     size_t first = i, end = i;
     for (; i < ntok && toks[i].kind == SQL_TOK_STRING; i = next_sig(toks, ntok, i + 1)) {

@@ -108,6 +108,7 @@ static void hidden_forms(void **state)
     hidden("CASE WHEN 1 THEN SELECT 1; END CASE", 0, "compound statement");
     hidden("WHILE 0 DO SELECT 1; END WHILE", 0, "compound statement");
     hidden("lbl: LOOP LEAVE lbl; END LOOP", 0, "compound statement");
+    hidden(" \t step1 : BEGIN NOT ATOMIC SELECT 1; END", 0, "compound statement");
     hidden("FOR i IN 1..2 DO SELECT i; END FOR", 0, "compound statement");
     hidden("/*!EXECUTE IMMEDIATE*/ @q", 0, "executable comment");
     hidden("/*M!100000 CALL p() */", 0, "executable comment");
@@ -182,8 +183,8 @@ static void blocks_inside_literals(void **state)
     /* a comment the server skips hides nothing: -- ends at the newline */
     expect_block(rs, NULL, "EXECUTE IMMEDIATE 'UPDATE u SET n = 0 -- WHERE id = 1'", 1227,
                  "add a WHERE");
-    expect_sent(rs, NULL, "EXECUTE IMMEDIATE 'UPDATE u SET n = 0 -- x\\nWHERE id = 1'",
-                MR_ACT_PASS, "EXECUTE IMMEDIATE 'UPDATE u SET n = 0 -- x\\nWHERE id = 1'");
+    expect_sent(rs, NULL, "EXECUTE IMMEDIATE 'UPDATE u SET n = 0 -- x\\nWHERE id = 1'", MR_ACT_PASS,
+                "EXECUTE IMMEDIATE 'UPDATE u SET n = 0 -- x\\nWHERE id = 1'");
     /* the rewrite rule does not reach inside the literal */
     expect_sent(rs, NULL, "EXECUTE IMMEDIATE 'SELECT 1'", MR_ACT_PASS,
                 "EXECUTE IMMEDIATE 'SELECT 1'");
