@@ -5,9 +5,10 @@ Each group runs a proxy of its own whose backend address is a cutting relay
 (tests/lib/faultrelay.py) in front of the test mariadbd, so the sessions' backend
 connections and the proxy's own connections (flushers, queue release) all pass
 through it. Timeouts are set low: backend_read_timeout = 2s, own_connection_timeout
-= 1s, handshake_timeout = 3s. For every case: the client gets an error (ERR 1158
-08S01 from the proxy when it can still write one, else a lost connection, 2013)
-within a bound, never a hang; a second client works through the same proxy during
+= 1s, handshake_timeout = 3s. For every case: the client gets an error within a
+bound, never a hang (a lost connection, 2013, where the server's side was cut
+mid-command, as direct; ERR 1158 08S01 from the proxy during the login and when
+backend_read_timeout ends a stalled answer); a second client works through the same proxy during
 the fault and after it; the proxy stays up and exits 0 on SIGTERM.
 
   auth:      RST / FIN / stall of the HandshakeResponse toward the server
