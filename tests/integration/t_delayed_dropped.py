@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Tables a delayed rule needs, dropped outside the proxy (rules/README.md, "The flush").
 
   * the staging table of an InnoDB rule dropped: the first UPDATE DELAYED after it gets the

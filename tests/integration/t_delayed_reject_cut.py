@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Memory mode's dead-letter write cut off after the server got it (rules/README.md, "A key
 the server refuses"): a key whose sum overflows its INT column is refused at flush and moved
 to <table>_delayed_rejected by one autocommitted INSERT; a fault relay lets that INSERT reach

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A table whose name holds a newline, a carriage return and a terminal escape cannot forge a
 line in the proxy's log (base/log.c escapes the text of every line: rules/README.md and the
 log's description).

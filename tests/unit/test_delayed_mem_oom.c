@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_delayed_mem_oom.c - a memory-mode statement over several keys is
  * taken whole or not at all when the proxy runs out of memory part way

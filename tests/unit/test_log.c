@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_log.c - the log's one escaping rule (base/log.h, mr_log_escape):
  * control characters, C1 controls and bytes that are not well-formed UTF-8
