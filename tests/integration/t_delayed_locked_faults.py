@@ -13,7 +13,9 @@ name, a syntax error), and the deltas must still be applied exactly once.
     snapshot is applied once;
   * the update of the main table refused before writing (the snapshot is kept for a
     retry), then the rule reloaded away: the old rule applies its snapshot (before the fix
-    its rows stayed in the TEMPORARY table, never applied, and went with the connection).
+    its rows stayed in the TEMPORARY table, never applied, and went with the connection);
+  * a stale snapshot whose emptying is refused again while a reload renames its rule: the
+    new rule on the same staging table takes it over and empties it first.
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports.
 """
 import os
@@ -150,6 +152,35 @@ def reloaded_away(proxy, relay, d):
     t.eq("a reload without the rule applies what its snapshot held, once", (acked, 0), got)
 
 
+def reload(proxy, rules):
+    t.write_rules(proxy.rules_dir, rules)
+    proxy.send_signal(signal.SIGHUP)
+
+
+def taken_over(proxy, relay, d):
+    """A rule renamed by a reload while its snapshot is stale, and the stale snapshot again
+    refused when the old rule settles it: the new rule on the same staging table takes the
+    snapshot over (its name too) and empties it before its first chunk."""
+    reload(proxy, RULE + OTHER)
+    end = time.time() + 5
+    while flush(proxy) is not None and time.time() < end:
+        time.sleep(0.1)  # the rule is back once FLUSH DELAYED lf_counters is OK
+    reset(d)
+    acked = stage(proxy)
+    replace(relay, b"DELETE FROM " + STAGING + b" WHERE",
+            b"DELETE FROM `test`.`lf_counters_delayeX` WHERE")
+    replace(relay, b"DELETE FROM " + SNAPSHOT, b"DELETE FROM `test`.`lf_counters_delayed_mrsnaX`")
+    flush(proxy)
+    f = replace(relay, b"DELETE FROM " + SNAPSHOT,
+                b"DELETE FROM `test`.`lf_counters_delayed_mrsnaX`")
+    reload(proxy, RULE.replace("[delayed locked_faults]", "[delayed locked_renamed]") + OTHER)
+    t.check(f.fired.wait(5), "the old rule's settle met a refused DELETE of the snapshot")
+    for i in range(2):
+        t.eq("FLUSH DELAYED %d under the renamed rule is OK" % (i + 1), None, flush(proxy))
+    t.eq("the renamed rule took the stale snapshot over: every delta applied once",
+         (acked, 0), sums(d))
+
+
 def main():
     if t.DIRECT_ONLY:
         print("skip: needs its own proxy")
@@ -164,6 +195,7 @@ def main():
         staging_and_snapshot_delete_refused(proxy, relay, d)
         unlock_refused(proxy, relay, d)
         reloaded_away(proxy, relay, d)
+        taken_over(proxy, relay, d)
     finally:
         relay.disarm()
         proxy.stop(expect=0)
