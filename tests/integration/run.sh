@@ -188,6 +188,7 @@ cp "$MR_TMP/main.log" "$logs/proxy-main.log" 2>/dev/null
 # filter that matched nothing fails.
 if ((ran == 0)); then
     echo "integration: no test matched '$filter'"
+    failed_names+=("(no test matched)")
     failed=$((failed + 1))
 fi
 for line in "${skip_lines[@]}"; do

@@ -212,7 +212,7 @@ def main():
             overflow_one(d, table)
         bigint_sum(d)
     finally:
-        PROXY.kill9()
+        PROXY.stop()
     t.done()
 
 
