@@ -46,7 +46,6 @@ import os
 import sys
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
@@ -99,13 +98,7 @@ def flush(proxy, table="gc_hot"):
 
 
 def metrics(proxy):
-    body = urllib.request.urlopen(proxy.http_url("/metrics"), timeout=5).read().decode()
-    vals = {}
-    for line in body.splitlines():
-        if line.startswith("myrewrite_delayed_group"):
-            name, v = line.split()
-            vals[name] = float(v)
-    return vals
+    return t.metrics(proxy, "myrewrite_delayed_group")
 
 
 class Book:
@@ -540,16 +533,8 @@ def timed(proxy, sql, out, key):
 
 
 def staged_sum(table, i):
-    return int(direct_rows("SELECT COALESCE(SUM(hits), 0) FROM %s_delayed WHERE id = %d"
+    return int(t.query("SELECT COALESCE(SUM(hits), 0) FROM %s_delayed WHERE id = %d"
                            % (table, i))[0][0])
-
-
-def direct_rows(sql):
-    d = t.direct(autocommit=True)
-    try:
-        return t.rows(d, sql)
-    finally:
-        d.close()
 
 
 def limit_setup():

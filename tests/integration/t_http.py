@@ -68,24 +68,6 @@ replace = x
 
 # ---- plumbing ------------------------------------------------------------------------------
 
-def env_sh(cmd):
-    """Runs a tests/lib/env.sh helper; returns (status, output)."""
-    r = subprocess.run(["bash", "-c", '. "%s/tests/lib/env.sh"; %s' % (ROOT, cmd)],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return r.returncode, r.stdout
-
-
-def db_root(sql):
-    rc, out = env_sh("mr_mariadb_root %s -N -e %s" % (DB_NAME, sh_quote(sql)))
-    if rc:
-        raise RuntimeError("root query failed: %s" % out)
-    return out.strip()
-
-
-def sh_quote(s):
-    return "'" + s.replace("'", "'\\''") + "'"
-
-
 def listening(port):
     s = socket.socket()
     s.settimeout(1)
@@ -492,21 +474,21 @@ def wait_ready(want, secs):
 def check_ready():
     status, body = wait_ready(200, 5)
     t.eq("/ready is 200 with the backend up", (200, "ready\n"), (status, body))
-    before = int(db_root("SHOW GLOBAL STATUS LIKE 'Connections'").split()[1])
+    before = int(t.root_query("SHOW GLOBAL STATUS LIKE 'Connections'", name=DB_NAME)[0][1])
     for _ in range(30):
         request("/ready")
-    after = int(db_root("SHOW GLOBAL STATUS LIKE 'Connections'").split()[1])
+    after = int(t.root_query("SHOW GLOBAL STATUS LIKE 'Connections'", name=DB_NAME)[0][1])
     # `after` counts its own root connection; the burst took well under 2 s.
     t.check(after - before - 1 <= 3, "30 /ready requests made at most one check a second",
             "backend connections: %d" % (after - before - 1))
-    rc, out = env_sh("mr_stop_mariadb %s" % DB_NAME)
+    rc, out = t.env_sh("mr_stop_mariadb %s" % DB_NAME)
     t.eq("own mariadbd stopped", 0, rc)
     status, body = wait_ready(503, 5)
     t.eq("/ready turns 503 when the backend stops", 503, status)
     t.check(body.count("\n") == 1 and body.endswith("\n") and "unreachable" in body
             and "%s:%d" % (t.HOST, DB_PORT) in body, "/ready gives a one-line reason", body)
     t.eq("/health stays 200 meanwhile", 200, request("/health")[0])
-    rc, out = env_sh("mr_start_mariadb %s %d" % (DB_NAME, DB_PORT))
+    rc, out = t.env_sh("mr_start_mariadb %s %d" % (DB_NAME, DB_PORT))
     t.eq("own mariadbd restarted", 0, rc)
     status, body = wait_ready(200, 10)
     t.eq("/ready is 200 again once the backend is back", (200, "ready\n"), (status, body))
@@ -535,7 +517,7 @@ def main():
     os.makedirs(RULES_DIR, exist_ok=True)
     with open(os.path.join(RULES_DIR, "10-http.rules"), "w") as f:
         f.write(RULES)
-    rc, out = env_sh("mr_start_mariadb %s %d" % (DB_NAME, DB_PORT))
+    rc, out = t.env_sh("mr_start_mariadb %s %d" % (DB_NAME, DB_PORT))
     if rc:
         print(out)
         t.not_ok("own mariadbd %s on %d starts" % (DB_NAME, DB_PORT))
@@ -562,7 +544,7 @@ def main():
     finally:
         if p:
             p.stop()
-        env_sh("mr_stop_mariadb %s" % DB_NAME)
+        t.env_sh("mr_stop_mariadb %s" % DB_NAME)
     t.done()
 
 

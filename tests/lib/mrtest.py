@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pymysql
 
@@ -333,6 +334,18 @@ class Proxy:
                                password=self.admin_password if password is None else password,
                                **args)
 
+    def admin_dicts(self, sql):
+        """The rows of sql on this proxy's console, each a dict by column name, on a
+        connection of its own."""
+        a = self.admin()
+        try:
+            cur = a.cursor()
+            cur.execute(sql)
+            cols = [x[0] for x in cur.description]
+            return [dict(zip(cols, r)) for r in cur.fetchall()]
+        finally:
+            a.close()
+
     def http_url(self, path="/"):
         return "http://%s%s" % (self.http_url_addr, path)
 
@@ -342,6 +355,75 @@ def rows(conn, sql, args=None):
     cur = conn.cursor()
     cur.execute(sql, args)
     return tuple(cur.fetchall())
+
+
+def query(sql, args=None, port=None, **kw):
+    """The rows of sql on a connection of its own (autocommit, closed after), to mariadbd
+    direct unless port names another server or a proxy."""
+    c = connect(port or DIRECT_PORT, autocommit=True, **kw)
+    try:
+        return rows(c, sql, args)
+    finally:
+        c.close()
+
+
+def root(name="main"):
+    """A root connection (autocommit) over the unix socket of env.sh's mariadbd NAME (the
+    shared one by default), for what the test account may not do."""
+    return pymysql.connect(unix_socket=os.path.join(TMP, name, "mariadbd.sock"), user="root",
+                           autocommit=True, charset="utf8mb4")
+
+
+def root_query(sql, args=None, name="main"):
+    """The rows of sql on a root connection of its own to mariadbd NAME (see root())."""
+    c = root(name)
+    try:
+        return rows(c, sql, args)
+    finally:
+        c.close()
+
+
+def wait_until(cond, timeout=10, step=0.05):
+    """Calls cond() every step seconds until it returns a true value or timeout seconds have
+    passed; returns that value, or the last one."""
+    end = time.time() + timeout
+    got = cond()
+    while not got and time.time() < end:
+        time.sleep(step)
+        got = cond()
+    return got
+
+
+def wait_rows(conn, sql, want, timeout=20, step=0.05):
+    """Runs sql on conn until its rows equal want or timeout seconds have passed; returns
+    the last rows."""
+    got = rows(conn, sql)
+    end = time.time() + timeout
+    while got != want and time.time() < end:
+        time.sleep(step)
+        got = rows(conn, sql)
+    return got
+
+
+def metrics(http, prefix=""):
+    """A proxy's /metrics samples whose name starts with prefix, as {'name{labels}': value}
+    (float). http is a Proxy started with http=True, or the port of such an endpoint."""
+    url = http.http_url("/metrics") if isinstance(http, Proxy) else \
+        "http://%s:%d/metrics" % (HOST, http)
+    with urllib.request.urlopen(url, timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith(prefix) and not line.startswith("#"):
+            key, _, val = line.rpartition(" ")
+            out[key] = float(val)
+    return out
+
+
+def metric(http, sample):
+    """The value of one /metrics sample ('name' or 'name{labels}' as written there), or
+    None when there is no such sample."""
+    return metrics(http, sample).get(sample)
 
 
 def run_threads(threads):
