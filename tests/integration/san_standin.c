@@ -7,6 +7,7 @@
  *   race    two threads write one counter unlocked, exits 0 (TSan reports it)
  *   status  exits with MR_SAN_STATUS (66) as a sanitizer does, no report
  *
+ * Without --listen it does that at once, as a one-shot run (--check) would.
  * `san_standin --which` prints the sanitizer it was built with (address,
  * thread or none), so the test knows which of leak/race this build can see.
  * Everything else on the command line (--backend, --workers, --set k=v) is
@@ -109,15 +110,17 @@ int main(int argc, char **argv)
                  strncmp(argv[i + 1], "standin=", 8) == 0)
             mode = argv[++i] + 8;
     }
-    if (!listen_addr || (fd = listen_on(listen_addr)) < 0) {
-        fprintf(stderr, "san_standin: cannot listen on %s\n", listen_addr ? listen_addr : "?");
-        return 2;
+    if (listen_addr) {
+        if ((fd = listen_on(listen_addr)) < 0) {
+            fprintf(stderr, "san_standin: cannot listen on %s\n", listen_addr);
+            return 2;
+        }
+        signal(SIGTERM, on_term);
+        printf("san_standin: %s build, mode %s, listening on %s\n", STANDIN_SAN, mode, listen_addr);
+        fflush(stdout);
+        serve(fd);
+        close(fd);
     }
-    signal(SIGTERM, on_term);
-    printf("san_standin: %s build, mode %s, listening on %s\n", STANDIN_SAN, mode, listen_addr);
-    fflush(stdout);
-    serve(fd);
-    close(fd);
     if (strcmp(mode, "leak") == 0) {
         lost = malloc(4242);
         memset(lost, 1, 4242);

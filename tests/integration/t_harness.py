@@ -12,6 +12,7 @@ sanitizer finding":
   * a proxy still running at t.done();
   * a proxy still running when the test exits 77 (a skip) without t.done() (the exit hook);
   * a proxy killed with SIGKILL beside the stand-in, which still gets SIGTERM;
+  * a one-shot run through t.run_bin (as for --check);
   * a shell test whose stand-in is left to the EXIT trap (mr_cleanup);
 and run.sh's scan (mr_sanitizer_report) finds the report in the stand-in's log (sanitizer
 builds). The control: each child with standin=clean exits 0.
@@ -60,6 +61,11 @@ standin("harness-kill9-other").start()
 crashed.kill9()
 t.done()
 """,
+    "run_bin": """
+t.BIN = STANDIN
+t.run_bin(["--set", "standin=" + MODE])
+t.done()
+""",
 }
 
 SH_CASE = """
@@ -87,7 +93,7 @@ def fails_with_finding(case, proxy, rc, out, mode):
         if not t.eq("python, %s, standin=clean: the child exits %d" % (case, want), want, rc):
             print(out)
         return
-    want = "not ok - proxy %s ended" % proxy
+    want = "not ok - %s ended" % (proxy if case == "run_bin" else "proxy " + proxy)
     t.check(rc != 0 and want in out,
                    "python, %s, standin=%s: the child test fails, naming the proxy"
                    % (case, mode),
@@ -100,7 +106,8 @@ def python_cases(mode):
         with open(path, "w") as f:
             f.write(PY_HEAD % (LIB, STANDIN, mode) + body)
         rc, out = run_child([sys.executable, path])
-        proxy = "harness-kill9-other" if case == "kill9" else "harness-" + case
+        proxy = {"kill9": "harness-kill9-other", "run_bin": "myrewrite --set standin=" + mode}.get(
+            case, "harness-" + case)
         fails_with_finding(case, proxy, rc, out, mode)
 
 

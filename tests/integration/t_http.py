@@ -36,7 +36,6 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BIN = os.environ.get("MR_BIN", os.path.join(ROOT, "build", "myrewrite"))
 PORT = t.free_port()
 HTTP_PORT = t.free_port()
 DB_PORT = t.free_port()
@@ -227,25 +226,23 @@ def settle(name, expected, **labels):
 # ---- checks -------------------------------------------------------------------------------
 
 def check_config():
-    r = subprocess.run([BIN, "--config-reference"], capture_output=True, text=True)
+    r = t.run_bin(["--config-reference"])
     t.check("| `http_listen` | `` |" in r.stdout, "--config-reference lists http_listen, off")
-    r = subprocess.run([BIN, "--print-config"], capture_output=True, text=True, cwd=ROOT)
+    r = t.run_bin(["--print-config"], cwd=ROOT)
     t.check("\nhttp_listen = \n" in r.stdout, "http_listen is empty by default", r.stdout)
     for bad in ["nonsense", "/tmp/metrics.sock", "127.0.0.1:0", "127.0.0.1:99999"]:
-        r = subprocess.run([BIN, "--set", "http_listen=" + bad, "--check"], capture_output=True,
-                           text=True, cwd=ROOT)
+        r = t.run_bin(["--set", "http_listen=" + bad, "--check"], cwd=ROOT)
         t.check(r.returncode != 0 and "http_listen = '%s'" % bad in r.stderr,
                 "--check refuses http_listen=%s" % bad, r.stderr)
-    r = subprocess.run([BIN, "--set", "http_listen=127.0.0.1:%d" % HTTP_PORT, "--check"],
-                       capture_output=True, text=True, cwd=ROOT)
+    r = t.run_bin(["--set", "http_listen=127.0.0.1:%d" % HTTP_PORT, "--check"], cwd=ROOT)
     t.eq("--check accepts http_listen=127.0.0.1:%d" % HTTP_PORT, 0, r.returncode)
     # The container's config serves what its HEALTHCHECK asks.
     with open(os.path.join(ROOT, "docker", "Dockerfile")) as f:
         dockerfile = f.read()
     m = re.search(r"^ENV MYREWRITE_HTTP=(\S+)$", dockerfile, re.M)
-    r = subprocess.run([BIN, "--config", os.path.join(ROOT, "docker", "myrewrite.conf"),
-                        "--set", "backend=%s:%d" % (t.HOST, DB_PORT), "--set", "rules_dir=rules",
-                        "--print-config"], capture_output=True, text=True, cwd=ROOT)
+    r = t.run_bin(["--config", os.path.join(ROOT, "docker", "myrewrite.conf"),
+                   "--set", "backend=%s:%d" % (t.HOST, DB_PORT), "--set", "rules_dir=rules",
+                   "--print-config"], cwd=ROOT)
     t.check(m and "\nhttp_listen = %s\n" % m.group(1) in r.stdout
             and "HEALTHCHECK" in dockerfile and "myrewrite-healthcheck" in dockerfile,
             "docker/myrewrite.conf serves the address the image's HEALTHCHECK checks",
@@ -258,10 +255,9 @@ def check_port_taken():
     s.bind((t.HOST, HTTP_PORT))
     s.listen()
     try:
-        r = subprocess.run([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
-                            "--backend", "%s:%d" % (t.HOST, DB_PORT), "--workers", "1",
-                            "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)],
-                           capture_output=True, text=True, timeout=20, cwd=ROOT)
+        r = t.run_bin(["--listen", "%s:%d" % (t.HOST, PORT),
+                       "--backend", "%s:%d" % (t.HOST, DB_PORT), "--workers", "1",
+                       "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)], timeout=20, cwd=ROOT)
         t.check(r.returncode == 1 and "cannot serve HTTP on" in r.stderr,
                 "a taken http_listen port stops the start with a message", r.stderr)
     finally:

@@ -346,10 +346,10 @@ def check_bad_settings():
         (["tls_min_version=TLSv1.1"], "expected TLSv1.2 or TLSv1.3"),
     ]
     for sets, want in cases:
-        args = [t.BIN, "--check"]
+        args = ["--check"]
         for kv in sets:
             args += ["--set", kv]
-        r = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        r = t.run_bin(args, timeout=30)
         t.check(r.returncode == 1 and want in r.stderr, "--check refuses %s: %s"
                 % (" ".join(sets), want), (r.returncode, r.stderr))
 

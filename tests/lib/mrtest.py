@@ -5,11 +5,11 @@ run by tests/integration/run.sh talks to the same mariadbd and proxy as the
 shell tests. Each check prints "ok - ..." or "not ok - ..."; done() exits 1
 if any check failed.
 
-Under a sanitizer build every proxy a test starts through Proxy is checked
-when it ends (stop(), kill9(), wait(), a failed start(), leaving a `with`
-block, and done() or the end of the process for any still running, which get
-SIGTERM): an exit with SAN_STATUS or a sanitizer report in the log of that
-run fails the test.
+Under a sanitizer build every proxy a test starts through Proxy (or runs
+once through run_bin) is checked when it ends (stop(), kill9(), wait(), a
+failed start(), leaving a `with` block, and done() or the end of the process
+for any still running, which get SIGTERM): an exit with SAN_STATUS or a
+sanitizer report in the log of that run fails the test.
 """
 import atexit
 import hashlib
@@ -348,6 +348,20 @@ class Proxy:
 
     def http_url(self, path="/"):
         return "http://%s%s" % (self.http_url_addr, path)
+
+
+def run_bin(args, timeout=60, **kw):
+    """Runs the proxy's binary once with args (--check, --print-config, a start meant to
+    fail) and returns the CompletedProcess (text, stdout and stderr captured; kw goes to
+    subprocess.run). As for a Proxy, a sanitizer's status or report fails the test."""
+    r = subprocess.run([BIN] + list(args), capture_output=True, text=True, timeout=timeout,
+                       **kw)
+    report = sanitizer_report(r.stdout + r.stderr)
+    if r.returncode == SAN_STATUS or report:
+        not_ok("myrewrite %s ended (status %d) without a sanitizer finding"
+               % (" ".join(args)[:100], r.returncode), report or "exit status %d is a "
+               "sanitizer's (MR_SAN_STATUS)" % r.returncode)
+    return r
 
 
 def rows(conn, sql, args=None):
