@@ -53,11 +53,11 @@ count_ctest() {
         failed=$((failed + 1))
         return
     fi
-    for name in $(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (Skipped)$/\1/p' "$1"); do
+    while IFS= read -r name; do
         n=$((n + 1))
         skips+=("$1: $name: $(awk -v t="$name" '$0 ~ "^[0-9]+/[0-9]+ Test: " t "$" { on = 1 }
             on && /^skip: / { print; exit }' "${1%/*}/Testing/Temporary/LastTest.log")")
-    done
+    done < <(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (Skipped)$/\1/p' "$1")
     passed=$((passed - n))
     skipped=$((skipped + n))
 }

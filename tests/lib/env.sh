@@ -132,11 +132,10 @@ mr_wait_gone() {
 # and returns 0 if there is one.
 MR_SAN_REPORT='ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|SUMMARY: [A-Za-z]+Sanitizer|[0-9]: runtime error: '
 mr_sanitizer_report() {
-    local f=$1 off=${2:-0} report
-    [[ -f $f ]] || return 1
-    report=$(tail -c +$((off + 1)) "$f" | grep -m1 -A59 -E "$MR_SAN_REPORT") || return 1
+    local f=$1 off=${2:-0}
+    [[ -f $f ]] && tail -c +$((off + 1)) "$f" | grep -q -E "$MR_SAN_REPORT" || return 1
     echo "    --- sanitizer report in $f (first 60 lines of it) ---"
-    sed 's/^/    | /' <<<"$report"
+    tail -c +$((off + 1)) "$f" | grep -m1 -A59 -E "$MR_SAN_REPORT" | sed 's/^/    | /'
 }
 
 # mr_file_size FILE: its size in bytes (0 if it does not exist).
