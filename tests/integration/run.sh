@@ -180,6 +180,7 @@ if ! mr_direct_only; then
         failed_names+=(main-proxy-shutdown)
         echo "FAIL main-proxy-shutdown"
         proxy_log_tail
+        mr_sanitizer_report "$MR_TMP/main.log"
     fi
 fi
 cp "$MR_TMP/main.log" "$logs/proxy-main.log" 2>/dev/null
