@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* san_standin: a stand-in for the proxy in the harness's own test
  * (t_harness.py). It takes the proxy's command line, listens on --listen
  * like the proxy, and on SIGTERM does what `--set standin=MODE` says:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The harness's own test: a proxy that ends with a sanitizer's finding fails its test.
 
 san_standin (tests/integration/san_standin.c, built with this build's sanitizer) takes the
