@@ -36,7 +36,6 @@ import os
 import sys
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
@@ -292,14 +291,7 @@ def park_pipelined_and_gone():
 
 
 def park_metrics():
-    body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % HTTP_PORT,
-                                  timeout=5).read().decode()
-    vals = {}
-    for line in body.splitlines():
-        if line.startswith("myrewrite_delayed_park"):
-            name, v = line.split()
-            vals[name] = float(v)
-    return vals
+    return t.metrics(HTTP_PORT, "myrewrite_delayed_park")
 
 
 def metric(name):

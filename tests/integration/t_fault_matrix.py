@@ -73,14 +73,6 @@ class Group:
         self.proxy.stop(timeout=20, expect=0, desc="%s: the proxy exits 0 on SIGTERM" % self.name)
 
 
-def direct_q(sql):
-    c = t.direct(autocommit=True)
-    try:
-        return t.rows(c, sql)
-    finally:
-        c.close()
-
-
 def expect_error(desc, fn, codes=(1158, 2013)):
     """fn() must raise a pymysql error with one of codes within BOUND_S."""
     start = time.time()
@@ -166,7 +158,7 @@ def result_cases():
 
 def infile_cases():
     g = Group("infile")
-    direct_q("CREATE OR REPLACE TABLE %s.fm_infile (a INT, b VARCHAR(100))" % t.DB)
+    t.query("CREATE OR REPLACE TABLE %s.fm_infile (a INT, b VARCHAR(100))" % t.DB)
     fd, path = tempfile.mkstemp(dir=t.TMP, suffix=".tsv")
     with os.fdopen(fd, "w") as fh:
         for i in range(30000):
@@ -191,7 +183,7 @@ def infile_cases():
     finally:
         os.remove(path)
         g.close()
-        direct_q("DROP TABLE IF EXISTS %s.fm_infile" % t.DB)
+        t.query("DROP TABLE IF EXISTS %s.fm_infile" % t.DB)
 
 
 # ---- DELAYED, staged and memory ------------------------------------------------
@@ -217,7 +209,7 @@ def flush_until(g, table, want):
             c.close()
         except pymysql.MySQLError:
             pass
-        got = direct_q("SELECT SUM(hits) FROM %s.%s" % (t.DB, table))[0][0]
+        got = t.query("SELECT SUM(hits) FROM %s.%s" % (t.DB, table))[0][0]
         if got == want:
             break
         time.sleep(0.3)
@@ -248,9 +240,9 @@ def acked_updates(g, table, n):
 
 def delayed_cases(kind, memory):
     table = "fm_" + kind
-    direct_q("CREATE OR REPLACE TABLE %s.%s (id INT PRIMARY KEY, hits INT NOT NULL)"
+    t.query("CREATE OR REPLACE TABLE %s.%s (id INT PRIMARY KEY, hits INT NOT NULL)"
              % (t.DB, table))
-    direct_q("INSERT INTO %s.%s SELECT seq, 0 FROM %s.seq_1_to_10" % (t.DB, table, t.DB))
+    t.query("INSERT INTO %s.%s SELECT seq, 0 FROM %s.seq_1_to_10" % (t.DB, table, t.DB))
     g = Group(kind, rules=delayed_rule(table, table, memory))
     want = 0
     try:
@@ -292,22 +284,22 @@ def delayed_cases(kind, memory):
         t.check(secs < BOUND_S, "%s: within %d s (%.1f s)" % (kind, BOUND_S, secs))
         time.sleep(1.5)
         t.eq("%s: nothing applied late or twice" % kind, want,
-             direct_q("SELECT SUM(hits) FROM %s.%s" % (t.DB, table))[0][0])
+             t.query("SELECT SUM(hits) FROM %s.%s" % (t.DB, table))[0][0])
         if not memory:
-            left = direct_q("SELECT COUNT(*) FROM %s.%s_delayed" % (t.DB, table))[0][0]
+            left = t.query("SELECT COUNT(*) FROM %s.%s_delayed" % (t.DB, table))[0][0]
             t.eq("staged: the staging table is empty", 0, left)
     finally:
         g.close()
-        direct_q("DROP TABLE IF EXISTS %s.%s" % (t.DB, table))
-        direct_q("DROP TABLE IF EXISTS %s.%s_delayed" % (t.DB, table))
+        t.query("DROP TABLE IF EXISTS %s.%s" % (t.DB, table))
+        t.query("DROP TABLE IF EXISTS %s.%s_delayed" % (t.DB, table))
 
 
 # ---- keyset page, queue release -----------------------------------------------
 
 def keyset_cases():
-    direct_q("CREATE OR REPLACE TABLE %s.fm_items (id INT PRIMARY KEY, pad VARCHAR(200))"
+    t.query("CREATE OR REPLACE TABLE %s.fm_items (id INT PRIMARY KEY, pad VARCHAR(200))"
              % t.DB)
-    direct_q("INSERT INTO %s.fm_items SELECT seq, REPEAT('k', 200) FROM %s.seq_1_to_20000"
+    t.query("INSERT INTO %s.fm_items SELECT seq, REPEAT('k', 200) FROM %s.seq_1_to_20000"
              % (t.DB, t.DB))
     g = Group("keyset", rules="""
 [paginate fm_items]
@@ -338,14 +330,14 @@ strategy = keyset
                  r)
     finally:
         g.close()
-        direct_q("DROP TABLE IF EXISTS %s.fm_items" % t.DB)
+        t.query("DROP TABLE IF EXISTS %s.fm_items" % t.DB)
 
 
 def queue_cases():
-    direct_q("CREATE OR REPLACE TABLE %s.fm_q (id INT PRIMARY KEY, status VARCHAR(10) NOT NULL"
+    t.query("CREATE OR REPLACE TABLE %s.fm_q (id INT PRIMARY KEY, status VARCHAR(10) NOT NULL"
              " DEFAULT 'fmfree', owner INT UNSIGNED NOT NULL DEFAULT 0, claimed_at DATETIME(6))"
              % t.DB)
-    direct_q("INSERT INTO %s.fm_q (id) SELECT seq FROM %s.seq_1_to_10" % (t.DB, t.DB))
+    t.query("INSERT INTO %s.fm_q (id) SELECT seq FROM %s.seq_1_to_10" % (t.DB, t.DB))
     g = Group("queue", rules="""
 [queue fm_q]
 table = %s.fm_q
@@ -360,7 +352,7 @@ timeout = 10m
              "WHERE owner = 0 AND status = 'fmfree' LIMIT 10")
 
     def free():
-        return direct_q("SELECT COUNT(*) FROM %s.fm_q WHERE status = 'fmfree' AND owner = 0"
+        return t.query("SELECT COUNT(*) FROM %s.fm_q WHERE status = 'fmfree' AND owner = 0"
                         % t.DB)[0][0]
     try:
         for when in ("before", "after"):
@@ -378,7 +370,7 @@ timeout = 10m
             b.cursor().execute(claim)
             bid = t.rows(b, "SELECT CONNECTION_ID()")[0][0]
             time.sleep(3)  # the release's retry after its reconnect, if any
-            mine = direct_q("SELECT COUNT(*) FROM %s.fm_q WHERE status = 'fmtaken'" % t.DB)[0][0]
+            mine = t.query("SELECT COUNT(*) FROM %s.fm_q WHERE status = 'fmtaken'" % t.DB)[0][0]
             t.eq("queue %s: a later claimer's rows are not released by a retry" % when, 10, mine)
             b.close()
             end = time.time() + 10
@@ -388,7 +380,7 @@ timeout = 10m
             g.second_client("after queue %s" % when)
     finally:
         g.close()
-        direct_q("DROP TABLE IF EXISTS %s.fm_q" % t.DB)
+        t.query("DROP TABLE IF EXISTS %s.fm_q" % t.DB)
 
 
 def main():

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-SOCK = os.path.join(t.TMP, "main", "mariadbd.sock")
+q = t.root_query  # as root over the shared mariadbd's socket
 SECRET = 918273645
 ODD = "c` INT) SELECT 1 id,v FROM secret.s #"
 ODD_Q = "`" + ODD.replace("`", "``") + "`"
@@ -60,18 +60,6 @@ MIN_GRANT = ("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, LOCK TABLES, CREATE 
              "ON lean.* TO 'mr_lean'@'%'")
 
 
-def root():
-    return pymysql.connect(unix_socket=SOCK, user="root", autocommit=True, charset="utf8mb4")
-
-
-def q(sql, args=None):
-    c = root()
-    try:
-        return t.rows(c, sql, args)
-    finally:
-        c.close()
-
-
 def run(c, sql):
     """The affected rows, or the (code, message) of an error."""
     try:
@@ -82,7 +70,7 @@ def run(c, sql):
 
 
 def setup():
-    c = root()
+    c = t.root()
     cur = c.cursor()
     for s in ("probe", "secret", "lean"):
         cur.execute("DROP DATABASE IF EXISTS " + s)

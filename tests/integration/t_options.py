@@ -119,7 +119,7 @@ def check_unix_socket():
 
 
 def run(*args):
-    return subprocess.run([BIN] + list(args), capture_output=True, text=True, timeout=30)
+    return t.run_bin(args, timeout=30)
 
 
 def check_config_files():
