@@ -68,8 +68,8 @@ static const key_def keys[] = {
     {"backend_keepalive", T_DURATION, K(backend_keepalive_ms), "30s",
      "TCP keepalive on the sessions' backend connections: probes after this long without "
      "traffic, 3 of them a third of it apart, and unacknowledged data given up after as long "
-     "(TCP_USER_TIMEOUT), so a backend host that vanished ends its sessions with an ERR; "
-     "0: off"},
+     "(TCP_USER_TIMEOUT), so a backend host that vanished ends its sessions (their client "
+     "connections close as the server's would; during a login: ERR 1158); 0: off"},
     {"backend_read_timeout", T_DURATION, K(backend_read_timeout_ms), "0",
      "while a session waits for the backend's answer to a command, the longest the backend "
      "may send nothing before the client gets ERR 1158 (08S01) and the session is closed; "
