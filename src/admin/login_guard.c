@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/login_guard.c - the console's back-off on failed logins, per source
  * address (see admin/admin_impl.h), and the console's login counters.

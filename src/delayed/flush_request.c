@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/flush_request.c - a FLUSH DELAYED round shared by its asker and
  * its jobs (see delayed/flush_request.h).

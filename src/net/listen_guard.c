@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/listen_guard.c - refusing and pausing instead of spinning when accept
  * fails (see net/listen_guard.h).

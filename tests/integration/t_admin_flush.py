@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """FLUSH DELAYED on the admin console does not freeze the console, and answers at its limit.
 
 A proxy with a staged and a memory-mode delayed rule, one pending delta in each table, and a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The admin console cannot be locked out by sockets that never log in, and failed logins
 back off per source address.
 

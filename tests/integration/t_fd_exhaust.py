@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The proxy out of file descriptors, and the HTTP endpoint's connection cap.
 
 A proxy started with a descriptor limit of 128 (prlimit; its start raises the soft limit

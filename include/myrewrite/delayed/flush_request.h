@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/flush_request.h - one FLUSH DELAYED round asked of the flushers,
  * for whoever waits for it without blocking: a session through the proxy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/listen_guard.h - what every listener of the proxy (clients, admin
  * console, HTTP) does when accept fails or when it must turn clients away.
