@@ -10,8 +10,17 @@
  * executable comment or a lexing error in a statement that writes or
  * before its first word.
  *
+ * mr_keyset_temp_scan is as coarse the same way: a text that names
+ * TEMPORARY anywhere (an executable comment's body included), or runs
+ * what the proxy cannot read (CALL, EXECUTE [IMMEDIATE], a lexing error),
+ * may create a temporary table. The bytes are searched first, so most
+ * texts are never lexed for it.
+ *
  * Pure, any thread.
  */
+#include <string.h>
+#include <strings.h>
+
 #include "myrewrite/paginate/keyset.h"
 
 void mr_keyset_writes_add(mr_keyset_writes *wr, uint64_t table_hash)
@@ -79,4 +88,37 @@ void mr_keyset_writes_scan(const char *sql, size_t len, unsigned lex_flags, mr_k
             add_name(wr, sql, &t);
         }
     }
+}
+
+/* ---- temporary tables ---------------------------------------------------------- */
+
+static bool has_word(const char *p, size_t len, const char *w)
+{
+    size_t n = strlen(w);
+    for (size_t i = 0; i + n <= len; i++)
+        if ((p[i] | 0x20) == w[0] && strncasecmp(p + i, w, n) == 0)
+            return true;
+    return false;
+}
+
+bool mr_keyset_temp_scan(const char *sql, size_t len, unsigned lex_flags)
+{
+    if (!has_word(sql, len, "temporary") && !has_word(sql, len, "call") &&
+        !has_word(sql, len, "execute"))
+        return false;
+    sql_lexer lx;
+    sql_token t;
+    bool at_start = true;
+    sql_lexer_init(&lx, sql, len, lex_flags | SQL_LEX_SKIP_COMMENTS);
+    while (sql_lexer_next(&lx, &t)) {
+        if (t.kind == SQL_TOK_COMMENT)
+            continue;
+        if (t.kind == SQL_TOK_ERROR ||
+            (t.kind == SQL_TOK_EXEC_COMMENT && has_word(sql + t.off, t.len, "temporary")) ||
+            (t.kind == SQL_TOK_WORD && t.id == SQL_KW_TEMPORARY) ||
+            (at_start && t.kind == SQL_TOK_WORD && (t.id == SQL_KW_CALL || t.id == SQL_KW_EXECUTE)))
+            return true;
+        at_start = t.kind == SQL_TOK_SEMI;
+    }
+    return false;
 }
