@@ -16,8 +16,9 @@
  *   DECIMAL   a number (no exponent) within the range with no more
  *             decimals than the column's scale and no trailing zero, or
  *             such a number quoted, of at most 15 significant digits
- *   CHAR...   a quoted string no longer than the column (a number compares
- *             with a string as a DOUBLE, a hex literal as binary bytes)
+ *   CHAR...   a quoted string (a number compares with a string as a DOUBLE,
+ *             a hex literal as binary bytes), in staged mode no longer
+ *             than the column
  *   DATE      'YYYY-MM-DD' of a real day
  *   DATETIME, 'YYYY-MM-DD HH:MM:SS[.f]' of a real day and time, the fraction
  *   TIMESTAMP no longer than the column's and without a trailing zero
@@ -191,25 +192,28 @@ static const char *temporal_problem(const mr_col_range *r, const keyval *v)
 
 /* ---- strings ------------------------------------------------------------------- */
 
-static const char *char_problem(const mr_col_range *r, const keyval *v)
+/* A string longer than the column: staged, the INSERT runs in the
+ * client's sql_mode, which may cut it to another row's key; memory mode's
+ * flush runs in strict mode, where the server refuses it (dead-letter). */
+static const char *char_problem(const mr_col_range *r, const keyval *v, bool staged)
 {
     if (v->form != KV_STRING)
         return "a number or hex literal is not compared with a string as a string";
-    if (v->n > r->length) /* its bytes: at least its characters */
+    if (staged && v->n > r->length) /* its bytes: at least its characters */
         return "it is longer than the column";
     return NULL;
 }
 
 /* ---- one value ----------------------------------------------------------------- */
 
-static const char *problem(const mr_col_range *r, const keyval *v)
+static const char *problem(const mr_col_range *r, const keyval *v, bool staged)
 {
     switch (r->kind) {
     case MR_RANGE_INT:
     case MR_RANGE_DECIMAL: return numeric_problem(r, v);
     case MR_RANGE_DATE:
     case MR_RANGE_DATETIME: return temporal_problem(r, v);
-    case MR_RANGE_CHAR: return char_problem(r, v);
+    case MR_RANGE_CHAR: return char_problem(r, v, staged);
     default: return NULL;
     }
 }
@@ -310,7 +314,9 @@ bool mr_delayed_keys_comparable(const char *text, const sql_token *tok, const mr
             if (!mr_delayed_literal_at(tok, i, key->end, &next))
                 break;
             keyval v;
-            const char *why = value_at(text, tok, i, next, params, &v) ? problem(&r, &v) : NULL;
+            const char *why = value_at(text, tok, i, next, params, &v)
+                                  ? problem(&r, &v, def->mode != MR_DELAYED_MEMORY)
+                                  : NULL;
             if (why)
                 return refuse(def, col, &r, &v, why, err, errlen);
             while (next < key->end && tok[next].kind != SQL_TOK_COMMA)
