@@ -16,12 +16,15 @@ each type must be accepted.
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports.
 """
 import os
+import struct
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.dirname(__file__))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
+import rawproto_lib as rp  # noqa: E402
 
 # type, rows, literals (the first ones marked True must be accepted)
 TYPES = {
@@ -125,6 +128,31 @@ def too_long(c):
     q(c, "SET SESSION sql_mode = DEFAULT")
 
 
+def executed(d):
+    """Memory mode judges each COM_STMT_EXECUTE's key values too (the binary protocol)."""
+    name = table("int", "memory")
+    c = rp.Conn(PROXY.port)
+    st = c.prepare("UPDATE DELAYED %s SET n = n + ? WHERE id = ?" % name)
+    for label, typ, val, ok in (("DOUBLE 1.5", 0x05, struct.pack("<d", 1.5), False),
+                                ("string '4.6'", 0xFD, b"\x034.6", False),
+                                ("string '6'", 0xFD, b"\x016", True),
+                                ("LONGLONG 4", 0x08, struct.pack("<q", 4), True)):
+        p = struct.pack("<BIBI", rp.COM_STMT_EXECUTE, st.stmt_id, 0, 1)
+        p += b"\x00\x01" + bytes([0x08, 0, typ, 0]) + struct.pack("<q", 1 << 22) + val
+        c.send_command(p)
+        r = c.read_result(c._logged("execute " + label))
+        if ok:
+            t.eq("memory, executed key %s is accepted" % label, "ok", r.kind)
+            q(d, "UPDATE %s_twin SET n = n + %d WHERE id = %s" % (name, 1 << 22,
+                                                                  label.split()[-1]))
+        else:
+            t.check(r.kind == "err" and r.err[0] == 1235 and "parameter 2" in r.err[1] and
+                    "Keys are taken as" in r.err[1],
+                    "memory, executed key %s is refused naming the parameter" % label,
+                    r.err if r.kind == "err" else r.kind)
+    c.close()
+
+
 def cases(c, d):
     for kind, (typ, _, lits) in TYPES.items():
         for m in MODES:
@@ -176,6 +204,7 @@ def main():
         warm_up(c)
         cases(c, d)
         too_long(c)
+        executed(d)
         compare(d)
         c.close()
     finally:
