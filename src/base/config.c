@@ -51,8 +51,8 @@ typedef struct key_def {
 
 #define K(field) offsetof(mr_config, field)
 
-/* Alphabetical; the README's configuration reference is generated from it
- * (`myrewrite --config-reference`). */
+/* Alphabetical; doc/configuration.md's reference is generated from it
+ * (`myrewrite --config-reference`; the ctest `docs` compares them). */
 static const key_def keys[] = {
     {"admin_listen", T_TCP_OPT, K(admin_listen), "127.0.0.1:6034",
      "loopback TCP address of the admin console (MySQL protocol); empty: off"},

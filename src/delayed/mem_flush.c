@@ -11,7 +11,7 @@
  * (merged with what arrives meanwhile), so it is applied once. When the
  * connection breaks during COMMIT nobody can tell whether the chunk
  * committed: it is dropped (and logged), never retried, so it is applied
- * at most once (README, "memory mode").
+ * at most once (rules/README.md, "memory mode").
  *
  * read_pending's point reads look into pending from workers (delayed/mem.c,
  * read_sum): pending_lock guards every change to it (a shard's swap

@@ -17,7 +17,7 @@ with keyless rules on test.cs_staged (staged mode) and test.cs_mem (memory mode)
         connection broke (the kill) is in doubt: its staging INSERT may or may not have been
         committed. Ids with no statement in doubt must equal their acknowledged sum exactly;
         the others lie between it and it plus their increments in doubt.
-      - memory mode: what the killed proxy held in memory is lost (the README says so), so
+      - memory mode: what the killed proxy held in memory is lost (rules/README.md, "memory mode", says so), so
         ids written before the kill (1..50) hold at most their acknowledged sum; ids 51..100,
         written only after the kill was sent, reach only the new proxy and must be exact.
   * a table created while its statement is parked: the statement goes on once the cache

@@ -5,9 +5,10 @@ Each group runs a proxy of its own whose backend address is a cutting relay
 (tests/lib/faultrelay.py) in front of the test mariadbd, so the sessions' backend
 connections and the proxy's own connections (flushers, queue release) all pass
 through it. Timeouts are set low: backend_read_timeout = 2s, own_connection_timeout
-= 1s, handshake_timeout = 3s. For every case: the client gets an error (ERR 1158
-08S01 from the proxy when it can still write one, else a lost connection, 2013)
-within a bound, never a hang; a second client works through the same proxy during
+= 1s, handshake_timeout = 3s. For every case: the client gets an error within a
+bound, never a hang (a lost connection, 2013, where the server's side was cut
+mid-command, as direct; ERR 1158 08S01 from the proxy during the login and when
+backend_read_timeout ends a stalled answer); a second client works through the same proxy during
 the fault and after it; the proxy stays up and exits 0 on SIGTERM.
 
   auth:      RST / FIN / stall of the HandshakeResponse toward the server
@@ -20,7 +21,7 @@ the fault and after it; the proxy stays up and exits 0 on SIGTERM.
   memory:    the same for mode = memory, whose flusher cannot tell the two apart: the
              chunk is dropped and logged ("broke during COMMIT ... not retried"), so it is
              applied at most once: cut after COMMIT the sum is exact, cut before it the
-             chunk's 100 increments are lost (README's loss window), never doubled
+             chunk's 100 increments are lost (rules/README.md's loss window), never doubled
   keyset:    RST and stall after 30 KB of a deep keyset page
   queue:     the release UPDATE of a disconnected claimer cut before and after it
              reaches the server: the claims are released (before: at the retry), and a
@@ -263,7 +264,7 @@ def delayed_cases(kind, memory):
             f = g.relay.arm(Fault("c2s", action, pattern=COMMIT, when=when))
             lost_before = g.proxy.log_text().count("broke during COMMIT")
             # memory mode cannot tell a COMMIT cut before the server from one cut after:
-            # it drops the chunk (at most once, README "memory mode"), so a cut before
+            # it drops the chunk (at most once, rules/README.md "memory mode"), so a cut before
             # loses the chunk's 100 increments; staged mode retries from the staging table
             if not memory or when == "after":
                 want += 100

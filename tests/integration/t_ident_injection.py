@@ -14,8 +14,8 @@ default rule covers that schema. The real mariadbd, a proxy of its own:
      backtick doubled), FLUSH DELAYED: each column got its own delta;
   4. memory mode: probe.m3, key `k``'q` read from the schema cache (the rule names none),
      counter `it's`; two UPDATE DELAYED and FLUSH DELAYED add up;
-  5. a second proxy whose proxy_user has only the privileges README.md's "The proxy's own
-     account" gives for DELAYED (SELECT, INSERT, UPDATE, DELETE, CREATE, LOCK TABLES, CREATE
+  5. a second proxy whose proxy_user has only the privileges doc/proxy-account.md
+     gives for DELAYED (SELECT, INSERT, UPDATE, DELETE, CREATE, LOCK TABLES, CREATE
      TEMPORARY TABLES on the schema): a default rule's derived tables (InnoDB, and MyISAM
      through the LOCK TABLES path) and a memory-mode table are flushed with those.
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN, MR_TMP (the proxies take free ports); root over the
@@ -55,7 +55,7 @@ columns = n
 mode = memory
 flush_interval = 1h
 """
-# What README.md's "The proxy's own account" grants for DELAYED on a schema.
+# What doc/proxy-account.md grants for DELAYED on a schema.
 MIN_GRANT = ("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, LOCK TABLES, CREATE TEMPORARY TABLES "
              "ON lean.* TO 'mr_lean'@'%'")
 

@@ -159,10 +159,10 @@ def check_config_files():
     t.check(r.returncode == 0 and r.stdout.startswith("myrewrite "), "--version")
     r = run("--config-reference")
     t.check("| `max_packet_size` |" in r.stdout, "--config-reference lists the keys")
-    with open(os.path.join(ROOT, "README.md")) as f:
-        readme = f.read()
-    t.check(r.stdout.strip() in readme,
-            "README's configuration reference is the code's key table, verbatim")
+    with open(os.path.join(ROOT, "doc", "configuration.md")) as f:
+        reference = f.read()
+    t.check(r.stdout.strip() in reference,
+            "doc/configuration.md's reference is the code's key table, verbatim")
 
 
 def check_compose():
