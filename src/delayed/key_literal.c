@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/key_literal.c - the key literals of a DELAYED statement, each as
  * the server compares it with its key column (see delayed/key_literal.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/exec_limit.c - a COM_STMT_EXECUTE parameter as a LIMIT offset, as
  * MariaDB reads it, for the max_offset guard (see proto/stmt_execute.h).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """UPDATE DELAYED key values compared as the server compares them (issue 25, item 8): a
 DELAYED statement changes exactly the rows a direct UPDATE with the same WHERE changes, or is
 refused with ERR 1235 saying which key forms are taken; never a row the statement does not

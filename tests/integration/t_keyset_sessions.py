@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Keyset bookmarks never cross accounts, nor a session with temporary tables (issue 25,
 item 2): a proxy with a keyset rule on ks_items, and a second account.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """max_offset of a prepared `LIMIT ?, ?` for every parameter type the binary protocol
 carries, compared with what the server itself reads (issue 25, item 7).
 

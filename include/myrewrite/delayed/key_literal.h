@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/key_literal.h - the key values of UPDATE/DELETE DELAYED compared
  * as the server compares them with their key column: a value that no row's
