@@ -291,7 +291,7 @@ static bool refuse(const mr_delayed_def *def, const char *col, const mr_col_rang
              "statement does not name. Nothing was staged%s. Keys are taken as: an integer, a "
              "whole number in range without a leading zero (quoted: up to 15 digits); DECIMAL, "
              "a number with no more decimals than its scale and no trailing zero; a string, a "
-             "quoted string no longer than the column; DATE, 'YYYY-MM-DD'; DATETIME or "
+             "quoted string (staged: no longer than the column); DATE, 'YYYY-MM-DD'; DATETIME or "
              "TIMESTAMP, 'YYYY-MM-DD HH:MM:SS[.fraction without a trailing zero]'",
              def->schema, def->table, shown, col, r->type, why,
              def->mode == MR_DELAYED_MEMORY ? " (mode = memory)" : "");
