@@ -189,7 +189,12 @@ static void rules_prepare(const mr_proxy *p, const mr_ruleset *rs) { mr_dmem_con
 static void configure(const mr_proxy *p, const mr_ruleset *rs) { mr_delayed_configure(p, rs); }
 
 /* The statement side's ports: the tables default rules derived. */
-static void ports(mr_stmt_ctx *ctx) { ctx->derived = mr_delayed_derive_port(); }
+static void ports(mr_fsession *fs, void **st, mr_stmt_ctx *ctx)
+{
+    (void)fs;
+    (void)st;
+    ctx->derived = mr_delayed_derive_port();
+}
 
 const mr_feature mr_delayed_feature = {
     .name = "delayed",

@@ -8,7 +8,9 @@
  * and marked for parking (res->park): the session holds it and runs it
  * again once the cache has the table (session/park.c).
  * A value wider than its column, where the schema cache knows the column's
- * range, is refused too (delayed/width.h).
+ * range, is refused too (delayed/width.h), and so is a key value that is
+ * no row's key but would become one converted to the column's type
+ * (delayed/key_literal.h).
  * A DELAYED statement is never sent as written, whatever the set holds: one
  * no rule covers (or met with no delayed rule at all) is refused with the
  * default rule that would take it, since the server only answers a syntax
@@ -22,6 +24,7 @@
 #include <strings.h>
 
 #include "myrewrite/delayed/derive.h"
+#include "myrewrite/delayed/key_literal.h"
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/delayed/mem_keys.h"
 #include "myrewrite/delayed/rule.h"
@@ -198,13 +201,18 @@ mr_take_step mr_delayed_send_instead(mr_rule_run *R, mr_rule_stmt *S)
     return MR_TAKE_DONE;
 }
 
-/* Values wider than their column (delayed/width.h): the literals, and in a
- * COM_STMT_EXECUTE of a memory statement the executed `?` values. */
+/* Values wider than their column (delayed/width.h), and key values that
+ * would be converted into another row's key (delayed/key_literal.h): the
+ * literals, and in a COM_STMT_EXECUTE of a memory statement the executed
+ * `?` values. */
 static bool fits(mr_rule_run *R, const mr_rule_stmt *S, const mr_delayed_stmt *d,
                  const mr_delayed_def *def)
 {
+    delayed_scratch *s = scratch_of(R);
     return mr_delayed_widths_fit(S->text, R->tok, d, def, R->ctx->schema_src, R->ctx->params,
-                                 scratch_of(R)->msg, sizeof scratch_of(R)->msg);
+                                 s->msg, sizeof s->msg) &&
+           mr_delayed_keys_comparable(S->text, R->tok, d, def, R->ctx->schema_src, R->ctx->params,
+                                      s->msg, sizeof s->msg);
 }
 
 /* COM_STMT_PREPARE of a memory-mode statement: the server prepares `DO ?,

@@ -21,7 +21,7 @@ typedef struct value {
     int param; /* its place among the `?` (from 1), 0 for a literal */
 } value;
 
-static unsigned param_no(const sql_token *tok, uint32_t i)
+unsigned mr_delayed_param_no(const sql_token *tok, uint32_t i)
 {
     unsigned n = 0;
     for (uint32_t k = 0; k < i; k++)
@@ -32,7 +32,7 @@ static unsigned param_no(const sql_token *tok, uint32_t i)
 /* The executed value of the `?` at token i, when the proxy has it. */
 static void from_param(const sql_token *tok, uint32_t i, const mr_exec_params *params, value *v)
 {
-    unsigned no = param_no(tok, i);
+    unsigned no = mr_delayed_param_no(tok, i);
     if (!params || no >= params->n)
         return;
     const mr_exec_param *p = &params->v[no];

@@ -91,9 +91,11 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 }
 
 /* The statement's tokens without comments and without the LIMIT clause,
- * each followed by a separator, then the default schema. */
+ * each followed by a separator, then the default schema and the account:
+ * what the names resolve to, and the rows it may see (a view that filters
+ * on CURRENT_USER()), are the same for one account and schema. */
 static uint64_t listing_hash(const char *text, const sql_token *tok, const sql_stmt *st,
-                             const char *schema)
+                             const char *schema, const char *user)
 {
     uint64_t h = 1469598103934665603ull;
     for (uint32_t i = 0; i < st->end; i++) {
@@ -106,7 +108,9 @@ static uint64_t listing_hash(const char *text, const sql_token *tok, const sql_s
         h = fnv(h, text + tok[i].off, tok[i].len);
         h = fnv(h, "\x01", 1);
     }
-    return fnv(h, schema ? schema : "", schema ? strlen(schema) : 0);
+    h = fnv(h, schema ? schema : "", schema ? strlen(schema) : 0);
+    h = fnv(h, "\x01", 1); /* schema "ab" + user "c" is not schema "a" + user "bc" */
+    return fnv(h, user ? user : "", user ? strlen(user) : 0);
 }
 
 static bool has_col(const mr_keyset_listing *ls, const char *name)
@@ -151,8 +155,8 @@ static const char *order_columns(const char *text, const sql_token *tok, const s
 }
 
 bool mr_keyset_listing_of(const char *text, size_t len, const sql_token *tok, const sql_stmt *st,
-                          const mr_paginate_def *def, const char *schema, mr_keyset_listing *ls,
-                          const char **why)
+                          const mr_paginate_def *def, const char *schema, const char *user,
+                          mr_keyset_listing *ls, const char **why)
 {
     (void)len;
     const sql_limit *l = &st->limit;
@@ -171,7 +175,7 @@ bool mr_keyset_listing_of(const char *text, size_t len, const sql_token *tok, co
     if (*why)
         return false;
     ls->table_hash = mr_keyset_table_hash(ls->table, strlen(ls->table));
-    ls->hash = listing_hash(text, tok, st, schema);
+    ls->hash = listing_hash(text, tok, st, schema, user);
     /* the order's columns too: a reloaded rule with another key is another listing */
     for (unsigned k = 0; k < ls->ncols; k++) {
         ls->hash = fnv(ls->hash, ls->cols[k].name, strlen(ls->cols[k].name));

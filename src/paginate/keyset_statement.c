@@ -114,9 +114,12 @@ rule_why mr_paginate_keyset(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r,
         return deferred(R, o, info, out, "another rule took the listing");
     if (R->ctx->prepared)
         return deferred(R, o, info, out, "prepared statements are not bookmarked");
+    const mr_bookmark_port *store = R->ctx->bookmarks;
+    if (!store) /* none, or the session may have temporary tables (paginate/session_hooks.c) */
+        return deferred(R, o, info, out, "no bookmarks in this session");
     if (!mr_paginate_takes(S->text, S->len, R->tok, &S->st, def, R->ctx->schema, &why) ||
-        !mr_keyset_listing_of(S->text, S->len, R->tok, &S->st, def, R->ctx->schema, &note->listing,
-                              &why))
+        !mr_keyset_listing_of(S->text, S->len, R->tok, &S->st, def, R->ctx->schema, R->ctx->user,
+                              &note->listing, &why))
         return deferred(R, o, info, out, why);
     note->watch = true;
     note->ttl_ms = def->bookmark_ttl_ms;
@@ -130,9 +133,6 @@ rule_why mr_paginate_keyset(mr_rule_run *R, mr_rule_stmt *S, const mr_rule *r,
     uint64_t pos = 0;
     char values[MR_KEYSET_VALUES_MAX];
     size_t n = 0;
-    const mr_bookmark_port *store = R->ctx->bookmarks;
-    if (!store)
-        return deferred(R, o, info, out, "no bookmark store");
     switch (store->find(ls->hash, ls->table_hash, ls->offset, store->now_ms(), &pos, values,
                         sizeof values, &n)) {
     case MR_BOOKMARK_REFUSED:

@@ -7,6 +7,15 @@
  * store about writes passing through, so bookmarks of a table written
  * since are dropped.
  *
+ * Bookmarks are per account (the listing's hash, paginate/keyset_sql.c)
+ * and never cross a session that may have temporary tables: its names may
+ * resolve to its own tables, whose keys would seek another session's pages
+ * (and the other way round). Once a statement of the session may have
+ * created one (mr_keyset_temp_scan, or a statement too large to read), the
+ * session neither uses nor records bookmarks until COM_RESET_CONNECTION or
+ * COM_CHANGE_USER drops its temporary tables: its ports give the statement
+ * side no store, so its pages go as deferred joins.
+ *
  * Writes are recognized by mr_keyset_writes_scan (paginate/keyset_writes.c);
  * statements the front end does not read whole may write anything: they
  * bump every table. A prepared write bumps its tables at every
@@ -35,6 +44,7 @@ typedef struct pg_keyset {
     mr_keyset_watch watch;
     mr_keyset_writes prepared; /* tables of every write this session prepared */
     mr_keyset_writes command;  /* tables the command in flight writes: noted again at its end */
+    bool temp_tables;          /* the session may have temporary tables: no bookmarks */
 } pg_keyset;
 
 static pg_keyset *state(void **st)
@@ -104,6 +114,9 @@ static mr_hook_action command(mr_fsession *fs, void **st, uint8_t cmd, const uin
     pg_keyset *k = *st;
     if (k)
         memset(&k->command, 0, sizeof k->command);
+    /* a text not read whole may create a temporary table */
+    if (n < len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE) && (k = state(st)))
+        k->temp_tables = true;
     if (!mr_bookmarks_armed() || !(k = state(st)))
         return MR_HOOK_PASS;
     if ((cmd == MR_COM_STMT_EXECUTE || cmd == MR_COM_STMT_BULK_EXECUTE) &&
@@ -119,6 +132,27 @@ static mr_hook_action command(mr_fsession *fs, void **st, uint8_t cmd, const uin
 }
 
 /* ---- statements ------------------------------------------------------------------------ */
+
+/* Before the rules: a text that may create a temporary table ends the
+ * session's use of bookmarks before its own pages meet the rules. */
+static mr_hook_action before_rules(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
+{
+    pg_keyset *k = *st;
+    if ((!k || !k->temp_tables) && mr_keyset_temp_scan(stmt->sql, stmt->len, fs->lex_flags) &&
+        (k = state(st)))
+        k->temp_tables = true;
+    return MR_HOOK_PASS;
+}
+
+/* COM_RESET_CONNECTION or COM_CHANGE_USER succeeded: the server dropped
+ * the session's temporary tables with its prepared statements. */
+static void prepared_reset(mr_fsession *fs, void **st)
+{
+    (void)fs;
+    pg_keyset *k = *st;
+    if (k)
+        k->temp_tables = false;
+}
 
 static void count(mr_fsession *fs, const mr_keyset_note *no)
 {
@@ -187,16 +221,24 @@ static void response_end(mr_fsession *fs, void **st, const mr_hook_response *r)
     memset(&k->command, 0, sizeof k->command);
 }
 
-/* The statement side's ports: the bookmark store. */
-static void ports(mr_stmt_ctx *ctx) { ctx->bookmarks = &mr_bookmarks_store; }
+/* The statement side's ports: the bookmark store, unless the session may
+ * have temporary tables. */
+static void ports(mr_fsession *fs, void **st, mr_stmt_ctx *ctx)
+{
+    (void)fs;
+    const pg_keyset *k = *st;
+    ctx->bookmarks = k && k->temp_tables ? NULL : &mr_bookmarks_store;
+}
 
 const mr_feature mr_paginate_feature = {
     .name = "paginate",
     .ports = ports,
     .command = command,
+    .before_rules = before_rules,
     .statement = statement,
     .response_wants = response_wants,
     .response_packet = response_packet,
     .response_end = response_end,
+    .prepared_reset = prepared_reset,
     .session_end = session_end,
 };

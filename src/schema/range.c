@@ -82,6 +82,37 @@ static bool read_decimal_ps(const char *column_type, unsigned *p, unsigned *s)
     return true;
 }
 
+/* The number in the first parentheses of COLUMN_TYPE, or `none`. */
+static unsigned long paren_number(const char *column_type, unsigned long none)
+{
+    const char *open = strchr(column_type, '(');
+    char *end;
+    unsigned long v = open ? strtoul(open + 1, &end, 10) : 0;
+    return open && end != open + 1 && *end == ')' ? v : none;
+}
+
+/* Character and temporal types: their kind, length or fractional digits. */
+static void read_other(const char *data_type, const char *column_type, mr_col_range *out)
+{
+    static const struct {
+        const char *name;
+        unsigned long length; /* 0: from COLUMN_TYPE */
+    } chars[] = {{"char", 0},     {"varchar", 0},           {"tinytext", 255},
+                 {"text", 65535}, {"mediumtext", 16777215}, {"longtext", 4294967295ul}};
+    for (size_t i = 0; i < sizeof chars / sizeof chars[0]; i++)
+        if (strcasecmp(data_type, chars[i].name) == 0) {
+            out->kind = MR_RANGE_CHAR;
+            out->length = chars[i].length ? chars[i].length : paren_number(column_type, 1);
+            return;
+        }
+    if (strcasecmp(data_type, "date") == 0) {
+        out->kind = MR_RANGE_DATE;
+    } else if (strcasecmp(data_type, "datetime") == 0 || strcasecmp(data_type, "timestamp") == 0) {
+        out->kind = MR_RANGE_DATETIME;
+        out->scale = (unsigned)paren_number(column_type, 0);
+    }
+}
+
 /* DECIMAL(p,s): |v| < 10^(p-s); a delta spans at most twice that, less 2
  * (s = 0) or, whole, less 1 (s > 0). */
 static void read_decimal(unsigned p, unsigned s, bool uns, mr_col_range *out)
@@ -112,11 +143,16 @@ void mr_range_read(const char *data_type, const char *column_type, mr_col_range 
     snprintf(out->type, sizeof out->type, "%s", column_type);
     bool uns = is_unsigned(column_type);
     unsigned bits = int_bits(data_type), p, s;
-    if (bits)
+    if (bits) {
         read_int(bits, uns, out);
-    else if ((strcasecmp(data_type, "decimal") == 0 || strcasecmp(data_type, "numeric") == 0) &&
-             read_decimal_ps(column_type, &p, &s))
-        read_decimal(p, s, uns, out);
+    } else if (strcasecmp(data_type, "decimal") == 0 || strcasecmp(data_type, "numeric") == 0) {
+        if (read_decimal_ps(column_type, &p, &s)) {
+            read_decimal(p, s, uns, out);
+            out->scale = s;
+        }
+    } else {
+        read_other(data_type, column_type, out);
+    }
 }
 
 /* Compares two magnitudes written in digits (leading zeros allowed in a). */
@@ -145,14 +181,14 @@ static bool all_digits(const char *p, size_t n)
 
 mr_fit mr_range_delta_fits(const mr_col_range *r, const char *digits, size_t n)
 {
-    if (r->kind == MR_RANGE_NONE || !all_digits(digits, n))
+    if (!mr_range_numeric(r) || !all_digits(digits, n))
         return MR_FIT_UNSURE;
     return cmp_digits(digits, n, r->width) > 0 ? MR_FIT_NO : MR_FIT_YES;
 }
 
 mr_fit mr_range_value_fits(const mr_col_range *r, bool neg, const char *digits, size_t n)
 {
-    if (r->kind == MR_RANGE_NONE)
+    if (!mr_range_numeric(r))
         return MR_FIT_UNSURE;
     size_t whole = 0;
     while (whole < n && digits[whole] >= '0' && digits[whole] <= '9')

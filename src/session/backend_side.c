@@ -414,8 +414,14 @@ void ss_backend_failed(mr_session *s, const char *what, bool proxy_gave_up)
         return;
     }
     bool mid_packet = s->from_backend.remaining > 0 || s->from_backend.continuation;
-    if (s->state == SS_IDLE || mid_packet) {
+    if (mid_packet) {
         ss_close(s, MR_CLOSE_BACKEND_LOST, what);
+        return;
+    }
+    if (s->state == SS_IDLE) {
+        /* what the server said last (KILL CONNECTION_ID()'s ERR 1927, an
+         * idle timeout's ERR) still reaches a client that reads slowly */
+        ss_close_after_flush(s, MR_CLOSE_BACKEND_LOST, what);
         return;
     }
     snprintf(msg, sizeof(msg), "backend connection lost during %s: %s",

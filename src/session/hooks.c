@@ -98,11 +98,11 @@ void ss_hooks_view(mr_session *s)
     fs->match = &s->w->match;
 }
 
-void ss_hooks_ports(mr_stmt_ctx *ctx)
+void ss_hooks_ports(mr_session *s, mr_stmt_ctx *ctx)
 {
     for (unsigned i = 0; i < ss_nfeatures; i++)
         if (ss_features[i]->ports)
-            ss_features[i]->ports(ctx);
+            ss_features[i]->ports(&s->fs, &s->fstate[i], ctx);
 }
 
 /* ---- acting on a hook's answer ------------------------------------------------------ */

@@ -4,7 +4,9 @@
  * COM_STMT_PREPARE; what that decided must be repeated at each
  * COM_STMT_EXECUTE, which the front end never sees: a page whose LIMIT
  * offset is a `?` meets its rule's max_offset (the value is read from the
- * execute; beyond it the proxy answers the rule's ERR and sends nothing),
+ * execute; beyond it the proxy answers the rule's ERR and sends nothing;
+ * a value without one plain reading, proto/exec_limit.c, or an execute it
+ * cannot read gets ERR 1210 and is not sent either),
  * claim_read_committed's prelude goes out first, and the page or the
  * staging rows it sends are counted. COM_STMT_BULK_EXECUTE of a statement a
  * delayed, paginate or queue rule acted on is refused with an ERR and
@@ -36,6 +38,8 @@ struct ss_pguard {
     void (*too_deep)(uint64_t max_offset, const char *where, uint64_t offset, char *buf,
                      size_t size); /* the kind's default message (mr_page_guard) */
     bool have_types;
+    bool long_data;      /* COM_STMT_SEND_LONG_DATA for the offset or one before it: every
+                            execute is refused until COM_STMT_RESET (the server keeps the data) */
     bool owe_types;      /* a refused execute bound types the server never got: */
     uint8_t *owed;       /*   its types block as sent (with names under query attributes), */
     size_t owed_len;     /*   its length */
@@ -124,30 +128,21 @@ static unsigned exec_form(const mr_session *s, const uint8_t *p)
     return mr_exec_form((s->caps & MR_CAP_QUERY_ATTRIBUTES) != 0, p);
 }
 
-/* The offset an execute binds, when it can be read as a whole number. */
-static bool offset_of(ss_pguard *g, const uint8_t *p, size_t n, unsigned form, uint64_t *off)
+/* The offset an execute binds (NULL), or why the guard cannot read it:
+ * a value with no plain reading (proto/exec_limit.c), or an execute that
+ * cannot be decoded (cut at relay_buffer, malformed, a type the decoder
+ * does not know). */
+static const char *offset_of(ss_pguard *g, const uint8_t *p, size_t n, unsigned form, uint64_t *off)
 {
     mr_exec_param v[MR_EXEC_MAX_PARAMS];
     char bufs[MR_EXEC_MAX_PARAMS][32];
-    if (n < MR_EXEC_HEADER ||
-        mr_exec_params_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER, g->nparams, g->param + 1,
-                            g->types, &g->have_types, v, bufs, form))
-        return false;
-    const mr_exec_param *o = &v[g->param];
-    if (o->kind == MR_EXEC_PARAM_INT) {
-        *off = o->n < 0 ? 0 : (uint64_t)o->n;
-        return o->n >= 0;
-    }
-    if (o->kind != MR_EXEC_PARAM_TEXT || o->len == 0 || o->len > 20)
-        return false;
-    uint64_t x = 0;
-    for (uint32_t i = 0; i < o->len; i++) {
-        if (o->p[i] < '0' || o->p[i] > '9' || x > (UINT64_MAX - 9) / 10)
-            return false;
-        x = x * 10 + (uint64_t)(o->p[i] - '0');
-    }
-    *off = x;
-    return true;
+    if (n < MR_EXEC_HEADER)
+        return "the execute is cut short";
+    const char *why = mr_exec_params_read(p + MR_EXEC_HEADER, n - MR_EXEC_HEADER, g->nparams,
+                                          g->param + 1, g->types, &g->have_types, v, bufs, form);
+    if (why)
+        return why;
+    return mr_exec_limit_value(g->types[2 * g->param], &v[g->param], off);
 }
 
 /* A refused execute bound types the server never got: kept to be put
@@ -171,23 +166,51 @@ static void owe(mr_session *s, ss_pguard *g, const uint8_t *p, size_t n, unsigne
     g->owe_types = true; /* the client now takes these types as sent */
 }
 
-/* An execute deeper than max_offset: the rule's ERR, nothing sent. An
- * execute the proxy cannot read (cut at relay_buffer, malformed, a type
- * that is no number) goes on: the server judges it. */
+/* An execute whose offset the guard cannot read: ERR 1210, nothing sent
+ * (the server's own readings of such values are not the guard's). */
+static void refuse_unread(mr_session *s, ss_pguard *g, const char *why, uint32_t len)
+{
+    char msg[512];
+    if (g->long_data)
+        why = "a value at or before it was sent with COM_STMT_SEND_LONG_DATA (the guard reads "
+              "values from the execute itself; COM_STMT_RESET clears what was sent)";
+    else if (!why)
+        snprintf(msg, sizeof msg,
+                 "the execute (%u bytes) is larger than relay_buffer, so it is "
+                 "not read whole",
+                 (unsigned)len);
+    char full[768];
+    snprintf(full, sizeof full,
+             "myrewrite cannot check the LIMIT offset (parameter %u) of this prepared page "
+             "against max_offset %llu: %s. Bind the offset as an integer type or as a string "
+             "of decimal digits; nothing was run",
+             g->param + 1, (unsigned long long)g->max_offset, why ? why : msg);
+    ss_send_err(s, 1, MR_ER_WRONG_ARGUMENTS, "HY000", full);
+}
+
+/* An execute deeper than max_offset: the rule's ERR, nothing sent. One
+ * whose offset cannot be read: ERR 1210, nothing sent (fail closed). */
 static bool guard_refuses(mr_session *s, ss_pguard *g, const uint8_t *p, size_t n, uint32_t len)
 {
-    uint64_t off;
+    uint64_t off = 0;
     unsigned form = exec_form(s, p);
-    if (n != len || !offset_of(g, p, n, form, &off) || off <= g->max_offset)
+    const char *why = n != len || g->long_data ? NULL : offset_of(g, p, n, form, &off);
+    bool unread = n != len || g->long_data || why;
+    if (!unread && off <= g->max_offset)
         return false;
-    owe(s, g, p, n, form);
+    if (n == len)
+        owe(s, g, p, n, form);
+    ss_count_page(s->w, g->stats, true);
+    mr_stat_add(&s->w->stats.statements_blocked, 1);
+    s->from_client.discard = true;
+    if (unread) {
+        refuse_unread(s, g, why, len);
+        return true;
+    }
     char msg[512];
     if (!g->message)
         g->too_deep(g->max_offset, g->where[0] ? g->where : NULL, off, msg, sizeof msg);
-    ss_count_page(s->w, g->stats, true);
-    mr_stat_add(&s->w->stats.statements_blocked, 1);
     ss_send_err(s, 1, g->err_code, g->sqlstate, g->message ? g->message : msg);
-    s->from_client.discard = true;
     return true;
 }
 
@@ -262,14 +285,33 @@ static bool refuse_bulk(mr_session *s)
     return true;
 }
 
+/* COM_STMT_SEND_LONG_DATA (no answer) and COM_STMT_RESET of a guarded
+ * statement: the guard cannot read a value sent apart, nor place the
+ * values after it in the execute. */
+static void note_long_data(ss_pnote *note, uint8_t cmd, const uint8_t *p, size_t n)
+{
+    if (!note->guard)
+        return;
+    if (cmd == MR_COM_STMT_RESET)
+        note->guard->long_data = false;
+    else if (n >= 7 && (unsigned)(p[5] | p[6] << 8) <= note->guard->param)
+        note->guard->long_data = true;
+}
+
 bool ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len)
 {
     if (!s->npnotes || n < 5 ||
-        (cmd != MR_COM_STMT_EXECUTE && cmd != MR_COM_STMT_CLOSE && cmd != MR_COM_STMT_BULK_EXECUTE))
+        (cmd != MR_COM_STMT_EXECUTE && cmd != MR_COM_STMT_CLOSE &&
+         cmd != MR_COM_STMT_BULK_EXECUTE && cmd != MR_COM_STMT_SEND_LONG_DATA &&
+         cmd != MR_COM_STMT_RESET))
         return false;
     ss_pnote *note = named(s, p);
     if (!note)
         return false;
+    if (cmd == MR_COM_STMT_SEND_LONG_DATA || cmd == MR_COM_STMT_RESET) {
+        note_long_data(note, cmd, p, n);
+        return false;
+    }
     if (cmd == MR_COM_STMT_BULK_EXECUTE)
         return refuse_bulk(s);
     if (cmd == MR_COM_STMT_CLOSE) {

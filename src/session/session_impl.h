@@ -285,7 +285,7 @@ extern const mr_feature *const ss_features[]; /* session/features.c */
 extern const unsigned ss_nfeatures;
 void ss_hooks_start(mr_session *s);
 void ss_hooks_view(mr_session *s);
-void ss_hooks_ports(mr_stmt_ctx *ctx);
+void ss_hooks_ports(mr_session *s, mr_stmt_ctx *ctx);
 stmt_verdict ss_hooks_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len);
 bool ss_hooks_wants_whole(mr_session *s, uint8_t cmd, const uint8_t *head, uint32_t len);
 stmt_verdict ss_hooks_statement(mr_session *s, bool before_rules, mr_hook_stmt *st);

@@ -133,11 +133,11 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         .charset_unsafe = s->charset_unsafe,
         .unreadable = unreadable_policy(cfg(s)),
     };
-    ss_hooks_ports(&ctx);
     mr_hook_stmt st = {.cmd = cmd, .sql = sql, .len = len, .attrs = s->qattrs_count};
     stmt_verdict v = ss_hooks_statement(s, true, &st);
     if (v != STMT_RELAY || st.send)
-        return v; /* a hook answered, waits for a job, or sent its own text */
+        return v;            /* a hook answered, waits for a job, or sent its own text */
+    ss_hooks_ports(s, &ctx); /* after before_rules: what it learnt of the text counts */
     if (cmd == MR_COM_QUERY)
         note_charset_statement(s, sql, len, lex_flags);
     mr_buf_reset(&res->text);

@@ -170,7 +170,10 @@ def check_client(name, key, run):
     for i, sql in enumerate(PAGES):
         t.eq("%s: deep page %d equals direct" % (name, i + 1), direct_rows(sql), sets[n - 3 + i])
     t.check(released(conn_id), "%s: the queue rows it claimed are released once it left" % name)
-    after = hits()
+    # The release thread adds to its counter after the UPDATE committed: the rows can be
+    # seen released a moment before /metrics counts them.
+    after = t.wait_until(lambda: (lambda h: h if h.get("released", 0) > before.get(
+        "released", 0) else None)(hits()), timeout=2) or hits()
     t.check(after.get("released", 0) > before.get("released", 0),
             "%s: /metrics counts the queue rows released" % name, after)
     for rule in ("rs_upper", "rs_staged", "rs_memory", "rs_pages"):

@@ -46,7 +46,24 @@ static void ranges(void **state)
     range_of("decimal", "decimal(2,2)", "0", "0", "1");
     range_of("decimal", "decimal(4,1) unsigned", "0", "999", "999");
     range_of("decimal", "decimal(10)", "9999999999", "9999999999", "19999999998");
-    range_of("varchar", "varchar(10)", NULL, NULL, NULL);
+    range_of("float", "float", NULL, NULL, NULL);
+    /* kinds without a range, read for the key values of DELAYED statements */
+    mr_col_range r;
+    mr_range_read("varchar", "varchar(10)", &r);
+    assert_int_equal(r.kind, MR_RANGE_CHAR);
+    assert_int_equal(r.length, 10);
+    mr_range_read("text", "text", &r);
+    assert_int_equal(r.kind, MR_RANGE_CHAR);
+    assert_int_equal(r.length, 65535);
+    mr_range_read("date", "date", &r);
+    assert_int_equal(r.kind, MR_RANGE_DATE);
+    mr_range_read("datetime", "datetime(3)", &r);
+    assert_int_equal(r.kind, MR_RANGE_DATETIME);
+    assert_int_equal(r.scale, 3);
+    mr_range_read("decimal", "decimal(6,2) unsigned", &r);
+    assert_int_equal(r.scale, 2);
+    assert_int_equal(mr_range_value_fits(&(mr_col_range){.kind = MR_RANGE_CHAR}, false, "5", 1),
+                     MR_FIT_UNSURE);
     range_of("double", "double", NULL, NULL, NULL);
     range_of("bit", "bit(8)", NULL, NULL, NULL);
     range_of("decimal", "decimal", NULL, NULL, NULL);
@@ -93,7 +110,11 @@ static void desc_ranges(void **state)
     mr_col_range r;
     assert_int_equal(mr_td_column_range(td, "ID", &r), MR_RANGE_KNOWN);
     assert_string_equal(r.hi, "2147483647");
-    assert_int_equal(mr_td_column_range(td, "name", &r), MR_RANGE_UNKNOWN);
+    assert_int_equal(mr_td_column_range(td, "name", &r), MR_RANGE_KNOWN);
+    assert_int_equal(r.kind, MR_RANGE_CHAR);
+    assert_true(mr_td_add_column(td, "f", "YES"));
+    mr_td_set_column_type(td, "double", "double");
+    assert_int_equal(mr_td_column_range(td, "f", &r), MR_RANGE_UNKNOWN);
     assert_int_equal(mr_td_column_range(td, "nope", &r), MR_RANGE_NO_COLUMN);
     mr_td_free(td);
 }

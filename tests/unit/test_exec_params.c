@@ -271,6 +271,56 @@ static void value_lengths(void **state)
     assert_false(mr_exec_value_len(17, str, sizeof str, &len)); /* TIMESTAMP2: server-side */
 }
 
+/* The LIMIT offset the guard reads: integers as MariaDB reads them, digits
+ * only for texts, nothing else. */
+static void limit_values(void **state)
+{
+    (void)state;
+    uint64_t off = 7;
+    mr_exec_param v = {.kind = MR_EXEC_PARAM_INT, .n = -1};
+    assert_null(mr_exec_limit_value(1, &v, &off));
+    assert_true(off == UINT64_MAX);                     /* -1 is read as unsigned */
+    assert_non_null(mr_exec_limit_value(9, &v, &off));  /* INT24 */
+    assert_non_null(mr_exec_limit_value(13, &v, &off)); /* YEAR */
+    v = (mr_exec_param){.kind = MR_EXEC_PARAM_NULL};
+    assert_null(mr_exec_limit_value(8, &v, &off));
+    assert_true(off == 0);
+    static const struct {
+        uint8_t type;
+        const char *text;
+        bool read;
+        uint64_t off;
+    } texts[] = {
+        {253, "900", true, 900},
+        {253, "0900", true, 900},
+        {254, "18446744073709551615", true, UINT64_MAX},
+        {252, "18446744073709551616", true, UINT64_MAX},
+        {246, "99999999999999999999999", true, UINT64_MAX},
+        {8, "18446744073709551615", true, UINT64_MAX}, /* unsigned LONGLONG written out */
+        {5, "90", true, 90},                           /* a whole DOUBLE written out */
+        {253, " 900", false, 0},
+        {253, "+900", false, 0},
+        {253, "900.0", false, 0},
+        {246, "900.5", false, 0},
+        {253, "1e3", false, 0},
+        {253, "", false, 0},
+        {253, "-0", false, 0},
+        {5, "90.5", false, 0},
+        {5, "1.0000000000000000e+30", false, 0},
+        {12, "2024-01-02 03:04:05", false, 0},
+        {10, "2024-01-02", false, 0},
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        v = (mr_exec_param){
+            .kind = MR_EXEC_PARAM_TEXT, .p = texts[i].text, .len = (uint32_t)strlen(texts[i].text)};
+        off = 7;
+        const char *why = mr_exec_limit_value(texts[i].type, &v, &off);
+        assert_true((why == NULL) == texts[i].read);
+        if (texts[i].read)
+            assert_true(off == texts[i].off);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +331,7 @@ int main(void)
         cmocka_unit_test(query_attributes_after_the_parameters),
         cmocka_unit_test(query_attribute_layout),
         cmocka_unit_test(value_lengths),
+        cmocka_unit_test(limit_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

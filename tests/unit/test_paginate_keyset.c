@@ -94,6 +94,22 @@ static void listings(void **state)
     static const mr_stmt_ctx other = {.schema = "other", .bookmarks = &mr_bookmarks_store};
     run("SELECT * FROM items WHERE grp = 3 ORDER BY id LIMIT 40, 20", &other);
     assert_true(res.keyset.listing.hash != h);
+    /* another account: another listing (its names and rows may differ) */
+    static const mr_stmt_ctx alice = {
+        .user = "alice", .schema = "shop", .bookmarks = &mr_bookmarks_store};
+    static const mr_stmt_ctx bob = {
+        .user = "bob", .schema = "shop", .bookmarks = &mr_bookmarks_store};
+    run("SELECT * FROM items WHERE grp = 3 ORDER BY id LIMIT 40, 20", &alice);
+    uint64_t ha = res.keyset.listing.hash;
+    assert_true(ha != h);
+    run("SELECT * FROM items WHERE grp = 3 ORDER BY id LIMIT 60, 20", &alice);
+    assert_true(res.keyset.listing.hash == ha);
+    run("SELECT * FROM items WHERE grp = 3 ORDER BY id LIMIT 40, 20", &bob);
+    assert_true(res.keyset.listing.hash != ha && res.keyset.listing.hash != h);
+    /* no store (a session that may have temporary tables): no listing, no watch */
+    static const mr_stmt_ctx none = {.schema = "shop"};
+    run("SELECT * FROM items WHERE grp = 3 ORDER BY id LIMIT 40, 20", &none);
+    assert_false(res.keyset.watch);
     /* several statements: no watch (their results cannot be told apart) */
     run("SELECT * FROM items ORDER BY id LIMIT 20; SELECT 1", NULL);
     assert_false(res.keyset.watch);
@@ -281,6 +297,33 @@ static void writes(void **state)
     for (int i = 0; i < 40; i++)
         snprintf(big + strlen(big), sizeof big - strlen(big), "%sc%d = 1", i ? ", " : "", i);
     assert_true(scan(big).all);
+}
+
+/* Texts that may create a temporary table. */
+static void temp_tables(void **state)
+{
+    (void)state;
+    static const char *yes[] = {
+        "CREATE TEMPORARY TABLE items (id INT)",
+        "create  temporary table if not exists items SELECT 1",
+        "SELECT 1; CREATE /* c */ TEMPORARY TABLE t (a INT)",
+        "CREATE /*!32302 TEMPORARY */ TABLE t (a INT)",
+        "CALL make_temp()",
+        "EXECUTE IMMEDIATE 'CREATE TEMPORARY TABLE t (a INT)'",
+        "EXECUTE s",
+        "SELECT 1; call p()",
+    };
+    static const char *no[] = {
+        "SELECT * FROM items ORDER BY id LIMIT 20",
+        "SELECT 'temporary', `call`, execute_at FROM items",
+        "UPDATE items SET n = 'temporary' WHERE id = 1",
+        "CREATE TABLE t (a INT)",
+        "SELECT * FROM callers",
+    };
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        assert_true(mr_keyset_temp_scan(yes[i], strlen(yes[i]), 0));
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        assert_false(mr_keyset_temp_scan(no[i], strlen(no[i]), 0));
 }
 
 /* ---- the watch ------------------------------------------------------------------ */
@@ -538,6 +581,7 @@ int main(void)
         cmocka_unit_test_setup(refused_and_written, reset),
         cmocka_unit_test_setup(literals, reset),
         cmocka_unit_test_setup(writes, reset),
+        cmocka_unit_test_setup(temp_tables, reset),
         cmocka_unit_test_setup(watch, reset),
         cmocka_unit_test_setup(watch_extended_metadata, reset),
         cmocka_unit_test_setup(watch_rows_without_definitions, reset),

@@ -6,6 +6,7 @@
  */
 #include "test_rules.h"
 
+#include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/paginate/deferred_sql.h"
 #include "myrewrite/schema/desc.h"
 
@@ -386,7 +387,7 @@ static void keyset_key_from_schema(void **state)
     (void)state;
     int calls = 0;
     mr_schema_source src = {.row_key = fake_row_key, .arg = &calls};
-    mr_stmt_ctx ctx = {.schema = "shop", .schema_src = &src};
+    mr_stmt_ctx ctx = {.schema = "shop", .schema_src = &src, .bookmarks = &mr_bookmarks_store};
     mr_ruleset *ks = load_ok("[paginate ks]\ntable = lines\nthreshold = 100\n"
                              "strategy = keyset\n");
     const char *sql = "SELECT * FROM lines ORDER BY sku DESC LIMIT 20, 5";

@@ -30,4 +30,7 @@ bool mr_delayed_widths_fit(const char *text, const sql_token *tok, const mr_dela
                            const mr_delayed_def *def, const mr_schema_source *src,
                            const mr_exec_params *params, char *err, size_t errlen);
 
+/* The place among the statement's `?` (from 0) of the `?` at token i. */
+unsigned mr_delayed_param_no(const sql_token *tok, uint32_t i);
+
 #endif

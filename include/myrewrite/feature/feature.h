@@ -152,8 +152,9 @@ typedef struct mr_feature {
      * it (flushers, reapers, connections of its own). Same thread. */
     void (*configure)(const mr_proxy *p, const mr_ruleset *rs);
     /* The feature's ports for the statement side (mr_stmt_ctx.bookmarks,
-     * .derived...): filled into the context before each statement. */
-    void (*ports)(mr_stmt_ctx *ctx);
+     * .derived...): filled into the context before each statement's rules,
+     * after its before_rules hooks. */
+    void (*ports)(mr_fsession *fs, void **st, mr_stmt_ctx *ctx);
     /* The first packet of every command (p: n of its len payload bytes,
      * p[0] the command), before the session looks at it. PASS, ANSWERED
      * (a prepared statement's execute answered here) or PARK. */

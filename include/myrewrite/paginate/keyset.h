@@ -34,10 +34,13 @@ struct mr_paginate_def;
 /* Fills `ls` from a SELECT the deferred join would take (the caller checked
  * with mr_paginate_takes): every ORDER BY item must be a plain column of the
  * table; the key columns it lacks are appended in the direction of its last
- * item (as the deferred join appends them). False with *why
- * set when the statement is not a keyset listing. */
+ * item (as the deferred join appends them). The listing is the text, the
+ * default schema and the account (`user`, the session's login name: every
+ * session reaches the server from the proxy's address, so the name decides
+ * the account). False with *why set when the statement is not a keyset
+ * listing. */
 bool mr_keyset_listing_of(const char *text, size_t len, const sql_token *tok, const sql_stmt *st,
-                          const struct mr_paginate_def *def, const char *schema,
+                          const struct mr_paginate_def *def, const char *schema, const char *user,
                           mr_keyset_listing *ls, const char **why);
 
 /* Appends the seek form of the statement to `out`: its WHERE (parenthesized)
@@ -90,6 +93,10 @@ void mr_keyset_writes_add(mr_keyset_writes *wr, uint64_t table_hash);
 /* Adds what each statement of the text may write (over-approximated: see
  * paginate/keyset_writes.c). */
 void mr_keyset_writes_scan(const char *sql, size_t len, unsigned lex_flags, mr_keyset_writes *wr);
+/* May the text create a temporary table (over-approximated: see
+ * paginate/keyset_writes.c)? A session that ran one neither uses nor
+ * leaves bookmarks: its table names may resolve to its own tables. */
+bool mr_keyset_temp_scan(const char *sql, size_t len, unsigned lex_flags);
 
 /* ---- paginate/keyset_watch.c: a page's response, as it streams ---- */
 

@@ -145,6 +145,7 @@ enum mr_command {
  * errors and retry. */
 #define MR_ER_BACKEND_UNAVAILABLE 1053 /* ER_SERVER_SHUTDOWN: the backend cannot be reached */
 #define MR_ER_BACKEND_LOST 1158        /* ER_NET_READ_ERROR: backend lost during a statement */
+#define MR_ER_WRONG_ARGUMENTS 1210
 #define MR_ER_NOT_SUPPORTED 1235
 #define MR_ER_OUT_OF_MEMORY 1037
 #define MR_ER_NOT_SUPPORTED_AUTH_MODE 1251

@@ -84,4 +84,13 @@ const char *mr_exec_params_read(const uint8_t *body, size_t n, unsigned nparams,
                                 uint8_t *types, bool *have_types, mr_exec_param *out,
                                 char (*bufs)[32], unsigned form);
 
+/* ---- proto/exec_limit.c ---- */
+
+/* The LIMIT offset MariaDB reads from parameter value v bound as `type`
+ * (decoded by mr_exec_params_read): NULL with *off set when the value has
+ * one plain reading (an integer type, signed or not; decimal digits only,
+ * whatever the type carrying them; NULL as 0), else why it is not read
+ * (static text): the server's conversions of other forms are its own. */
+const char *mr_exec_limit_value(uint8_t type, const mr_exec_param *v, uint64_t *off);
+
 #endif

@@ -28,7 +28,7 @@ typedef struct mr_keyset_col {
 
 /* A listing, as the rules see it (pure data, copied into the session). */
 typedef struct mr_keyset_listing {
-    uint64_t hash;                      /* statement without LIMIT and comments, + schema */
+    uint64_t hash;                      /* statement without LIMIT and comments, + schema, user */
     uint64_t table_hash;                /* mr_keyset_table_hash(table) */
     char table[MR_KEYSET_NAME_MAX + 1]; /* org_table the columns must come from */
     unsigned ncols;

@@ -157,7 +157,8 @@ typedef struct mr_stmt_ctx {
      * process's registry on workers); NULL: a dry run, which adds nothing */
     const struct mr_derive_port *derived;
     /* keyset bookmarks (paginate/bookmarks.h; the process's store on workers);
-     * NULL: none, keyset rules serve the deferred join */
+     * NULL: none (or the session may have temporary tables), keyset rules
+     * serve the deferred join */
     const struct mr_bookmark_port *bookmarks;
     /* a text the lexer cannot read (the `unreadable` setting) */
     uint8_t unreadable; /* mr_unreadable_policy */

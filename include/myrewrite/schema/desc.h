@@ -24,7 +24,7 @@
 typedef struct mr_sd_column {
     char name[MR_SD_NAME];
     bool nullable;
-    mr_col_range range; /* kind MR_RANGE_NONE unless an integer or DECIMAL type */
+    mr_col_range range; /* kind MR_RANGE_NONE unless a type schema/range.h reads */
 } mr_sd_column;
 
 typedef struct mr_sd_index {
@@ -93,8 +93,9 @@ bool mr_td_add_column(mr_table_desc *td, const char *name, const char *is_nullab
 /* The DATA_TYPE and COLUMN_TYPE of the column added last (either may be
  * NULL): its range when it is an integer or DECIMAL type (schema/range.h). */
 void mr_td_set_column_type(mr_table_desc *td, const char *data_type, const char *column_type);
-/* The range of a column of a loaded description: KNOWN, UNKNOWN for a type
- * without one, NO_COLUMN when the table lacks it or does not exist. */
+/* The range of a column of a loaded description: KNOWN (a type
+ * schema/range.h reads), UNKNOWN for another type, NO_COLUMN when the
+ * table lacks it or does not exist. */
 mr_range_status mr_td_column_range(const mr_table_desc *td, const char *column, mr_col_range *out);
 /* One row of information_schema.STATISTICS, in (INDEX_NAME, SEQ_IN_INDEX)
  * order: non_unique "0" or "1"; the column must have been added. False when

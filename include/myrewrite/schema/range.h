@@ -5,7 +5,10 @@
  * could never apply (rules/README.md, "Refused keys").
  *
  * Known: TINYINT, SMALLINT, MEDIUMINT, INT, BIGINT (signed or UNSIGNED) and
- * DECIMAL/NUMERIC(p,s). Every other type is unknown: nothing is refused.
+ * DECIMAL/NUMERIC(p,s). Every other type has no range: nothing is refused
+ * for it. The kind of a character or temporal column is read too, with its
+ * length or fractional digits, for the key literals of UPDATE DELAYED
+ * (delayed/key_literal.c).
  * Bounds are kept as decimal digit strings, so DECIMAL(65,0) and BIGINT
  * UNSIGNED are compared the same way as TINYINT.
  *
@@ -21,9 +24,12 @@
 #define MR_RANGE_TYPE 48   /* COLUMN_TYPE kept for messages, cut to fit */
 
 typedef enum mr_range_kind {
-    MR_RANGE_NONE, /* not a type whose range the proxy reads */
+    MR_RANGE_NONE, /* not a type the proxy reads */
     MR_RANGE_INT,
     MR_RANGE_DECIMAL,
+    MR_RANGE_CHAR,     /* CHAR, VARCHAR, TEXT types: `length` characters at most */
+    MR_RANGE_DATE,     /* DATE */
+    MR_RANGE_DATETIME, /* DATETIME, TIMESTAMP: `scale` fractional digits */
 } mr_range_kind;
 
 typedef struct mr_col_range {
@@ -32,17 +38,19 @@ typedef struct mr_col_range {
     char lo[MR_RANGE_DIGITS];    /* the least value is -lo ("0" when unsigned) */
     char hi[MR_RANGE_DIGITS];    /* the greatest whole value */
     char width[MR_RANGE_DIGITS]; /* the greatest whole |delta| that can still land */
+    unsigned scale;              /* DECIMAL: digits after the point; DATETIME: of the seconds */
+    unsigned long length;        /* CHAR: characters at most */
 } mr_col_range;
 
 /* What a lookup knows of a column's range (mr_schema_source.column_range). */
 typedef enum mr_range_status {
-    MR_RANGE_UNKNOWN, /* not loaded (yet), or a type without a known range */
+    MR_RANGE_UNKNOWN, /* not loaded (yet), or a type the proxy does not read */
     MR_RANGE_KNOWN,
     MR_RANGE_NO_COLUMN, /* loaded, and the table has no such column (or no such table) */
 } mr_range_status;
 
 /* The range of a column of DATA_TYPE / COLUMN_TYPE (either may be NULL);
- * out->kind is MR_RANGE_NONE for types other than the integer and DECIMAL ones. */
+ * out->kind is MR_RANGE_NONE for types other than those of mr_range_kind. */
 void mr_range_read(const char *data_type, const char *column_type, mr_col_range *out);
 
 /* Does a literal fit? */
@@ -51,6 +59,12 @@ typedef enum mr_fit {
     MR_FIT_NO,
     MR_FIT_UNSURE, /* a form not compared (an exponent, a string...): let the server judge */
 } mr_fit;
+
+/* Has the column a range (an integer or DECIMAL type)? */
+static inline bool mr_range_numeric(const mr_col_range *r)
+{
+    return r->kind == MR_RANGE_INT || r->kind == MR_RANGE_DECIMAL;
+}
 
 /* A delta of magnitude `digits` (n bytes, [0-9]+) added to the column:
  * NO when it is wider than max - min, so no row can take it. */
