@@ -20,6 +20,7 @@
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/group.h"
 #include "myrewrite/delayed/mem.h"
+#include "myrewrite/net/listen_guard.h"
 #include "myrewrite/queue/release.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/schema/cache.h"
@@ -41,6 +42,7 @@ typedef struct counter_def {
 #define SC(field) offsetof(mr_schema_cache_stats, field)
 #define G(field) offsetof(mr_dgroup_stats, field)
 #define A(field) offsetof(mr_admin_stats, field)
+#define L(field) offsetof(mr_listen_stats, field)
 
 static const counter_def worker_counters[] = {
     {"myrewrite_connections_accepted_total", "counter", "Client connections taken by a worker.",
@@ -356,9 +358,26 @@ static const counter_def admin_counters[] = {
      A(login_timeouts)},
 };
 
+static const counter_def listen_counters[] = {
+    {"myrewrite_accept_failures_total", "counter",
+     "Failed accepts on any listener (clients, console, HTTP), such as out of file descriptors.",
+     L(accept_failures)},
+    {"myrewrite_accept_refused_total", "counter",
+     "Connections accepted only to be refused: out of file descriptors, or the HTTP endpoint "
+     "at http_max_connections.",
+     L(refused)},
+    {"myrewrite_accept_pauses_total", "counter",
+     "Pauses of a listener after a failed accept (50 ms doubling to 1 s).", L(pauses)},
+};
+
 static void write_admin(struct evbuffer *out)
 {
     write_counters(out, admin_counters, COUNT(admin_counters), mr_admin_stats_get());
+}
+
+static void write_listeners(struct evbuffer *out)
+{
+    write_counters(out, listen_counters, COUNT(listen_counters), mr_listen_stats_get());
 }
 
 static void write_queue(struct evbuffer *out)
@@ -385,6 +404,7 @@ void mr_metrics_write(mr_proxy *p, struct evbuffer *out)
     write_rules(p, out);
     write_queue(out);
     write_admin(out);
+    write_listeners(out);
     write_delayed(out);
     mr_metrics_write_ops(p, out);
     write_schema_cache(out);

@@ -46,6 +46,12 @@ struct mr_listen_guard {
     int last_err;
 };
 
+static mr_listen_stats stats;
+
+const mr_listen_stats *mr_listen_stats_get(void) { return &stats; }
+
+static void count(mr_counter *c) { atomic_fetch_add_explicit(c, 1, memory_order_relaxed); }
+
 void mr_listen_refuse_fd(int fd, const void *refusal, size_t len)
 {
     /* A client that already sent its request (HTTP) would get a reset on
@@ -82,6 +88,7 @@ static void refuse_waiting(mr_listen_guard *g)
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd >= 0) {
             mr_listen_refuse_fd(fd, g->refusal, g->refusal_len);
+            count(&stats.refused);
             g->refused++;
             g->refused_all++;
         }
@@ -118,6 +125,7 @@ static void pause_listener(mr_listen_guard *g)
     if (g->paused)
         return;
     evconnlistener_disable(active(g));
+    count(&stats.pauses);
     g->paused = evtimer_add(g->timer, &tv) == 0;
     if (!g->paused)
         evconnlistener_enable(active(g)); /* no timer: spinning beats never accepting */
@@ -145,6 +153,7 @@ void mr_listen_guard_failed(mr_listen_guard *g)
     }
     g->last_err = err;
     g->failed++;
+    count(&stats.accept_failures);
     if (err == EMFILE || err == ENFILE)
         refuse_waiting(g);
     log_failure(g, now, first);
@@ -174,6 +183,7 @@ static void on_refuser_accept(struct evconnlistener *el, evutil_socket_t fd, str
     (void)sa;
     (void)salen;
     mr_listen_refuse_fd(fd, g->refusal, g->refusal_len);
+    count(&stats.refused);
 }
 
 static void on_refuser_error(struct evconnlistener *el, void *arg)

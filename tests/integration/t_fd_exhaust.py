@@ -21,6 +21,7 @@ Environment: MR_BIN; the proxies take free ports in front of the shared mariadbd
 """
 import http.client
 import os
+import re
 import socket
 import sys
 import time
@@ -128,6 +129,12 @@ def exhaustion():
             "the log says the HTTP listener accepts again")
     t.check(proxy.wait_log(r"client listener: accepting again after", 5),
             "the log says the client listener accepts again")
+    status, body = get(proxy.http_port, "/metrics")
+    counts = {k: int(v) for k, v in re.findall(r"^myrewrite_accept_(\w+)_total (\d+)$", body,
+                                              re.M)}
+    t.check(status == 200 and counts.get("failures", 0) >= 3 and counts.get("refused", 0) >= 2
+            and counts.get("pauses", 0) >= 3,
+            "/metrics counts the failed accepts, the refused clients and the pauses", counts)
     before.close()
     proxy.stop(expect=0)
 

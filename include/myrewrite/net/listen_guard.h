@@ -30,6 +30,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "myrewrite/base/counters.h"
+
 struct event_base;
 struct evconnlistener;
 typedef struct mr_listen_guard mr_listen_guard;
@@ -50,6 +52,14 @@ void mr_listen_guard_accepted(mr_listen_guard *g);
  * called again with false. False when the refusing listener could not be
  * made (then new clients are not accepted at all while full). */
 bool mr_listen_guard_set_full(mr_listen_guard *g, bool full);
+/* Every listener's together, for /metrics; relaxed atomics, any thread. */
+typedef struct mr_listen_stats {
+    mr_counter accept_failures; /* accept calls that failed (EMFILE, ENFILE, ...) */
+    mr_counter refused;         /* clients refused because of them, or at a cap (HTTP) */
+    mr_counter pauses;          /* pauses of a listener after a failed accept */
+} mr_listen_stats;
+const mr_listen_stats *mr_listen_stats_get(void);
+
 /* Sends the refusal on a client socket just accepted and closes it (what
  * the other refusals of a listener may share). */
 void mr_listen_refuse_fd(int fd, const void *refusal, size_t len);
