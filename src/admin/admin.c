@@ -5,7 +5,8 @@
  * mr_admin_start and mr_admin_stop run on the main thread; the accept
  * callback and everything after it on the console thread, which owns the
  * listener once started. The main thread talks to it only through the
- * stop pipe.
+ * stop pipe; a flusher thread whose job for a console command is done
+ * writes to the wake pipe (mr_admin_wake).
  */
 #include "myrewrite/admin/admin.h"
 
@@ -24,56 +25,128 @@
 #include "admin/admin_impl.h"
 #include "myrewrite/base/buf.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/net/listen_guard.h"
 #include "myrewrite/proto/codec.h"
 
-#define MAX_CLIENTS 32 /* console connections at once */
+#define MAX_CLIENTS 32 /* console connections logged in at once */
+/* Connections not logged in yet: a newer one closes the oldest, so sockets
+ * that never log in cannot keep the administrator out. */
+#define MAX_LOGINS 8
 
 static struct {
     mr_proxy *p;
     struct event_base *base;         /* owned; run by the console thread */
     struct evconnlistener *listener; /* owned; freed by the console thread */
+    mr_listen_guard *guard;          /* owned; the listener's */
     struct event *stop_ev;
     int stop_rd, stop_wr;
+    struct event *wake_ev; /* a job is done (mr_admin_wake) */
+    int wake_rd, wake_wr;
     pthread_t thread;
     bool running;
     uint32_t next_id;
     time_t started;
-} A = {.stop_rd = -1, .stop_wr = -1};
+} A = {.stop_rd = -1, .stop_wr = -1, .wake_rd = -1, .wake_wr = -1};
 
 time_t mr_admin_started(void) { return A.started; }
 
-static void refuse(int fd)
+static void refuse(int fd, const char *msg)
 {
     mr_buf b;
     mr_buf_init(&b);
-    mr_err_build(&b, 0, MR_ER_CON_COUNT, "08004", "Too many admin console connections");
-    if (!b.failed && send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-        mr_debug(0, "admin console: could not send the refusal: %s", strerror(errno));
+    mr_err_build(&b, 0, MR_ER_CON_COUNT, "08004", msg);
+    if (b.failed)
+        close(fd);
+    else
+        mr_listen_refuse_fd(fd, b.data, b.len);
     mr_buf_free(&b);
-    close(fd);
+}
+
+/* An address waiting out the back-off of its failed logins is refused at
+ * once, without a greeting. */
+static bool backing_off(int fd, const mr_admin_addr *from)
+{
+    uint64_t wait = mr_admin_login_wait_ms(from);
+    if (!wait)
+        return false;
+    char who[64], msg[200];
+    mr_admin_addr_text(from, who, sizeof who);
+    snprintf(msg, sizeof msg, "admin console: too many failed logins from %s; try again in %llu ms",
+             who, (unsigned long long)wait);
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_err_build(&b, 0, MR_ER_HOST_BLOCKED, "HY000", msg);
+    if (b.failed)
+        close(fd);
+    else
+        mr_listen_refuse_fd(fd, b.data, b.len);
+    mr_buf_free(&b);
+    mr_admin_count(&mr_admin_stats_mut()->login_backoff);
+    return true;
 }
 
 static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg)
 {
     (void)el;
-    (void)sa;
     (void)salen;
     (void)arg;
-    if (mr_admin_conn_count() >= MAX_CLIENTS) {
-        mr_warn(0, "admin console: %d connections open; refusing another", MAX_CLIENTS);
-        refuse(fd);
+    mr_listen_guard_accepted(A.guard);
+    mr_admin_addr from;
+    mr_admin_addr_of(sa, &from);
+    if (backing_off(fd, &from))
+        return;
+    if (mr_admin_conn_ready() >= MAX_CLIENTS) {
+        mr_warn(0, "admin console: %d connections logged in; refusing another", MAX_CLIENTS);
+        refuse(fd, "Too many admin console connections");
         return;
     }
-    mr_admin_conn_open(A.p, A.base, fd, ++A.next_id);
+    if (mr_admin_conn_logins() >= MAX_LOGINS)
+        mr_admin_conn_evict_login();
+    mr_admin_conn_open(A.p, A.base, fd, ++A.next_id, &from);
 }
 
 static void on_accept_error(struct evconnlistener *el, void *arg)
 {
     (void)el;
     (void)arg;
-    mr_error(0, "admin console: accept failed: %s",
-             evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    mr_listen_guard_failed(A.guard);
+}
+
+/* The listener's guard (net/listen_guard.h); false when out of memory. */
+static bool guard_listener(void)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_err_build(&b, 0, MR_ER_CON_COUNT, "08004",
+                 "Too many connections (myrewrite is out of file descriptors; try again)");
+    A.guard =
+        b.failed ? NULL
+                 : mr_listen_guard_new(A.base, A.listener, "admin console listener", b.data, b.len);
+    mr_buf_free(&b);
+    if (!A.guard)
+        return false;
+    evconnlistener_set_error_cb(A.listener, on_accept_error);
+    return true;
+}
+
+void mr_admin_wake(void *arg)
+{
+    (void)arg;
+    char byte = 0;
+    /* a full pipe has a wake-up pending already */
+    if (write(A.wake_wr, &byte, 1) < 0 && errno != EAGAIN)
+        mr_error(0, "admin console: cannot wake its thread: %s", strerror(errno));
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    (void)arg;
+    char buf[64];
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+    mr_admin_conn_jobs_done();
 }
 
 static void on_stop(evutil_socket_t fd, short what, void *arg)
@@ -81,6 +154,8 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     (void)arg;
+    mr_listen_guard_free(A.guard);
+    A.guard = NULL;
     evconnlistener_free(A.listener);
     A.listener = NULL;
     mr_admin_conn_close_all();
@@ -137,27 +212,33 @@ static bool bind_listener(const char *spec)
             mr_error(0, "admin console not started: listen %s: %s", spec, strerror(errno));
     }
     freeaddrinfo(res);
-    if (A.listener)
-        evconnlistener_set_error_cb(A.listener, on_accept_error);
-    return A.listener != NULL;
+    return A.listener && guard_listener();
 }
 
 static void release_all(void)
 {
+    mr_listen_guard_free(A.guard);
+    A.guard = NULL;
     if (A.listener)
         evconnlistener_free(A.listener);
     if (A.stop_ev)
         event_free(A.stop_ev);
+    if (A.wake_ev)
+        event_free(A.wake_ev);
     if (A.base)
         event_base_free(A.base);
     if (A.stop_rd >= 0)
         close(A.stop_rd);
     if (A.stop_wr >= 0)
         close(A.stop_wr);
+    if (A.wake_rd >= 0)
+        close(A.wake_rd);
+    if (A.wake_wr >= 0)
+        close(A.wake_wr);
     A.listener = NULL;
-    A.stop_ev = NULL;
+    A.stop_ev = A.wake_ev = NULL;
     A.base = NULL;
-    A.stop_rd = A.stop_wr = -1;
+    A.stop_rd = A.stop_wr = A.wake_rd = A.wake_wr = -1;
 }
 
 static bool setup(mr_proxy *p)
@@ -169,11 +250,17 @@ static bool setup(mr_proxy *p)
         return false;
     A.stop_rd = fds[0];
     A.stop_wr = fds[1];
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
+        return false;
+    A.wake_rd = fds[0];
+    A.wake_wr = fds[1];
     A.base = event_base_new();
     if (!A.base)
         return false;
     A.stop_ev = event_new(A.base, A.stop_rd, EV_READ, on_stop, NULL);
-    return A.stop_ev && event_add(A.stop_ev, NULL) == 0;
+    A.wake_ev = event_new(A.base, A.wake_rd, EV_READ | EV_PERSIST, on_wake, NULL);
+    return A.stop_ev && A.wake_ev && event_add(A.stop_ev, NULL) == 0 &&
+           event_add(A.wake_ev, NULL) == 0;
 }
 
 bool mr_admin_start(mr_proxy *p)

@@ -7,14 +7,13 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "admin/admin_impl.h"
 #include "myrewrite/admin/cmd.h"
 #include "myrewrite/admin/proto.h"
-#include "myrewrite/delayed/flush.h"
-#include "myrewrite/delayed/mem.h"
-#include "myrewrite/delayed/reject.h"
+#include "myrewrite/delayed/flush_request.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/net/tls_reload.h"
 #include "myrewrite/proto/codec.h"
@@ -63,42 +62,63 @@ static void reload_tls(mr_proxy *p, mr_buf *out)
     }
 }
 
-/* FLUSH DELAYED [table]: a flush round now, waited for (the console waits
- * with it: at most FLUSH_WAIT_MS). */
-#define FLUSH_WAIT_MS 10000
-static void flush_delayed(const mr_buf *arg, mr_buf *out)
+/* FLUSH DELAYED [table]: a round of every flusher now (delayed/flush_request.h),
+ * answered when done or after MR_ADMIN_JOB_LIMIT_MS; the console serves
+ * its other connections meanwhile. */
+struct mr_admin_job {
+    mr_dflush_req *req;
+};
+
+static void flush_delayed(const mr_buf *arg, mr_buf *out, mr_admin_job **job)
 {
     const char *table = arg->len ? (const char *)arg->data : "";
-    int staged = mr_delayed_flush_now(table, FLUSH_WAIT_MS);
-    int memory = mr_dmem_flush_now(table, FLUSH_WAIT_MS);
-    int rc = staged < 0 ? memory : memory < 0 ? staged : staged > memory ? staged : memory;
-    char where[400], msg[600];
-    uint64_t rejected = mr_dreject_round_report(table, where, sizeof where);
-    if (rejected && (rc == 0 || rc == 2)) {
-        snprintf(msg, sizeof msg,
-                 "FLUSH DELAYED: %" PRIu64 " staged row(s) could not be "
-                 "applied, the server refused them (%s; SHOW DELAYED REJECTED lists them)",
-                 rejected, where);
-        mr_admin_error(out, MR_DELAYED_ERR_CODE, "HY000", msg);
+    bool no_flusher;
+    mr_admin_job *j = calloc(1, sizeof *j);
+    if (j && (j->req = mr_dflush_req_start(table, true, true, mr_admin_wake, NULL, &no_flusher))) {
+        *job = j;
         return;
     }
-    switch (rc) {
-    case 0: mr_admin_lines_result(out, "result", "flushed"); return;
-    case 1:
-        mr_admin_lines_result(out, "result",
-                              "still flushing after 10 s; it goes on in the "
-                              "background");
-        return;
-    case 2:
-        mr_admin_error(out, MR_DELAYED_ERR_CODE, "HY000",
-                       "FLUSH DELAYED: a chunk failed (see the log and SHOW DELAYED); its "
-                       "deltas are kept and retried at the next round");
-        return;
-    default:
+    free(j);
+    if (no_flusher)
         mr_admin_error(out, MR_ER_UNKNOWN_COM, "42000",
                        "nothing to flush: no [delayed] rule is in force, or proxy_user is not "
                        "set so the proxy has no connection of its own");
+    else
+        mr_admin_error(out, MR_ER_OUT_OF_MEMORY, "HY000", "out of memory");
+}
+
+bool mr_admin_job_answer(mr_admin_job *j, bool limit_passed, mr_buf *out)
+{
+    mr_dflush_outcome o;
+    if (!mr_dflush_req_outcome(j->req, &o) && !limit_passed)
+        return false;
+    char msg[600];
+    if (o.rejected && (o.result == 0 || o.result == 2)) {
+        snprintf(msg, sizeof msg,
+                 "FLUSH DELAYED: %" PRIu64 " staged row(s) could not be "
+                 "applied, the server refused them (%s; SHOW DELAYED REJECTED lists them)",
+                 o.rejected, o.where);
+        mr_admin_error(out, MR_DELAYED_ERR_CODE, "HY000", msg);
+    } else if (o.result == 0) {
+        mr_admin_lines_result(out, "result", "flushed");
+    } else if (o.result == 1) {
+        snprintf(msg, sizeof msg, "still flushing after %d s; it goes on in the background",
+                 MR_ADMIN_JOB_LIMIT_MS / 1000);
+        mr_admin_lines_result(out, "result", msg);
+    } else {
+        mr_admin_error(out, MR_DELAYED_ERR_CODE, "HY000",
+                       "FLUSH DELAYED: a chunk failed (see the log and SHOW DELAYED); its "
+                       "deltas are kept and retried at the next round");
     }
+    return true;
+}
+
+void mr_admin_job_free(mr_admin_job *j)
+{
+    if (!j)
+        return;
+    mr_dflush_req_release(j->req);
+    free(j);
 }
 
 static void version_comment(mr_buf *out)
@@ -111,7 +131,7 @@ static void version_comment(mr_buf *out)
     mr_rs_end(&rs);
 }
 
-static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out)
+static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out, mr_admin_job **job)
 {
     switch (cmd) {
     case MR_ADM_SHOW_VERSION: mr_admin_show_version(p, out); return;
@@ -124,7 +144,7 @@ static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out)
     case MR_ADM_SHOW_DELAYED: mr_admin_show_delayed(p, out); return;
     case MR_ADM_SHOW_PAGINATION: mr_admin_show_pagination(p, out); return;
     case MR_ADM_SHOW_CLIENTS: mr_admin_show_clients(p, out); return;
-    case MR_ADM_FLUSH_DELAYED: flush_delayed(arg, out); return;
+    case MR_ADM_FLUSH_DELAYED: flush_delayed(arg, out, job); return;
     case MR_ADM_SHOW_DELAYED_REJECTED:
         mr_admin_show_delayed_rejected(arg->len ? (const char *)arg->data : "", out);
         return;
@@ -145,7 +165,7 @@ static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out)
     unknown(out);
 }
 
-void mr_admin_exec(mr_proxy *p, const char *sql, size_t len, mr_buf *out)
+void mr_admin_exec(mr_proxy *p, const char *sql, size_t len, mr_buf *out, mr_admin_job **job)
 {
     mr_buf arg;
     mr_buf_init(&arg);
@@ -153,7 +173,7 @@ void mr_admin_exec(mr_proxy *p, const char *sql, size_t len, mr_buf *out)
     if (arg.failed) {
         mr_admin_error(out, MR_ER_OUT_OF_MEMORY, "HY000", "out of memory");
     } else {
-        run(p, cmd, &arg, out);
+        run(p, cmd, &arg, out, job);
     }
     mr_buf_free(&arg);
 }

@@ -56,6 +56,9 @@ typedef struct key_def {
 static const key_def keys[] = {
     {"admin_listen", T_TCP_OPT, K(admin_listen), "127.0.0.1:6034",
      "loopback TCP address of the admin console (MySQL protocol); empty: off"},
+    {"admin_login_timeout", T_DURATION, K(admin_login_timeout_ms), "3s",
+     "how long a console connection may take to log in; at most 8 may be logging in at once "
+     "(a newer one closes the oldest), apart from the 32 logged in"},
     {"admin_password", T_STRING, K(admin_password), "",
      "admin console password; the console does not start without one"},
     {"admin_user", T_STRING, K(admin_user), "admin", "admin console user name"},
@@ -103,6 +106,12 @@ static const key_def keys[] = {
     {"http_insecure", T_BOOL, K(http_insecure), "no",
      "yes: serve http_listen on an address other than loopback without http_token (anyone "
      "who reaches it reads /metrics)"},
+    {"http_max_connections", T_COUNT, K(http_max_connections), "64",
+     "connections the HTTP endpoint holds at once (at least 1); past it a client gets 503 "
+     "and is closed, so idle sockets cannot take the proxy's descriptors"},
+    {"http_timeout", T_DURATION, K(http_timeout_ms), "10s",
+     "an HTTP connection that takes longer than this to send a request's headers, or stays "
+     "idle this long between two requests, is closed"},
     {"http_token", T_STRING, K(http_token), "",
      "when set, /metrics answers only requests with the header 'Authorization: Bearer "
      "<token>' (401 otherwise); /health and /ready stay open; empty: no token"},

@@ -16,13 +16,15 @@
 
 #include "myrewrite/base/buf.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/net/listen_guard.h"
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/session/worker.h"
 
 struct mr_listener {
     mr_proxy *proxy;
-    struct evconnlistener *tcp;   /* owned */
-    struct evconnlistener *unix_; /* owned; NULL when no socket is configured */
+    struct evconnlistener *tcp;              /* owned */
+    struct evconnlistener *unix_;            /* owned; NULL when no socket is configured */
+    mr_listen_guard *tcp_guard, *unix_guard; /* owned */
     char unix_path[108];
     unsigned next_worker;
 };
@@ -34,10 +36,11 @@ static void refuse(int fd, const char *msg)
     mr_buf b;
     mr_buf_init(&b);
     mr_err_build(&b, 0, MR_ER_CON_COUNT, "08004", msg);
-    if (!b.failed && send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-        mr_debug(0, "could not send the refusal: %s", strerror(errno));
+    if (b.failed)
+        close(fd);
+    else
+        mr_listen_refuse_fd(fd, b.data, b.len);
     mr_buf_free(&b);
-    close(fd);
 }
 
 static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa, int salen,
@@ -45,9 +48,9 @@ static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sock
 {
     mr_listener *l = arg;
     mr_proxy *p = l->proxy;
-    (void)el;
     (void)sa;
     (void)salen;
+    mr_listen_guard_accepted(el == l->tcp ? l->tcp_guard : l->unix_guard);
     uint64_t n = atomic_fetch_add(&p->connections, 1) + 1;
     if (n > p->cfg->max_connections) {
         atomic_fetch_sub(&p->connections, 1);
@@ -64,12 +67,28 @@ static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sock
     }
 }
 
+/* EMFILE and friends: the guard refuses, pauses and logs (net/listen_guard.h). */
 static void on_accept_error(struct evconnlistener *el, void *arg)
 {
-    (void)el;
-    (void)arg;
-    /* EMFILE and friends: log and keep listening; libevent retries. */
-    mr_error(0, "accept failed: %s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    mr_listener *l = arg;
+    mr_listen_guard_failed(el == l->tcp ? l->tcp_guard : l->unix_guard);
+}
+
+/* The guard of one listening socket, with the answer a client gets while
+ * the proxy is out of descriptors. */
+static mr_listen_guard *guard(struct event_base *base, struct evconnlistener *el, const char *name)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_err_build(&b, 0, MR_ER_CON_COUNT, "08004",
+                 "Too many connections (myrewrite is out of file descriptors; try again)");
+    mr_listen_guard *g = b.failed ? NULL : mr_listen_guard_new(base, el, name, b.data, b.len);
+    mr_buf_free(&b);
+    if (!g)
+        mr_error(0, "%s: out of memory", name);
+    else
+        evconnlistener_set_error_cb(el, on_accept_error);
+    return g;
 }
 
 static struct evconnlistener *bind_tcp(struct event_base *base, mr_listener *l, const mr_addr *a)
@@ -119,17 +138,12 @@ mr_listener *mr_listener_start(struct event_base *base, mr_proxy *p)
     if (!l)
         return NULL;
     l->proxy = p;
-    if (!mr_addr_parse(p->cfg->listen, &a) || a.is_unix || !(l->tcp = bind_tcp(base, l, &a))) {
+    if (!mr_addr_parse(p->cfg->listen, &a) || a.is_unix || !(l->tcp = bind_tcp(base, l, &a)) ||
+        !(l->tcp_guard = guard(base, l->tcp, "client listener")) ||
+        (p->cfg->socket[0] && (!(l->unix_ = bind_unix(base, l, p->cfg->socket)) ||
+                               !(l->unix_guard = guard(base, l->unix_, "unix socket listener"))))) {
         mr_listener_stop(l);
         return NULL;
-    }
-    evconnlistener_set_error_cb(l->tcp, on_accept_error);
-    if (p->cfg->socket[0]) {
-        if (!(l->unix_ = bind_unix(base, l, p->cfg->socket))) {
-            mr_listener_stop(l);
-            return NULL;
-        }
-        evconnlistener_set_error_cb(l->unix_, on_accept_error);
     }
     return l;
 }
@@ -138,6 +152,8 @@ void mr_listener_stop(mr_listener *l)
 {
     if (!l)
         return;
+    mr_listen_guard_free(l->tcp_guard); /* before the sockets it watches */
+    mr_listen_guard_free(l->unix_guard);
     if (l->tcp)
         evconnlistener_free(l->tcp);
     if (l->unix_) {

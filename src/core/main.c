@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -307,6 +308,43 @@ static bool start_workers(mr_proxy *p, mr_ruleset *rules)
     return true;
 }
 
+/* Descriptors the proxy keeps for itself: the listeners and their reserves,
+ * the workers' pipes and rings, the log, the console, HTTP and the own
+ * connections. A generous round figure, for the estimate logged below. */
+#define FD_OWN_USE 64
+
+/* The soft RLIMIT_NOFILE raised to the hard one: a client takes two
+ * descriptors (its socket and its server's), and the listeners refuse
+ * clients once the limit is reached. The log says what that allows. */
+static void raise_fd_limit(const mr_config *c)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        mr_warn(0, "cannot read the descriptor limit: %s", strerror(errno));
+        return;
+    }
+    rlim_t was = rl.rlim_cur;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            mr_warn(0, "cannot raise the descriptor limit to %llu: %s",
+                    (unsigned long long)rl.rlim_max, strerror(errno));
+            rl.rlim_cur = was;
+        }
+    }
+    unsigned long long lim = rl.rlim_cur, room = lim > FD_OWN_USE ? (lim - FD_OWN_USE) / 2 : 0;
+    if (room < c->max_connections)
+        mr_warn(0,
+                "descriptor limit %llu (was %llu): room for about %llu clients, fewer than "
+                "max_connections (%llu); clients past it are refused with ERR 1040",
+                lim, (unsigned long long)was, room, (unsigned long long)c->max_connections);
+    else
+        mr_info(0,
+                "descriptor limit %llu (was %llu): room for about %llu clients (max_connections "
+                "%llu)",
+                lim, (unsigned long long)was, room, (unsigned long long)c->max_connections);
+}
+
 /* Listening: serves until SIGTERM or SIGINT. */
 static void serve(mr_config *c, mr_proxy *p, struct event_base *base)
 {
@@ -332,6 +370,7 @@ static void serve(mr_config *c, mr_proxy *p, struct event_base *base)
 
 static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
 {
+    raise_fd_limit(c);
     struct event_base *base = event_base_new();
     mr_schema_cache_on_load(mr_session_wake_parked, p);
     mr_schema_cache_start(c, p->backend_name);

@@ -62,8 +62,7 @@ static struct {
     bool setup_asked;        /* a staging table is missing: set up the tables not ready
                                 now, whatever their setup_after_ms (mr_delayed_setup_now) */
     uint64_t deadline_ms;
-    uint64_t flush_asked, flush_done; /* FLUSH DELAYED requests and the last one served */
-    bool flush_ok;                    /* every table it asked for flushed without a failure */
+    uint64_t flush_asked, flush_done; /* rounds asked (mr_delayed_wake), the last one served */
     char flush_filter[200];           /* its table ("" = all), as `t` or `schema.t` */
     /* main thread */
     mr_bgconn *bg;
@@ -1347,14 +1346,12 @@ static uint64_t tick(MYSQL *db, void *arg)
     memcpy(filter, D.flush_filter, sizeof filter);
     pthread_mutex_unlock(&D.lock);
     uint64_t wait;
-    bool asked_ok = round_over(db, asked_now ? filter : NULL, final, deadline, &wait);
+    round_over(db, asked_now ? filter : NULL, final, deadline, &wait);
     if ((final || asked_now) && !mr_bg_conn_broken(db)) {
         pthread_mutex_lock(&D.lock);
         D.final_done = D.final_done || final;
-        if (asked > D.flush_done) {
+        if (asked > D.flush_done)
             D.flush_done = asked;
-            D.flush_ok = asked_ok;
-        }
         pthread_cond_broadcast(&D.done_cond);
         pthread_mutex_unlock(&D.lock);
     }
@@ -1394,29 +1391,10 @@ static bool start_thread(const mr_proxy *p)
     static const mr_bgconn_ops ops = {
         .name = "delayed flush", .on_connect = on_connect, .tick = tick, .arg = NULL};
     mr_bgconn *bg = mr_bgconn_start(p->cfg, p->backend_name, &ops);
-    pthread_mutex_lock(&D.lock); /* mr_delayed_flush_now reads it from the console */
+    pthread_mutex_lock(&D.lock); /* read by the other threads' calls */
     D.bg = bg;
     pthread_mutex_unlock(&D.lock);
     return bg != NULL;
-}
-
-int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms)
-{
-    struct timespec until = mr_deadline_in(CLOCK_REALTIME, timeout_ms);
-    pthread_mutex_lock(&D.lock);
-    mr_bgconn *bg = D.bg;
-    uint64_t mine = ++D.flush_asked;
-    snprintf(D.flush_filter, sizeof D.flush_filter, "%s", table_filter ? table_filter : "");
-    pthread_mutex_unlock(&D.lock);
-    if (!bg)
-        return -1;
-    mr_bgconn_wake(bg);
-    pthread_mutex_lock(&D.lock);
-    while (D.flush_done < mine && pthread_cond_timedwait(&D.done_cond, &D.lock, &until) == 0)
-        ;
-    int rc = D.flush_done < mine ? 1 : D.flush_ok ? 0 : 2;
-    pthread_mutex_unlock(&D.lock);
-    return rc;
 }
 
 void mr_delayed_setup_now(void)

@@ -28,8 +28,8 @@
  * which opens it again for the round.
  *
  * Threads: start/stop on the main thread (or under the reload lock); wake
- * and flush_now from any thread; the rest on the flusher thread. Counters are written by the
- * flusher thread only.
+ * and the FLUSH DELAYED job from any thread; the rest on the flusher thread. Counters are written
+ * by the flusher thread only.
  */
 #include <inttypes.h>
 #include <mysql.h>
@@ -55,9 +55,6 @@ static struct {
     pthread_cond_t cond;
     /* guarded by lock */
     mr_bgconn *bg;
-    uint64_t asked, served; /* mr_dmem_flush_now requests and the last one served */
-    bool served_ok;         /* that round left nothing pending in the tables asked for */
-    char filter[140];       /* the tables asked for: `t`, `schema.t`, "" = all */
     bool final_wanted, final_done;
     uint64_t deadline_ms;
     /* any thread */
@@ -530,20 +527,14 @@ static bool nothing_held(void)
 static uint64_t tick(MYSQL *db, void *arg)
 {
     (void)arg;
-    char filter[sizeof F.filter];
     pthread_mutex_lock(&F.lock);
-    uint64_t asked = F.asked;
     bool final = F.final_wanted;
     uint64_t deadline = F.deadline_ms;
-    memcpy(filter, F.filter, sizeof filter);
     pthread_mutex_unlock(&F.lock);
     uint64_t wait;
-    round_ask a = {
-        .all = final, .filter = asked > F.served ? filter : NULL, .deadline = final ? deadline : 0};
+    round_ask a = {.all = final, .filter = NULL, .deadline = final ? deadline : 0};
     bool ok = round_due(db, &a, &wait);
     pthread_mutex_lock(&F.lock);
-    F.served = asked;
-    F.served_ok = a.asked_ok;
     F.final_done = F.final_done || final;
     pthread_cond_broadcast(&F.cond);
     pthread_mutex_unlock(&F.lock);
@@ -554,9 +545,8 @@ static uint64_t tick(MYSQL *db, void *arg)
 
 /* ---- FLUSH DELAYED from a client: a job (as delayed/flush.c's) ------------------ */
 
-/* Answered once, as the tick answers mr_dmem_flush_now: a round that the
- * connection broke under reports its keys pending (2), and they are
- * flushed by the rounds after the reconnect. */
+/* Answered once: a round that the connection broke under reports its keys
+ * pending (2), and they are flushed by the rounds after the reconnect. */
 static bool run_flush_job(MYSQL *db, void *arg)
 {
     dflush_job *j = arg;
@@ -618,29 +608,6 @@ void dm_flusher_stats(mr_dmem_stats *out)
     out->keys = atomic_load(&F.keys);
     out->errors = atomic_load(&F.errors);
     out->lost = atomic_load(&F.lost);
-}
-
-int mr_dmem_flush_now(const char *table_filter, uint64_t timeout_ms)
-{
-    struct timespec until = mr_deadline_in(CLOCK_REALTIME, timeout_ms);
-    pthread_mutex_lock(&F.lock);
-    mr_bgconn *bg = F.bg;
-    const char *want = table_filter ? table_filter : "";
-    /* two requests for different tables before the round: it takes them all */
-    if (F.asked > F.served && strcmp(F.filter, want) != 0)
-        want = "";
-    snprintf(F.filter, sizeof F.filter, "%s", want);
-    uint64_t mine = ++F.asked;
-    pthread_mutex_unlock(&F.lock);
-    if (!bg)
-        return -1;
-    mr_bgconn_wake(bg);
-    pthread_mutex_lock(&F.lock);
-    while (F.served < mine && pthread_cond_timedwait(&F.cond, &F.lock, &until) == 0)
-        ;
-    int rc = F.served < mine ? 1 : F.served_ok ? 0 : 2;
-    pthread_mutex_unlock(&F.lock);
-    return rc;
 }
 
 void dm_flusher_stop(uint64_t drain_ms)

@@ -3,25 +3,19 @@
  * a client: the flushers run a round now and the client gets OK once it is
  * done (or an ERR saying why not).
  *
- * The worker never waits. The round is a job on each flusher's own
- * connection that has a matching table (mr_delayed_flush_job,
- * mr_dmem_flush_job): it runs on that flusher's thread, in its job queue.
- * The last job done calls the session's wake (feature/feature.h), which
- * writes to its worker's pipe; the worker then runs the bg_answer hooks of
- * its waiting sessions and this one sends the answer. Meanwhile the
- * session sits in SS_WAIT_BG and reads no further command. After 30 s a
- * timer answers that the flush goes on in the background.
+ * The worker never waits. The round is a request to the flushers that
+ * have a matching table (delayed/flush_request.h): the last job done calls
+ * the session's wake (feature/feature.h), which writes to its worker's
+ * pipe; the worker then runs the bg_answer hooks of its waiting sessions
+ * and this one sends the answer. Meanwhile the session sits in SS_WAIT_BG
+ * and reads no further command. After 30 s a timer answers that the flush
+ * goes on in the background. A session that ends first lets go of the
+ * request, so a job finishing later wakes nobody.
  *
- * The request is shared by the session and its jobs and freed by the last
- * of them to let go. A session that ends first clears the request's wake
- * under its lock, so a job finishing later wakes nobody: its answer finds
- * the session gone.
- *
- * Threads: the session's worker, but part_done (a flusher's thread).
+ * Threads: the session's worker.
  */
 #include <event2/event.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +25,7 @@
 #include "myrewrite/base/log.h"
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/flush.h"
-#include "myrewrite/delayed/reject.h"
+#include "myrewrite/delayed/flush_request.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/sql/lexer.h"
@@ -39,17 +33,10 @@
 #define FLUSH_WAIT_MS 30000
 
 struct ds_flush {
-    pthread_mutex_t lock; /* guards everything below but timer and timed_out */
-    unsigned refs;        /* the session's (until it lets go) and one per job */
-    unsigned parts;       /* jobs not done yet */
-    mr_fwake wake;        /* cleared when the session lets go */
-    int result;           /* -1 no part yet; else as mr_delayed_flush_now: 0, 1, 2 */
-    uint64_t rejected;    /* rows the round moved to dead-letter tables */
-    char filter[140];     /* `schema.t`; "" = all */
-    char where[400];      /* which tables, why, and where the rows are */
-    struct event *timer;  /* worker: FLUSH_WAIT_MS */
-    mr_fsession *fs;      /* worker: whose request it is */
-    bool timed_out;       /* worker: the timer fired first */
+    mr_dflush_req *req;  /* the flushers' jobs */
+    struct event *timer; /* FLUSH_WAIT_MS */
+    mr_fsession *fs;     /* whose request it is */
+    bool timed_out;      /* the timer fired first */
 };
 
 /* ---- reading the statement ---------------------------------------------------- */
@@ -140,46 +127,14 @@ static bool find_tables(const mr_ruleset *rs, const char *schema, const char *ta
 
 /* ---- the request ------------------------------------------------------------- */
 
-/* Drops one reference (lock held); the last one frees. */
-static void unref_locked(struct ds_flush *f)
-{
-    bool last = --f->refs == 0;
-    pthread_mutex_unlock(&f->lock);
-    if (!last)
-        return;
-    pthread_mutex_destroy(&f->lock);
-    free(f);
-}
-
-/* Every part is done (lock held): what went to dead-letter tables, and
- * the worker is told. */
-static void finish_locked(struct ds_flush *f)
-{
-    f->rejected = mr_dreject_round_report(f->filter, f->where, sizeof f->where);
-    if (f->wake.fn)
-        f->wake.fn(f->wake.arg); /* under the lock: the session cannot go meanwhile */
-}
-
-/* One flusher's job is done (its thread): the worse result is kept. */
-static void part_done(void *arg, int rc)
-{
-    struct ds_flush *f = arg;
-    pthread_mutex_lock(&f->lock);
-    f->result = f->result < 0 ? rc : rc < 0 ? f->result : rc > f->result ? rc : f->result;
-    if (--f->parts == 0)
-        finish_locked(f);
-    unref_locked(f);
-}
-
 /* The session lets go: later parts wake nobody. */
 static void release(struct ds_flush *f)
 {
     if (f->timer)
         event_free(f->timer);
-    f->timer = NULL;
-    pthread_mutex_lock(&f->lock);
-    f->wake.fn = NULL;
-    unref_locked(f);
+    if (f->req)
+        mr_dflush_req_release(f->req);
+    free(f);
 }
 
 static void timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -191,39 +146,17 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     f->fs->ops->answer_now(f->fs);
 }
 
-/* The jobs, one per flusher with a matching table; false when none could
- * be queued (then nothing of f is shared yet). */
-static bool submit(struct ds_flush *f, bool staged, bool memory)
-{
-    pthread_mutex_lock(&f->lock);
-    f->refs += staged + memory;
-    f->parts = staged + memory;
-    pthread_mutex_unlock(&f->lock);
-    bool a = staged && mr_delayed_flush_job(f->filter, part_done, f);
-    bool b = memory && mr_dmem_flush_job(f->filter, part_done, f);
-    pthread_mutex_lock(&f->lock);
-    /* a flusher that is not running takes no job: its part is -1 */
-    unsigned missing = (staged && !a) + (memory && !b);
-    f->refs -= missing;
-    f->parts -= missing;
-    bool any = a || b;
-    if (any && missing && f->parts == 0)
-        finish_locked(f); /* the job that did run finished first */
-    pthread_mutex_unlock(&f->lock);
-    return any;
-}
-
 /* ---- answering ----------------------------------------------------------------- */
 
-/* rejected and where: the round's dead-letter report (read under f's lock). */
-static void answer(mr_fsession *fs, int result, uint64_t rejected, const char *where)
+static void answer(mr_fsession *fs, const mr_dflush_outcome *o)
 {
-    if (rejected && (result == 0 || result == 2)) {
+    int result = o->result;
+    if (o->rejected && (result == 0 || result == 2)) {
         char msg[600];
         snprintf(msg, sizeof msg,
                  "FLUSH DELAYED: %" PRIu64 " staged row(s) could not be "
                  "applied, the server refused them (%s; SHOW DELAYED REJECTED lists them)",
-                 rejected, where);
+                 o->rejected, o->where);
         fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, "HY000", msg);
     } else if (result == 0) {
         fs->ops->send_ok(fs, 0, 0);
@@ -242,19 +175,13 @@ static void answer(mr_fsession *fs, int result, uint64_t rejected, const char *w
 bool ds_flush_answer(mr_fsession *fs, ds_session *d)
 {
     struct ds_flush *f = d->flush;
+    mr_dflush_outcome o;
     if (!f)
         return false;
-    char where[sizeof f->where];
-    pthread_mutex_lock(&f->lock);
-    bool done = f->parts == 0;
-    int result = done ? f->result : 1;
-    uint64_t rejected = done ? f->rejected : 0;
-    memcpy(where, f->where, sizeof where);
-    pthread_mutex_unlock(&f->lock);
-    if (!done && !f->timed_out)
+    if (!mr_dflush_req_outcome(f->req, &o) && !f->timed_out)
         return false; /* another session's job woke the worker */
     d->flush = NULL;
-    answer(fs, result, rejected, where);
+    answer(fs, &o);
     release(f);
     return true;
 }
@@ -274,22 +201,21 @@ static mr_hook_action refuse(mr_fsession *fs, const char *msg)
     return MR_HOOK_ANSWERED;
 }
 
-static struct ds_flush *request_new(mr_fsession *fs)
+/* The request with its timer; NULL with *no_flusher when no flusher took
+ * a job, or out of memory. */
+static struct ds_flush *request_new(mr_fsession *fs, const char *filter, bool staged, bool memory,
+                                    bool *no_flusher)
 {
     struct ds_flush *f = calloc(1, sizeof *f);
+    *no_flusher = false;
     if (!f)
         return NULL;
-    if (pthread_mutex_init(&f->lock, NULL) != 0) {
-        free(f);
-        return NULL;
-    }
-    f->refs = 1;
-    f->result = -1;
-    f->wake = fs->wake;
     f->fs = fs;
     f->timer = event_new(fs->base, -1, 0, timer_cb, f);
     struct timeval tv = {FLUSH_WAIT_MS / 1000, 0};
-    if (!f->timer || event_add(f->timer, &tv) != 0) {
+    if (!f->timer || event_add(f->timer, &tv) != 0 ||
+        !(f->req =
+              mr_dflush_req_start(filter, staged, memory, fs->wake.fn, fs->wake.arg, no_flusher))) {
         release(f);
         return NULL;
     }
@@ -316,16 +242,16 @@ mr_hook_action ds_flush_statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt
         return refuse(fs, msg);
     }
     ds_session *d = ds_state(st);
-    struct ds_flush *f = d ? request_new(fs) : NULL;
-    if (!f)
-        return refuse(fs, "FLUSH DELAYED: myrewrite is out of memory");
+    char filter[140] = "";
     if (table[0])
-        snprintf(f->filter, sizeof f->filter, "%.64s.%.64s", sch, table);
-    if (!submit(f, staged, memory)) {
-        release(f);
+        snprintf(filter, sizeof filter, "%.64s.%.64s", sch, table);
+    bool no_flusher = false;
+    struct ds_flush *f = d ? request_new(fs, filter, staged, memory, &no_flusher) : NULL;
+    if (!f && no_flusher)
         return refuse(fs, "FLUSH DELAYED: no flusher is running (proxy_user is not set, so the "
                           "proxy has no connection of its own)");
-    }
+    if (!f)
+        return refuse(fs, "FLUSH DELAYED: myrewrite is out of memory");
     d->flush = f;
     return MR_HOOK_WAIT_BG;
 }

@@ -15,10 +15,12 @@
 #include <string.h>
 
 #include "http/http_impl.h"
+#include "myrewrite/admin/admin.h"
 #include "myrewrite/base/counters.h"
 #include "myrewrite/delayed/flush.h"
 #include "myrewrite/delayed/group.h"
 #include "myrewrite/delayed/mem.h"
+#include "myrewrite/net/listen_guard.h"
 #include "myrewrite/queue/release.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/schema/cache.h"
@@ -39,6 +41,8 @@ typedef struct counter_def {
 #define D(field) offsetof(mr_delayed_stats, field)
 #define SC(field) offsetof(mr_schema_cache_stats, field)
 #define G(field) offsetof(mr_dgroup_stats, field)
+#define A(field) offsetof(mr_admin_stats, field)
+#define L(field) offsetof(mr_listen_stats, field)
 
 static const counter_def worker_counters[] = {
     {"myrewrite_connections_accepted_total", "counter", "Client connections taken by a worker.",
@@ -339,6 +343,43 @@ static void write_memory(struct evbuffer *out)
     }
 }
 
+static const counter_def admin_counters[] = {
+    {"myrewrite_admin_login_failures_total", "counter",
+     "Admin console logins refused: wrong user or password.", A(login_failures)},
+    {"myrewrite_admin_login_backoff_total", "counter",
+     "Admin console connections refused at once: their address was waiting out the back-off "
+     "of its failed logins.",
+     A(login_backoff)},
+    {"myrewrite_admin_login_evicted_total", "counter",
+     "Admin console connections that had not logged in, closed to make room for a newer one.",
+     A(login_evicted)},
+    {"myrewrite_admin_login_timeouts_total", "counter",
+     "Admin console connections that did not log in within admin_login_timeout.",
+     A(login_timeouts)},
+};
+
+static const counter_def listen_counters[] = {
+    {"myrewrite_accept_failures_total", "counter",
+     "Failed accepts on any listener (clients, console, HTTP), such as out of file descriptors.",
+     L(accept_failures)},
+    {"myrewrite_accept_refused_total", "counter",
+     "Connections accepted only to be refused: out of file descriptors, or the HTTP endpoint "
+     "at http_max_connections.",
+     L(refused)},
+    {"myrewrite_accept_pauses_total", "counter",
+     "Pauses of a listener after a failed accept (50 ms doubling to 1 s).", L(pauses)},
+};
+
+static void write_admin(struct evbuffer *out)
+{
+    write_counters(out, admin_counters, COUNT(admin_counters), mr_admin_stats_get());
+}
+
+static void write_listeners(struct evbuffer *out)
+{
+    write_counters(out, listen_counters, COUNT(listen_counters), mr_listen_stats_get());
+}
+
 static void write_queue(struct evbuffer *out)
 {
     write_counters(out, queue_counters, COUNT(queue_counters), mr_queue_stats_get());
@@ -362,6 +403,8 @@ void mr_metrics_write(mr_proxy *p, struct evbuffer *out)
     write_unreadable(p, out);
     write_rules(p, out);
     write_queue(out);
+    write_admin(out);
+    write_listeners(out);
     write_delayed(out);
     mr_metrics_write_ops(p, out);
     write_schema_cache(out);

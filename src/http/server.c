@@ -20,9 +20,11 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -34,6 +36,7 @@
 #include <unistd.h>
 
 #include "myrewrite/base/log.h"
+#include "myrewrite/net/listen_guard.h"
 #include "myrewrite/session/reload.h"
 #include "myrewrite/session/worker.h"
 
@@ -61,6 +64,11 @@ static struct {
     pthread_t thread;
     bool running;
     probe probe;
+    mr_listen_guard *guard;       /* the listener's: refusals, pauses, the cap */
+    uint64_t open;                /* connections evhttp holds now */
+    struct event *claim_ev;       /* runs claim() after an accept */
+    struct bufferevent **pending; /* made, not claimed yet; each holds a reference */
+    size_t npending, pending_cap;
 } H = {.wake = {-1, -1}, .probe = {.fd = -1}};
 
 /* ---- replies ------------------------------------------------------------------- */
@@ -237,6 +245,115 @@ static void serve_ready(struct evhttp_request *req)
         probe_start();
 }
 
+/* ---- the connection cap --------------------------------------------------------- */
+
+/* What a client gets when the endpoint has http_max_connections open or the
+ * proxy is out of descriptors. */
+#define BUSY_BODY                                                                                  \
+    "busy: the HTTP endpoint has http_max_connections connections open, or the proxy is out "      \
+    "of file descriptors; try again\n"
+static const char busy_reply[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                                 "Content-Type: text/plain; charset=utf-8\r\n"
+                                 "Cache-Control: no-store\r\n"
+                                 "Retry-After: 1\r\n"
+                                 "Connection: close\r\n"
+                                 "Content-Length: 118\r\n"
+                                 "\r\n" BUSY_BODY;
+_Static_assert(sizeof(BUSY_BODY) - 1 == 118, "Content-Length of the busy reply");
+
+static void on_accept_error(struct evconnlistener *el, void *arg)
+{
+    (void)el;
+    (void)arg;
+    mr_listen_guard_failed(H.guard);
+}
+
+static uint64_t cap(void)
+{
+    return H.p->cfg->http_max_connections ? H.p->cfg->http_max_connections : 1;
+}
+
+static void connection_gone(void)
+{
+    if (H.open-- == cap() && H.guard)
+        mr_listen_guard_set_full(H.guard, false);
+}
+
+static void on_close(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    (void)arg;
+    connection_gone();
+}
+
+/* evhttp 2.1 says nothing when it drops a connection, but calls the close
+ * callback of one that has it. The connection does not exist yet when
+ * evhttp asks for its bufferevent; it does once the accept callback
+ * returns, as the bufferevent's callback argument. So each bufferevent
+ * made is held (a reference) until this runs, just after: a connection
+ * evhttp dropped meanwhile has no callbacks left. */
+static void claim(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    for (size_t i = 0; i < H.npending; i++) {
+        void *evcon = NULL;
+        bufferevent_getcb(H.pending[i], NULL, NULL, NULL, &evcon);
+        if (evcon)
+            evhttp_connection_set_closecb(evcon, on_close, NULL);
+        else
+            connection_gone();
+        bufferevent_decref(H.pending[i]);
+    }
+    H.npending = 0;
+}
+
+static bool hold(struct bufferevent *bev)
+{
+    if (H.npending == H.pending_cap) {
+        size_t cap = H.pending_cap ? H.pending_cap * 2 : 16;
+        struct bufferevent **v = realloc(H.pending, cap * sizeof *v);
+        if (!v)
+            return false;
+        H.pending = v;
+        H.pending_cap = cap;
+    }
+    bufferevent_incref(bev);
+    H.pending[H.npending++] = bev;
+    event_active(H.claim_ev, 0, 0);
+    return true;
+}
+
+/* evhttp asks for each accepted connection's bufferevent (HTTP thread). */
+static struct bufferevent *new_connection(struct event_base *base, void *arg)
+{
+    (void)arg;
+    mr_listen_guard_accepted(H.guard);
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev || !hold(bev))
+        return bev; /* not counted (out of memory); NULL: evhttp makes its own */
+    if (++H.open == cap() && !mr_listen_guard_set_full(H.guard, true))
+        mr_warn(0, "HTTP endpoint: at http_max_connections, and new clients wait instead of "
+                   "getting 503 (out of memory)");
+    return bev;
+}
+
+/* The guard on the listener evhttp made; false when out of memory. */
+static bool guard_listener(struct evhttp_bound_socket *bound)
+{
+    struct evconnlistener *el = bound ? evhttp_bound_socket_get_listener(bound) : NULL;
+    if (!el)
+        return false;
+    H.guard = mr_listen_guard_new(H.base, el, "HTTP listener", busy_reply, sizeof busy_reply - 1);
+    H.claim_ev = event_new(H.base, -1, 0, claim, NULL);
+    if (!H.guard || !H.claim_ev)
+        return false;
+    evconnlistener_set_error_cb(el, on_accept_error);
+    evhttp_set_bevcb(H.http, new_connection, NULL);
+    return true;
+}
+
 /* ---- routing and the thread ---------------------------------------------------- */
 
 /* /metrics with http_token set: the request must carry it. /health and
@@ -301,6 +418,10 @@ static void *http_thread(void *arg)
 
 static void teardown(void)
 {
+    mr_listen_guard_free(H.guard); /* before evhttp frees the listener it watches */
+    H.guard = NULL;
+    if (H.claim_ev)
+        claim(-1, 0, NULL);
     if (H.probe.ev)
         event_free(H.probe.ev);
     if (H.probe.fd >= 0)
@@ -309,6 +430,9 @@ static void teardown(void)
         evhttp_free(H.http);
     if (H.wake_ev)
         event_free(H.wake_ev);
+    if (H.claim_ev)
+        event_free(H.claim_ev);
+    free(H.pending);
     for (int i = 0; i < 2; i++)
         if (H.wake[i] >= 0)
             close(H.wake[i]);
@@ -330,11 +454,14 @@ static bool setup(const mr_addr *a)
     evhttp_set_allowed_methods(H.http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
                                            EVHTTP_REQ_PATCH);
-    evhttp_set_timeout(H.http, 10);
+    uint64_t ms = H.p->cfg->http_timeout_ms;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    evhttp_set_timeout_tv(H.http, &tv); /* reading a request, and idle between two */
     evhttp_set_max_headers_size(H.http, 16384);
     evhttp_set_max_body_size(H.http, 4096);
     evhttp_set_gencb(H.http, on_request, NULL);
-    return evhttp_bind_socket_with_handle(H.http, a->host, (ev_uint16_t)atoi(a->port)) != NULL;
+    return guard_listener(
+        evhttp_bind_socket_with_handle(H.http, a->host, (ev_uint16_t)atoi(a->port)));
 }
 
 bool mr_http_start(mr_proxy *p)
@@ -362,7 +489,8 @@ bool mr_http_start(mr_proxy *p)
         return false;
     }
     H.running = true;
-    mr_info(0, "HTTP endpoint on %s: /metrics, /health, /ready", spec);
+    mr_info(0, "HTTP endpoint on %s: /metrics, /health, /ready (at most %llu connections)", spec,
+            (unsigned long long)cap());
     return true;
 }
 

@@ -14,7 +14,19 @@
 
 #include <stdbool.h>
 
+#include "myrewrite/base/counters.h"
 #include "myrewrite/base/proxy.h"
+
+/* The console's logins (admin/login_guard.c); relaxed atomics that /metrics
+ * reads from its thread. */
+typedef struct mr_admin_stats {
+    mr_counter login_failures; /* wrong user or password */
+    mr_counter login_backoff;  /* connections refused at once: their address was waiting out
+                                  the back-off of its failed logins */
+    mr_counter login_evicted;  /* connections not logged in, closed to make room for a new one */
+    mr_counter login_timeouts; /* connections that did not log in within admin_login_timeout */
+} mr_admin_stats;
+const mr_admin_stats *mr_admin_stats_get(void);
 
 /* Starts the console after the workers. With an empty admin_password (or
  * admin_listen) the console is not started, the reason is logged, and this

@@ -20,8 +20,9 @@
 #define MR_COMPRESS_ZSTD 2u
 
 typedef struct mr_config {
-    char *admin_listen;   /* host:port of the admin console; "" = off */
-    char *admin_password; /* "" = the console does not start */
+    char *admin_listen;              /* host:port of the admin console; "" = off */
+    uint64_t admin_login_timeout_ms; /* a console connection logs in within this */
+    char *admin_password;            /* "" = the console does not start */
     char *admin_user;
     char *backend;                    /* host:port or /path/to/mysqld.sock */
     uint64_t backend_keepalive_ms;    /* TCP keepalive of the sessions' backend sockets; 0 = off */
@@ -37,11 +38,13 @@ typedef struct mr_config {
     uint64_t delayed_park_timeout_ms; /* a keyless DELAYED statement waits this long for its
                                          table's key (session/park.c); 0 = refused at once */
     uint64_t handshake_timeout_ms;
-    char *http_listen;  /* host:port of /metrics, /health, /ready; "" = off */
-    bool http_insecure; /* a non-loopback http_listen without http_token is allowed */
-    char *http_token;   /* "" = /metrics needs no bearer token */
-    char *io;           /* "epoll" or "io_uring" (net/uring.h) */
-    char *listen;       /* host:port */
+    char *http_listen;             /* host:port of /metrics, /health, /ready; "" = off */
+    bool http_insecure;            /* a non-loopback http_listen without http_token is allowed */
+    uint64_t http_max_connections; /* HTTP connections at once; past it 503 */
+    uint64_t http_timeout_ms;      /* to read a request's headers, and idle between two */
+    char *http_token;              /* "" = /metrics needs no bearer token */
+    char *io;                      /* "epoll" or "io_uring" (net/uring.h) */
+    char *listen;                  /* host:port */
     char *log_level;
     uint64_t max_connections;
     uint64_t max_packet_size;

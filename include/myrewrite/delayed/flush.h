@@ -48,17 +48,13 @@ void mr_delayed_configure(const mr_proxy *p, const mr_ruleset *rs);
 /* Runs a final flush (waiting up to drain_ms for it), then stops the
  * thread. Call after the workers are joined. */
 void mr_delayed_stop(uint64_t drain_ms);
-/* FLUSH DELAYED: asks the flusher for a round now over the tables matching
- * `table_filter` (`t`, `schema.t`, or "" for all) and waits up to
- * timeout_ms for it. 0: done; 1: still running at the timeout; 2: a chunk
- * of a table asked for failed (kept and retried); -1: no
- * flusher (no delayed rule or no proxy_user). Any thread but a worker. */
-int mr_delayed_flush_now(const char *table_filter, uint64_t timeout_ms);
-/* FLUSH DELAYED without waiting: a job on the flusher's own connection
- * runs a round over the tables matching `table_filter` (as above) and then
- * calls done(arg, rc) on the flusher's thread, rc as mr_delayed_flush_now
- * returns it (1: the flusher stopped before running it). False, and done
- * is never called, when there is no flusher or no memory. Any thread. */
+/* FLUSH DELAYED: a job on the flusher's own connection runs a round over
+ * the tables matching `table_filter` (`t`, `schema.t`, or "" for all) and
+ * then calls done(arg, rc) on the flusher's thread: 0 done; 2 a chunk of a
+ * table asked for failed (kept and retried); 1 the flusher stopped before
+ * running it. False, and done is never called, when there is no flusher
+ * (no delayed rule or no proxy_user) or no memory. Any thread
+ * (delayed/flush_request.h gathers it with the memory flusher's job). */
 typedef void (*mr_delayed_flush_done)(void *arg, int rc);
 bool mr_delayed_flush_job(const char *table_filter, mr_delayed_flush_done done, void *arg);
 /* Asks for a round of every staged table now, without waiting (a rule's

@@ -113,16 +113,12 @@ int mr_dmem_apply(unsigned shard, const mr_dmem_batch *b, uint64_t *affected, ch
 void mr_dmem_stop(uint64_t drain_ms);
 void mr_dmem_stats_read(mr_dmem_stats *out);
 
-/* FLUSH DELAYED for memory tables: a round now over the tables matching
- * the filter (`t`, `schema.t`, "" = all; two requests for different
- * tables before the round make it take all); waits up to timeout_ms. 0:
- * done; 1: still running at the timeout; 2: done, but a chunk of a table
- * asked for failed (its keys are kept and retried); -1: no memory-mode
- * rule. Not on a worker (it waits). */
-int mr_dmem_flush_now(const char *table_filter, uint64_t timeout_ms);
-/* The same without waiting: a job on the flusher's own connection, then
- * done(arg, rc) on its thread (see mr_delayed_flush_job). False, done
- * never called: no flusher, or no memory. Any thread. */
+/* FLUSH DELAYED for memory tables: a job on the flusher's own connection
+ * runs a round over the tables matching the filter (`t`, `schema.t`, "" =
+ * all), then done(arg, rc) on its thread: 0 done; 2 a chunk of a table
+ * asked for failed (its keys are kept and retried); 1 the flusher stopped
+ * first. False, done never called: no flusher, or no memory. Any thread
+ * (delayed/flush_request.h gathers it with the staged flusher's job). */
 bool mr_dmem_flush_job(const char *table_filter, void (*done)(void *arg, int rc), void *arg);
 
 #endif

@@ -132,7 +132,8 @@ enum mr_command {
 };
 
 /* Error codes the proxy itself sends. */
-#define MR_ER_CON_COUNT 1040 /* too many connections */
+#define MR_ER_CON_COUNT 1040    /* too many connections */
+#define MR_ER_HOST_BLOCKED 1129 /* ER_HOST_IS_BLOCKED: too many failed attempts */
 #define MR_ER_NET_PACKET_TOO_LARGE 1153
 #define MR_ER_UNKNOWN_COM 1047
 #define MR_ER_MALFORMED_PACKET 1835
