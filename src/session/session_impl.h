@@ -267,6 +267,13 @@ void ss_count_staged(mr_worker *w, struct mr_rule_stats *rule, struct mr_rule_st
 
 /* session/statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);
+/* The lexer mode of the session's next text, as far as the proxy knows it:
+ * NO_BACKSLASH_ESCAPES from the server's status flag, the multibyte rule of
+ * the client character set it believes in force. What it cannot vouch for
+ * (ANSI_QUOTES, which no status flag tells, and the character set, which a
+ * prepared or server-side statement may have changed unseen) is
+ * unsure (session/statement.c): block rules read the text those ways too. */
+unsigned ss_lex_flags(const mr_session *s);
 
 /* session/counts.c: counts what the front end did with one statement (a
  * COM_STMT_PREPARE text when `prepared`) that took `frontend_ns` in

@@ -1,0 +1,255 @@
+/*
+ * rules/readings.c - the other readings of a text: block rules apply to a
+ * text as the server may read it, not only as the session's mode says.
+ *
+ * The server reads a multi-statement text one statement at a time, each
+ * with the sql_mode and client character set in force when it starts, and
+ * any statement may change them (SET sql_mode, SET NAMES, through a
+ * variable, a prepared statement...). Where the proxy cannot vouch for the
+ * mode (its ctx->lex_unsure bits at the start of the text; every bit after
+ * a statement of the text), a statement can hide behind a quote or an
+ * escape that another mode reads differently. So block rules meet every
+ * statement every reading finds: from each start position, each mode that
+ * could be in force reads one statement, which the block rules examine, and
+ * the text after its ';' is a start position again (fail closed: a block
+ * that matches in any reading refuses the text). Rewrites follow the
+ * session's reading only; one that another reading of a multi-statement
+ * text would read differently is refused.
+ *
+ * Readings can only differ where the text holds '"' (ANSI_QUOTES), '\'
+ * (NO_BACKSLASH_ESCAPES), or a byte >= 0x81 just before '\' or '`' (a
+ * multibyte character set's trail byte): a pre-scan finds those, so the
+ * common text costs three memchr; a text that has them is lexed once per
+ * mode, and only one whose tokens differ between modes is read statement
+ * by statement. The readings' work is bounded (a budget
+ * of bytes lexed); a text that reads in more ways than that is refused
+ * while block rules are in force.
+ *
+ * Pure, any thread; writes only the caller's scratch and result.
+ */
+#include <string.h>
+
+#include "rules/rules_run.h"
+
+/* A start position and whether the session's own reading reaches it (its
+ * statement there, in that reading, is one the rules have already met). */
+struct reading_start {
+    size_t pos;
+    bool primary;
+};
+
+/* The mode bits in which readings of this text can differ. */
+static unsigned relevant_bits(const char *sql, size_t len)
+{
+    unsigned bits = 0;
+    if (memchr(sql, '"', len))
+        bits |= SQL_LEX_ANSI_QUOTES;
+    const unsigned char *u = (const unsigned char *)sql;
+    for (int k = 0; k < 2; k++) {
+        const unsigned char c = k ? '`' : '\\';
+        const unsigned char *p = u, *end = u + len;
+        while ((p = memchr(p, c, (size_t)(end - p))) != NULL) {
+            if (c == '\\')
+                bits |= SQL_LEX_NO_BACKSLASH_ESCAPES;
+            if (p > u && p[-1] >= 0x81) {
+                bits |= SQL_LEX_MB_MASK;
+                break;
+            }
+            p++;
+        }
+    }
+    return bits;
+}
+
+/* Every mode that differs from `base` only in `vary` (ANSI_QUOTES,
+ * NO_BACKSLASH_ESCAPES, the multibyte field), base first. */
+static size_t modes_of(unsigned base, unsigned vary, unsigned *out)
+{
+    size_t n = 0;
+    unsigned fixed =
+        base & ~(vary & (SQL_LEX_ANSI_QUOTES | SQL_LEX_NO_BACKSLASH_ESCAPES | SQL_LEX_MB_MASK));
+    unsigned mbs = (vary & SQL_LEX_MB_MASK) ? SQL_LEX_MB_COUNT + 1 : 1;
+    out[n++] = base;
+    for (unsigned a = 0; a < 2; a++) {
+        if (a && !(vary & SQL_LEX_ANSI_QUOTES))
+            break;
+        for (unsigned b = 0; b < 2; b++) {
+            if (b && !(vary & SQL_LEX_NO_BACKSLASH_ESCAPES))
+                break;
+            for (unsigned m = 0; m < mbs; m++) {
+                unsigned f = fixed;
+                if (vary & SQL_LEX_ANSI_QUOTES)
+                    f |= a ? SQL_LEX_ANSI_QUOTES : 0;
+                if (vary & SQL_LEX_NO_BACKSLASH_ESCAPES)
+                    f |= b ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0;
+                if (vary & SQL_LEX_MB_MASK)
+                    f |= m << 4;
+                if (f != base)
+                    out[n++] = f;
+            }
+        }
+    }
+    return n;
+}
+
+/* Does some mode of `modes` (after modes[0], the session's) read the text
+ * into other tokens than the session's mode does? Equal tokens (offset,
+ * length, kind) mean equal statements wherever a mode changes, since the
+ * lexer reads the text after a ';' as it reads a text's start. */
+static bool reads_differently(run *R, const char *sql, size_t len, const unsigned *modes, size_t n)
+{
+    mr_rules_scratch *s = R->s;
+    size_t count = 0;
+    if (!GROW(s->tok, s->tok_cap, 256))
+        return true;
+    sql_rc rc = sql_lex(sql, len, modes[0], s->tok, s->tok_cap, &count);
+    while (rc == SQL_PARTIAL) {
+        if (!GROW(s->tok, s->tok_cap, s->tok_cap * 2))
+            return true;
+        rc = sql_lex(sql, len, modes[0], s->tok, s->tok_cap, &count);
+    }
+    for (size_t k = 1; k < n; k++) {
+        sql_lexer lx;
+        sql_token t;
+        size_t i = 0;
+        sql_lexer_init(&lx, sql, len, modes[k]);
+        for (; sql_lexer_next(&lx, &t); i++) {
+            const sql_token *p = &s->tok[i];
+            if (i == count || p->off != t.off || p->len != t.len || p->kind != t.kind)
+                return true;
+        }
+        if (i != count)
+            return true;
+    }
+    return false;
+}
+
+/* Adds a start position, kept sorted and unique (each is read once). */
+static bool add_start(run *R, size_t *count, size_t pos, bool primary)
+{
+    mr_rules_scratch *s = R->s;
+    size_t i = *count;
+    while (i > 0 && s->starts[i - 1].pos > pos)
+        i--;
+    if (i > 0 && s->starts[i - 1].pos == pos) {
+        s->starts[i - 1].primary |= primary;
+        return true;
+    }
+    if (!GROW(s->starts, s->start_cap, *count + 1))
+        return false;
+    memmove(&s->starts[i + 1], &s->starts[i], (*count - i) * sizeof s->starts[0]);
+    s->starts[i] = (struct reading_start){pos, primary};
+    (*count)++;
+    return true;
+}
+
+/* The block of another reading becomes the text's answer. */
+static void take_block(mr_match_result *res, const mr_match_result *alt)
+{
+    res->action = MR_ACT_BLOCK;
+    res->err_code = alt->err_code;
+    memcpy(res->sqlstate, alt->sqlstate, sizeof res->sqlstate);
+    res->message = alt->message;
+    for (unsigned i = 0; i < alt->nmatched && res->nmatched < MR_MATCH_MAX_RULES; i++) {
+        res->matched[res->nmatched] = alt->matched[i];
+        res->sampled[res->nmatched] = alt->sampled[i];
+        res->staged_rows[res->nmatched] = 0;
+        res->staged_table[res->nmatched++] = NULL;
+    }
+}
+
+static void refuse(mr_match_result *res, const char *why)
+{
+    res->action = MR_ACT_BLOCK;
+    res->err_code = MR_UNREADABLE_ERR_CODE;
+    memcpy(res->sqlstate, MR_UNREADABLE_SQLSTATE, sizeof res->sqlstate);
+    res->message = why;
+}
+
+static const char too_many[] =
+    "myrewrite refused this text: it reads differently under the sql_mode or character set "
+    "its statements may set, in more ways than the rules can examine; send its statements "
+    "separately";
+static const char no_rewrite[] =
+    "myrewrite refused this text: a rule rewrites it, but a statement in it may change the "
+    "sql_mode or character set under which the server reads the rest, and the rest reads "
+    "differently then; send the statements that change the mode separately";
+
+/* Reads the text from every start position in every mode that may be in
+ * force there; with block rules, they meet each statement found that the
+ * session's reading does not hold as it is. True when such a statement
+ * starts after the first (a rewrite of the session's reading would then be
+ * read differently). */
+static bool explore(run *R, const char *sql, size_t len, const unsigned *start_modes, size_t nstart,
+                    const unsigned *all_modes, size_t nall)
+{
+    mr_rules_scratch *s = R->s;
+    mr_match_result alt = {0};
+    bool blocks = R->rs->has_block, later = false, stop = false;
+    size_t count = 0, budget = (nall + 2) * len + 65536;
+    unsigned own = R->ctx->lex_flags;
+    if (!add_start(R, &count, 0, true))
+        return true;
+    for (size_t i = 0; i < count && !stop; i++) {
+        struct reading_start at = s->starts[i];
+        const unsigned *modes = at.pos == 0 ? start_modes : all_modes;
+        size_t n = at.pos == 0 ? nstart : nall;
+        sql_span own_sp = {0, 0}; /* modes[0] is the session's: its statement here */
+        for (size_t k = 0; k < n && !stop; k++) {
+            sql_span sp;
+            size_t next, rest = len - at.pos;
+            sql_rc rc = sql_split_first(sql + at.pos, rest, modes[k], &sp, &next);
+            budget = budget > next ? budget - next : 0;
+            if (budget == 0) {
+                if (blocks)
+                    refuse(R->res, too_many);
+                later = stop = true;
+                continue;
+            }
+            const char *text = sql + at.pos + sp.off;
+            bool same =
+                at.primary && (k == 0 || (sp.off == own_sp.off && sp.len == own_sp.len &&
+                                          !((modes[k] ^ own) & relevant_bits(text, sp.len))));
+            if (k == 0)
+                own_sp = sp;
+            if (sp.len == 0 || rc == SQL_ERR)
+                continue; /* nothing, or the server stops here with a syntax error */
+            later |= !same && at.pos > 0;
+            if (!same && blocks) {
+                mr_stmt_ctx c = *R->ctx;
+                c.lex_flags = modes[k];
+                rules_run_reading(R->rs, text, sp.len, &c, s, &alt);
+                if (alt.action == MR_ACT_BLOCK) {
+                    take_block(R->res, &alt);
+                    stop = true;
+                    continue;
+                }
+            }
+            if (next < rest && !add_start(R, &count, at.pos + next, same))
+                later = stop = true; /* out of memory: rewrites are refused */
+        }
+    }
+    mr_buf_free(&alt.text);
+    mr_buf_free(&alt.would_be);
+    return later;
+}
+
+void rules_readings(run *R, const char *sql, size_t len)
+{
+    mr_match_result *res = R->res;
+    bool rewrites = res->action != MR_ACT_PASS && res->action != MR_ACT_BLOCK;
+    if (!R->rs->has_block && !rewrites)
+        return; /* nothing another reading could change */
+    unsigned bits = relevant_bits(sql, len);
+    if (!bits)
+        return;
+    unsigned start[2 * 2 * (SQL_LEX_MB_COUNT + 1)], all[2 * 2 * (SQL_LEX_MB_COUNT + 1)];
+    size_t nstart = modes_of(R->ctx->lex_flags, bits & R->ctx->lex_unsure, start);
+    bool multi = memchr(sql, ';', len) != NULL;
+    size_t nall = multi ? modes_of(R->ctx->lex_flags, bits, all) : 0;
+    if (!reads_differently(R, sql, len, multi ? all : start, multi ? nall : nstart))
+        return;
+    bool later = explore(R, sql, len, start, nstart, all, nall);
+    if (later && rewrites && res->action != MR_ACT_BLOCK)
+        refuse(res, no_rewrite);
+}
