@@ -92,22 +92,50 @@ static size_t modes_of(unsigned base, unsigned vary, unsigned *out)
     return n;
 }
 
-/* Does some mode of `modes` (after modes[0], the session's) read the text
- * into other tokens than the session's mode does? Equal tokens (offset,
- * length, kind) mean equal statements wherever a mode changes, since the
- * lexer reads the text after a ';' as it reads a text's start. */
-static bool reads_differently(run *R, const char *sql, size_t len, const unsigned *modes, size_t n)
+/* The session's reading of the whole text into the scratch's tokens;
+ * false when out of memory. */
+static bool lex_own(run *R, const char *sql, size_t len, size_t *count)
 {
     mr_rules_scratch *s = R->s;
-    size_t count = 0;
     if (!GROW(s->tok, s->tok_cap, 256))
-        return true;
-    sql_rc rc = sql_lex(sql, len, modes[0], s->tok, s->tok_cap, &count);
+        return false;
+    sql_rc rc = sql_lex(sql, len, R->ctx->lex_flags, s->tok, s->tok_cap, count);
     while (rc == SQL_PARTIAL) {
         if (!GROW(s->tok, s->tok_cap, s->tok_cap * 2))
-            return true;
-        rc = sql_lex(sql, len, modes[0], s->tok, s->tok_cap, &count);
+            return false;
+        rc = sql_lex(sql, len, R->ctx->lex_flags, s->tok, s->tok_cap, count);
     }
+    return true;
+}
+
+/* Narrows the relevant bits by the session's tokens: ANSI_QUOTES matters
+ * only when a token is delimited by '"', NO_BACKSLASH_ESCAPES only when a
+ * quoted literal holds a '\' (a '"' or '\' in a comment or another quote
+ * reads alike in every mode: the lexer meets the same token starts). */
+static unsigned narrow(const run *R, const char *sql, size_t count, unsigned bits)
+{
+    unsigned keep = bits & SQL_LEX_MB_MASK;
+    for (size_t i = 0; i < count && keep != bits; i++) {
+        const sql_token *t = &R->s->tok[i];
+        bool whole = t->kind == SQL_TOK_ERROR || t->kind == SQL_TOK_EXEC_COMMENT;
+        if (whole || (t->flags & SQL_TF_DQUOTE))
+            keep |= bits & SQL_LEX_ANSI_QUOTES;
+        if (whole || ((t->kind == SQL_TOK_STRING || t->kind == SQL_TOK_VAR) &&
+                      memchr(sql + t->off, '\\', t->len)))
+            keep |= bits & SQL_LEX_NO_BACKSLASH_ESCAPES;
+    }
+    return keep;
+}
+
+/* Does some mode of `modes` (after modes[0], the session's) read the text
+ * into other tokens than the session's reading (count tokens in the
+ * scratch)? Equal tokens (offset, length, kind) mean equal statements
+ * wherever a mode changes, since the lexer reads the text after a ';' as it
+ * reads a text's start. */
+static bool reads_differently(run *R, const char *sql, size_t len, size_t count,
+                              const unsigned *modes, size_t n)
+{
+    mr_rules_scratch *s = R->s;
     for (size_t k = 1; k < n; k++) {
         sql_lexer lx;
         sql_token t;
@@ -241,13 +269,20 @@ void rules_readings(run *R, const char *sql, size_t len)
     if (!R->rs->has_block && !rewrites)
         return; /* nothing another reading could change */
     unsigned bits = relevant_bits(sql, len);
+    size_t count = 0;
     if (!bits)
+        return;
+    if (!lex_own(R, sql, len, &count)) { /* out of memory: fail closed */
+        refuse(res, R->rs->has_block ? too_many : no_rewrite);
+        return;
+    }
+    if (!(bits = narrow(R, sql, count, bits)))
         return;
     unsigned start[2 * 2 * (SQL_LEX_MB_COUNT + 1)], all[2 * 2 * (SQL_LEX_MB_COUNT + 1)];
     size_t nstart = modes_of(R->ctx->lex_flags, bits & R->ctx->lex_unsure, start);
     bool multi = memchr(sql, ';', len) != NULL;
     size_t nall = multi ? modes_of(R->ctx->lex_flags, bits, all) : 0;
-    if (!reads_differently(R, sql, len, multi ? all : start, multi ? nall : nstart))
+    if (!reads_differently(R, sql, len, count, multi ? all : start, multi ? nall : nstart))
         return;
     bool later = explore(R, sql, len, start, nstart, all, nall);
     if (later && rewrites && res->action != MR_ACT_BLOCK)

@@ -216,11 +216,12 @@ static size_t scan_quoted(const unsigned char *s, size_t n, size_t p, unsigned c
     p++;
     for (;;) {
         size_t l;
-        while (p < n && s[p] != q && !(bs && s[p] == '\\')) {
-            if (mb && s[p] >= 0x80 && (l = mb_len(mb, s, n, p)) > 0)
-                p += l - 1;
-            p++;
-        }
+        if (!mb) /* the byte reading: its own loop, the common case */
+            while (p < n && s[p] != q && !(bs && s[p] == '\\'))
+                p++;
+        else
+            while (p < n && s[p] != q && !(bs && s[p] == '\\'))
+                p += s[p] >= 0x80 && (l = mb_len(mb, s, n, p)) > 0 ? l : 1;
         if (p >= n)
             return NPOS;
         if (s[p] == '\\') {
@@ -239,13 +240,23 @@ static size_t scan_quoted(const unsigned char *s, size_t n, size_t p, unsigned c
     }
 }
 
-/* A name's bytes from p; a multibyte character counts whole, whatever its
- * trail byte is. */
-static size_t skip_ident(const unsigned char *s, size_t n, size_t p, unsigned mb)
+/* A name's bytes from p in a multibyte character set: a character counts
+ * whole, whatever its trail byte is. */
+static size_t skip_ident_mb(const unsigned char *s, size_t n, size_t p, unsigned mb)
 {
     size_t l;
     while (p < n && is_id(s[p]))
-        p += mb && s[p] >= 0x80 && (l = mb_len(mb, s, n, p)) > 0 ? l : 1;
+        p += s[p] >= 0x80 && (l = mb_len(mb, s, n, p)) > 0 ? l : 1;
+    return p;
+}
+
+/* A name's bytes from p (kept small: it is inlined in the hot path). */
+static inline size_t skip_ident(const unsigned char *s, size_t n, size_t p, unsigned mb)
+{
+    if (mb)
+        return skip_ident_mb(s, n, p, mb);
+    while (p < n && is_id(s[p]))
+        p++;
     return p;
 }
 
