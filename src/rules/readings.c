@@ -276,7 +276,10 @@ void rules_readings(run *R, const char *sql, size_t len)
         refuse(res, R->rs->has_block ? too_many : no_rewrite);
         return;
     }
-    if (!(bits = narrow(R, sql, count, bits)))
+    /* Narrowed bits hold only for the session's token starts: once one mode
+     * reads a token otherwise, the starts after it are new, and any bit may
+     * matter there. So they only say when nothing can differ at all. */
+    if (!narrow(R, sql, count, bits))
         return;
     unsigned start[2 * 2 * (SQL_LEX_MB_COUNT + 1)], all[2 * 2 * (SQL_LEX_MB_COUNT + 1)];
     size_t nstart = modes_of(R->ctx->lex_flags, bits & R->ctx->lex_unsure, start);

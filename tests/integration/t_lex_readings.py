@@ -82,6 +82,9 @@ BYPASSES = [
      b"SELECT '\xbf\\'; " + UPD + b"; -- '"),
     ("sjis by SET NAMES in an earlier text", [b"SET NAMES sjis"],
      b"SELECT '\x81\\'; " + UPD + b"; -- '"),
+    ("gbk, then ANSI_QUOTES, in the text: each reading opens the next", [],
+     b"SET NAMES gbk; SELECT '\xbf\\'; SET sql_mode = 'ANSI_QUOTES'; SELECT 1 AS \"a\\\"; " + UPD +
+     b"; -- \"'"),
     ("gbk: a backtick as the second byte of a name's character", [b"SET NAMES gbk"],
      b"SELECT 1 AS a\x81`; " + UPD + b"; -- `"),
 ]

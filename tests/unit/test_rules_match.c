@@ -200,6 +200,21 @@ static void other_readings_meet_block_rules(void **state)
     mr_ruleset_free(rs);
 }
 
+/* A multibyte reading opens token starts the session's reading does not
+ * have: there a "name" may be read under ANSI_QUOTES although no token of
+ * the session's reading is delimited by '"'. */
+static void new_starts_meet_every_mode(void **state)
+{
+    (void)state;
+    mr_ruleset *rs = load_ok("[block no_secret]\n"
+                             "pattern = SELECT * FROM secret\n"
+                             "message = no\n");
+    mr_stmt_ctx known = {0};
+    const char *t = "SET NAMES gbk; SELECT '\xbf\\'; SELECT * FROM \"secret\"; -- '";
+    expect_sent(rs, &known, t, BLOCK, t);
+    mr_ruleset_free(rs);
+}
+
 static void rewrites_follow_the_sessions_reading(void **state)
 {
     (void)state;
@@ -846,6 +861,7 @@ int main(void)
         cmocka_unit_test(no_backslash_escapes_mode),
         cmocka_unit_test(unsafe_charset_runs_only_blocks),
         cmocka_unit_test(other_readings_meet_block_rules),
+        cmocka_unit_test(new_starts_meet_every_mode),
         cmocka_unit_test(rewrites_follow_the_sessions_reading),
         cmocka_unit_test(regex_groups_caseless_global),
         cmocka_unit_test(regex_result_must_stay_one_statement),
