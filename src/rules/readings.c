@@ -19,11 +19,12 @@
  * Readings can only differ where the text holds '"' (ANSI_QUOTES), '\'
  * (NO_BACKSLASH_ESCAPES), or a byte >= 0x81 just before '\' or '`' (a
  * multibyte character set's trail byte): a pre-scan finds those, so the
- * common text costs three memchr; a text that has them is lexed once per
- * mode, and only one whose tokens differ between modes is read statement
- * by statement. The readings' work is bounded (a budget
- * of bytes lexed); a text that reads in more ways than that is refused
- * while block rules are in force.
+ * common text costs three memchr. A text that has them is lexed in the
+ * session's mode; when one of its tokens could read otherwise ('"'-delimited,
+ * a quoted literal holding '\', or a multibyte pair), once in each other
+ * mode; and only when some mode's tokens differ is it read statement by
+ * statement. That work is bounded (a budget of bytes read); a text that
+ * reads in more ways than that is refused while block rules are in force.
  *
  * Pure, any thread; writes only the caller's scratch and result.
  */
