@@ -17,17 +17,20 @@
  * text would read differently is refused.
  *
  * Readings can only differ where the text holds '"' (ANSI_QUOTES), '\'
- * (NO_BACKSLASH_ESCAPES), or a byte >= 0x81 just before '\' or '`' (a
- * multibyte character set's trail byte): a pre-scan finds those, so the
- * common text costs three memchr. A text that has them is lexed in the
+ * (NO_BACKSLASH_ESCAPES), or a byte >= 0x81 just before one of @ [ \ ] ^ `
+ * { | } ~ (a multibyte character set's trail byte that would otherwise be
+ * an escape, a quote or an operator): a pre-scan finds those, so the
+ * common text costs two memchr and a pass over its bytes, eight at a time
+ * while they are ASCII. A text that has them is lexed in the
  * session's mode; when one of its tokens could read otherwise ('"'-delimited,
- * a quoted literal holding '\', or a multibyte pair), once in each other
+ * a quoted literal holding '\', or such a multibyte pair), once in each other
  * mode; and only when some mode's tokens differ is it read statement by
  * statement. That work is bounded (a budget of bytes read); a text that
  * reads in more ways than that is refused while block rules are in force.
  *
  * Pure, any thread; writes only the caller's scratch and result.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "rules/rules_run.h"
@@ -39,26 +42,39 @@ struct reading_start {
     bool primary;
 };
 
+/* Can a multibyte rule read this text otherwise? Only where a byte >= 0x81
+ * stands before an ASCII byte that is no name byte and that a trail byte
+ * may be (@ [ \ ] ^ ` { | } ~): read whole, the pair is a name character;
+ * read as bytes, that byte is an escape, a quote or an operator. Eight
+ * bytes at a time while the text is ASCII. */
+static bool multibyte_matters(const unsigned char *u, size_t len)
+{
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, u + i, sizeof w);
+        if (w & 0x8080808080808080ull)
+            break;
+    }
+    for (; i + 1 < len; i++) {
+        unsigned c = u[i + 1];
+        if (u[i] >= 0x81 &&
+            (c == 0x40 || (c >= 0x5b && c <= 0x5e) || c == 0x60 || (c >= 0x7b && c <= 0x7e)))
+            return true;
+    }
+    return false;
+}
+
 /* The mode bits in which readings of this text can differ. */
 static unsigned relevant_bits(const char *sql, size_t len)
 {
     unsigned bits = 0;
     if (memchr(sql, '"', len))
         bits |= SQL_LEX_ANSI_QUOTES;
-    const unsigned char *u = (const unsigned char *)sql;
-    for (int k = 0; k < 2; k++) {
-        const unsigned char c = k ? '`' : '\\';
-        const unsigned char *p = u, *end = u + len;
-        while ((p = memchr(p, c, (size_t)(end - p))) != NULL) {
-            if (c == '\\')
-                bits |= SQL_LEX_NO_BACKSLASH_ESCAPES;
-            if (p > u && p[-1] >= 0x81) {
-                bits |= SQL_LEX_MB_MASK;
-                break;
-            }
-            p++;
-        }
-    }
+    if (memchr(sql, '\\', len))
+        bits |= SQL_LEX_NO_BACKSLASH_ESCAPES;
+    if (multibyte_matters((const unsigned char *)sql, len))
+        bits |= SQL_LEX_MB_MASK;
     return bits;
 }
 

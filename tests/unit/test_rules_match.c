@@ -174,6 +174,11 @@ static const char *no_full_update = "[block no_full_update]\n"
                                     "where = missing\n"
                                     "message = UPDATE needs a WHERE clause\n";
 
+static const char *no_full_update_or_delete = "[block no_full_write]\n"
+                                              "statement = update, delete\n"
+                                              "where = missing\n"
+                                              "message = needs a WHERE clause\n";
+
 static void other_readings_meet_block_rules(void **state)
 {
     (void)state;
@@ -212,6 +217,14 @@ static void new_starts_meet_every_mode(void **state)
     mr_stmt_ctx known = {0};
     const char *t = "SET NAMES gbk; SELECT '\xbf\\'; SELECT * FROM \"secret\"; -- '";
     expect_sent(rs, &known, t, BLOCK, t);
+    mr_ruleset_free(rs);
+    /* a trail byte that is an operator in the byte reading: in gbk, a0 7e is
+     * one character of the table's name, and the DELETE has no WHERE */
+    rs = load_ok(no_full_update_or_delete);
+    mr_stmt_ctx mb_unsure = {.lex_unsure = SQL_LEX_MB_MASK};
+    const char *del = "DELETE FROM t\xa0~";
+    expect_sent(rs, &known, del, PASS, del);
+    expect_sent(rs, &mb_unsure, del, BLOCK, del);
     mr_ruleset_free(rs);
 }
 
