@@ -2,7 +2,7 @@
 # placement.sh - one connection's point-select latency direct, through the
 # epoll floor relay and through myrewrite (1 worker), each relay over the
 # server's unix socket, with the client, the relay and mariadbd pinned to
-# chosen CPUs, one placement after another (README.md, "One thread over the
+# chosen CPUs, one placement after another (doc/benchmarks.md, "One thread over the
 # unix socket"). On a 2-CPU VM whose idle CPUs halt, a wakeup that lands on
 # the other, idle CPU costs tens of µs: the placement, not the relay, then
 # sets a one-thread figure; this shows each relay's figure per placement.

@@ -3,7 +3,7 @@
  * sysbench's table (SELECT c FROM sbtest1 WHERE id=?, random ids), one at a
  * time, each timed. Prints the mean, percentiles and queries per second, and
  * the voluntary context switches per query of this process. Used to compare
- * relays at one thread with each process pinned to a chosen CPU (README.md,
+ * relays at one thread with each process pinned to a chosen CPU (doc/benchmarks.md,
  * "One thread over the unix socket").
  *
  * Usage: point_latency HOST PORT USER PASSWORD DB COUNT [ROWS]

@@ -28,7 +28,7 @@
 # Pinned: `taskset -c 0 bench/proxy_overhead.sh ...` puts every process it
 # starts (they inherit the mask) on one CPU, so no wakeup crosses CPUs and the
 # one-thread figures show what each path costs, free of where the scheduler
-# placed client, relay and server (README.md, "One thread over the unix socket").
+# placed client, relay and server (doc/benchmarks.md, "One thread over the unix socket").
 set -uo pipefail  # env.sh helpers are not written for set -e
 . "$(dirname "$0")/../tests/lib/env.sh"
 

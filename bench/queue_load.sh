@@ -17,7 +17,7 @@
 #
 # Usage: bench/queue_load.sh [SECONDS]           (default 8)
 # Env:   BENCH_WORKERS=50  BENCH_BATCH=10  BENCH_PROXY_THREADS=2
-#        MR_BUILD=build-rel for a Release proxy (the figures in README use one)
+#        MR_BUILD=build-rel for a Release proxy (the figures in doc/benchmarks.md use one)
 set -uo pipefail
 . "$(dirname "$0")/../tests/lib/env.sh"
 

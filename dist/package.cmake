@@ -25,6 +25,8 @@ protocol unchanged, except for the statements its rules rewrite: UPDATE and\n\
 DELETE DELAYED staged and flushed in the background, deep LIMIT pages\n\
 turned into deferred joins or keyset reads, queue claims released when a\n\
 client goes away, and rewrite and block rules written by a DBA.")
+# Apache-2.0 (LICENSE); a .deb has no licence field: dist/deb/copyright says it.
+set(CPACK_RESOURCE_FILE_LICENSE "${CMAKE_CURRENT_SOURCE_DIR}/LICENSE")
 # Runtime libraries from dpkg-shlibdeps; passwd for useradd in postinst.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "passwd")

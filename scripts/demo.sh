@@ -36,8 +36,8 @@ demo_schema() {
     echo "demo schema: built in $((SECONDS - t0)) s"
 }
 
-# The proxy's own account: the privileges README.md lists under "The proxy's
-# own account", on the demo schema only. Its password is set at every run, so
+# The proxy's own account: the privileges doc/proxy-account.md lists, on the
+# demo schema only. Its password is set at every run, so
 # the account always matches the file.
 demo_account() {
     local pw=$1

@@ -206,6 +206,21 @@ def pick(items, n):
     return [items[i * len(items) // n] for i in range(n)]
 
 
+# Statements that run SQL of their own (sql/dynamic.h), byte 0 0x20: the
+# default schema shop, where the fixed set's keep_orders says dynamic = refuse.
+DYNAMIC_SEEDS = [
+    b"\x20EXECUTE IMMEDIATE 'UPDATE t SET a = 1'",
+    b"\x20PREPARE s FROM 'DELETE FROM t WHERE id = ?'",
+    b"\x22EXECUTE IMMEDIATE 'UPDATE\\nt ' \"SET a = 'x\\'\"",
+    b"\x20EXECUTE IMMEDIATE 'drop table orders' USING 1",
+    b"\x20EXECUTE IMMEDIATE @q",
+    b"\x00CALL p(1)",
+    b"\x20BEGIN NOT ATOMIC UPDATE t SET a = 1; END",
+    b"\x20/*!EXECUTE IMMEDIATE*/ CONCAT('UPDATE t', ' SET a = 1')",
+    b"\x20EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''CALL p()'''",
+]
+
+
 def write(target, seeds):
     d = OUT / target
     shutil.rmtree(d, ignore_errors=True)
@@ -382,7 +397,7 @@ def main():
            b"\x00UPDATE DELAYED mem SET n = n + 1, title = 'x' WHERE a = 1 AND b = 'q'",
            b"\x00UPDATE DELAYED counters SET hits = hits + 1 WHERE id IN (1, 2, 3)",
            b"\x00UPDATE jobs SET owner = 'w1', status = 'claimed' WHERE status = 'free' LIMIT 1",
-           b"\x18SELECT 'unterminated", b"\x00DELETE FROM t"])
+           b"\x18SELECT 'unterminated", b"\x00DELETE FROM t"] + DYNAMIC_SEEDS)
     write("fuzz_delayed", [bytes([i % 4]) + s for i, s in enumerate(pick(delayed, 60))] +
           [b"\x00UPDATE DELAYED mem SET n = n + 1, m = m - 2, title = 'it''s' WHERE a = 1 AND b = x'41'",
            b"\x01UPDATE DELAYED mem SET n = n + ? WHERE a = ? AND b = ?",

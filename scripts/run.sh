@@ -11,8 +11,8 @@
 # apppw) and creates on it, once (re-runs reuse it):
 #   - the schema demo of docker/demo/schema.sql: a counters table, a listing
 #     of 10^6 rows with a secondary index and a queue table;
-#   - the proxy's own account, myrewrite, with the privileges README.md lists
-#     ("The proxy's own account"), its password generated into .tmp/demo;
+#   - the proxy's own account, myrewrite, with the privileges
+#     doc/proxy-account.md lists, its password generated into .tmp/demo;
 # then starts the proxy with the rules of docker/demo/rules/ (rules/ holds
 # only disabled examples), the admin console on 127.0.0.1:6034 with a
 # generated password, and /metrics on 127.0.0.1:9104, and prints a

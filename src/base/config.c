@@ -51,8 +51,8 @@ typedef struct key_def {
 
 #define K(field) offsetof(mr_config, field)
 
-/* Alphabetical; the README's configuration reference is generated from it
- * (`myrewrite --config-reference`). */
+/* Alphabetical; doc/configuration.md's reference is generated from it
+ * (`myrewrite --config-reference`; the ctest `docs` compares them). */
 static const key_def keys[] = {
     {"admin_listen", T_TCP_OPT, K(admin_listen), "127.0.0.1:6034",
      "loopback TCP address of the admin console (MySQL protocol); empty: off"},
@@ -68,8 +68,8 @@ static const key_def keys[] = {
     {"backend_keepalive", T_DURATION, K(backend_keepalive_ms), "30s",
      "TCP keepalive on the sessions' backend connections: probes after this long without "
      "traffic, 3 of them a third of it apart, and unacknowledged data given up after as long "
-     "(TCP_USER_TIMEOUT), so a backend host that vanished ends its sessions with an ERR; "
-     "0: off"},
+     "(TCP_USER_TIMEOUT), so a backend host that vanished ends its sessions (their client "
+     "connections close as the server's would; during a login: ERR 1158); 0: off"},
     {"backend_read_timeout", T_DURATION, K(backend_read_timeout_ms), "0",
      "while a session waits for the backend's answer to a command, the longest the backend "
      "may send nothing before the client gets ERR 1158 (08S01) and the session is closed; "

@@ -1,6 +1,9 @@
 /*
  * base/log.c - queued logging (see base/log.h).
  * Any thread formats; the "log" thread owns stderr writes once started.
+ * Every line's text goes through mr_log_escape before it is queued, so
+ * nothing a line quotes (a table name, a statement, a user name, a
+ * server's message) can end it early or start a forged one.
  */
 #include "myrewrite/base/log.h"
 
@@ -141,19 +144,71 @@ static void enqueue(const char *line)
     pthread_mutex_unlock(&q.lock);
 }
 
+/* The length of the well-formed UTF-8 sequence at p (n bytes left) that
+ * is not a C0 or C1 control character, or 0. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    unsigned char c = p[0];
+    if (c >= 0x20 && c < 0x7f)
+        return 1;
+    size_t len = c >= 0xc2 && c <= 0xdf   ? 2
+                 : c >= 0xe0 && c <= 0xef ? 3
+                 : c >= 0xf0 && c <= 0xf4 ? 4
+                                          : 0;
+    if (!len || len > n)
+        return 0;
+    unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+    unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    if (p[1] < lo || p[1] > hi || (c == 0xc2 && p[1] <= 0x9f)) /* C2 80..9F: C1 controls */
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+size_t mr_log_escape(char *out, size_t cap, const char *in, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)in;
+    size_t o = 0;
+    if (!cap)
+        return 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_len(p + i, n - i);
+        if (len) { /* whole, or not at all: never half a character */
+            if (o + len >= cap)
+                break;
+            memcpy(out + o, p + i, len);
+            o += len;
+            i += len;
+            continue;
+        }
+        if (o + 4 >= cap)
+            break;
+        out[o++] = '\\';
+        out[o++] = 'x';
+        out[o++] = hex[p[i] >> 4];
+        out[o++] = hex[p[i] & 15];
+        i++;
+    }
+    out[o] = '\0';
+    return o;
+}
+
 void mr_log(mr_log_level level, uint64_t conn_id, const char *fmt, ...)
 {
     if (!mr_log_enabled(level))
         return;
     char line[LINE_MAX_LEN - 64]; /* room for the "lines dropped" note */
+    char text[sizeof line];
     size_t n = format_prefix(line, sizeof(line), level, conn_id);
     va_list ap;
     va_start(ap, fmt);
-    int m = vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
+    int m = vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    if (m < 0)
-        m = 0;
-    n += (size_t)m < sizeof(line) - n - 1 ? (size_t)m : sizeof(line) - n - 2;
+    size_t tn = m < 0 ? 0 : (size_t)m < sizeof text ? (size_t)m : sizeof text - 1;
+    n += mr_log_escape(line + n, sizeof(line) - n - 1, text, tn);
     line[n++] = '\n';
     line[n] = '\0';
     enqueue(line);

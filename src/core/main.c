@@ -307,6 +307,29 @@ static bool start_workers(mr_proxy *p, mr_ruleset *rules)
     return true;
 }
 
+/* Listening: serves until SIGTERM or SIGINT. */
+static void serve(mr_config *c, mr_proxy *p, struct event_base *base)
+{
+    struct event *sigterm = evsignal_new(base, SIGTERM, on_signal, base);
+    struct event *sigint = evsignal_new(base, SIGINT, on_signal, base);
+    struct event *sighup = evsignal_new(base, SIGHUP, on_sighup, p);
+    event_add(sigterm, NULL);
+    event_add(sigint, NULL);
+    event_add(sighup, NULL);
+    mr_info(0, "myrewrite %s listening on %s%s%s, backend %s, %u workers", MYREWRITE_VERSION,
+            c->listen, c->socket[0] ? " and " : "", c->socket, p->backend_name, p->nworkers);
+    mr_backend_watch_start(p, c->backend);
+    event_base_dispatch(base);
+    event_free(sigterm);
+    event_free(sigint);
+    event_free(sighup);
+    /* Freeing the events gives the signals back their default action; a
+     * second SIGTERM now (a supervisor or test repeating it while the
+     * last frees run) would turn a clean stop into death by signal. */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+}
+
 static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
 {
     struct event_base *base = event_base_new();
@@ -320,18 +343,11 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
         return 1;
     mr_features_before_listen(p); /* delayed: the staging tables exist before a statement */
     mr_listener *l = mr_listener_start(base, p);
-    if (!l || !mr_admin_start(p) || !mr_http_start(p))
-        return 1;
-    struct event *sigterm = evsignal_new(base, SIGTERM, on_signal, base);
-    struct event *sigint = evsignal_new(base, SIGINT, on_signal, base);
-    struct event *sighup = evsignal_new(base, SIGHUP, on_sighup, p);
-    event_add(sigterm, NULL);
-    event_add(sigint, NULL);
-    event_add(sighup, NULL);
-    mr_info(0, "myrewrite %s listening on %s%s%s, backend %s, %u workers", MYREWRITE_VERSION,
-            c->listen, c->socket[0] ? " and " : "", c->socket, p->backend_name, p->nworkers);
-    mr_backend_watch_start(p, c->backend);
-    event_base_dispatch(base);
+    /* A listener, the console or HTTP that cannot start ends the run the
+     * same way as SIGTERM, so nothing started is left behind. */
+    bool up = l && mr_admin_start(p) && mr_http_start(p);
+    if (up)
+        serve(c, p, base);
     mr_http_stop();
     mr_listener_stop(l);
     mr_admin_stop();                     /* before the workers: the console reads their counters */
@@ -345,18 +361,10 @@ static int run(mr_config *c, mr_proxy *p, mr_ruleset *rules)
     mr_schema_cache_stop();
     mr_shared_rules_release(p->rules);
     p->rules = NULL;
-    event_free(sigterm);
-    event_free(sigint);
-    event_free(sighup);
-    /* Freeing the events gives the signals back their default action; a
-     * second SIGTERM now (a supervisor or test repeating it while the
-     * last frees run) would turn a clean stop into death by signal. */
-    signal(SIGTERM, SIG_IGN);
-    signal(SIGINT, SIG_IGN);
     event_base_free(base);
     free(p->workers);
     mr_info(0, "stopped");
-    return 0;
+    return up ? 0 : 1;
 }
 
 int main(int argc, char **argv)

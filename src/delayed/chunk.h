@@ -40,7 +40,12 @@ typedef struct table {
     struct mr_rule_stats *stats; /* the rule's SHOW DELAYED row (NULL when out of room); a
                            derived table counts there and on def.table_stats, its own */
     bool tmp_ready;              /* locked path: the snapshot exists on this connection */
-    bool reject_ready;           /* the dead-letter table exists (checked on this connection) */
+    bool snap_stale;   /* locked path: the snapshot's rows are still staged or applied already:
+                          emptied before anything else, never applied */
+    bool unlock_owed;  /* locked path: an UNLOCK TABLES failed; sent again before anything */
+    bool reject_ready; /* the dead-letter table exists (checked on this connection) */
+    bool main_gone;    /* the main table does not exist: staged rows go to the dead-letter
+                          table (flush.c, drain_gone) */
 } table;
 
 /* A set column's value as an SQL literal in the arena ("NULL", '...', or

@@ -41,6 +41,7 @@
 #define SETUP_ASKED_MS 200   /* ... or, asked for (a staging table is missing), this */
 #define STAGING_POLL_MS 20   /* a start waiting for the staging tables looks this often */
 #define ADOPT_MS 60000       /* between scans for staging tables of default rules */
+#define ER_NO_SUCH_TABLE 1146
 
 typedef struct tables {
     table *t;
@@ -298,6 +299,15 @@ static MYSQL_RES *schema_query(MYSQL *db, const table *t, const char *sql_head, 
     return res;
 }
 
+/* 1: table `name` of t's schema exists, 0: it does not, -1: unknown. */
+static int table_exists(MYSQL *db, const table *t, const char *name)
+{
+    MYSQL_RES *res = schema_query(db, t, "SELECT 1 FROM information_schema.TABLES", name);
+    int rc = res ? mysql_num_rows(res) > 0 : -1;
+    mysql_free_result(res);
+    return rc;
+}
+
 /* Engines a staging table may use: InnoDB for transactional tables (the
  * chunk's delete from staging commits with its apply); for the locked path
  * also the non-transactional engines that take DELETE. */
@@ -324,6 +334,7 @@ static bool check_engines(MYSQL *db, table *t)
     static const char *const locked[] = {"MyISAM", "Aria", "MEMORY", NULL};
     bool ok = strcasecmp(e, "InnoDB") == 0;
     t->locked = false;
+    t->main_gone = res && !row;
     for (size_t i = 0; !ok && locked[i]; i++)
         ok = t->locked = strcasecmp(e, locked[i]) == 0;
     if (res && !row)
@@ -532,9 +543,16 @@ static bool names_ok(const table *t)
     return ok;
 }
 
+static void drain_gone(MYSQL *db, table *t);
+
 bool dflush_setup_table(MYSQL *db, table *t)
 {
-    if (!check_engines(db, t) || !key_from_schema(db, t) || !names_ok(t))
+    if (!check_engines(db, t)) {
+        if (t->main_gone)
+            drain_gone(db, t);
+        return false;
+    }
+    if (!key_from_schema(db, t) || !names_ok(t))
         return false;
     MYSQL_RES *cols = schema_query(db, t,
                                    "SELECT COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME FROM "
@@ -865,6 +883,11 @@ static int apply_one(MYSQL *db, const table *t, const chunk *c, size_t i, refuse
                  "range");
         return 0;
     }
+    if (t->main_gone) {
+        r->code = ER_NO_SUCH_TABLE;
+        snprintf(r->msg, sizeof r->msg, "Table '%s.%s' doesn't exist", t->def.schema, t->def.table);
+        return 0;
+    }
     bool sp = !t->locked; /* the locked path has no transaction: one key's statements */
     if (sp && !exec_str(db, "SAVEPOINT `mr_key`", t, "SAVEPOINT"))
         return -1;
@@ -986,6 +1009,55 @@ static bool named_lock(MYSQL *db, const table *t, const char *fn)
     return ok;
 }
 
+/* The main table does not exist, so what is staged for it can never be
+ * applied: rather than stay staged for good, each key goes to the
+ * dead-letter table (logged one by one, and FLUSH DELAYED names them), in
+ * the chunk's transaction with the DELETE from staging. */
+static void drain_gone(MYSQL *db, table *t)
+{
+    if (!t->def.nkeys || table_exists(db, t, t->def.staging_table) != 1)
+        return; /* keys never read (no key in the rule), or nothing staged */
+    if (!named_lock(db, t, "GET_LOCK"))
+        return; /* another proxy flushes it now */
+    uint64_t moved = 0;
+    long n;
+    do
+        if ((n = flush_chunk_isolating(db, t)) > 0)
+            moved += (uint64_t)n;
+    while (n >= (long)t->def.flush_rows);
+    if (!mr_bg_conn_broken(db))
+        (void)named_lock(db, t, "RELEASE_LOCK");
+    if (moved)
+        mr_error(0,
+                 "delayed %s: table %s.%s does not exist, so its %" PRIu64 " staged row(s) "
+                 "went to %s.%.47s_delayed_rejected (error 1146) instead of waiting in %s.%s",
+                 t->rule, t->def.schema, t->def.table, moved, t->def.schema, t->def.table,
+                 t->def.schema, t->def.staging_table);
+}
+
+/* After a failed chunk: a staging table dropped outside the proxy is made
+ * again (the proxy owns it), logged, and flushing goes on; a main table
+ * that is gone sends the table back to its setup, which drains staging
+ * into the dead-letter table. */
+static void check_dropped(MYSQL *db, table *t, bool main_too)
+{
+    if (mr_bg_conn_broken(db) || !t->ready)
+        return;
+    if (table_exists(db, t, t->def.staging_table) == 0) {
+        mr_warn(0,
+                "delayed %s: the staging table %s.%s was dropped outside the proxy; it is "
+                "created again (statements staged on it meanwhile got the server's ERR 1146 "
+                "and were not taken)",
+                t->rule, t->def.schema, t->def.staging_table);
+        t->ready = false;
+        if (!dflush_setup_table(db, t))
+            t->setup_after_ms = mr_mono_ms() + SETUP_RETRY_MS;
+    } else if (main_too && table_exists(db, t, t->def.table) == 0) {
+        t->ready = false;
+        t->setup_after_ms = 0; /* set up (and drained) in the next round */
+    }
+}
+
 /* A round's duration goes to the histogram; a round whose chunks all
  * committed is the table's latest flush (SHOW DELAYED, lag). */
 static void note_round(table *t, bool ok, uint64_t us)
@@ -1028,12 +1100,49 @@ static bool flush_table(MYSQL *db, table *t, uint64_t deadline)
     note_round(t, n >= 0, (mr_mono_ns() - t0) / 1000);
     if (!mr_bg_conn_broken(db))
         (void)named_lock(db, t, "RELEASE_LOCK");
+    if (n < 0)
+        check_dropped(db, t, true);
     return n >= 0;
 }
 
 /* ---- flusher thread ------------------------------------------------------------------ */
 
-static void adopt_tables(void)
+/* The new set's table that flushes the same staging table as old, or NULL. */
+static table *successor(tables *ts, const table *old)
+{
+    for (size_t i = 0; i < ts->n; i++)
+        if (strcmp(ts->t[i].def.schema, old->def.schema) == 0 &&
+            strcmp(ts->t[i].def.staging_table, old->def.staging_table) == 0)
+            return &ts->t[i];
+    return NULL;
+}
+
+/* A snapshot of the locked path lives on the connection, not in the rule:
+ * the old rule applies what it holds (and sends an UNLOCK TABLES it owes)
+ * before it goes; what it could not settle passes to the new rule on the
+ * same staging table, or is logged as lost with the connection. */
+static void hand_over_snapshots(MYSQL *db, tables *ts)
+{
+    for (size_t i = 0; i < D.cur.n; i++) {
+        table *old = &D.cur.t[i], *next = successor(ts, old);
+        if (dflush_locked_settle(db, old))
+            continue;
+        if (next) {
+            memcpy(next->tmp_name, old->tmp_name, sizeof next->tmp_name);
+            next->tmp_ready = old->tmp_ready;
+            next->snap_stale = old->snap_stale;
+            next->unlock_owed = old->unlock_owed;
+        } else {
+            mr_error(0,
+                     "delayed %s: reloaded away while its flush snapshot %s.%s holds rows "
+                     "that could not be applied; they are lost when the flusher's "
+                     "connection closes",
+                     old->rule, old->def.schema, old->tmp_name);
+        }
+    }
+}
+
+static void adopt_tables(MYSQL *db)
 {
     pthread_mutex_lock(&D.lock);
     bool have = D.have_next;
@@ -1042,6 +1151,7 @@ static void adopt_tables(void)
     pthread_mutex_unlock(&D.lock);
     if (!have)
         return;
+    hand_over_snapshots(db, &ts);
     tables_free(&D.cur);
     D.cur = ts;
     D.next_adopt_ms = 0; /* a new default rule may own staging tables already */
@@ -1055,6 +1165,7 @@ static bool on_connect(MYSQL *db, void *arg)
         table *t = i < D.cur.n ? &D.cur.t[i] : &D.derived.t[i - D.cur.n];
         t->ready = false;
         t->reject_ready = false;
+        t->tmp_ready = t->snap_stale = t->unlock_owed = false; /* gone with the old one */
         t->setup_after_ms = 0;
     }
     D.next_adopt_ms = 0; /* a new connection may find staging tables a dead proxy left */
@@ -1211,6 +1322,8 @@ static void setup_pending(MYSQL *db)
         last_asked_ms = now;
     for (size_t i = 0; i < D.cur.n && !mr_bg_conn_broken(db); i++) {
         table *t = &D.cur.t[i];
+        if (asked)
+            check_dropped(db, t, false); /* a staged statement failed: here, perhaps */
         if (!t->ready && (asked || now >= t->setup_after_ms) && !dflush_setup_table(db, t))
             t->setup_after_ms = mr_mono_ms() + SETUP_RETRY_MS;
     }
@@ -1223,7 +1336,7 @@ static void setup_pending(MYSQL *db)
 static uint64_t tick(MYSQL *db, void *arg)
 {
     (void)arg;
-    adopt_tables();
+    adopt_tables(db);
     setup_pending(db);
     char filter[sizeof D.flush_filter];
     pthread_mutex_lock(&D.lock);
@@ -1257,7 +1370,7 @@ static uint64_t tick(MYSQL *db, void *arg)
 static bool run_flush_job(MYSQL *db, void *arg)
 {
     dflush_job *j = arg;
-    adopt_tables();
+    adopt_tables(db);
     uint64_t wait;
     bool ok = round_over(db, j->filter, false, 0, &wait);
     if (mr_bg_conn_broken(db))

@@ -77,5 +77,9 @@ void dflush_adopt(MYSQL *db, struct mr_derive_reg *g, const dflush_default *d,
 /* The locked path's chunk (delayed/flush_locked.c): snapshot, delete,
  * unlock, apply. The rows applied, or -1. */
 long dflush_locked_chunk(MYSQL *db, table *t);
+/* A locked-path table about to be replaced by a reload: sends an UNLOCK
+ * TABLES it owes, empties a stale snapshot and applies what its snapshot
+ * still holds, with its own settings. False when something is left. */
+bool dflush_locked_settle(MYSQL *db, table *t);
 
 #endif

@@ -27,6 +27,15 @@
  * written whole or not at all. The keys the server refuses go to the
  * dead-letter table (delayed/reject.h).
  *
+ * Every step's result is checked, and a round stops at the first that
+ * fails. A snapshot whose rows are still staged (the DELETE from staging
+ * failed) or applied already is never applied: when emptying it fails it
+ * is marked stale and emptied first thing in the next round. A failed
+ * UNLOCK TABLES is sent again before anything else, since staging inserts
+ * wait for it. A reload first settles each old rule's snapshot with the old
+ * rule's settings (dflush_locked_settle), so a rule reloaded away, or given
+ * another staging table, leaves nothing in it.
+ *
  * Flusher thread only.
  */
 #include <inttypes.h>
@@ -111,6 +120,36 @@ static bool take_rows(MYSQL *db, const table *t)
     return ok;
 }
 
+/* Empties the snapshot. When that fails on a live connection the
+ * snapshot is stale: no round applies it before it has been emptied. */
+static bool empty_snapshot(MYSQL *db, table *t)
+{
+    bool ok = run_sql(db, t, "emptying the flush snapshot", "DELETE FROM ", t->tmp_name, "");
+    t->snap_stale = !ok && !mr_bg_conn_broken(db);
+    if (t->snap_stale)
+        mr_error(0,
+                 "delayed %s: the flush snapshot %s.%s could not be emptied; it is never "
+                 "applied, and the next round empties it before anything else",
+                 t->rule, t->def.schema, t->tmp_name);
+    return ok;
+}
+
+/* UNLOCK TABLES, once more at once if it fails (staging inserts wait for
+ * it); still failing, it is owed and sent first in the next round. */
+static bool unlock_tables(MYSQL *db, table *t)
+{
+    bool ok = false;
+    for (int i = 0; i < 2 && !ok && !mr_bg_conn_broken(db); i++)
+        ok = run_sql(db, t, "UNLOCK TABLES", "UNLOCK TABLES", NULL, "");
+    t->unlock_owed = !ok && !mr_bg_conn_broken(db); /* a broken one released the locks */
+    if (t->unlock_owed)
+        mr_error(0,
+                 "delayed %s: UNLOCK TABLES failed twice; staging inserts into %s.%s wait "
+                 "until the next round unlocks",
+                 t->rule, t->def.schema, t->def.staging_table);
+    return ok;
+}
+
 /* Applies the snapshot and empties it; see the top of the file for failures. */
 static long apply_snapshot(MYSQL *db, table *t)
 {
@@ -143,15 +182,25 @@ static long apply_snapshot(MYSQL *db, table *t)
             return -1;
         }
     }
-    if (!run_sql(db, t, "emptying the flush snapshot", "DELETE FROM ", t->tmp_name, ""))
+    /* applied (whole or part way): emptied, or stale, never applied again */
+    if (!empty_snapshot(db, t) || n < 0)
         return -1;
     dflush_count_chunk(t, n - rejected);
     return n;
 }
 
+/* What the previous round left: an owed UNLOCK TABLES, a stale snapshot.
+ * False when the round must stop here. */
+static bool settle_previous(MYSQL *db, table *t)
+{
+    if (t->unlock_owed && !unlock_tables(db, t))
+        return false;
+    return !t->snap_stale || empty_snapshot(db, t);
+}
+
 long dflush_locked_chunk(MYSQL *db, table *t)
 {
-    if (!make_snapshot(db, t))
+    if (!settle_previous(db, t) || !make_snapshot(db, t))
         return -1;
     long left = snapshot_rows(db, t);
     if (left < 0)
@@ -161,12 +210,26 @@ long dflush_locked_chunk(MYSQL *db, table *t)
     if (!run_sql(db, t, "LOCK TABLES", "LOCK TABLES ", t->def.staging_table, " WRITE"))
         return -1;
     bool took = take_rows(db, t);
-    if (!mr_bg_conn_broken(db))
-        (void)mysql_query(db, "UNLOCK TABLES");
+    bool unlocked = unlock_tables(db, t);
     if (!took) {
-        /* nothing left staging if the DELETE failed: what the copy took goes */
-        (void)run_sql(db, t, "emptying the flush snapshot", "DELETE FROM ", t->tmp_name, "");
+        /* what the copy took is still staged: the snapshot must go, unapplied */
+        if (!mr_bg_conn_broken(db))
+            (void)empty_snapshot(db, t);
         return -1;
     }
-    return apply_snapshot(db, t);
+    if (!unlocked && !mr_bg_conn_broken(db))
+        return -1; /* the snapshot is kept (its rows left staging) for after the UNLOCK */
+    return apply_snapshot(db, t); /* with the connection gone: logs what was lost */
+}
+
+bool dflush_locked_settle(MYSQL *db, table *t)
+{
+    if (!t->locked || !t->tmp_ready || mr_bg_conn_broken(db))
+        return true;
+    if (!settle_previous(db, t))
+        return false;
+    long left = snapshot_rows(db, t);
+    if (left > 0 && apply_snapshot(db, t) < 0)
+        return false;
+    return left >= 0;
 }

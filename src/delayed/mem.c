@@ -25,6 +25,7 @@
 #include "myrewrite/schema/cache.h"
 
 #define FIRST_BUCKETS 64
+#define SMALL_BATCH 16 /* key tuples a statement may have without an allocated array */
 
 typedef struct shard {
     pthread_mutex_t lock;
@@ -62,7 +63,7 @@ dm_entry *dm_find(const dm_map *m, const struct mr_dmem_table *t, const char *ke
     return NULL;
 }
 
-static bool grow(dm_map *m)
+bool dm_map_grow(dm_map *m)
 {
     size_t nb = m->b ? (m->mask + 1) * 2 : FIRST_BUCKETS;
     dm_entry **b = calloc(nb, sizeof *b);
@@ -82,7 +83,7 @@ static bool grow(dm_map *m)
 
 bool dm_insert(dm_map *m, dm_entry *e)
 {
-    if ((!m->b || m->n >= m->mask + 1) && !grow(m) && !m->b)
+    if ((!m->b || m->n >= m->mask + 1) && !dm_map_grow(m) && !m->b)
         return false; /* a full map that cannot grow still takes the entry, chained */
     e->next = m->b[e->hash & m->mask];
     m->b[e->hash & m->mask] = e;
@@ -180,15 +181,17 @@ static bool overflows(const dm_entry *e, const mr_dmem_batch *b)
     return false;
 }
 
-/* The batch's change onto entry e. */
-static bool apply_ops(dm_entry *e, const mr_dmem_batch *b)
+/* The batch's change onto entry e; texts holds a copy of each SET_TEXT
+ * value, in op order, which e takes over. Allocates nothing: it cannot
+ * fail, so a batch is applied whole once prepare_batch succeeded. */
+static void apply_ops(dm_entry *e, const mr_dmem_batch *b, char **texts)
 {
     mr_dmem_val nv[2 * MR_DELAYED_MAX_TERMS]; /* counters and set-only columns */
     if (b->del) {
         for (size_t c = 0; c < e->t->ncols; c++)
             clear_value(&e->v[c]);
         e->del = true;
-        return true;
+        return;
     }
     for (size_t c = 0; c < e->t->ncols; c++)
         nv[c] = (mr_dmem_val){0};
@@ -202,17 +205,99 @@ static bool apply_ops(dm_entry *e, const mr_dmem_batch *b)
             v->op = MR_DMEM_VAL_INT;
             v->n = o->n;
         } else {
-            char *text = malloc(o->len ? o->len : 1);
-            if (!text)
-                return false;
-            memcpy(text, b->text.data + o->off, o->len);
             v->op = MR_DMEM_VAL_TEXT;
-            v->text = text;
+            v->text = *texts++;
             v->len = o->len;
         }
     }
     for (size_t c = 0; c < e->t->ncols; c++)
         compose_value(&e->v[c], &nv[c]);
+}
+
+/* What a batch needs allocated before it changes anything. */
+typedef struct prepared {
+    dm_entry **fresh; /* per row: a new entry when its key was not held */
+    char **texts;     /* per row, its SET_TEXT values' copies (ntext each) */
+    unsigned ntext;
+    dm_entry *few[SMALL_BATCH]; /* fresh's storage for a small batch (no allocation) */
+} prepared;
+
+static void prepared_free(prepared *p, uint32_t nrows)
+{
+    for (uint32_t r = 0; p->fresh && r < nrows; r++)
+        dm_entry_free(p->fresh[r]);
+    for (size_t i = 0; p->texts && i < (size_t)nrows * p->ntext; i++)
+        free(p->texts[i]);
+    if (p->fresh != p->few)
+        free(p->fresh);
+    free(p->texts);
+}
+
+/* A copy of each SET_TEXT value for every row (the entries take them). */
+static bool prepare_texts(prepared *p, const mr_dmem_batch *b)
+{
+    const mr_dmem_colop *ops[MR_DELAYED_MAX_TERMS];
+    for (unsigned i = 0; !b->del && i < b->nops; i++)
+        if (b->ops[i].op == MR_DMEM_SET_TEXT)
+            ops[p->ntext++] = &b->ops[i];
+    size_t n = (size_t)b->nrows * p->ntext;
+    if (!n)
+        return true;
+    if (!(p->texts = calloc(n, sizeof *p->texts)))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const mr_dmem_colop *o = ops[i % p->ntext];
+        if (!(p->texts[i] = malloc(o->len ? o->len : 1)))
+            return false;
+        memcpy(p->texts[i], b->text.data + o->off, o->len);
+    }
+    return true;
+}
+
+/* Every allocation the batch needs on map m; false (nothing allocated
+ * left over) when one failed. */
+static bool prepare_batch(dm_map *m, struct mr_dmem_table *t, const mr_dmem_batch *b, prepared *p)
+{
+    *p = (prepared){0};
+    p->fresh = p->few;
+    if (b->nrows > SMALL_BATCH && !(p->fresh = calloc(b->nrows, sizeof *p->fresh)))
+        return false;
+    bool ok = (m->b || dm_map_grow(m)) && prepare_texts(p, b);
+    const char *k = (const char *)b->keys.data;
+    for (uint32_t r = 0; ok && r < b->nrows; r++) {
+        size_t n = tuple_len(k, t->def.nkeys);
+        uint64_t h = dm_hash(t, k, n);
+        if (!dm_find(m, t, k, n, h))
+            ok = (p->fresh[r] = dm_entry_new(t, k, n, h)) != NULL;
+        k += n;
+    }
+    if (!ok)
+        prepared_free(p, b->nrows);
+    return ok;
+}
+
+bool dm_map_apply(dm_map *m, struct mr_dmem_table *t, const mr_dmem_batch *b, uint64_t *made)
+{
+    prepared p;
+    *made = 0;
+    if (!prepare_batch(m, t, b, &p))
+        return false;
+    const char *k = (const char *)b->keys.data;
+    for (uint32_t r = 0; r < b->nrows; r++) {
+        size_t n = tuple_len(k, t->def.nkeys);
+        dm_entry *e = dm_find(m, t, k, n, dm_hash(t, k, n));
+        if (!e) { /* a map with buckets always takes it (chained when it cannot grow) */
+            e = p.fresh[r];
+            p.fresh[r] = NULL;
+            (void)dm_insert(m, e);
+            (*made)++;
+        }
+        apply_ops(e, b, p.texts ? p.texts + (size_t)r * p.ntext : NULL);
+        for (unsigned i = 0; p.texts && i < p.ntext; i++)
+            p.texts[(size_t)r * p.ntext + i] = NULL; /* now e's */
+        k += n;
+    }
+    prepared_free(&p, b->nrows);
     return true;
 }
 
@@ -271,25 +356,10 @@ int mr_dmem_apply(unsigned shard_no, const mr_dmem_batch *b, uint64_t *affected,
     }
     shard *sh = &M.shards[shard_no % M.nshards];
     uint64_t fresh, made = 0, before = 0;
-    bool oom = false;
     pthread_mutex_lock(&sh->lock);
     int rc = check_batch(sh, t, b, &fresh, err, errlen);
-    const char *p = (const char *)b->keys.data;
-    for (uint32_t r = 0; rc == 0 && r < b->nrows && !oom; r++) {
-        size_t n = tuple_len(p, t->def.nkeys);
-        uint64_t h = dm_hash(t, p, n);
-        dm_entry *e = dm_find(&sh->map, t, p, n, h);
-        if (!e && (e = dm_entry_new(t, p, n, h)) != NULL) {
-            if (dm_insert(&sh->map, e)) {
-                made++;
-            } else {
-                dm_entry_free(e);
-                e = NULL;
-            }
-        }
-        oom = !e || !apply_ops(e, b);
-        p += n;
-    }
+    /* all keys or none: a client that retries after the ERR counts nothing twice */
+    bool oom = rc == 0 && !dm_map_apply(&sh->map, t, b, &made);
     /* counted before the flusher can swap the new keys out and count them off */
     if (made)
         before = atomic_fetch_add(&t->nkeys, made);
@@ -304,8 +374,8 @@ int mr_dmem_apply(unsigned shard_no, const mr_dmem_batch *b, uint64_t *affected,
         dm_flusher_wake(NULL); /* the first key: an idle flusher opens its connection */
     if (rc == 0 && oom) {
         put_err(err, errlen,
-                "DELAYED on %s.%s: the proxy is out of memory; keys before the "
-                "failing one were taken",
+                "DELAYED on %s.%s: the proxy is out of memory; nothing of this statement "
+                "was taken",
                 t->def.schema, t->def.table);
         return -1;
     }

@@ -11,7 +11,7 @@
  * (merged with what arrives meanwhile), so it is applied once. When the
  * connection breaks during COMMIT nobody can tell whether the chunk
  * committed: it is dropped (and logged), never retried, so it is applied
- * at most once (README, "memory mode").
+ * at most once (rules/README.md, "memory mode").
  *
  * read_pending's point reads look into pending from workers (delayed/mem.c,
  * read_sum): pending_lock guards every change to it (a shard's swap
@@ -307,7 +307,7 @@ static bool settle(const struct mr_dmem_table *t, chunk_rc rc, dm_entry **es, si
 }
 
 /* Is the latest failed chunk's error one that the same keys would meet
- * again: a refusal of the data, or, for a table whose rule was reloaded
+ * again: a refusal of the data, the table gone, or, for a table whose rule was reloaded
  * away, any server error but a lock wait or deadlock (nothing will make
  * such a table take it, and its keys would be retried forever)? */
 static bool refused(MYSQL *db, const struct mr_dmem_table *t)
@@ -315,11 +315,16 @@ static bool refused(MYSQL *db, const struct mr_dmem_table *t)
     unsigned e = F.fail_code;
     if (mr_bg_conn_broken(db) || e == 1205 || e == 1213 || e == 0)
         return false;
-    return mr_dreject_data_error(e) || (e < 2000 && !dm_table_live(t));
+    /* 1146: the table is gone, and its keys would be retried every round */
+    return mr_dreject_data_error(e) || e == 1146 || (e < 2000 && !dm_table_live(t));
 }
 
 /* Moves key e to t's dead-letter table (one autocommitted INSERT) and
- * marks it done; false (the key stays pending) when that failed. */
+ * marks it done; false (the key stays pending) when that failed. When the
+ * connection broke under the INSERT nobody can tell whether the server
+ * wrote it: as for a COMMIT cut off, the key is dropped, not written again
+ * (never two dead-letter rows for one change), and the log line carries
+ * its key and change for the operator. */
 static bool reject(MYSQL *db, struct mr_dmem_table *t, dm_entry *e, unsigned code, const char *msg)
 {
     mr_buf b, key, change;
@@ -337,7 +342,20 @@ static bool reject(MYSQL *db, struct mr_dmem_table *t, dm_entry *e, unsigned cod
     if (ok)
         mr_dreject_put_insert(&b, t->def.schema, t->def.table, (const char *)key.data,
                               (const char *)change.data, 1, code, msg);
+    bool sent = ok; /* the INSERT goes to the server */
     ok = ok && run(db, &b, t, "writing a refused key to the dead-letter table");
+    if (!ok && sent && mr_bg_conn_broken(db)) {
+        dm_pending_lock();
+        e->done = true;
+        dm_pending_unlock();
+        count(&F.lost, 1);
+        mr_error(0,
+                 "delayed %s: the connection broke while %s on %s.%s %s (refused: %u %s) was "
+                 "written to %s.%.47s_delayed_rejected; it may or may not be there and is not "
+                 "written again",
+                 t->rule, (const char *)change.data, t->def.schema, t->def.table,
+                 (const char *)key.data, code, msg, t->def.schema, t->def.table);
+    }
     if (ok) {
         dm_pending_lock();
         e->done = true;

@@ -63,6 +63,14 @@ dm_entry *dm_find(const dm_map *m, const struct mr_dmem_table *t, const char *ke
                   uint64_t hash);
 /* False when out of memory (the entry is then not in the map). */
 bool dm_insert(dm_map *m, dm_entry *e);
+/* Doubles m's buckets (makes the first ones); false when out of memory. */
+bool dm_map_grow(dm_map *m);
+/* Applies batch b of table t to map m whole, or, when an allocation fails,
+ * not at all (false, m unchanged). *made: the keys it added to m. Under
+ * the lock of m's shard. */
+struct mr_dmem_batch;
+bool dm_map_apply(dm_map *m, struct mr_dmem_table *t, const struct mr_dmem_batch *b,
+                  uint64_t *made);
 dm_entry *dm_entry_new(struct mr_dmem_table *t, const char *key, size_t klen, uint64_t hash);
 void dm_entry_free(dm_entry *e);
 /* older takes newer's effect on top of its own (newer's texts move over). */

@@ -74,6 +74,14 @@ static void count_read(mr_fsession *fs, const mr_match_result *res)
         atomic_fetch_add_explicit(&e->read_pending, 1, memory_order_relaxed);
 }
 
+static bool stages_rows(const mr_match_result *res)
+{
+    for (unsigned i = 0; i < res->nmatched; i++)
+        if (res->staged_rows[i])
+            return true;
+    return false;
+}
+
 /* After the rules: a memory statement is answered here; a prepared one is
  * kept under the id its stand-in gets, and so is a prepared point read of
  * a memory table (its executes get the SET of what is held first). */
@@ -85,11 +93,12 @@ static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
      * new: the flusher is woken once the server has answered, so that the
      * staging rows of this very statement are committed (in autocommit
      * mode) when it looks. */
-    bool keep = res->dmem_prepare || res->dmem_read_prepare;
-    ds_session *d = res->wake_flusher || keep ? ds_state(st) : *st;
-    if (d)
+    bool keep = res->dmem_prepare || res->dmem_read_prepare, staged = stages_rows(res);
+    ds_session *d = res->wake_flusher || keep || staged ? ds_state(st) : *st;
+    if (d) {
         d->wake_flusher = res->wake_flusher;
-    else if (res->wake_flusher)
+        d->staged = staged;
+    } else if (res->wake_flusher)
         mr_delayed_wake(); /* out of memory: now rather than never */
     if (res->action == MR_ACT_DELAYED_MEMORY)
         return ds_memory(fs, res->dmem);
@@ -117,7 +126,9 @@ static void command_done(mr_fsession *fs, void **st, const mr_hook_response *r)
         return;
     if (d->wake_flusher)
         mr_delayed_wake();
-    d->wake_flusher = false;
+    if (d->staged && !r->ok)
+        mr_delayed_setup_now(); /* its staging table may have been dropped: made again */
+    d->wake_flusher = d->staged = false;
     if (r->cmd == MR_COM_STMT_PREPARE)
         ds_prepared(d, r->ok, r->stmt_id);
 }

@@ -19,6 +19,8 @@ typedef struct ds_session {
     uint32_t dlast;         /* id of the last prepared, if a memory stand-in; else
                                0xffffffff */
     bool wake_flusher;      /* wake the staged flusher when this response ends */
+    bool staged;            /* this statement stages rows: an ERR asks the flusher to check
+                               its staging tables (one dropped outside the proxy) */
     struct ds_flush *flush; /* FLUSH DELAYED waiting for its job (session_flush.c) */
 } ds_session;
 

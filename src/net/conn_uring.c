@@ -65,7 +65,7 @@
  * - A kernel that refuses the ring leaves the worker on epoll (the worker
  *   logs why). epoll stays the default: with many clients a worker this
  *   path costs less CPU per query than epoll, with one it costs more
- *   (README.md, "io_uring in the proxy").
+ *   (doc/benchmarks.md, "io_uring in the proxy").
  */
 #include "myrewrite/net/uring.h"
 #include "net/conn_impl.h"

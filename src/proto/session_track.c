@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/session_track.c - reading the session state of OK packets
  * (proto/session_track.h). Each entry is a type byte and a length-encoded

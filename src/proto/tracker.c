@@ -154,7 +154,10 @@ static mr_track_result feed_first(mr_tracker *t, const uint8_t *p, size_t n, uin
             return MR_TRACK_MALFORMED;
         return end_of_result(t, t->last_ok.status);
     }
-    if (p[0] == 0xfb && t->expect == MR_EXPECT_RESULT) {
+    /* LOAD DATA LOCAL asks for the file whatever command runs it: a query,
+     * or an execute of a prepared one (mariadbd's net_request_file does not
+     * look at the command). 0xFB is NULL as a length, never a column count. */
+    if (p[0] == 0xfb && (t->expect == MR_EXPECT_RESULT || t->expect == MR_EXPECT_EXECUTE)) {
         t->state = MR_TS_INFILE;
         return MR_TRACK_CLIENT_NEXT;
     }

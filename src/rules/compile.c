@@ -430,6 +430,7 @@ bool rules_build_tables(mr_ruleset *rs)
             rs->types |= 1u << rs->rules[i].kind;
         rs->has_block |=
             rs->rules[i].kind == MR_RULE_BLOCK && rs->rules[i].enabled && !rs->rules[i].log_only;
+        rs->any_block |= rs->rules[i].kind == MR_RULE_BLOCK && rs->rules[i].enabled;
         if (never_candidate(&rs->rules[i]))
             continue;
         if (im->how == HOW_DIGEST)

@@ -41,7 +41,9 @@ static void on_statement(void *ctx, unsigned index, unsigned version, const char
                          const char *dig, uint64_t hash)
 {
     explainer *E = ctx;
-    if (version == 0)
+    if (version == RULES_VERSION_INNER)
+        fprintf(E->out, "statement %u runs the SQL in its string literal: ", index);
+    else if (version == 0)
         fprintf(E->out, "statement %u: ", index);
     else
         fprintf(E->out, "statement %u as rewritten by %s: ", index, E->last_rewriter);
@@ -79,6 +81,8 @@ static void why_text(explainer *E, const mr_ruleset *rs, size_t i, rule_why why,
          * delayed rule: which phase) */
         if (r->entry->explain_match)
             r->entry->explain_match(out, r, detail);
+        else if (detail && detail[0]) /* dynamic = refuse: the form refused */
+            fprintf(out, "matched: %s (%s)", action_word(r), detail);
         else
             fprintf(out, "matched: %s", action_word(r));
         if (r->cont && r->kind != MR_RULE_BLOCK)

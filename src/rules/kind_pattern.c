@@ -205,12 +205,27 @@ static bool only_with_match(loader *L, const draft *dr, const char *k)
     return false;
 }
 
+/* dynamic = pass (the default: what the rules cannot read is relayed) or
+ * refuse (rules/dynamic.c). */
+static bool parse_dynamic(loader *L, const draft *dr, bool *refuse)
+{
+    const char *v = mr_rule_val(dr, "dynamic");
+    *refuse = v && strcasecmp(v, "refuse") == 0;
+    if (!v || *refuse || strcasecmp(v, "pass") == 0)
+        return true;
+    mr_rule_bad_value(L, dr, "dynamic",
+                      "pass or refuse (refuse: also refuse CALL, compound statements and "
+                      "EXECUTE IMMEDIATE / PREPARE ... FROM anything but a string literal)");
+    return false;
+}
+
 static bool finish_block(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
 {
     const char *sel = block_selector(L, dr);
     bool ok = mr_rule_need(L, dr, "message", "block rules need the message the client gets") && sel;
     ok &= parse_code(L, dr, &r->err_code);
     ok &= parse_sqlstate(L, dr, r->sqlstate);
+    ok &= parse_dynamic(L, dr, &im->dynamic_refuse);
     ok &= only_with_match(L, dr, "caseless");
     ok &= only_with_match(L, dr, "require");
     if (mr_rule_val(dr, "where") && !mr_rule_val(dr, "statement")) {
@@ -234,8 +249,9 @@ static bool finish_block(loader *L, const draft *dr, mr_rule *r, rule_impl *im)
 
 static const char *const rewrite_keys[] = {"pattern", "replacement", NULL};
 static const char *const regex_keys[] = {"match", "replace", "caseless", "global", "require", NULL};
-static const char *const block_keys[] = {"pattern", "match",   "caseless", "require",  "statement",
-                                         "where",   "message", "code",     "sqlstate", NULL};
+static const char *const block_keys[] = {"pattern",   "match",   "caseless", "require",
+                                         "statement", "where",   "message",  "code",
+                                         "sqlstate",  "dynamic", NULL};
 
 const mr_rule_kind mr_rewrite_kind = {
     .name = "rewrite",

@@ -80,6 +80,8 @@ void mr_rules_scratch_free(mr_rules_scratch *s)
     free(s->starts);
     free(s->ver[0].p);
     free(s->ver[1].p);
+    for (size_t d = 0; d < RULES_DYN_DEPTH; d++)
+        free(s->dyn[d].p);
     for (size_t k = 0; k < MR_RULE_KIND_MAX; k++) {
         if (s->kind[k] && s->kind_free[k])
             s->kind_free[k](s->kind[k]);
@@ -347,6 +349,12 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
     rule_why why = filters(R, r);
     if (why != WHY_MATCHED)
         return why;
+    /* A rewrite inside a string literal would need the literal written
+     * again, quoted for the session's sql_mode: not done, it is left as is. */
+    if (R->dyn_depth > 0 && r->kind != MR_RULE_BLOCK) {
+        snprintf(R->detail, sizeof R->detail, "inside dynamic SQL only block rules are tried");
+        return WHY_NOT_KIND;
+    }
     if (R->reading && r->kind != MR_RULE_BLOCK)
         return WHY_NOT_KIND; /* another reading: only a block acts on it */
     /* In a charset the lexer misreads, a rewrite (or claim_read_committed's
@@ -501,9 +509,19 @@ static bool statement(run *R, stmt *S, unsigned index)
         if (st == STEP_BLOCK)
             return false;
         if (st != STEP_RESTART)
-            return true;
+            return rules_dynamic(R, S, index); /* the text as it will be sent */
         stmt_digest(R, S);
     }
+}
+
+bool rules_inner_passes(run *R, stmt *S, unsigned index)
+{
+    size_t from = 0;
+    stmt_digest(R, S);
+    S->version = RULES_VERSION_INNER;
+    trace_statement(R, index, S);
+    S->version = 0;
+    return !S->dig || pass(R, S, &from) != STEP_BLOCK; /* a block never restarts */
 }
 
 /* ---- the whole text --------------------------------------------------------------------- */

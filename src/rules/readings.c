@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/readings.c - the other readings of a text: block rules apply to a
  * text as the server may read it, not only as the session's mode says.

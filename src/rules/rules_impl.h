@@ -50,6 +50,10 @@ typedef struct tpl_piece {
     int32_t ref; /* -1: literal bytes; else slot index (0-based) or group number */
 } tpl_piece;
 
+/* The statement version a trace sees for the SQL inside EXECUTE IMMEDIATE
+ * or PREPARE ... FROM a literal (rules/dynamic.c; explain says so). */
+#define RULES_VERSION_INNER UINT32_MAX
+
 typedef struct rule_impl {
     rule_how how;
     /* HOW_DIGEST */
@@ -65,6 +69,9 @@ typedef struct rule_impl {
     bool require_derived; /* found in the pattern rather than set with `require` */
     /* HOW_NO_WHERE: bit (1u << sql_stmt_kind) per blocked statement kind */
     unsigned stmt_mask;
+    /* block `dynamic = refuse`: also refuse statements that run SQL the
+     * rules cannot read (rules/dynamic.c) */
+    bool dynamic_refuse;
     /* replacement (rewrite, regex) */
     const char *tpl_text; /* the bytes literal pieces point into (owned) */
     tpl_piece *tpl;
@@ -104,6 +111,7 @@ struct mr_ruleset {
     const mr_rule_kind *takers[MR_RULE_KIND_MAX + 1]; /* kinds with take, NULL-terminated */
     unsigned types; /* bit (1u << mr_rule_type) per kind with an enabled rule */
     bool has_block; /* a block rule in force: unreadable = auto blocks what does not lex */
+    bool any_block; /* an enabled block rule, log_only too: dynamic SQL is examined */
 };
 
 /* ---- reading rule text (rules/load.c) ------------------------------------ */

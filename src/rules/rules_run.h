@@ -25,6 +25,10 @@ typedef struct seg {
     long long in;
 } seg;
 
+/* EXECUTE IMMEDIATE 'PREPARE ...' nests; the server refuses that, so one
+ * level is all a working statement has and deeper ones count as unread. */
+#define RULES_DYN_DEPTH 2
+
 struct mr_rules_scratch {
     char *whole; /* digest of the whole text: res->digest */
     size_t whole_cap;
@@ -55,6 +59,8 @@ struct mr_rules_scratch {
     void *kind[MR_RULE_KIND_MAX]; /* each kind's own buffers (mr_rule_kind_scratch), by type */
     void (*kind_free[MR_RULE_KIND_MAX])(void *p); /* and what frees their insides */
     char unreadable_msg[512];     /* refusal of the latest unreadable text (res->message) */
+    bytes dyn[RULES_DYN_DEPTH];   /* the SQL an EXECUTE IMMEDIATE / PREPARE runs, per depth */
+    char dynamic_msg[512];        /* refusal of the latest unexaminable dynamic SQL */
     struct reading_start *starts; /* statement starts of the other readings (rules/readings.c) */
     size_t start_cap;
 };
@@ -73,6 +79,15 @@ rule_why rules_regex_rewrite(run *R, stmt *S, const mr_rule *r, const rule_impl 
  * res then a block saying why; false when its readable statements go on
  * to the rules. Sets res->unreadable either way. */
 bool rules_unreadable(run *R, const char *sql, size_t len);
+/* Statements that run SQL of their own (rules/dynamic.c), after the rules
+ * met S: the block rules meet the SQL of a literal EXECUTE IMMEDIATE or
+ * PREPARE ... FROM, and a block rule with dynamic = refuse refuses a form
+ * whose SQL the text does not show. False when S is refused (res says why). */
+bool rules_dynamic(run *R, stmt *S, unsigned index);
+/* The block rules over one statement of such SQL (rules/match.c), S's
+ * text in place; false when one blocks it. S->dig is NULL when it does
+ * not lex (nothing was tried). */
+bool rules_inner_passes(run *R, stmt *S, unsigned index);
 /* Block rules meet the statements the text's other readings find (the
  * modes ctx->lex_unsure leaves open, and every mode after a statement):
  * res becomes the block of the first that matches, or the refusal of a

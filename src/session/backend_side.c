@@ -389,7 +389,19 @@ static void backend_write_cb(mr_conn *c, void *arg)
         ss_pump_client(s); /* it resumes reading once the backlog is relayed */
 }
 
-void ss_backend_failed(mr_session *s, const char *what)
+/* The backend ended the connection while the client waits for a command's
+ * answer (KILL from another session, a crash, a restart): directly, the
+ * client sees its socket close after whatever the server sent, so it gets
+ * that here too (a FIN once the relayed bytes are out) and no ERR the server
+ * never sent. A driver that cancels a query by KILL on a second connection
+ * expects exactly that close. An ERR the server did send has been relayed
+ * and ended the response (SS_IDLE). */
+static bool server_closed_mid_command(const mr_session *s, bool proxy_gave_up)
+{
+    return !proxy_gave_up && (s->state == SS_RESPONSE || s->state == SS_INFILE);
+}
+
+void ss_backend_failed(mr_session *s, const char *what, bool proxy_gave_up)
 {
     char msg[512];
     if (s->state == SS_CONNECTING || s->state == SS_GREETING) {
@@ -408,6 +420,13 @@ void ss_backend_failed(mr_session *s, const char *what)
     }
     snprintf(msg, sizeof(msg), "backend connection lost during %s: %s",
              s->state == SS_AUTH ? "authentication" : mr_command_name(s->command), what);
+    if (server_closed_mid_command(s, proxy_gave_up)) {
+        ss_close_after_flush(s, MR_CLOSE_BACKEND_LOST, msg);
+        return;
+    }
+    /* The login (the proxy's own exchange with the backend, its TLS), a
+     * command the proxy answers itself (SS_WAIT_BG), or the proxy's own
+     * backend_read_timeout: the proxy says why. */
     ss_send_err(s, (uint8_t)(s->seq + 1), MR_ER_BACKEND_LOST, "08S01", msg);
     ss_close_after_flush(s, MR_CLOSE_BACKEND_LOST, msg);
 }
@@ -437,7 +456,8 @@ static void backend_event_cb(mr_conn *c, int what, void *arg)
     if (!ALIVE(s) || !s->backend)
         return;
     char what_s[300];
-    if ((what & MR_CONN_TIMEOUT) && s->state == SS_RESPONSE) /* backend_read_timeout */
+    bool read_timeout = (what & MR_CONN_TIMEOUT) && s->state == SS_RESPONSE;
+    if (read_timeout) /* backend_read_timeout */
         snprintf(what_s, sizeof(what_s),
                  "the backend sent nothing for backend_read_timeout "
                  "(%llu ms)",
@@ -450,7 +470,7 @@ static void backend_event_cb(mr_conn *c, int what, void *arg)
         snprintf(what_s, sizeof(what_s), "failed: %s", mr_conn_error_text(s->backend));
     else
         snprintf(what_s, sizeof(what_s), "closed the connection");
-    ss_backend_failed(s, what_s);
+    ss_backend_failed(s, what_s, read_timeout);
 }
 
 const mr_conn_callbacks ss_backend_callbacks = {backend_read_cb, backend_write_cb,

@@ -245,7 +245,7 @@ void mr_session_start(mr_worker *w, int fd)
     ss_set_state(s, SS_CONNECTING);
     const char *why;
     if (!connect_backend(s, &why))
-        ss_backend_failed(s, why);
+        ss_backend_failed(s, why, true);
 }
 
 void mr_session_drain(mr_session *s, int force)

@@ -222,7 +222,11 @@ bool ss_auth_server_check(mr_session *s, const uint8_t *p, size_t n, uint32_t le
 /* session/backend_side.c */
 extern const mr_conn_callbacks ss_backend_callbacks;
 void ss_pump_backend(mr_session *s);
-void ss_backend_failed(mr_session *s, const char *what);
+/* The backend connection failed or closed (`what` says how). proxy_gave_up:
+ * the proxy ended it itself (backend_read_timeout), so the client gets an ERR
+ * saying so even mid-command, where a close by the server is mirrored as a
+ * close. */
+void ss_backend_failed(mr_session *s, const char *what, bool proxy_gave_up);
 
 /* session/client_side.c */
 extern const mr_conn_callbacks ss_client_callbacks;

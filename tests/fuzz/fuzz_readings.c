@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_readings.c - block rules meet every reading of a text the server
  * may have (rules/readings.c), checked against plain readings.

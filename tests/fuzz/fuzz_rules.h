@@ -1,7 +1,8 @@
 /*
  * tests/fuzz/fuzz_rules.h - the small fixed rule set the rule-matching
  * and DELAYED targets apply to fuzzed statements: one rule of each kind
- * that changes statements (rewrite, regex, block, paginate with the
+ * that changes statements (rewrite, regex, block, a block with
+ * dynamic = refuse for the default schema shop, paginate with the
  * deferred join and with keyset, delayed staged and in memory, queue).
  */
 #ifndef MYREWRITE_FUZZ_RULES_H
@@ -25,6 +26,11 @@ static const char fuzz_rules_text[] =
     "statement = delete, update\n"
     "where = missing\n"
     "message = DELETE and UPDATE need a WHERE clause\n"
+    "[block keep_orders]\n"
+    "pattern = DROP TABLE orders\n"
+    "message = orders stay\n"
+    "dynamic = refuse\n"
+    "schema = shop\n"
     "[paginate lines]\n"
     "table = shop.lines\n"
     "key = order_id, line_no\n"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_session_track.c - the session state of OK packets
  * (proto/session_track.h), as a server (or whatever answers in its place)

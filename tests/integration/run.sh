@@ -14,9 +14,12 @@
 # MR_BUILD picks another build tree; MR_PROXY_ARGS adds flags to the proxy;
 # MR_PROXY_LOG_LEVEL sets its log level (default info).
 #
-# A test exits 0 for pass, 77 for skip, anything else for failure. The last
-# line is "integration: N passed, M failed"; the exit status is non-zero when
-# anything failed.
+# A test exits 0 for pass, 77 for skip (its last line says which component
+# is absent), anything else for failure. A test also fails when a log its
+# processes wrote under $MR_TMP during it, its own output, or what the shared
+# proxy logged meanwhile holds a sanitizer report. The last line is
+# "integration: N passed, M failed, K skipped"; the exit status is non-zero
+# when anything failed or no test matched FILTER.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib/env.sh
@@ -35,7 +38,9 @@ rm -rf "${MR_TMP:?}"/*rules*
 passed=0
 failed=0
 skipped=0
+ran=0
 failed_names=()
+skip_lines=()
 
 # Per-test time limits in seconds; generous, so a limit hit means a hang.
 limit_for() {
@@ -56,18 +61,21 @@ proxy_log_tail() {
     tail -n 20 "$MR_TMP/main.log" 2>/dev/null | sed 's/^/    | /'
 }
 
-# A sanitizer report in a log of a proxy the test started itself (not shown
-# above) is what explains an exit status such as 66; print it. The marker is
-# touched before each test, so only this test's logs are searched.
+# sanitizer_reports MAIN_OFFSET: prints the sanitizer reports the test's
+# processes left and returns 0 if there is any: in the logs under $MR_TMP
+# written since the marker touched before the test (its own proxies, clients
+# and stand-ins), in its output, and in what the shared proxy logged after
+# MAIN_OFFSET bytes.
 sanitizer_reports() {
-    local f
-    for f in $(find "$MR_TMP" -maxdepth 1 -name '*.log' -newer "$MR_TMP/.test-start" 2>/dev/null); do
-        grep -q -E 'ThreadSanitizer|(Address|Leak)Sanitizer|runtime error:' "$f" ||
-            continue
-        echo "    --- sanitizer report in $f (first 60 lines of it) ---"
-        grep -m1 -A59 -E 'ThreadSanitizer|(Address|Leak)Sanitizer|runtime error:' \
-            "$f" | sed 's/^/    | /'
-    done
+    local f found=1
+    while IFS= read -r -d '' f; do
+        mr_sanitizer_report "$f" && found=0
+    done < <(find "$MR_TMP" -name '*.log' -newer "$MR_TMP/.test-start" -not -path "$logs/*" -print0)
+    mr_sanitizer_report "$log" && found=0
+    if ! mr_direct_only; then
+        mr_sanitizer_report "$MR_TMP/main.log" "$1" && found=0
+    fi
+    return $found
 }
 
 # MR_PROXY_ARGS: extra flags for the shared proxy, e.g. "--workers 4".
@@ -108,10 +116,12 @@ for path in "${tests[@]}"; do
     log=$logs/$name.log
     limit=$(limit_for "$name")
     start=$(date +%s.%N)
+    main_off=$(mr_file_size "$MR_TMP/main.log")
     touch "$MR_TMP/.test-start"
     # Own process group via timeout; --kill-after covers tests that ignore TERM.
     timeout --kill-after=10 "$limit" "${cmd[@]}" </dev/null >"$log" 2>&1
     rc=$?
+    ran=$((ran + 1))
     secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 
     # A test that killed the shared proxy fails, and the proxy is restarted
@@ -121,10 +131,14 @@ for path in "${tests[@]}"; do
         proxy_died=1
     fi
 
-    if ((rc == 77 && proxy_died == 0)); then
+    san=0
+    reports=$(sanitizer_reports "$main_off") && san=1
+
+    if ((rc == 77 && proxy_died == 0 && san == 0)); then
         skipped=$((skipped + 1))
+        skip_lines+=("$name: $(tail -n 1 "$log")")
         echo "SKIP $name ($(tail -n 1 "$log"))"
-    elif ((rc == 0 && proxy_died == 0)); then
+    elif ((rc == 0 && proxy_died == 0 && san == 0)); then
         passed=$((passed + 1))
         echo "PASS $name (${secs}s)"
     else
@@ -134,6 +148,8 @@ for path in "${tests[@]}"; do
             echo "FAIL $name (timed out after ${limit}s)"
         elif ((proxy_died)); then
             echo "FAIL $name (proxy main died; test exit status $rc)"
+        elif ((san)); then
+            echo "FAIL $name (a sanitizer report in a log of its processes; test exit status $rc)"
         else
             echo "FAIL $name (exit status $rc, ${secs}s)"
         fi
@@ -143,7 +159,7 @@ for path in "${tests[@]}"; do
         echo "    --- $log (last 40 lines) ---"
         tail -n 40 "$log" | sed 's/^/    | /'
         proxy_log_tail
-        sanitizer_reports
+        [[ -n $reports ]] && echo "$reports"
         if ((proxy_died)); then
             cp "$MR_TMP/main.log" "$logs/proxy-main-died-in-$name.log" 2>/dev/null
             wait "$MR_PROXY_PID" 2>/dev/null
@@ -164,15 +180,21 @@ if ! mr_direct_only; then
         failed_names+=(main-proxy-shutdown)
         echo "FAIL main-proxy-shutdown"
         proxy_log_tail
+        mr_sanitizer_report "$MR_TMP/main.log"
     fi
 fi
 cp "$MR_TMP/main.log" "$logs/proxy-main.log" 2>/dev/null
 
-if ((passed + failed + skipped == 0)); then
+# The shared proxy's shutdown is counted above, but it is not a test: a
+# filter that matched nothing fails.
+if ((ran == 0)); then
     echo "integration: no test matched '$filter'"
-    failed=1
+    failed_names+=("(no test matched)")
+    failed=$((failed + 1))
 fi
-((skipped > 0)) && echo "integration: $skipped skipped"
+for line in "${skip_lines[@]}"; do
+    echo "integration: skipped $line"
+done
 ((failed > 0)) && echo "integration: failed: ${failed_names[*]} (logs in $logs)"
-echo "integration: $passed passed, $failed failed"
+echo "integration: $passed passed, $failed failed, $skipped skipped"
 ((failed == 0))

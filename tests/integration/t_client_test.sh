@@ -12,7 +12,8 @@
 # cases may run in MR_CLIENT_TEST_JOBS shards, a database each (default 1:
 # cases in parallel shards disturb each other through server-wide objects).
 #
-# Environment: MR_DIRECT_PORT, MR_PROXY_PORT (the shared proxy), MR_TMP.
+# Environment: MR_DIRECT_PORT, MR_PROXY_PORT (the shared proxy), MR_TMP,
+# MR_CLIENT_TEST_MIN (the cases that must pass direct, default 270).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib/env.sh
@@ -133,6 +134,14 @@ done
 mr_sql_direct -e "DROP DATABASE IF EXISTS mct_direct"
 echo "# $total cases; $direct_pass pass direct; $proxy_pass of them pass through the proxy"
 time_report
+# 277 of Debian 10.11's 300 cases pass direct with the test account; far
+# fewer means the direct side broke, and the comparison would hold vacuously.
+min=${MR_CLIENT_TEST_MIN:-270}
+if ((direct_pass >= min)); then
+    mr_ok "$direct_pass cases pass direct (at least $min)"
+else
+    mr_not_ok "only $direct_pass cases pass direct (at least $min expected)"
+fi
 ((${#retried[@]})) && echo "# retried once after failing through the proxy: ${retried[*]}"
 mr_eq "every mariadb-client-test case that passes direct passes through the proxy" "" "${lost[*]}"
 mr_done

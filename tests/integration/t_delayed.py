@@ -22,7 +22,6 @@ import signal
 import sys
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
@@ -66,21 +65,8 @@ def setup(d):
     cur.execute("INSERT INTO d_slow VALUES (1, 0)")
 
 
-def wait_for(d, sql, want, timeout=20):
-    cur = d.cursor()
-    end = time.time() + timeout
-    got = None
-    while time.time() < end:
-        cur.execute(sql)
-        got = cur.fetchall()
-        if got == want:
-            return got
-        time.sleep(0.1)
-    return got
-
-
 def staged_left(d, table="d_counters_delayed"):
-    return wait_for(d, "SELECT COUNT(*) FROM %s" % table, ((0,),))
+    return t.wait_rows(d, "SELECT COUNT(*) FROM %s" % table, ((0,),))
 
 
 def hits(d, ids):
@@ -186,7 +172,7 @@ def deletes(d, port):
     cur.execute("DELETE DELAYED FROM d_counters WHERE id IN (100, 101)")
     t.eq("DELETE DELAYED with IN reports 2 rows staged", 2, cur.rowcount)
     c.close()
-    got = wait_for(d, "SELECT COUNT(*) FROM d_counters WHERE id IN (100, 101)", ((0,),))
+    got = t.wait_rows(d, "SELECT COUNT(*) FROM d_counters WHERE id IN (100, 101)", ((0,),))
     t.eq("DELETE DELAYED removed both rows at the flush", ((0,),), got)
 
 
@@ -241,18 +227,6 @@ def show_delayed(a):
     return {r[0]: dict(zip(cols, r)) for r in cur.fetchall()}
 
 
-def metrics():
-    """Proxy B's /metrics samples as {'name{labels}': float}."""
-    with urllib.request.urlopen("http://%s:%d/metrics" % (t.HOST, HTTP_PORT), timeout=10) as r:
-        text = r.read().decode()
-    out = {}
-    for line in text.split("\n"):
-        if line and not line.startswith("#"):
-            key, _, val = line.rpartition(" ")
-            out[key] = float(val)
-    return out
-
-
 SLOW_STAGED = 'myrewrite_delayed_table_rows_staged_total{rule="slow",table="test.d_slow_delayed"}'
 SLOW_FLUSHED = 'myrewrite_delayed_table_rows_flushed_total{rule="slow",table="test.d_slow_delayed"}'
 FLUSH_HIST = "myrewrite_delayed_flush_duration_seconds"
@@ -264,7 +238,7 @@ def flush_command(d):
     staged_left(d, "d_slow_delayed")
     time.sleep(1.0)  # both proxies' first rounds (at their start) are over; the next is in 1 h
     a = pymysql.connect(host=t.HOST, port=ADMIN_PORT, user="admin", password="adminpw")
-    s0, m0 = show_delayed(a)["slow"], metrics()
+    s0, m0 = show_delayed(a)["slow"], t.metrics(HTTP_PORT)
     c = t.connect(PORTS[1], autocommit=True)
     for _ in range(5):
         c.cursor().execute("UPDATE DELAYED d_slow SET n = n + 2 WHERE id = 2")
@@ -287,7 +261,7 @@ def flush_command(d):
     cur.execute("SELECT n FROM d_slow WHERE id = 2")
     t.eq("FLUSH DELAYED applied the staged increments (id 99 has no row: ignored)", (17,),
          cur.fetchone())
-    s2, m2 = show_delayed(a)["slow"], metrics()
+    s2, m2 = show_delayed(a)["slow"], t.metrics(HTTP_PORT)
     a.close()
     t.eq("SHOW DELAYED: rows_flushed moves by the 11 rows, one more round, no error",
          (11, 1, 0), (s2["rows_flushed"] - s0["rows_flushed"],
@@ -340,9 +314,9 @@ def main():
     setup(d)
     procs = [p.start() for p in PROXIES]
     try:
-        got = wait_for(d, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
-                       "'test' AND TABLE_NAME IN ('d_counters_delayed', 'd_slow_delayed')",
-                       ((2,),))
+        got = t.wait_rows(d, "SELECT COUNT(*) FROM information_schema.TABLES WHERE "
+                          "TABLE_SCHEMA = 'test' AND TABLE_NAME IN ('d_counters_delayed', "
+                          "'d_slow_delayed')", ((2,),))
         t.eq("staging tables created at start", ((2,),), got)
         refusals(PORTS[0])
         concurrent(d)

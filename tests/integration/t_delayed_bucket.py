@@ -160,7 +160,7 @@ def main():
         for table in TABLES:
             run(d, table)
     finally:
-        PROXY.kill9()
+        PROXY.stop()
     t.done()
 
 

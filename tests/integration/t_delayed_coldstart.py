@@ -17,7 +17,7 @@ with keyless rules on test.cs_staged (staged mode) and test.cs_mem (memory mode)
         connection broke (the kill) is in doubt: its staging INSERT may or may not have been
         committed. Ids with no statement in doubt must equal their acknowledged sum exactly;
         the others lie between it and it plus their increments in doubt.
-      - memory mode: what the killed proxy held in memory is lost (the README says so), so
+      - memory mode: what the killed proxy held in memory is lost (rules/README.md, "memory mode", says so), so
         ids written before the kill (1..50) hold at most their acknowledged sum; ids 51..100,
         written only after the kill was sent, reach only the new proxy and must be exact.
   * a table created while its statement is parked: the statement goes on once the cache
@@ -36,7 +36,6 @@ import os
 import sys
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
@@ -292,14 +291,7 @@ def park_pipelined_and_gone():
 
 
 def park_metrics():
-    body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % HTTP_PORT,
-                                  timeout=5).read().decode()
-    vals = {}
-    for line in body.splitlines():
-        if line.startswith("myrewrite_delayed_park"):
-            name, v = line.split()
-            vals[name] = float(v)
-    return vals
+    return t.metrics(HTTP_PORT, "myrewrite_delayed_park")
 
 
 def metric(name):

@@ -16,7 +16,7 @@ delayed rules, both with flush_interval = 1h (nothing flushes until asked) and f
   * memory: 20,000 keys with two deltas each are held in the proxy's memory; FLUSH DELAYED;
     mariadbd is killed once some chunks are in the table. After the restart and a FLUSH
     DELAYED that succeeds, every key holds its exact sum, except that a chunk whose COMMIT
-    the kill cut off may be lost whole (README: it is dropped, never retried): such keys hold
+    the kill cut off may be lost whole (rules/README.md, "memory mode": it is dropped, never retried): such keys hold
     0, there are at most flush_rows of them, and the proxy logged that chunk.
 Environment: MR_BIN; its own mariadbd and the proxy take free ports.
 """

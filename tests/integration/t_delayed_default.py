@@ -26,7 +26,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
@@ -73,17 +72,8 @@ def setup_schema():
     c.close()
 
 
-def q(sql):
-    c = t.direct(autocommit=True)
-    cur = c.cursor()
-    cur.execute(sql)
-    rows = cur.fetchall()
-    c.close()
-    return rows
-
-
 def one(sql):
-    return q(sql)[0][0]
+    return t.query(sql)[0][0]
 
 
 def px():
@@ -127,7 +117,7 @@ def test_pending_then_staged(c):
     t.eq("pending: applied directly (d)", "2.00",
          str(one("SELECT d FROM dflt.hits WHERE id = 1")))
     t.check(wait_ready("hits_delayed"), "the flusher derived the rule: hits_delayed exists")
-    cols = [r[0] for r in q("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE "
+    cols = [r[0] for r in t.query("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE "
                             "TABLE_SCHEMA = 'dflt' AND TABLE_NAME = 'hits_delayed' "
                             "ORDER BY ORDINAL_POSITION")]
     t.check("n" in cols and "d" in cols and "id" in cols and "label" not in cols,
@@ -142,7 +132,7 @@ def test_pending_then_staged(c):
 
 
 def test_concurrent(c):
-    before = {r[0]: (r[1], r[2]) for r in q("SELECT id, n, d FROM dflt.hits")}
+    before = {r[0]: (r[1], r[2]) for r in t.query("SELECT id, n, d FROM dflt.hits")}
     errors = []
     want = {i: [0, 0] for i in range(1, IDS + 1)}
     lock = threading.Lock()
@@ -174,7 +164,7 @@ def test_concurrent(c):
     t.eq("32 clients: every statement staged", [], errors[:5])
     t.check(one("SELECT COUNT(*) FROM dflt.hits_delayed") > 0, "rows are staged before the flush")
     t.eq("FLUSH DELAYED answers OK", 0, flush(c))
-    after = {r[0]: (r[1], r[2]) for r in q("SELECT id, n, d FROM dflt.hits")}
+    after = {r[0]: (r[1], r[2]) for r in t.query("SELECT id, n, d FROM dflt.hits")}
     exp = {i: (before[i][0] + want[i][0], before[i][1] + want[i][1]) for i in before}
     t.eq("every counter equals the exact sum", exp, after)
     t.eq("the staging table is empty", 0, one("SELECT COUNT(*) FROM dflt.hits_delayed"))
@@ -194,7 +184,7 @@ def test_prepared(c):
     t.eq("prepared UPDATE DELAYED (execute and execute_direct) staged",
          "params=2 fields=0 sum=6050", r.stdout.strip())
     t.eq("FLUSH DELAYED answers OK", 0, flush(c))
-    got = dict(q("SELECT id, hits FROM dflt.m_counters"))
+    got = dict(t.query("SELECT id, hits FROM dflt.m_counters"))
     t.eq("prepared: exact sums", {57: 1 + 2683, 58: 1717, 59: 1650}, got)
     return True
 
@@ -209,14 +199,6 @@ def show_delayed():
         return {(r[0], r[1]): dict(zip(cols, r)) for r in cur.fetchall()}
     finally:
         a.close()
-
-
-def metrics(prefix):
-    """The /metrics samples whose name starts with prefix: {'name{labels}': int}."""
-    with urllib.request.urlopen("http://%s:%d/metrics" % (t.HOST, HTTP_PORT), timeout=10) as r:
-        text = r.read().decode()
-    return {line.rpartition(" ")[0]: int(float(line.rpartition(" ")[2]))
-            for line in text.split("\n") if line.startswith(prefix)}
 
 
 def test_stats(hits_staged, prepared):
@@ -241,7 +223,7 @@ def test_stats(hits_staged, prepared):
     t.eq("SHOW DELAYED: the default rule's row is the sum of its tables' rows",
          (hits_staged + mc["rows_staged"], hits_staged + mc["rows_flushed"]),
          (total["rows_staged"], total["rows_flushed"]))
-    got = metrics("myrewrite_delayed_table_rows_")
+    got = t.metrics(HTTP_PORT, "myrewrite_delayed_table_rows_")
     want = {}
     for name in ("staged", "flushed"):
         for tbl in tables:
@@ -305,7 +287,7 @@ def test_adoption(p, c):
     c = px()
     t.eq("after the restart FLUSH DELAYED answers OK", 0, flush(c))
     t.eq("adopted: the staged rows are applied without a statement on the table", total,
-         dict(q("SELECT id, n FROM dflt.adopt")))
+         dict(t.query("SELECT id, n FROM dflt.adopt")))
     t.eq("adopted: the staging table is empty", 0, one("SELECT COUNT(*) FROM dflt.adopt_delayed"))
     t.check("adopting dflt.adopt" in p.log_text(), "the proxy logged the adoption")
     return p, c

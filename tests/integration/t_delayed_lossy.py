@@ -38,15 +38,6 @@ CLIENTS, PER_CLIENT = 8, 50
 rows = t.rows  # (connection, sql[, args]): a tuple of row tuples
 
 
-def wait_for(d, sql, want, timeout=20):
-    end = time.time() + timeout
-    got = rows(d, sql)
-    while got != want and time.time() < end:
-        time.sleep(0.05)
-        got = rows(d, sql)
-    return got
-
-
 def setup(d):
     cur = d.cursor()
     cur.execute("DROP TABLE IF EXISTS l_counters, l_counters_delayed")
@@ -99,7 +90,7 @@ def main():
         holder.cursor().execute("LOCK TABLES l_counters READ")
         flush_in_background()
         t.eq("under the held lock the flush empties the staging table",
-             ((0,),), wait_for(d, "SELECT COUNT(*) FROM l_counters_delayed", ((0,),)))
+             ((0,),), t.wait_rows(d, "SELECT COUNT(*) FROM l_counters_delayed", ((0,),)))
         t.eq("... while the main table is not yet updated: the rows are in the snapshot only",
              ((0,),), rows(d, "SELECT SUM(n) FROM l_counters"))
         PROXY.kill9()

@@ -441,17 +441,6 @@ def bound(d):
 
 # ---- flush_early -------------------------------------------------------------------------------
 
-def wait_rows(d, sql, want, timeout=10):
-    end = time.time() + timeout
-    got = None
-    while time.time() < end:
-        got = rows(d, sql)
-        if got == want:
-            break
-        time.sleep(0.05)
-    return got
-
-
 def early(d):
     """Hourly tables: flush_early wakes the flushers long before the interval."""
     time.sleep(0.5)  # the first rounds at start are over; the next are an hour away
@@ -469,9 +458,9 @@ def early(d):
     cur.execute("UPDATE DELAYED m_early_mem SET n = n + 1 WHERE id = 4")    # the 4th key
     c.close()
     t.eq("staged: the 10th staged row woke the flusher", ((10,),),
-         wait_rows(d, "SELECT SUM(n) FROM m_early", ((10,),)))
+         t.wait_rows(d, "SELECT SUM(n) FROM m_early", ((10,),)))
     t.eq("memory: the 4th key woke the flusher", ((4,),),
-         wait_rows(d, "SELECT SUM(n) FROM m_early_mem", ((4,),)))
+         t.wait_rows(d, "SELECT SUM(n) FROM m_early_mem", ((4,),)))
 
 
 # ---- a failing chunk ---------------------------------------------------------------------------

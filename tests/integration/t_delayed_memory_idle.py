@@ -14,13 +14,11 @@ mariadbd's unix socket ($MR_TMP/main/mariadbd.sock).
 """
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
-import pymysql  # noqa: E402
 
-SOCK = os.path.join(t.TMP, "main", "mariadbd.sock")
+q = t.root_query  # as root over the shared mariadbd's socket
 OWN, OWN_PW = "mr_memidle", "memidlepw"
 RULE = """
 [delayed memidle]
@@ -32,23 +30,8 @@ flush_interval = 1s
 """ % t.DB
 
 
-def q(sql, args=None):
-    c = pymysql.connect(unix_socket=SOCK, user="root", autocommit=True, charset="utf8mb4")
-    try:
-        return t.rows(c, sql, args)
-    finally:
-        c.close()
-
-
 def own_connected():
     return any(r[1] == OWN for r in q("SHOW PROCESSLIST"))
-
-
-def wait_until(cond, seconds):
-    end = time.time() + seconds
-    while not cond() and time.time() < end:
-        time.sleep(0.05)
-    return cond()
 
 
 def total():
@@ -64,17 +47,17 @@ def updates(p, n):
 
 
 def rounds(p):
-    t.check(wait_until(lambda: not own_connected(), 5),
+    t.check(t.wait_until(lambda: not own_connected(), 5),
             "no key held: the flusher's own connection is closed after own_connection_idle")
     want = 0
     for n in (100, 50):
         updates(p, n)
         want += n
-        t.check(wait_until(own_connected, 3),
+        t.check(t.wait_until(own_connected, 3),
                 "%d UPDATE DELAYED: the flusher's connection opens again for them" % n)
-        t.check(wait_until(lambda: total() == want, 5), "the counters sum to exactly %d" % want,
+        t.check(t.wait_until(lambda: total() == want, 5), "the counters sum to exactly %d" % want,
                 "sum %s" % total())
-        t.check(wait_until(lambda: not own_connected(), 5),
+        t.check(t.wait_until(lambda: not own_connected(), 5),
                 "after that flush the connection is closed again after the idle time")
     t.eq("nothing lost or applied twice", want, total())
     return want

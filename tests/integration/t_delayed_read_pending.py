@@ -31,7 +31,6 @@ import struct
 import sys
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
@@ -389,17 +388,10 @@ def exact_memory():
     sends("FLUSH DELAYED rp_mem_hold")
 
 
-def metric(name):
-    body = urllib.request.urlopen(PROXY.http_url("/metrics"), timeout=5).read().decode()
-    for line in body.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
-
-
 def reporting():
-    t.check((metric("myrewrite_delayed_read_pending_total") or 0) > 100,
-            "/metrics counts the rewritten reads", metric("myrewrite_delayed_read_pending_total"))
+    t.check((t.metric(PROXY, "myrewrite_delayed_read_pending_total") or 0) > 100,
+            "/metrics counts the rewritten reads",
+            t.metric(PROXY, "myrewrite_delayed_read_pending_total"))
     t.check(int(flushed_rows("rp_staged")["read_pending"] or 0) > 100,
             "SHOW DELAYED counts them per rule", flushed_rows("rp_staged"))
     t.eq("SHOW DELAYED: a rule without read_pending counts none", "0",

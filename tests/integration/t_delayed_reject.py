@@ -22,7 +22,6 @@ import random
 import sys
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
@@ -30,7 +29,7 @@ import pymysql  # noqa: E402
 
 RULES_DIR = os.path.join(t.TMP, "dreject_rules")
 PROXY = t.Proxy("dreject_proxy", rules_dir=RULES_DIR, own_conn=True, admin=True, http=True)
-PORT, ADMIN_PORT, HTTP_PORT = PROXY.port, PROXY.admin_port, PROXY.http_port
+PORT, HTTP_PORT = PROXY.port, PROXY.http_port
 INT_MAX = 2147483647
 NEAR = INT_MAX - 1500
 TABLES = {"r_inno": ("InnoDB", "staged"), "r_myisam": ("MyISAM", "staged"),
@@ -68,24 +67,6 @@ def setup(d):
                     % (name, ", ".join("(%d, 0)" % k for k in range(1, 9)), NEAR))
     cur.execute("CREATE TABLE r_big (id INT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0)")
     cur.execute("INSERT INTO r_big VALUES (1, 0), (2, 0)")
-
-
-def admin(sql):
-    a = pymysql.connect(host=t.HOST, port=ADMIN_PORT, user="admin", password="adminpw")
-    try:
-        cur = a.cursor()
-        cur.execute(sql)
-        cols = [x[0] for x in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
-    finally:
-        a.close()
-
-
-def metrics(prefix):
-    with urllib.request.urlopen("http://%s:%d/metrics" % (t.HOST, HTTP_PORT), timeout=10) as r:
-        text = r.read().decode()
-    return {line.rpartition(" ")[0]: int(float(line.rpartition(" ")[2]))
-            for line in text.split("\n") if line.startswith(prefix)}
 
 
 def flush(c, table):
@@ -154,17 +135,16 @@ def overflow_one(d, table):
     t.check(len(dl) == 1 and dl[0][0] == "(`id`) = ('9')" and dl[0][1] == "`n` + 2000" and
             dl[0][2] == rows_want and dl[0][3] == 1264 and "Out of range" in dl[0][4],
             "%s: the refused key's change is in the dead-letter table with its error" % kind, dl)
-    shown = {r["rule"]: r for r in admin("SHOW DELAYED")}
+    shown = {r["rule"]: r for r in PROXY.admin_dicts("SHOW DELAYED")}
     t.eq("%s: SHOW DELAYED counts the rejected rows" % kind, rows_want,
          shown.get(table, {}).get("rows_rejected"))
-    listed = admin("SHOW DELAYED REJECTED test.%s" % table)
+    listed = PROXY.admin_dicts("SHOW DELAYED REJECTED test.%s" % table)
     t.check(len(listed) == 1 and listed[0]["key_values"] == "(`id`) = ('9')" and
             listed[0]["error_code"] == 1264 and
             listed[0]["dead_letter_table"] == "test.%s_delayed_rejected" % table,
             "%s: SHOW DELAYED REJECTED lists the key with its error" % kind, listed)
     t.eq("%s: /metrics counts the rejected rows" % kind, rows_want,
-         metrics("myrewrite_delayed_rejected_total").get(
-             'myrewrite_delayed_rejected_total{table="test.%s"}' % table))
+         t.metric(HTTP_PORT, 'myrewrite_delayed_rejected_total{table="test.%s"}' % table))
     bad.cursor().execute("UPDATE DELAYED %s SET n = n + 5 WHERE id = 1" % table)
     t.eq("%s: the next FLUSH DELAYED with good deltas answers OK" % kind, None,
          flush(bad, table))
@@ -212,7 +192,7 @@ def main():
             overflow_one(d, table)
         bigint_sum(d)
     finally:
-        PROXY.kill9()
+        PROXY.stop()
     t.done()
 
 

@@ -255,7 +255,7 @@ def main():
             sequence(d, table)
         old_staging_table(d)
     finally:
-        PROXY.kill9()
+        PROXY.stop()
     t.done()
 
 

@@ -23,7 +23,6 @@ HTTP).
 import os
 import sys
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
@@ -33,7 +32,7 @@ import rawproto_lib as rp  # noqa: E402
 
 RULES_DIR = os.path.join(t.TMP, "dwidth_rules")
 PROXY = t.Proxy("dwidth", rules_dir=RULES_DIR, own_conn=True, admin=True, http=True)
-PORT, ADMIN_PORT, HTTP_PORT = PROXY.port, PROXY.admin_port, PROXY.http_port
+PORT, HTTP_PORT = PROXY.port, PROXY.http_port
 # table: (type of n, mode, key given, set_columns)
 TABLES = {"w_int": ("INT", "staged", True, True), "w_big": ("BIGINT", "staged", False, False),
           "w_tiny": ("TINYINT", "memory", True, True),
@@ -64,23 +63,8 @@ def setup(d):
         cur.execute("INSERT INTO %s (id) VALUES (1), (2)" % name)
 
 
-def admin(sql):
-    a = pymysql.connect(host=t.HOST, port=ADMIN_PORT, user="admin", password="adminpw")
-    try:
-        cur = a.cursor()
-        cur.execute(sql)
-        cols = [x[0] for x in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
-    finally:
-        a.close()
-
-
 def schema_loads():
-    with urllib.request.urlopen("http://%s:%d/metrics" % (t.HOST, HTTP_PORT), timeout=10) as r:
-        for line in r.read().decode().split("\n"):
-            if line.startswith("myrewrite_schema_cache_loads_total"):
-                return int(float(line.rpartition(" ")[2]))
-    return 0
+    return t.metric(HTTP_PORT, "myrewrite_schema_cache_loads_total") or 0
 
 
 def run(c, sql):
@@ -113,7 +97,7 @@ def staged_count(d, name):
 
 
 def rows_staged():
-    return {r["rule"]: r["rows_staged"] for r in admin("SHOW DELAYED")}
+    return {r["rule"]: r["rows_staged"] for r in PROXY.admin_dicts("SHOW DELAYED")}
 
 
 def refused(c, d, name, sql, want):
@@ -197,7 +181,7 @@ def results(c, d):
     for name, w in want.items():
         t.eq("%s: the accepted statements are applied, the refused ones are not" % name, w,
              rows(d, "SELECT id, n, lvl FROM %s ORDER BY id" % name))
-    shown = {r["rule"]: r["rows_rejected"] for r in admin("SHOW DELAYED")}
+    shown = {r["rule"]: r["rows_rejected"] for r in PROXY.admin_dicts("SHOW DELAYED")}
     t.eq("SHOW DELAYED counts no rejected row", {n: 0 for n in TABLES},
          {n: shown.get(n) for n in TABLES})
 

@@ -5,9 +5,10 @@ Each group runs a proxy of its own whose backend address is a cutting relay
 (tests/lib/faultrelay.py) in front of the test mariadbd, so the sessions' backend
 connections and the proxy's own connections (flushers, queue release) all pass
 through it. Timeouts are set low: backend_read_timeout = 2s, own_connection_timeout
-= 1s, handshake_timeout = 3s. For every case: the client gets an error (ERR 1158
-08S01 from the proxy when it can still write one, else a lost connection, 2013)
-within a bound, never a hang; a second client works through the same proxy during
+= 1s, handshake_timeout = 3s. For every case: the client gets an error within a
+bound, never a hang (a lost connection, 2013, where the server's side was cut
+mid-command, as direct; ERR 1158 08S01 from the proxy during the login and when
+backend_read_timeout ends a stalled answer); a second client works through the same proxy during
 the fault and after it; the proxy stays up and exits 0 on SIGTERM.
 
   auth:      RST / FIN / stall of the HandshakeResponse toward the server
@@ -20,7 +21,7 @@ the fault and after it; the proxy stays up and exits 0 on SIGTERM.
   memory:    the same for mode = memory, whose flusher cannot tell the two apart: the
              chunk is dropped and logged ("broke during COMMIT ... not retried"), so it is
              applied at most once: cut after COMMIT the sum is exact, cut before it the
-             chunk's 100 increments are lost (README's loss window), never doubled
+             chunk's 100 increments are lost (rules/README.md's loss window), never doubled
   keyset:    RST and stall after 30 KB of a deep keyset page
   queue:     the release UPDATE of a disconnected claimer cut before and after it
              reaches the server: the claims are released (before: at the retry), and a
@@ -70,14 +71,6 @@ class Group:
     def close(self):
         self.relay.stop()
         self.proxy.stop(timeout=20, expect=0, desc="%s: the proxy exits 0 on SIGTERM" % self.name)
-
-
-def direct_q(sql):
-    c = t.direct(autocommit=True)
-    try:
-        return t.rows(c, sql)
-    finally:
-        c.close()
 
 
 def expect_error(desc, fn, codes=(1158, 2013)):
@@ -165,7 +158,7 @@ def result_cases():
 
 def infile_cases():
     g = Group("infile")
-    direct_q("CREATE OR REPLACE TABLE %s.fm_infile (a INT, b VARCHAR(100))" % t.DB)
+    t.query("CREATE OR REPLACE TABLE %s.fm_infile (a INT, b VARCHAR(100))" % t.DB)
     fd, path = tempfile.mkstemp(dir=t.TMP, suffix=".tsv")
     with os.fdopen(fd, "w") as fh:
         for i in range(30000):
@@ -190,7 +183,7 @@ def infile_cases():
     finally:
         os.remove(path)
         g.close()
-        direct_q("DROP TABLE IF EXISTS %s.fm_infile" % t.DB)
+        t.query("DROP TABLE IF EXISTS %s.fm_infile" % t.DB)
 
 
 # ---- DELAYED, staged and memory ------------------------------------------------
@@ -216,7 +209,7 @@ def flush_until(g, table, want):
             c.close()
         except pymysql.MySQLError:
             pass
-        got = direct_q("SELECT SUM(hits) FROM %s.%s" % (t.DB, table))[0][0]
+        got = t.query("SELECT SUM(hits) FROM %s.%s" % (t.DB, table))[0][0]
         if got == want:
             break
         time.sleep(0.3)
@@ -247,9 +240,9 @@ def acked_updates(g, table, n):
 
 def delayed_cases(kind, memory):
     table = "fm_" + kind
-    direct_q("CREATE OR REPLACE TABLE %s.%s (id INT PRIMARY KEY, hits INT NOT NULL)"
+    t.query("CREATE OR REPLACE TABLE %s.%s (id INT PRIMARY KEY, hits INT NOT NULL)"
              % (t.DB, table))
-    direct_q("INSERT INTO %s.%s SELECT seq, 0 FROM %s.seq_1_to_10" % (t.DB, table, t.DB))
+    t.query("INSERT INTO %s.%s SELECT seq, 0 FROM %s.seq_1_to_10" % (t.DB, table, t.DB))
     g = Group(kind, rules=delayed_rule(table, table, memory))
     want = 0
     try:
@@ -263,7 +256,7 @@ def delayed_cases(kind, memory):
             f = g.relay.arm(Fault("c2s", action, pattern=COMMIT, when=when))
             lost_before = g.proxy.log_text().count("broke during COMMIT")
             # memory mode cannot tell a COMMIT cut before the server from one cut after:
-            # it drops the chunk (at most once, README "memory mode"), so a cut before
+            # it drops the chunk (at most once, rules/README.md "memory mode"), so a cut before
             # loses the chunk's 100 increments; staged mode retries from the staging table
             if not memory or when == "after":
                 want += 100
@@ -291,22 +284,22 @@ def delayed_cases(kind, memory):
         t.check(secs < BOUND_S, "%s: within %d s (%.1f s)" % (kind, BOUND_S, secs))
         time.sleep(1.5)
         t.eq("%s: nothing applied late or twice" % kind, want,
-             direct_q("SELECT SUM(hits) FROM %s.%s" % (t.DB, table))[0][0])
+             t.query("SELECT SUM(hits) FROM %s.%s" % (t.DB, table))[0][0])
         if not memory:
-            left = direct_q("SELECT COUNT(*) FROM %s.%s_delayed" % (t.DB, table))[0][0]
+            left = t.query("SELECT COUNT(*) FROM %s.%s_delayed" % (t.DB, table))[0][0]
             t.eq("staged: the staging table is empty", 0, left)
     finally:
         g.close()
-        direct_q("DROP TABLE IF EXISTS %s.%s" % (t.DB, table))
-        direct_q("DROP TABLE IF EXISTS %s.%s_delayed" % (t.DB, table))
+        t.query("DROP TABLE IF EXISTS %s.%s" % (t.DB, table))
+        t.query("DROP TABLE IF EXISTS %s.%s_delayed" % (t.DB, table))
 
 
 # ---- keyset page, queue release -----------------------------------------------
 
 def keyset_cases():
-    direct_q("CREATE OR REPLACE TABLE %s.fm_items (id INT PRIMARY KEY, pad VARCHAR(200))"
+    t.query("CREATE OR REPLACE TABLE %s.fm_items (id INT PRIMARY KEY, pad VARCHAR(200))"
              % t.DB)
-    direct_q("INSERT INTO %s.fm_items SELECT seq, REPEAT('k', 200) FROM %s.seq_1_to_20000"
+    t.query("INSERT INTO %s.fm_items SELECT seq, REPEAT('k', 200) FROM %s.seq_1_to_20000"
              % (t.DB, t.DB))
     g = Group("keyset", rules="""
 [paginate fm_items]
@@ -337,14 +330,14 @@ strategy = keyset
                  r)
     finally:
         g.close()
-        direct_q("DROP TABLE IF EXISTS %s.fm_items" % t.DB)
+        t.query("DROP TABLE IF EXISTS %s.fm_items" % t.DB)
 
 
 def queue_cases():
-    direct_q("CREATE OR REPLACE TABLE %s.fm_q (id INT PRIMARY KEY, status VARCHAR(10) NOT NULL"
+    t.query("CREATE OR REPLACE TABLE %s.fm_q (id INT PRIMARY KEY, status VARCHAR(10) NOT NULL"
              " DEFAULT 'fmfree', owner INT UNSIGNED NOT NULL DEFAULT 0, claimed_at DATETIME(6))"
              % t.DB)
-    direct_q("INSERT INTO %s.fm_q (id) SELECT seq FROM %s.seq_1_to_10" % (t.DB, t.DB))
+    t.query("INSERT INTO %s.fm_q (id) SELECT seq FROM %s.seq_1_to_10" % (t.DB, t.DB))
     g = Group("queue", rules="""
 [queue fm_q]
 table = %s.fm_q
@@ -359,7 +352,7 @@ timeout = 10m
              "WHERE owner = 0 AND status = 'fmfree' LIMIT 10")
 
     def free():
-        return direct_q("SELECT COUNT(*) FROM %s.fm_q WHERE status = 'fmfree' AND owner = 0"
+        return t.query("SELECT COUNT(*) FROM %s.fm_q WHERE status = 'fmfree' AND owner = 0"
                         % t.DB)[0][0]
     try:
         for when in ("before", "after"):
@@ -377,7 +370,7 @@ timeout = 10m
             b.cursor().execute(claim)
             bid = t.rows(b, "SELECT CONNECTION_ID()")[0][0]
             time.sleep(3)  # the release's retry after its reconnect, if any
-            mine = direct_q("SELECT COUNT(*) FROM %s.fm_q WHERE status = 'fmtaken'" % t.DB)[0][0]
+            mine = t.query("SELECT COUNT(*) FROM %s.fm_q WHERE status = 'fmtaken'" % t.DB)[0][0]
             t.eq("queue %s: a later claimer's rows are not released by a retry" % when, 10, mine)
             b.close()
             end = time.time() + 10
@@ -387,7 +380,7 @@ timeout = 10m
             g.second_client("after queue %s" % when)
     finally:
         g.close()
-        direct_q("DROP TABLE IF EXISTS %s.fm_q" % t.DB)
+        t.query("DROP TABLE IF EXISTS %s.fm_q" % t.DB)
 
 
 def main():

@@ -36,7 +36,6 @@ import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BIN = os.environ.get("MR_BIN", os.path.join(ROOT, "build", "myrewrite"))
 PORT = t.free_port()
 HTTP_PORT = t.free_port()
 DB_PORT = t.free_port()
@@ -67,24 +66,6 @@ replace = x
 
 
 # ---- plumbing ------------------------------------------------------------------------------
-
-def env_sh(cmd):
-    """Runs a tests/lib/env.sh helper; returns (status, output)."""
-    r = subprocess.run(["bash", "-c", '. "%s/tests/lib/env.sh"; %s' % (ROOT, cmd)],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return r.returncode, r.stdout
-
-
-def db_root(sql):
-    rc, out = env_sh("mr_mariadb_root %s -N -e %s" % (DB_NAME, sh_quote(sql)))
-    if rc:
-        raise RuntimeError("root query failed: %s" % out)
-    return out.strip()
-
-
-def sh_quote(s):
-    return "'" + s.replace("'", "'\\''") + "'"
-
 
 def listening(port):
     s = socket.socket()
@@ -245,25 +226,23 @@ def settle(name, expected, **labels):
 # ---- checks -------------------------------------------------------------------------------
 
 def check_config():
-    r = subprocess.run([BIN, "--config-reference"], capture_output=True, text=True)
+    r = t.run_bin(["--config-reference"])
     t.check("| `http_listen` | `` |" in r.stdout, "--config-reference lists http_listen, off")
-    r = subprocess.run([BIN, "--print-config"], capture_output=True, text=True, cwd=ROOT)
+    r = t.run_bin(["--print-config"], cwd=ROOT)
     t.check("\nhttp_listen = \n" in r.stdout, "http_listen is empty by default", r.stdout)
     for bad in ["nonsense", "/tmp/metrics.sock", "127.0.0.1:0", "127.0.0.1:99999"]:
-        r = subprocess.run([BIN, "--set", "http_listen=" + bad, "--check"], capture_output=True,
-                           text=True, cwd=ROOT)
+        r = t.run_bin(["--set", "http_listen=" + bad, "--check"], cwd=ROOT)
         t.check(r.returncode != 0 and "http_listen = '%s'" % bad in r.stderr,
                 "--check refuses http_listen=%s" % bad, r.stderr)
-    r = subprocess.run([BIN, "--set", "http_listen=127.0.0.1:%d" % HTTP_PORT, "--check"],
-                       capture_output=True, text=True, cwd=ROOT)
+    r = t.run_bin(["--set", "http_listen=127.0.0.1:%d" % HTTP_PORT, "--check"], cwd=ROOT)
     t.eq("--check accepts http_listen=127.0.0.1:%d" % HTTP_PORT, 0, r.returncode)
     # The container's config serves what its HEALTHCHECK asks.
     with open(os.path.join(ROOT, "docker", "Dockerfile")) as f:
         dockerfile = f.read()
     m = re.search(r"^ENV MYREWRITE_HTTP=(\S+)$", dockerfile, re.M)
-    r = subprocess.run([BIN, "--config", os.path.join(ROOT, "docker", "myrewrite.conf"),
-                        "--set", "backend=%s:%d" % (t.HOST, DB_PORT), "--set", "rules_dir=rules",
-                        "--print-config"], capture_output=True, text=True, cwd=ROOT)
+    r = t.run_bin(["--config", os.path.join(ROOT, "docker", "myrewrite.conf"),
+                   "--set", "backend=%s:%d" % (t.HOST, DB_PORT), "--set", "rules_dir=rules",
+                   "--print-config"], cwd=ROOT)
     t.check(m and "\nhttp_listen = %s\n" % m.group(1) in r.stdout
             and "HEALTHCHECK" in dockerfile and "myrewrite-healthcheck" in dockerfile,
             "docker/myrewrite.conf serves the address the image's HEALTHCHECK checks",
@@ -276,10 +255,9 @@ def check_port_taken():
     s.bind((t.HOST, HTTP_PORT))
     s.listen()
     try:
-        r = subprocess.run([BIN, "--listen", "%s:%d" % (t.HOST, PORT),
-                            "--backend", "%s:%d" % (t.HOST, DB_PORT), "--workers", "1",
-                            "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)],
-                           capture_output=True, text=True, timeout=20, cwd=ROOT)
+        r = t.run_bin(["--listen", "%s:%d" % (t.HOST, PORT),
+                       "--backend", "%s:%d" % (t.HOST, DB_PORT), "--workers", "1",
+                       "--set", "http_listen=%s:%d" % (t.HOST, HTTP_PORT)], timeout=20, cwd=ROOT)
         t.check(r.returncode == 1 and "cannot serve HTTP on" in r.stderr,
                 "a taken http_listen port stops the start with a message", r.stderr)
     finally:
@@ -492,21 +470,21 @@ def wait_ready(want, secs):
 def check_ready():
     status, body = wait_ready(200, 5)
     t.eq("/ready is 200 with the backend up", (200, "ready\n"), (status, body))
-    before = int(db_root("SHOW GLOBAL STATUS LIKE 'Connections'").split()[1])
+    before = int(t.root_query("SHOW GLOBAL STATUS LIKE 'Connections'", name=DB_NAME)[0][1])
     for _ in range(30):
         request("/ready")
-    after = int(db_root("SHOW GLOBAL STATUS LIKE 'Connections'").split()[1])
+    after = int(t.root_query("SHOW GLOBAL STATUS LIKE 'Connections'", name=DB_NAME)[0][1])
     # `after` counts its own root connection; the burst took well under 2 s.
     t.check(after - before - 1 <= 3, "30 /ready requests made at most one check a second",
             "backend connections: %d" % (after - before - 1))
-    rc, out = env_sh("mr_stop_mariadb %s" % DB_NAME)
+    rc, out = t.env_sh("mr_stop_mariadb %s" % DB_NAME)
     t.eq("own mariadbd stopped", 0, rc)
     status, body = wait_ready(503, 5)
     t.eq("/ready turns 503 when the backend stops", 503, status)
     t.check(body.count("\n") == 1 and body.endswith("\n") and "unreachable" in body
             and "%s:%d" % (t.HOST, DB_PORT) in body, "/ready gives a one-line reason", body)
     t.eq("/health stays 200 meanwhile", 200, request("/health")[0])
-    rc, out = env_sh("mr_start_mariadb %s %d" % (DB_NAME, DB_PORT))
+    rc, out = t.env_sh("mr_start_mariadb %s %d" % (DB_NAME, DB_PORT))
     t.eq("own mariadbd restarted", 0, rc)
     status, body = wait_ready(200, 10)
     t.eq("/ready is 200 again once the backend is back", (200, "ready\n"), (status, body))
@@ -535,7 +513,7 @@ def main():
     os.makedirs(RULES_DIR, exist_ok=True)
     with open(os.path.join(RULES_DIR, "10-http.rules"), "w") as f:
         f.write(RULES)
-    rc, out = env_sh("mr_start_mariadb %s %d" % (DB_NAME, DB_PORT))
+    rc, out = t.env_sh("mr_start_mariadb %s %d" % (DB_NAME, DB_PORT))
     if rc:
         print(out)
         t.not_ok("own mariadbd %s on %d starts" % (DB_NAME, DB_PORT))
@@ -562,7 +540,7 @@ def main():
     finally:
         if p:
             p.stop()
-        env_sh("mr_stop_mariadb %s" % DB_NAME)
+        t.env_sh("mr_stop_mariadb %s" % DB_NAME)
     t.done()
 
 

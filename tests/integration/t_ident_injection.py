@@ -14,8 +14,8 @@ default rule covers that schema. The real mariadbd, a proxy of its own:
      backtick doubled), FLUSH DELAYED: each column got its own delta;
   4. memory mode: probe.m3, key `k``'q` read from the schema cache (the rule names none),
      counter `it's`; two UPDATE DELAYED and FLUSH DELAYED add up;
-  5. a second proxy whose proxy_user has only the privileges README.md's "The proxy's own
-     account" gives for DELAYED (SELECT, INSERT, UPDATE, DELETE, CREATE, LOCK TABLES, CREATE
+  5. a second proxy whose proxy_user has only the privileges doc/proxy-account.md
+     gives for DELAYED (SELECT, INSERT, UPDATE, DELETE, CREATE, LOCK TABLES, CREATE
      TEMPORARY TABLES on the schema): a default rule's derived tables (InnoDB, and MyISAM
      through the LOCK TABLES path) and a memory-mode table are flushed with those.
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN, MR_TMP (the proxies take free ports); root over the
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-SOCK = os.path.join(t.TMP, "main", "mariadbd.sock")
+q = t.root_query  # as root over the shared mariadbd's socket
 SECRET = 918273645
 ODD = "c` INT) SELECT 1 id,v FROM secret.s #"
 ODD_Q = "`" + ODD.replace("`", "``") + "`"
@@ -55,21 +55,9 @@ columns = n
 mode = memory
 flush_interval = 1h
 """
-# What README.md's "The proxy's own account" grants for DELAYED on a schema.
+# What doc/proxy-account.md grants for DELAYED on a schema.
 MIN_GRANT = ("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, LOCK TABLES, CREATE TEMPORARY TABLES "
              "ON lean.* TO 'mr_lean'@'%'")
-
-
-def root():
-    return pymysql.connect(unix_socket=SOCK, user="root", autocommit=True, charset="utf8mb4")
-
-
-def q(sql, args=None):
-    c = root()
-    try:
-        return t.rows(c, sql, args)
-    finally:
-        c.close()
 
 
 def run(c, sql):
@@ -82,7 +70,7 @@ def run(c, sql):
 
 
 def setup():
-    c = root()
+    c = t.root()
     cur = c.cursor()
     for s in ("probe", "secret", "lean"):
         cur.execute("DROP DATABASE IF EXISTS " + s)

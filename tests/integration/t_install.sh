@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packaging: `cmake --install` into a throwaway prefix, then
-#   * the binary, man page, systemd unit, sysusers entry, example config and
-#     rules land where they should, with the unit's paths filled in;
+#   * the binary, man page, systemd unit, sysusers entry, example config,
+#     rules, and the licence land where they should, with the unit's paths filled in;
 #   * the unit passes `systemd-analyze verify` (when systemd-analyze exists);
 #   * every flag of `myrewrite --help` is documented in doc/myrewrite.1, and
 #     the page renders without groff warnings (when groff exists);
@@ -22,7 +22,7 @@ mr_eq "cmake --install succeeds" 0 "$rc"
 for f in bin/myrewrite share/man/man1/myrewrite.1 lib/systemd/system/myrewrite.service \
          lib/sysusers.d/myrewrite.conf etc/myrewrite/myrewrite.conf \
          share/doc/myrewrite/myrewrite.conf share/doc/myrewrite/rules/README.md \
-         share/doc/myrewrite/rules/00-examples.rules; do
+         share/doc/myrewrite/rules/00-examples.rules share/doc/myrewrite/LICENSE; do
     if [[ -s $prefix/$f ]]; then mr_ok "installs $f"; else mr_not_ok "installs $f"; fi
 done
 [[ -x $prefix/bin/myrewrite ]] && mr_ok "bin/myrewrite is executable" \

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Block rules read a text as the server may read it, against the real mariadbd.
 
 One proxy with a `where = missing` block rule on UPDATE. Raw COM_QUERY packets

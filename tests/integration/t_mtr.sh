@@ -4,7 +4,7 @@
 # compared with direct by tests/mtr/compare.sh (its own two mariadbd and
 # proxy, in $MR_TMP/mtr-ci). Fails when a test passes direct and fails or
 # hangs through the proxy. Skips when the mariadb-test package is missing.
-# The full list (tests/mtr/full.list) is for developers: README.md, "MariaDB's
+# The full list (tests/mtr/full.list) is for developers: doc/tests.md, "MariaDB's
 # regression suite".
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

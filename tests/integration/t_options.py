@@ -119,7 +119,7 @@ def check_unix_socket():
 
 
 def run(*args):
-    return subprocess.run([BIN] + list(args), capture_output=True, text=True, timeout=30)
+    return t.run_bin(args, timeout=30)
 
 
 def check_config_files():
@@ -159,10 +159,10 @@ def check_config_files():
     t.check(r.returncode == 0 and r.stdout.startswith("myrewrite "), "--version")
     r = run("--config-reference")
     t.check("| `max_packet_size` |" in r.stdout, "--config-reference lists the keys")
-    with open(os.path.join(ROOT, "README.md")) as f:
-        readme = f.read()
-    t.check(r.stdout.strip() in readme,
-            "README's configuration reference is the code's key table, verbatim")
+    with open(os.path.join(ROOT, "doc", "configuration.md")) as f:
+        reference = f.read()
+    t.check(r.stdout.strip() in reference,
+            "doc/configuration.md's reference is the code's key table, verbatim")
 
 
 def check_compose():

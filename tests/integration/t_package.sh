@@ -62,6 +62,8 @@ for f in /usr/bin/myrewrite /usr/lib/systemd/system/myrewrite.service \
          /etc/myrewrite/rules/00-examples.rules; do
     [[ -s $root$f ]] && mr_ok "installs $f" || mr_not_ok "installs $f"
 done
+mr_eq "the copyright file says Apache-2.0" "License: Apache-2.0" \
+    "$(grep -m1 '^License:' "$root/usr/share/doc/myrewrite/copyright")"
 conffiles=$(in_root dpkg-query -W -f='${Conffiles}' myrewrite | awk '{ print $1 }' | sort | tr '\n' ' ')
 mr_eq "conffiles" "/etc/myrewrite/myrewrite.conf /etc/myrewrite/rules/00-examples.rules " "$conffiles"
 mr_eq "the unit runs /usr/bin/myrewrite on /etc/myrewrite" \

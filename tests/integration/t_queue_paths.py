@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
@@ -86,13 +85,8 @@ HOUR_AGO = "NOW(6) - INTERVAL 1 HOUR"
 # ---- plumbing ------------------------------------------------------------------------------
 
 def db_root(sql):
-    """A statement as mariadbd's root (GRANT needs it), through env.sh's helper."""
-    cmd = '. "%s/tests/lib/env.sh"; mr_mariadb_root %s -N -e "$1"' % (ROOT, DB_NAME)
-    r = subprocess.run(["bash", "-c", cmd, "sh", sql], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True)
-    if r.returncode:
-        raise RuntimeError("root query failed: %s" % r.stdout)
-    return r.stdout.strip()
+    """A statement as mariadbd's root (GRANT needs it)."""
+    return t.root_query(sql, name=DB_NAME)
 
 
 def proxy(name, rules, user, password, http=False):
@@ -139,12 +133,6 @@ def released_lines(name, conn):
     return [int(m.group(1)) for m in re.finditer(
         r"queue: released (\d+) rows of \S+ claimed by backend connection %d " % conn,
         proxy_log(name))]
-
-
-def metric(port, name):
-    with urllib.request.urlopen("http://%s:%d/metrics" % (t.HOST, port), timeout=5) as r:
-        m = re.search(r"^%s (\d+)$" % re.escape(name), r.read().decode(), re.M)
-    return int(m.group(1)) if m else None
 
 
 # ---- setup ---------------------------------------------------------------------------------
@@ -338,7 +326,7 @@ def no_process(d):
     live.cursor().execute(CLAIM % ("qp_np", HOUR_AGO, 5))
     live_id = scalar(live, "SELECT CONNECTION_ID()")
     t.eq("a live direct owner holds 5 hour-old qp_np claims", 5, owned(d, "qp_np", live_id))
-    refused = wait_for(lambda: (metric(HTTP_C, "myrewrite_queue_no_process_total") or 0) >= 1,
+    refused = wait_for(lambda: (t.metric(HTTP_C, "myrewrite_queue_no_process_total") or 0) >= 1,
                        10, 0.1)
     t.check(refused is not None, "myrewrite_queue_no_process_total counts the refusal")
     time.sleep(3)  # timeout 1 s, rounds every 250 ms: a reaper would have run by now
@@ -350,7 +338,8 @@ def no_process(d):
             "the refusal is logged, saying why")
     t.eq("... once, not at every retry", 1, log.count("lacks the PROCESS privilege"))
     t.check("queue reaper: released" not in log, "no reaper round ran")
-    t.eq("myrewrite_queue_reaper_runs_total", 0, metric(HTTP_C, "myrewrite_queue_reaper_runs_total"))
+    t.eq("myrewrite_queue_reaper_runs_total", 0,
+         t.metric(HTTP_C, "myrewrite_queue_reaper_runs_total"))
     live.close()
 
 

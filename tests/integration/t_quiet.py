@@ -24,10 +24,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
-import pymysql  # noqa: E402
 
 PORT, RULE_PORT = t.free_port(), t.free_port()
-SOCK = os.path.join(t.TMP, "main", "mariadbd.sock")
+q = t.root_query  # as root over the shared mariadbd's socket
 OWN = "mr_quiet"
 OWN_PW = "quietpw"
 RULE = """
@@ -35,18 +34,6 @@ RULE = """
 table = %s.q_keyless
 threshold = 100
 """ % t.DB
-
-
-def root():
-    return pymysql.connect(unix_socket=SOCK, user="root", autocommit=True, charset="utf8mb4")
-
-
-def q(sql, args=None):
-    c = root()
-    try:
-        return t.rows(c, sql, args)
-    finally:
-        c.close()
 
 
 def setup_account():

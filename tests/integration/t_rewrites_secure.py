@@ -18,7 +18,6 @@ import ssl
 import subprocess
 import sys
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
@@ -80,10 +79,7 @@ def setup():
 
 
 def direct_rows(sql):
-    d = t.direct(autocommit=True)
-    rows = [tuple(str(x) for x in r) for r in t.rows(d, sql)]
-    d.close()
-    return rows
+    return [tuple(str(x) for x in r) for r in t.query(sql)]
 
 
 def counter(table, key):
@@ -137,16 +133,14 @@ def run_cli(key, *extra):
 
 
 def hits():
-    body = urllib.request.urlopen(PROXY.http_url("/metrics"), timeout=5).read().decode()
     got = {}
-    for line in body.splitlines():
-        if line.startswith("myrewrite_rule_hits_total{rule="):
-            name = line.split('"')[1]
-            got[name] = float(line.split()[-1])
-        elif line.startswith("myrewrite_paginate_keyset_hits_total"):
-            got["keyset"] = float(line.split()[-1])
-        elif line.startswith("myrewrite_queue_rows_released_total"):
-            got["released"] = got.get("released", 0) + float(line.split()[-1])
+    for key, v in t.metrics(PROXY).items():
+        if key.startswith("myrewrite_rule_hits_total{rule="):
+            got[key.split('"')[1]] = v
+        elif key.startswith("myrewrite_paginate_keyset_hits_total"):
+            got["keyset"] = v
+        elif key.startswith("myrewrite_queue_rows_released_total"):
+            got["released"] = got.get("released", 0) + v
     return got
 
 

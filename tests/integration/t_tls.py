@@ -35,8 +35,8 @@ certificates with the openssl CLI, starts nine proxies of its own and checks:
     the proxy: the same digests;
   * against a second mariadbd without TLS: backend_tls = require refuses
     with ERR 1053; a TLS client's backend leg is plain, and an account whose
-    server plugin asks for the password in clear (PAM, when auth_pam can be
-    installed) gets ERR 1251 instead of the password being relayed in clear.
+    server plugin asks for the password in clear (PAM: auth_pam must install)
+    gets ERR 1251 instead of the password being relayed in clear.
 Environment: MR_DIRECT_PORT (the mariadbd with TLS), MR_BIN, MR_TLS_CLIENT_TEST=0 (leave
 out the mr_client_test run, a minute or two); the nine proxies and the
 mariadbd without TLS take free ports.
@@ -346,10 +346,10 @@ def check_bad_settings():
         (["tls_min_version=TLSv1.1"], "expected TLSv1.2 or TLSv1.3"),
     ]
     for sets, want in cases:
-        args = [t.BIN, "--check"]
+        args = ["--check"]
         for kv in sets:
             args += ["--set", kv]
-        r = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        r = t.run_bin(args, timeout=30)
         t.check(r.returncode == 1 and want in r.stderr, "--check refuses %s: %s"
                 % (" ".join(sets), want), (r.returncode, r.stderr))
 
@@ -368,8 +368,8 @@ def check_silent_handshake(port):
     except socket.timeout:
         closed = False
     secs = time.time() - t0
-    t.check(closed and secs < 5, "no ClientHello after the SSLRequest: closed at "
-            "handshake_timeout (%.1f s)" % secs)
+    t.check(closed and 0.5 <= secs < 5, "no ClientHello after the SSLRequest: closed at "
+            "handshake_timeout (%.1f s, not at once)" % secs)
     c.close()
 
 
@@ -395,13 +395,20 @@ def check_require_tls(port):
 
 
 def refused(port, cert):
+    """Whether a TLS client with cert is refused by a proxy that is still up: a port nobody
+    listens on (pymysql's 2003) or a proxy that no longer greets is no refusal."""
     try:
         c = tls_connect(port, cert)
         t.rows(c, "SELECT 1")
         c.close()
         return False
-    except (pymysql.err.OperationalError, ssl.SSLError, OSError):
-        return True
+    except (pymysql.err.OperationalError, ssl.SSLError, OSError) as e:
+        if isinstance(e, pymysql.err.OperationalError) and e.args[0] == 2003:
+            return False
+    try:
+        return bool(greeting_caps(port) & CLIENT_SSL)
+    except OSError:
+        return False
 
 
 def check_client_certs(port):
@@ -601,8 +608,8 @@ def check_cleartext_refused(port):
     try:
         root.cursor().execute("INSTALL SONAME 'auth_pam'")
     except pymysql.err.MySQLError as e:
-        if e.args[0] != 1968:  # already installed
-            t.log("skip the cleartext check: auth_pam cannot be installed: %s" % (e,))
+        if e.args[0] != 1968:  # already installed; Debian's mariadb-server ships auth_pam
+            t.not_ok("auth_pam installs in the server without TLS", e)
             root.close()
             return
     root.cursor().execute("CREATE OR REPLACE USER 'tls_pam'@'%' IDENTIFIED VIA pam")

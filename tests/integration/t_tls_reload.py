@@ -29,7 +29,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
@@ -136,12 +135,7 @@ class Load:
 
 
 def metric(proxy, result):
-    body = urllib.request.urlopen(proxy.http_url("/metrics"), timeout=10).read().decode()
-    prefix = 'myrewrite_tls_reloads_total{result="%s"} ' % result
-    for line in body.splitlines():
-        if line.startswith(prefix):
-            return int(line[len(prefix):])
-    return None
+    return t.metric(proxy, 'myrewrite_tls_reloads_total{result="%s"}' % result)
 
 
 def reloaded_lines(proxy):

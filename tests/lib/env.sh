@@ -40,13 +40,32 @@ if [[ -n ${MR_IO:-} && -z ${MR_BIN_REAL:-} ]]; then
     export MR_BIN_REAL MR_IO
 fi
 
+# Sanitizer builds: ASan and LeakSanitizer end a process with status 1 by
+# default, which a proxy also uses for a bad command line. Every sanitizer
+# ends one with MR_SAN_STATUS instead, so an exit with it is a sanitizer's
+# finding wherever it is seen (mr_cleanup, mrtest.Proxy). Appended, so it
+# wins over an exitcode in options given from outside.
+MR_SAN_STATUS=66
+mr__san_exitcode() {
+    local var=$1 val=${!1:-}
+    [[ :$val: == *:exitcode=$MR_SAN_STATUS: ]] && return
+    printf -v "$var" '%s' "${val:+$val:}exitcode=$MR_SAN_STATUS"
+    export "${var?}"
+}
+mr__san_exitcode ASAN_OPTIONS
+mr__san_exitcode UBSAN_OPTIONS
+mr__san_exitcode TSAN_OPTIONS
+
 export MR_ROOT MR_BUILD MR_BIN MR_TMP MR_HOST MR_DIRECT_PORT MR_PROXY_PORT \
-       MR_USER MR_PASSWORD MR_DB MR_DIRECT_ONLY MR_PY
+       MR_USER MR_PASSWORD MR_DB MR_DIRECT_ONLY MR_PY MR_SAN_STATUS
 
 mkdir -p "$MR_TMP"
 
-# PIDs started by this shell; mr_cleanup only touches these.
+# PIDs started by this shell; mr_cleanup only touches these. The logs of
+# those proxies, in the same order, and their size when each started.
 MR__PROXY_PIDS=()
+MR__PROXY_LOGS=()
+MR__PROXY_LOG_OFFS=()
 MR__MARIADB_NAMES=()
 
 mr_log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
@@ -106,6 +125,21 @@ mr_wait_gone() {
     done
     return 1
 }
+
+# mr_sanitizer_report FILE [OFFSET]: prints the first lines of the first
+# sanitizer report (ASan, LeakSanitizer, TSan or UBSan; the same pattern as
+# SAN_REPORT in tests/lib/mrtest.py) in FILE after its first OFFSET bytes,
+# and returns 0 if there is one.
+MR_SAN_REPORT='ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|SUMMARY: [A-Za-z]+Sanitizer|[0-9]: runtime error: '
+mr_sanitizer_report() {
+    local f=$1 off=${2:-0}
+    [[ -f $f ]] && tail -c +$((off + 1)) "$f" | grep -q -E "$MR_SAN_REPORT" || return 1
+    echo "    --- sanitizer report in $f (first 60 lines of it) ---"
+    tail -c +$((off + 1)) "$f" | grep -m1 -A59 -E "$MR_SAN_REPORT" | sed 's/^/    | /'
+}
+
+# mr_file_size FILE: its size in bytes (0 if it does not exist).
+mr_file_size() { stat -c %s "$1" 2>/dev/null || echo 0; }
 
 # ---------------------------------------------------------------- checks
 
@@ -330,13 +364,14 @@ mr_proxy_pid() {
 # Runs $MR_BIN in the background (log: $MR_TMP/NAME.log, pid: $MR_TMP/NAME.pid)
 # and waits until it listens. Sets MR_PROXY_PID.
 mr_start_proxy() {
-    local name=$1 port=$2 bport=$3 pid i
+    local name=$1 port=$2 bport=$3 pid i off
     shift 3
     [[ -x $MR_BIN ]] || { mr_log "proxy binary $MR_BIN not built"; return 1; }
     if mr_port_listening "$port"; then
         mr_log "port $port already in use; cannot start proxy $name"
         return 1
     fi
+    off=$(mr_file_size "$MR_TMP/$name.log")
     # Run from the repo root so relative defaults (rules/) resolve the same way
     # whoever calls this; exec keeps $! the proxy's own pid.
     (cd "$MR_ROOT" && exec "$MR_BIN" --listen "$MR_HOST:$port" --backend "$MR_HOST:$bport" \
@@ -345,6 +380,8 @@ mr_start_proxy() {
     pid=$!
     echo "$pid" >"$MR_TMP/$name.pid"
     MR__PROXY_PIDS+=("$pid")
+    MR__PROXY_LOGS+=("$MR_TMP/$name.log")
+    MR__PROXY_LOG_OFFS+=("$off")
     for ((i = 0; i < 100; i++)); do
         if ! mr_pid_alive "$pid"; then
             mr_log "proxy $name exited during startup"
@@ -403,19 +440,32 @@ mr_stop_proxy() {
 
 # ---------------------------------------------------------------- cleanup
 
-# EXIT trap: stop what this shell started, hardest first for the proxies
-# (they are under test; their exit status was checked by mr_stop_proxy).
+# EXIT trap: stop what this shell started, proxies first, each with SIGTERM
+# (SIGKILL after 30 s), so that LeakSanitizer runs in every one a test did not
+# kill itself. A proxy that exits with MR_SAN_STATUS or left a sanitizer report
+# in its log fails the test: the trap then makes the shell's exit status 1.
 mr_cleanup() {
-    local pid name
-    for pid in "${MR__PROXY_PIDS[@]}"; do
+    local pid name i rc san=0
+    for i in "${!MR__PROXY_PIDS[@]}"; do
+        pid=${MR__PROXY_PIDS[i]}
         if mr_pid_alive "$pid"; then
             kill -TERM "$pid" 2>/dev/null
-            mr_wait_gone "$pid" 5 || kill -KILL "$pid" 2>/dev/null
+            mr_wait_gone "$pid" 30 || kill -KILL "$pid" 2>/dev/null
+        fi
+        wait "$pid" 2>/dev/null
+        rc=$?
+        if ((rc == MR_SAN_STATUS)) ||
+            mr_sanitizer_report "${MR__PROXY_LOGS[i]}" "${MR__PROXY_LOG_OFFS[i]}"; then
+            echo "not ok - proxy pid $pid (${MR__PROXY_LOGS[i]}) ended (status $rc) without a sanitizer finding"
+            san=1
         fi
     done
     for name in "${MR__MARIADB_NAMES[@]}"; do
         mr_stop_mariadb "$name"
     done
     MR__PROXY_PIDS=()
+    MR__PROXY_LOGS=()
+    MR__PROXY_LOG_OFFS=()
     MR__MARIADB_NAMES=()
+    ((san == 0)) || exit 1
 }

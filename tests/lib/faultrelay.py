@@ -23,6 +23,11 @@ Actions, on that connection only:
          hole: the peers' kernels still acknowledge, nothing more comes)
          until release() or stop()
   delay  sleep `seconds` before forwarding that chunk, then go on
+  replace  forward the chunk with the pattern (wholly inside it) replaced by
+         `replacement`, of the same length, then go on: the server gets a
+         statement it refuses (another table name, a syntax error) on a
+         connection that stays up
+Faults armed for one direction are watched one at a time, in arm() order.
 fired is an Event set when the fault has fired; stop() closes everything.
 Threads only, no asyncio, so a test drives it from plain blocking code.
 """
@@ -36,8 +41,12 @@ import time
 
 class Fault:
     def __init__(self, direction, action, after_bytes=None, pattern=None, packet=None,
-                 when="before", seconds=0.0, new_only=False):
-        assert direction in ("c2s", "s2c") and action in ("rst", "fin", "stall", "delay")
+                 when="before", seconds=0.0, new_only=False, replacement=None):
+        assert direction in ("c2s", "s2c") and action in ("rst", "fin", "stall", "delay",
+                                                          "replace")
+        assert action != "replace" or (pattern is not None and replacement is not None and
+                                       len(replacement) == len(pattern))
+        self.replacement = replacement
         self.direction, self.action, self.when = direction, action, when
         self.after_bytes, self.pattern, self.packet = after_bytes, pattern, packet
         self.seconds, self.new_only = seconds, new_only
@@ -56,6 +65,8 @@ class Fault:
             if self.seen_bytes < self.after_bytes:
                 return None
             return max(0, self.after_bytes - before)
+        if self.pattern is not None and self.action == "replace":
+            return 0 if self.pattern in chunk else None
         if self.pattern is not None:
             # a match must end in this chunk: one wholly in the tail was seen before
             if (tail + chunk).find(self.pattern, max(0, len(tail) - len(self.pattern) + 1)) < 0:
@@ -140,6 +151,10 @@ class _Conn:
                     self.send(dst, chunk)
                     continue
                 self.relay.take(f)
+                if f.action == "replace":
+                    self.fire(f)
+                    self.send(dst, chunk.replace(f.pattern, f.replacement, 1))
+                    continue
                 if f.action == "delay":
                     self.fire(f)
                     time.sleep(f.seconds)

@@ -4,7 +4,14 @@ Settings come from the environment that tests/lib/env.sh exports, so a test
 run by tests/integration/run.sh talks to the same mariadbd and proxy as the
 shell tests. Each check prints "ok - ..." or "not ok - ..."; done() exits 1
 if any check failed.
+
+Under a sanitizer build every proxy a test starts through Proxy (or runs
+once through run_bin) is checked when it ends (stop(), kill9(), wait(), a
+failed start(), leaving a `with` block, and done() or the end of the process
+for any still running, which get SIGTERM): an exit with SAN_STATUS or a
+sanitizer report in the log of that run fails the test.
 """
+import atexit
 import hashlib
 import os
 import re
@@ -13,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pymysql
 
@@ -29,6 +37,23 @@ BIN = os.environ.get("MR_BIN", os.path.join(os.path.dirname(__file__), "..", "..
                                             "myrewrite"))
 
 _failures = 0
+
+# tests/lib/env.sh makes ASan, LeakSanitizer, UBSan and TSan end a process
+# they find fault in with this status (MR_SAN_STATUS there), and
+# tests/integration/run.sh scans every log a test left with the same pattern
+# as SAN_REPORT (mr_sanitizer_report in env.sh).
+SAN_STATUS = int(os.environ.get("MR_SAN_STATUS", "66"))
+SAN_REPORT = re.compile(r"ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|"
+                        r"SUMMARY: [A-Za-z]+Sanitizer|[0-9]: runtime error: ")
+
+
+def sanitizer_report(text, lines=40):
+    """The first lines of a sanitizer report in text, or None."""
+    m = SAN_REPORT.search(text)
+    if not m:
+        return None
+    start = text.rfind("\n", 0, m.start()) + 1
+    return "\n".join(text[start:].splitlines()[:lines])
 
 
 def connect(port=None, **kw):
@@ -104,7 +129,12 @@ class Proxy:
     The ports are known at construction (port, admin_port, http_port), so
     they can be used in rules or options before start(). Used as a context
     manager it starts and stops (SIGTERM) the proxy. A restart appends to the
-    log; log_text() reads what the current run wrote."""
+    log; log_text() reads what the current run wrote.
+
+    Each run ends in _ended(), which fails the test when the run exited with
+    SAN_STATUS or left a sanitizer report; done() and the end of the process
+    stop (SIGTERM) every run still going, so a test that kills one proxy with
+    SIGKILL still has its others checked."""
 
     def __init__(self, name, backend_port=None, rules_dir=None, rules=None, options=(),
                  flags=(), own_conn=False, admin=False, admin_password="adminpw",
@@ -127,6 +157,7 @@ class Proxy:
         self.env = env
         self.proc = None
         self._log_start = 0
+        self._ended_checked = True
         self.argv = self._argv(command, options, flags, own_conn, workers, log_level, backend)
 
     def _argv(self, command, options, flags, own_conn, workers, log_level, backend):
@@ -185,9 +216,13 @@ class Proxy:
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, cwd=self.cwd,
                                          env=self.env)
+        self._ended_checked = False
+        if self not in _started:
+            _started.append(self)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
+                self._ended(self.proc.returncode)
                 raise RuntimeError("proxy %s exited with status %s during startup; %s:\n%s"
                                    % (self.name, self.proc.returncode, self.log_path,
                                       _file_tail(self.log_path)))
@@ -199,8 +234,7 @@ class Proxy:
                 return self
             except (pymysql.err.OperationalError, OSError):
                 time.sleep(0.1)
-        self.proc.kill()
-        self.proc.wait()
+        self.kill9()
         raise RuntimeError("proxy %s not up on port %d after %d s; %s:\n%s"
                            % (self.name, self.port, timeout, self.log_path,
                               _file_tail(self.log_path)))
@@ -212,12 +246,15 @@ class Proxy:
         self.proc.send_signal(sig)
 
     def wait(self, timeout=None):
-        return self.proc.wait(timeout)
+        rc = self.proc.wait(timeout)
+        self._ended(rc)
+        return rc
 
     def stop(self, timeout=30, expect=None, desc=None):
         """SIGTERM, wait up to timeout seconds, then SIGKILL. Returns the exit
         status (negative: the signal that ended it). With expect set, also
-        checks it (desc names the check)."""
+        checks it (desc names the check); a sanitizer's status or report
+        fails the test whatever expect says."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
@@ -229,15 +266,33 @@ class Proxy:
                 self.proc.kill()
                 self.proc.wait()
         rc = self.proc.returncode
+        self._ended(rc)
         if expect is not None:
             eq(desc or "proxy %s exits %d on SIGTERM" % (self.name, expect), expect, rc)
         return rc
 
     def kill9(self):
-        """SIGKILL (a crash); returns once it is gone."""
-        if self.proc is not None and self.proc.poll() is None:
+        """SIGKILL (a crash); returns once it is gone. LeakSanitizer cannot
+        run in a killed process, but a report it wrote before still fails."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
             self.proc.kill()
-        return self.proc.wait() if self.proc is not None else None
+        rc = self.proc.wait()
+        self._ended(rc)
+        return rc
+
+    def _ended(self, rc):
+        """The sanitizer verdict on the run that just ended with status rc,
+        once per run."""
+        if self._ended_checked:
+            return
+        self._ended_checked = True
+        report = sanitizer_report(self.log_text())
+        if rc == SAN_STATUS or report:
+            not_ok("proxy %s ended (status %s) without a sanitizer finding" % (self.name, rc),
+                   report or "exit status %d is a sanitizer's (MR_SAN_STATUS); %s"
+                   % (rc, self.log_path))
 
     def restart(self, kill=False, timeout=10):
         """Stops (SIGTERM, or SIGKILL with kill=True) and starts again on the
@@ -279,8 +334,34 @@ class Proxy:
                                password=self.admin_password if password is None else password,
                                **args)
 
+    def admin_dicts(self, sql):
+        """The rows of sql on this proxy's console, each a dict by column name, on a
+        connection of its own."""
+        a = self.admin()
+        try:
+            cur = a.cursor()
+            cur.execute(sql)
+            cols = [x[0] for x in cur.description]
+            return [dict(zip(cols, r)) for r in cur.fetchall()]
+        finally:
+            a.close()
+
     def http_url(self, path="/"):
         return "http://%s%s" % (self.http_url_addr, path)
+
+
+def run_bin(args, timeout=60, **kw):
+    """Runs the proxy's binary once with args (--check, --print-config, a start meant to
+    fail) and returns the CompletedProcess (text, stdout and stderr captured; kw goes to
+    subprocess.run). As for a Proxy, a sanitizer's status or report fails the test."""
+    r = subprocess.run([BIN] + list(args), capture_output=True, text=True, timeout=timeout,
+                       **kw)
+    report = sanitizer_report(r.stdout + r.stderr)
+    if r.returncode == SAN_STATUS or report:
+        not_ok("myrewrite %s ended (status %d) without a sanitizer finding"
+               % (" ".join(args)[:100], r.returncode), report or "exit status %d is a "
+               "sanitizer's (MR_SAN_STATUS)" % r.returncode)
+    return r
 
 
 def rows(conn, sql, args=None):
@@ -288,6 +369,75 @@ def rows(conn, sql, args=None):
     cur = conn.cursor()
     cur.execute(sql, args)
     return tuple(cur.fetchall())
+
+
+def query(sql, args=None, port=None, **kw):
+    """The rows of sql on a connection of its own (autocommit, closed after), to mariadbd
+    direct unless port names another server or a proxy."""
+    c = connect(port or DIRECT_PORT, autocommit=True, **kw)
+    try:
+        return rows(c, sql, args)
+    finally:
+        c.close()
+
+
+def root(name="main"):
+    """A root connection (autocommit) over the unix socket of env.sh's mariadbd NAME (the
+    shared one by default), for what the test account may not do."""
+    return pymysql.connect(unix_socket=os.path.join(TMP, name, "mariadbd.sock"), user="root",
+                           autocommit=True, charset="utf8mb4")
+
+
+def root_query(sql, args=None, name="main"):
+    """The rows of sql on a root connection of its own to mariadbd NAME (see root())."""
+    c = root(name)
+    try:
+        return rows(c, sql, args)
+    finally:
+        c.close()
+
+
+def wait_until(cond, timeout=10, step=0.05):
+    """Calls cond() every step seconds until it returns a true value or timeout seconds have
+    passed; returns that value, or the last one."""
+    end = time.time() + timeout
+    got = cond()
+    while not got and time.time() < end:
+        time.sleep(step)
+        got = cond()
+    return got
+
+
+def wait_rows(conn, sql, want, timeout=20, step=0.05):
+    """Runs sql on conn until its rows equal want or timeout seconds have passed; returns
+    the last rows."""
+    got = rows(conn, sql)
+    end = time.time() + timeout
+    while got != want and time.time() < end:
+        time.sleep(step)
+        got = rows(conn, sql)
+    return got
+
+
+def metrics(http, prefix=""):
+    """A proxy's /metrics samples whose name starts with prefix, as {'name{labels}': value}
+    (float). http is a Proxy started with http=True, or the port of such an endpoint."""
+    url = http.http_url("/metrics") if isinstance(http, Proxy) else \
+        "http://%s:%d/metrics" % (HOST, http)
+    with urllib.request.urlopen(url, timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith(prefix) and not line.startswith("#"):
+            key, _, val = line.rpartition(" ")
+            out[key] = float(val)
+    return out
+
+
+def metric(http, sample):
+    """The value of one /metrics sample ('name' or 'name{labels}' as written there), or
+    None when there is no such sample."""
+    return metrics(http, sample).get(sample)
 
 
 def run_threads(threads):
@@ -343,7 +493,33 @@ def sha1(data):
     return hashlib.sha1(data).hexdigest()
 
 
+# Every Proxy started in this process, for end_proxies().
+_started = []
+
+
+def end_proxies():
+    """Stops (SIGTERM) every proxy of this process still running and gives
+    the sanitizer verdict on each run not yet checked."""
+    for p in _started:
+        if p.proc is not None and not p._ended_checked:
+            p.stop()
+
+
+def _at_exit():
+    """A test that ends without done() (an exception, a skip) still has its
+    proxies stopped and checked; a finding then makes the exit status 1."""
+    before = _failures
+    end_proxies()
+    if _failures > before:
+        sys.stdout.flush()
+        os._exit(1)
+
+
+atexit.register(_at_exit)
+
+
 def done():
+    end_proxies()
     if _failures:
         print("%d check(s) failed" % _failures, flush=True)
         sys.exit(1)

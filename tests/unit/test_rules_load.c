@@ -196,8 +196,8 @@ static void unknown_key_lists_accepted_keys(void **state)
                  "replacement, enabled, continue, log_only, log, log_sample, user, schema\n");
     expect_error("[block x]\npattern = SELECT 1\nmessage = m\nreplacement = a\n",
                  "t.rules:4: unknown key 'replacement' in [block x]; block rules take: pattern, "
-                 "match, caseless, require, statement, where, message, code, sqlstate, enabled, "
-                 "continue, log_only, log, log_sample, user, schema\n");
+                 "match, caseless, require, statement, where, message, code, sqlstate, dynamic, "
+                 "enabled, continue, log_only, log, log_sample, user, schema\n");
 }
 
 static void key_given_twice(void **state)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_session_track.c - the session state of OK packets
  * (proto/session_track.h), on packets mariadbd 10.11 sent: each tracker

@@ -569,6 +569,36 @@ static void infile_then_more_results(void **state)
     assert_int_equal(send_ok(&t, 3, 0, MR_STATUS_AUTOCOMMIT), MR_TRACK_DONE);
 }
 
+/* A prepared LOAD DATA LOCAL: mariadbd asks for the file in the answer to
+ * COM_STMT_EXECUTE (and to a bulk execute) as it does after COM_QUERY. */
+static void infile_request_after_execute(void **state)
+{
+    (void)state;
+    mr_tracker t;
+    for (int eof = 0; eof < 2; eof++) {
+        start(&t, eof, MR_EXPECT_EXECUTE);
+        assert_int_equal(send_infile_request(&t, "/tmp/orders.csv"), MR_TRACK_CLIENT_NEXT);
+        assert_int_equal(t.state, MR_TS_INFILE);
+        mr_tracker_infile_done(&t);
+        assert_int_equal(send_ok(&t, 7, 0, MR_STATUS_AUTOCOMMIT), MR_TRACK_DONE);
+        assert_int_equal(t.last_ok.affected_rows, 7);
+    }
+    start(&t, false, MR_EXPECT_EXECUTE);
+    assert_int_equal(send_infile_request(&t, "/nonexistent"), MR_TRACK_CLIENT_NEXT);
+    mr_tracker_infile_done(&t);
+    assert_int_equal(send_err(&t, 2, "HY000", "File not found"), MR_TRACK_DONE);
+    assert_true(t.ended_with_err);
+}
+
+/* A prepare runs nothing: a request for a file cannot be its answer. */
+static void infile_request_only_where_a_statement_runs(void **state)
+{
+    (void)state;
+    mr_tracker t;
+    start(&t, false, MR_EXPECT_PREPARE);
+    assert_int_equal(send_infile_request(&t, "a.csv"), MR_TRACK_MALFORMED);
+}
+
 static void infile_server_packet_while_client_sends_is_malformed(void **state)
 {
     (void)state;
@@ -839,14 +869,6 @@ static void execute_out_params_then_ok(void **state)
         send_eof(&t, MR_STATUS_AUTOCOMMIT | MR_STATUS_PS_OUT_PARAMS | MR_STATUS_MORE_RESULTS),
         MR_TRACK_MORE);
     assert_int_equal(send_ok(&t, 0, 0, MR_STATUS_AUTOCOMMIT), MR_TRACK_DONE);
-}
-
-static void execute_local_infile_marker_is_malformed(void **state)
-{
-    (void)state;
-    mr_tracker t;
-    start(&t, false, MR_EXPECT_EXECUTE);
-    assert_int_equal(send_infile_request(&t, "/tmp/x"), MR_TRACK_MALFORMED);
 }
 
 static void execute_err(void **state)
@@ -1360,6 +1382,8 @@ int main(void)
         cmocka_unit_test(infile_request_then_ok),
         cmocka_unit_test(infile_request_then_err),
         cmocka_unit_test(infile_then_more_results),
+        cmocka_unit_test(infile_request_after_execute),
+        cmocka_unit_test(infile_request_only_where_a_statement_runs),
         cmocka_unit_test(infile_server_packet_while_client_sends_is_malformed),
         cmocka_unit_test(infile_done_outside_infile_changes_nothing),
         cmocka_unit_test(prepare_params_and_columns_with_eofs),
@@ -1382,7 +1406,6 @@ int main(void)
         cmocka_unit_test(execute_compound_with_sp_cursor_sends_rows),
         cmocka_unit_test(execute_compound_with_sp_cursor_deprecate_eof),
         cmocka_unit_test(execute_out_params_then_ok),
-        cmocka_unit_test(execute_local_infile_marker_is_malformed),
         cmocka_unit_test(execute_err),
         cmocka_unit_test(fetch_rows_then_last_row_sent),
         cmocka_unit_test(fetch_rows_with_cursor_still_open),

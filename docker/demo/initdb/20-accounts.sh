@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs once, on the first start of the compose demo's MariaDB: the app may use
-# the demo schema; the proxy's own account gets the privileges README.md lists
-# ("The proxy's own account"), its password from the same secret the proxy
+# the demo schema; the proxy's own account gets the privileges
+# doc/proxy-account.md lists, its password from the same secret the proxy
 # reads (docker/compose.yml).
 pw=$(<"$MYREWRITE_PROXY_PASSWORD_FILE")
 pw=${pw//\'/\'\'}

@@ -1,8 +1,7 @@
 /*
  * admin/admin.h - the admin console: a second listener (admin_listen, loopback
  * only) speaking the MySQL protocol, so `mariadb -h127.0.0.1 -P6034 -u admin
- * -p` is the console. Commands answer with result sets (README, "Admin
- * console").
+ * -p` is the console. Commands answer with result sets (doc/console.md).
  *
  * mr_admin_start and mr_admin_stop run on the main thread; the console
  * itself runs on a thread of its own with its own event_base (not a

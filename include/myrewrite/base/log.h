@@ -10,6 +10,7 @@
 #define MYREWRITE_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum mr_log_level {
@@ -29,7 +30,16 @@ void mr_log_start(void);
 /* Writes what is queued and stops the writer thread. */
 void mr_log_stop(void);
 
-/* conn_id 0 means "not about a connection". */
+/* The one escaping rule for what the log prints, applied by mr_log to the
+ * text of every line: a byte below 0x20, 0x7f, a C1 control character
+ * (U+0080 to U+009F) and every byte that is not part of well-formed UTF-8
+ * become `\xHH` (lower-case hex, per byte); all else is copied. Writes at
+ * most cap - 1 bytes and a NUL into out (never half a character or half an
+ * escape); returns the bytes written before the NUL. */
+size_t mr_log_escape(char *out, size_t cap, const char *in, size_t n);
+
+/* conn_id 0 means "not about a connection". Its text goes through
+ * mr_log_escape, so a line quoting names, SQL or user names stays one line. */
 void mr_log(mr_log_level level, uint64_t conn_id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

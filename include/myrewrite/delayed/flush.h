@@ -70,9 +70,11 @@ void mr_delayed_wake(void);
  * there is no flusher and as soon as its connect fails; false when it
  * gave up waiting. Main thread. */
 bool mr_delayed_wait_staging(uint64_t timeout_ms);
-/* A staged statement met a missing staging table (1146): the flusher sets
- * up its tables not ready at once (at most every 200 ms), not after the
- * 10 s it waits between two failed checks. Any thread, never waits. */
+/* A staged statement met a missing staging table (1146), or failed
+ * otherwise: the flusher sets up its tables not ready at once (at most
+ * every 200 ms), not after the 10 s it waits between two failed checks,
+ * and creates again a staging table dropped outside the proxy. Any thread,
+ * never waits. */
 void mr_delayed_setup_now(void);
 /* The process's registry of tables derived by default rules
  * (delayed/derive.h), for the workers' mr_stmt_ctx; NULL when out of

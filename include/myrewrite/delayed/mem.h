@@ -7,9 +7,10 @@
  *   - the batch: what one statement asks for, read by the rules on the
  *     worker (mr_dmem_read_stmt, pure);
  *   - the store: one shard per worker, each a hash table keyed by (table,
- *     key values) behind its own mutex, which only the flusher's swap ever
- *     contends; mr_dmem_apply runs on the worker and never blocks beyond
- *     that mutex;
+ *     key values) behind its own mutex, which the flusher's swap contends
+ *     once per round, and read_pending's point reads of a memory table,
+ *     which take every shard's mutex in turn (delayed/mem.c, read_sum);
+ *     mr_dmem_apply runs on the worker and never blocks beyond that mutex;
  *   - the flusher (delayed/mem_flush.c): its own bgconn thread swaps every
  *     shard's table out, merges it into what it still holds, and applies
  *     it in chunks, one transaction per chunk.

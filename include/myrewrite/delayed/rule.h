@@ -95,7 +95,8 @@ typedef struct mr_delayed_def {
     mr_delayed_mode mode;
     char **set_columns; /* columns `SET col = literal` may write (last write wins) */
     size_t nset_columns;
-    uint64_t memory_max_keys;  /* memory mode: distinct keys held before new ones are refused */
+    uint64_t memory_max_keys;  /* memory mode: entries held (one per key per shard, plus the
+                                  flusher's) before statements needing new ones are refused */
     char *bucket_column;       /* key column the proxy fills with the bucket; NULL: none */
     mr_delayed_bucket bucket;  /* MR_BUCKET_NONE exactly when bucket_column is NULL */
     struct mr_dmem_table *mem; /* memory mode: its in-memory table; NULL without a flusher */

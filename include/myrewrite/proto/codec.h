@@ -70,8 +70,8 @@ typedef enum mr_rc {
 #define MR_MARIADB_CAP_CACHE_METADATA (1u << 4)    /* result sets may leave out their columns */
 #define MR_MARIADB_CAP_BULK_UNIT_RESULTS (1u << 5) /* a bulk execute answers a result per row */
 /* The extended capabilities the proxy relays; the greeting hides the others
- * and a HandshakeResponse that asks for one has it cleared (README.md,
- * "What stays masked and why"). */
+ * and a HandshakeResponse that asks for one has it cleared (doc/protocol.md,
+ * "Capability mask"). */
 #define MR_MARIADB_EXT_CAP_RELAYED                                                                 \
     (MR_MARIADB_CAP_PROGRESS | MR_MARIADB_CAP_BULK | MR_MARIADB_CAP_EXTENDED_METADATA |            \
      MR_MARIADB_CAP_CACHE_METADATA)

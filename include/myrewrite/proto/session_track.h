@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/session_track.h - the session state an OK packet carries when the
  * connection negotiated CLIENT_SESSION_TRACK and the server set

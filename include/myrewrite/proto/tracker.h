@@ -25,7 +25,7 @@ typedef enum mr_expect {
     MR_EXPECT_NONE,            /* no response (COM_QUIT, STMT_CLOSE, SEND_LONG_DATA) */
     MR_EXPECT_ONE,             /* exactly one packet (OK, ERR, EOF or a string) */
     MR_EXPECT_RESULT,          /* OK | ERR | LOCAL INFILE | text result sets */
-    MR_EXPECT_EXECUTE,         /* OK | ERR | binary result sets, maybe a cursor */
+    MR_EXPECT_EXECUTE,         /* OK | ERR | LOCAL INFILE | binary result sets, maybe a cursor */
     MR_EXPECT_FETCH,           /* binary rows until EOF/OK or ERR */
     MR_EXPECT_FIELD_LIST,      /* column definitions until EOF or ERR */
     MR_EXPECT_PREPARE,         /* ERR | prepare-OK + parameter and column definitions */

@@ -138,6 +138,8 @@ typedef struct mr_rule_run {
     char detail[256];      /* trace detail of the latest rule */
     const char *block_msg; /* set by a rule of another kind that blocks (paginate's guardrail) */
     bool multi;            /* the text holds more than one statement */
+    unsigned dyn_depth;    /* > 0: matching the SQL inside EXECUTE IMMEDIATE / PREPARE
+                              ... FROM (rules/dynamic.c): only block rules are tried */
     bool reading;          /* another reading of the text (rules/readings.c): block rules only, and
                               no kind takes a statement over */
 } mr_rule_run;
