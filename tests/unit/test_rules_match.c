@@ -228,6 +228,33 @@ static void new_starts_meet_every_mode(void **state)
     mr_ruleset_free(rs);
 }
 
+/* Dynamic SQL meets the other readings too: under ANSI_QUOTES, which the
+ * proxy cannot rule out, EXECUTE IMMEDIATE "..." names no literal, so
+ * dynamic = refuse refuses it; a single-quoted literal reads alike in
+ * every mode and is examined. */
+static void dynamic_sql_in_other_readings(void **state)
+{
+    (void)state;
+    mr_ruleset *rs = load_ok("[block nw]\n"
+                             "statement = update, delete\n"
+                             "where = missing\n"
+                             "message = needs a WHERE clause\n"
+                             "dynamic = refuse\n");
+    mr_stmt_ctx session = {.lex_unsure = SQL_LEX_ANSI_QUOTES | SQL_LEX_MB_MASK}, known = {0};
+    const char *dq = "EXECUTE IMMEDIATE \"UPDATE t SET a = 1 WHERE id = 1\"";
+    const char *sq = "EXECUTE IMMEDIATE 'UPDATE t SET a = 1 WHERE id = 1'";
+    const char *bad = "EXECUTE IMMEDIATE 'UPDATE t SET a = 1'";
+    expect_sent(rs, &known, dq, PASS, dq);
+    expect_sent(rs, &session, dq, BLOCK, dq);
+    expect_sent(rs, &session, sq, PASS, sq);
+    expect_sent(rs, &session, bad, BLOCK, bad);
+    /* a literal only a gbk reading shows is examined in that reading */
+    const char *gbk =
+        "SET NAMES gbk; SELECT '\xbf\\'; EXECUTE IMMEDIATE 'UPDATE t SET a = 1'; -- '";
+    expect_sent(rs, &known, gbk, BLOCK, gbk);
+    mr_ruleset_free(rs);
+}
+
 static void rewrites_follow_the_sessions_reading(void **state)
 {
     (void)state;
@@ -876,6 +903,7 @@ int main(void)
         cmocka_unit_test(other_readings_meet_block_rules),
         cmocka_unit_test(new_starts_meet_every_mode),
         cmocka_unit_test(rewrites_follow_the_sessions_reading),
+        cmocka_unit_test(dynamic_sql_in_other_readings),
         cmocka_unit_test(regex_groups_caseless_global),
         cmocka_unit_test(regex_result_must_stay_one_statement),
         cmocka_unit_test(block_by_pattern_match_and_statement),
