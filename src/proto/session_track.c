@@ -49,7 +49,7 @@ mr_rc mr_ok_session_state(const uint8_t *p, size_t n, uint32_t caps, const uint8
     return read_lenstr(&r, state, len);
 }
 
-void mr_track_iter_init(mr_track_iter *it, const uint8_t *state, size_t len)
+void mr_sst_iter_init(mr_sst_iter *it, const uint8_t *state, size_t len)
 {
     it->p = state;
     it->n = len;
@@ -57,23 +57,23 @@ void mr_track_iter_init(mr_track_iter *it, const uint8_t *state, size_t len)
 }
 
 /* The parts of an entry's data block by its type. */
-static mr_rc split_entry(mr_track_entry *e, const uint8_t *d, size_t n)
+static mr_rc split_entry(mr_sst_entry *e, const uint8_t *d, size_t n)
 {
     mr_reader r = {d, n, 0};
     e->name = NULL;
     e->name_len = 0;
     switch (e->type) {
-    case MR_TRACK_SYSTEM_VARIABLES:
+    case MR_SST_SYSTEM_VARIABLES:
         if (read_lenstr(&r, &e->name, &e->name_len) != MR_OK)
             return MR_MALFORMED;
         /* the value follows the name */
         /* fall through */
-    case MR_TRACK_SCHEMA:
-    case MR_TRACK_TRANSACTION_CHARACTERISTICS:
-    case MR_TRACK_TRANSACTION_STATE:
+    case MR_SST_SCHEMA:
+    case MR_SST_TRANSACTION_CHARACTERISTICS:
+    case MR_SST_TRANSACTION_STATE:
         return read_lenstr(&r, &e->value, &e->value_len) == MR_OK && r.pos == n ? MR_OK
                                                                                 : MR_MALFORMED;
-    case MR_TRACK_GTIDS: /* the encoding (0: the GTID set as text), then the set */
+    case MR_SST_GTIDS: /* the encoding (0: the GTID set as text), then the set */
         if (mr_read_skip(&r, 1) != MR_OK || read_lenstr(&r, &e->value, &e->value_len) != MR_OK)
             return MR_MALFORMED;
         return r.pos == n ? MR_OK : MR_MALFORMED;
@@ -84,7 +84,7 @@ static mr_rc split_entry(mr_track_entry *e, const uint8_t *d, size_t n)
     }
 }
 
-mr_rc mr_track_next(mr_track_iter *it, mr_track_entry *e)
+mr_rc mr_sst_next(mr_sst_iter *it, mr_sst_entry *e)
 {
     if (it->pos >= it->n)
         return MR_NEED_MORE;
@@ -106,7 +106,7 @@ mr_rc mr_track_next(mr_track_iter *it, mr_track_entry *e)
 }
 
 /* Keeps a value, cut to the buffer's size (cap bytes and a NUL). */
-static void keep(char *buf, size_t cap, mr_track_value *v, const uint8_t *s, size_t n)
+static void keep(char *buf, size_t cap, mr_sst_value *v, const uint8_t *s, size_t n)
 {
     v->known = true;
     v->truncated = n > cap;
@@ -118,16 +118,16 @@ static void keep(char *buf, size_t cap, mr_track_value *v, const uint8_t *s, siz
 #define KEEP(st, field, e)                                                                         \
     keep((st)->field, sizeof(st)->field - 1, &(st)->field##_v, (e)->value, (e)->value_len)
 
-static bool name_is(const mr_track_entry *e, const char *name)
+static bool name_is(const mr_sst_entry *e, const char *name)
 {
     return e->name_len == strlen(name) &&
            strncasecmp((const char *)e->name, name, e->name_len) == 0;
 }
 
-static void apply_entry(mr_track_state *st, const mr_track_entry *e)
+static void apply_entry(mr_session_state *st, const mr_sst_entry *e)
 {
     switch (e->type) {
-    case MR_TRACK_SYSTEM_VARIABLES:
+    case MR_SST_SYSTEM_VARIABLES:
         if (name_is(e, "sql_mode"))
             KEEP(st, sql_mode, e);
         else if (name_is(e, "character_set_client"))
@@ -135,22 +135,22 @@ static void apply_entry(mr_track_state *st, const mr_track_entry *e)
         else
             st->other_vars++;
         break;
-    case MR_TRACK_SCHEMA: KEEP(st, schema, e); break;
-    case MR_TRACK_STATE_CHANGE: st->state_changes++; break;
-    case MR_TRACK_GTIDS: KEEP(st, gtids, e); break;
-    case MR_TRACK_TRANSACTION_CHARACTERISTICS: KEEP(st, trx_characteristics, e); break;
-    case MR_TRACK_TRANSACTION_STATE: KEEP(st, trx_state, e); break;
+    case MR_SST_SCHEMA: KEEP(st, schema, e); break;
+    case MR_SST_STATE_CHANGE: st->state_changes++; break;
+    case MR_SST_GTIDS: KEEP(st, gtids, e); break;
+    case MR_SST_TRANSACTION_CHARACTERISTICS: KEEP(st, trx_characteristics, e); break;
+    case MR_SST_TRANSACTION_STATE: KEEP(st, trx_state, e); break;
     default: st->unknown++; break;
     }
 }
 
-mr_rc mr_track_apply(mr_track_state *st, const uint8_t *state, size_t len)
+mr_rc mr_sst_apply(mr_session_state *st, const uint8_t *state, size_t len)
 {
-    mr_track_iter it;
-    mr_track_entry e;
+    mr_sst_iter it;
+    mr_sst_entry e;
     mr_rc rc;
-    mr_track_iter_init(&it, state, len);
-    while ((rc = mr_track_next(&it, &e)) == MR_OK)
+    mr_sst_iter_init(&it, state, len);
+    while ((rc = mr_sst_next(&it, &e)) == MR_OK)
         apply_entry(st, &e);
     return rc == MR_NEED_MORE ? MR_OK : rc;
 }

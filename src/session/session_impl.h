@@ -23,6 +23,7 @@
 #include "myrewrite/feature/feature.h"
 #include "myrewrite/net/conn.h"
 #include "myrewrite/proto/codec.h"
+#include "myrewrite/proto/session_track.h"
 #include "myrewrite/proto/tracker.h"
 #include "myrewrite/session/session.h"
 #include "myrewrite/session/worker.h"
@@ -148,6 +149,11 @@ struct mr_session {
     const char *server_charset_unsafe; /* the server's default, for COM_RESET_CONNECTION */
     const char *pending_charset;       /* SET NAMES, COM_CHANGE_USER: applied on success */
     bool charset_pending;
+    /* What the server's trackers reported in the OKs of a session whose client
+     * negotiated CLIENT_SESSION_TRACK (session/backend_side.c): its
+     * character_set_client outranks the SET statements the guard reads, its
+     * sql_mode gives the lexer ANSI_QUOTES. */
+    mr_session_state track;
     mr_digest_entry *digest; /* stats entry of the statement in flight */
     uint64_t ddl_hold;       /* schema cache hold of the DDL in flight (0: none) */
     struct ss_park *park;    /* a DELAYED statement waiting for its table's key (session/park.c) */

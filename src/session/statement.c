@@ -115,6 +115,9 @@ unsigned ss_lex_flags(const mr_session *s)
 {
     unsigned f =
         (s->tracker.status & MR_STATUS_NO_BACKSLASH_ESCAPES) ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0;
+    const mr_sst_value *mode = &s->track.sql_mode_v;
+    if (mode->known && mr_sql_mode_has(s->track.sql_mode, mode->len, "ANSI_QUOTES"))
+        f |= SQL_LEX_ANSI_QUOTES;       /* the server said so; the other reading is still read */
     const char *cs = s->charset_unsafe; /* MR_CHARSET_UNKNOWN has no rule: the byte reading */
     return cs ? f | sql_lex_mb_of(cs, strlen(cs)) : f;
 }

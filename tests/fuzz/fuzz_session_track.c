@@ -17,12 +17,12 @@
 #include "fuzz.h"
 #include "myrewrite/proto/session_track.h"
 
-static void check_value(const char *buf, size_t cap, const mr_track_value *v)
+static void check_value(const char *buf, size_t cap, const mr_sst_value *v)
 {
     FUZZ_CHECK(v->len <= cap && buf[v->len] == '\0');
 }
 
-static void check_state(const mr_track_state *st)
+static void check_state(const mr_session_state *st)
 {
     check_value(st->schema, sizeof st->schema - 1, &st->schema_v);
     check_value(st->sql_mode, sizeof st->sql_mode - 1, &st->sql_mode_v);
@@ -43,24 +43,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (mr_ok_session_state(p, n, caps, &state, &len) != MR_OK)
         return 0;
     FUZZ_CHECK(len == 0 || fuzz_within(state, len, p, n));
-    mr_track_iter it;
-    mr_track_entry e;
+    mr_sst_iter it;
+    mr_sst_entry e;
     mr_rc rc;
     size_t entries = 0;
-    mr_track_iter_init(&it, state, len);
-    while ((rc = mr_track_next(&it, &e)) == MR_OK) {
+    mr_sst_iter_init(&it, state, len);
+    while ((rc = mr_sst_next(&it, &e)) == MR_OK) {
         FUZZ_CHECK(++entries <= len);
         FUZZ_CHECK(!e.name_len || fuzz_within(e.name, e.name_len, state, len));
         FUZZ_CHECK(!e.value_len || fuzz_within(e.value, e.value_len, state, len));
     }
-    FUZZ_CHECK(mr_track_next(&it, &e) == MR_NEED_MORE);
-    static mr_track_state a, b;
+    FUZZ_CHECK(mr_sst_next(&it, &e) == MR_NEED_MORE);
+    static mr_session_state a, b;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
-    mr_rc ra = mr_track_apply(&a, state, len);
+    mr_rc ra = mr_sst_apply(&a, state, len);
     FUZZ_CHECK(ra == (rc == MR_MALFORMED ? MR_MALFORMED : MR_OK));
     check_state(&a);
-    mr_track_apply(&b, state, len);
+    mr_sst_apply(&b, state, len);
     FUZZ_CHECK(memcmp(&a, &b, sizeof a) == 0);
     return 0;
 }

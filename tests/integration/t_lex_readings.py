@@ -15,7 +15,9 @@ One proxy with a `where = missing` block rule on UPDATE. Raw COM_QUERY packets
     character set, each run directly (the oracle: did lx_d change, i.e. did the server
     run the UPDATE hidden in it?) and through the proxy under the same session mode or
     character set: no text whose UPDATE the server runs gets through the proxy. The
-    refusals of texts the server would not have run it for are counted and printed.
+    refusals of texts the server would not have run it for are counted and printed;
+  * a client with CLIENT_SESSION_TRACK: the character set an EXECUTE of a prepared
+    SET NAMES gives, as the server's OK reports it, turns rewrites off (gbk) and on again.
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes a free port.
 """
 import os
@@ -32,6 +34,10 @@ RULES = """
 statement = update
 where = missing
 message = UPDATE needs a WHERE clause
+
+[rewrite upper_w]
+pattern = SELECT x FROM lx_w WHERE id = ?
+replacement = SELECT UPPER(x) AS x FROM lx_w WHERE id = ?
 """
 
 PROXY = t.Proxy("lex_readings", rules=RULES, own_conn=True)
@@ -50,6 +56,9 @@ def setup():
         cur.execute("DROP TABLE IF EXISTS " + tb)
         cur.execute("CREATE TABLE %s (n INT NOT NULL) ENGINE=InnoDB" % tb)
         cur.execute("INSERT INTO %s VALUES (0)" % tb)
+    cur.execute("DROP TABLE IF EXISTS lx_w")
+    cur.execute("CREATE TABLE lx_w (id INT PRIMARY KEY, x VARCHAR(10)) ENGINE=InnoDB")
+    cur.execute("INSERT INTO lx_w VALUES (1, 'abc')")
     return d
 
 
@@ -120,6 +129,25 @@ def no_false_refusals():
     for desc, before, text in GOOD:
         kind, err = run_text(PROXY.port, before, text)
         t.check(kind != "err", "runs through the proxy: " + desc, err)
+
+
+def tracked_charset():
+    """The client negotiates CLIENT_SESSION_TRACK (rawproto_lib does): the server reports
+    character_set_client in the OK of an EXECUTE of a prepared SET NAMES, which no SET
+    statement the proxy reads shows; the rewrite guard follows it both ways."""
+    c = raw.Conn(PROXY.port)
+    t.check(c.flags & raw.CLIENT_SESSION_TRACK, "the client negotiated session tracking")
+    q = b"SELECT x FROM lx_w WHERE id = 1"
+    t.eq("utf8mb4: the rewrite applies", [b"\x03ABC"], c.query(q).rows)
+    c.must(b"PREPARE p FROM 'SET NAMES gbk'")
+    c.must(b"EXECUTE p")
+    t.eq("gbk from a prepared statement, as the server reported it: no rewrite",
+         [b"\x03abc"], c.query(q).rows)
+    c.must(b"PREPARE u FROM 'SET NAMES utf8mb4'")
+    c.must(b"EXECUTE u")
+    t.eq("utf8mb4 again, as reported: the rewrite applies again", [b"\x03ABC"], c.query(q).rows)
+    c.close()
+    PROXY.wait_log(r"client character set is now gbk")
 
 
 # ---- differential --------------------------------------------------------------------------
@@ -216,6 +244,7 @@ def main():
     with PROXY:
         bypasses(direct)
         no_false_refusals()
+        tracked_charset()
         differential(direct)
     t.done()
 

@@ -30,7 +30,7 @@ static size_t unhex(const char *h, uint8_t *buf)
 }
 
 /* Applies the session state of the OK packet `hex` to st. */
-static void apply_ok(mr_track_state *st, const char *hex)
+static void apply_ok(mr_session_state *st, const char *hex)
 {
     uint8_t p[256];
     size_t n = unhex(hex, p);
@@ -38,14 +38,14 @@ static void apply_ok(mr_track_state *st, const char *hex)
     size_t len;
     assert_int_equal(mr_ok_session_state(p, n, CAPS, &state, &len), MR_OK);
     assert_true(len > 0);
-    assert_int_equal(mr_track_apply(st, state, len), MR_OK);
+    assert_int_equal(mr_sst_apply(st, state, len), MR_OK);
 }
 
 /* SET sql_mode='ANSI_QUOTES'; SET NAMES gbk: two OKs, a variable each. */
 static void test_system_variables(void **state)
 {
     (void)state;
-    mr_track_state st = {0};
+    mr_session_state st = {0};
     apply_ok(&st, "0000000ac00000001a00150873716c5f6d6f64650b414e53495f51554f544553020131");
     assert_true(st.sql_mode_v.known);
     assert_string_equal(st.sql_mode, "ANSI_QUOTES");
@@ -65,7 +65,7 @@ static void test_system_variables(void **state)
 static void test_schema_and_transaction(void **state)
 {
     (void)state;
-    mr_track_state st = {0};
+    mr_session_state st = {0};
     apply_ok(&st, "00000002c00000000a01050474657374020131");
     assert_string_equal(st.schema, "test");
     apply_ok(&st, "00000003e00000002a050908545f5f5f5f5f5f5f041d1c5354415254205452414e5341435449"
@@ -87,30 +87,30 @@ static void test_iterator(void **state)
     const uint8_t *s;
     size_t len;
     assert_int_equal(mr_ok_session_state(p, n, CAPS, &s, &len), MR_OK);
-    mr_track_iter it;
-    mr_track_entry e;
-    mr_track_iter_init(&it, s, len);
-    assert_int_equal(mr_track_next(&it, &e), MR_OK);
-    assert_int_equal(e.type, MR_TRACK_SYSTEM_VARIABLES);
+    mr_sst_iter it;
+    mr_sst_entry e;
+    mr_sst_iter_init(&it, s, len);
+    assert_int_equal(mr_sst_next(&it, &e), MR_OK);
+    assert_int_equal(e.type, MR_SST_SYSTEM_VARIABLES);
     assert_int_equal(e.name_len, 8);
     assert_memory_equal(e.name, "sql_mode", 8);
     assert_int_equal(e.value_len, 11);
-    assert_int_equal(mr_track_next(&it, &e), MR_OK);
-    assert_int_equal(e.type, MR_TRACK_STATE_CHANGE);
+    assert_int_equal(mr_sst_next(&it, &e), MR_OK);
+    assert_int_equal(e.type, MR_SST_STATE_CHANGE);
     assert_memory_equal(e.value, "1", 1);
-    assert_int_equal(mr_track_next(&it, &e), MR_NEED_MORE);
+    assert_int_equal(mr_sst_next(&it, &e), MR_NEED_MORE);
     /* a GTID entry: encoding byte, then the set; an unknown type is given raw */
     const uint8_t gtid[] = {3, 7, 0, 5, '0', '-', '1', '-', '5', 9, 2, 'x', 'y'};
-    mr_track_iter_init(&it, gtid, sizeof gtid);
-    assert_int_equal(mr_track_next(&it, &e), MR_OK);
-    assert_int_equal(e.type, MR_TRACK_GTIDS);
+    mr_sst_iter_init(&it, gtid, sizeof gtid);
+    assert_int_equal(mr_sst_next(&it, &e), MR_OK);
+    assert_int_equal(e.type, MR_SST_GTIDS);
     assert_int_equal(e.value_len, 5);
     assert_memory_equal(e.value, "0-1-5", 5);
-    assert_int_equal(mr_track_next(&it, &e), MR_OK);
+    assert_int_equal(mr_sst_next(&it, &e), MR_OK);
     assert_int_equal(e.type, 9);
     assert_int_equal(e.value_len, 2);
-    mr_track_state st = {0};
-    assert_int_equal(mr_track_apply(&st, gtid, sizeof gtid), MR_OK);
+    mr_session_state st = {0};
+    assert_int_equal(mr_sst_apply(&st, gtid, sizeof gtid), MR_OK);
     assert_string_equal(st.gtids, "0-1-5");
     assert_int_equal(st.unknown, 1);
 }
@@ -156,21 +156,21 @@ static void test_malformed(void **state)
     };
     static const size_t lens[] = {5, 4, 5, 2};
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
-        mr_track_state st = {0};
-        assert_int_equal(mr_track_apply(&st, bad[i], lens[i]), MR_MALFORMED);
+        mr_session_state st = {0};
+        assert_int_equal(mr_sst_apply(&st, bad[i], lens[i]), MR_MALFORMED);
     }
     /* a value longer than its buffer is kept cut, and says so */
-    uint8_t big[8 + MR_TRACK_NAME_MAX + 8];
+    uint8_t big[8 + MR_SST_NAME_MAX + 8];
     size_t k = 0;
-    big[k++] = MR_TRACK_SCHEMA;
-    big[k++] = MR_TRACK_NAME_MAX + 2;
-    big[k++] = MR_TRACK_NAME_MAX + 1;
-    memset(big + k, 's', MR_TRACK_NAME_MAX + 1);
-    k += MR_TRACK_NAME_MAX + 1;
-    mr_track_state st = {0};
-    assert_int_equal(mr_track_apply(&st, big, k), MR_OK);
+    big[k++] = MR_SST_SCHEMA;
+    big[k++] = MR_SST_NAME_MAX + 2;
+    big[k++] = MR_SST_NAME_MAX + 1;
+    memset(big + k, 's', MR_SST_NAME_MAX + 1);
+    k += MR_SST_NAME_MAX + 1;
+    mr_session_state st = {0};
+    assert_int_equal(mr_sst_apply(&st, big, k), MR_OK);
     assert_true(st.schema_v.truncated);
-    assert_int_equal(strlen(st.schema), MR_TRACK_NAME_MAX);
+    assert_int_equal(strlen(st.schema), MR_SST_NAME_MAX);
 }
 
 int main(void)
