@@ -62,6 +62,7 @@ static void response_done(mr_session *s)
     } else if (ok && (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER)) {
         ss_hooks_prepared_reset(s); /* the server dropped its prepared statements */
         ss_prepared_forget_all(s);
+        memset(&s->track, 0, sizeof s->track); /* and its session state: nothing reported holds */
     }
     if (ok && s->command == MR_COM_RESET_CONNECTION && !s->charset_unsafe)
         s->charset_unsafe = s->server_charset_unsafe; /* the server's default may be back */
