@@ -7,6 +7,12 @@
  *   apply/digest  1,000 rewrite rules (hash lookup on the digest)
  *   apply/regex   1,000 regex rules (word prefilter, then pcre2)
  *   apply/regex*  the same rules with the prefilter turned off
+ *   apply/block   10 regex rewrites and a `where = missing` block, with the
+ *                 session's unsure lexer bits (ANSI_QUOTES and the multibyte
+ *                 rule): the other readings' pre-scan runs on every text
+ *   apply/modes   that set on the mix with each text followed by a second
+ *                 statement that holds a backslash escape: texts that do read
+ *                 differently in another mode, so every reading is examined
  *   clock pair    two clock_gettime(CLOCK_MONOTONIC) calls: what the proxy
  *                 adds per statement to time its front end (and, for
  *                 comparison, the same with CLOCK_MONOTONIC_COARSE)
@@ -60,7 +66,7 @@ void *__wrap_realloc(void *p, size_t n)
 
 /* ---- the workload ---- */
 
-static const char *const mix[] = {
+static const char *mix[] = {
     "SELECT * FROM orders WHERE id = 12345",
     "SELECT id, name FROM customers WHERE email = 'someone@example.com' AND active = 1",
     "UPDATE accounts SET balance = balance - 25.50, updated_at = NOW() WHERE id = 991",
@@ -199,7 +205,8 @@ static outcome bench_apply(const mr_ruleset *rs, long iters)
     memset(&res, 0, sizeof res);
     mr_buf_init(&res.text);
     mr_buf_init(&res.would_be);
-    mr_stmt_ctx ctx = {.user = "app", .schema = "shop"};
+    mr_stmt_ctx ctx = {
+        .user = "app", .schema = "shop", .lex_unsure = SQL_LEX_ANSI_QUOTES | SQL_LEX_MB_MASK};
     outcome o = {0};
     for (size_t i = 0; i < NMIX; i++) { /* warm-up: buffers reach their size */
         mr_rules_apply(rs, mix[i], lens[i], &ctx, s, &res);
@@ -269,6 +276,21 @@ int main(int argc, char **argv)
     report("apply/regex*", mr_ruleset_count(rx), bench_apply(rx, iters / 100 + 1));
     mr_ruleset_free(rx);
     printf("(* every regex has require = none: no prefilter)\n");
+    char *block = regex_rules(10, true);
+    size_t bl = strlen(block);
+    static const char where[] = "[block full_update]\nstatement = update, delete\n"
+                                "where = missing\nmessage = no\n";
+    block = realloc(block, bl + sizeof where);
+    memcpy(block + bl, where, sizeof where);
+    mr_ruleset *bk = load(block, "block.rules");
+    report("apply/block", mr_ruleset_count(bk), bench_apply(bk, iters));
+    for (size_t i = 0; i < NMIX; i++) { /* the same mix, each with an escape after it */
+        char *t = malloc(lens[i] + 32);
+        lens[i] = (size_t)sprintf(t, "%s; SELECT 'it\\'s'", mix[i]);
+        mix[i] = t;
+    }
+    report("apply/modes", mr_ruleset_count(bk), bench_apply(bk, iters / 10 + 1));
+    mr_ruleset_free(bk);
     printf("%-14s %14s  %8.1f ns/stmt\n", "clock pair", "MONOTONIC",
            bench_clock_pair(CLOCK_MONOTONIC, iters * NMIX));
     printf("%-14s %14s  %8.1f ns/stmt\n", "clock pair", "MONOTONIC_COARSE",

@@ -152,6 +152,7 @@ static mr_track_result feed_first(mr_tracker *t, const uint8_t *p, size_t n, uin
     if (p[0] == 0x00) {
         if (mr_ok_parse(p, n, &t->last_ok) != MR_OK)
             return MR_TRACK_MALFORMED;
+        t->oks++;
         return end_of_result(t, t->last_ok.status);
     }
     /* LOAD DATA LOCAL asks for the file whatever command runs it: a query,
@@ -312,6 +313,7 @@ static mr_track_result feed_one(mr_tracker *t, const uint8_t *p, size_t n, uint3
         return err_packet(t);
     if (n > 0 && p[0] == 0x00 && mr_ok_parse(p, n, &ok) == MR_OK) {
         t->last_ok = ok;
+        t->oks++;
         t->status = ok.status;
     } else if (is_eof(t, p, n, len) && mr_eof_parse(p, n, &ok) == MR_OK) {
         t->status = ok.status;

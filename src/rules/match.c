@@ -77,6 +77,7 @@ void mr_rules_scratch_free(mr_rules_scratch *s)
     free(s->slots);
     free(s->params);
     free(s->segs);
+    free(s->starts);
     free(s->ver[0].p);
     free(s->ver[1].p);
     for (size_t d = 0; d < RULES_DYN_DEPTH; d++)
@@ -354,6 +355,8 @@ static rule_why eval(run *R, stmt *S, size_t i, bool candidate)
         snprintf(R->detail, sizeof R->detail, "inside dynamic SQL only block rules are tried");
         return WHY_NOT_KIND;
     }
+    if (R->reading && r->kind != MR_RULE_BLOCK)
+        return WHY_NOT_KIND; /* another reading: only a block acts on it */
     /* In a charset the lexer misreads, a rewrite (or claim_read_committed's
      * prelude) could change what the server runs; a block can only refuse. */
     if (R->ctx->charset_unsafe && r->kind != MR_RULE_BLOCK) {
@@ -490,7 +493,7 @@ static bool statement(run *R, stmt *S, unsigned index)
 {
     size_t from = 0;
     trace_statement(R, index, S);
-    for (size_t k = 0; S->dig && R->rs && R->rs->takers[k]; k++) {
+    for (size_t k = 0; S->dig && !R->reading && R->rs && R->rs->takers[k]; k++) {
         mr_take_step ts = R->rs->takers[k]->take(R, S);
         if (ts != MR_TAKE_NONE)
             return ts == MR_TAKE_DONE; /* blocked or held: nothing is sent */
@@ -665,8 +668,26 @@ void rules_run(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_
         mr_buf_reset(&res->text);
 }
 
+void rules_run_reading(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,
+                       mr_rules_scratch *scratch, mr_match_result *res)
+{
+    run R = {.rs = rs, .ctx = ctx, .s = scratch, .res = res, .reading = true};
+    result_init(res);
+    if (!rs || !rs->has_block || !GROW(scratch->bits, scratch->bit_words, (rs->n + 63) / 64))
+        return;
+    R.shard = ctx->shard % rs->shards;
+    stmt S = {.text = sql, .len = len, .nparams = -1};
+    stmt_digest(&R, &S); /* into the statement buffer: res->digest of the text stays */
+    if (S.dig)
+        (void)statement(&R, &S, 1);
+}
+
 void mr_rules_apply(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,
                     mr_rules_scratch *scratch, mr_match_result *res)
 {
     rules_run(rs, sql, len, ctx, scratch, res, NULL);
+    if (res->action == MR_ACT_BLOCK || !rs)
+        return;
+    run R = {.rs = rs, .ctx = ctx, .s = scratch, .res = res};
+    rules_readings(&R, sql, len);
 }

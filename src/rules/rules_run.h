@@ -58,9 +58,11 @@ struct mr_rules_scratch {
     uint64_t regex_runs;
     void *kind[MR_RULE_KIND_MAX]; /* each kind's own buffers (mr_rule_kind_scratch), by type */
     void (*kind_free[MR_RULE_KIND_MAX])(void *p); /* and what frees their insides */
-    char unreadable_msg[512];   /* refusal of the latest unreadable text (res->message) */
-    bytes dyn[RULES_DYN_DEPTH]; /* the SQL an EXECUTE IMMEDIATE / PREPARE runs, per depth */
-    char dynamic_msg[512];      /* refusal of the latest unexaminable dynamic SQL */
+    char unreadable_msg[512];     /* refusal of the latest unreadable text (res->message) */
+    bytes dyn[RULES_DYN_DEPTH];   /* the SQL an EXECUTE IMMEDIATE / PREPARE runs, per depth */
+    char dynamic_msg[512];        /* refusal of the latest unexaminable dynamic SQL */
+    struct reading_start *starts; /* statement starts of the other readings (rules/readings.c) */
+    size_t start_cap;
 };
 
 /* Grows the array `ptr` (any T *, capacity `cap` elements) to hold at
@@ -86,6 +88,15 @@ bool rules_dynamic(run *R, stmt *S, unsigned index);
  * text in place; false when one blocks it. S->dig is NULL when it does
  * not lex (nothing was tried). */
 bool rules_inner_passes(run *R, stmt *S, unsigned index);
+/* Block rules meet the statements the text's other readings find (the
+ * modes ctx->lex_unsure leaves open, and every mode after a statement):
+ * res becomes the block of the first that matches, or the refusal of a
+ * text whose readings cannot all be examined or rewritten (rules/readings.c). */
+void rules_readings(run *R, const char *sql, size_t len);
+/* Runs the block rules over one statement of another reading (ctx's
+ * lex_flags): res->action is MR_ACT_BLOCK when one matches. */
+void rules_run_reading(const mr_ruleset *rs, const char *sql, size_t len, const mr_stmt_ctx *ctx,
+                       mr_rules_scratch *scratch, mr_match_result *res);
 /* Sets the trace detail from a pcre2 error code. */
 rule_why rules_regex_error(run *R, int rc);
 

@@ -62,6 +62,7 @@ static void response_done(mr_session *s)
     } else if (ok && (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER)) {
         ss_hooks_prepared_reset(s); /* the server dropped its prepared statements */
         ss_prepared_forget_all(s);
+        memset(&s->track, 0, sizeof s->track); /* and its session state: nothing reported holds */
     }
     if (ok && s->command == MR_COM_RESET_CONNECTION && !s->charset_unsafe)
         s->charset_unsafe = s->server_charset_unsafe; /* the server's default may be back */
@@ -295,6 +296,45 @@ static struct evbuffer *pump_source(mr_session *s, struct evbuffer_iovec *first,
     return in;
 }
 
+/* An OK's session state, the payload at `off` of the input (`in`, or the
+ * fresh bytes of `first` when in is NULL), `len` bytes of which `avail`
+ * are there. A reported character set becomes the guard's at the
+ * response's end, as a SET statement's would; an OK that is not all in the
+ * input (or is over 4 KiB) is not read, and the character set is then
+ * taken as unknown until one is reported. */
+static void read_session_state(mr_session *s, struct evbuffer *in,
+                               const struct evbuffer_iovec *first, size_t off, uint32_t len,
+                               size_t avail)
+{
+    uint8_t buf[4096];
+    const uint8_t *p = buf, *state;
+    size_t n;
+    bool cs_before = s->track.charset_client_v.known;
+    size_t cs_len = s->track.charset_client_v.len;
+    s->track.charset_client_v.known = false;
+    if (len > sizeof buf || avail < MR_PKT_HEADER + (size_t)len) {
+        s->pending_charset = MR_CHARSET_UNKNOWN;
+        s->charset_pending = true;
+        return;
+    }
+    if (in) {
+        struct evbuffer_ptr pos;
+        copy_head(in, &pos, off + MR_PKT_HEADER, buf, len);
+    } else {
+        p = (const uint8_t *)first->iov_base + off + MR_PKT_HEADER;
+    }
+    if (mr_ok_session_state(p, len, s->caps, &state, &n) == MR_OK && n > 0)
+        (void)mr_sst_apply(&s->track, state, n); /* what fits is kept */
+    if (!s->track.charset_client_v.known) {
+        s->track.charset_client_v.known = cs_before; /* not reported in this OK */
+        s->track.charset_client_v.len = cs_len;
+        return;
+    }
+    s->pending_charset =
+        mr_charset_unsafe_name(s->track.charset_client, s->track.charset_client_v.len);
+    s->charset_pending = true;
+}
+
 /* Relays complete and partial packets from the backend to the client in one
  * batch (one mr_conn_relay: a write straight from the read when the client's
  * output is empty), inspecting each packet's head on the way. */
@@ -354,8 +394,13 @@ void ss_pump_backend(mr_session *s)
             first.iov_len = 0; /* the buffer may have been rearranged */
         mr_stat_add(&s->w->stats.bytes_from_backend, MR_PKT_HEADER + (uint64_t)h.len);
         mr_stat_add(&s->slot.bytes_out, MR_PKT_HEADER + (uint64_t)h.len);
+        uint32_t oks = s->tracker.oks;
         if (!backend_packet_start(s, hp + MR_PKT_HEADER, h.len, h.seq))
             return;
+        if (s->tracker.oks != oks && (s->caps & MR_CAP_SESSION_TRACK) &&
+            (s->tracker.last_ok.status & MR_STATUS_SESSION_STATE_CHANGED) &&
+            s->state == SS_RESPONSE)
+            read_session_state(s, in, &first, move, h.len, avail - move);
         if (f->ends_response && s->state == SS_RESPONSE)
             ss_hooks_response_end(s, false); /* before the client has the end and asks */
     }

@@ -87,8 +87,7 @@ void ss_hooks_view(mr_session *s)
     fs->user = s->user[0] ? s->user : NULL;
     fs->schema = s->schema[0] ? s->schema : NULL;
     fs->status = s->tracker.status;
-    fs->lex_flags =
-        (s->tracker.status & MR_STATUS_NO_BACKSLASH_ESCAPES) ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0;
+    fs->lex_flags = ss_lex_flags(s);
     fs->authenticated = s->authenticated;
     fs->backend_thread_id = s->backend_thread_id;
     fs->ext_caps = s->ext_caps;

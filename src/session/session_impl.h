@@ -23,6 +23,7 @@
 #include "myrewrite/feature/feature.h"
 #include "myrewrite/net/conn.h"
 #include "myrewrite/proto/codec.h"
+#include "myrewrite/proto/session_track.h"
 #include "myrewrite/proto/tracker.h"
 #include "myrewrite/session/session.h"
 #include "myrewrite/session/worker.h"
@@ -148,6 +149,11 @@ struct mr_session {
     const char *server_charset_unsafe; /* the server's default, for COM_RESET_CONNECTION */
     const char *pending_charset;       /* SET NAMES, COM_CHANGE_USER: applied on success */
     bool charset_pending;
+    /* What the server's trackers reported in the OKs of a session whose client
+     * negotiated CLIENT_SESSION_TRACK (session/backend_side.c): its
+     * character_set_client outranks the SET statements the guard reads, its
+     * sql_mode gives the lexer ANSI_QUOTES. */
+    mr_session_state track;
     mr_digest_entry *digest; /* stats entry of the statement in flight */
     uint64_t ddl_hold;       /* schema cache hold of the DDL in flight (0: none) */
     struct ss_park *park;    /* a DELAYED statement waiting for its table's key (session/park.c) */
@@ -271,6 +277,13 @@ void ss_count_staged(mr_worker *w, struct mr_rule_stats *rule, struct mr_rule_st
 
 /* session/statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);
+/* The lexer mode of the session's next text, as far as the proxy knows it:
+ * NO_BACKSLASH_ESCAPES from the server's status flag, the multibyte rule of
+ * the client character set it believes in force. What it cannot vouch for
+ * (ANSI_QUOTES, which no status flag tells, and the character set, which a
+ * prepared or server-side statement may have changed unseen) is
+ * unsure (session/statement.c): block rules read the text those ways too. */
+unsigned ss_lex_flags(const mr_session *s);
 
 /* session/counts.c: counts what the front end did with one statement (a
  * COM_STMT_PREPARE text when `prepared`) that took `frontend_ns` in

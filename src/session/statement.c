@@ -111,6 +111,20 @@ static bool feature_rewrite(const mr_match_result *res)
     return false;
 }
 
+unsigned ss_lex_flags(const mr_session *s)
+{
+    unsigned f =
+        (s->tracker.status & MR_STATUS_NO_BACKSLASH_ESCAPES) ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0;
+    const mr_sst_value *mode = &s->track.sql_mode_v;
+    if (mode->known && mr_sql_mode_has(s->track.sql_mode, mode->len, "ANSI_QUOTES"))
+        f |= SQL_LEX_ANSI_QUOTES;       /* the server said so; the other reading is still read */
+    const char *cs = s->charset_unsafe; /* MR_CHARSET_UNKNOWN has no rule: the byte reading */
+    return cs ? f | sql_lex_mb_of(cs, strlen(cs)) : f;
+}
+
+/* What ss_lex_flags cannot vouch for at a text's start. */
+#define LEX_UNSURE (SQL_LEX_ANSI_QUOTES | SQL_LEX_MB_MASK)
+
 /* A whole COM_QUERY or COM_STMT_PREPARE (its text: after any query
  * attributes): run the front end and act on it. */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len)
@@ -120,13 +134,13 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     /* what the server ignores at the end (a NUL after the text) is ignored
      * here too: the rules then read the statement the server runs */
     len = sql_server_len(sql, len);
-    unsigned lex_flags =
-        (s->tracker.status & MR_STATUS_NO_BACKSLASH_ESCAPES) ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0;
+    unsigned lex_flags = ss_lex_flags(s);
     mr_stmt_ctx ctx = {
         .user = s->user[0] ? s->user : NULL,
         .schema = s->schema[0] ? s->schema : NULL,
         .prepared = cmd == MR_COM_STMT_PREPARE,
         .lex_flags = lex_flags,
+        .lex_unsure = LEX_UNSURE,
         .shard = w->id,
         .skip_locked = s->skip_locked,
         .schema_src = mr_schema_cache_source(),

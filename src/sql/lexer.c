@@ -147,6 +147,22 @@ static bool ieq(const unsigned char *s, size_t n, const char *lit)
     return k == n && lit[k] == '\0';
 }
 
+unsigned sql_lex_mb_of(const char *charset, size_t n)
+{
+    static const struct {
+        const char *name;
+        unsigned mb;
+    } mb[] = {{"big5", SQL_LEX_MB_BIG5},
+              {"cp932", SQL_LEX_MB_SJIS},
+              {"gb18030", SQL_LEX_MB_GB18030},
+              {"gbk", SQL_LEX_MB_GBK},
+              {"sjis", SQL_LEX_MB_SJIS}};
+    for (size_t i = 0; charset && i < sizeof mb / sizeof mb[0]; i++)
+        if (ieq((const unsigned char *)charset, n, mb[i].name))
+            return mb[i].mb;
+    return 0;
+}
+
 static bool is_charset(const unsigned char *s, size_t n)
 {
     for (size_t i = 0; i < sizeof charsets / sizeof charsets[0]; i++)
@@ -159,15 +175,53 @@ static bool is_charset(const unsigned char *s, size_t n)
 
 #define NPOS ((size_t)-1)
 
+/* The lexer's multibyte rule (SQL_LEX_MB_*, 0: every byte is a character). */
+#define MB(lx) ((lx)->flags & SQL_LEX_MB_MASK)
+
+/* The length of the multibyte character at s[p] in the character set mb
+ * (SQL_LEX_MB_*), 0 when s[p] does not start one: a lead byte needs a valid
+ * trail byte after it, as the server's ismbchar checks, or it is read as a
+ * byte of its own. Ranges are MariaDB's (strings/ctype-big5.c, -sjis.c,
+ * -cp932.c, -gbk.c; gb18030 as MySQL 8 has it). */
+static size_t mb_len(unsigned mb, const unsigned char *s, size_t n, size_t p)
+{
+    unsigned c = s[p], d = p + 1 < n ? s[p + 1] : 0;
+    bool ascii_trail = d >= 0x40 && d <= 0x7e;
+    switch (mb) {
+    case SQL_LEX_MB_BIG5:
+        return c >= 0xa1 && c <= 0xf9 && (ascii_trail || (d >= 0xa1 && d <= 0xfe)) ? 2 : 0;
+    case SQL_LEX_MB_SJIS:
+        return ((c >= 0x81 && c <= 0x9f) || (c >= 0xe0 && c <= 0xfc)) &&
+                       (ascii_trail || (d >= 0x80 && d <= 0xfc))
+                   ? 2
+                   : 0;
+    case SQL_LEX_MB_GB18030:
+        if (c >= 0x81 && c <= 0xfe && d >= 0x30 && d <= 0x39 && p + 3 < n && s[p + 2] >= 0x81 &&
+            s[p + 2] <= 0xfe && s[p + 3] >= 0x30 && s[p + 3] <= 0x39)
+            return 4; /* its two-byte characters are gbk's */
+        /* fall through */
+    case SQL_LEX_MB_GBK:
+        return c >= 0x81 && c <= 0xfe && (ascii_trail || (d >= 0x80 && d <= 0xfe)) ? 2 : 0;
+    default: return 0;
+    }
+}
+
 /* Quoted run starting at s[p] == q. Doubled quotes always escape; '\'
- * escapes only when bs is set. Returns the end or NPOS if unterminated. */
+ * escapes only when bs is set; a multibyte character (mb) is skipped whole,
+ * so its trail byte never ends or escapes anything. Returns the end or NPOS
+ * if unterminated. */
 static size_t scan_quoted(const unsigned char *s, size_t n, size_t p, unsigned char q, bool bs,
-                          bool *escaped)
+                          unsigned mb, bool *escaped)
 {
     p++;
     for (;;) {
-        while (p < n && s[p] != q && !(bs && s[p] == '\\'))
-            p++;
+        size_t l;
+        if (!mb) /* the byte reading: its own loop, the common case */
+            while (p < n && s[p] != q && !(bs && s[p] == '\\'))
+                p++;
+        else
+            while (p < n && s[p] != q && !(bs && s[p] == '\\'))
+                p += s[p] >= 0x80 && (l = mb_len(mb, s, n, p)) > 0 ? l : 1;
         if (p >= n)
             return NPOS;
         if (s[p] == '\\') {
@@ -186,8 +240,21 @@ static size_t scan_quoted(const unsigned char *s, size_t n, size_t p, unsigned c
     }
 }
 
-static size_t skip_ident(const unsigned char *s, size_t n, size_t p)
+/* A name's bytes from p in a multibyte character set: a character counts
+ * whole, whatever its trail byte is. */
+static size_t skip_ident_mb(const unsigned char *s, size_t n, size_t p, unsigned mb)
 {
+    size_t l;
+    while (p < n && is_id(s[p]))
+        p += s[p] >= 0x80 && (l = mb_len(mb, s, n, p)) > 0 ? l : 1;
+    return p;
+}
+
+/* A name's bytes from p (kept small: it is inlined in the hot path). */
+static inline size_t skip_ident(const unsigned char *s, size_t n, size_t p, unsigned mb)
+{
+    if (mb)
+        return skip_ident_mb(s, n, p, mb);
     while (p < n && is_id(s[p]))
         p++;
     return p;
@@ -233,7 +300,7 @@ static void scan_string(const sql_lexer *lx, size_t start, size_t p, sql_token *
 {
     bool esc = false;
     bool bs = !(lx->flags & SQL_LEX_NO_BACKSLASH_ESCAPES);
-    size_t e = scan_quoted(lx->s, lx->n, p, lx->s[p], bs, &esc);
+    size_t e = scan_quoted(lx->s, lx->n, p, lx->s[p], bs, MB(lx), &esc);
     if (e == NPOS) {
         set_err(t, start, lx->n, SQL_LEXERR_UNTERMINATED_STRING);
         return;
@@ -249,7 +316,7 @@ static void scan_string(const sql_lexer *lx, size_t start, size_t p, sql_token *
 static void scan_qident(const sql_lexer *lx, size_t p, sql_token *t)
 {
     bool esc = false;
-    size_t e = scan_quoted(lx->s, lx->n, p, lx->s[p], false, &esc);
+    size_t e = scan_quoted(lx->s, lx->n, p, lx->s[p], false, MB(lx), &esc);
     if (e == NPOS) {
         set_err(t, p, lx->n, SQL_LEXERR_UNTERMINATED_IDENT);
         return;
@@ -308,7 +375,7 @@ static void scan_word(const sql_lexer *lx, size_t p, sql_token *t)
 {
     const unsigned char *s = lx->s;
     size_t n = lx->n;
-    size_t e = skip_ident(s, n, p);
+    size_t e = skip_ident(s, n, p, MB(lx));
     if (e - p == 1 && e < n && s[e] == '\'') {
         unsigned char c = s[p] | 0x20;
         if (c == 'x' || c == 'b') {
@@ -368,7 +435,7 @@ static void scan_number(const sql_lexer *lx, size_t p, sql_token *t)
     }
     e = skip_exponent(s, n, e);
     if (!frac && e < n && is_id(s[e])) {
-        set_tok(t, p, skip_ident(s, n, e), SQL_TOK_WORD, 0);
+        set_tok(t, p, skip_ident(s, n, e, MB(lx)), SQL_TOK_WORD, 0);
         return;
     }
     set_tok(t, p, e, SQL_TOK_NUMBER, 0);
@@ -397,8 +464,9 @@ static void scan_var(const sql_lexer *lx, size_t p, sql_token *t)
     size_t q = p + 1 + sys;
     if (q < n && !sys && (s[q] == '\'' || s[q] == '"' || s[q] == '`')) {
         bool esc = false;
-        size_t e = scan_quoted(s, n, q, s[q],
-                               s[q] != '`' && !(lx->flags & SQL_LEX_NO_BACKSLASH_ESCAPES), &esc);
+        size_t e =
+            scan_quoted(s, n, q, s[q], s[q] != '`' && !(lx->flags & SQL_LEX_NO_BACKSLASH_ESCAPES),
+                        MB(lx), &esc);
         if (e == NPOS)
             set_err(t, p, n, SQL_LEXERR_UNTERMINATED_STRING);
         else
@@ -407,10 +475,10 @@ static void scan_var(const sql_lexer *lx, size_t p, sql_token *t)
     }
     size_t e = q;
     while (e < n && (is_id(s[e]) || s[e] == '.'))
-        e++;
+        e = s[e] == '.' ? e + 1 : skip_ident(s, n, e, MB(lx));
     if (e == q && sys && q < n && s[q] == '`') {
         bool esc = false;
-        e = scan_quoted(s, n, q, '`', false, &esc);
+        e = scan_quoted(s, n, q, '`', false, MB(lx), &esc);
         if (e == NPOS) {
             set_err(t, p, n, SQL_LEXERR_UNTERMINATED_IDENT);
             return;
@@ -627,7 +695,7 @@ static bool scan_one(sql_lexer *lx, size_t p, sql_token *t)
     if (is_digit(c)) {
         /* after "db." a leading digit still names something (db.1t) */
         if (lx->prev == SQL_TOK_DOT)
-            set_tok(t, p, skip_ident(s, lx->n, p), SQL_TOK_WORD, 0);
+            set_tok(t, p, skip_ident(s, lx->n, p, MB(lx)), SQL_TOK_WORD, 0);
         else
             scan_number(lx, p, t);
     } else if (is_id(c)) {
@@ -799,6 +867,42 @@ sql_rc sql_split(const char *s, size_t n, unsigned flags, sql_span *out, size_t 
     if (rc == SQL_OK)
         rc = split_emit(&st, out, max, &k);
     *count = k;
+    return rc;
+}
+
+sql_rc sql_split_first(const char *s, size_t n, unsigned flags, sql_span *span, size_t *next)
+{
+    sql_lexer lx;
+    sql_lexer_init(&lx, s, n, flags & ~(unsigned)SQL_LEX_SKIP_COMMENTS);
+    split_state st = {0};
+    bool have_first = false;
+    sql_token t;
+    sql_rc rc = SQL_OK;
+    *next = lx.n;
+    while (sql_lexer_next(&lx, &t)) {
+        if (t.kind == SQL_TOK_SEMI && st.depth == 0) {
+            if (st.started) {
+                *next = (size_t)t.off + 1;
+                break;
+            }
+            memset(&st, 0, sizeof st); /* `;` after nothing but comments */
+            have_first = false;
+            continue;
+        }
+        if (!have_first) {
+            st.first = t.off;
+            have_first = true;
+        }
+        st.last = (size_t)t.off + t.len;
+        if (t.kind != SQL_TOK_COMMENT)
+            split_track(&st, &lx, &t);
+        if (t.kind == SQL_TOK_ERROR) {
+            rc = SQL_ERR;
+            break;
+        }
+    }
+    span->off = (uint32_t)(st.started ? st.first : 0);
+    span->len = (uint32_t)(st.started ? st.last - st.first : 0);
     return rc;
 }
 

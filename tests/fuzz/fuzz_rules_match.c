@@ -5,14 +5,14 @@
  * Feeds: byte 0 sets the session: bit 0 a COM_STMT_PREPARE text, bits 1-2
  * the lexer flags (NO_BACKSLASH_ESCAPES, ANSI_QUOTES), bits 3-4 the
  * unreadable policy, bit 5 the default schema (shop or none), bit 6 an
- * unsafe client character set, bit 7 also the dry run (explain, as the
- * admin console's EXPLAIN REWRITE runs it). The rest is the COM_QUERY text.
- * Checks beyond no crash: the action is one of the four; a block carries
- * its code, SQLSTATE and message; a rewrite result always lexes when the
- * statement did; a text that lexes is never taken for unreadable; a
+ * unsafe client character set (gbk, read with its multibyte rule), bit 7 also the dry run (explain,
+ * as the admin console's EXPLAIN REWRITE runs it). The rest is the COM_QUERY text. Checks beyond no
+ * crash: the action is one of the four; a block carries its code, SQLSTATE and message; a rewrite
+ * result always lexes when the statement did; a text that lexes is never taken for unreadable; a
  * memory-mode DELAYED carries its batch; the digest is a C string of the
  * length reported; applying the rules twice gives the same action, text
- * and digest.
+ * and digest. As in a session, ANSI_QUOTES and the multibyte rule are
+ * unsure: the other readings of the text (rules/readings.c) run too.
  */
 #include <string.h>
 
@@ -66,7 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .user = "app",
         .schema = (o & 0x20) ? NULL : "shop",
         .prepared = o & 1,
-        .lex_flags = (o >> 1) & 3,
+        .lex_flags = ((o >> 1) & 3) | ((o & 0x40) ? SQL_LEX_MB_GBK : 0),
+        .lex_unsure = SQL_LEX_ANSI_QUOTES | SQL_LEX_MB_MASK,
         .skip_locked = true,
         .charset_unsafe = (o & 0x40) ? "gbk" : NULL,
         .unreadable = (uint8_t)(((o >> 3) & 3) % 3),

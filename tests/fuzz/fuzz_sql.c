@@ -3,10 +3,12 @@
  * digest, statement recognizer and the client character-set guard.
  *
  * Feeds: byte 0's low bits are the lexer flags (NO_BACKSLASH_ESCAPES,
- * ANSI_QUOTES, SKIP_COMMENTS); the rest is a COM_QUERY text.
+ * ANSI_QUOTES, SKIP_COMMENTS), bits 4-6 its multibyte rule (none, big5,
+ * sjis, gbk, gb18030); the rest is a COM_QUERY text.
  * Checks beyond no crash: tokens lie inside the text, in order, without
  * overlap, and the bulk lexer agrees with the iterator; split spans lie
- * inside the text, in order; the digest is a C string of the length it
+ * inside the text, in order, and sql_split_first finds the first of them;
+ * the digest is a C string of the length it
  * reports, its hash is FNV-1a of its text when complete, and it is the same
  * when run twice, also into a smaller buffer (same hash, text a prefix);
  * every token index the recognizer returns is inside the token array.
@@ -42,8 +44,16 @@ static void split(const char *s, size_t n, unsigned flags)
 {
     static sql_span spans[MAX_SPANS];
     size_t count, end = 0;
-    sql_split(s, n, flags, spans, MAX_SPANS, &count);
+    sql_rc rc = sql_split(s, n, flags, spans, MAX_SPANS, &count);
     FUZZ_CHECK(count <= MAX_SPANS);
+    sql_span first;
+    size_t next;
+    sql_rc rc1 = sql_split_first(s, n, flags, &first, &next);
+    FUZZ_CHECK(next <= n);
+    if (count > 0 && (count > 1 || rc != SQL_ERR))
+        FUZZ_CHECK(rc1 == SQL_OK && first.off == spans[0].off && first.len == spans[0].len);
+    if (count == 0 && rc == SQL_OK)
+        FUZZ_CHECK(rc1 == SQL_OK && first.len == 0);
     for (size_t i = 0; i < count; i++) {
         FUZZ_CHECK(spans[i].off >= end && spans[i].off + (size_t)spans[i].len <= n);
         end = spans[i].off + spans[i].len;
@@ -101,7 +111,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    unsigned flags = data[0] & 7;
+    unsigned mb = ((data[0] >> 4) & 7) % (SQL_LEX_MB_COUNT + 1);
+    unsigned flags = (data[0] & 7) | mb << 4;
     const char *s = (const char *)data + 1;
     size_t n = size - 1, ntok;
     lex(s, n, flags, &ntok);

@@ -167,6 +167,118 @@ static void nul_bytes_in_literals(void **state)
     mr_ruleset_free(rs);
 }
 
+/* ---- readings the server may have (rules/readings.c) ---- */
+
+static const char *no_full_update = "[block no_full_update]\n"
+                                    "statement = update\n"
+                                    "where = missing\n"
+                                    "message = UPDATE needs a WHERE clause\n";
+
+static const char *no_full_update_or_delete = "[block no_full_write]\n"
+                                              "statement = update, delete\n"
+                                              "where = missing\n"
+                                              "message = needs a WHERE clause\n";
+
+static void other_readings_meet_block_rules(void **state)
+{
+    (void)state;
+    mr_ruleset *rs = load_ok(no_full_update);
+    mr_stmt_ctx known = {0}, ansi_unsure = {.lex_unsure = SQL_LEX_ANSI_QUOTES};
+    const char *ansi = "SELECT 1 AS \"a\\\"; UPDATE u SET n = n + 1; -- \"";
+    /* one SELECT in the default mode, a SELECT and an UPDATE under ANSI_QUOTES */
+    expect_sent(rs, &known, ansi, PASS, ansi);
+    expect_sent(rs, &ansi_unsure, ansi, BLOCK, ansi);
+    /* a mode set earlier in the text: every reading after a statement */
+    const char *set_ansi = "SET sql_mode = 'ANSI_QUOTES'; SELECT 1 AS \"a\\\"; UPDATE u SET n = 1";
+    expect_sent(rs, &known, set_ansi, BLOCK, set_ansi);
+    const char *nbe =
+        "SET sql_mode = 'NO_BACKSLASH_ESCAPES'; SELECT 'a\\'; UPDATE u SET n = 1; -- '";
+    expect_sent(rs, &known, nbe, BLOCK, nbe);
+    const char *gbk = "SET NAMES gbk; SELECT '\xbf\\'; UPDATE u SET n = 1; -- '";
+    expect_sent(rs, &known, gbk, BLOCK, gbk);
+    mr_stmt_ctx gbk_session = {.lex_flags = SQL_LEX_MB_GBK};
+    const char *in_gbk = "SELECT '\xbf\\'; UPDATE u SET n = 1; -- '";
+    expect_sent(rs, &gbk_session, in_gbk, BLOCK, in_gbk);
+    /* where every reading agrees, nothing changes */
+    const char *json = "SELECT '{\"a\": \"b\\\\c\"}'; UPDATE u SET n = 1 WHERE id = 2";
+    expect_sent(rs, &ansi_unsure, json, PASS, json);
+    mr_ruleset_free(rs);
+}
+
+/* A multibyte reading opens token starts the session's reading does not
+ * have: there a "name" may be read under ANSI_QUOTES although no token of
+ * the session's reading is delimited by '"'. */
+static void new_starts_meet_every_mode(void **state)
+{
+    (void)state;
+    mr_ruleset *rs = load_ok("[block no_secret]\n"
+                             "pattern = SELECT * FROM secret\n"
+                             "message = no\n");
+    mr_stmt_ctx known = {0};
+    const char *t = "SET NAMES gbk; SELECT '\xbf\\'; SELECT * FROM \"secret\"; -- '";
+    expect_sent(rs, &known, t, BLOCK, t);
+    mr_ruleset_free(rs);
+    /* a trail byte that is an operator in the byte reading: in gbk, a0 7e is
+     * one character of the table's name, and the DELETE has no WHERE */
+    rs = load_ok(no_full_update_or_delete);
+    mr_stmt_ctx mb_unsure = {.lex_unsure = SQL_LEX_MB_MASK};
+    const char *del = "DELETE FROM t\xa0~";
+    expect_sent(rs, &known, del, PASS, del);
+    expect_sent(rs, &mb_unsure, del, BLOCK, del);
+    mr_ruleset_free(rs);
+}
+
+/* Dynamic SQL meets the other readings too: under ANSI_QUOTES, which the
+ * proxy cannot rule out, EXECUTE IMMEDIATE "..." names no literal, so
+ * dynamic = refuse refuses it; a single-quoted literal reads alike in
+ * every mode and is examined. */
+static void dynamic_sql_in_other_readings(void **state)
+{
+    (void)state;
+    mr_ruleset *rs = load_ok("[block nw]\n"
+                             "statement = update, delete\n"
+                             "where = missing\n"
+                             "message = needs a WHERE clause\n"
+                             "dynamic = refuse\n");
+    mr_stmt_ctx session = {.lex_unsure = SQL_LEX_ANSI_QUOTES | SQL_LEX_MB_MASK}, known = {0};
+    const char *dq = "EXECUTE IMMEDIATE \"UPDATE t SET a = 1 WHERE id = 1\"";
+    const char *sq = "EXECUTE IMMEDIATE 'UPDATE t SET a = 1 WHERE id = 1'";
+    const char *bad = "EXECUTE IMMEDIATE 'UPDATE t SET a = 1'";
+    expect_sent(rs, &known, dq, PASS, dq);
+    expect_sent(rs, &session, dq, BLOCK, dq);
+    expect_sent(rs, &session, sq, PASS, sq);
+    expect_sent(rs, &session, bad, BLOCK, bad);
+    /* a literal only a gbk reading shows is examined in that reading */
+    const char *gbk =
+        "SET NAMES gbk; SELECT '\xbf\\'; EXECUTE IMMEDIATE 'UPDATE t SET a = 1'; -- '";
+    expect_sent(rs, &known, gbk, BLOCK, gbk);
+    mr_ruleset_free(rs);
+}
+
+static void rewrites_follow_the_sessions_reading(void **state)
+{
+    (void)state;
+    mr_ruleset *rs = load_ok(orders_rule);
+    mr_stmt_ctx ansi_unsure = {.lex_unsure = SQL_LEX_ANSI_QUOTES};
+    /* one statement: the session's reading decides */
+    expect_sent(rs, &ansi_unsure, "SELECT * FROM orders WHERE id = \"x\"", REWRITE,
+                "SELECT id, total FROM orders WHERE id = \"x\"");
+    /* later statements that read otherwise after a mode change: refused */
+    const char *later = "SELECT * FROM orders WHERE id = 1; SELECT 'a\\'; SELECT 2 -- '";
+    mr_rules_scratch *s = mr_rules_scratch_new();
+    mr_match_result res = result_new();
+    apply_ctx(rs, later, NULL, s, &res);
+    assert_int_equal(res.action, BLOCK);
+    assert_int_equal(res.err_code, MR_UNREADABLE_ERR_CODE);
+    assert_non_null(strstr(res.message, "send the statements that change the mode separately"));
+    result_free(&res);
+    mr_rules_scratch_free(s);
+    /* later statements every mode reads alike keep the rewrite */
+    expect_sent(rs, NULL, "SELECT * FROM orders WHERE id = 1; SELECT '\"'", REWRITE,
+                "SELECT id, total FROM orders WHERE id = 1; SELECT '\"'");
+    mr_ruleset_free(rs);
+}
+
 /* A session in gbk (sql/charset_guard.h): rewrites and DELAYED stay off, blocks run. */
 static void unsafe_charset_runs_only_blocks(void **state)
 {
@@ -788,6 +900,10 @@ int main(void)
         cmocka_unit_test(nul_bytes_in_literals),
         cmocka_unit_test(no_backslash_escapes_mode),
         cmocka_unit_test(unsafe_charset_runs_only_blocks),
+        cmocka_unit_test(other_readings_meet_block_rules),
+        cmocka_unit_test(new_starts_meet_every_mode),
+        cmocka_unit_test(rewrites_follow_the_sessions_reading),
+        cmocka_unit_test(dynamic_sql_in_other_readings),
         cmocka_unit_test(regex_groups_caseless_global),
         cmocka_unit_test(regex_result_must_stay_one_statement),
         cmocka_unit_test(block_by_pattern_match_and_statement),

@@ -611,6 +611,78 @@ static void test_token_names_and_words(void **state)
     assert_false(sql_tok_is_word(&q, "`INDEX`", "INDEX")); /* a quoted name is no keyword */
 }
 
+/* The kinds and texts of s's tokens under flags, as "KIND:text|..." (kinds
+ * by number), for the multibyte rules. */
+static void expect_tokens(const char *s, size_t n, unsigned flags, const char *const *want,
+                          size_t nwant)
+{
+    sql_lexer lx;
+    sql_token t;
+    size_t i = 0;
+    sql_lexer_init(&lx, s, n, flags);
+    while (sql_lexer_next(&lx, &t)) {
+        if (i >= nwant || t.len != strlen(want[i]) || memcmp(s + t.off, want[i], t.len) != 0)
+            fail_msg("flags %#x: token %zu is \"%.*s\"", flags, i, (int)t.len, s + t.off);
+        i++;
+    }
+    assert_int_equal(i, nwant);
+}
+
+static void test_multibyte_rules(void **state)
+{
+    (void)state;
+    /* gbk: 0xbf 0x5c is one character, so the quote after it ends the string */
+    const char gbk[] = "SELECT '\xbf\\'; UPDATE u SET n = 1; -- '";
+    const char *const as_gbk[] = {"SELECT", "'\xbf\\'", ";", "UPDATE", "u",   "SET",
+                                  "n",      "=",        "1", ";",      "-- '"};
+    expect_tokens(gbk, sizeof gbk - 1, SQL_LEX_MB_GBK, as_gbk, 11);
+    const char *const as_bytes[] = {"SELECT", "'\xbf\\'; UPDATE u SET n = 1; -- '"};
+    expect_tokens(gbk, sizeof gbk - 1, 0, as_bytes, 2);
+    /* in a name, a backtick trail byte is part of the character */
+    const char name[] = "SELECT a\x81` FROM t";
+    const char *const name_gbk[] = {"SELECT", "a\x81`", "FROM", "t"};
+    expect_tokens(name, sizeof name - 1, SQL_LEX_MB_GBK, name_gbk, 4);
+    /* sjis and cp932 leads stop at 0x9f and resume at 0xe0; big5's start at 0xa1 */
+    const char sj[] = "'\x81\\' '\xa5\\''";
+    const char *const sj_sjis[] = {"'\x81\\'", "'\xa5\\''"};
+    expect_tokens(sj, sizeof sj - 1, SQL_LEX_MB_SJIS, sj_sjis, 2);
+    const char *const sj_big5[] = {"'\x81\\' '", "\xa5\\", "''"};
+    expect_tokens(sj, sizeof sj - 1, SQL_LEX_MB_BIG5, sj_big5, 3);
+    /* a lead byte without a valid trail byte is a byte of its own */
+    const char lone[] = "'\x81'";
+    const char *const lone_gbk[] = {"'\x81'"};
+    expect_tokens(lone, sizeof lone - 1, SQL_LEX_MB_GBK, lone_gbk, 1);
+    /* gb18030: a four-byte character (its bytes 2 and 4 are digits), then a pair */
+    const char four[] = "'\x81\x30\x81\x30\xbf\\' '";
+    const char *const four_gb[] = {"'\x81\x30\x81\x30\xbf\\'", "'"};
+    expect_tokens(four, sizeof four - 1, SQL_LEX_MB_GB18030, four_gb, 2);
+    assert_int_equal(sql_lex_mb_of("GBK", 3), SQL_LEX_MB_GBK);
+    assert_int_equal(sql_lex_mb_of("cp932", 5), SQL_LEX_MB_SJIS);
+    assert_int_equal(sql_lex_mb_of("utf8mb4", 7), 0);
+    assert_int_equal(sql_lex_mb_of(NULL, 0), 0);
+}
+
+static void test_split_first(void **state)
+{
+    (void)state;
+    const char *s = " -- c\n; SELECT 'a;b' /* x */ ; SELECT 2";
+    sql_span sp;
+    size_t next;
+    assert_int_equal(sql_split_first(s, strlen(s), 0, &sp, &next), SQL_OK);
+    assert_int_equal(sp.len, strlen("SELECT 'a;b' /* x */"));
+    assert_memory_equal(s + sp.off, "SELECT 'a;b' /* x */", sp.len);
+    assert_string_equal(s + next, " SELECT 2");
+    const char *e = "SELECT 'a\\'; SELECT 2";
+    assert_int_equal(sql_split_first(e, strlen(e), 0, &sp, &next), SQL_ERR);
+    assert_int_equal(next, strlen(e));
+    assert_int_equal(sql_split_first(e, strlen(e), SQL_LEX_NO_BACKSLASH_ESCAPES, &sp, &next),
+                     SQL_OK);
+    assert_string_equal(e + next, " SELECT 2");
+    assert_int_equal(sql_split_first(" ; -- x", 7, 0, &sp, &next), SQL_OK);
+    assert_int_equal(sp.len, 0);
+    assert_int_equal(next, 7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -629,6 +701,8 @@ int main(void)
         cmocka_unit_test(test_split_partial),
         cmocka_unit_test(test_random_bytes),
         cmocka_unit_test(test_token_names_and_words),
+        cmocka_unit_test(test_multibyte_rules),
+        cmocka_unit_test(test_split_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,6 +68,7 @@ typedef struct mr_tracker {
     bool optional_metadata; /* negotiated CLIENT_OPTIONAL_RESULTSET_METADATA (MySQL 8) */
     bool prep_no_metadata;  /* this prepare-OK said metadata_follows = 0 */
     mr_ok last_ok;          /* the last OK packet (affected rows etc.) */
+    uint32_t oks;           /* OK packets (0x00) seen: a change says the last one was one */
     uint32_t stmt_id;       /* from a prepare-OK */
 } mr_tracker;
 

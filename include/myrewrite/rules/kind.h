@@ -140,6 +140,8 @@ typedef struct mr_rule_run {
     bool multi;            /* the text holds more than one statement */
     unsigned dyn_depth;    /* > 0: matching the SQL inside EXECUTE IMMEDIATE / PREPARE
                               ... FROM (rules/dynamic.c): only block rules are tried */
+    bool reading;          /* another reading of the text (rules/readings.c): block rules only, and
+                              no kind takes a statement over */
 } mr_rule_run;
 
 /* How a kind that takes statements over before any rule left one. */

@@ -141,10 +141,15 @@ typedef struct mr_stmt_ctx {
     const char *schema; /* current default schema, NULL when none */
     bool prepared;      /* COM_STMT_PREPARE text: `?` are the statement's parameters */
     unsigned lex_flags; /* SQL_LEX_NO_BACKSLASH_ESCAPES etc., from the session's sql_mode */
-    unsigned shard;     /* hit-counter shard of the calling worker */
-    bool skip_locked;   /* the server accepts FOR UPDATE SKIP LOCKED
-                           (mr_server_has_skip_locked, proto/server_version.h, on its greeting's
-                           version) */
+    /* The lex_flags bits the session cannot vouch for at the text's start
+     * (SQL_LEX_ANSI_QUOTES, SQL_LEX_MB_MASK): block rules also meet the text
+     * read with them otherwise (rules/readings.c). After a statement of a
+     * multi-statement text, every mode bit is unsure. */
+    unsigned lex_unsure;
+    unsigned shard;   /* hit-counter shard of the calling worker */
+    bool skip_locked; /* the server accepts FOR UPDATE SKIP LOCKED
+                         (mr_server_has_skip_locked, proto/server_version.h, on its greeting's
+                         version) */
     /* row keys of tables, for paginate and delayed rules without `key`
      * (schema/desc.h; the schema cache on workers); NULL: none known */
     const struct mr_schema_source *schema_src;

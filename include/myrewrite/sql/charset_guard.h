@@ -1,12 +1,15 @@
 /*
  * sql/charset_guard.h - which sessions the SQL front end must not rewrite.
  *
- * The lexer reads bytes (sql/lexer.h): in big5, cp932, gbk, gb18030 and sjis
- * the second byte of a character can be 0x5c ('\'), so a string boundary
- * the lexer finds is not the one the server finds. A session whose client
- * character set is one of these gets its statements relayed as written:
- * block rules still run, rewrites do not, and DELAYED statements (which
- * can only be rewritten) are refused.
+ * In big5, cp932, gbk, gb18030 and sjis the second byte of a character can
+ * be 0x5c ('\') or 0x60 ('`'). The lexer reads them whole with the
+ * character set's multibyte rule (SQL_LEX_MB_*, sql/lexer.h), but a session
+ * whose client character set is one of these still gets its statements
+ * relayed as written: block rules still run, rewrites do not, and DELAYED
+ * statements (which can only be rewritten) are refused. The set named here
+ * also picks the lexer's multibyte rule; block rules read every other rule
+ * too where it matters (rules/readings.c), since a change the proxy does
+ * not see may have happened.
  *
  * The session learns its character set from the handshake and
  * COM_CHANGE_USER (a collation id), and from the SET statements it relays

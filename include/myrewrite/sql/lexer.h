@@ -1,11 +1,12 @@
 /* sql/lexer.h - MySQL/MariaDB SQL tokenizer and statement splitter.
  * Thread: pure, any thread. Owns nothing: every token is an (offset,
  * length) view into the caller's text, which is never copied or changed.
- * Byte-oriented: assumes an ASCII-compatible connection charset in which
- * bytes >= 0x80 never encode ASCII (utf8mb4, utf8mb3, latin1, binary).
- * Callers must not rewrite text sent in big5/cp932/gbk/gb18030/sjis, where a
- * multibyte character can end in 0x5c ('\') and shift string boundaries
- * (sql/charset_guard.h tells which sessions use them). */
+ * Byte-oriented by default: an ASCII-compatible connection charset in which
+ * bytes >= 0x80 never encode ASCII (utf8mb4, utf8mb3, latin1, binary). In
+ * big5, cp932, gbk, gb18030 and sjis a multibyte character can end in 0x5c
+ * ('\') or 0x60 ('`'): a SQL_LEX_MB_* flag makes the lexer read those
+ * characters whole, as the server does in that client character set.
+ * Rewrites stay off in those sessions all the same (sql/charset_guard.h). */
 #ifndef MYREWRITE_SQL_LEXER_H
 #define MYREWRITE_SQL_LEXER_H
 
@@ -20,12 +21,27 @@ typedef enum sql_rc {
     SQL_PARTIAL = 1 /* output space ran out; what was produced is valid */
 } sql_rc;
 
-/* Lexer flags; mirror the sql_mode bits that change tokenization. */
+/* Lexer flags: the mode a text is read in. The sql_mode bits that change
+ * tokenization, the client character set's multibyte rule, and a choice of
+ * the caller's. */
 enum {
     SQL_LEX_NO_BACKSLASH_ESCAPES = 1u << 0, /* '\' is an ordinary byte in strings */
     SQL_LEX_ANSI_QUOTES = 1u << 1,          /* "x" is an identifier, not a string */
-    SQL_LEX_SKIP_COMMENTS = 1u << 2         /* drop plain comments (hints, executable kept) */
+    SQL_LEX_SKIP_COMMENTS = 1u << 2,        /* drop plain comments (hints, executable kept) */
+    /* At most one multibyte rule (the field SQL_LEX_MB_MASK): which lead
+     * bytes start a character whose second byte may be ASCII. */
+    SQL_LEX_MB_BIG5 = 1u << 4,
+    SQL_LEX_MB_SJIS = 2u << 4, /* sjis and cp932 */
+    SQL_LEX_MB_GBK = 3u << 4,
+    SQL_LEX_MB_GB18030 = 4u << 4,
+    SQL_LEX_MB_MASK = 7u << 4,
+    SQL_LEX_MB_COUNT = 4 /* the rules above, 1..4 in the field */
 };
+
+/* The multibyte rule of a client character set's name (any case): one of
+ * SQL_LEX_MB_*, or 0 for a character set whose bytes >= 0x80 never encode
+ * ASCII (and for NULL). */
+unsigned sql_lex_mb_of(const char *charset, size_t n);
 
 typedef enum sql_tok_kind {
     SQL_TOK_WORD = 1, /* keyword or bare identifier; id = sql_kw (0 = not a keyword) */
@@ -230,6 +246,13 @@ typedef struct sql_span {
  * SQL_PARTIAL: max spans stored and more remain. SQL_ERR: lexing error; the
  * last span runs to the end of the text and must be passed through. */
 sql_rc sql_split(const char *s, size_t n, unsigned flags, sql_span *out, size_t max, size_t *count);
+
+/* The first statement of s[0..n) as sql_split finds it, in *span (len 0
+ * when only blanks, comments and ';' remain), and in *next where the text
+ * after its ';' starts (n when nothing follows). SQL_ERR: the statement
+ * runs into a lexing error (a string left open...), so the server stops
+ * there with a syntax error; *span then ends at the error. */
+sql_rc sql_split_first(const char *s, size_t n, unsigned flags, sql_span *span, size_t *next);
 
 /* The length of a COM_QUERY / COM_STMT_PREPARE text as MariaDB reads it.
  * The server drops trailing blanks and ';' from the packet, and then one
