@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "myrewrite/base/buf.h"
+#include "myrewrite/base/clock.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/net/listen_guard.h"
 #include "myrewrite/proto/codec.h"
@@ -43,6 +44,24 @@ static void refuse(int fd, const char *msg)
     mr_buf_free(&b);
 }
 
+/* A flood of clients past max_connections must not flood the log too: the
+ * first refusal is logged, then one line every REFUSED_LOG_EVERY_MS with the
+ * count since the last one. Main thread only. */
+#define REFUSED_LOG_EVERY_MS 10000
+static void log_refused(const mr_proxy *p)
+{
+    static uint64_t logged_ms, unlogged;
+    uint64_t now = mr_mono_ms();
+    unlogged++;
+    if (logged_ms && now - logged_ms < REFUSED_LOG_EVERY_MS)
+        return;
+    mr_warn(0, "refused %llu client%s: max_connections (%llu) reached",
+            (unsigned long long)unlogged, unlogged == 1 ? "" : "s",
+            (unsigned long long)p->cfg->max_connections);
+    logged_ms = now;
+    unlogged = 0;
+}
+
 static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg)
 {
@@ -54,8 +73,7 @@ static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sock
     uint64_t n = atomic_fetch_add(&p->connections, 1) + 1;
     if (n > p->cfg->max_connections) {
         atomic_fetch_sub(&p->connections, 1);
-        mr_warn(0, "refused a client: max_connections (%llu) reached",
-                (unsigned long long)p->cfg->max_connections);
+        log_refused(p);
         refuse(fd, "Too many connections (myrewrite max_connections reached)");
         return;
     }

@@ -44,7 +44,7 @@ def connect(**kw):
 
 
 def check_max_connections():
-    with Proxy("--set", "max_connections=2"):
+    with Proxy("--set", "max_connections=2") as p:
         a, b = connect(), connect()
         try:
             connect()
@@ -52,6 +52,15 @@ def check_max_connections():
         except pymysql.err.MySQLError as e:
             t.check(e.args[0] == 1040 and "max_connections" in e.args[1],
                     "third connection gets ERR 1040", e.args)
+        refused = 1
+        for _ in range(20):
+            try:
+                connect().close()
+            except pymysql.err.MySQLError:
+                refused += 1
+        t.eq("20 more clients refused", 21, refused)
+        lines = [ln for ln in p.log_lines() if "max_connections (2) reached" in ln]
+        t.check(len(lines) == 1, "a flood of refusals is one log line within 10 s", lines[-3:])
         with a.cursor() as c:
             c.execute("SELECT 1")
             t.eq("the others keep working", ((1,),), c.fetchall())
