@@ -78,10 +78,12 @@ static struct evconnlistener *active(const mr_listen_guard *g)
 
 /* Out of descriptors: each waiting client is accepted on the reserve's
  * number and refused. Stops when the backlog is empty or the reserve is
- * lost (another thread took the number). */
+ * lost (another thread took the number); it is taken again at the next
+ * round or when accepts succeed again. */
 static void refuse_waiting(mr_listen_guard *g)
 {
     int lfd = evconnlistener_get_fd(g->el);
+    take_spare(g); /* lost in an earlier round: a freed number may bring it back */
     for (int i = 0; i < REFUSE_BATCH && g->spare >= 0; i++) {
         close(g->spare);
         g->spare = -1;
@@ -173,6 +175,7 @@ void mr_listen_guard_accepted(mr_listen_guard *g)
             (unsigned long long)g->refused_all);
     g->since_ms = 0;
     g->refused = g->failed = 0;
+    take_spare(g); /* descriptors are free again: hold the reserve for the next episode */
 }
 
 static void on_refuser_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa,
