@@ -475,10 +475,12 @@ static bool key_weights(table *t, MYSQL_RES *cols)
                 (uint64_t)strtoull(row[3], NULL, 10));
     }
     mr_buf_put_u8(&b, 0);
-    free(t->key_weights);
     t->key_weights = b.failed ? NULL : (char *)b.data;
-    if (b.failed)
+    if (b.failed) {
         mr_buf_free(&b);
+        mr_error(0, "delayed %s: out of memory writing how its keys compare; not flushing",
+                 t->rule);
+    }
     return t->key_weights != NULL;
 }
 
@@ -582,6 +584,9 @@ static void drain_gone(MYSQL *db, table *t);
 
 bool dflush_setup_table(MYSQL *db, table *t)
 {
+    free(t->key_weights); /* made again below for the keys read now; a drain without them
+                             moves rows by their keys' bytes, applying nothing */
+    t->key_weights = NULL;
     if (!check_engines(db, t)) {
         if (t->main_gone)
             drain_gone(db, t);
