@@ -296,7 +296,7 @@ static void sql_sets_and_update(void **state)
                         "AS `hits`, MAX(`r`.`misses`) AS `misses`, MAX(`r`.`note`) AS `note` "
                         "FROM `test`.`counters` AS `g` JOIN (SELECT '1' AS `id`, 1 AS `hits`, "
                         "100 AS `misses`, 'a\\nb' AS `note` UNION ALL SELECT '2', 4, 7, 'z') AS "
-                        "`r` USING (`id`) WHERE (`g`.`id`) IN (('1'), ('2')) GROUP BY `g`.`id`) "
+                        "`r` USING (`id`) GROUP BY `g`.`id`) "
                         "AS `d` USING (`id`) SET "
                         "`m`.`hits` = `m`.`hits` + `d`.`hits`, `m`.`misses` = `d`.`misses`, "
                         "`m`.`note` = `d`.`note` WHERE (`m`.`id`) IN (('1'), ('2'))");

@@ -7,8 +7,8 @@
  *     (MySQL 8.0.20 and later, which warn on VALUES(): `... AS d ON
  *      DUPLICATE KEY UPDATE c = c + d.c`)
  *   UPDATE t AS m JOIN (SELECT g.keys, SUM(r.c), MAX(r.s) FROM t AS g JOIN
- *       (SELECT ... UNION ALL ...) AS r USING (keys) WHERE (g.keys) IN (...)
- *       GROUP BY g.keys) AS d USING (keys) SET m.c = m.c + d.c, m.s = d.s
+ *       (SELECT ... UNION ALL ...) AS r USING (keys) GROUP BY g.keys) AS d
+ *       USING (keys) SET m.c = m.c + d.c, m.s = d.s
  *       WHERE (m.keys) IN ((...), ...)                       missing = ignore
  * The WHERE repeats the keys so that the server reads only those rows of t
  * even when its statistics take t for empty (as InnoDB may after a crash):
