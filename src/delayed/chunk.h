@@ -100,9 +100,8 @@ typedef struct chunk {
 /* Index of set column s among the counters, or -1 (a set-only column). */
 int dchunk_counter_of(const table *t, size_t s);
 /* Sorts the rows by key (as the server compares it) then seq and sums them
- * per key into c->keys: a
- * delete drops what came before it, a set replaces the last value (and the
- * adds before it, for a counter). */
+ * per key into c->keys: a delete drops what came before it, a set replaces
+ * the last value (and the adds before it, for a counter). */
 void dchunk_aggregate(const table *t, chunk *c);
 /* True when a key's deltas summed past BIGINT (refused without asking). */
 bool dchunk_any_overflow(const chunk *c);
