@@ -28,6 +28,9 @@ struct mr_rule_stats;
 typedef struct table {
     mr_delayed_def def;   /* keys filled from the primary key when the rule has none */
     bool key_from_schema; /* def.keys were read from information_schema (again per connect) */
+    char *key_weights;    /* per key column, what the chunk's SELECT adds after `op`: its
+                             weight in the main column's collation, or NULL for a column
+                             without one (dflush_setup_table; see staged.woff) */
     char *rule;
     char lock_name[65];          /* GET_LOCK name shared by every proxy */
     bool ready;                  /* staging table checked on the current connection */
@@ -54,17 +57,23 @@ typedef struct lit {
     size_t off, len;
 } lit;
 
-/* One staged row: its key as SQL literals ("'1', 'a'") in the arena. */
+/* One staged row: its key as SQL literals ("'1', 'a'") in the arena, and
+ * as the server compares it: per key column a 4-byte length, then the
+ * column's weight (WEIGHT_STRING in its collation: 'abc', 'ABC' and 'abc '
+ * are one key in utf8mb4_general_ci) or, for a column without a collation,
+ * its value as the server printed it. */
 typedef struct staged {
     uint64_t seq;
     size_t koff, klen;
+    size_t woff, wlen;
     int64_t *delta; /* ncolumns values */
     lit *val;       /* nset_columns values (those in mask) */
     uint64_t mask;  /* set_mask: bit s sets set_columns[s] */
     bool del;
 } staged;
 
-/* A key's net effect within the chunk. */
+/* A key's net effect within the chunk: its literals are those of its first
+ * staged row, which name the same row of the main table as the others'. */
 typedef struct net {
     size_t koff, klen;
     int64_t *delta; /* sums of the adds after the last delete (and after the last set
@@ -90,9 +99,9 @@ typedef struct chunk {
 
 /* Index of set column s among the counters, or -1 (a set-only column). */
 int dchunk_counter_of(const table *t, size_t s);
-/* Sorts the rows by key then seq and sums them per key into c->keys: a
- * delete drops what came before it, a set replaces the last value (and the
- * adds before it, for a counter). */
+/* Sorts the rows by key (as the server compares it) then seq and sums them
+ * per key into c->keys: a delete drops what came before it, a set replaces
+ * the last value (and the adds before it, for a counter). */
 void dchunk_aggregate(const table *t, chunk *c);
 /* True when a key's deltas summed past BIGINT (refused without asking). */
 bool dchunk_any_overflow(const chunk *c);

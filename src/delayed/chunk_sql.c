@@ -35,15 +35,24 @@ int dchunk_counter_of(const table *t, size_t s)
     return -1;
 }
 
+/* By the key's weights (staged.woff): the server's equality, not the
+ * literals' bytes, which would make 'abc' and 'ABC' two entries of one row's
+ * UPDATE ... JOIN, of which the server applies one. */
 static int by_key_then_seq(const void *a, const void *b, void *arena)
 {
     const char *sort_arena = arena;
     const staged *x = a, *y = b;
-    size_t n = x->klen < y->klen ? x->klen : y->klen;
-    int c = memcmp(sort_arena + x->koff, sort_arena + y->koff, n);
-    if (c || x->klen != y->klen)
-        return c ? c : (x->klen < y->klen ? -1 : 1);
+    size_t n = x->wlen < y->wlen ? x->wlen : y->wlen;
+    int c = memcmp(sort_arena + x->woff, sort_arena + y->woff, n);
+    if (c || x->wlen != y->wlen)
+        return c ? c : (x->wlen < y->wlen ? -1 : 1);
     return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static bool same_key(const chunk *c, const staged *x, const staged *y)
+{
+    return x->wlen == y->wlen &&
+           memcmp(c->arena.data + x->woff, c->arena.data + y->woff, x->wlen) == 0;
 }
 
 /* A staged row's sets: each value replaces the key's last one, and a set
@@ -71,8 +80,7 @@ void dchunk_aggregate(const table *t, chunk *c)
     for (size_t i = 0; i < c->nrows; i++) {
         const staged *s = &c->rows[i];
         net *k = c->nkeys ? &c->keys[c->nkeys - 1] : NULL;
-        if (!k || k->klen != s->klen ||
-            memcmp(c->arena.data + k->koff, c->arena.data + s->koff, s->klen) != 0) {
+        if (!k || !same_key(c, &c->rows[i - 1], s)) {
             k = &c->keys[c->nkeys];
             *k = (net){.koff = s->koff,
                        .klen = s->klen,

@@ -129,6 +129,7 @@ static void table_free(table *t)
     free(t->def.staging_table);
     free(t->def.staging_engine);
     free(t->rule);
+    free(t->key_weights);
 }
 
 /* The lock name: myrewrite_flush_<schema>.<staging>, or a hash of it when
@@ -446,6 +447,42 @@ static bool has_column(MYSQL_RES *cols, const table *t, const char *name)
     return false;
 }
 
+/* t->key_weights: `, WEIGHT_STRING(k COLLATE <main's collation> AS CHAR(<its
+ * length>))` per key column with a collation (`, NULL` for one without, whose
+ * value is its weight). Padded to the column's length, so a PAD SPACE
+ * collation weighs 'abc' and 'abc ' alike and a NO PAD one apart, as the
+ * server compares them: WEIGHT_STRING(k) alone keeps the trailing space's
+ * weight. The COLLATE makes a staging column of another charset fail the
+ * flush's read, loudly, rather than sum keys the main table tells apart. */
+static bool key_weights(table *t, MYSQL_RES *cols)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    for (size_t i = 0; i < t->def.nkeys; i++) {
+        mysql_data_seek(cols, 0);
+        MYSQL_ROW row;
+        while ((row = mysql_fetch_row(cols)) &&
+               !(row[0] && strcasecmp(row[0], t->def.keys[i]) == 0))
+            ;
+        if (!row || !row[2] || !row[3]) {
+            mr_buf_put_str(&b, ", NULL");
+            continue;
+        }
+        mr_buf_put_str(&b, ", WEIGHT_STRING(");
+        mr_sql_put_ident(&b, t->def.keys[i]);
+        put_fmt(&b, " COLLATE %s AS CHAR(%" PRIu64 "))", row[2],
+                (uint64_t)strtoull(row[3], NULL, 10));
+    }
+    mr_buf_put_u8(&b, 0);
+    t->key_weights = b.failed ? NULL : (char *)b.data;
+    if (b.failed) {
+        mr_buf_free(&b);
+        mr_error(0, "delayed %s: out of memory writing how its keys compare; not flushing",
+                 t->rule);
+    }
+    return t->key_weights != NULL;
+}
+
 static bool create_staging(MYSQL *db, const table *t, MYSQL_RES *cols)
 {
     mr_buf b;
@@ -546,6 +583,9 @@ static void drain_gone(MYSQL *db, table *t);
 
 bool dflush_setup_table(MYSQL *db, table *t)
 {
+    free(t->key_weights); /* made again below for the keys read now; a drain without them
+                             moves rows by their keys' bytes, applying nothing */
+    t->key_weights = NULL;
     if (!check_engines(db, t)) {
         if (t->main_gone)
             drain_gone(db, t);
@@ -554,10 +594,11 @@ bool dflush_setup_table(MYSQL *db, table *t)
     if (!key_from_schema(db, t) || !names_ok(t))
         return false;
     MYSQL_RES *cols = schema_query(db, t,
-                                   "SELECT COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME FROM "
-                                   "information_schema.COLUMNS",
+                                   "SELECT COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME, "
+                                   "CHARACTER_MAXIMUM_LENGTH FROM information_schema.COLUMNS",
                                    t->def.table);
-    bool ok = cols && create_staging(db, t, cols) && staging_columns_ok(db, t);
+    bool ok =
+        cols && create_staging(db, t, cols) && staging_columns_ok(db, t) && key_weights(t, cols);
     mysql_free_result(cols);
     t->tmp_ready = false;
     if (ok)
@@ -601,7 +642,10 @@ static bool read_rows(MYSQL *db, const table *t, chunk *c)
         mr_buf_put(&b, ", ", 2);
         put_set_ident(&b, t->def.set_columns[i]);
     }
-    mr_buf_put_str(&b, t->def.nset_columns ? ", `set_mask`, `op` FROM " : ", `op` FROM ");
+    mr_buf_put_str(&b, t->def.nset_columns ? ", `set_mask`, `op`" : ", `op`");
+    if (t->key_weights)
+        mr_buf_put_str(&b, t->key_weights);
+    mr_buf_put_str(&b, " FROM ");
     put_table(&b, t->def.schema, t->read_from ? t->read_from : t->def.staging_table);
     put_fmt(&b, " ORDER BY `seq` LIMIT %" PRIu64 "%s", t->def.flush_rows,
             t->read_from ? "" : " FOR UPDATE");
@@ -651,6 +695,24 @@ static void load_sets(MYSQL *db, const table *t, chunk *c, MYSQL_ROW row, unsign
             load_value(db, t, c, j, row[first + j], len[first + j], &s->val[j]);
 }
 
+/* s->woff: per key column its weight (after `op`, when t->key_weights asked
+ * for them; NULL for a column without a collation) or else its value, each
+ * after its length. */
+static void load_weights(const table *t, chunk *c, MYSQL_ROW row, unsigned long *len, staged *s)
+{
+    size_t nk = t->def.nkeys, ns = t->def.nset_columns;
+    size_t w = 1 + nk + t->def.ncolumns + (ns ? ns + 1 : 0) + 1;
+    s->woff = c->arena.len;
+    for (size_t k = 0; k < nk; k++) {
+        size_t at = t->key_weights && row[w + k] ? w + k : 1 + k;
+        uint32_t n = (uint32_t)len[at];
+        mr_buf_put(&c->arena, &n, sizeof n);
+        if (row[at])
+            mr_buf_put(&c->arena, row[at], len[at]);
+    }
+    s->wlen = c->arena.len - s->woff;
+}
+
 /* Copies the result into rows[] with each key as escaped literals. */
 static bool load_rows(MYSQL *db, const table *t, chunk *c)
 {
@@ -674,6 +736,7 @@ static bool load_rows(MYSQL *db, const table *t, chunk *c)
             mr_sql_put_literal_n(&c->arena, row[1 + k] ? row[1 + k] : "", len[1 + k]);
         }
         s->klen = c->arena.len - s->koff;
+        load_weights(t, c, row, len, s);
         s->delta = &c->deltas[c->nrows * nc];
         for (size_t j = 0; j < nc; j++)
             s->delta[j] = row[1 + nk + j] ? strtoll(row[1 + nk + j], NULL, 10) : 0;

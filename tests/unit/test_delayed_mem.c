@@ -292,10 +292,12 @@ static void sql_sets_and_update(void **state)
     assert_true(mr_dmem_sql_update(&b, def_of(0), rows, 2));
     mr_buf_put_u8(&b, 0);
     assert_string_equal((char *)b.data,
-                        "UPDATE `test`.`counters` AS `m` JOIN (SELECT `id`, SUM(`hits`) AS "
-                        "`hits`, MAX(`misses`) AS `misses`, MAX(`note`) AS `note` FROM (SELECT "
-                        "'1' AS `id`, 1 AS `hits`, 100 AS `misses`, 'a\\nb' AS `note` UNION ALL "
-                        "SELECT '2', 4, 7, 'z') AS `r` GROUP BY `id`) AS `d` USING (`id`) SET "
+                        "UPDATE `test`.`counters` AS `m` JOIN (SELECT `g`.`id`, SUM(`r`.`hits`) "
+                        "AS `hits`, MAX(`r`.`misses`) AS `misses`, MAX(`r`.`note`) AS `note` "
+                        "FROM `test`.`counters` AS `g` JOIN (SELECT '1' AS `id`, 1 AS `hits`, "
+                        "100 AS `misses`, 'a\\nb' AS `note` UNION ALL SELECT '2', 4, 7, 'z') AS "
+                        "`r` USING (`id`) GROUP BY `g`.`id`) "
+                        "AS `d` USING (`id`) SET "
                         "`m`.`hits` = `m`.`hits` + `d`.`hits`, `m`.`misses` = `d`.`misses`, "
                         "`m`.`note` = `d`.`note` WHERE (`m`.`id`) IN (('1'), ('2'))");
     mr_buf_reset(&b);

@@ -6,14 +6,22 @@
  *       c = c + VALUES(c), s = VALUES(s)                     missing = insert
  *     (MySQL 8.0.20 and later, which warn on VALUES(): `... AS d ON
  *      DUPLICATE KEY UPDATE c = c + d.c`)
- *   UPDATE t AS m JOIN (SELECT keys, SUM(c), MAX(s) FROM (SELECT ... UNION
- *       ALL ...) GROUP BY keys) AS d USING (keys) SET m.c = m.c + d.c, m.s = d.s
+ *   UPDATE t AS m JOIN (SELECT g.keys, SUM(r.c), MAX(r.s) FROM t AS g JOIN
+ *       (SELECT ... UNION ALL ...) AS r USING (keys) GROUP BY g.keys) AS d
+ *       USING (keys) SET m.c = m.c + d.c, m.s = d.s
  *       WHERE (m.keys) IN ((...), ...)                       missing = ignore
  * The WHERE repeats the keys so that the server reads only those rows of t
  * even when its statistics take t for empty (as InnoDB may after a crash):
  * without it, such a plan scans t once per key of the derived table.
- * The GROUP BY sums two spellings of a key the column's collation takes
- * as one ('abc' and 'ABC'): a multi-table UPDATE changes a row once.
+ * The GROUP BY sums the spellings of one row's key ('abc' and 'ABC' in
+ * utf8mb4_general_ci): a multi-table UPDATE changes a row once. It groups
+ * by the row the join with t found (g.keys), not by the literals: those
+ * would be grouped in the connection's collation, which took 'abc' and
+ * 'ABC' of a utf8mb4_bin key for one key and sent both deltas to one of
+ * the rows. (An empty SELECT of t's keys heading the UNION, to give the
+ * literals t's collation, is not enough: MariaDB 10.11 then looks up the
+ * outer IN list pushed into the UNION in two collations at once, and
+ * dropped 'ss' of a utf8mb4_unicode_ci key given as 'ß' and 'ss'.)
  *
  * Literals are quoted with backslash escapes for a utf8mb4 connection
  * without NO_BACKSLASH_ESCAPES (what bgconn sets up). Pure, any thread.
