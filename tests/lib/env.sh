@@ -445,7 +445,7 @@ mr_stop_proxy() {
 # kill itself. A proxy that exits with MR_SAN_STATUS or left a sanitizer report
 # in its log fails the test: the trap then makes the shell's exit status 1.
 mr_cleanup() {
-    local pid name i rc san=0
+    local pid name i rc log san=0
     for i in "${!MR__PROXY_PIDS[@]}"; do
         pid=${MR__PROXY_PIDS[i]}
         if mr_pid_alive "$pid"; then
@@ -454,9 +454,11 @@ mr_cleanup() {
         fi
         wait "$pid" 2>/dev/null
         rc=$?
+        # a benchmark's relay listed by pid alone has no log here
+        log=${MR__PROXY_LOGS[i]:-}
         if ((rc == MR_SAN_STATUS)) ||
-            mr_sanitizer_report "${MR__PROXY_LOGS[i]}" "${MR__PROXY_LOG_OFFS[i]}"; then
-            echo "not ok - proxy pid $pid (${MR__PROXY_LOGS[i]}) ended (status $rc) without a sanitizer finding"
+            mr_sanitizer_report "$log" "${MR__PROXY_LOG_OFFS[i]:-0}"; then
+            echo "not ok - proxy pid $pid (${log:-no log}) ended (status $rc) without a sanitizer finding"
             san=1
         fi
     done
