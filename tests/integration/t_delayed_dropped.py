@@ -152,9 +152,7 @@ def memory_dropped(proxy, d):
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     setup(d)
     proxy = t.Proxy("delayed_dropped", rules=RULES, own_conn=True)

@@ -73,9 +73,7 @@ def flush_in_background():
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     setup(d)
     t.write_rules(RULES_DIR, RULES)

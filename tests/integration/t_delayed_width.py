@@ -187,9 +187,7 @@ def results(c, d):
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     t.write_rules(RULES_DIR, rules(), "10-delayed-width.rules")
     d = t.direct(autocommit=True)
     setup(d)

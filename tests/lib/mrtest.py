@@ -527,6 +527,13 @@ def done():
     sys.exit(0)
 
 
+def needs_own_proxy():
+    """Skips the test (exit 77) in direct mode: it starts a proxy of its own."""
+    if DIRECT_ONLY:
+        print("skip: needs its own proxy")
+        sys.exit(77)
+
+
 def proxy_pid(name="main"):
     """PID of a proxy started by mr_start_proxy, or None (direct mode)."""
     if DIRECT_ONLY:
