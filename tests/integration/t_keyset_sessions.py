@@ -47,10 +47,7 @@ def root():
                            user="root", autocommit=True, charset="utf8mb4")
 
 
-def q(conn, sql):
-    cur = conn.cursor()
-    cur.execute(sql)
-    return cur.fetchall()
+q = t.rows  # (connection, sql): a tuple of row tuples
 
 
 def seeks():

@@ -27,14 +27,13 @@ import rawproto_lib as rp  # noqa: E402
 
 MAX_OFFSET = 40
 ROWS = 100
-RULES_DIR = os.path.join(t.TMP, "paginate_params_rules")
 RULES = """
 [paginate params]
 table = %s.pp_items
 key = id
 max_offset = %d
 """ % (t.DB, MAX_OFFSET)
-PROXY = t.Proxy("paginate_params", rules_dir=RULES_DIR, rules=RULES,
+PROXY = t.Proxy("paginate_params", rules=RULES,
                 options={"relay_buffer": "64K"})
 
 UNSIGNED = 0x80
