@@ -50,16 +50,14 @@ static struct {
 
 time_t mr_admin_started(void) { return A.started; }
 
-static void refuse(int fd, const char *msg)
+/* Tells a client just accepted why it cannot be served (an ERR with code
+ * and sqlstate) and closes it. */
+static void refuse(int fd, uint16_t code, const char *sqlstate, const char *msg)
 {
     mr_buf b;
     mr_buf_init(&b);
-    mr_err_build(&b, 0, MR_ER_CON_COUNT, "08004", msg);
-    if (b.failed)
-        close(fd);
-    else
-        mr_listen_refuse_fd(fd, b.data, b.len);
-    mr_buf_free(&b);
+    mr_err_build(&b, 0, code, sqlstate, msg);
+    mr_listen_refuse_buf(fd, &b);
 }
 
 /* An address waiting out the back-off of its failed logins is refused at
@@ -73,14 +71,7 @@ static bool backing_off(int fd, const mr_admin_addr *from)
     mr_admin_addr_text(from, who, sizeof who);
     snprintf(msg, sizeof msg, "admin console: too many failed logins from %s; try again in %llu ms",
              who, (unsigned long long)wait);
-    mr_buf b;
-    mr_buf_init(&b);
-    mr_err_build(&b, 0, MR_ER_HOST_BLOCKED, "HY000", msg);
-    if (b.failed)
-        close(fd);
-    else
-        mr_listen_refuse_fd(fd, b.data, b.len);
-    mr_buf_free(&b);
+    refuse(fd, MR_ER_HOST_BLOCKED, "HY000", msg);
     mr_admin_count(&mr_admin_stats_mut()->login_backoff);
     return true;
 }
@@ -98,7 +89,7 @@ static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sock
         return;
     if (mr_admin_conn_ready() >= MAX_CLIENTS) {
         mr_warn(0, "admin console: %d connections logged in; refusing another", MAX_CLIENTS);
-        refuse(fd, "Too many admin console connections");
+        refuse(fd, MR_ER_CON_COUNT, "08004", "Too many admin console connections");
         return;
     }
     if (mr_admin_conn_logins() >= MAX_LOGINS)

@@ -173,10 +173,6 @@ bool mr_admin_native_check(const char *password, const uint8_t scramble[MR_ADMIN
 
 /* ---- result sets ---- */
 
-/* Field type codes of the protocol. */
-#define TYPE_LONGLONG 0x08
-#define TYPE_NEWDECIMAL 0xf6
-#define TYPE_VAR_STRING 0xfd
 #define FLAG_UNSIGNED 0x0020
 #define FLAG_BINARY 0x0080
 #define FLAG_NUM 0x8000
@@ -205,9 +201,9 @@ static void put_column(mr_resultset *rs, const mr_col *col)
     mr_buf_put_lenenc(b, 0x0c);
     mr_buf_put_u16(b, text ? MR_ADMIN_CHARSET : CHARSET_BINARY);
     mr_buf_put_u32(b, text ? 3072 : 21); /* display length */
-    mr_buf_put_u8(b, text                      ? TYPE_VAR_STRING
-                     : col->type == MR_COL_INT ? TYPE_LONGLONG
-                                               : TYPE_NEWDECIMAL);
+    mr_buf_put_u8(b, text                      ? MR_TYPE_VAR_STRING
+                     : col->type == MR_COL_INT ? MR_TYPE_LONGLONG
+                                               : MR_TYPE_NEWDECIMAL);
     mr_buf_put_u16(b, text ? 0 : FLAG_UNSIGNED | FLAG_BINARY | FLAG_NUM);
     mr_buf_put_u8(b, col->type == MR_COL_DECIMAL ? 3 : 0);
     mr_buf_put_u16(b, 0); /* filler */

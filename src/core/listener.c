@@ -37,11 +37,7 @@ static void refuse(int fd, const char *msg)
     mr_buf b;
     mr_buf_init(&b);
     mr_err_build(&b, 0, MR_ER_CON_COUNT, "08004", msg);
-    if (b.failed)
-        close(fd);
-    else
-        mr_listen_refuse_fd(fd, b.data, b.len);
-    mr_buf_free(&b);
+    mr_listen_refuse_buf(fd, &b);
 }
 
 /* A flood of clients past max_connections must not flood the log too: the

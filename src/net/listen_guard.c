@@ -64,6 +64,15 @@ void mr_listen_refuse_fd(int fd, const void *refusal, size_t len)
     close(fd);
 }
 
+void mr_listen_refuse_buf(int fd, mr_buf *b)
+{
+    if (b->failed)
+        close(fd);
+    else
+        mr_listen_refuse_fd(fd, b->data, b->len);
+    mr_buf_free(b);
+}
+
 static void take_spare(mr_listen_guard *g)
 {
     if (g->spare < 0)

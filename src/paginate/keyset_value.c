@@ -17,36 +17,10 @@
 #include <stdio.h>
 
 #include "myrewrite/paginate/keyset.h"
+#include "myrewrite/proto/codec.h"
 #include "myrewrite/sql/quote.h"
 
-/* Column types and flags of the protocol's column definition. */
-enum {
-    T_DECIMAL = 0,
-    T_TINY = 1,
-    T_SHORT = 2,
-    T_LONG = 3,
-    T_FLOAT = 4,
-    T_DOUBLE = 5,
-    T_TIMESTAMP = 7,
-    T_LONGLONG = 8,
-    T_INT24 = 9,
-    T_DATE = 10,
-    T_TIME = 11,
-    T_DATETIME = 12,
-    T_YEAR = 13,
-    T_NEWDATE = 14,
-    T_VARCHAR = 15,
-    T_TIMESTAMP2 = 17,
-    T_DATETIME2 = 18,
-    T_TIME2 = 19,
-    T_NEWDECIMAL = 246,
-    T_TINY_BLOB = 249,
-    T_MEDIUM_BLOB = 250,
-    T_LONG_BLOB = 251,
-    T_BLOB = 252,
-    T_VAR_STRING = 253,
-    T_STRING = 254,
-};
+/* Column flags of the protocol's column definition. */
 enum { F_NOT_NULL = 1, F_ENUM = 256, F_SET = 2048 };
 #define CHARSET_BINARY 63
 
@@ -55,27 +29,27 @@ typedef enum vclass { V_NONE, V_INT, V_DECIMAL, V_TEMPORAL, V_STRING } vclass;
 static vclass class_of(uint8_t type)
 {
     switch (type) {
-    case T_TINY:
-    case T_SHORT:
-    case T_LONG:
-    case T_LONGLONG:
-    case T_INT24:
-    case T_YEAR: return V_INT;
-    case T_DECIMAL:
-    case T_NEWDECIMAL: return V_DECIMAL;
-    case T_DATE:
-    case T_NEWDATE:
-    case T_TIME:
-    case T_TIME2:
-    case T_DATETIME:
-    case T_DATETIME2: return V_TEMPORAL;
-    case T_VARCHAR:
-    case T_VAR_STRING:
-    case T_STRING:
-    case T_TINY_BLOB:
-    case T_MEDIUM_BLOB:
-    case T_LONG_BLOB:
-    case T_BLOB: return V_STRING;
+    case MR_TYPE_TINY:
+    case MR_TYPE_SHORT:
+    case MR_TYPE_LONG:
+    case MR_TYPE_LONGLONG:
+    case MR_TYPE_INT24:
+    case MR_TYPE_YEAR: return V_INT;
+    case MR_TYPE_DECIMAL:
+    case MR_TYPE_NEWDECIMAL: return V_DECIMAL;
+    case MR_TYPE_DATE:
+    case MR_TYPE_NEWDATE:
+    case MR_TYPE_TIME:
+    case MR_TYPE_TIME2:
+    case MR_TYPE_DATETIME:
+    case MR_TYPE_DATETIME2: return V_TEMPORAL;
+    case MR_TYPE_VARCHAR:
+    case MR_TYPE_VAR_STRING:
+    case MR_TYPE_STRING:
+    case MR_TYPE_TINY_BLOB:
+    case MR_TYPE_MEDIUM_BLOB:
+    case MR_TYPE_LONG_BLOB:
+    case MR_TYPE_BLOB: return V_STRING;
     default: return V_NONE;
     }
 }
@@ -93,9 +67,9 @@ const char *mr_keyset_column_problem(uint8_t type, uint16_t flags, uint16_t char
         return "a nullable ORDER BY column (NULLs cannot be sought past)";
     if (flags & (F_ENUM | F_SET))
         return "an ENUM or SET ORDER BY column (sorted by index, not by text)";
-    if (type == T_FLOAT || type == T_DOUBLE)
+    if (type == MR_TYPE_FLOAT || type == MR_TYPE_DOUBLE)
         return "a FLOAT or DOUBLE ORDER BY column (its text is rounded)";
-    if (type == T_TIMESTAMP || type == T_TIMESTAMP2)
+    if (type == MR_TYPE_TIMESTAMP || type == MR_TYPE_TIMESTAMP2)
         return "a TIMESTAMP ORDER BY column (its text depends on the session's time zone)";
     vclass c = class_of(type);
     if (c == V_NONE)

@@ -20,18 +20,7 @@
  */
 #include "myrewrite/proto/stmt_execute.h"
 
-enum {
-    T_DECIMAL = 0,
-    T_TINY = 1,
-    T_SHORT = 2,
-    T_LONG = 3,
-    T_FLOAT = 4,
-    T_DOUBLE = 5,
-    T_LONGLONG = 8,
-    T_VARCHAR = 15,
-    T_BIT = 16,
-    T_JSON = 245, /* 245..255: JSON, NEWDECIMAL, ENUM, SET, blobs, strings: all texts */
-};
+#include "myrewrite/proto/codec.h"
 
 static bool digits_only(const char *p, uint32_t n, uint64_t *v)
 {
@@ -52,11 +41,13 @@ static bool digits_only(const char *p, uint32_t n, uint64_t *v)
 }
 
 /* Types whose text the decoder hands over as the client wrote it, or as a
- * number written out. */
+ * number written out (245..255: JSON, NEWDECIMAL, ENUM, SET, blobs,
+ * strings, all texts). */
 static bool text_type(uint8_t type)
 {
-    return type == T_DECIMAL || type == T_VARCHAR || type == T_BIT || type == T_FLOAT ||
-           type == T_DOUBLE || type == T_LONGLONG || type >= T_JSON;
+    return type == MR_TYPE_DECIMAL || type == MR_TYPE_VARCHAR || type == MR_TYPE_BIT ||
+           type == MR_TYPE_FLOAT || type == MR_TYPE_DOUBLE || type == MR_TYPE_LONGLONG ||
+           type >= MR_TYPE_JSON;
 }
 
 const char *mr_exec_limit_value(uint8_t type, const mr_exec_param *v, uint64_t *off)
@@ -64,7 +55,8 @@ const char *mr_exec_limit_value(uint8_t type, const mr_exec_param *v, uint64_t *
     switch (v->kind) {
     case MR_EXEC_PARAM_NULL: *off = 0; return NULL;
     case MR_EXEC_PARAM_INT:
-        if (type != T_TINY && type != T_SHORT && type != T_LONG && type != T_LONGLONG)
+        if (type != MR_TYPE_TINY && type != MR_TYPE_SHORT && type != MR_TYPE_LONG &&
+            type != MR_TYPE_LONGLONG)
             return "INT24 and YEAR are read by MariaDB as strings, not as the integer sent";
         *off = (uint64_t)v->n; /* negative: MariaDB reads it as unsigned, as here */
         return NULL;

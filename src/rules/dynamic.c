@@ -25,20 +25,6 @@
  * examined; more than this many is refused as unread. */
 #define INNER_MAX 8
 
-static bool lex(run *R, const stmt *S, size_t *count)
-{
-    mr_rules_scratch *s = R->s;
-    if (!GROW(s->tok, s->tok_cap, 256))
-        return false;
-    sql_rc rc = sql_lex(S->text, S->len, R->ctx->lex_flags, s->tok, s->tok_cap, count);
-    while (rc == SQL_PARTIAL) {
-        if (!GROW(s->tok, s->tok_cap, s->tok_cap * 2))
-            return false;
-        rc = sql_lex(S->text, S->len, R->ctx->lex_flags, s->tok, s->tok_cap, count);
-    }
-    return rc == SQL_OK;
-}
-
 /* The first block rule with dynamic = refuse that applies to the session
  * refuses S: false then (res is the block). A log_only one counts and lets
  * it through, as for any block. */
@@ -114,7 +100,7 @@ bool rules_dynamic(run *R, stmt *S, unsigned index)
     if (!R->rs || !R->rs->any_block || !sql_dynamic_may(S->text, S->len, R->ctx->lex_flags))
         return true;
     size_t count = 0;
-    if (!lex(R, S, &count))
+    if (rules_lex(R, S->text, S->len, &count) != SQL_OK)
         return true; /* out of memory, or an error the unreadable policy saw */
     sql_dynamic d;
     sql_dynamic_find(S->text, R->s->tok, count, R->ctx->lex_flags, &d);

@@ -110,20 +110,18 @@ static size_t modes_of(unsigned base, unsigned vary, unsigned *out)
     return n;
 }
 
-/* The session's reading of the whole text into the scratch's tokens;
- * false when out of memory. */
-static bool lex_own(run *R, const char *sql, size_t len, size_t *count)
+sql_rc rules_lex(run *R, const char *sql, size_t len, size_t *count)
 {
     mr_rules_scratch *s = R->s;
     if (!GROW(s->tok, s->tok_cap, 256))
-        return false;
+        return SQL_PARTIAL;
     sql_rc rc = sql_lex(sql, len, R->ctx->lex_flags, s->tok, s->tok_cap, count);
     while (rc == SQL_PARTIAL) {
         if (!GROW(s->tok, s->tok_cap, s->tok_cap * 2))
-            return false;
+            return SQL_PARTIAL;
         rc = sql_lex(sql, len, R->ctx->lex_flags, s->tok, s->tok_cap, count);
     }
-    return true;
+    return rc;
 }
 
 /* Narrows the relevant bits by the session's tokens: ANSI_QUOTES matters
@@ -290,7 +288,7 @@ void rules_readings(run *R, const char *sql, size_t len)
     size_t count = 0;
     if (!bits)
         return;
-    if (!lex_own(R, sql, len, &count)) { /* out of memory: fail closed */
+    if (rules_lex(R, sql, len, &count) == SQL_PARTIAL) { /* out of memory: fail closed */
         refuse(res, R->rs->has_block ? too_many : no_rewrite);
         return;
     }

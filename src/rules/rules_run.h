@@ -71,6 +71,11 @@ struct mr_rules_scratch {
 bool rules_grow(void *pp, size_t *cap, size_t want, size_t elem);
 #define GROW(ptr, cap, want) rules_grow(&(ptr), &(cap), (want), sizeof *(ptr))
 
+/* Lexes the whole text in the session's reading (ctx->lex_flags) into
+ * the scratch's tokens, growing them as needed (rules/readings.c): sql_lex's
+ * answer, SQL_ERR with the error token last; SQL_PARTIAL only when out of
+ * memory. */
+sql_rc rules_lex(run *R, const char *sql, size_t len, size_t *count);
 /* Rewrites S into `out` for a matched rule; WHY_MATCHED when the result
  * may be sent (see rules/rewrite.c). */
 rule_why rules_digest_rewrite(run *R, stmt *S, const rule_impl *im, bytes *out);

@@ -15,22 +15,6 @@
 
 #include "rules/rules_run.h"
 
-/* Tokens of the whole text into the scratch, up to and with the first
- * error token; false when out of memory. */
-static bool lex_all(run *R, const char *sql, size_t len, size_t *count)
-{
-    mr_rules_scratch *s = R->s;
-    if (!GROW(s->tok, s->tok_cap, 256))
-        return false;
-    sql_rc rc = sql_lex(sql, len, R->ctx->lex_flags, s->tok, s->tok_cap, count);
-    while (rc == SQL_PARTIAL) {
-        if (!GROW(s->tok, s->tok_cap, s->tok_cap * 2))
-            return false;
-        rc = sql_lex(sql, len, R->ctx->lex_flags, s->tok, s->tok_cap, count);
-    }
-    return true;
-}
-
 /* Does a kind refuse the statement that runs into the error (tokens after
  * the last ';' before it) whatever the policy? Its readable part tells; the
  * kind then sets res's code and writes the message. */
@@ -80,7 +64,8 @@ bool rules_unreadable(run *R, const char *sql, size_t len)
     mr_match_result *res = R->res;
     size_t count = 0;
     const sql_token *e = NULL;
-    if (lex_all(R, sql, len, &count) && count > 0 && R->s->tok[count - 1].kind == SQL_TOK_ERROR)
+    if (rules_lex(R, sql, len, &count) != SQL_PARTIAL && count > 0 &&
+        R->s->tok[count - 1].kind == SQL_TOK_ERROR)
         e = &R->s->tok[count - 1];
     char why[64];
     describe(sql, e, why, sizeof why);

@@ -36,11 +36,7 @@ mode = memory
 flush_interval = 1h
 """
 
-
-def one(conn, sql):
-    cur = conn.cursor()
-    cur.execute(sql)
-    return cur.fetchall()
+one = t.rows  # (connection, sql): a tuple of row tuples
 
 
 def main():

@@ -102,9 +102,7 @@ def late_name():
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     if not os.access(HOSTS, os.W_OK):
         print("skip: %s is not writable (run as root)" % HOSTS)
         sys.exit(77)

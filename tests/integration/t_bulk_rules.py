@@ -105,9 +105,7 @@ def refused(c, what, sql, rows, plain):
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     setup(d)
     PROXY.start()

@@ -21,7 +21,6 @@ Environment: MR_DIRECT_PORT (mariadbd), MR_BIN, MR_BUILD; the proxy takes free p
 (client, console, HTTP).
 """
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -303,8 +302,7 @@ def test_reload(p, c):
     before = one("SELECT n FROM dflt.hits WHERE id = 2")
     staged = one("SELECT COUNT(*) FROM dflt.hits_delayed")
     t.check(staged > 0, "hits: a row is staged before the reload", staged)
-    t.write_rules(RULES_DIR, "[delayed dflt_explicit]" + RULES.split("[delayed dflt_explicit]")[1])
-    p.send_signal(signal.SIGHUP)
+    p.reload_rules("[delayed dflt_explicit]" + RULES.split("[delayed dflt_explicit]")[1])
     for _ in range(100):
         if "rules reloaded" in p.log_text():
             break

@@ -63,17 +63,6 @@ def bump(c, table, key, times=1):
     return acked
 
 
-def flush(proxy, table):
-    c = proxy.connect(autocommit=True, read_timeout=20)
-    try:
-        c.cursor().execute("FLUSH DELAYED " + table)
-        return None
-    except pymysql.err.MySQLError as e:
-        return e.args[0]
-    finally:
-        c.close()
-
-
 def total(d, table):
     return int(t.rows(d, "SELECT COALESCE(SUM(n), 0) FROM " + table)[0][0])
 
@@ -81,7 +70,7 @@ def total(d, table):
 def staging_dropped(proxy, d):
     c = proxy.connect(autocommit=True)
     acked = bump(c, "dr_counters", 1, 5)
-    t.eq("FLUSH DELAYED before the drop is OK", None, flush(proxy, "dr_counters"))
+    t.eq("FLUSH DELAYED before the drop is OK", None, t.flush_once(proxy, "dr_counters"))
     d.cursor().execute("DROP TABLE dr_counters_delayed")
     try:
         bump(c, "dr_counters", 1)
@@ -99,19 +88,23 @@ def staging_dropped(proxy, d):
     t.check(proxy.wait_log(r"staging table test\.dr_counters_delayed was dropped outside the "
                            r"proxy; it is created again", 5), "the re-creation is logged")
     acked += bump(c, "dr_counters", 2, 3)
-    t.eq("FLUSH DELAYED after the re-creation is OK", None, flush(proxy, "dr_counters"))
+    t.eq("FLUSH DELAYED after the re-creation is OK", None, t.flush_once(proxy, "dr_counters"))
     t.eq("every acknowledged increment applied once", acked, total(d, "dr_counters"))
     # dropped again with no statement on it: the flush round makes it again
     d.cursor().execute("DROP TABLE dr_counters_delayed")
-    flush(proxy, "dr_counters")
-    t.eq("the next FLUSH DELAYED is OK", None, flush(proxy, "dr_counters"))
+    t.flush_once(proxy, "dr_counters")
+    t.eq("the next FLUSH DELAYED is OK", None, t.flush_once(proxy, "dr_counters"))
     acked += bump(c, "dr_counters", 3, 2)
-    t.eq("FLUSH DELAYED OK", None, flush(proxy, "dr_counters"))
+    t.eq("FLUSH DELAYED OK", None, t.flush_once(proxy, "dr_counters"))
     t.eq("... and exact", acked, total(d, "dr_counters"))
     c.close()
 
 
 def dead_letters(d, table):
+    """The rows of table's dead-letter table; () while it does not exist."""
+    like = (table + "_delayed_rejected").replace("_", "\\_")
+    if not t.rows(d, "SHOW TABLES LIKE '%s'" % like):
+        return ()
     return t.rows(d, "SELECT key_values, staged_rows, error_code FROM %s_delayed_rejected "
                      "ORDER BY key_values" % table)
 
@@ -124,9 +117,8 @@ def main_dropped(proxy, d):
     d.cursor().execute("DROP TABLE dr_gone")
     end, got = time.time() + 10, ()
     while time.time() < end:
-        flush(proxy, "dr_gone")
-        got = dead_letters(d, "dr_gone") if t.rows(
-            d, "SHOW TABLES LIKE 'dr\\_gone\\_delayed\\_rejected'") else ()
+        t.flush_once(proxy, "dr_gone")
+        got = dead_letters(d, "dr_gone")
         if len(got) == 2:
             break
         time.sleep(0.2)
@@ -143,18 +135,15 @@ def memory_dropped(proxy, d):
     bump(c, "dr_mem", 3, 1)
     c.close()
     d.cursor().execute("DROP TABLE dr_mem")
-    flush(proxy, "dr_mem")
-    got = dead_letters(d, "dr_mem") if t.rows(
-        d, "SHOW TABLES LIKE 'dr\\_mem\\_delayed\\_rejected'") else ()
+    t.flush_once(proxy, "dr_mem")
+    got = dead_letters(d, "dr_mem")
     t.eq("the held keys of the dropped memory table are in its dead-letter table",
          (("(`id`) = ('1')", 1, 1146), ("(`id`) = ('3')", 1, 1146)), got)
-    t.eq("and no longer held: the next FLUSH DELAYED is OK", None, flush(proxy, "dr_mem"))
+    t.eq("and no longer held: the next FLUSH DELAYED is OK", None, t.flush_once(proxy, "dr_mem"))
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     setup(d)
     proxy = t.Proxy("delayed_dropped", rules=RULES, own_conn=True)

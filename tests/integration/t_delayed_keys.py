@@ -26,7 +26,6 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
 import mrtest as t  # noqa: E402
-import pymysql  # noqa: E402
 import rawproto_lib as rp  # noqa: E402
 
 # type, rows, literals (the first ones marked True must be accepted)
@@ -71,7 +70,6 @@ TYPES = {
 MODES = ("staged", "memory")
 # Not transactional: staged mode flushes it through the LOCK TABLES snapshot (delayed/flush_locked.c)
 ENGINES = {"lock": "MyISAM"}
-RULES_DIR = os.path.join(t.TMP, "dkeys_rules")
 
 
 def table(kind, mode):
@@ -83,21 +81,9 @@ def rules():
                    % (table(k, m), t.DB, table(k, m), m) for k in TYPES for m in MODES)
 
 
-PROXY = t.Proxy("dkeys", rules_dir=RULES_DIR, rules=rules(), own_conn=True)
-
-
-def q(c, sql):
-    cur = c.cursor()
-    cur.execute(sql)
-    return cur.fetchall()
-
-
-def run(c, sql):
-    try:
-        c.cursor().execute(sql)
-        return None
-    except pymysql.err.MySQLError as e:
-        return e.args
+PROXY = t.Proxy("dkeys", rules=rules(), own_conn=True)
+q = t.rows  # (connection, sql): a tuple of row tuples
+run = t.try_sql  # (connection, sql): None, or the error's (code, message)
 
 
 def setup(d):
@@ -199,9 +185,7 @@ def compare(d):
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     setup(d)
     PROXY.start()

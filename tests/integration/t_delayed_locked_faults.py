@@ -19,7 +19,6 @@ name, a syntax error), and the deltas must still be applied exactly once.
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN; the proxy takes free ports.
 """
 import os
-import signal
 import sys
 import time
 
@@ -73,14 +72,7 @@ def stage(proxy):
 
 def flush(proxy):
     """FLUSH DELAYED lf_counters through the proxy: None when OK, else the error code."""
-    c = proxy.connect(autocommit=True, read_timeout=20)
-    try:
-        c.cursor().execute("FLUSH DELAYED lf_counters")
-        return None
-    except pymysql.err.MySQLError as e:
-        return e.args[0]
-    finally:
-        c.close()
+    return t.flush_once(proxy, "lf_counters")
 
 
 def sums(d):
@@ -143,8 +135,7 @@ def reloaded_away(proxy, relay, d):
     t.check(flush(proxy) is not None, "FLUSH DELAYED answers ERR when the update is refused")
     t.check(f.fired.is_set(), "the update of the main table was refused")
     t.eq("the rows left staging and wait in the snapshot", (0, 0), sums(d))
-    t.write_rules(proxy.rules_dir, OTHER)
-    proxy.send_signal(signal.SIGHUP)
+    proxy.reload_rules(OTHER)
     end, got = time.time() + 10, sums(d)
     while got != (acked, 0) and time.time() < end:
         time.sleep(0.1)
@@ -152,16 +143,11 @@ def reloaded_away(proxy, relay, d):
     t.eq("a reload without the rule applies what its snapshot held, once", (acked, 0), got)
 
 
-def reload(proxy, rules):
-    t.write_rules(proxy.rules_dir, rules)
-    proxy.send_signal(signal.SIGHUP)
-
-
 def taken_over(proxy, relay, d):
     """A rule renamed by a reload while its snapshot is stale, and the stale snapshot again
     refused when the old rule settles it: the new rule on the same staging table takes the
     snapshot over (its name too) and empties it before its first chunk."""
-    reload(proxy, RULE + OTHER)
+    proxy.reload_rules(RULE + OTHER)
     end = time.time() + 5
     while flush(proxy) is not None and time.time() < end:
         time.sleep(0.1)  # the rule is back once FLUSH DELAYED lf_counters is OK
@@ -173,7 +159,7 @@ def taken_over(proxy, relay, d):
     flush(proxy)
     f = replace(relay, b"DELETE FROM " + SNAPSHOT,
                 b"DELETE FROM `test`.`lf_counters_delayed_mrsnaX`")
-    reload(proxy, RULE.replace("[delayed locked_faults]", "[delayed locked_renamed]") + OTHER)
+    proxy.reload_rules(RULE.replace("[delayed locked_faults]", "[delayed locked_renamed]") + OTHER)
     t.check(f.fired.wait(5), "the old rule's settle met a refused DELETE of the snapshot")
     for i in range(2):
         t.eq("FLUSH DELAYED %d under the renamed rule is OK" % (i + 1), None, flush(proxy))
@@ -182,9 +168,7 @@ def taken_over(proxy, relay, d):
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     setup(d)
     relay = FaultRelay(t.DIRECT_PORT).start()

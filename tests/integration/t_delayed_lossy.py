@@ -21,9 +21,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
 
-RULES_DIR = os.path.join(t.TMP, "lossy_rules")
-PROXY = t.Proxy("lossy_proxy", rules_dir=RULES_DIR, own_conn=True)
-PORT = PROXY.port
 RULES = """
 [delayed lossy]
 table = test.l_counters
@@ -32,6 +29,8 @@ columns = n
 flush_interval = 1h
 flush_rows = 1000
 """
+PROXY = t.Proxy("lossy_proxy", rules=RULES, own_conn=True)
+PORT = PROXY.port
 CLIENTS, PER_CLIENT = 8, 50
 
 
@@ -73,12 +72,9 @@ def flush_in_background():
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     setup(d)
-    t.write_rules(RULES_DIR, RULES)
     PROXY.start()
     holder = t.direct(autocommit=True)
     try:

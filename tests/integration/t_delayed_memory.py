@@ -651,9 +651,7 @@ def final_flush(d, proc):
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     os.makedirs(RULES_DIR, exist_ok=True)
     with open(os.path.join(RULES_DIR, "10-memory.rules"), "w") as f:
         f.write(RULES)

@@ -29,9 +29,7 @@ flush_interval = 1h
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     cur = d.cursor()
     cur.execute("DROP TABLE IF EXISTS rc_counters, rc_counters_delayed_rejected")

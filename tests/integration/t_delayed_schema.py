@@ -29,7 +29,6 @@ import pymysql  # noqa: E402
 
 CLIENTS = 32
 PER_CLIENT = 60
-RULES_DIR = os.path.join(t.TMP, "delayed_schema_rules")
 RULES = """
 [delayed my]
 table = test.dk_my
@@ -63,7 +62,7 @@ TABLES = ("dk_my, dk_my_delayed, dk_mem, dk_mem_delayed, dk_stale, dk_stale_dela
           "dk_arch, dk_arch_delayed, dk_inno, dk_inno_delayed")
 
 
-PROXY = t.Proxy("delayed_schema", rules_dir=RULES_DIR, rules=RULES, own_conn=True, admin=True)
+PROXY = t.Proxy("delayed_schema", rules=RULES, own_conn=True, admin=True)
 PORT, ADMIN_PORT = PROXY.port, PROXY.admin_port
 
 
@@ -246,9 +245,7 @@ def flusher_checks(archive):
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     archive = setup(d)  # an error here fails the test: no skip for a broken setup
     PROXY.start()

@@ -235,9 +235,7 @@ def old_staging_table(d):
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     os.makedirs(RULES_DIR, exist_ok=True)
     with open(os.path.join(RULES_DIR, "10-delayed-set.rules"), "w") as f:
         f.write(rules_text())

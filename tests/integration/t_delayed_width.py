@@ -27,18 +27,15 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
 import mrtest as t  # noqa: E402
-import pymysql  # noqa: E402
 import rawproto_lib as rp  # noqa: E402
 
-RULES_DIR = os.path.join(t.TMP, "dwidth_rules")
-PROXY = t.Proxy("dwidth", rules_dir=RULES_DIR, own_conn=True, admin=True, http=True)
-PORT, HTTP_PORT = PROXY.port, PROXY.http_port
 # table: (type of n, mode, key given, set_columns)
 TABLES = {"w_int": ("INT", "staged", True, True), "w_big": ("BIGINT", "staged", False, False),
           "w_tiny": ("TINYINT", "memory", True, True),
           "w_uint": ("INT UNSIGNED", "memory", False, False)}
 
 rows = t.rows
+run = t.try_sql  # (connection, sql): None for OK, else (code, message)
 
 
 def rules():
@@ -53,6 +50,11 @@ def rules():
     return "".join(out)
 
 
+PROXY = t.Proxy("dwidth", rules=rules(), rules_file="10-delayed-width.rules", own_conn=True,
+                admin=True, http=True)
+PORT, HTTP_PORT = PROXY.port, PROXY.http_port
+
+
 def setup(d):
     cur = d.cursor()
     cur.execute("DROP TABLE IF EXISTS " + ", ".join(
@@ -65,15 +67,6 @@ def setup(d):
 
 def schema_loads():
     return t.metric(HTTP_PORT, "myrewrite_schema_cache_loads_total") or 0
-
-
-def run(c, sql):
-    """sql through the proxy: None for OK, else (code, message)."""
-    try:
-        c.cursor().execute(sql)
-        return None
-    except pymysql.err.MySQLError as e:
-        return e.args
 
 
 def warm_up(c):
@@ -187,10 +180,7 @@ def results(c, d):
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
-    t.write_rules(RULES_DIR, rules(), "10-delayed-width.rules")
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     setup(d)
     PROXY.start()

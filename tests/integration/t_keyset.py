@@ -366,9 +366,7 @@ def prepared(d, conns):
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     setup(d)  # an error here fails the test: no skip for a broken setup
     PROXY.start()

@@ -47,10 +47,7 @@ def root():
                            user="root", autocommit=True, charset="utf8mb4")
 
 
-def q(conn, sql):
-    cur = conn.cursor()
-    cur.execute(sql)
-    return cur.fetchall()
+q = t.rows  # (connection, sql): a tuple of row tuples
 
 
 def seeks():
@@ -71,9 +68,7 @@ def walk(via, direct, what, offsets=range(0, 200, PAGE)):
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     q(d, "DROP TABLE IF EXISTS ks_items")
     q(d, "CREATE TABLE ks_items (id INT PRIMARY KEY, v INT NOT NULL)")

@@ -26,9 +26,7 @@ table = test.*
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     q = "`%s`" % NAME
     d.cursor().execute("DROP TABLE IF EXISTS " + q)

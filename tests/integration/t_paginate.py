@@ -223,9 +223,7 @@ def prepared_guardrail():
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     setup(d)  # an error here fails the test: no skip for a broken setup
     seed = int(os.environ.get("MR_PAGINATE_SEED", str(int(time.time()))))

@@ -27,14 +27,13 @@ import rawproto_lib as rp  # noqa: E402
 
 MAX_OFFSET = 40
 ROWS = 100
-RULES_DIR = os.path.join(t.TMP, "paginate_params_rules")
 RULES = """
 [paginate params]
 table = %s.pp_items
 key = id
 max_offset = %d
 """ % (t.DB, MAX_OFFSET)
-PROXY = t.Proxy("paginate_params", rules_dir=RULES_DIR, rules=RULES,
+PROXY = t.Proxy("paginate_params", rules=RULES,
                 options={"relay_buffer": "64K"})
 
 UNSIGNED = 0x80
@@ -162,9 +161,7 @@ def too_big(pc):
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     cur = d.cursor()
     cur.execute("DROP TABLE IF EXISTS pp_items")

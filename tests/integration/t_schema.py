@@ -198,9 +198,7 @@ def metrics():
 
 
 def main():
-    if t.DIRECT_ONLY:
-        print("skip: needs its own proxy")
-        sys.exit(77)
+    t.needs_own_proxy()
     d = t.direct(autocommit=True)
     try:
         setup(d)

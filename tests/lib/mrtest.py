@@ -301,6 +301,11 @@ class Proxy:
         self.start(timeout)
         return rc
 
+    def reload_rules(self, text):
+        """Writes text as its rule file and sends SIGHUP, which reloads the rules."""
+        write_rules(self.rules_dir, text, self.rules_file)
+        self.send_signal(signal.SIGHUP)
+
     def log_text(self, all_runs=False):
         """What the current run (all_runs: every run) wrote to the log."""
         with open(self.log_path, encoding="utf-8", errors="replace") as f:
@@ -369,6 +374,16 @@ def rows(conn, sql, args=None):
     cur = conn.cursor()
     cur.execute(sql, args)
     return tuple(cur.fetchall())
+
+
+def try_sql(conn, sql):
+    """Runs sql on conn: None when the server answers OK or rows, else the error's args
+    (code, message)."""
+    try:
+        conn.cursor().execute(sql)
+        return None
+    except pymysql.err.MySQLError as e:
+        return e.args
 
 
 def query(sql, args=None, port=None, **kw):
@@ -527,6 +542,13 @@ def done():
     sys.exit(0)
 
 
+def needs_own_proxy():
+    """Skips the test (exit 77) in direct mode: it starts a proxy of its own."""
+    if DIRECT_ONLY:
+        print("skip: needs its own proxy")
+        sys.exit(77)
+
+
 def proxy_pid(name="main"):
     """PID of a proxy started by mr_start_proxy, or None (direct mode)."""
     if DIRECT_ONLY:
@@ -618,6 +640,19 @@ def flush_until_ok(port, table="", timeout=60):
             last = e
             time.sleep(0.3)
     return last or "timeout"
+
+
+def flush_once(proxy, table="", read_timeout=20):
+    """FLUSH DELAYED [table] once, on a connection of its own to proxy (a Proxy): None when
+    it answers OK, else the error code."""
+    c = proxy.connect(autocommit=True, read_timeout=read_timeout)
+    try:
+        c.cursor().execute(("FLUSH DELAYED " + table).strip())
+        return None
+    except pymysql.err.MySQLError as e:
+        return e.args[0]
+    finally:
+        c.close()
 
 
 def applied_within(before, after, acked, doubt):

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "myrewrite/base/buf.h"
 #include "myrewrite/base/counters.h"
 
 struct event_base;
@@ -63,5 +64,8 @@ const mr_listen_stats *mr_listen_stats_get(void);
 /* Sends the refusal on a client socket just accepted and closes it (what
  * the other refusals of a listener may share). */
 void mr_listen_refuse_fd(int fd, const void *refusal, size_t len);
+/* The same with the refusal built into b (a build that ran out of memory
+ * closes the socket without a word); frees b either way. */
+void mr_listen_refuse_buf(int fd, mr_buf *b);
 
 #endif

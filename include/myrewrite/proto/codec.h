@@ -131,6 +131,37 @@ enum mr_command {
     MR_COM_STMT_BULK_EXECUTE = 0xfa,
 };
 
+/* Field type codes of the protocol (column definitions, execute parameters). */
+enum mr_field_type {
+    MR_TYPE_DECIMAL = 0,
+    MR_TYPE_TINY = 1,
+    MR_TYPE_SHORT = 2,
+    MR_TYPE_LONG = 3,
+    MR_TYPE_FLOAT = 4,
+    MR_TYPE_DOUBLE = 5,
+    MR_TYPE_TIMESTAMP = 7,
+    MR_TYPE_LONGLONG = 8,
+    MR_TYPE_INT24 = 9,
+    MR_TYPE_DATE = 10,
+    MR_TYPE_TIME = 11,
+    MR_TYPE_DATETIME = 12,
+    MR_TYPE_YEAR = 13,
+    MR_TYPE_NEWDATE = 14,
+    MR_TYPE_VARCHAR = 15,
+    MR_TYPE_BIT = 16,
+    MR_TYPE_TIMESTAMP2 = 17,
+    MR_TYPE_DATETIME2 = 18,
+    MR_TYPE_TIME2 = 19,
+    MR_TYPE_JSON = 245,
+    MR_TYPE_NEWDECIMAL = 246,
+    MR_TYPE_TINY_BLOB = 249,
+    MR_TYPE_MEDIUM_BLOB = 250,
+    MR_TYPE_LONG_BLOB = 251,
+    MR_TYPE_BLOB = 252,
+    MR_TYPE_VAR_STRING = 253,
+    MR_TYPE_STRING = 254,
+};
+
 /* Error codes the proxy itself sends. */
 #define MR_ER_CON_COUNT 1040    /* too many connections */
 #define MR_ER_HOST_BLOCKED 1129 /* ER_HOST_IS_BLOCKED: too many failed attempts */
