@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_frontend.c - nanoseconds per statement through the SQL front end
  * and the rule matcher, over a mix of ten statement shapes:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench/bulk_insert.c - one bulk insert by array binding (MariaDB's
  * COM_STMT_BULK_EXECUTE): ROWS rows of (INT, VARCHAR) in a single

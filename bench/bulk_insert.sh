@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bulk_insert.sh - a bulk insert by array binding (MariaDB's COM_STMT_BULK_EXECUTE, one
 # execute carrying every row): direct to mariadbd vs through myrewrite, side by side.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # compress.sh - a 1,000-row result over the compressed protocol and plain, direct to
 # mariadbd and through myrewrite, side by side in one run.
 #

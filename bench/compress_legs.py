@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """compress_legs.py - one query over each leg's protocol: bytes on the wire
 and queries per second, with the raw clients of tests/integration (plain,
 zlib, or zstd, which no libmariadb speaks).

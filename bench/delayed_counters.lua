@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- delayed_counters.lua - sysbench driver of bench/delayed_counters.py (BENCH_DRIVER=sysbench):
 -- each sysbench thread holds one connection and sends, one at a time and as plain text
 -- (COM_QUERY, no prepared statement), the statement given by --stmt with %d replaced by

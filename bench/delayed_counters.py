@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """delayed_counters.py - hot counters with and without UPDATE DELAYED, through myrewrite.
 
 Run by bench/delayed_counters.sh, which starts mariadbd and four proxies: one with a

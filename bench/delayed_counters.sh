@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # delayed_counters.sh - hot counters: plain UPDATE direct and through myrewrite, versus
 # UPDATE DELAYED (staged mode and memory mode) through myrewrite, side by side; then the
 # flush rate of staged rows.

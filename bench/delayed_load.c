@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed_load.c - a load generator for the hot-counter benchmark
  * (bench/delayed_counters.py): CONNS client connections spread over THREADS

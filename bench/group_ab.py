@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """group_ab.py - the runs of bench/group_ab.sh: for each round, each proxy build in turn,
 one group-commit run of 128 clients, with the CPU of proxy, mariadbd and generator per
 acknowledged statement, then an exactness check of the counters.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # group_ab.sh - group-commit throughput and CPU per statement of two or more myrewrite builds,
 # in alternating rounds against the same mariadbd (bench/group_ab.py does the runs).
 #

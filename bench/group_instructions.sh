@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # group_instructions.sh - user-space instructions per grouped UPDATE DELAYED, counted by
 # callgrind (the machine's load does not move them, unlike throughput or CPU time), for each
 # proxy build given.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Deep page latency, direct vs deferred_join vs keyset (see bench/paginate.sh)."""
 import argparse
 import statistics

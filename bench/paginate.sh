@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # paginate.sh - deep page latency: the page sent direct to mariadbd, through a paginate
 # rule with strategy = deferred_join, and through one with strategy = keyset (a sequential
 # walk, as a client paging forward does), at offsets 10, 10^4, 10^5 and 10^6.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # paginate_prepared.sh - what the prepare-time rewrite of `LIMIT ?, ?` costs: a paginate
 # rule rewrites such a statement to its deferred join for every offset (the value is only
 # known at COM_STMT_EXECUTE), so shallow pages run the join too. This times, direct on

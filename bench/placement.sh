@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # placement.sh - one connection's point-select latency direct, through the
 # epoll floor relay and through myrewrite (1 worker), each relay over the
 # server's unix socket, with the client, the relay and mariadbd pinned to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * point_latency.c - one connection's latency: COUNT prepared point selects of
  * sysbench's table (SELECT c FROM sbtest1 WHERE id=?, random ids), one at a

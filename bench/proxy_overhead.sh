@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # proxy_overhead.sh - sysbench direct to mariadbd, through the floor relays
 # and through myrewrite (io = epoll and io = io_uring), side by side in one run.
 #

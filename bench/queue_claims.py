@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """queue_claims.py - three ways to claim rows of a queue table, through myrewrite.
 
 Run by bench/queue_claims.sh, which starts mariadbd and two proxies: one with a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # queue_claims.sh - claiming rows of a queue table through myrewrite, three ways side by side,
 # and how fast the proxy gives back the rows of a worker killed with SIGKILL.
 #

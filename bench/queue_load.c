@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * queue_load.c - a threaded load generator for queue claims (bench/, not a
  * test): N threads, each with its own libmysqlclient connection, claim

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # queue_load.sh - what limits queue claims: the C load generator (bench/queue_load.c, one
 # thread and one libmysqlclient connection per worker) against mariadbd directly and through
 # myrewrite side by side, under REPEATABLE READ and READ COMMITTED, with the CPU each process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench/relay_floor.c - the cheapest TCP relay: the floor a proxy's relay
  * path is measured against (bench/proxy_overhead.sh).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench/relay_floor_common.h - argument parsing, listening, accepting and
  * connecting for the floor relays (bench/relay_floor.c, relay_floor_uring.c),

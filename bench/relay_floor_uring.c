@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench/relay_floor_uring.c - the floor relay of bench/relay_floor.c on
  * io_uring, to see what io_uring would buy the proxy's relay path.

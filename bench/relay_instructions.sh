@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # relay_instructions.sh - user-space instructions per relayed point select,
 # counted by callgrind: a figure the machine's load does not move, unlike
 # TPS or CPU time.

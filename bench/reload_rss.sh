@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # reload_rss.sh - the proxy's RSS across many SIGHUP reloads: a leak would keep it growing.
 # A reload logs one line at log_level = warn here (the rule's table does not exist), and
 # base/log.c's queue (a static ring of 4096 lines of 1 KiB) starts again at its first slot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * result_load.c - a load generator for result sets: THREADS connections
  * (libmariadb), each running QUERY and reading its whole result

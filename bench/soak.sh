@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # soak.sh - a long run of mixed load through one proxy, to show that its memory, descriptors
 # and threads stay flat and that UPDATE DELAYED stays exact across reloads and backend
 # restarts (not in CI: it runs for many minutes).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # syscalls_per_query.sh - what each relay asks of the kernel per query: system
 # calls, epoll events per wait, io_uring requests and completions, context
 # switches, wake-ups and migrations, for the floor relays, myrewrite on epoll

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """tls_connect.py - new connections per second, direct vs through myrewrite, over TLS with
 and without session resumption, and in plaintext.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tls_connect_ab.sh - new connections per second through two myrewrite builds in front of the
 # same mariadbd, alternating rounds (bench/tls_connect.py against each, beside direct).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tls_overhead.sh - sysbench oltp_point_select over TLS: direct to mariadbd vs through
 # myrewrite with TLS toward the client (tls_cert), side by side.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install-time part of `cmake --install` (see CMakeLists.txt): the paths in
 # the systemd unit and where the config goes depend on the prefix given at
 # install time, so they are worked out here rather than at configure time.

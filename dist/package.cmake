@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `cpack -G DEB` (scripts/package.sh): myrewrite_<version>_amd64.deb from the
 # same install() rules as `cmake --install`, with prefix /usr, so the package
 # carries exactly what a source install does. The Debian-only parts (the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The container's entrypoint: the proxy's own account comes from the
 # environment or a secret, never from the image. With MYREWRITE_PROXY_USER
 # set, the password is read from the file MYREWRITE_PROXY_PASSWORD_FILE (a

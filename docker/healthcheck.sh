@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Container health check: GET /health from myrewrite's HTTP endpoint and
 # succeed on a 200 answer. Needs only bash (its /dev/tcp), so the slim
 # runtime image carries no HTTP client.

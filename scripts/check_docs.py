@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """scripts/check_docs.py [--binary PATH] [--update]: checks the documentation (ctest `docs`).
 
   * Every relative link in README.md, doc/*.md, rules/README.md and src/README.md resolves:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Prints the path of a Debian bookworm minbase root as a tarball, made once
 # with debootstrap and cached under ${XDG_CACHE_HOME:-$HOME/.cache}/myrewrite/
 # (never in the tree). The package and image tests start from it, so a warm

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # demo.sh - the demo scripts/run.sh runs when no backend is given: a throwaway
 # MariaDB with the schema of docker/demo/schema.sql, the proxy's own account,

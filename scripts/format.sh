@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/format.sh [--check]: formats the C sources (src/, include/, tests/, bench/) with
 # clang-format and the tree's .clang-format. --check changes nothing: it lists the files
 # that differ from their formatted selves and exits 1 if there are any (CI runs it).

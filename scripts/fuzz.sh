@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/fuzz.sh [SECONDS] [TARGET...]: builds the libFuzzer targets of
 # tests/fuzz/ (clang, ASan + UBSan) and runs each for SECONDS (default 30)
 # on a copy of its seed corpus, so nothing found is written into the tree.

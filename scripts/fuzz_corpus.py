@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the fuzz targets' seed corpus, tests/fuzz/corpus/<target>/.
 
 Every seed is made here, so the corpus can be re-made and reviewed:

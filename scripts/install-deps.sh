@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Install everything needed to build myrewrite and run its unit and
 # integration tests on Debian 12. Idempotent: when every package is already
 # installed it does not even refresh the apt lists, so re-runs take a second.

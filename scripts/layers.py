@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Which folder of src/ includes which, and which calls which: the layer
 graph and its loops.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the Debian package myrewrite_<version>_amd64.deb with CPack from a
 # build directory of its own (default build-deb/, tests off, Release with
 # debug info stripped from the packaged binary), and prints its path.

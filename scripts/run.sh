@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh - install, build and start myrewrite on a fresh Debian 12 machine.
 #
 # With a backend or a configuration given, starts the proxy with them; any

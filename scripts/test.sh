@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole test run: dependencies, a warnings-as-errors build, the cmocka
 # unit tests through ctest, the integration suite against real mariadbd,
 # part of it again with io = io_uring, then the unit tests and part of the suite again under ASan/UBSan, a

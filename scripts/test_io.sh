@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole integration suite once per socket backend: io = epoll, then
 # io = io_uring (every proxy the tests start gets `--set io=...` through
 # tests/lib/env.sh's MR_IO). For a change to net/; CI runs a subset of the

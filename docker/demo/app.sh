@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # docker/demo/app.sh - the compose demo's application: it talks to MariaDB only
 # through myrewrite (its sidecar, on 127.0.0.1:6033 in its own network
 # namespace) and prints what the proxy did for it, every 20 s:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/admin.c - the admin console's thread, event_base and listener (see
  * admin/admin.h).

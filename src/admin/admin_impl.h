@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/admin_impl.h - what the admin console's files share privately: running
  * one command against the proxy's state and writing its answer as packets.

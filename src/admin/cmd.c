@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/cmd.c - command recognition and digest merging for the admin
  * console (see admin/cmd.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/conn.c - one admin console connection: greeting, login with
  * mysql_native_password (switching the client to it when it asks for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/exec.c - dispatch of the admin console's commands (see
  * admin/admin_impl.h), and the answers that need no state: errors, OK, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/proto.c - the admin console's packets (see admin/proto.h).
  * Pure, any thread; owns nothing beyond the mr_buf it is handed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/show.c - the admin console's SHOW VERSION, CONFIG, STATS, BACKENDS
  * and QUEUES (see admin/admin_impl.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/show_clients.c - the admin console's SHOW CLIENTS: one row per client
  * session, from the snapshots each worker publishes (stats/client_info.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/show_features.c - the admin console's SHOW PAGINATION, SHOW DELAYED and
  * SHOW DELAYED REJECTED (the keys moved to dead-letter tables, delayed/reject.h):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/show_rules.c - the admin console's SHOW RULES, SHOW DIGESTS, RELOAD
  * RULES and EXPLAIN REWRITE (see admin/admin_impl.h).

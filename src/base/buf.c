@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/buf.c - growable byte builder with a sticky failure flag (see base/buf.h).
  * Pure, any thread; owns only the memory of each mr_buf.

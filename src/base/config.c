@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/config.c - settings table, INI loading and validation (see base/config.h).
  * Main thread at start-up; owns the strings inside mr_config.

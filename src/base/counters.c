@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/counters.c - names of the counted close reasons (see base/counters.h).
  * Pure, any thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/diag.c - file:line diagnostics (see base/diag.h).
  * Pure, any thread.

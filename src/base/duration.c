@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/duration.c - durations as text to milliseconds or microseconds (see
  * base/duration.h). Digits are read by hand rather than with strtod, which

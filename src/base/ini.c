@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/ini.c - INI reader with line numbers and unbounded values (see base/ini.h).
  * Pure, any thread; allocates only the value being assembled.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/log.c - queued logging (see base/log.h).
  * Any thread formats; the "log" thread owns stderr writes once started.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/listener.c - accept loop and hand-off (see core/listener.h).
  * Main thread; owns the listening sockets.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/main.c - command line, start-up and shutdown of the myrewrite process.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/rule_kinds.c - the table of rule kinds (core/rule_kinds.h), built
  * from the one list of kinds, rules/kind_list.h: entry i is the kind whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/bucket.c - a delayed rule's day/hour bucket as text and as SQL
  * (see delayed/bucket.h). Pure, any thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/chunk.h - one flush chunk of a staged delayed rule as data, and
  * the statements that apply it (delayed/chunk_sql.c): the staged rows read

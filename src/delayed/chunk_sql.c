@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/chunk_sql.c - a flush chunk summed per key, and the statements
  * and dead-letter texts written from it (see delayed/chunk.h). Pure, any

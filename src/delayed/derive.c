@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/derive.c - the registry of tables whose delayed rule a default
  * rule derives (delayed/derive.h). A chained hash of entries that are never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/derive_how.c - what a default delayed rule gives each table it
  * derives (mr_derive_how, delayed/derive.h). Pure, any thread: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/flush.c - staging tables and the flusher of delayed rules (see
  * delayed/flush.h for what a flush does and why it is exactly-once).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/flush_derive.c - the flusher's side of default delayed rules
  * (delayed/derive.h): derive a table's rule from information_schema on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/flush_impl.h - what delayed/flush.c shares with the flush path for
  * non-transactional tables (delayed/flush_locked.c): the flusher's view of

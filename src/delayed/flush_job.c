@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/flush_job.c - FLUSH DELAYED's round as a flusher job (see
  * delayed/flush_job.h). Submitted from a worker, run and ended on the

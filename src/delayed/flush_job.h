@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/flush_job.h - FLUSH DELAYED's round as a job on a flusher's own
  * connection (net/bgconn.h), shared by the staged flusher (delayed/flush.c)

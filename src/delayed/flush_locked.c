@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/flush_locked.c - one flush chunk for a main table that is not
  * transactional (MyISAM, Aria, MEMORY): seed 000's sequence, on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/group.c - the group-commit runner (see delayed/group.h): one
  * queue of members and MR_DGROUP_CONNS bgconn threads that take batches

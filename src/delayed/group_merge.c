@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/group_merge.c - merges the add rows of one key in a group-commit
  * batch (see delayed/group_merge.h): reads each statement's VALUES in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/group_merge.h - the rows of a group-commit batch's INSERTs, with
  * the add rows of one key merged (used by delayed/group_sql.c).

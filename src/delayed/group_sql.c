@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/group_sql.c - the multi-row INSERT of a group-commit batch (see
  * delayed/group_sql.h): the prefixes here, the rows in delayed/group_merge.c.

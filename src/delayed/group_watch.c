@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/group_watch.c - the batch limit of group commit (see
  * delayed/group_watch.h): one slot per runner connection, one thread that

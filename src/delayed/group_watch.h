@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/group_watch.h - group commit's batch limit (group_commit_timeout):
  * a thread that watches the batches in flight and cuts the connection of one

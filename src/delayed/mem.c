@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/mem.c - the in-memory tables of mode = memory (delayed/mem.h):
  * one shard per worker, each a chained hash map of (table, key) -> net

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/mem_flush.c - the flusher of mode = memory (delayed/mem.h) on
  * its own bgconn thread and the proxy's own connection.

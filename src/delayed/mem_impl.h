@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/mem_impl.h - what the store (delayed/mem.c) and the flusher
  * (delayed/mem_flush.c) share: tables, entries, hash maps.

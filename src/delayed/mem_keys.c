@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/mem_keys.c - a memory table's key learned from the schema
  * (delayed/mem_keys.h). Pure but for the mutex: any thread.

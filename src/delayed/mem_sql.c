@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/mem_sql.c - the memory-mode flusher's statements (see
  * delayed/mem_sql.h for their form and why).

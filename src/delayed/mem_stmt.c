@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/mem_stmt.c - a memory-mode DELAYED statement to the batch the
  * worker adds to its shard (delayed/mem.h): literals become their values,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/read_sql.c - read_pending's point read (delayed/read_sql.h): is a
  * SELECT the one shape a staged rule's read takes, and its rewrite that adds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/read_take.c - read_pending (rules/README.md): a point read of a
  * delayed rule's counters by the full key is rewritten so that it returns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/reject.c - the dead-letter table of delayed rules and the
  * counters of what went there (delayed/reject.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/rule_kind.c - the delayed kind's entry in the rule-kind table
  * (rules/kind.h): [delayed NAME] sections, checked by delayed/rule_load.c;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/rule_load.c - [delayed NAME] sections to delayed rules: checks
  * every key of the section (rules/README.md, "delayed"), for a table's rule

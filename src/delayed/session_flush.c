@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/session_flush.c - `FLUSH DELAYED [tbl]` sent through the proxy by
  * a client: the flushers run a round now and the client gets OK once it is

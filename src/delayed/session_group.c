@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/session_group.c - a staged UPDATE DELAYED that joins a
  * group-commit batch (delayed/group.h), as a feature of its own in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/session_hooks.c - the delayed feature's hooks in a client session
  * (feature/feature.h): FLUSH DELAYED (delayed/session_flush.c), memory-mode

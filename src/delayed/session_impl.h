@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/session_impl.h - what the delayed feature's session hooks share
  * (delayed/session_hooks.c, session_prepared.c, session_flush.c): its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/session_prepared.c - prepared statements of mode = memory DELAYED
  * rules, in a client session (the delayed feature's hooks).

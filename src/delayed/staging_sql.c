@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/staging_sql.c - reads UPDATE DELAYED / DELETE DELAYED statements and
  * writes the staging INSERT of their delayed rule (grammar and output in

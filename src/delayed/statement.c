@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/statement.c - the statement side of delayed rules: when the set holds
  * one, an UPDATE/DELETE DELAYED meets no other rule. It becomes the staging

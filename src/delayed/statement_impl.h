@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/statement_impl.h - what the statement side of delayed rules
  * shares between its files (delayed/statement.c: DELAYED statements;

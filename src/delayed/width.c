@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/width.c - the range check of UPDATE DELAYED values (see
  * delayed/width.h): each SET term's literal, or executed `?` value, is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http/auth.c - who may read /metrics: the bearer token (http_token) and the
  * start-up rule that an address off loopback needs one (http_insecure).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http/http_impl.h - what the HTTP files share privately: the exposition
  * format's pieces, the sum of a worker counter and the access checks.

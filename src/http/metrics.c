@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http/metrics.c - the /metrics page in the Prometheus text exposition
  * format, version 0.0.4 (see http/http.h).

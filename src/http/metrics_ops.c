@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http/metrics_ops.c - the /metrics families of the operations side:
  * rule reloads, time in the SQL front end, paginate outcomes and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http/server.c - the HTTP endpoint (http_listen): /metrics, /health, /ready
  * (see http/http.h; the metrics page itself is in http/metrics.c).

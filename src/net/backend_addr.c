@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/backend_addr.c - where the backend is (net/backend_addr.h): resolved on the main
  * thread at start, then, for a host name, again on a thread of its own

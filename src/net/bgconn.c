@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/bgconn.c - a background thread holding the proxy's own libmysqlclient
  * connection: connect with backoff, session setup, a FIFO of jobs and the

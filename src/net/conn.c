@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/conn.c - non-blocking socket with evbuffers (see net/conn.h).
  * Runs on the thread that owns its event_base; owns the socket and buffers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/conn_fresh.c - relaying without copies: small reads left where they
  * were read, and bytes moved from one conn's input to another's socket.

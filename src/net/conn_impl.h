@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/conn_impl.h - the connection itself, shared by the plain socket code
  * (net/conn.c) and its TLS layer (net/conn_tls.c). Private to src/net/.

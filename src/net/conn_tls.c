@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/conn_tls.c - TLS inside mr_conn (see net/conn.h): a non-blocking
  * handshake, then SSL_read into the input and SSL_write from the output.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/conn_uring.c - the io_uring path of mr_conn (`io = io_uring`): reads
  * and writes of plain conns, one ring per worker thread (see net/uring.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/conn_z.c - the compressed protocol (CLIENT_COMPRESS, zlib, or
  * CLIENT_ZSTD_COMPRESSION_ALGORITHM, zstd) on a conn.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/tls.c - the TLS contexts (see net/tls.h). Main thread at start, and
  * the thread of a reload (net/tls_reload.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/tls_resume.c - the backend context's kept session (see
  * net/tls_resume.h). The kept session serves every worker, so it sits

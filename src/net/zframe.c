@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/zframe.c - frames of the compressed protocol, zlib and zstd (see
  * net/zframe.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/bookmarks.c - the keyset bookmark store (see paginate/bookmarks.h).
  *

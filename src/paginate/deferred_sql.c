@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/deferred_sql.c - deep pages of one table to a deferred join (see
  * paginate/deferred_sql.h): the checks that keep every statement it does not fully

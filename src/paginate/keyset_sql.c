@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/keyset_sql.c - a SELECT as a keyset listing, and its seek form
  * (see paginate/keyset.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/keyset_statement.c - the keyset and auto strategies of paginate rules
  * (see paginate/keyset.h): a deep page of a listing with a bookmark close

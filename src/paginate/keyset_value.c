@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/keyset_value.c - which result columns can carry a keyset
  * bookmark, and their text-protocol values turned back into SQL literals

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/keyset_watch.c - the last row of a page, read as the response
  * streams to the client, becomes a bookmark (see paginate/keyset.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/keyset_writes.c - which tables a statement text may write, for
  * dropping keyset bookmarks (see paginate/keyset.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/rule_kind.c - the paginate kind's entry in the rule-kind table
  * (rules/kind.h): [paginate NAME] sections, checked by paginate/rule_load.c

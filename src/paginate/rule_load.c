@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/rule_load.c - [paginate NAME] sections to paginate rules: checks
  * every key of the section (rules/README.md, "paginate") and fills the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/session_hooks.c - the paginate feature's hooks in a client
  * session (feature/feature.h): what a session does for keyset pagination.

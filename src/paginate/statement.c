@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/statement.c - the statement side of paginate rules: a deep page of
  * the rule's table becomes its deferred join, and a page deeper than the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/statement_impl.h - what the statement side of paginate rules
  * shares between its deferred join (paginate/statement.c) and its keyset

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/codec.c - MySQL/MariaDB protocol readers and builders (see proto/codec.h).
  * Pure, any thread; owns nothing beyond the mr_buf it is handed.

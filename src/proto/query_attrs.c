@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/query_attrs.c - reading a COM_QUERY's query-attribute block
  * (proto/query_attrs.h). The values are skipped by their types with the

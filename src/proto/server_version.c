@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/server_version.c - reads a greeting's version string (see
  * proto/server_version.h): "8.0.36", or MariaDB's "5.5.5-10.6.4-MariaDB".

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/stmt_execute.c - decoding the parameter values of a COM_STMT_EXECUTE
  * (proto/stmt_execute.h).

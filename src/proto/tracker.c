@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/tracker.c - response boundary tracking (see proto/tracker.h).
  * Pure, any thread; each session owns one mr_tracker.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * queue/release.c - release on disconnect and the zombie reaper for queue rules
  * (see queue/release.h for the order of a release and the threads involved).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * queue/release_sql.c - builds the statements of queue rules (see queue/release_sql.h).
  *

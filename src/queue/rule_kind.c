@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * queue/rule_kind.c - the queue kind's entry in the rule-kind table
  * (rules/kind.h): [queue NAME] sections, checked by queue/rule_load.c and

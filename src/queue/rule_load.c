@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * queue/rule_load.c - [queue NAME] sections to queue rules: checks every key
  * of the section (rules/README.md, "queue") and fills the rule's

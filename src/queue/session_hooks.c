@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * queue/session_hooks.c - the queue feature's hooks in a client session
  * (feature/feature.h): when a session ends, the claims its backend

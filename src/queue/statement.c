@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * queue/statement.c - the statement side of queue rules: with skip_locked = yes,
  * `SELECT ... FROM <queue table> ... FOR UPDATE` gets SKIP LOCKED appended

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/compile.c - turns one rule's pattern and replacement into their
  * matching form (digest and literal slots, pcre2 code, replacement

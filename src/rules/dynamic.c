@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/dynamic.c - statements that run SQL of their own (sql/dynamic.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/explain.c - the dry run behind `myrewrite --explain` (see rules/rules.h):
  * runs the matcher with a trace and prints, one item per line, the digest,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/kind_pattern.c - the kinds matched by their compiled pattern
  * (rules/compile.c): rewrite (digest pattern -> replacement), regex (pcre2

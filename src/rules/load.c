@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/load.c - the text of rule files to rules: reads the INI sections,
  * finds each header's kind in the table it was given (rules/kind.h), keeps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/load_keys.c - the value readers every kind shares (rules/kind.h):
  * yes/no, whole numbers, durations, names, name lists and `table = s.t`, each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/match.c - applies a rule set to one COM_QUERY / COM_STMT_PREPARE
  * text (mr_rules_apply) and, with a trace, explains it (rules_run).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/prefilter.c - finds the word a regex cannot match without, so the
  * matcher runs a regex only on statements that contain that word.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/rewrite.c - builds the text a matched rewrite or regex rule sends,
  * and decides whether it may be sent: it must lex as one statement, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/rules_impl.h - what the rules_*.c files share privately: the compiled
  * form of a rule, the rule set with its lookup tables, the loader, the

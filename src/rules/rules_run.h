@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/rules_run.h - the matcher's working state, shared by rules/match.c
  * (finding and trying rules) and rules/rewrite.c (building and checking a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/set.c - the life of a rule set: reading the rules directory in
  * file-name order, assembling the set with its lookup tables and per-shard

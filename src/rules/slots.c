@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/slots.c - finds the source bytes behind every `?` and `(...)` of a
  * statement's digest, so a rewrite can splice the original literals.

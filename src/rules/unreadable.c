@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/unreadable.c - a text the lexer cannot read (an unterminated
  * string or comment, a stray byte such as a NUL in the middle): no rule

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * schema/cache.c - the table descriptions behind schema/cache.h: a hash
  * table of entries with an LRU list, a FIFO of tables to load, DDL holds,

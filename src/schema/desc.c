@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * schema/desc.c - a table's description from information_schema rows, the
  * row key derived from it, and the tables a DDL statement changes (see

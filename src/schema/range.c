@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * schema/range.c - a numeric column's range from its information_schema
  * type, and the comparison of a literal's digits against it (see

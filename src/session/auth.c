@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/auth.c - the authentication exchanges of a session: the login
  * (greeting, HandshakeResponse, auth switch and plugin rounds) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/backend_side.c - the backend side of a session: the greeting (masked
  * before the client sees it), then every backend packet, classified by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/client_side.c - the client side of a session: every client packet:
  * commands start here, refused ones are answered here, and LOCAL INFILE and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/counts.c - what the front end did with one statement, counted
  * for SHOW CLIENTS, SHOW PAGINATION, SHOW DELAYED and /metrics: front-end

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/features.c - the features a session runs, in the order their
  * hooks run (feature/feature.h). Adding a feature adds its folder, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/hooks.c - runs the features' hooks (feature/feature.h) at the
  * points of a session's commands, and acts on what they ask: relay, send

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/park.c - a DELAYED statement whose rule names no key, sent before
  * the schema cache has its table's key (just after a start or a reload, or

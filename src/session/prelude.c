@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/prelude.c - a statement the proxy sends on the session's backend
  * connection ahead of the client's own, whose answer the client never sees.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/prepared.c - the server-side prepared statements whose text the
  * front end acted on. A prepared statement meets the rules once, at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/reload.c - rule loading at start and atomic swap on reload (see session/reload.h).
  * Main thread only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/session.c - one client connection and its own backend connection: life
  * cycle, closing and flow control (see session/session.h; the relay itself is in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/session_impl.h - what the session files share: the session itself, its
  * states and framing, and the functions one half calls in another.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/statement.c - a whole COM_QUERY or COM_STMT_PREPARE meets the
  * front end: digest, rules, and then relayed as written, rewritten, or

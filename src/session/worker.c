@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/worker.c - worker threads (see session/worker.h).
  * Each worker thread runs its own event_base and owns every session on it;

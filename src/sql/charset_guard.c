@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sql/charset_guard.c - the client character sets the byte lexer cannot read,
  * and the SET statements that change a session's (sql/charset_guard.h).

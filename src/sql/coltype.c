@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sql/coltype.c - the grammar of column types a staging table may copy
  * (see sql/coltype.h).

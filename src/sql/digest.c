@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sql/digest.c - statement normalization and FNV-1a 64 hashing.
  * Thread: pure, any thread. Owns nothing; writes only the caller's buffer
  * and keeps all state on the stack. Rules are listed in sql/digest.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sql/dynamic.c - statements that run SQL of their own (see sql/dynamic.h):
  * EXECUTE IMMEDIATE, PREPARE ... FROM, CALL, compound statements.

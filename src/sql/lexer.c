@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sql/lexer.c - MySQL/MariaDB SQL tokenizer and statement splitter.
  * Thread: pure, any thread. Owns nothing; only const tables. Tokens are
  * views into the caller's text; no allocation anywhere. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sql/quote.c - names and string literals in SQL the proxy builds (see
  * sql/quote.h).

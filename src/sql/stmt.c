@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sql/stmt.c - shallow recognizer: statement kind, modifiers, tables and
  * clause token ranges for SELECT/INSERT/REPLACE/UPDATE/DELETE, kind only
  * (plus a target name) for the rest.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats/client_info.c - the per-session snapshots SHOW CLIENTS reads (see
  * stats/client_info.h). Worker threads write their own slots; the admin console

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats/digest_stats.c - per-digest counters of one worker (see stats/digest_stats.h).
  * Worker thread writes; readers lock the table.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats/rule_hits.c - hit counts kept across rule reloads (stats/rule_hits.h): a
  * growing array of (kind, name, hits, last hit), searched linearly; it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats/rule_stats.c - per-rule outcome counters of paginate and delayed rules
  * and the flush-duration histogram (see stats/rule_stats.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats/rule_stats_entry.c - making and freeing one entry of stats/rule_stats.h: the
  * part with no global state, so that the derived-rule registry (a pure

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/fuzz/fuzz.h - what the fuzz targets share: an invariant check that
  * stops the run with a message (libFuzzer then keeps the input as a crash),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_admin.c - the admin console's parsers: its command language
  * (admin/cmd.c) and the login packet it reads from any client that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_codec.c - packet framing and the codec's readers (proto/codec.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/fuzz/fuzz_conn.h - what fuzz_tls.c and fuzz_conn_z.c share: an
  * mr_conn (net/conn.h) on one end of a socketpair, and a hostile peer on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_conn_z.c - a hostile peer's compressed-protocol stream into a conn
  * (net/conn_z.c): frames read from the socket in pieces, reassembled and

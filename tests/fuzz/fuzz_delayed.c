@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_delayed.c - the DELAYED statement reader: UPDATE/DELETE DELAYED
  * read against a delayed rule (delayed/staging_sql.c), the staging INSERT

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_ini.c - the INI reader under the config file and the rules files
  * (base/ini.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_keyset.c - keyset bookmarks from a page's response: column
  * definitions and rows read by the page watch (paginate/keyset_watch.c),

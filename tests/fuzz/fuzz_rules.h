@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/fuzz/fuzz_rules.h - the small fixed rule set the rule-matching
  * and DELAYED targets apply to fuzzed statements: one rule of each kind

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_rules_load.c - the rule-file loader (rules/load.c, rules/compile.c
  * and the INI reader under them), from a buffer as `myrewrite --check`

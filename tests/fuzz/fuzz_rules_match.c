@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_rules_match.c - the rule matcher (rules/match.c and the kinds it
  * calls) with the fixed set of fuzz_rules.h applied to fuzzed statements.

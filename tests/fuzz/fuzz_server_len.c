@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_server_len.c - the unreadable-statement strip: sql_server_len, the
  * length of a COM_QUERY text as MariaDB reads it (the server's own

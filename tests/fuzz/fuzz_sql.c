@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_sql.c - the SQL front end (sql/): lexer, statement splitter,
  * digest, statement recognizer and the client character-set guard.

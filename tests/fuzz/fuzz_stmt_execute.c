@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_stmt_execute.c - the COM_STMT_EXECUTE parameter decoder
  * (proto/stmt_execute.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_tls.c - a hostile TLS client against the proxy's TLS server side
  * (net/conn_tls.c): its own BIO, which serves the bytes read before TLS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_tracker.c - the response tracker (proto/tracker.c) fed whole
  * response streams.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_zframe.c - frames of the compressed protocol (net/zframe.c), as a
  * client would send them: a stream of 7-byte headers and payloads, the

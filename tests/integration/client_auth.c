@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Authentication: handshake with several plugins, failed logins, and
  * COM_CHANGE_USER including the auth-switch exchange it triggers when the

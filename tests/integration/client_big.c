@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Packet boundaries: the protocol splits payloads at 0xFFFFFF bytes, and a
  * payload of exactly 0xFFFFFF is followed by an empty packet.  Queries and

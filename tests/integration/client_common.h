@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Shared pieces of mr_client_test: configuration, check reporting, digests
  * and small libmariadb helpers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Concurrency: many client connections through the proxy at once, each
  * running a mix of statements whose answers depend on that connection's own

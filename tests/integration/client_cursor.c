@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Server-side cursors: COM_STMT_EXECUTE with CURSOR_TYPE_READ_ONLY, then
  * COM_STMT_FETCH in batches of STMT_ATTR_PREFETCH_ROWS, including two

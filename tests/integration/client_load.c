@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * LOAD DATA LOCAL INFILE: the server asks the client for a file in the
  * middle of a COM_QUERY, the client streams it in packets and ends with an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * MariaDB's protocol extensions, relayed by the proxy: progress reports
  * (MARIADB_CLIENT_PROGRESS) during a long ALTER TABLE (those of LOAD DATA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Progress reports (MARIADB_CLIENT_PROGRESS) during LOAD DATA, relayed by
  * the proxy: mariadbd sends them inside the statement's response while it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * COM_QUERY: text result sets, OK/ERR packets, multi-statements and
  * procedures returning several result sets.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * CLIENT_DEPRECATE_EOF on and off, spoken over a plain socket.
  *

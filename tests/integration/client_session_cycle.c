@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What a reconnecting or resetting application pays per operation through
  * the proxy, against direct: a whole session (connect, log in, COM_QUIT

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Prepared statements over the binary protocol: COM_STMT_PREPARE, EXECUTE,
  * SEND_LONG_DATA, RESET and CLOSE, CALL with OUT parameters, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Prepared statements, continued: OUT parameters of a CALL
  * (SERVER_PS_OUT_PARAMS), a 20 MiB parameter sent with COM_STMT_SEND_LONG_DATA,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client_stmt_paginate.c - prepared deep pages through a proxy with paginate
  * rules (run by t_schema.py, which starts that proxy): `LIMIT ?, ?` and

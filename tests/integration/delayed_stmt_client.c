@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed_stmt_client.c - prepared UPDATE DELAYED through libmariadb's own
  * statement API, for t_delayed_memory.py: what a real driver does with the

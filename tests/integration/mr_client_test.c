@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mr_client_test: drives every client command of the MySQL/MariaDB protocol
  * through the proxy with libmariadb and compares what the client sees with a

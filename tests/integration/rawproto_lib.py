@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A minimal MySQL/MariaDB client speaking the wire protocol by hand.
 
 Standard library only. It exists so tests can negotiate what the usual

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Integration test runner.
 #
 #   tests/integration/run.sh [FILTER]

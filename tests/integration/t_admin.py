@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The admin console end to end, through a proxy of its own, against the real mariadbd.
 
 Starts myrewrite on free ports of its own (clients, console) with a rules

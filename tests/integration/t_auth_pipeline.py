@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Commands pipelined into an authentication exchange meet the rules and keep
 the session in step; a client asking for MariaDB extensions the greeting hid
 is served without them.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The proxy follows a backend host name whose address changes (a database container
 restarted by docker compose comes back on a new address).
 

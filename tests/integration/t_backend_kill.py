@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A server that ends a connection mid-command: the client sees what it sees direct.
 
 A second session KILLs the connection while it runs SELECT SLEEP(10), sent as

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A 64 MiB random blob inserted through the proxy as a query parameter and
 read back through the proxy and direct: every copy must hash the same.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """COM_STMT_BULK_EXECUTE (MariaDB array binding) of a statement a feature rule
 rewrote is refused, and nothing of it is applied; other statements' bulk
 executes go to the server.

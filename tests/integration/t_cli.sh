@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The stock mariadb / mariadb-admin clients through the proxy, compared with
 # the same commands sent straight to mariadbd.
 set -uo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # MariaDB's own C API test program (mariadb-client-test, Debian package
 # mariadb-test) against the shared proxy and against mariadbd direct, one
 # case at a time: every case that passes direct must pass through the proxy.

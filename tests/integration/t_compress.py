@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The compressed protocol (CLIENT_COMPRESS, zlib) on the client's leg,
 against the real mariadbd.
 

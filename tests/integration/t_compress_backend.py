@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """backend_compress = yes: the backend leg speaks the compressed protocol
 (zlib, CLIENT_COMPRESS) with the real mariadbd, whatever the client's leg
 speaks.

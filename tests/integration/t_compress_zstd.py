@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """zstd compression (MySQL 8's CLIENT_ZSTD_COMPRESSION_ALGORITHM) on the
 client's leg, against the real mariadbd (which speaks no zstd: the backend
 leg stays plain).

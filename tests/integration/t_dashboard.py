@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The Grafana dashboard (dist/grafana/myrewrite.json) asks only for metrics the proxy serves.
 
 A proxy of its own with a delayed, a paginate, a queue and a rewrite rule gets

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """UPDATE DELAYED / DELETE DELAYED in staged mode, end to end: two proxies of its own with
 delayed rules, the real mariadbd.
 

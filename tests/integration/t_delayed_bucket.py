@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """UPDATE DELAYED with a day/hour bucket column (bucket_column, bucket), end to end: a proxy
 of its own, the real mariadbd.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """UPDATE DELAYED through a proxy that has just started: a delayed rule that names no `key`
 takes the table's primary key from the schema cache, and a statement that arrives before the
 cache has it is parked in its session until it does (delayed_park_timeout), never refused.

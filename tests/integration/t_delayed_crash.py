@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """UPDATE DELAYED when mysqld dies in the middle of a flush: kill -9 of the server, a restart
 on the same datadir, the proxy's flusher reconnecting on its own.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A default delayed rule (table = dflt.*) deriving each table's rule from the schema, end to
 end against the real mariadbd, through a proxy of its own with its own flusher connection:
 

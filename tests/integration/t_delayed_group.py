@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Group commit for staged UPDATE DELAYED (`group_commit = yes`): autocommit statements of many
 sessions staged together, one multi-row INSERT per batch on the proxy's own connections, each
 client answered once its batch has committed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Group commit (`group_commit = yes`) when mysqld dies under load: kill -9 of the server while
 128 clients send UPDATE DELAYED on 10 hot rows, a restart on the same datadir, the clients
 reconnecting on their own.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The loss window of a non-transactional (MyISAM) delayed table, held open on purpose: a proxy
 of its own, killed -9 while its flusher's rows exist only in the flush snapshot.
 

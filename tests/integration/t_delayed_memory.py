@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """UPDATE DELAYED / DELETE DELAYED in mode = memory, FLUSH DELAYED through the proxy, and
 prepared DELAYED statements in staged mode; a proxy of its own, the real mariadbd.
 

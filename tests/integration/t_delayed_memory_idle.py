@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The memory-mode DELAYED flusher's own connection opens only for work.
 
 A proxy of this test's own with one memory-mode rule (flush_interval 1s) and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """UPDATE/DELETE DELAYED on a table no delayed rule covers, against the real mariadbd.
 
 Three proxies of the test's own: no rules at all, a rule set without a delayed rule

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A prepared UPDATE DELAYED of a mode = memory rule without key, executed while DDL on its
 table runs through the proxy (so the schema cache reads the table's key again): the execute
 is parked in its session as a text statement is, never refused with "retry"; a proxy of its

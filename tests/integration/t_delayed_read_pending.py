@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """read_pending on delayed rules: a point read of the counters by the full key through the
 proxy returns the table's value plus the deltas still pending. A proxy of its own
 (proxy_user, the console and /metrics), the real mariadbd.

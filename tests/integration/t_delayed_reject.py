@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Keys the server refuses at flush go to a dead-letter table, the rest is applied: a proxy
 of its own with DELAYED rules on INT counters, the real mariadbd.
 

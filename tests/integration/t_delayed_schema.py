@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """DELAYED rules that name no key, the check of an existing staging table, and the
 LOCK TABLES flush of non-transactional tables, on a proxy of its own (proxy_user set,
 so the schema cache and the flusher run) in front of the real mariadbd.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """UPDATE DELAYED ... SET col = literal in staged mode (set_columns), end to end: a proxy of
 its own with staged delayed rules, the real mariadbd.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """UPDATE DELAYED values wider than their column are refused when the statement arrives, not
 accepted and then sent to the dead-letter table by the flush; a proxy of its own (with the
 schema cache on), the real mariadbd.

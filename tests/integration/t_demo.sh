@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # t_demo.sh - scripts/run.sh's demo, set up from scratch on the test's own
 # ports in the background (MR_RUN_DETACH=1), then its printed walkthrough run
 # line by line as a person would paste it:

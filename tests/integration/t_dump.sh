@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # mariadb-dump through the proxy piped into mariadb through the proxy: the copy
 # must be bit-identical (CHECKSUM TABLE, read direct), and the dump itself
 # must equal one taken straight from mariadbd.

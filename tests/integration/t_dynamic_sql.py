@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Dynamic SQL through the proxy: EXECUTE IMMEDIATE, PREPARE ... FROM, CALL.
 
 Two proxies in front of the test mariadbd, with the same block rules (UPDATE

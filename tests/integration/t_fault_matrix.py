@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Faults between the proxy and mariadbd: what the client sees, what survives.
 
 Each group runs a proxy of its own whose backend address is a cutting relay

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Failure handling, on a private mariadbd ("fault") and a private proxy, both on
 # free ports, so that killing the backend does not disturb other tests.
 #  (a) backend down at connect time -> ERR (2003, SQLSTATE 08S01) "backend unavailable:", proxy lives

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The HTTP endpoint (http_listen): /metrics, /health, /ready, through proxies of its own.
 
   * http_listen is validated (--check) and off by default: no listener; a taken

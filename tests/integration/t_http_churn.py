@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The HTTP endpoint under churn: /metrics and /health requests while clients connect and
 leave as fast as they can, so descriptor numbers the HTTP thread has just closed are taken
 at once by workers' client and backend sockets.

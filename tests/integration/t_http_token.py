@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The HTTP endpoint's bearer token (http_token) and the refusal of an open address without one.
 
   * http_token set: /metrics without an Authorization header, with another scheme, with a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Names the proxy writes into its own SQL cannot carry SQL: a user with rights on one schema
 only names a column so that an unquoted copy of it would end the staging table's column list
 and go on with `SELECT ... FROM secret.s`, then sends UPDATE DELAYED through a proxy whose

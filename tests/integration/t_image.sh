@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The container image, built and run: podman builds docker/Dockerfile
 # (--isolation=chroot) on Debian 12 images imported from the cached
 # debootstrapped root (scripts/debian-base.sh), then the proxy runs from a

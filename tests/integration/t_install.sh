@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Packaging: `cmake --install` into a throwaway prefix, then
 #   * the binary, man page, systemd unit, sysusers entry, example config,
 #     rules, and the licence land where they should, with the unit's paths filled in;

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """io = io_uring (net/conn_uring.c): the socket layer's io_uring backend.
 
 A proxy of the test's own with io = io_uring and two workers. It checks:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """paginate rules with strategy = keyset / auto end to end: a proxy of its own (two
 workers, pages sent over two connections so bookmarks cross workers) in front of the
 real mariadbd.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # MariaDB's regression suite through the proxy, the CI subset: the 40 tests
 # of tests/mtr/ci.list in plain, --ps-protocol and --cursor-protocol mode,
 # compared with direct by tests/mtr/compare.sh (its own two mariadbd and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Settings and limits, each on a proxy of its own in front of the real mariadbd.
 
   * max_connections: the client past the limit gets ERR 1040, the others work;

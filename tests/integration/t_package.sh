@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Debian package, installed where it will run: scripts/package.sh builds
 # myrewrite_<version>_amd64.deb, lintian (when installed) reports no error or
 # warning with a real maintainer address, and apt installs it with its runtime

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """paginate rules (deferred join and max_offset) end to end: a proxy of its own with
 paginate rules in front of the real mariadbd.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Prepared compound statements whose result sets come while a cursor of
 their own is open: no response is cut short.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """pymysql through the proxy, compared with the same work done direct.
 
 Covers the text protocol end to end: typed result sets, multi-statement

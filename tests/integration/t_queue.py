@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Queue tables end to end: two proxies of its own with a queue rule, the real mariadbd.
 
   * worker processes claim batches of 10 through the proxies (UPDATE ... owner =

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Queue tables, the paths t_queue.py does not take; three proxies of its own, the real mariadbd.
 
   * give-up: a session ends while its backend connection waits on a row lock; the

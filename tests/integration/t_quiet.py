@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The proxy's own account does nothing that no rule needs; proxies of this test's own.
 
   * no rules, proxy_user set (an account of this test, mr_quiet): 20 rounds of

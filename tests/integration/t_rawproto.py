@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The proxy is byte-transparent, checked with a hand-written protocol client.
 
 Client libraries never negotiate CLIENT_DEPRECATE_EOF, so the proxy's

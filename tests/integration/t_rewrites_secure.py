@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every kind of rewrite over TLS, over compression and over both: one proxy of its own with
 tls_cert and compression on, and a rule of each kind, driven by three clients:
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """DBA rules end to end through a proxy of its own, against the real mariadbd.
 
 Starts myrewrite on its own port with a rules directory written here, then:

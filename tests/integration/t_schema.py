@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The schema cache end to end: paginate rules without `key` on a proxy of its own
 (with proxy_user, so the cache runs) in front of the real mariadbd.
 

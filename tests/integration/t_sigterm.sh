@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # SIGTERM with a statement in flight: the statement completes normally, the
 # proxy then exits 0, and an idle session does not hold the shutdown up.
 # Needs its own proxy (a free port, backend = main mariadbd); skipped (77) in

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A backend that stops reading must make the proxy stop reading the client.
 
 The mirror of t_slowreader, on a compressed backend leg (backend_compress =

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A slow client reading a ~1 GB result must not make the proxy buffer it.
 
 An unbuffered (SSCursor) client reads 1,000,000 rows of 1000 bytes. For the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # sysbench OLTP load through the proxy: 16 threads for 10 s of
 # oltp_read_write (prepared statements), then a short text-protocol
 # point-select run. Any error or reconnect is a failure; deadlocks (which

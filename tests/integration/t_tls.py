@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """TLS between clients and the proxy, against the real mariadbd.
 
 Makes a CA, a server certificate for 127.0.0.1/localhost and client

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """TLS certificates reloaded while clients keep working, and the proxy's own
 certificate toward the backend, against the real mariadbd.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Statements the proxy cannot read, against the real mariadbd, with raw COM_QUERY packets.
 
 Four proxies of the test's own: block rules (and a delayed rule) under the default

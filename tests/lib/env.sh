@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Shared environment for the integration tests. Source it from bash:
 #   . "$(dirname "$0")/../lib/env.sh"

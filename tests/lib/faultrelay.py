@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """faultrelay - a TCP relay between the proxy and mariadbd that cuts on cue.
 
     relay = FaultRelay(backend_port).start()       # listens on relay.port

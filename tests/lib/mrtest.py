@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Small helpers shared by the Python integration tests.
 
 Settings come from the environment that tests/lib/env.sh exports, so a test

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # MariaDB's own regression suite through the proxy, compared with direct.
 #
 #   tests/mtr/compare.sh [-l LIST] [-m "plain ps cursor"] [-t SECS] [TEST...]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -DARCHIVE=libmyrewrite_pure.a -P check_pure.cmake
 # Fails when any object of the pure archive refers to a pthread_* symbol.
 execute_process(COMMAND nm -A ${ARCHIVE} OUTPUT_VARIABLE syms RESULT_VARIABLE rc)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # check_sql_quoting.sh - fails when an SQL builder of the proxy writes a
 # name or a string literal by hand instead of through sql/quote.h.
 #

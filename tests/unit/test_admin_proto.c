@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_admin_proto.c - unit tests for the admin console's pure parts:
  * admin/proto.c (greeting, login packet, native password check, auth

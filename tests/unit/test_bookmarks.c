@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_bookmarks.c - the keyset bookmark store: nearest bookmark at or
  * before an offset, TTL, the LRU bound per stripe, write generations,

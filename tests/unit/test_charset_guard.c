@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for sql/charset_guard.c: unsafe collations and charset names, and
  * the SET statements that change a session's client character set. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_codec.c - unit tests for base/buf.c and proto/codec.c: framing, primitive
  * readers, OK/EOF/ERR packets, greetings and handshake responses.

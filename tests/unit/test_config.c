@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config.c - unit tests for base/config.c: defaults, value parsing per key
  * type, addresses, `file:line: message` diagnostics and file loading.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_conn_uring.c - net/conn.c on both backends: every case runs with
  * epoll and with the thread's io_uring (net/uring.h), on real sockets:

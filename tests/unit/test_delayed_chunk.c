@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_delayed_chunk.c - a staged flush chunk summed per key and the
  * statements written from it (delayed/chunk.h), with no server: staged rows

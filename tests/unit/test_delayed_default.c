@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_delayed_default.c - default delayed rules (`table = s.*` or `*`):
  * their load-time checks, the plain text a pending table's statement is

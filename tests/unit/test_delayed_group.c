@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_delayed_group.c - the multi-row INSERT of a group-commit batch
  * (delayed/group_sql.h): staging INSERTs joined per column list, in order,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_delayed_mem.c - mode = memory of delayed rules: statements read into
  * batches (values of literals, IN expansion, SET, DELETE, refusals) and

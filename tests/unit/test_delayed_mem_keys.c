@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_delayed_mem_keys.c - mode = memory rules without `key`: the loader
  * takes them; a statement reads the primary key from the schema source

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_delayed_read.c - read_pending's point reads (delayed/read_sql.h,
  * delayed/read_take.c): the one shape rewritten, staged and memory mode,

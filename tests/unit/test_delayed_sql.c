@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_delayed_sql.c - UPDATE/DELETE DELAYED through a delayed rule: every
  * accepted form and its staging INSERT, every refusal and its message,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_delayed_width.c - column ranges read from information_schema types
  * (schema/range.h) and UPDATE DELAYED values wider than their column

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_duration.c - the one duration grammar of settings and rule files
  * (base/duration.h).

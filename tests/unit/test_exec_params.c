@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_exec_params.c - decoding COM_STMT_EXECUTE parameters from hand-built
  * packets: types bound and reused, NULLs, integers of each width and sign,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_ini.c - unit tests for base/ini.c: sections, pairs, comments,
  * continuation lines, line numbers and syntax errors.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_paginate_keyset.c - keyset pagination without a server: listings
  * (what makes two pages the same listing), the seek text for ASC, DESC,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_paginate_sql.c - paginate rules: the deferred join of every accepted
  * shape (aliases, t.*, expressions, WHERE, DESC, mixed directions, ties,

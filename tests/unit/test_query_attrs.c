@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_query_attrs.c - the query-attribute block of a COM_QUERY under
  * CLIENT_QUERY_ATTRIBUTES (proto/query_attrs.c), on packets built by hand

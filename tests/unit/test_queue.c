@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_queue.c - queue rules: loading and its errors, the statements the
  * release and the reaper send, the server version decision for SKIP

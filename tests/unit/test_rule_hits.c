@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rule_hits.c - hit counts folded from a replaced rule set into the
  * next one by rule kind and name (stats/rule_hits.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rules.h - helpers shared by the test_rules_*.c programs: load rules
  * from a string while capturing diagnostics, apply them, and check output.

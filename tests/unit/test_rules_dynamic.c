@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rules_dynamic.c - statements that run SQL of their own: what
  * sql_dynamic_find sees in each form and the bytes sql_dynamic_text reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rules_load.c - loading rule files: defaults, every diagnostic with
  * its file:line, reporting all errors at once, directories and ordering.

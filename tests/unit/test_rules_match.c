@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rules_match.c - applying rules end to end on statement strings:
  * each kind, filters, ordering, continue, log_only, multi-statement text,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rules_prefilter.c - the regex prefilter: which word is derived from
  * a pattern (and when none may be), and that a regex whose word is absent

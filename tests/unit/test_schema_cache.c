@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_schema_cache.c - the schema cache's bookkeeping without a server (its
  * loader keeps failing to connect to a closed port, so nothing ever loads):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_schema_desc.c - a table's description from information_schema rows
  * and the row key chosen from it (primary key, else the narrowest unique NOT

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sql_digest.c - unit tests for statement normalization and hashing:
  * expected normalized text, hash equality across literal/whitespace/
  * comment/case variants, inequality otherwise, truncation, errors.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sql_lexer.c - unit tests for the SQL tokenizer and splitter:
  * a corpus of hostile statements with expected token kinds and texts,
  * keyword table checks, bulk-API outcomes, splitting, and a seeded

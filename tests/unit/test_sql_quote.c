@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_sql_quote.c - names and string literals in the proxy's own SQL
  * (sql/quote.c), and the column types a staging table may copy

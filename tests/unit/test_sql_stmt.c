@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sql_stmt.c - unit tests for the statement recognizer: UPDATE and
  * DELETE (with DELAYED and friends), SELECT LIMIT forms, joins, subqueries,
  * locking clauses, INSERT shapes, other kinds, multi-statement input and

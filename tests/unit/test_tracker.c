@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_tracker.c - unit tests for proto/tracker.c: every response shape is a
  * sequence of server packets built by hand and fed the way the session

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_tracker_mariadb.c - unit tests for proto/tracker.c under MariaDB's
  * protocol extensions: progress reports inside a response, the answers to

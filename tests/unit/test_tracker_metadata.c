@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_tracker_metadata.c - unit tests for proto/tracker.c under MySQL 8's
  * CLIENT_OPTIONAL_RESULTSET_METADATA: every column count carries a

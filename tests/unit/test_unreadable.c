@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_unreadable.c - texts the lexer cannot read: what the server ignores
  * at the end of a statement (sql_server_len, checked against MariaDB 10.11

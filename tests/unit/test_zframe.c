@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_zframe.c - unit tests for net/zframe.c: frame headers, a round
  * trip through deflate and inflate (zlib and zstd), what is stored rather

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tracker_packets.h - server packets built by hand for the response-tracker
  * unit tests (test_tracker_*.c), each fed to the tracker as the session

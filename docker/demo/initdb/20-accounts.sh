@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs once, on the first start of the compose demo's MariaDB: the app may use
 # the demo schema; the proxy's own account gets the privileges
 # doc/proxy-account.md lists, its password from the same secret the proxy

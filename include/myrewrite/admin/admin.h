@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/admin.h - the admin console: a second listener (admin_listen, loopback
  * only) speaking the MySQL protocol, so `mariadb -h127.0.0.1 -P6034 -u admin

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/cmd.h - the admin console's command language and the merging of
  * per-worker digest counters into one top list.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/proto.h - the wire side of the admin console: the greeting the
  * proxy itself sends, the client's login packet, mysql_native_password

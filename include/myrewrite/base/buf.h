@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/buf.h - growable byte builder with a sticky failure flag.
  *

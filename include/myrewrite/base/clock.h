@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/clock.h - the few clock readings the proxy needs, in one place: monotonic
  * time for intervals and deadlines, wall-clock time for what operators read,

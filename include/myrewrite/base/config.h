@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/config.h - the proxy's settings: one table of keys, an INI loader and
  * command-line overrides.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/diag.h - where configuration and rule-file problems are reported, each as
  * `file:line: message`.

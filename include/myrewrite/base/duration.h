@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/duration.h - the one grammar of durations, for settings and rule
  * files alike: a number, whole or with a fraction, then us, ms, s, m or h,

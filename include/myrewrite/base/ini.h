@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/ini.h - the INI reader behind the config file and the rules files.
  *

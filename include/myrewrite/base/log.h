@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/log.h - leveled log lines on stderr: time, level, connection id, text.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base/proxy.h - the process-wide runtime shared by the listener and workers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/rule_kinds.h - the kinds of rule the proxy knows: the table handed to
  * the rule loader (rules/kind.h), assembled here, above every kind's folder,

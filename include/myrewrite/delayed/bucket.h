@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/bucket.h - the time bucket of a delayed rule (rules/README.md,
  * "bucket_column"): the key column the proxy fills with the UTC day or hour

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/derive.h - the tables whose delayed rule a default rule derives
  * from the schema (rules/README.md, "Default rule: derived from the schema").

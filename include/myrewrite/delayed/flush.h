@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/flush.h - the staging tables of delayed rules and the flusher that
  * applies them to their main tables (rules/README.md, "delayed").

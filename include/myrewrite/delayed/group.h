@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/group.h - group commit for staged UPDATE DELAYED: autocommit
  * statements of many sessions are staged together, one multi-row INSERT

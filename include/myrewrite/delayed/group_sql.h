@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/group_sql.h - the multi-row INSERT of a group-commit batch: the
  * staging INSERTs of several sessions' UPDATE DELAYED statements

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/mem.h - mode = memory of delayed rules: the deltas of UPDATE /
  * DELETE DELAYED are kept in the proxy's memory, coalesced per key, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/mem_keys.h - the key columns of a memory-mode table whose rule
  * names no `key`: the table's primary key, learned from the schema cache

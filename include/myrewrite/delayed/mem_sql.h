@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/mem_sql.h - the statements the memory-mode flusher sends
  * (delayed/mem_flush.c): one key's net effect per row, written as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/read_sql.h - read_pending of a staged delayed rule: a point read
  * of the rule's counters by the full key, rewritten so that one statement

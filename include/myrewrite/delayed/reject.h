@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/reject.h - the dead-letter place of delayed rules: keys whose
  * flushed change the server refuses for its data (a sum out of the

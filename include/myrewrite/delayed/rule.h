@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/rule.h - a delayed rule's settings ([delayed NAME] in a rules file).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/staging_sql.h - UPDATE DELAYED / DELETE DELAYED to the staging INSERT of a
  * `delayed` rule (rules/README.md, "delayed").

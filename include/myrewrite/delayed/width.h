@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/width.h - UPDATE DELAYED values wider than their column, refused
  * when the statement arrives: a delta `col = col + N` whose |N| exceeds

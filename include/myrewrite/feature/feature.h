@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * feature/feature.h - what a feature (paginate, delayed, queue...) may do in
  * a client session: the hooks it registers and the small view of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http/http.h - the optional HTTP endpoint for operators: /metrics (Prometheus
  * text format), /health (the process runs) and /ready (the backend accepts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/backend_addr.h - where the backend mysqld is.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/bgconn.h - a background thread with the proxy's own connection to the
  * backend (libmysqlclient), for work that must not run on a worker: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/conn.h - a non-blocking socket with an input and an output evbuffer.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/tls.h - the proxy's TLS contexts, built from the settings on the main
  * thread at start (every file is read there, never on a worker), then shared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/tls_reload.h - the TLS contexts in force, and their reload.
  *

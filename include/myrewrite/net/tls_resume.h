@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/tls_resume.h - resumed TLS handshakes toward the backend, and the
  * handshake counts of both legs.

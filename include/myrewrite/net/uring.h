@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/uring.h - the worker's io_uring (`io = io_uring`): once started on a
  * thread, the plain conns made there on that event_base read by multishot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net/zframe.h - frames of the compressed protocol (CLIENT_COMPRESS: zlib;
  * CLIENT_ZSTD_COMPRESSION_ALGORITHM: zstd).

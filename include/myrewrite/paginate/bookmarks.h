@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/bookmarks.h - the keyset bookmark store: for each listing, where the pages
  * the proxy relayed ended (row position and the order's values there), so a

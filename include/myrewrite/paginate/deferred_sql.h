@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/deferred_sql.h - deep pagination of one table: decides whether a SELECT
  * is a deep page a paginate rule takes, and builds its deferred join

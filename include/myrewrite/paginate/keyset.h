@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/keyset.h - keyset pagination: a deep page of a listing the proxy
  * has seen before becomes a seek from the last row of an earlier page

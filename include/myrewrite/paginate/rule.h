@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/rule.h - a paginate rule's settings ([paginate NAME] in a rules file).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/session_hooks.h - the paginate feature's hooks in a client session
  * (feature/feature.h), listed in session/features.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/stats.h - gauges of deep pagination for SHOW PAGINATION and
  * /metrics (the per-worker counters are in base/counters.h). Any thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/codec.h - the MySQL/MariaDB client/server protocol as a pure layer.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/cursor.h - a read position in a packet body, for the readers of
  * proto/ that walk a body field by field (the execute decoder, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/query_attrs.h - the query-attribute block that heads a COM_QUERY's
  * argument when the session negotiated CLIENT_QUERY_ATTRIBUTES (MySQL 8):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/server_version.h - what the version string of a server's greeting
  * says it supports.

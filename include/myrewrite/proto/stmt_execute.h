@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/stmt_execute.h - the parameter values of a COM_STMT_EXECUTE (binary
  * protocol: null bitmap, new-params-bound flag, the types when the flag is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * queue/release.h - queue tables (rules/README.md, "queue"): claims of a session
  * that ends are released on the proxy's own connection, and a reaper

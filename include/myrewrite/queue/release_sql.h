@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * queue/release_sql.h - the statements the proxy sends for queue rules: release of
  * one owner's claims, the reaper's search and release, its advisory lock.

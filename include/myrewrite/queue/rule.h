@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * queue/rule.h - a queue rule's settings ([queue NAME] in a rules file).
  *

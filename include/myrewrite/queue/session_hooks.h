@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * queue/session_hooks.h - the queue feature's hooks in a client session
  * (feature/feature.h), listed in session/features.c.

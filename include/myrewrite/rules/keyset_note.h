@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/keyset_note.h - what the keyset strategy of a paginate rule decided
  * for one statement (mr_match_result.keyset): the listing the page belongs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/kind.h - the rule-kind interface: what a kind of rule ([rewrite ...],
  * [delayed ...], ...) gives the rules layer through one table entry, and what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/kind_list.h - every kind of rule the proxy knows, in one list: the
  * only place a kind is registered. X(TAG, entry) per kind, in the order

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules/rules.h - DBA rule files (rules/NAME.rules) and the matcher that applies them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * schema/cache.h - what the proxy knows about the backend's tables: for
  * each table a rule asked about, its description (schema/desc.h) and row

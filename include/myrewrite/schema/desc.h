@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * schema/desc.h - one table as information_schema describes it (columns
  * with nullability, primary key, unique and secondary indexes, engine), and

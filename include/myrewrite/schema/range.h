@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * schema/range.h - the values a numeric column can hold, read from
  * information_schema.COLUMNS (DATA_TYPE and COLUMN_TYPE), and whether a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/reload.h - loading the rule files at start and swapping them on SIGHUP.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session/worker.h - worker threads, one libevent event_base each.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sql/charset_guard.h - which sessions the SQL front end must not rewrite.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sql/coltype.h - which column types the proxy copies into a staging
  * table's CREATE TABLE.

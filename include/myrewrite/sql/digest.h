@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sql/digest.h - normalized statement text and 64-bit hash, for grouping
  * statements that differ only in literals, whitespace, comments and
  * keyword case.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sql/dynamic.h - statements that run SQL of their own: which SQL, when
  * the text shows it.
  * Thread: pure, any thread. Owns nothing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sql/lexer.h - MySQL/MariaDB SQL tokenizer and statement splitter.
  * Thread: pure, any thread. Owns nothing: every token is an (offset,
  * length) view into the caller's text, which is never copied or changed.

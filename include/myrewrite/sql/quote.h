@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sql/quote.h - the one way the proxy writes a name or a string into SQL it
  * builds itself (staging and flush statements, queue releases, pagination

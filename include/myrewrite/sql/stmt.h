@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sql/stmt.h - shallow statement recognizer over sql_lexer tokens: kind,
  * modifiers, target tables and clause positions, so later code can splice
  * whole tokens (remove DELAYED, add or change a LIMIT, ...).

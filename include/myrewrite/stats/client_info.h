@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats/client_info.h - what SHOW CLIENTS reports about each client session,
  * published by the worker that owns the session for the admin console to

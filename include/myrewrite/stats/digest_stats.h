@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats/digest_stats.h - per-digest statement counters of one worker.
  *

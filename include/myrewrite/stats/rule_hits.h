@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats/rule_hits.h - rule hit counts that outlive a rules reload. A rule set
  * counts its hits per worker shard (rules/rules.h); when the last reference to a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats/rule_stats.h - what paginate and delayed rules did, by rule name, for
  * SHOW PAGINATION, SHOW DELAYED and /metrics: counters that outlive a
