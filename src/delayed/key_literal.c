@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "myrewrite/delayed/width.h"
+#include "myrewrite/sql/token_value.h"
 
 #define DOUBLE_DIGITS 15 /* a DOUBLE holds every decimal of up to 15 significant digits */
 
@@ -308,7 +309,7 @@ bool mr_delayed_keys_comparable(const char *text, const sql_token *tok, const mr
         const mr_delayed_key *key = &d->key[k];
         char col[MR_SD_NAME];
         mr_col_range r;
-        if (!mr_sd_token_name(text, &tok[key->col], col) ||
+        if (!sql_tok_name(&tok[key->col], text, col, sizeof col) ||
             src->column_range(src->arg, def->schema, def->table, col, &r) != MR_RANGE_KNOWN)
             continue;
         for (uint32_t i = key->first, next; i < key->end; i = next + 1) {
