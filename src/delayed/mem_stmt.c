@@ -16,6 +16,7 @@
 
 #include "myrewrite/base/clock.h"
 #include "myrewrite/delayed/bucket.h"
+#include "myrewrite/sql/token_value.h"
 
 static bool is_counter(const mr_delayed_def *def, const char *name)
 {
@@ -138,33 +139,6 @@ static bool put_hex(mr_buf *out, const char *p, size_t n)
     return true;
 }
 
-/* The value of a quoted string: quotes off, doubled quotes and (unless
- * no_backslash) backslash escapes resolved as mysqld resolves them. */
-static void put_string(mr_buf *out, const char *p, size_t n, bool no_backslash)
-{
-    char q = p[0];
-    for (size_t i = 1; i + 1 < n; i++) {
-        char c = p[i];
-        if (c == q) { /* doubled quote */
-            i++;
-        } else if (c == '\\' && !no_backslash && i + 2 < n) {
-            c = p[++i];
-            switch (c) {
-            case '0': c = '\0'; break;
-            case 'b': c = '\b'; break;
-            case 'n': c = '\n'; break;
-            case 'r': c = '\r'; break;
-            case 't': c = '\t'; break;
-            case 'Z': c = '\032'; break;
-            case '%':
-            case '_': mr_buf_put_u8(out, '\\'); break; /* kept, as mysqld does */
-            default: break;
-            }
-        }
-        mr_buf_put_u8(out, (uint8_t)c);
-    }
-}
-
 /* A number as written, leading zeros of its integer part dropped. */
 static void put_number(mr_buf *out, bool minus, const char *p, size_t n)
 {
@@ -202,7 +176,10 @@ static bool put_value(const rd *r, uint32_t i, uint32_t end, mr_buf *out)
         break;
     case SQL_TOK_STRING:
         if (!(t->flags & SQL_TF_INTRODUCER)) {
-            put_string(out, p, t->len, r->no_backslash);
+            size_t at = out->len; /* room for the value, never longer than the token */
+            mr_buf_put(out, p, t->len);
+            if (!out->failed)
+                out->len = at + sql_tok_string(t, text, !r->no_backslash, (char *)out->data + at);
             return true;
         }
         return mr_delayed_fail(err, errlen,

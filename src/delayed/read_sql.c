@@ -19,6 +19,7 @@
 
 #include "myrewrite/delayed/mem_sql.h"
 #include "myrewrite/sql/quote.h"
+#include "myrewrite/sql/token_value.h"
 
 /* What a plain point read may not have: anything that makes it more than
  * one row of one table read by its key. */
@@ -50,19 +51,14 @@ static bool why_not(char *why, size_t whylen, const char *fmt, ...)
  * in any case as MariaDB compares column names. */
 static bool names_column(const char *text, const sql_token *t, const char *name)
 {
-    const char *p;
-    size_t n;
-    if (t->kind == SQL_TOK_WORD && (sql_kw_flags((sql_kw)t->id) & SQL_KWF_RESERVED))
-        return false;
-    return sql_tok_name(t, text, &p, &n) && n == strlen(name) && strncasecmp(p, name, n) == 0;
+    char nm[MR_SQL_NAME_BUF];
+    return sql_tok_name(t, text, nm, sizeof nm) && strcasecmp(nm, name) == 0;
 }
 
 static bool plain_name(const char *text, const sql_token *t)
 {
-    const char *p;
-    size_t n;
-    return !(t->kind == SQL_TOK_WORD && (sql_kw_flags((sql_kw)t->id) & SQL_KWF_RESERVED)) &&
-           sql_tok_name(t, text, &p, &n);
+    char nm[MR_SQL_NAME_BUF];
+    return sql_tok_name(t, text, nm, sizeof nm);
 }
 
 bool mr_delayed_read_table(const char *text, const sql_token *tok, const sql_stmt *st,

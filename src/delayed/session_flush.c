@@ -35,6 +35,7 @@
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/sql/lexer.h"
+#include "myrewrite/sql/token_value.h"
 
 #define FLUSH_WAIT_MS 30000
 
@@ -58,24 +59,6 @@ static bool word_is(const char *sql, const sql_token *t, const char *w)
 {
     return t->kind == SQL_TOK_WORD && t->len == strlen(w) &&
            strncasecmp(sql + t->off, w, t->len) == 0;
-}
-
-/* A name token (bare or `quoted`) into buf; false when it is not one. */
-static bool name_of(const char *sql, const sql_token *t, char *buf, size_t cap)
-{
-    const char *p = sql + t->off;
-    size_t n = t->len;
-    if (t->kind == SQL_TOK_QIDENT && n >= 2 && p[0] == '`' && !(t->flags & SQL_TF_ESCAPED)) {
-        p++;
-        n -= 2;
-    } else if (t->kind != SQL_TOK_WORD) {
-        return false;
-    }
-    if (n == 0 || n >= cap)
-        return false;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    return true;
 }
 
 /* FLUSH DELAYED [[schema.]tbl] [;]: 1 with schema/table filled (empty
@@ -102,9 +85,9 @@ static int read_flush(const char *sql, size_t len, unsigned lex_flags, char *sch
     if (n == 2)
         return 1;
     if (n == 3)
-        return name_of(sql, &t[2], table, cap) ? 1 : -1;
-    if (n == 5 && t[3].kind == SQL_TOK_DOT && name_of(sql, &t[2], schema, cap) &&
-        name_of(sql, &t[4], table, cap))
+        return sql_tok_name(&t[2], sql, table, cap) ? 1 : -1;
+    if (n == 5 && t[3].kind == SQL_TOK_DOT && sql_tok_name(&t[2], sql, schema, cap) &&
+        sql_tok_name(&t[4], sql, table, cap))
         return 1;
     return -1;
 }

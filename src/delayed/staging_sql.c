@@ -11,6 +11,7 @@
 
 #include "myrewrite/delayed/bucket.h"
 #include "myrewrite/sql/quote.h"
+#include "myrewrite/sql/token_value.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,43 +51,6 @@ static uint32_t skip(const sql_token *tok, uint32_t i, uint32_t end)
     while (i < end && tok[i].kind == SQL_TOK_COMMENT)
         i++;
     return i;
-}
-
-/* The name a token spells (bare word that is not reserved, or quoted with
- * ` or " and no doubled quote), copied to buf; false otherwise. */
-/* A quoted name's text: the quote character doubled inside stands for one
- * (`a``b` is a`b), as mysqld reads it. */
-static bool quoted_name(const char *p, size_t n, char buf[NAME_MAX_LEN + 1])
-{
-    size_t w = 0;
-    if (n < 3)
-        return false;
-    for (size_t i = 1; i + 1 < n; i++) {
-        if (p[i] == p[0] && (i + 2 >= n || p[++i] != p[0]))
-            return false; /* a lone quote: not one name */
-        if (w == NAME_MAX_LEN)
-            return false;
-        buf[w++] = p[i];
-    }
-    buf[w] = '\0';
-    return true;
-}
-
-/* The name a token spells (bare word that is not reserved, or quoted with
- * ` or "), copied to buf; false otherwise. */
-static bool tok_name(const char *text, const sql_token *t, char buf[NAME_MAX_LEN + 1])
-{
-    const char *p = text + t->off;
-    size_t n = t->len;
-    if (t->kind == SQL_TOK_QIDENT)
-        return quoted_name(p, n, buf);
-    if (t->kind != SQL_TOK_WORD || (sql_kw_flags((sql_kw)t->id) & SQL_KWF_RESERVED))
-        return false;
-    if (n > NAME_MAX_LEN)
-        return false;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    return true;
 }
 
 static bool is_op(const sql_token *t, sql_op op) { return t->kind == SQL_TOK_OP && t->id == op; }
@@ -180,9 +144,9 @@ static bool read_table(const char *text, const sql_token *tok, const sql_stmt *s
     char nm[NAME_MAX_LEN + 1];
     const sql_table_ref *ref = &st->tables[0];
     if (st->ntables != 1 || ref->derived || ref->name == SQL_NONE ||
-        !tok_name(text, &tok[ref->name], nm))
+        !sql_tok_name(&tok[ref->name], text, nm, sizeof nm))
         return fail(err, errlen, "%s takes one table named plainly", verb(d));
-    if (ref->schema != SQL_NONE && !tok_name(text, &tok[ref->schema], nm))
+    if (ref->schema != SQL_NONE && !sql_tok_name(&tok[ref->schema], text, nm, sizeof nm))
         return fail(err, errlen, "%s: the schema name could not be read", verb(d));
     uint32_t words = 0;
     for (uint32_t i = ref->span.first; i < ref->span.end; i++)
@@ -200,7 +164,7 @@ static bool read_assign(const char *text, const sql_token *tok, const sql_assign
 {
     char col[NAME_MAX_LEN + 1], again[NAME_MAX_LEN + 1];
     uint32_t c = skip(tok, a->column.first, a->column.end);
-    if (c >= a->column.end || !tok_name(text, &tok[c], col) ||
+    if (c >= a->column.end || !sql_tok_name(&tok[c], text, col, sizeof col) ||
         skip(tok, c + 1, a->column.end) != a->column.end)
         return fail(err, errlen, "UPDATE DELAYED: SET takes plain column names");
     uint32_t e = a->expr.end;
@@ -209,7 +173,8 @@ static bool read_assign(const char *text, const sql_token *tok, const sql_assign
         *out = (mr_delayed_set){.col = c, .num = i, .is_set = true};
         return true;
     }
-    bool ok = i < e && tok_name(text, &tok[i], again) && strcasecmp(col, again) == 0;
+    bool ok =
+        i < e && sql_tok_name(&tok[i], text, again, sizeof again) && strcasecmp(col, again) == 0;
     uint32_t op = ok ? skip(tok, i + 1, e) : e;
     ok = op < e && (is_op(&tok[op], SQL_OP_PLUS) || is_op(&tok[op], SQL_OP_MINUS));
     uint32_t num = ok ? skip(tok, op + 1, e) : e;
@@ -273,7 +238,7 @@ static bool read_term(const char *text, const sql_token *tok, uint32_t i, uint32
 {
     char nm[NAME_MAX_LEN + 1];
     mr_delayed_key *k = &d->key[d->nkey];
-    if (i >= end || !tok_name(text, &tok[i], nm))
+    if (i >= end || !sql_tok_name(&tok[i], text, nm, sizeof nm))
         return fail(err, errlen, "%s: WHERE takes key = literal terms joined by AND", verb(d));
     k->col = i;
     uint32_t j = skip(tok, i + 1, end);
@@ -339,11 +304,11 @@ bool mr_delayed_table_is(const char *text, const sql_token *tok, const mr_delaye
                          const char *default_schema, const mr_delayed_def *def)
 {
     char nm[NAME_MAX_LEN + 1];
-    if (!tok_name(text, &tok[d->table], nm) || strcmp(nm, def->table) != 0)
+    if (!sql_tok_name(&tok[d->table], text, nm, sizeof nm) || strcmp(nm, def->table) != 0)
         return false;
     if (d->schema == SQL_NONE)
         return default_schema && strcmp(default_schema, def->schema) == 0;
-    return tok_name(text, &tok[d->schema], nm) && strcmp(nm, def->schema) == 0;
+    return sql_tok_name(&tok[d->schema], text, nm, sizeof nm) && strcmp(nm, def->schema) == 0;
 }
 
 bool mr_delayed_strip(const char *text, size_t len, const sql_token *tok, const sql_stmt *st,
@@ -364,10 +329,10 @@ bool mr_delayed_strip(const char *text, size_t len, const sql_token *tok, const 
 bool mr_delayed_names(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
                       const char *default_schema, char *schema, char *table)
 {
-    if (!tok_name(text, &tok[d->table], table))
+    if (!sql_tok_name(&tok[d->table], text, table, NAME_MAX_LEN + 1))
         return false;
     if (d->schema != SQL_NONE)
-        return tok_name(text, &tok[d->schema], schema);
+        return sql_tok_name(&tok[d->schema], text, schema, NAME_MAX_LEN + 1);
     if (!default_schema || strlen(default_schema) > NAME_MAX_LEN)
         return false;
     memcpy(schema, default_schema, strlen(default_schema) + 1);
@@ -378,9 +343,9 @@ void mr_delayed_no_rule(const char *text, const sql_token *tok, const mr_delayed
                         const char *default_schema, char *err, size_t errlen)
 {
     char sch[NAME_MAX_LEN + 1], tbl[NAME_MAX_LEN + 1];
-    if (!tok_name(text, &tok[d->table], tbl))
+    if (!sql_tok_name(&tok[d->table], text, tbl, sizeof tbl))
         tbl[0] = '\0';
-    if (d->schema != SQL_NONE && tok_name(text, &tok[d->schema], sch))
+    if (d->schema != SQL_NONE && sql_tok_name(&tok[d->schema], text, sch, sizeof sch))
         default_schema = sch;
     /* the rule to paste is a default rule for the table's schema, never
      * `table = *`: covering every schema is the DBA's choice to make */
@@ -421,7 +386,7 @@ static bool check_columns(const char *text, const sql_token *tok, const mr_delay
 {
     char nm[NAME_MAX_LEN + 1];
     for (unsigned i = 0; i < d->nset; i++) {
-        tok_name(text, &tok[d->set[i].col], nm);
+        sql_tok_name(&tok[d->set[i].col], text, nm, sizeof nm);
         int c = find_name(def->columns, def->ncolumns, nm);
         if (d->set[i].is_set) {
             int s = find_name(def->set_columns, def->nset_columns, nm);
@@ -452,7 +417,7 @@ static bool check_keys(const char *text, const sql_token *tok, const mr_delayed_
     char nm[NAME_MAX_LEN + 1];
     unsigned seen = 0;
     for (unsigned i = 0; i < d->nkey; i++) {
-        tok_name(text, &tok[d->key[i].col], nm);
+        sql_tok_name(&tok[d->key[i].col], text, nm, sizeof nm);
         key[i] = find_name(def->keys, def->nkeys, nm);
         if (key[i] < 0)
             return fail(err, errlen, "%s on %s.%s: %s is not a key column of the rule", verb(d),
@@ -524,7 +489,7 @@ static uint64_t set_mask_of(const char *text, const sql_token *tok, const mr_del
     char nm[NAME_MAX_LEN + 1];
     uint64_t mask = 0;
     for (unsigned i = 0; i < d->nset; i++) {
-        if (!d->set[i].is_set || !tok_name(text, &tok[d->set[i].col], nm))
+        if (!d->set[i].is_set || !sql_tok_name(&tok[d->set[i].col], text, nm, sizeof nm))
             continue;
         int s = find_name(def->set_columns, def->nset_columns, nm);
         if (s >= 0 && s < 64)
@@ -557,7 +522,7 @@ static void put_columns(const writer *w, const mr_delayed_stmt *d, const mr_dela
     mr_sql_put_ident(b, def->staging_table);
     mr_buf_put(b, " (", 2);
     for (unsigned i = 0; i < d->nset; i++) {
-        if (!tok_name(w->text, &w->tok[d->set[i].col], nm))
+        if (!sql_tok_name(&w->tok[d->set[i].col], w->text, nm, sizeof nm))
             nm[0] = '\0'; /* read once already by check_columns */
         put_column_of(b, def, &d->set[i], col[i], nm);
         mr_buf_put(b, ", ", 2);

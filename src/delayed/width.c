@@ -6,6 +6,7 @@
  * Pure, any thread.
  */
 #include "myrewrite/delayed/width.h"
+#include "myrewrite/sql/token_value.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -102,7 +103,7 @@ static bool term_fits(const char *text, const sql_token *tok, const mr_delayed_s
     value v;
     value_at(text, tok, s->num, params, &v);
     mr_col_range r;
-    if (!v.known || !mr_sd_token_name(text, &tok[s->col], col) ||
+    if (!v.known || !sql_tok_name(&tok[s->col], text, col, MR_SD_NAME) ||
         src->column_range(src->arg, def->schema, def->table, col, &r) != MR_RANGE_KNOWN)
         return true;
     mr_fit fit =

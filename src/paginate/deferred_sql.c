@@ -12,6 +12,7 @@
 
 #include "myrewrite/paginate/deferred_sql.h"
 #include "myrewrite/sql/quote.h"
+#include "myrewrite/sql/token_value.h"
 
 /* Flags that mean the statement is not read whole: never touched. */
 #define UNREADABLE                                                                                 \
@@ -58,20 +59,12 @@ static uint32_t last_of(const pg *P, uint32_t first, uint32_t end)
     return i;
 }
 
-/* The name a WORD or `quoted` token stands for; false for anything else
- * (and for quoted names holding a backtick). */
-static bool ident(const pg *P, uint32_t i, const char **p, size_t *n)
-{
-    return sql_tok_name(&P->tok[i], P->text, p, n);
-}
-
 static bool name_is(const pg *P, uint32_t i, const char *want, bool anycase)
 {
-    const char *p;
-    size_t n;
-    if (i == SQL_NONE || !ident(P, i, &p, &n) || strlen(want) != n)
+    char name[MR_SQL_NAME_BUF];
+    if (i == SQL_NONE || !sql_tok_name(&P->tok[i], P->text, name, sizeof name))
         return false;
-    return anycase ? strncasecmp(p, want, n) == 0 : memcmp(p, want, n) == 0;
+    return anycase ? strcasecmp(name, want) == 0 : strcmp(name, want) == 0;
 }
 
 /* A LIMIT operand that is a plain whole number (saturating at UINT64_MAX). */
@@ -260,13 +253,12 @@ static uint32_t item_alias(const pg *P, uint32_t first, uint32_t end, bool *quot
 /* Does any identifier of the ORDER BY name the alias token a? */
 static bool order_uses(const pg *P, uint32_t a)
 {
-    const char *ap, *p;
-    size_t an, n;
-    if (!ident(P, a, &ap, &an))
+    char alias[MR_SQL_NAME_BUF], name[MR_SQL_NAME_BUF];
+    if (!sql_tok_name(&P->tok[a], P->text, alias, sizeof alias))
         return true; /* unreadable alias: assume the worst */
     sql_range r = P->st->order_by.body;
     for (uint32_t i = r.first; i < r.end; i++)
-        if (ident(P, i, &p, &n) && n == an && strncasecmp(p, ap, n) == 0)
+        if (sql_tok_name(&P->tok[i], P->text, name, sizeof name) && strcasecmp(name, alias) == 0)
             return true;
     return false;
 }
@@ -316,16 +308,15 @@ static uint32_t order_column(const pg *P, const sql_order_item *it)
                 return SQL_NONE;
             t[n++] = i;
         }
-    const char *p;
-    size_t len;
+    char name[MR_SQL_NAME_BUF];
     if (n == 1)
-        return ident(P, t[0], &p, &len) ? t[0] : SQL_NONE;
+        return sql_tok_name(&P->tok[t[0]], P->text, name, sizeof name) ? t[0] : SQL_NONE;
     if (n != 3 && n != 5)
         return SQL_NONE;
     for (uint32_t k = 1; k < n; k += 2)
         if (P->tok[t[k]].kind != SQL_TOK_DOT)
             return SQL_NONE;
-    return ident(P, t[n - 1], &p, &len) ? t[n - 1] : SQL_NONE;
+    return sql_tok_name(&P->tok[t[n - 1]], P->text, name, sizeof name) ? t[n - 1] : SQL_NONE;
 }
 
 /* Bit k set: key column k is an ORDER BY item already. */

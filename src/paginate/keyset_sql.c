@@ -17,21 +17,14 @@
 #include "myrewrite/paginate/keyset.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/sql/quote.h"
+#include "myrewrite/sql/token_value.h"
 
 /* ---- tokens ------------------------------------------------------------------ */
 
-static bool ident(const char *text, const sql_token *t, const char **p, size_t *n)
+/* The name token t into dst[MR_KEYSET_NAME_MAX + 1]. */
+static bool read_name(const char *text, const sql_token *t, char *dst)
 {
-    return sql_tok_name(t, text, p, n);
-}
-
-static bool copy_name(char *dst, const char *p, size_t n)
-{
-    if (n == 0 || n > MR_KEYSET_NAME_MAX)
-        return false;
-    memcpy(dst, p, n);
-    dst[n] = '\0';
-    return true;
+    return sql_tok_name(t, text, dst, MR_KEYSET_NAME_MAX + 1);
 }
 
 /* The column token of an ORDER BY item that is c, q.c or s.t.c; SQL_NONE
@@ -120,16 +113,15 @@ static bool has_col(const mr_keyset_listing *ls, const char *name)
 static const char *order_columns(const char *text, const sql_token *tok, const sql_stmt *st,
                                  const mr_paginate_def *def, mr_keyset_listing *ls)
 {
-    const char *p;
-    size_t n;
+    char name[MR_SQL_NAME_BUF];
     for (unsigned k = 0; k < st->norder; k++) {
         uint32_t c = plain_column(tok, &st->order[k]);
-        if (c == SQL_NONE || !ident(text, &tok[c], &p, &n))
+        if (c == SQL_NONE || !sql_tok_name(&tok[c], text, name, sizeof name))
             return "ORDER BY an expression (keyset needs plain columns)";
         if (ls->ncols == MR_KEYSET_MAX_COLS)
             return "more ORDER BY columns than keyset takes";
         mr_keyset_col *col = &ls->cols[ls->ncols++];
-        if (!copy_name(col->name, p, n))
+        if (!read_name(text, &tok[c], col->name))
             return "an ORDER BY column name too long";
         col->desc = st->order[k].desc;
         col->expr_first = st->order[k].expr.first;
@@ -142,8 +134,9 @@ static const char *order_columns(const char *text, const sql_token *tok, const s
         if (ls->ncols == MR_KEYSET_MAX_COLS)
             return "more ORDER BY columns than keyset takes";
         mr_keyset_col *col = &ls->cols[ls->ncols++];
-        if (!copy_name(col->name, def->keys[j], strlen(def->keys[j])))
+        if (strlen(def->keys[j]) > MR_KEYSET_NAME_MAX)
             return "a key column name too long";
+        strcpy(col->name, def->keys[j]);
         col->desc = desc;
         col->expr_first = col->expr_end = SQL_NONE;
     }
@@ -156,15 +149,13 @@ bool mr_keyset_listing_of(const char *text, size_t len, const sql_token *tok, co
 {
     (void)len;
     const sql_limit *l = &st->limit;
-    const char *p;
-    size_t n;
     memset(ls, 0, sizeof *ls);
     *why = NULL;
     if (l->kw == SQL_NONE)
         *why = "no LIMIT";
     else if (l->offset != SQL_NONE && !read_number(text, &tok[l->offset], &ls->offset))
         *why = "the LIMIT offset is not a plain number";
-    else if (!ident(text, &tok[st->tables[0].name], &p, &n) || !copy_name(ls->table, p, n))
+    else if (!read_name(text, &tok[st->tables[0].name], ls->table))
         *why = "the table name is not readable";
     else
         *why = order_columns(text, tok, st, def, ls);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "myrewrite/schema/desc.h"
+#include "myrewrite/sql/token_value.h"
 #include "paginate/statement_impl.h"
 
 /* SELECT first: only those are worth a full parse. */
@@ -95,7 +96,7 @@ static void key_from_schema(mr_rule_run *R, const mr_rule_stmt *S, mr_row_key *r
     rk->status = MR_KEY_UNKNOWN;
     snprintf(R->detail, sizeof R->detail, "no key: not one plain table");
     if (st->ntables != 1 || st->tables[0].derived || st->tables[0].name == SQL_NONE ||
-        !mr_sd_token_name(S->text, &tok[st->tables[0].name], table))
+        !sql_tok_name(&tok[st->tables[0].name], S->text, table, MR_SD_NAME))
         return;
     if (!R->ctx->schema_src) {
         snprintf(R->detail, sizeof R->detail,
@@ -105,7 +106,7 @@ static void key_from_schema(mr_rule_run *R, const mr_rule_stmt *S, mr_row_key *r
     }
     schema[0] = '\0';
     if (st->tables[0].schema != SQL_NONE)
-        mr_sd_token_name(S->text, &tok[st->tables[0].schema], schema);
+        sql_tok_name(&tok[st->tables[0].schema], S->text, schema, MR_SD_NAME);
     else if (R->ctx->schema && strlen(R->ctx->schema) < sizeof schema)
         strcpy(schema, R->ctx->schema);
     if (!schema[0]) {

@@ -13,13 +13,13 @@
 #include "myrewrite/queue/rule.h"
 #include "myrewrite/rules/kind.h"
 #include "myrewrite/sql/lexer.h"
+#include "myrewrite/sql/token_value.h"
 
 /* Is token t the name `want` (bare or `quoted`, compared exactly)? */
 static bool token_is(const char *text, const sql_token *t, const char *want)
 {
-    const char *p;
-    size_t n;
-    return sql_tok_name(t, text, &p, &n) && strlen(want) == n && memcmp(p, want, n) == 0;
+    char name[MR_SQL_NAME_BUF];
+    return sql_tok_name(t, text, name, sizeof name) && strcmp(name, want) == 0;
 }
 
 /* Does the statement read the queue table (in the right schema)? */

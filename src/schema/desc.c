@@ -6,6 +6,7 @@
  * Pure, any thread. Owns the arrays of each description it creates.
  */
 #include "myrewrite/schema/desc.h"
+#include "myrewrite/sql/token_value.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,23 +186,6 @@ void mr_td_row_key(const mr_table_desc *td, mr_row_key *out)
 
 /* ---- DDL ----------------------------------------------------------------------- */
 
-bool mr_sd_token_name(const char *text, const sql_token *t, char *dst)
-{
-    const char *p = text + t->off;
-    size_t n = t->len;
-    if (t->kind == SQL_TOK_QIDENT && n >= 2 && p[0] == '`') {
-        p++;
-        n -= 2;
-    } else if (t->kind != SQL_TOK_WORD) {
-        return false;
-    }
-    if (n >= MR_SD_NAME || memchr(p, '`', n))
-        return false;
-    memcpy(dst, p, n);
-    dst[n] = '\0';
-    return true;
-}
-
 /* CREATE [UNIQUE|FULLTEXT|SPATIAL] INDEX ... ON [s.]t, DROP INDEX ... ON [s.]t:
  * the table after the first top-level ON. */
 static int index_table(const char *text, const sql_token *tok, size_t ntok, mr_ddl_table *out)
@@ -215,11 +199,11 @@ static int index_table(const char *text, const sql_token *tok, size_t ntok, mr_d
             continue;
         out->schema[0] = '\0';
         if (i + 3 < ntok && tok[i + 2].kind == SQL_TOK_DOT)
-            return mr_sd_token_name(text, &tok[i + 1], out->schema) &&
-                           mr_sd_token_name(text, &tok[i + 3], out->table)
+            return sql_tok_name(&tok[i + 1], text, out->schema, MR_SD_NAME) &&
+                           sql_tok_name(&tok[i + 3], text, out->table, MR_SD_NAME)
                        ? 1
                        : -1;
-        return mr_sd_token_name(text, &tok[i + 1], out->table) ? 1 : -1;
+        return sql_tok_name(&tok[i + 1], text, out->table, MR_SD_NAME) ? 1 : -1;
     }
     return -1;
 }
@@ -239,9 +223,10 @@ int mr_ddl_tables(const char *text, const sql_token *tok, size_t ntok, const sql
         if (r->derived || r->name == SQL_NONE || n >= max)
             return -1;
         out[n].schema[0] = '\0';
-        if (r->schema != SQL_NONE && !mr_sd_token_name(text, &tok[r->schema], out[n].schema))
+        if (r->schema != SQL_NONE &&
+            !sql_tok_name(&tok[r->schema], text, out[n].schema, MR_SD_NAME))
             return -1;
-        if (!mr_sd_token_name(text, &tok[r->name], out[n].table))
+        if (!sql_tok_name(&tok[r->name], text, out[n].table, MR_SD_NAME))
             return -1;
         n++;
     }

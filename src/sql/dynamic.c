@@ -5,6 +5,7 @@
  * Pure, any thread.
  */
 #include "myrewrite/sql/dynamic.h"
+#include "myrewrite/sql/token_value.h"
 
 #include <string.h>
 
@@ -199,41 +200,6 @@ size_t sql_dynamic_text_max(const sql_token *toks, const sql_dynamic *d)
     return n;
 }
 
-/* What the server makes of `\c` in a string (sql_lex.cc's unescape). */
-static size_t unescape(char c, char *out)
-{
-    switch (c) {
-    case '0': out[0] = '\0'; return 1;
-    case 'b': out[0] = '\b'; return 1;
-    case 'n': out[0] = '\n'; return 1;
-    case 'r': out[0] = '\r'; return 1;
-    case 't': out[0] = '\t'; return 1;
-    case 'Z': out[0] = '\032'; return 1;
-    case '%':
-    case '_':
-        out[0] = '\\'; /* kept for LIKE */
-        out[1] = c;
-        return 2;
-    default: out[0] = c; return 1;
-    }
-}
-
-static size_t string_value(const char *text, const sql_token *t, bool backslash, char *out)
-{
-    const char *p = text + t->off;
-    char q = p[0];
-    size_t n = 0;
-    for (size_t i = 1; i + 1 < t->len; i++) {
-        if (p[i] == '\\' && backslash && i + 2 < t->len)
-            n += unescape(p[++i], out + n);
-        else if (p[i] == q) /* doubled: the lexer ended the token otherwise */
-            out[n++] = p[i++];
-        else
-            out[n++] = p[i];
-    }
-    return n;
-}
-
 size_t sql_dynamic_text(const char *text, const sql_token *toks, const sql_dynamic *d,
                         unsigned lex_flags, char *out)
 {
@@ -241,6 +207,6 @@ size_t sql_dynamic_text(const char *text, const sql_token *toks, const sql_dynam
     bool backslash = !(lex_flags & SQL_LEX_NO_BACKSLASH_ESCAPES);
     for (uint32_t i = d->lit.first; d->kind == SQL_DYN_LITERAL && i < d->lit.end; i++)
         if (toks[i].kind == SQL_TOK_STRING)
-            n += string_value(text, &toks[i], backslash, out + n);
+            n += sql_tok_string(&toks[i], text, backslash, out + n);
     return n;
 }

@@ -862,15 +862,3 @@ bool sql_tok_is_word(const sql_token *t, const char *text, const char *w)
     return t->kind == SQL_TOK_WORD && t->len == strlen(w) &&
            strncasecmp(text + t->off, w, t->len) == 0;
 }
-
-bool sql_tok_name(const sql_token *t, const char *text, const char **p, size_t *n)
-{
-    *p = text + t->off;
-    *n = t->len;
-    if (t->kind == SQL_TOK_QIDENT && *n >= 2 && (*p)[0] == '`') {
-        (*p)++;
-        *n -= 2;
-        return !memchr(*p, '`', *n);
-    }
-    return t->kind == SQL_TOK_WORD;
-}

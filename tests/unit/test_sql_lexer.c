@@ -587,23 +587,6 @@ static sql_token first_of(const char *s)
 static void test_token_names_and_words(void **state)
 {
     (void)state;
-    const char *p;
-    size_t n;
-    static const char *const named[][2] = {{"orders x", "orders"},
-                                           {"`orders` x", "orders"},
-                                           {"`two words`", "two words"},
-                                           {"`it's`", "it's"}};
-    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
-        sql_token t = first_of(named[i][0]);
-        assert_true(sql_tok_name(&t, named[i][0], &p, &n));
-        assert_int_equal(n, strlen(named[i][1]));
-        assert_memory_equal(p, named[i][1], n);
-    }
-    static const char *const unnamed[] = {"`a``b`", "'orders'", "\"orders\"", "42", "("};
-    for (size_t i = 0; i < sizeof unnamed / sizeof unnamed[0]; i++) {
-        sql_token t = first_of(unnamed[i]);
-        assert_false(sql_tok_name(&t, unnamed[i], &p, &n));
-    }
     sql_token w = first_of("InDeX idx");
     assert_true(sql_tok_is_word(&w, "InDeX idx", "INDEX"));
     assert_false(sql_tok_is_word(&w, "InDeX idx", "INDE"));

@@ -113,11 +113,6 @@ void mr_td_row_key(const mr_table_desc *td, mr_row_key *out);
  * applies and deletes in one transaction only there. */
 bool mr_engine_transactional(const char *engine);
 
-/* The name a WORD or `quoted` token of text stands for (backticks dropped),
- * NUL-terminated into dst[MR_SD_NAME]; false for other tokens, names of 64+
- * bytes and quoted names holding a backtick. */
-bool mr_sd_token_name(const char *text, const sql_token *t, char *dst);
-
 /* Tables a DDL statement changes, for the schema cache: up to `max` names
  * (schema or "" when unqualified, table) from the recognizer's table list,
  * or from `ON tbl` of CREATE/DROP INDEX. Returns the count, or -1 when the

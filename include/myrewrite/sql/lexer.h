@@ -209,12 +209,6 @@ bool sql_exec_body(const sql_token *t, const char *s, size_t *off, size_t *len);
  * end compares a token with a keyword the lexer has no id for. */
 bool sql_tok_is_word(const sql_token *t, const char *text, const char *w);
 
-/* The name a WORD or `quoted` token stands for, in *p / *n (a view of text,
- * backticks off). False for any other token, and for a quoted name holding
- * a backtick (doubled inside): no name a rule or the schema cache compares
- * holds one. */
-bool sql_tok_name(const sql_token *t, const char *text, const char **p, size_t *n);
-
 /* True for tokens with no syntactic weight (plain comments and hints). */
 static inline bool sql_tok_is_comment(const sql_token *t) { return t->kind == SQL_TOK_COMMENT; }
 
