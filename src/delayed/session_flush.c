@@ -55,12 +55,6 @@ struct ds_flush {
 
 /* ---- reading the statement ---------------------------------------------------- */
 
-static bool word_is(const char *sql, const sql_token *t, const char *w)
-{
-    return t->kind == SQL_TOK_WORD && t->len == strlen(w) &&
-           strncasecmp(sql + t->off, w, t->len) == 0;
-}
-
 /* FLUSH DELAYED [[schema.]tbl] [;]: 1 with schema/table filled (empty
  * when none), 0 when the text is something else, -1 when it starts so but
  * does not read. */
@@ -75,8 +69,8 @@ static int read_flush(const char *sql, size_t len, unsigned lex_flags, char *sch
         if (x.kind != SQL_TOK_COMMENT && !(x.kind == SQL_TOK_SEMI && n >= 2))
             t[n++] = x;
         /* every statement passes here: the others are told by their first words */
-        if ((n == 1 && !word_is(sql, &t[0], "FLUSH")) ||
-            (n == 2 && !word_is(sql, &t[1], "DELAYED")))
+        if ((n == 1 && !sql_tok_is_word(&t[0], sql, "FLUSH")) ||
+            (n == 2 && !sql_tok_is_word(&t[1], sql, "DELAYED")))
             return 0;
     }
     if (n < 2)
