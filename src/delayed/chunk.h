@@ -54,10 +54,11 @@ typedef struct lit {
     size_t off, len;
 } lit;
 
-/* One staged row: its key as SQL literals ("'1', 'a'") in the arena. */
+/* One staged row: its key as SQL literals ('1' and 'a'), one per key
+ * column, in the arena. */
 typedef struct staged {
     uint64_t seq;
-    size_t koff, klen;
+    lit *key;       /* nkeys values */
     int64_t *delta; /* ncolumns values */
     lit *val;       /* nset_columns values (those in mask) */
     uint64_t mask;  /* set_mask: bit s sets set_columns[s] */
@@ -66,7 +67,7 @@ typedef struct staged {
 
 /* A key's net effect within the chunk. */
 typedef struct net {
-    size_t koff, klen;
+    const lit *key; /* nkeys values (its first row's) */
     int64_t *delta; /* sums of the adds after the last delete (and after the last set
                        of a counter that is also a set column) */
     lit *val;       /* the last value set per set column (those in mask) */
@@ -80,6 +81,7 @@ typedef struct net {
 typedef struct chunk {
     struct st_mysql_res *res; /* the staged rows read (flush.c owns and frees it) */
     mr_buf arena;             /* key literals, set values */
+    lit *keylits;             /* nrows * nkeys: the rows' keys */
     staged *rows;
     size_t nrows;
     int64_t *deltas; /* nrows * ncolumns, then nkeys * ncolumns sums */
@@ -103,7 +105,7 @@ bool dchunk_wants_add(const table *t, const net *k);
 void dchunk_put_table(mr_buf *b, const char *schema, const char *name);
 /* (`k1`, `k2`) and ('1', 'a') of key k. */
 void dchunk_put_key_names(mr_buf *b, const table *t);
-void dchunk_put_key_tuple(mr_buf *b, const chunk *c, const net *k);
+void dchunk_put_key_tuple(mr_buf *b, const table *t, const chunk *c, const net *k);
 /* The keys from *at on whose sets are `mask`, up to KEYS_PER_STATEMENT
  * (*n counts them, *at moves past them): UPDATE main AS m JOIN (...) AS d
  * USING (keys) SET ... WHERE (m.keys) IN (those keys), or INSERT ... ON

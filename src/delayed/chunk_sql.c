@@ -35,15 +35,30 @@ int dchunk_counter_of(const table *t, size_t s)
     return -1;
 }
 
-static int by_key_then_seq(const void *a, const void *b, void *arena)
+typedef struct sort_ctx {
+    const uint8_t *arena;
+    size_t nkeys;
+} sort_ctx;
+
+/* Orders two keys (any total order: the sort only brings a key's rows
+ * together). */
+static int key_cmp(const uint8_t *arena, const lit *x, const lit *y, size_t nkeys)
 {
-    const char *sort_arena = arena;
+    for (size_t i = 0; i < nkeys; i++) {
+        size_t n = x[i].len < y[i].len ? x[i].len : y[i].len;
+        int c = memcmp(arena + x[i].off, arena + y[i].off, n);
+        if (c || x[i].len != y[i].len)
+            return c ? c : (x[i].len < y[i].len ? -1 : 1);
+    }
+    return 0;
+}
+
+static int by_key_then_seq(const void *a, const void *b, void *arg)
+{
+    const sort_ctx *sc = arg;
     const staged *x = a, *y = b;
-    size_t n = x->klen < y->klen ? x->klen : y->klen;
-    int c = memcmp(sort_arena + x->koff, sort_arena + y->koff, n);
-    if (c || x->klen != y->klen)
-        return c ? c : (x->klen < y->klen ? -1 : 1);
-    return (x->seq > y->seq) - (x->seq < y->seq);
+    int c = key_cmp(sc->arena, x->key, y->key, sc->nkeys);
+    return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 /* A staged row's sets: each value replaces the key's last one, and a set
@@ -65,19 +80,17 @@ static void apply_sets(const table *t, net *k, const staged *s)
 void dchunk_aggregate(const table *t, chunk *c)
 {
     size_t nc = t->def.ncolumns, ns = t->def.nset_columns;
-    qsort_r(c->rows, c->nrows, sizeof *c->rows, by_key_then_seq, c->arena.data);
+    size_t nk = t->def.nkeys;
+    sort_ctx sc = {c->arena.data, nk};
+    qsort_r(c->rows, c->nrows, sizeof *c->rows, by_key_then_seq, &sc);
     int64_t *sums = &c->deltas[c->nrows * nc];
     lit *vals = &c->vals[c->nrows * ns];
     for (size_t i = 0; i < c->nrows; i++) {
         const staged *s = &c->rows[i];
         net *k = c->nkeys ? &c->keys[c->nkeys - 1] : NULL;
-        if (!k || k->klen != s->klen ||
-            memcmp(c->arena.data + k->koff, c->arena.data + s->koff, s->klen) != 0) {
+        if (!k || key_cmp(c->arena.data, k->key, s->key, nk) != 0) {
             k = &c->keys[c->nkeys];
-            *k = (net){.koff = s->koff,
-                       .klen = s->klen,
-                       .delta = &sums[c->nkeys * nc],
-                       .val = &vals[c->nkeys * ns]};
+            *k = (net){.key = s->key, .delta = &sums[c->nkeys * nc], .val = &vals[c->nkeys * ns]};
             c->nkeys++;
         }
         k->nrows++;
@@ -96,10 +109,25 @@ void dchunk_aggregate(const table *t, chunk *c)
     }
 }
 
-void dchunk_put_key_tuple(mr_buf *b, const chunk *c, const net *k)
+static void put_lit(mr_buf *b, const chunk *c, const lit *v)
+{
+    mr_buf_put(b, c->arena.data + v->off, v->len);
+}
+
+/* '1', 'a': key k's literals. */
+static void put_key_values(mr_buf *b, const table *t, const chunk *c, const net *k)
+{
+    for (size_t i = 0; i < t->def.nkeys; i++) {
+        if (i)
+            mr_buf_put(b, ", ", 2);
+        put_lit(b, c, &k->key[i]);
+    }
+}
+
+void dchunk_put_key_tuple(mr_buf *b, const table *t, const chunk *c, const net *k)
 {
     mr_buf_put(b, "(", 1);
-    mr_buf_put(b, c->arena.data + k->koff, k->klen);
+    put_key_values(b, t, c, k);
     mr_buf_put(b, ")", 1);
 }
 
@@ -130,11 +158,6 @@ static int set_in_mask(const table *t, size_t j, uint64_t mask)
 /* Is set column s one that no counter shares? */
 static bool set_only(const table *t, size_t s) { return dchunk_counter_of(t, s) < 0; }
 
-static void put_lit(mr_buf *b, const chunk *c, const lit *v)
-{
-    mr_buf_put(b, c->arena.data + v->off, v->len);
-}
-
 /* Counter j's value for key k: its delta, or (last set value) + the adds
  * after it when the mask sets it. */
 static void put_counter_value(mr_buf *b, const table *t, const chunk *c, const net *k, size_t j,
@@ -155,19 +178,11 @@ static void put_counter_value(mr_buf *b, const table *t, const chunk *c, const n
 static void put_first_select(mr_buf *b, const table *t, const chunk *c, const net *k)
 {
     mr_buf_put_str(b, "SELECT ");
-    const char *v = (const char *)c->arena.data + k->koff;
-    size_t left = k->klen;
     for (size_t i = 0; i < t->def.nkeys; i++) {
-        /* the literals are 'escaped' strings joined by ", " */
-        size_t len = 1;
-        while (len < left && v[len] != '\'')
-            len += v[len] == '\\' ? 2 : 1;
-        mr_buf_put(b, v, len + 1);
+        put_lit(b, c, &k->key[i]);
         mr_buf_put_str(b, " AS ");
         mr_sql_put_ident(b, t->def.keys[i]);
         mr_buf_put(b, ", ", 2);
-        v += len + 1 + 2;
-        left = left > len + 3 ? left - len - 3 : 0;
     }
     for (size_t j = 0; j < t->def.ncolumns; j++) {
         if (j)
@@ -218,7 +233,7 @@ static void put_keys_filter(mr_buf *b, const table *t, const chunk *c, uint64_t 
             continue;
         if (n++)
             mr_buf_put(b, ", ", 2);
-        dchunk_put_key_tuple(b, c, k);
+        dchunk_put_key_tuple(b, t, c, k);
     }
     mr_buf_put(b, ")", 1);
 }
@@ -239,7 +254,7 @@ void dchunk_build_update(mr_buf *b, const table *t, const chunk *c, uint64_t mas
             continue;
         if ((*n)++) {
             mr_buf_put_str(b, " UNION ALL SELECT ");
-            mr_buf_put(b, c->arena.data + k->koff, k->klen);
+            put_key_values(b, t, c, k);
             put_values(b, t, c, k);
         } else {
             put_first_select(b, t, c, k);
@@ -294,7 +309,7 @@ void dchunk_build_upsert(mr_buf *b, const table *t, const chunk *c, uint64_t mas
         if (!dchunk_wants_add(t, k) || k->mask != mask)
             continue;
         mr_buf_put_str(b, (*n)++ ? ", (" : "(");
-        mr_buf_put(b, c->arena.data + k->koff, k->klen);
+        put_key_values(b, t, c, k);
         put_values(b, t, c, k);
         mr_buf_put(b, ")", 1);
     }
@@ -329,7 +344,7 @@ void dchunk_key_text(const table *t, const chunk *c, const net *k, mr_buf *b)
     mr_buf_put(b, "(", 1);
     dchunk_put_key_names(b, t);
     mr_buf_put_str(b, ") = ");
-    dchunk_put_key_tuple(b, c, k);
+    dchunk_put_key_tuple(b, t, c, k);
     mr_buf_put_u8(b, 0);
 }
 

@@ -578,6 +578,7 @@ static void chunk_free(chunk *c)
 {
     mysql_free_result(c->res);
     mr_buf_free(&c->arena);
+    free(c->keylits);
     free(c->rows);
     free(c->deltas);
     free(c->vals);
@@ -652,29 +653,29 @@ static void load_sets(MYSQL *db, const table *t, chunk *c, MYSQL_ROW row, unsign
             load_value(db, t, c, j, row[first + j], len[first + j], &s->val[j]);
 }
 
-/* Copies the result into rows[] with each key as escaped literals. */
+/* Copies the result into rows[] with each key value as an escaped literal. */
 static bool load_rows(MYSQL *db, const table *t, chunk *c)
 {
     size_t n = (size_t)mysql_num_rows(c->res), nk = t->def.nkeys, nc = t->def.ncolumns;
     size_t ns = t->def.nset_columns;
     c->rows = calloc(n ? n : 1, sizeof *c->rows);
+    c->keylits = calloc(n * nk + 1, sizeof *c->keylits);
     c->deltas = calloc((2 * n + 1) * (nc ? nc : 1), sizeof *c->deltas);
     c->vals = calloc((2 * n + 1) * (ns ? ns : 1), sizeof *c->vals);
     c->keys = calloc(n ? n : 1, sizeof *c->keys);
-    if (!c->rows || !c->deltas || !c->vals || !c->keys)
+    if (!c->rows || !c->keylits || !c->deltas || !c->vals || !c->keys)
         return false;
     MYSQL_ROW row;
     while ((row = mysql_fetch_row(c->res))) {
         unsigned long *len = mysql_fetch_lengths(c->res);
         staged *s = &c->rows[c->nrows];
         s->seq = strtoull(row[0], NULL, 10);
-        s->koff = c->arena.len;
+        s->key = &c->keylits[c->nrows * nk];
         for (size_t k = 0; k < nk; k++) {
-            if (k)
-                mr_buf_put(&c->arena, ", ", 2);
+            s->key[k].off = c->arena.len;
             mr_sql_put_literal_n(&c->arena, row[1 + k] ? row[1 + k] : "", len[1 + k]);
+            s->key[k].len = c->arena.len - s->key[k].off;
         }
-        s->klen = c->arena.len - s->koff;
         s->delta = &c->deltas[c->nrows * nc];
         for (size_t j = 0; j < nc; j++)
             s->delta[j] = row[1 + nk + j] ? strtoll(row[1 + nk + j], NULL, 10) : 0;
@@ -705,7 +706,7 @@ static bool apply_deletes(MYSQL *db, const table *t, const chunk *c)
                 continue;
             if (n++)
                 mr_buf_put(&b, ", ", 2);
-            dchunk_put_key_tuple(&b, c, &c->keys[at]);
+            dchunk_put_key_tuple(&b, t, c, &c->keys[at]);
         }
         mr_buf_put(&b, ")", 1);
         bool ok = !n || exec_buf(db, &b, t, "deleting rows");

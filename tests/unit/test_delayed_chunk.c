@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "delayed/chunk.h"
+#include "myrewrite/sql/quote.h"
 
 typedef struct fixture {
     table t;
@@ -20,6 +21,7 @@ typedef struct fixture {
     int64_t deltas[64];
     lit vals[64];
     staged rows[16];
+    lit keylits[16];
     net keys[16];
 } fixture;
 
@@ -55,9 +57,10 @@ static void stage(fixture *f, const char *key, uint64_t seq, int64_t dn, int64_t
     chunk *c = &f->c;
     staged *s = &c->rows[c->nrows];
     s->seq = seq;
-    s->koff = c->arena.len;
+    s->key = &f->keylits[c->nrows];
+    s->key[0].off = c->arena.len;
     mr_buf_put_str(&c->arena, key);
-    s->klen = c->arena.len - s->koff;
+    s->key[0].len = c->arena.len - s->key[0].off;
     s->delta = &c->deltas[c->nrows * 2];
     s->delta[0] = dn;
     s->delta[1] = dm;
@@ -174,6 +177,49 @@ static void a_set_replaces_the_last_value(void **state)
     mr_buf_free(&f.c.arena);
 }
 
+/* A key of two columns, values holding quotes, backslashes and `', '`:
+ * each value is its own literal, named by its column in the first row. */
+static void two_column_keys(void **state)
+{
+    (void)state;
+    fixture f;
+    static char *keys_ab[] = {"a", "b"};
+    static const char *const vals[][2] = {{"x', 'y", "\\"}, {"it's", "2"}};
+    setup_table(&f, MR_DELAYED_MISSING_IGNORE, false);
+    f.t.def.keys = keys_ab;
+    f.t.def.nkeys = 2;
+    chunk *c = &f.c;
+    for (size_t r = 0; r < 2; r++) {
+        staged *s = &c->rows[c->nrows];
+        s->seq = r + 1;
+        s->key = &f.keylits[2 * r];
+        for (size_t k = 0; k < 2; k++) {
+            s->key[k].off = c->arena.len;
+            mr_sql_put_literal(&c->arena, vals[r][k]);
+            s->key[k].len = c->arena.len - s->key[k].off;
+        }
+        s->delta = &c->deltas[c->nrows * 2];
+        s->delta[0] = (int64_t)r + 1;
+        s->val = &c->vals[c->nrows];
+        c->nrows++;
+    }
+    dchunk_aggregate(&f.t, c);
+    assert_int_equal(c->nkeys, 2);
+    mr_buf b;
+    mr_buf_init(&b);
+    size_t at = 0, n = 0;
+    dchunk_build_update(&b, &f.t, c, 0, &at, &n);
+    char *sql = text_of(&b);
+    assert_string_equal(sql, "UPDATE `app`.`counter` AS `m` JOIN (SELECT 'it\\'s' AS `a`, '2' AS "
+                             "`b`, 2 AS `n`, 0 AS `m` UNION ALL SELECT 'x\\', \\'y', '\\\\', 1, "
+                             "0) AS `d` USING (`a`, `b`) SET `m`.`n` = `m`.`n` + `d`.`n`, `m`.`m` "
+                             "= `m`.`m` + `d`.`m` WHERE (`m`.`a`, `m`.`b`) IN (('it\\'s', '2'), "
+                             "('x\\', \\'y', '\\\\'))");
+    free(sql);
+    mr_buf_free(&b);
+    mr_buf_free(&c->arena);
+}
+
 static void names_with_backticks_are_quoted(void **state)
 {
     (void)state;
@@ -218,6 +264,7 @@ int main(void)
         cmocka_unit_test(a_delete_drops_what_came_before),
         cmocka_unit_test(a_set_replaces_the_last_value),
         cmocka_unit_test(names_with_backticks_are_quoted),
+        cmocka_unit_test(two_column_keys),
         cmocka_unit_test(sums_past_bigint_are_flagged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
