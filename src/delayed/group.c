@@ -50,21 +50,38 @@ static struct {
 
 /* ---- members ------------------------------------------------------------------ */
 
-mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, unsigned ndelta, uint32_t rows,
+/* One block for st's deltas (8-aligned, first), rows and text, into m. */
+static bool copy_stage(mr_dgroup_member *m, const mr_dstage *st)
+{
+    size_t nd = (size_t)st->nrows * st->ndelta * sizeof *st->d;
+    size_t nr = (size_t)st->nrows * sizeof *st->rows;
+    char *block = malloc(nd + nr + st->len + 1);
+    if (!block)
+        return false;
+    if (nd)
+        memcpy(block, st->d, nd);
+    if (nr)
+        memcpy(block + nd, st->rows, nr);
+    memcpy(block + nd + nr, st->text, st->len);
+    m->copy = block;
+    m->stage = *st;
+    m->stage.d = (const int64_t *)(void *)block;
+    m->stage.rows = (const mr_dstage_row *)(void *)(block + nd);
+    m->stage.text = m->sql = block + nd + nr;
+    m->len = st->len;
+    return true;
+}
+
+mr_dgroup_member *mr_dgroup_member_new(const mr_dstage *st, uint32_t rows,
                                        const mr_delayed_def *def, struct mr_rule_stats *stats,
                                        void (*wake)(void *arg), void *wake_arg)
 {
     mr_dgroup_member *m = calloc(1, sizeof *m);
-    char *copy = m ? malloc(len ? len : 1) : NULL;
-    if (!copy || pthread_mutex_init(&m->lock, NULL) != 0) {
-        free(copy);
+    if (!m || !copy_stage(m, st) || pthread_mutex_init(&m->lock, NULL) != 0) {
+        free(m ? m->copy : NULL);
         free(m);
         return NULL;
     }
-    memcpy(copy, sql, len);
-    m->sql = copy;
-    m->len = len;
-    m->ndelta = ndelta;
     m->rows = rows;
     m->wait_us = def->group_wait_us;
     m->max_rows = def->group_rows ? def->group_rows : 1000;
@@ -85,7 +102,7 @@ static void unref_locked(mr_dgroup_member *m)
     if (!last)
         return;
     pthread_mutex_destroy(&m->lock);
-    free(m->sql);
+    free(m->copy);
     free(m);
 }
 
@@ -423,13 +440,13 @@ static void answer_all(mr_dgroup_member *first, size_t n, const batch_end *x)
 /* Runs one batch; false when the connection broke under it. */
 static bool run_batch(MYSQL *db, mr_dgroup_member *first, size_t n)
 {
-    mr_dgroup_text *t = malloc(n * sizeof *t);
+    mr_dstage *t = malloc(n * sizeof *t);
     mr_buf st[MR_DGROUP_MAX_STMTS];
     for (size_t j = 0; j < MR_DGROUP_MAX_STMTS; j++)
         mr_buf_init(&st[j]);
     size_t i = 0, k = 0, merged = 0;
     for (mr_dgroup_member *m = first; t && m; m = m->next, i++)
-        t[i] = (mr_dgroup_text){m->sql, m->len, m->ndelta};
+        t[i] = m->stage;
     if (t)
         k = mr_dgroup_build(t, n, st, MR_DGROUP_MAX_STMTS, &merged);
     free(t);

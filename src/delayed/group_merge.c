@@ -1,8 +1,8 @@
 /*
  * delayed/group_merge.c - merges the add rows of one key in a group-commit
- * batch (see delayed/group_merge.h): reads each statement's VALUES in the
- * plain form the staging INSERT builder writes, sums the rows of a key with
- * a hash table, writes the rows left in their first-seen order.
+ * batch (see delayed/group_merge.h): takes each statement's rows as data,
+ * sums the rows of a key with a hash table, writes the rows left in their
+ * first-seen order.
  */
 #include "delayed/group_merge.h"
 
@@ -11,83 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DIGITS 18 /* any 18-digit number fits an int64_t */
-
-/* ---- reading the rows ------------------------------------------------------------ */
-
-static bool bare_char(char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-           c == '.' || c == '-' || c == '+';
-}
-
-/* The end of the value at s[i] (a bare word or number, or a '...' string
- * without ' or \ inside); 0 when it is anything else. */
-static size_t value_end(const char *s, size_t len, size_t i)
-{
-    size_t j = i;
-    if (j < len && s[j] == '\'') {
-        for (j++; j < len && s[j] != '\'' && s[j] != '\\'; j++)
-            ;
-        if (j >= len || s[j] != '\'' || (j + 1 < len && s[j + 1] == '\''))
-            return 0;
-        return j + 1;
-    }
-    while (j < len && bare_char(s[j]))
-        j++;
-    return j > i ? j : 0;
-}
-
-/* s[i..end) as a whole number of at most MAX_DIGITS digits. */
-static bool whole_number(const char *s, size_t i, size_t end, int64_t *out)
-{
-    bool minus = i < end && s[i] == '-';
-    i += minus;
-    if (i == end || end - i > MAX_DIGITS)
-        return false;
-    int64_t v = 0;
-    for (; i < end; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = minus ? -v : v;
-    return true;
-}
-
-/* One row at s[*pos] (its `(`) into row; *pos past its `)`. */
-static bool read_row(const char *s, size_t len, size_t *pos, unsigned ndelta, dg_row *row)
-{
-    size_t i = *pos, last = 0;
-    unsigned nval = 0;
-    if (i >= len || s[i] != '(')
-        return false;
-    row->text = s + i;
-    for (i++;; nval++) {
-        if (nval == ndelta)
-            row->key = s + i;
-        size_t end = value_end(s, len, i);
-        if (!end || (nval < ndelta && !whole_number(s, i, end, &row->d[nval])))
-            return false;
-        last = i;
-        i = end;
-        if (i + 1 < len && s[i] == ',' && s[i + 1] == ' ') {
-            i += 2;
-            continue;
-        }
-        if (i < len && s[i] == ')')
-            break;
-        return false;
-    }
-    nval++;
-    /* at least one key value and the op, which is 0 (an add) */
-    if (nval < ndelta + 2 || i - last != 1 || s[last] != '0')
-        return false;
-    row->len = (size_t)(s + i + 1 - row->text);
-    row->key_len = (size_t)(s + i + 1 - row->key);
-    *pos = i + 1;
-    return true;
-}
+/* ---- taking the rows ------------------------------------------------------------- */
 
 static bool grow(dg_rows *r)
 {
@@ -102,39 +26,32 @@ static bool grow(dg_rows *r)
     return true;
 }
 
-/* The statement's rows, all or none (none: false, r as it was). */
-static bool add_rows(dg_rows *r, size_t group, const char *s, size_t len, unsigned ndelta,
-                     bool *oom)
+bool dg_rows_add(dg_rows *r, size_t group, const mr_dstage *st)
 {
-    size_t first = r->n, pos = 0;
-    for (;;) {
-        if (!grow(r)) {
-            *oom = true;
-            break;
-        }
-        dg_row *row = &r->v[r->n];
-        *row = (dg_row){.group = group, .ndelta = ndelta, .merged = 1};
-        if (!read_row(s, len, &pos, ndelta, row))
-            break;
-        r->n++;
-        if (pos == len)
-            return true;
-        if (pos + 2 >= len || s[pos] != ',' || s[pos + 1] != ' ')
-            break;
-        pos += 2;
-    }
-    r->n = first;
-    return false;
-}
-
-bool dg_rows_add(dg_rows *r, size_t group, const char *values, size_t len, unsigned ndelta)
-{
-    bool oom = false;
-    if (ndelta > 0 && ndelta <= DG_MAX_DELTAS && add_rows(r, group, values, len, ndelta, &oom))
+    unsigned nd = st->ndelta <= DG_MAX_DELTAS ? st->ndelta : 0;
+    if (!nd) {
+        if (!grow(r))
+            return false;
+        r->v[r->n++] = (dg_row){.group = group,
+                                .text = st->text + st->prefix_len,
+                                .len = st->len - st->prefix_len,
+                                .merged = 1};
         return true;
-    if (oom || !grow(r))
-        return false;
-    r->v[r->n++] = (dg_row){.group = group, .text = values, .len = len, .merged = 1};
+    }
+    for (uint32_t i = 0; i < st->nrows; i++) {
+        if (!grow(r))
+            return false;
+        const mr_dstage_row *x = &st->rows[i];
+        dg_row *row = &r->v[r->n++];
+        *row = (dg_row){.group = group,
+                        .text = st->text + x->off,
+                        .len = x->len,
+                        .key = st->text + x->tail,
+                        .key_len = x->off + x->len - x->tail,
+                        .ndelta = nd,
+                        .merged = 1};
+        memcpy(row->d, &st->d[(size_t)i * nd], nd * sizeof row->d[0]);
+    }
     return true;
 }
 

@@ -1,6 +1,7 @@
 /*
  * delayed/group_merge.h - the rows of a group-commit batch's INSERTs, with
- * the add rows of one key merged (used by delayed/group_sql.c).
+ * the add rows of one key merged (used by delayed/group_sql.c), taken as
+ * the statement side gave them (delayed/stage.h), never read from text.
  *
  * A batch's statements are concurrent: each session waits for its own, and
  * every one of them is answered only once the batch has committed, so any
@@ -11,17 +12,16 @@
  * That leaves the server one row to insert, and the flusher one to read
  * and delete, per hot key and batch instead of one per statement.
  *
- * A statement's VALUES are merged only when every row of it reads plainly:
- * `(d1, ..., dn, v, ..., 0)` with n = its ndelta, each d a whole number of
- * at most 18 digits (an optional `-`), each v a bare word or number or a
- * '...' string without a quote or backslash inside, and op 0; the key is
- * the text of the values after the deltas, compared byte for byte (rows
- * whose keys are written differently stay apart). Anything else (a string
- * with an escape, a charset introducer, a bucket expression, a delete or
- * `col = literal` row, ndelta 0) is copied as it is. A merged delta that
- * would leave the BIGINT range keeps its row apart.
+ * A statement's rows are merged only when its ndelta says they are plain
+ * adds (delayed/stage.h: whole-number deltas of at most 18 digits, no
+ * delete, no `col = literal`, no bucket column); the key is the row's tail,
+ * the values after the deltas as the statement side wrote them, compared
+ * byte for byte (rows whose keys are written differently stay apart, so a
+ * string is merged only with one written the same way). Any other
+ * statement's rows are copied as they are. A merged delta that would leave
+ * the BIGINT range keeps its row apart.
  *
- * Pure, any thread. Owns its arrays; reads the texts given to it.
+ * Pure, any thread. Owns its arrays; points into the texts given to it.
  */
 #ifndef MYREWRITE_DELAYED_GROUP_MERGE_H
 #define MYREWRITE_DELAYED_GROUP_MERGE_H
@@ -31,15 +31,16 @@
 #include <stdint.h>
 
 #include "myrewrite/base/buf.h"
+#include "myrewrite/delayed/stage.h"
 
 #define DG_MAX_DELTAS 16 /* deltas a mergeable row may have */
 
 /* A row to merge, or (ndelta 0) a statement's VALUES copied whole. */
 typedef struct dg_row {
     size_t group;     /* which INSERT of the batch */
-    const char *text; /* the row from its `(`, or the whole VALUES text */
+    const char *text; /* the row from its `(`, or the statement's rows whole */
     size_t len;       /* ... its bytes */
-    const char *key;  /* the values after the deltas, to the `)` */
+    const char *key;  /* the row's tail: the values after the deltas, to the `)` */
     size_t key_len;
     unsigned ndelta; /* 0: copied whole */
     unsigned merged; /* rows summed into this one (1: itself only) */
@@ -52,10 +53,10 @@ typedef struct dg_rows {
     size_t n, cap;
 } dg_rows;
 
-/* Adds a statement's VALUES text (after `VALUES `) to INSERT `group`: its
- * rows when ndelta > 0 and every row reads plainly, else the text whole.
- * False when out of memory. */
-bool dg_rows_add(dg_rows *r, size_t group, const char *values, size_t len, unsigned ndelta);
+/* Adds a statement's rows to INSERT `group`: each with its deltas when
+ * they are plain adds, else all of them as one copied text. False when out
+ * of memory. */
+bool dg_rows_add(dg_rows *r, size_t group, const mr_dstage *st);
 /* Sums the rows of one group and key into the first of them. False when
  * out of memory (nothing merged then). */
 bool dg_rows_merge(dg_rows *r);

@@ -8,29 +8,6 @@
 
 #include <string.h>
 
-static const char values_word[] = " VALUES ";
-
-size_t mr_dgroup_prefix_len(const char *sql, size_t len)
-{
-    size_t n = sizeof values_word - 1;
-    for (size_t i = 0; i < len; i++) {
-        if (sql[i] == '`') { /* a quoted name, to its closing `; `` stays inside */
-            for (i++; i < len; i++) {
-                if (sql[i] != '`')
-                    continue;
-                if (i + 1 < len && sql[i + 1] == '`')
-                    i++;
-                else
-                    break;
-            }
-            continue;
-        }
-        if (sql[i] == ' ' && i + n < len && memcmp(sql + i, values_word, n) == 0)
-            return i + n;
-    }
-    return 0;
-}
-
 /* Which of out[0..k) has the prefix p (of n bytes); k when none. */
 static size_t find_prefix(const mr_buf *out, size_t k, const size_t *plen, const char *p, size_t n)
 {
@@ -40,7 +17,7 @@ static size_t find_prefix(const mr_buf *out, size_t k, const size_t *plen, const
     return k;
 }
 
-size_t mr_dgroup_build(const mr_dgroup_text *t, size_t n, mr_buf *out, size_t cap, size_t *merged)
+size_t mr_dgroup_build(const mr_dstage *t, size_t n, mr_buf *out, size_t cap, size_t *merged)
 {
     size_t k = 0, plen[MR_DGROUP_MAX_STMTS];
     bool has[MR_DGROUP_MAX_STMTS] = {false};
@@ -48,18 +25,18 @@ size_t mr_dgroup_build(const mr_dgroup_text *t, size_t n, mr_buf *out, size_t ca
     if (cap > MR_DGROUP_MAX_STMTS)
         cap = MR_DGROUP_MAX_STMTS;
     for (size_t i = 0; i < n; i++) {
-        size_t p = mr_dgroup_prefix_len(t[i].sql, t[i].len);
-        if (!p || p == t[i].len)
+        size_t p = t[i].prefix_len;
+        if (!p || p >= t[i].len || !t[i].nrows)
             goto refused;
-        size_t j = find_prefix(out, k, plen, t[i].sql, p);
+        size_t j = find_prefix(out, k, plen, t[i].text, p);
         if (j == k) {
             if (k == cap)
                 goto refused;
             mr_buf_reset(&out[k]);
-            mr_buf_put(&out[k], t[i].sql, p);
+            mr_buf_put(&out[k], t[i].text, p);
             plen[k++] = p;
         }
-        if (!dg_rows_add(&rows, j, t[i].sql + p, t[i].len - p, t[i].ndelta))
+        if (!dg_rows_add(&rows, j, &t[i]))
             goto refused;
     }
     if (!dg_rows_merge(&rows))

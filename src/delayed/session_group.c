@@ -39,7 +39,7 @@ static bool wanted(const mr_fsession *fs, const mr_hook_stmt *stmt)
     const mr_match_result *res = stmt->res;
     /* query attributes cannot go with a batch on the runner's connection:
      * such a statement goes alone on the client's own */
-    return res->group && res->group_sql && stmt->cmd == MR_COM_QUERY &&
+    return res->group && res->group_stage && stmt->cmd == MR_COM_QUERY &&
            (fs->status & MR_STATUS_AUTOCOMMIT) && !(fs->status & MR_STATUS_IN_TRANS) &&
            stmt->attrs == 0;
 }
@@ -71,9 +71,9 @@ static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
         return MR_HOOK_PASS; /* out of memory: the client's own connection stages it */
     drop_sent(g);
     const mr_match_result *res = stmt->res;
-    mr_dgroup_member *m = mr_dgroup_member_new(
-        res->group_sql, res->group_len, res->group_ndelta, rows_of(res), res->group->delayed,
-        mr_rule_stats_of(res->group), fs->wake.fn, fs->wake.arg);
+    mr_dgroup_member *m =
+        mr_dgroup_member_new(res->group_stage, rows_of(res), res->group->delayed,
+                             mr_rule_stats_of(res->group), fs->wake.fn, fs->wake.arg);
     if (!m)
         return MR_HOOK_PASS;
     if (!mr_dgroup_submit(m)) {

@@ -441,8 +441,11 @@ typedef struct writer {
     const sql_token *tok;
     size_t ntok;
     mr_buf *out;
-    uint32_t last_param; /* token of the latest ? written, SQL_NONE before any */
-    bool param_moved;    /* a ? written twice or out of order */
+    size_t start;         /* where the INSERT begins in out */
+    mr_dstage_rows *rows; /* its rows as data (NULL: not kept) */
+    bool plain;           /* every delta so far is a whole number */
+    uint32_t last_param;  /* token of the latest ? written, SQL_NONE before any */
+    bool param_moved;     /* a ? written twice or out of order */
     size_t params;
 } writer;
 
@@ -538,10 +541,45 @@ static void put_columns(const writer *w, const mr_delayed_stmt *d, const mr_dela
     mr_buf_put_str(b, mask ? "`set_mask`, `op`) VALUES " : "`op`) VALUES ");
 }
 
+/* Counter term a's delta as a number, when it is a whole one of at most
+ * 18 digits (any such fits an int64_t). */
+static bool delta_value(const writer *w, const mr_delayed_set *a, int64_t *out)
+{
+    const sql_token *t = &w->tok[a->num];
+    const char *p = w->text + t->off;
+    int64_t v = 0;
+    if (t->kind != SQL_TOK_NUMBER || t->len == 0 || t->len > 18)
+        return false;
+    for (size_t i = 0; i < t->len; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return false;
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = a->minus ? -v : v;
+    return true;
+}
+
+/* The row's place in the text and its deltas, into w->rows. */
+static void keep_row(writer *w, const mr_delayed_stmt *d, size_t off, size_t tail)
+{
+    mr_dstage_rows *r = w->rows;
+    mr_dstage_row row = {(uint32_t)(off - w->start), (uint32_t)(w->out->len - off),
+                         (uint32_t)(tail - w->start)};
+    mr_buf_put(&r->rows, &row, sizeof row);
+    for (unsigned i = 0; i < d->nset; i++) {
+        int64_t v = 0;
+        w->plain = w->plain && delta_value(w, &d->set[i], &v);
+        mr_buf_put(&r->d, &v, sizeof v);
+    }
+}
+
 static void put_row(writer *w, const mr_delayed_stmt *d, const mr_delayed_def *def, uint32_t row,
                     uint64_t mask)
 {
-    mr_buf_put(w->out, row ? ", (" : "(", row ? 3 : 1);
+    if (row)
+        mr_buf_put(w->out, ", ", 2);
+    size_t off = w->out->len;
+    mr_buf_put(w->out, "(", 1);
     for (unsigned i = 0; i < d->nset; i++) {
         if (d->set[i].is_set) {
             put_literal(w, d->set[i].num, (uint32_t)w->ntok);
@@ -552,6 +590,7 @@ static void put_row(writer *w, const mr_delayed_stmt *d, const mr_delayed_def *d
         }
         mr_buf_put(w->out, ", ", 2);
     }
+    size_t tail = w->out->len;
     for (unsigned i = 0; i < d->nkey; i++) {
         put_key_value(w, &d->key[i], (int)i == d->in_term ? row : 0);
         mr_buf_put(w->out, ", ", 2);
@@ -565,6 +604,20 @@ static void put_row(writer *w, const mr_delayed_stmt *d, const mr_delayed_def *d
         mr_buf_put(w->out, m, (size_t)snprintf(m, sizeof m, "%llu, ", (unsigned long long)mask));
     }
     mr_buf_put_str(w->out, d->is_delete ? "1)" : "0)");
+    if (w->rows)
+        keep_row(w, d, off, tail);
+}
+
+/* Rows holding nothing but adds: no delete, no `col = literal`, and no
+ * bucket (the server's clock writes that one). */
+static bool adds_only(const mr_delayed_stmt *d, const mr_delayed_def *def)
+{
+    if (d->is_delete || def->bucket_column || d->nset == 0)
+        return false;
+    for (unsigned i = 0; i < d->nset; i++)
+        if (d->set[i].is_set)
+            return false;
+    return true;
 }
 
 static size_t count_params(const sql_token *tok, size_t ntok)
@@ -583,22 +636,41 @@ bool mr_delayed_check(const char *text, const sql_token *tok, const mr_delayed_s
 }
 
 bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok, const mr_delayed_stmt *d,
-                      const mr_delayed_def *def, bool prepared, mr_buf *out, char *err,
-                      size_t errlen)
+                      const mr_delayed_def *def, bool prepared, mr_buf *out, mr_dstage_rows *rows,
+                      char *err, size_t errlen)
 {
     int col[MR_DELAYED_MAX_TERMS], key[MR_DELAYED_MAX_TERMS];
     if (!mr_delayed_check(text, tok, d, def, col, key, err, errlen))
         return false;
-    uint32_t rows = d->in_term >= 0 ? d->key[d->in_term].count : 1;
-    if (rows > MR_DELAYED_MAX_ROWS)
+    mr_dstage_rows *stage = rows;
+    uint32_t nrows = d->in_term >= 0 ? d->key[d->in_term].count : 1;
+    if (nrows > MR_DELAYED_MAX_ROWS)
         return fail(err, errlen, "%s: at most %d values in the IN list", verb(d),
                     MR_DELAYED_MAX_ROWS);
     size_t start = out->len;
-    writer w = {.text = text, .tok = tok, .ntok = ntok, .out = out, .last_param = SQL_NONE};
+    writer w = {.text = text,
+                .tok = tok,
+                .ntok = ntok,
+                .out = out,
+                .start = start,
+                .rows = stage,
+                .plain = true,
+                .last_param = SQL_NONE};
     uint64_t mask = set_mask_of(text, tok, d, def);
+    if (stage) {
+        mr_buf_reset(&stage->rows);
+        mr_buf_reset(&stage->d);
+    }
     put_columns(&w, d, def, col, key, mask);
-    for (uint32_t r = 0; r < rows; r++)
+    if (stage)
+        stage->prefix_len = out->len - start;
+    for (uint32_t r = 0; r < nrows; r++)
         put_row(&w, d, def, r, mask);
+    if (stage) {
+        stage->ndelta = w.plain && adds_only(d, def) ? d->nset : 0;
+        if (stage->rows.failed || stage->d.failed)
+            out->failed = true;
+    }
     if (prepared && (w.param_moved || w.params != count_params(tok, ntok))) {
         out->len = start;
         return fail(err, errlen,

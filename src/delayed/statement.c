@@ -55,6 +55,8 @@ void mr_delayed_scratch_free(void *p)
 {
     delayed_scratch *s = p;
     mr_buf_free(&s->out);
+    mr_buf_free(&s->rows.rows);
+    mr_buf_free(&s->rows.d);
     mr_buf_free(&s->set);
     mr_dmem_batch_free(&s->dmem);
 }
@@ -317,16 +319,6 @@ static mr_take_step send_plain(mr_rule_run *R, mr_rule_stmt *S, size_t i, const 
 
 /* The add deltas leading each staging row of d (col = col + N), when that
  * is all it changes; 0 for a delete or a statement with `col = literal`. */
-static unsigned adds_only(const mr_delayed_stmt *d)
-{
-    if (d->is_delete)
-        return 0;
-    for (unsigned i = 0; i < d->nset; i++)
-        if (d->set[i].is_set)
-            return 0;
-    return d->nset;
-}
-
 /* The staging INSERT of a statement under `def` (an explicit rule's, or a
  * derived one: rule i is then the default rule, whose counters it shares). */
 static mr_take_step stage(mr_rule_run *R, mr_rule_stmt *S, const mr_delayed_stmt *d, size_t i,
@@ -335,8 +327,8 @@ static mr_take_step stage(mr_rule_run *R, mr_rule_stmt *S, const mr_delayed_stmt
     delayed_scratch *s = scratch_of(R);
     const mr_rule *r = mr_ruleset_rule(R->rs, i);
     mr_buf_reset(&s->out);
-    if (!mr_delayed_build(S->text, R->tok, S->st.end, d, def, R->ctx->prepared, &s->out, s->msg,
-                          sizeof s->msg) ||
+    if (!mr_delayed_build(S->text, R->tok, S->st.end, d, def, R->ctx->prepared, &s->out, &s->rows,
+                          s->msg, sizeof s->msg) ||
         !fits(R, S, d, def))
         return refuse(R, i);
     mr_rule_count_hit(R, i);
@@ -351,9 +343,8 @@ static mr_take_step stage(mr_rule_run *R, mr_rule_stmt *S, const mr_delayed_stmt
     bool grouped = r->delayed->group_commit && !R->ctx->prepared && !R->multi;
     if (grouped) {
         R->res->group = r;
-        R->res->group_sql = (const char *)s->out.data;
-        R->res->group_len = s->out.len;
-        R->res->group_ndelta = (uint8_t)adds_only(d);
+        s->stage = mr_dstage_of((const char *)s->out.data, s->out.len, &s->rows);
+        R->res->group_stage = &s->stage;
     }
     mr_rule_trace(R, i, WHY_MATCHED,
                   grouped

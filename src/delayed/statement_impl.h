@@ -9,15 +9,18 @@
 #define MYREWRITE_DELAYED_STATEMENT_IMPL_H
 
 #include "myrewrite/delayed/mem.h"
+#include "myrewrite/delayed/stage.h"
 #include "myrewrite/rules/kind.h"
 
 /* The kind's buffers in the worker's scratch, made at its first DELAYED
  * statement or point read (the takers check they could be). */
 typedef struct delayed_scratch {
-    mr_buf out;         /* staging INSERT (or point read) of the latest statement taken */
-    char msg[1024];     /* refusal of the latest DELAYED statement (res->message) */
-    mr_dmem_batch dmem; /* deltas of the latest memory-mode DELAYED statement (res->dmem) */
-    mr_buf set;         /* a prepared memory-mode point read's SET (res->read_set) */
+    mr_buf out;          /* staging INSERT (or point read) of the latest statement taken */
+    mr_dstage_rows rows; /* ... the staging INSERT's rows as data */
+    mr_dstage stage;     /* ... the INSERT as the group batch takes it (res->group_stage) */
+    char msg[1024];      /* refusal of the latest DELAYED statement (res->message) */
+    mr_dmem_batch dmem;  /* deltas of the latest memory-mode DELAYED statement (res->dmem) */
+    mr_buf set;          /* a prepared memory-mode point read's SET (res->read_set) */
 } delayed_scratch;
 
 /* NULL when out of memory. */

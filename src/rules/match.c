@@ -625,8 +625,7 @@ static void result_init(mr_match_result *res)
     res->dmem_read_prepare = false;
     res->read_set = NULL;
     res->read_set_len = 0;
-    res->group_sql = NULL;
-    res->group_len = 0;
+    res->group_stage = NULL;
 }
 
 /* With no rule, only a kind that takes statements over may act (a DELAYED

@@ -13,11 +13,14 @@
  * without DELAYED; the table names fit 64 bytes; a batch's column
  * operations name the rule's columns, its text values lie in its text
  * buffer, and its key buffer is whole length-prefixed values, the same
- * number for every row.
+ * number for every row; the staging INSERT's rows as data lie in its text,
+ * and the INSERT joined with itself in a group batch (its add rows merged)
+ * is one INSERT that lexes.
  */
 #include <string.h>
 
 #include "fuzz_rules.h"
+#include "myrewrite/delayed/group_sql.h"
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/sql/stmt.h"
@@ -50,17 +53,55 @@ static void check_batch(const mr_dmem_batch *b, const mr_delayed_def *def)
     FUZZ_CHECK(b->nrows > 0 && values % b->nrows == 0 && values / b->nrows >= def->nkeys);
 }
 
+/* The rows as data lie in the text, one after the other, each `(...)`
+ * with its tail inside it. */
+static void check_stage(const mr_dstage *st)
+{
+    size_t at = st->prefix_len;
+    FUZZ_CHECK(st->nrows > 0 && at > 0 && at < st->len);
+    for (uint32_t i = 0; i < st->nrows; i++) {
+        const mr_dstage_row *r = &st->rows[i];
+        FUZZ_CHECK(r->off == at + (i ? 2 : 0) && r->len >= 2 && r->off + r->len <= st->len);
+        FUZZ_CHECK(st->text[r->off] == '(' && st->text[r->off + r->len - 1] == ')');
+        FUZZ_CHECK(r->tail > r->off && r->tail < r->off + r->len);
+        at = r->off + r->len;
+    }
+    FUZZ_CHECK(at == st->len);
+}
+
+/* The INSERT joined with itself in a group batch: one INSERT that lexes;
+ * plain adds merge, so its rows are no more than twice the statement's. */
+static void joined(const mr_dstage *st, unsigned flags)
+{
+    mr_dstage two[2] = {*st, *st};
+    mr_buf out[1];
+    size_t merged = 0;
+    mr_buf_init(&out[0]);
+    FUZZ_CHECK(mr_dgroup_build(two, 2, out, 1, &merged) == 1);
+    FUZZ_CHECK(fuzz_lexes((const char *)out[0].data, out[0].len, flags));
+    FUZZ_CHECK(merged <= 2 * (size_t)st->nrows && (st->ndelta || merged == 0));
+    FUZZ_CHECK(out[0].len <= 2 * st->len);
+    mr_buf_free(&out[0]);
+}
+
 static void against(const char *sql, const sql_token *tok, size_t ntok, const mr_delayed_stmt *d,
                     const mr_delayed_def *def, bool prepared, unsigned flags)
 {
     char err[512];
     mr_buf out;
+    mr_dstage_rows rows = {0};
     mr_buf_init(&out);
-    if (mr_delayed_build(sql, tok, ntok, d, def, prepared, &out, err, sizeof err)) {
+    if (mr_delayed_build(sql, tok, ntok, d, def, prepared, &out, &rows, err, sizeof err)) {
         FUZZ_CHECK(!out.failed && out.len > 12 && memcmp(out.data, "INSERT INTO ", 12) == 0);
         FUZZ_CHECK(fuzz_lexes((const char *)out.data, out.len, flags));
+        mr_dstage st = mr_dstage_of((const char *)out.data, out.len, &rows);
+        check_stage(&st);
+        if (!prepared)
+            joined(&st, flags);
     }
     mr_buf_free(&out);
+    mr_buf_free(&rows.rows);
+    mr_buf_free(&rows.d);
     mr_dmem_batch b;
     memset(&b, 0, sizeof b);
     mr_buf_init(&b.keys);

@@ -156,9 +156,9 @@ static void string_values(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(bare_and_quoted),      cmocka_unit_test(doubled_quotes),
-        cmocka_unit_test(backslashes),          cmocka_unit_test(lengths_at_the_bound),
-        cmocka_unit_test(malformed),            cmocka_unit_test(string_values),
+        cmocka_unit_test(bare_and_quoted), cmocka_unit_test(doubled_quotes),
+        cmocka_unit_test(backslashes),     cmocka_unit_test(lengths_at_the_bound),
+        cmocka_unit_test(malformed),       cmocka_unit_test(string_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,6 +52,7 @@
 #include "myrewrite/base/counters.h"
 #include "myrewrite/base/proxy.h"
 #include "myrewrite/delayed/rule.h"
+#include "myrewrite/delayed/stage.h"
 #include "myrewrite/rules/rules.h"
 
 #define MR_DGROUP_CONNS 2
@@ -60,9 +61,11 @@ struct mr_rule_stats;
 
 typedef struct mr_dgroup_member {
     struct mr_dgroup_member *next; /* the runner's queue */
-    char *sql;                     /* the staging INSERT (owned) */
+    const char *sql;               /* the staging INSERT */
     size_t len;
-    unsigned ndelta;                       /* its rows' add deltas (delayed/group_sql.h) */
+    mr_dstage stage;                       /* ... as data */
+    void *copy;                            /* owned: the deltas, the rows and the text stage and sql
+                                              point into */
     uint32_t rows;                         /* staging rows in it */
     uint64_t wait_us, max_rows, max_bytes; /* its rule's bounds */
     uint64_t timeout_ms;                   /* its rule's group_commit_timeout */
@@ -96,11 +99,10 @@ typedef struct mr_dgroup_stats {
     mr_counter park_wait_us; /* ... that wait (the batch's, for each of them), summed */
 } mr_dgroup_stats;
 
-/* A member for the staging INSERT sql[0..len) of `rows` rows (ndelta: as
- * mr_dgroup_text's) under rule
+/* A member for a copy of the staging INSERT st, of `rows` rows, under rule
  * def, whose answer calls wake(wake_arg); NULL when out of memory. The
  * caller holds its one reference. */
-mr_dgroup_member *mr_dgroup_member_new(const char *sql, size_t len, unsigned ndelta, uint32_t rows,
+mr_dgroup_member *mr_dgroup_member_new(const mr_dstage *st, uint32_t rows,
                                        const mr_delayed_def *def, struct mr_rule_stats *stats,
                                        void (*wake)(void *arg), void *wake_arg);
 /* Is the answer written? Then the caller may read it. */

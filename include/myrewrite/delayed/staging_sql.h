@@ -29,6 +29,7 @@
 
 #include "myrewrite/base/buf.h"
 #include "myrewrite/delayed/rule.h"
+#include "myrewrite/delayed/stage.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/sql/stmt.h"
 
@@ -123,12 +124,14 @@ bool mr_delayed_strip(const char *text, size_t len, const sql_token *tok, const 
 bool mr_delayed_names(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
                       const char *default_schema, char *schema, char *table);
 
-/* Appends the staging INSERT to out. False with a message in err when the
- * statement does not fit the rule (unknown column, missing key, a
- * `col = literal`, which only mode = memory takes so far...) or, in a
- * prepared statement, when a `?` would be repeated or moved. */
+/* Appends the staging INSERT to out and, unless rows is NULL, its rows as
+ * data (delayed/stage.h; offsets from where the INSERT begins in out) to
+ * rows, emptied first. False with a message in err when the statement does
+ * not fit the rule (unknown column, missing key, a `col = literal`, which
+ * only mode = memory takes so far...) or, in a prepared statement, when a
+ * `?` would be repeated or moved. */
 bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok, const mr_delayed_stmt *d,
-                      const mr_delayed_def *def, bool prepared, mr_buf *out, char *err,
-                      size_t errlen);
+                      const mr_delayed_def *def, bool prepared, mr_buf *out, mr_dstage_rows *rows,
+                      char *err, size_t errlen);
 
 #endif

@@ -240,18 +240,16 @@ typedef struct mr_match_result {
                              in its text) under a rule with group_commit: in autocommit mode
                              outside a transaction the caller stages it in a group batch
                              (delayed/group.h) instead of sending text; NULL otherwise */
-    const char *group_sql;       /* ... the staging INSERT alone (in the scratch; valid until the
-                                   next call), without what surrounded the statement */
-    size_t group_len;
-    uint8_t group_ndelta; /* ... its rows' leading add deltas, when they hold nothing but adds
-                             (0: a delete, or a `col = literal`): delayed/group_sql.h */
-    const struct mr_rule *read_pending; /* REWRITE of a point read under a delayed rule with
-                             read_pending: the text adds the deltas still pending for the key
-                             (delayed/read_sql.h); NULL otherwise */
-    bool dmem_read_prepare;             /* REWRITE of a COM_STMT_PREPARE of a point read under a
-                                         memory-mode rule with read_pending: the text reads the sums
-                                         from user variables; the caller keeps the original and sends a
-                                         SET of them ahead of each execute (read_set: the one of zeros) */
+    const struct mr_dstage *group_stage; /* ... the staging INSERT alone, as data
+                             (delayed/stage.h; in the scratch, valid until the next call),
+                             without what surrounded the statement */
+    const struct mr_rule *read_pending;  /* REWRITE of a point read under a delayed rule with
+                              read_pending: the text adds the deltas still pending for the key
+                              (delayed/read_sql.h); NULL otherwise */
+    bool dmem_read_prepare;              /* REWRITE of a COM_STMT_PREPARE of a point read under a
+                                          memory-mode rule with read_pending: the text reads the sums
+                                          from user variables; the caller keeps the original and sends a
+                                          SET of them ahead of each execute (read_set: the one of zeros) */
     const char *read_set; /* ... and for an execute's values (ctx->params): the SET for the
                              key bound (in the scratch; NULL: the read adds nothing) */
     size_t read_set_len;
