@@ -27,7 +27,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "delayed/session_impl.h"
+#include "delayed/session_flush.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/delayed/derive.h"
 #include "myrewrite/delayed/flush.h"

@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "delayed/session_impl.h"
+#include "delayed/session_prepared.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/paginate/bookmarks.h"
@@ -40,8 +40,7 @@
 #include "myrewrite/schema/cache.h"
 
 #define MAX_PARAMS MR_EXEC_MAX_PARAMS
-#define LAST_NOT_MEMORY 0xffffffffu /* d->dlast: the last prepare was not a memory stand-in */
-#define STMT_LAST 0xffffffffu       /* MariaDB's direct execution: the statement prepared last */
+#define STMT_LAST 0xffffffffu /* MariaDB's direct execution: the statement prepared last */
 
 struct ds_stmt {
     struct ds_stmt *next;
@@ -87,7 +86,7 @@ void ds_forget_all(ds_session *s)
     }
     free(s->dprep);
     s->dprep = NULL;
-    s->dlast = LAST_NOT_MEMORY;
+    s->dlast = DS_LAST_NOT_MEMORY;
 }
 
 static struct ds_stmt *note(ds_session *s, const char *sql, size_t len, unsigned nparams,
@@ -130,7 +129,7 @@ void ds_prepared(ds_session *s, bool ok, uint32_t id)
     struct ds_stmt *d = s->dprep;
     s->dprep = NULL;
     if (ok) /* the id MariaDB's direct execution means by 0xffffffff */
-        s->dlast = d ? id : LAST_NOT_MEMORY;
+        s->dlast = d ? id : DS_LAST_NOT_MEMORY;
     if (!d)
         return;
     if (!ok) {
@@ -232,7 +231,7 @@ mr_hook_action ds_command(mr_fsession *fs, ds_session *s, uint8_t cmd, const uin
         (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 24;
     if (id == STMT_LAST) /* MariaDB: the statement prepared last on this connection */
         id = s->dlast;
-    struct ds_stmt *d = id == LAST_NOT_MEMORY ? NULL : find(s, id);
+    struct ds_stmt *d = id == DS_LAST_NOT_MEMORY ? NULL : find(s, id);
     if (!d)
         return MR_HOOK_PASS;
     if (d->read && cmd == MR_COM_STMT_EXECUTE)
