@@ -1,6 +1,9 @@
 /*
  * delayed/mem_impl.h - what the store (delayed/mem.c) and the flusher
- * (delayed/mem_flush.c) share: tables, entries, hash maps.
+ * (delayed/mem_flush.c) share: tables, entries, hash maps
+ * (delayed/mem_map.c), the shards and the table list (delayed/mem_store.c).
+ * mem.c calls mem_flush.c; both call mem_map.c and mem_store.c, which call
+ * neither.
  *
  * A map belongs to one shard (guarded by the shard's mutex) or to the
  * flusher thread (its pending keys). Entries move from a shard to the
@@ -9,6 +12,7 @@
 #ifndef MYREWRITE_DELAYED_MEM_IMPL_H
 #define MYREWRITE_DELAYED_MEM_IMPL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,6 +62,7 @@ typedef struct dm_map {
     size_t n;
 } dm_map;
 
+/* delayed/mem_map.c */
 uint64_t dm_hash(const struct mr_dmem_table *t, const char *key, size_t klen);
 dm_entry *dm_find(const dm_map *m, const struct mr_dmem_table *t, const char *key, size_t klen,
                   uint64_t hash);
@@ -65,10 +70,15 @@ dm_entry *dm_find(const dm_map *m, const struct mr_dmem_table *t, const char *ke
 bool dm_insert(dm_map *m, dm_entry *e);
 /* Doubles m's buckets (makes the first ones); false when out of memory. */
 bool dm_map_grow(dm_map *m);
+struct mr_dmem_batch;
+/* First pass of batch b of table t on map m: *fresh, its keys m does not
+ * hold; -1 with the ERR's text in err when it may not go in at all (a delta
+ * would overflow, or the table would pass memory_max_keys), else 0. */
+int dm_map_check(const dm_map *m, struct mr_dmem_table *t, const struct mr_dmem_batch *b,
+                 uint64_t *fresh, char *err, size_t errlen);
 /* Applies batch b of table t to map m whole, or, when an allocation fails,
  * not at all (false, m unchanged). *made: the keys it added to m. Under
  * the lock of m's shard. */
-struct mr_dmem_batch;
 bool dm_map_apply(dm_map *m, struct mr_dmem_table *t, const struct mr_dmem_batch *b,
                   uint64_t *made);
 dm_entry *dm_entry_new(struct mr_dmem_table *t, const char *key, size_t klen, uint64_t hash);
@@ -77,9 +87,28 @@ void dm_entry_free(dm_entry *e);
 void dm_compose(dm_entry *older, dm_entry *newer);
 void dm_map_free(dm_map *m);
 
+/* delayed/mem_store.c */
+/* One worker's shard. */
+typedef struct dm_shard {
+    pthread_mutex_t lock;
+    dm_map map;            /* guarded by lock */
+    mr_counter statements; /* written by the shard's worker only */
+    mr_counter refused;
+    char pad[64]; /* keeps two workers' shards off one cache line */
+} dm_shard;
+/* Makes the shards (at least one); false when out of memory. */
+bool dm_store_init(unsigned shards);
+/* Frees every shard's map, then the shards. */
+void dm_store_free_shards(void);
+/* The shards (0 before dm_store_init or after dm_store_free_shards), and shard i. */
+unsigned dm_shards(void);
+dm_shard *dm_shard_at(unsigned i);
 /* Swaps shard i's map with *fresh (an empty map); the caller owns the old one. */
 void dm_swap_shard(unsigned i, dm_map *fresh);
-unsigned dm_shards(void);
+/* The configuration lock, and under it the head of the table list. */
+void dm_tables_lock(void);
+void dm_tables_unlock(void);
+struct mr_dmem_table **dm_tables_head(void);
 /* The tables configured so far (the list only grows until stop). */
 struct mr_dmem_table *dm_tables(void);
 /* Are t's key columns known? Not for a table from the schema before its
