@@ -48,7 +48,6 @@ ROOMS = ["delayed", "session"]
 # with the connection pool.
 KNOWN_FILE_LOOPS = {
     ("flush", "flush_derive", "flush_locked"),
-    ("read_take", "rule_kind", "statement"),
     ("auth", "backend_side", "client_side", "hooks", "park", "prelude", "prepared", "session",
      "statement", "worker"),
 }

@@ -277,8 +277,8 @@ bool dm_map_apply(dm_map *m, struct mr_dmem_table *t, const mr_dmem_batch *b, ui
     return true;
 }
 
-int dm_map_check(const dm_map *m, struct mr_dmem_table *t, const mr_dmem_batch *b,
-                 uint64_t *fresh, char *err, size_t errlen)
+int dm_map_check(const dm_map *m, struct mr_dmem_table *t, const mr_dmem_batch *b, uint64_t *fresh,
+                 char *err, size_t errlen)
 {
     const char *p = (const char *)b->keys.data;
     *fresh = 0;
@@ -288,9 +288,9 @@ int dm_map_check(const dm_map *m, struct mr_dmem_table *t, const mr_dmem_batch *
         *fresh += e == NULL;
         if (overflows(e, b)) {
             snprintf(err, errlen,
-                    "UPDATE DELAYED on %s.%s: the delta held for this key would "
-                    "overflow a signed 64-bit integer; run FLUSH DELAYED first",
-                    t->def.schema, t->def.table);
+                     "UPDATE DELAYED on %s.%s: the delta held for this key would "
+                     "overflow a signed 64-bit integer; run FLUSH DELAYED first",
+                     t->def.schema, t->def.table);
             return -1;
         }
         p += n;
@@ -298,10 +298,10 @@ int dm_map_check(const dm_map *m, struct mr_dmem_table *t, const mr_dmem_batch *
     uint64_t held = atomic_load_explicit(&t->nkeys, memory_order_relaxed);
     if (*fresh && held + *fresh > t->def.memory_max_keys) {
         snprintf(err, errlen,
-                "DELAYED on %s.%s: the proxy holds %" PRIu64 " keys of this "
-                "table in memory, its memory_max_keys (%" PRIu64 "); a flush has been asked "
-                "for, retry shortly",
-                t->def.schema, t->def.table, held, t->def.memory_max_keys);
+                 "DELAYED on %s.%s: the proxy holds %" PRIu64 " keys of this "
+                 "table in memory, its memory_max_keys (%" PRIu64 "); a flush has been asked "
+                 "for, retry shortly",
+                 t->def.schema, t->def.table, held, t->def.memory_max_keys);
         return -1;
     }
     return 0;

@@ -23,7 +23,8 @@
 #include "myrewrite/rules/kind.h"
 #include "myrewrite/schema/desc.h"
 
-#include "delayed/statement_impl.h"
+#include "delayed/read_take.h"
+#include "delayed/scratch.h"
 
 static bool rule_reads(const mr_rule_run *R, const mr_rule *r)
 {

@@ -96,14 +96,19 @@ uint64_t mr_rules_scratch_regex_runs(const mr_rules_scratch *s) { return s->rege
 bool mr_rule_text_reserve(bytes *t, size_t n) { return GROW(t->p, t->cap, n); }
 
 /* Made once per worker and kind, at its first statement: never per statement. */
-void *mr_rule_kind_scratch(run *R, const mr_rule_kind *k, size_t size)
+void *mr_rule_scratch(run *R, mr_rule_type type, size_t size, void (*scratch_free)(void *))
 {
     mr_rules_scratch *s = R->s;
-    if (!s->kind[k->type]) {
-        s->kind[k->type] = calloc(1, size);
-        s->kind_free[k->type] = k->scratch_free;
+    if (!s->kind[type]) {
+        s->kind[type] = calloc(1, size);
+        s->kind_free[type] = scratch_free;
     }
-    return s->kind[k->type];
+    return s->kind[type];
+}
+
+void *mr_rule_kind_scratch(run *R, const mr_rule_kind *k, size_t size)
+{
+    return mr_rule_scratch(R, k->type, size, k->scratch_free);
 }
 
 /* ---- digests ------------------------------------------------------------------- */

@@ -162,6 +162,9 @@ void mr_rule_trace(mr_rule_run *R, size_t i, rule_why why, const char *detail);
  * use by this scratch, freed with it (after the kind's scratch_free). NULL
  * when out of memory. */
 void *mr_rule_kind_scratch(mr_rule_run *R, const struct mr_rule_kind *k, size_t size);
+/* The same by the kind's type and scratch_free, for a kind's files below
+ * its table (which names them, so they cannot name it back). */
+void *mr_rule_scratch(mr_rule_run *R, mr_rule_type type, size_t size, void (*scratch_free)(void *));
 
 /* ---- the entry ------------------------------------------------------------------ */
 

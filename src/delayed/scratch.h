@@ -1,12 +1,14 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
- * delayed/statement_impl.h - what the statement side of delayed rules
- * shares between its files (delayed/statement.c: DELAYED statements;
+ * delayed/scratch.h - what the statement side of delayed rules shares
+ * between its files (delayed/statement.c: DELAYED statements;
  * delayed/read_take.c: read_pending's point reads): the kind's buffers in
- * the worker's scratch and the step that sends a text instead. Private to
- * delayed/; pure, the caller's worker thread.
+ * the worker's scratch and the step that sends a text instead
+ * (delayed/scratch.c). Private to delayed/; pure, the caller's worker
+ * thread.
  */
-#ifndef MYREWRITE_DELAYED_STATEMENT_IMPL_H
-#define MYREWRITE_DELAYED_STATEMENT_IMPL_H
+#ifndef MYREWRITE_DELAYED_SCRATCH_H
+#define MYREWRITE_DELAYED_SCRATCH_H
 
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/delayed/stage.h"
@@ -28,9 +30,5 @@ delayed_scratch *mr_delayed_scratch_of(mr_rule_run *R);
 
 /* S becomes the scratch's `out`: the text sent in place of the statement. */
 mr_take_step mr_delayed_send_instead(mr_rule_run *R, mr_rule_stmt *S);
-
-/* A SELECT that may be a point read of a rule with read_pending
- * (delayed/read_take.c); MR_TAKE_NONE for every other statement. */
-mr_take_step mr_delayed_read_take(mr_rule_run *R, mr_rule_stmt *S);
 
 #endif
