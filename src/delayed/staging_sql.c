@@ -620,6 +620,26 @@ static bool adds_only(const mr_delayed_stmt *d, const mr_delayed_def *def)
     return true;
 }
 
+/* The rows as data start empty, after the prefix written so far. */
+static void stage_begin(writer *w)
+{
+    if (!w->rows)
+        return;
+    mr_buf_reset(&w->rows->rows);
+    mr_buf_reset(&w->rows->d);
+    w->rows->prefix_len = w->out->len - w->start;
+}
+
+/* Whether the rows carry their deltas; a failed array fails the INSERT. */
+static void stage_end(writer *w, const mr_delayed_stmt *d, const mr_delayed_def *def)
+{
+    if (!w->rows)
+        return;
+    w->rows->ndelta = w->plain && adds_only(d, def) ? d->nset : 0;
+    if (w->rows->rows.failed || w->rows->d.failed)
+        w->out->failed = true;
+}
+
 static size_t count_params(const sql_token *tok, size_t ntok)
 {
     size_t n = 0;
@@ -636,13 +656,12 @@ bool mr_delayed_check(const char *text, const sql_token *tok, const mr_delayed_s
 }
 
 bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok, const mr_delayed_stmt *d,
-                      const mr_delayed_def *def, bool prepared, mr_buf *out, mr_dstage_rows *rows,
+                      const mr_delayed_def *def, bool prepared, mr_buf *out, mr_dstage_rows *stage,
                       char *err, size_t errlen)
 {
     int col[MR_DELAYED_MAX_TERMS], key[MR_DELAYED_MAX_TERMS];
     if (!mr_delayed_check(text, tok, d, def, col, key, err, errlen))
         return false;
-    mr_dstage_rows *stage = rows;
     uint32_t nrows = d->in_term >= 0 ? d->key[d->in_term].count : 1;
     if (nrows > MR_DELAYED_MAX_ROWS)
         return fail(err, errlen, "%s: at most %d values in the IN list", verb(d),
@@ -657,20 +676,11 @@ bool mr_delayed_build(const char *text, const sql_token *tok, size_t ntok, const
                 .plain = true,
                 .last_param = SQL_NONE};
     uint64_t mask = set_mask_of(text, tok, d, def);
-    if (stage) {
-        mr_buf_reset(&stage->rows);
-        mr_buf_reset(&stage->d);
-    }
     put_columns(&w, d, def, col, key, mask);
-    if (stage)
-        stage->prefix_len = out->len - start;
+    stage_begin(&w);
     for (uint32_t r = 0; r < nrows; r++)
         put_row(&w, d, def, r, mask);
-    if (stage) {
-        stage->ndelta = w.plain && adds_only(d, def) ? d->nset : 0;
-        if (stage->rows.failed || stage->d.failed)
-            out->failed = true;
-    }
+    stage_end(&w, d, def);
     if (prepared && (w.param_moved || w.params != count_params(tok, ntok))) {
         out->len = start;
         return fail(err, errlen,
