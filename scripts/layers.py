@@ -47,7 +47,6 @@ ROOMS = ["delayed", "session"]
 # of these that is gone, so the list only shrinks. session/ is restructured
 # with the connection pool.
 KNOWN_FILE_LOOPS = {
-    ("flush", "flush_derive", "flush_locked"),
     ("auth", "backend_side", "client_side", "hooks", "park", "prelude", "prepared", "session",
      "statement", "worker"),
 }

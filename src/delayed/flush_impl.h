@@ -1,7 +1,10 @@
 /*
- * delayed/flush_impl.h - what delayed/flush.c shares with the flush path for
- * non-transactional tables (delayed/flush_locked.c): the flusher's view of
- * one delayed rule, and the chunk steps both paths use.
+ * delayed/flush_impl.h - the staged flusher's pieces (the flusher's view of
+ * one delayed rule is delayed/chunk.h's table): delayed/flush_chunk.c (one
+ * chunk, the SQL helpers, the counters) at the bottom; delayed/flush_table.c
+ * (a rule's table and its setup) above it; delayed/flush_locked.c (the path
+ * for non-transactional tables) and delayed/flush_derive.c (derived rules)
+ * above those; delayed/flush.c (rounds and the thread) on top.
  *
  * Flusher thread only: every function here runs on its bgconn connection.
  */
@@ -14,14 +17,36 @@
 
 #include "myrewrite/base/buf.h"
 #include "myrewrite/delayed/derive.h"
+#include "myrewrite/delayed/flush.h"
 #include "myrewrite/rules/rules.h"
 
 #include "delayed/chunk.h" /* table, chunk */
 
-/* Runs the text built in b; logs and counts a failure. */
+/* ---- delayed/flush_chunk.c: one chunk, the SQL helpers, the counters ---- */
+
+/* The process-wide counters (mr_delayed_stats_get's), to count into. */
+mr_delayed_stats *dflush_stats(void);
+/* Runs the text built in b (or sql); logs and counts a failure. */
 bool dflush_exec(MYSQL *db, const mr_buf *b, const table *t, const char *what);
+bool dflush_exec_str(MYSQL *db, const char *sql, const table *t, const char *what);
 /* `schema`.`name` */
 void dflush_put_table(mr_buf *b, const char *schema, const char *name);
+/* printf into b (up to 63 bytes). */
+void dflush_put_fmt(mr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A staging table's `<name>_set` column. */
+void dflush_put_set_ident(mr_buf *b, const char *name);
+/* The result of `sql_head WHERE TABLE_SCHEMA = <t's schema> AND TABLE_NAME =
+ * name`; NULL when the query failed (logged). */
+MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head, const char *name);
+/* Does table `name` of t's schema exist: 1 yes, 0 no, -1 the query failed. */
+int dflush_table_exists(MYSQL *db, const table *t, const char *name);
+/* GET_LOCK / RELEASE_LOCK (fn) on the table's lock name; true when it returned 1. */
+bool dflush_named_lock(MYSQL *db, const table *t, const char *fn);
+/* One transaction over a chunk of t's staging table; the rows read (applied,
+ * or moved to the dead-letter table), or -1 (rolled back). */
+long dflush_chunk(MYSQL *db, table *t);
+/* The main table is gone: what is staged goes to the dead-letter table. */
+void dflush_drain_gone(MYSQL *db, table *t);
 /* Reads up to flush_rows rows of t->read_from in seq order, sums them per key
  * and applies deletes then adds to the main table; no transaction of its
  * own. When the server refuses the data, the keys are applied one by one
@@ -36,11 +61,10 @@ void dflush_count_chunk(const table *t, long n);
  * and `msg`) globally and on the rule's SHOW DELAYED row. */
 void dflush_count_error(const table *t, const char *what, unsigned code, const char *msg);
 
+/* ---- delayed/flush_table.c: a rule's table and its setup ---------------- */
+
 /* Checks the table and creates its staging table if missing; sets ready. */
 bool dflush_setup_table(MYSQL *db, table *t);
-/* The result of `sql_head WHERE TABLE_SCHEMA = <t's schema> AND TABLE_NAME =
- * name`; NULL when the query failed (logged). */
-MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head, const char *name);
 /* The flusher's copy of rule def (named rule); false when out of memory. */
 bool dflush_table_from_def(table *t, const mr_delayed_def *def, const char *rule,
                            struct mr_rule_stats *stats);
