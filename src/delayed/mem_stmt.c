@@ -180,7 +180,9 @@ static bool put_value(const rd *r, uint32_t i, uint32_t end, mr_buf *out)
             size_t at = out->len; /* room for the value, never longer than the token */
             mr_buf_put(out, p, t->len);
             if (!out->failed)
-                out->len = at + sql_tok_string(t, text, !r->no_backslash, (char *)out->data + at);
+                out->len = at + sql_tok_string(t, text,
+                                               r->no_backslash ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0u,
+                                               (char *)out->data + at);
             return true;
         }
         return mr_delayed_fail(err, errlen,

@@ -78,7 +78,47 @@ static bool inner_passes(run *R, const char *text, size_t len, unsigned index)
     return true;
 }
 
-/* The literal's text in this depth's buffer, then the rules over it. */
+/* Reads of the literal that must all pass. The server decodes it in the
+ * mode in force when the statement runs, which an earlier statement of the
+ * same text (SET sql_mode, SET NAMES) may have changed though its tokens
+ * read the same ('... # \nWHERE ...' is one string either way, a newline
+ * with backslash escapes and two bytes without), and which the session may
+ * not know (unsure: ctx->lex_unsure). So, past the text's first statement
+ * or where the session is unsure, a literal holding a backslash is read
+ * both ways, and one that also holds a byte >= 0x80 under every multibyte
+ * rule too (a trail byte 0x5c escapes nothing): fail closed. The first
+ * statement's backslash mode is the server's status flag. Returns how many
+ * modes went into out[]. */
+#define LITERAL_MODES (2 + 2 * SQL_LEX_MB_COUNT)
+static size_t literal_modes(const char *text, const sql_token *tok, const sql_dynamic *d,
+                            unsigned base, unsigned unsure, unsigned out[LITERAL_MODES])
+{
+    bool bs = false, high = false;
+    for (uint32_t i = d->lit.first; i < d->lit.end; i++)
+        for (uint32_t k = 0; k < tok[i].len; k++) {
+            unsigned char c = (unsigned char)text[tok[i].off + k];
+            bs |= c == '\\';
+            high |= c >= 0x80;
+        }
+    size_t n = 0;
+    out[n++] = base;
+    if (!bs)
+        return n;
+    if (unsure & SQL_LEX_NO_BACKSLASH_ESCAPES)
+        out[n++] = base ^ SQL_LEX_NO_BACKSLASH_ESCAPES;
+    unsigned plain = base & ~(unsigned)(SQL_LEX_MB_MASK | SQL_LEX_NO_BACKSLASH_ESCAPES);
+    for (unsigned mb = 1; high && (unsure & SQL_LEX_MB_MASK) && mb <= SQL_LEX_MB_COUNT; mb++)
+        for (unsigned nbe = 0; nbe < 2; nbe++) {
+            unsigned m = plain | (mb << 4) | (nbe ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0u);
+            if (m != out[0] && (n < 2 || m != out[1]))
+                out[n++] = m;
+        }
+    return n;
+}
+
+/* The literal's text in this depth's buffer, once per mode it may be read
+ * in, then the rules over each (the inner text lexed in that mode). All
+ * readings are decoded first: examining one lexes over the outer tokens. */
 static bool literal_passes(run *R, const sql_dynamic *d, const char *text, unsigned index)
 {
     if (R->ctx->charset_unsafe)
@@ -86,13 +126,26 @@ static bool literal_passes(run *R, const sql_dynamic *d, const char *text, unsig
     if (R->dyn_depth >= RULES_DYN_DEPTH)
         return !refused(R, index, "dynamic SQL inside dynamic SQL");
     bytes *b = &R->s->dyn[R->dyn_depth];
-    size_t max = sql_dynamic_text_max(R->s->tok, d);
-    if (!mr_rule_text_reserve(b, max + 1))
+    unsigned modes[LITERAL_MODES];
+    unsigned unsure = index > 1 ? ~0u : R->ctx->lex_unsure;
+    size_t nmodes = literal_modes(text, R->s->tok, d, R->ctx->lex_flags, unsure, modes);
+    size_t max = sql_dynamic_text_max(R->s->tok, d), at[LITERAL_MODES + 1] = {0};
+    if (!mr_rule_text_reserve(b, nmodes * max + 1))
         return !refused(R, index, "a string too large to read");
-    b->len = sql_dynamic_text(text, R->s->tok, d, R->ctx->lex_flags, b->p);
+    for (size_t m = 0; m < nmodes; m++)
+        at[m + 1] = at[m] + sql_dynamic_text(text, R->s->tok, d, modes[m], b->p + at[m]);
+    b->len = at[nmodes];
+    const mr_stmt_ctx *session = R->ctx;
+    mr_stmt_ctx reading = *session;
+    bool ok = true;
+    R->ctx = &reading;
     R->dyn_depth++;
-    bool ok = inner_passes(R, b->p, b->len, index);
+    for (size_t m = 0; ok && m < nmodes; m++) {
+        reading.lex_flags = modes[m];
+        ok = inner_passes(R, b->p + at[m], at[m + 1] - at[m], index);
+    }
     R->dyn_depth--;
+    R->ctx = session;
     return ok;
 }
 

@@ -205,9 +205,8 @@ size_t sql_dynamic_text(const char *text, const sql_token *toks, const sql_dynam
                         unsigned lex_flags, char *out)
 {
     size_t n = 0;
-    bool backslash = !(lex_flags & SQL_LEX_NO_BACKSLASH_ESCAPES);
     for (uint32_t i = d->lit.first; d->kind == SQL_DYN_LITERAL && i < d->lit.end; i++)
         if (toks[i].kind == SQL_TOK_STRING)
-            n += sql_tok_string(&toks[i], text, backslash, out + n);
+            n += sql_tok_string(&toks[i], text, lex_flags, out + n);
     return n;
 }

@@ -207,6 +207,12 @@ static size_t mb_len(unsigned mb, const unsigned char *s, size_t n, size_t p)
     }
 }
 
+size_t sql_lex_mb_len(unsigned lex_flags, const char *s, size_t n, size_t p)
+{
+    unsigned mb = lex_flags & SQL_LEX_MB_MASK;
+    return mb && (unsigned char)s[p] >= 0x80 ? mb_len(mb, (const unsigned char *)s, n, p) : 0;
+}
+
 /* Quoted run starting at s[p] == q. Doubled quotes always escape; '\'
  * escapes only when bs is set; a multibyte character (mb) is skipped whole,
  * so its trail byte never ends or escapes anything. Returns the end or NPOS

@@ -57,17 +57,22 @@ static size_t unescape(char c, char *out)
     }
 }
 
-size_t sql_tok_string(const sql_token *t, const char *text, bool backslash, char *out)
+size_t sql_tok_string(const sql_token *t, const char *text, unsigned lex_flags, char *out)
 {
     const char *p = text + t->off;
-    size_t len = t->len, n = 0, i = 0;
+    size_t len = t->len, n = 0, i = 0, mb;
+    bool backslash = !(lex_flags & SQL_LEX_NO_BACKSLASH_ESCAPES);
     while (i < len && p[i] != '\'' && p[i] != '"') /* past a charset introducer */
         i++;
     if (t->kind != SQL_TOK_STRING || len - i < 2)
         return 0;
     char q = p[i];
     for (i++; i + 1 < len; i++) {
-        if (p[i] == '\\' && backslash && i + 2 < len)
+        if ((mb = sql_lex_mb_len(lex_flags, p, len - 1, i)) > 1) {
+            memcpy(out + n, p + i, mb);
+            n += mb;
+            i += mb - 1;
+        } else if (p[i] == '\\' && backslash && i + 2 < len)
             n += unescape(p[++i], out + n);
         else if (p[i] == q) /* doubled: the lexer ended the token otherwise */
             out[n++] = p[i++];

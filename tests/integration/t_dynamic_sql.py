@@ -30,6 +30,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 import pymysql  # noqa: E402
+from pymysql.constants import CLIENT  # noqa: E402
 
 RULES = """
 [block nowhere]
@@ -145,6 +146,37 @@ def sql_mode_decides(px):
     relayed(px, "backslash escapes: the one-row UPDATE", [text], ((1, 1), (2, 0), (3, 0)))
     refused(px, "NO_BACKSLASH_ESCAPES: the UPDATE of every row", [text], 1227,
             "need a WHERE", "NO_BACKSLASH_ESCAPES")
+    # The mode set by an earlier statement of the same text: the literal's token reads
+    # alike either way, its contents do not ('# x\n' hides the WHERE without escapes).
+    multi = ("SET sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES'); "
+             "EXECUTE IMMEDIATE 'UPDATE dyn_u SET n = n + 1 # x\\nWHERE id = 1'")
+    reset()
+    t.eq("a mode set earlier in the text: the server updates every row", None,
+         run_multi(None, multi))
+    t.eq("a mode set earlier in the text: every row changed directly",
+         ((1, 1), (2, 1), (3, 1)), table())
+    reset()
+    err = run_multi(px, multi)
+    t.check(err is not None and err[0] == 1227 and "need a WHERE" in err[1],
+            "a mode set earlier in the text: refused with 1227", err)
+    t.eq("a mode set earlier in the text: the table is unchanged", UNCHANGED, table())
+
+
+def run_multi(px, text):
+    """Runs a multi-statement text and reads all its results; (code, message) of an
+    error, or None."""
+    kw = dict(client_flag=CLIENT.MULTI_STATEMENTS, autocommit=True)
+    c = px.connect(**kw) if px else t.direct(**kw)
+    try:
+        cur = c.cursor()
+        cur.execute(text)
+        while cur.nextset():
+            pass
+        return None
+    except pymysql.MySQLError as e:
+        return e.args[0], e.args[1]
+    finally:
+        c.close()
 
 
 HIDDEN = {

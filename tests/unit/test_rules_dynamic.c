@@ -196,6 +196,36 @@ static void blocks_inside_literals(void **state)
     mr_ruleset_free(rs);
 }
 
+/* A literal's tokens can read alike in every mode while its contents do
+ * not: after a statement that may change the mode, or where the session is
+ * unsure, each reading of a literal with a backslash must pass. */
+static void literal_read_in_every_mode_it_may_have(void **state)
+{
+    (void)state;
+    mr_ruleset *rs = load_ok(rules_text);
+    /* NO_BACKSLASH_ESCAPES set earlier in the text: \n is two bytes when the
+     * server runs the literal, # hides the WHERE */
+    expect_block(rs, NULL,
+                 "SET sql_mode = 'NO_BACKSLASH_ESCAPES'; "
+                 "EXECUTE IMMEDIATE 'UPDATE u SET n = 0 # \\nWHERE id = 1'",
+                 1227, "add a WHERE");
+    /* gbk set earlier in the text: 0xbf 0x5c is one character, \n no newline */
+    expect_block(rs, NULL,
+                 "SET NAMES gbk; EXECUTE IMMEDIATE 'UPDATE u SET n = 0 # \xbf\\nWHERE id = 1'",
+                 1227, "add a WHERE");
+    /* a session unsure of its backslash mode reads both ways */
+    mr_stmt_ctx unsure = {.lex_unsure = SQL_LEX_NO_BACKSLASH_ESCAPES};
+    expect_block(rs, &unsure, "EXECUTE IMMEDIATE 'UPDATE u SET n = 0 # \\nWHERE id = 1'", 1227,
+                 "add a WHERE");
+    /* the first statement's mode is known (the server's status flag): one reading */
+    expect_sent(rs, NULL, "EXECUTE IMMEDIATE 'UPDATE u SET n = 0 # \\nWHERE id = 1'", MR_ACT_PASS,
+                "EXECUTE IMMEDIATE 'UPDATE u SET n = 0 # \\nWHERE id = 1'");
+    /* without a backslash the readings agree */
+    expect_sent(rs, NULL, "SET NAMES gbk; EXECUTE IMMEDIATE 'UPDATE u SET n = 0 WHERE id = 1'",
+                MR_ACT_PASS, "SET NAMES gbk; EXECUTE IMMEDIATE 'UPDATE u SET n = 0 WHERE id = 1'");
+    mr_ruleset_free(rs);
+}
+
 /* The mode decides where the literal ends and what it holds. */
 static void literal_read_in_the_session_mode(void **state)
 {
@@ -299,6 +329,7 @@ int main(void)
         cmocka_unit_test(other_statements),
         cmocka_unit_test(blocks_inside_literals),
         cmocka_unit_test(literal_read_in_the_session_mode),
+        cmocka_unit_test(literal_read_in_every_mode_it_may_have),
         cmocka_unit_test(refuse_what_is_not_shown),
         cmocka_unit_test(refuse_filters_and_log_only),
         cmocka_unit_test(dynamic_key),

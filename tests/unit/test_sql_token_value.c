@@ -128,7 +128,7 @@ static void expect_str(const char *s, unsigned flags, const char *want, size_t w
     char out[64];
     sql_token t = first_of(s, flags);
     assert_int_equal(t.kind, SQL_TOK_STRING);
-    size_t n = sql_tok_string(&t, s, !(flags & SQL_LEX_NO_BACKSLASH_ESCAPES), out);
+    size_t n = sql_tok_string(&t, s, flags, out);
     assert_true(n <= t.len);
     assert_int_equal(n, wantlen);
     assert_memory_equal(out, want, n);
@@ -150,7 +150,7 @@ static void string_values(void **state)
     expect_str("N'z'", 0, "z", 1);
     char out[8];
     sql_token t = first_of("`q`", 0);
-    assert_int_equal(sql_tok_string(&t, "`q`", true, out), 0); /* not a string */
+    assert_int_equal(sql_tok_string(&t, "`q`", 0, out), 0); /* not a string */
 }
 
 int main(void)

@@ -44,6 +44,11 @@ enum {
  * ASCII (and for NULL). */
 unsigned sql_lex_mb_of(const char *charset, size_t n);
 
+/* The length of the multibyte character at s[p] (of n bytes) under the
+ * multibyte rule in lex_flags, or 0 when s[p] starts none (no rule, an
+ * ASCII byte, or a lead byte without a valid trail byte). */
+size_t sql_lex_mb_len(unsigned lex_flags, const char *s, size_t n, size_t p);
+
 typedef enum sql_tok_kind {
     SQL_TOK_WORD = 1, /* keyword or bare identifier; id = sql_kw (0 = not a keyword) */
     SQL_TOK_QIDENT,   /* `quoted` identifier, or "quoted" under ANSI_QUOTES */

@@ -31,10 +31,11 @@ bool sql_tok_name(const sql_token *t, const char *text, char *dst, size_t cap);
 /* The value of the STRING token t of text into out (room for t->len bytes;
  * returns the bytes written): the text between its quotes (after a charset
  * introducer, when it has one), the quote character doubled inside standing
- * for one, and with `backslash` (a session without NO_BACKSLASH_ESCAPES)
- * backslash escapes resolved as the server resolves them: \0 \b \n \r \t
- * \Z their control bytes, \% and \_ kept whole (for LIKE), \x any other
- * x. */
-size_t sql_tok_string(const sql_token *t, const char *text, bool backslash, char *out);
+ * for one, and unless lex_flags has SQL_LEX_NO_BACKSLASH_ESCAPES backslash
+ * escapes resolved as the server resolves them: \0 \b \n \r \t \Z their
+ * control bytes, \% and \_ kept whole (for LIKE), \x any other x. A
+ * multibyte character of lex_flags' rule is copied whole: its trail byte
+ * 0x5c escapes nothing, as in the server. */
+size_t sql_tok_string(const sql_token *t, const char *text, unsigned lex_flags, char *out);
 
 #endif
