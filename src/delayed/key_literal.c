@@ -36,6 +36,7 @@
  */
 #include "myrewrite/delayed/key_literal.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -299,6 +300,55 @@ static bool refuse(const mr_delayed_def *def, const char *col, const mr_col_rang
     return false;
 }
 
+/* Could a and b name the same row? Numbers by their one spelling (quoted
+ * or not); strings as a case-insensitive PAD SPACE collation would compare
+ * their ASCII letters and trailing spaces (a cautious stand-in for every
+ * collation: a binary one only loses a list it could have taken). */
+static bool may_be_same(const keyval *a, const keyval *b, bool text)
+{
+    size_t an = a->n, bn = b->n;
+    if (!text)
+        return a->neg == b->neg && an == bn && memcmp(a->p, b->p, an) == 0;
+    while (an && a->p[an - 1] == ' ')
+        an--;
+    while (bn && b->p[bn - 1] == ' ')
+        bn--;
+    if (an != bn)
+        return false;
+    for (size_t i = 0; i < an; i++) {
+        unsigned char x = (unsigned char)a->p[i], y = (unsigned char)b->p[i];
+        if (x != y && !(x < 0x80 && y < 0x80 && tolower(x) == tolower(y)))
+            return false;
+    }
+    return true;
+}
+
+/* An IN list that names one row twice: directly the row changes once, while
+ * every staged or held value adds its delta. The first such pair, or false. */
+static bool repeated_value(const char *text, const sql_token *tok, const mr_delayed_key *key,
+                           const mr_exec_params *params, bool text_col, keyval *dup)
+{
+    for (uint32_t i = key->first, ni; i < key->end; i = ni + 1) {
+        keyval a;
+        if (!mr_delayed_literal_at(tok, i, key->end, &ni))
+            return false;
+        bool have_a = value_at(text, tok, i, ni, params, &a);
+        for (uint32_t j = ni + 1, nj; have_a && j < key->end; j = nj + 1) {
+            while (j < key->end && tok[j].kind == SQL_TOK_COMMA)
+                j++;
+            if (j >= key->end || !mr_delayed_literal_at(tok, j, key->end, &nj))
+                break;
+            if (value_at(text, tok, j, nj, params, dup) && may_be_same(&a, dup, text_col))
+                return true;
+            while (nj < key->end && tok[nj].kind != SQL_TOK_COMMA)
+                nj++;
+        }
+        while (ni < key->end && tok[ni].kind != SQL_TOK_COMMA)
+            ni++;
+    }
+    return false;
+}
+
 bool mr_delayed_keys_comparable(const char *text, const sql_token *tok, const mr_delayed_stmt *d,
                                 const mr_delayed_def *def, const mr_schema_source *src,
                                 const mr_exec_params *params, char *err, size_t errlen)
@@ -324,6 +374,12 @@ bool mr_delayed_keys_comparable(const char *text, const sql_token *tok, const mr
             while (next < key->end && tok[next].kind != SQL_TOK_COMMA)
                 next++;
         }
+        keyval dup;
+        if (key->count > 1 && repeated_value(text, tok, key, params, r.kind == MR_RANGE_CHAR, &dup))
+            return refuse(def, col, &r, &dup,
+                          "the IN list names it twice (directly the row changes once; each "
+                          "value in the list would add its delta)",
+                          err, errlen);
     }
     return true;
 }

@@ -102,6 +102,10 @@ static void integers(void **state)
     judge(&CTX, "u", "= -1", false, "outside the column's range");
     judge(&CTX, "i", "IN (1, 2, 3)", true, NULL);
     judge(&CTX, "i", "IN (1, 2.5, 3)", false, "the key value 2.5 for id (int(11))");
+    /* one row named twice: directly it changes once */
+    judge(&CTX, "i", "IN (4, 8, 4)", false, "the IN list names it twice");
+    judge(&CTX, "i", "IN (4, 8, '4')", false, "the IN list names it twice");
+    judge(&CTX, "i", "IN (4, -4)", true, NULL);
 }
 
 static void decimals(void **state)
@@ -127,6 +131,10 @@ static void strings(void **state)
     judge(&CTX, "v", "= 0x61", false, "not compared with a string as a string");
     judge(&CTX, "vm", "= 'abcde'", true, NULL); /* memory: the strict flush refuses it */
     judge(&CTX, "vm", "= 5", false, "not compared with a string as a string");
+    judge(&CTX, "v", "IN ('abc', 'ABC')", false, "the IN list names it twice");
+    judge(&CTX, "v", "IN ('abc', 'abc ')", false, "the IN list names it twice");
+    judge(&CTX, "vm", "IN ('ab', 'AB')", false, "the IN list names it twice");
+    judge(&CTX, "v", "IN ('abc', 'abd')", true, NULL);
 }
 
 static void dates(void **state)
