@@ -73,7 +73,7 @@ struct mr_admin_job {
 static void flush_delayed(const mr_buf *arg, mr_buf *out, mr_admin_job **job)
 {
     const char *table = arg->len ? (const char *)arg->data : "";
-    bool no_flusher;
+    bool no_flusher = false; /* unset when calloc fails */
     mr_admin_job *j = calloc(1, sizeof *j);
     if (j && (j->req = mr_dflush_req_start(table, true, true, mr_admin_wake, NULL, &no_flusher))) {
         *job = j;
