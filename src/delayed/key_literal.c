@@ -40,6 +40,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "myrewrite/delayed/width.h"
 #include "myrewrite/sql/token_value.h"
@@ -248,7 +249,12 @@ static bool value_at(const char *text, const sql_token *tok, uint32_t i, uint32_
         const char *q = text + t->off, *e = q + t->len;
         while (q < e && *q != '\'' && *q != '"') /* past N or an introducer */
             q++;
-        v->form = KV_STRING;
+        /* _binary'ABC' compares byte for byte where the column's collation
+         * would not: not the string the staged row's key becomes */
+        v->form =
+            (size_t)(q - (text + t->off)) >= 7 && strncasecmp(text + t->off, "_binary", 7) == 0
+                ? KV_OTHER
+                : KV_STRING;
         v->p = q + 1;
         v->n = e - q >= 2 ? (size_t)(e - q) - 2 : 0;
         return true;

@@ -135,6 +135,9 @@ static void strings(void **state)
     judge(&CTX, "v", "IN ('abc', 'abc ')", false, "the IN list names it twice");
     judge(&CTX, "vm", "IN ('ab', 'AB')", false, "the IN list names it twice");
     judge(&CTX, "v", "IN ('abc', 'abd')", true, NULL);
+    judge(&CTX, "v", "= _binary'ABC'", false, "not compared with a string as a string");
+    judge(&CTX, "v", "= _utf8mb4'ABC'", true, NULL);
+    judge(&CTX, "v", "= N'ABC'", true, NULL);
 }
 
 static void dates(void **state)
