@@ -177,8 +177,8 @@ else
     failed=$((failed + 1))
 fi
 
-# --- fuzzing: every libFuzzer target of tests/fuzz/ on its seed corpus, 20 s
-# each (11 targets: about 4 minutes with the build), one pass per clean target.
+# --- fuzzing: every libFuzzer target of tests/fuzz/ on its seed corpus,
+# MR_FUZZ_SECONDS (30) each, one pass per clean target.
 fuzz_log=$root/.tmp/fuzz.log
 mkdir -p "$root/.tmp"
 scripts/fuzz.sh "${MR_FUZZ_SECONDS:-30}" 2>&1 | tee "$fuzz_log"
