@@ -322,7 +322,9 @@ static void sum_insert(const mr_buf *b, keysum *ks, size_t *nk)
     assert_int_equal(sql_lex(s, b->len, 0, tok, 4096, &ntok), SQL_OK);
     while (i < ntok && !sql_tok_is_word(&tok[i], s, "VALUES"))
         i++;
-    unsigned nd = (strstr(s, "`hits`") != NULL) + (strstr(s, "`misses`") != NULL);
+    /* b holds no NUL: search within its length */
+    unsigned nd =
+        (memmem(s, b->len, "`hits`", 6) != NULL) + (memmem(s, b->len, "`misses`", 8) != NULL);
     for (i++; i < ntok; i++) {
         if (tok[i].kind != SQL_TOK_LPAREN)
             continue;
