@@ -29,6 +29,7 @@ typedef enum key_type {
     T_COMPRESSION, /* no, zlib, zstd or yes (both), into MR_COMPRESS_* bits */
     T_IO,          /* epoll, or io_uring when built with it */
     T_ZSTD_LEVEL,  /* a whole number 1-22 (zstd's levels), into a uint64_t */
+    T_POOL,        /* session or transaction */
 } key_type;
 
 /* zstd's levels, as net/zframe.h's MR_ZSTD_LEVEL_MIN/MAX (base cannot include net). */
@@ -39,7 +40,7 @@ typedef enum key_type {
 static bool is_text(key_type t)
 {
     return t == T_STRING || t == T_ADDR || t == T_LOGLEVEL || t == T_TCP_OPT || t == T_UNREADABLE ||
-           t == T_TLSVER || t == T_BACKEND_TLS || t == T_IO;
+           t == T_TLSVER || t == T_BACKEND_TLS || t == T_IO || t == T_POOL;
 }
 
 typedef struct key_def {
@@ -134,6 +135,27 @@ static const key_def keys[] = {
      "read and write timeout of the proxy's own connections (whole seconds, at least 1): a "
      "backend that does not answer a flush or release statement for this long counts as "
      "gone, and the connection is made again"},
+    {"pool", T_POOL, K(pool), "session",
+     "how client sessions use server connections: session (each client keeps the server "
+     "connection it logged in on, as a direct client would) or transaction (a session "
+     "borrows a pooled connection for each transaction or autocommit statement and gives it "
+     "back, with its state replayed on the next one; state that cannot be replayed pins the "
+     "session, see SHOW POOLS)"},
+    {"pool_idle_timeout", T_DURATION, K(pool_idle_timeout_ms), "10m",
+     "pool = transaction: an idle pooled connection unused this long is closed, keeping "
+     "pool_min_idle of each pool; 0: never"},
+    {"pool_max_lifetime", T_DURATION, K(pool_max_lifetime_ms), "1h",
+     "pool = transaction: a pooled connection this old is closed when it next comes back "
+     "idle; 0: no limit"},
+    {"pool_max_wait", T_DURATION, K(pool_max_wait_ms), "5s",
+     "pool = transaction: how long a session waits for a server connection of its pool "
+     "(sessions wait in arrival order) before its command gets ERR 1040"},
+    {"pool_min_idle", T_COUNT, K(pool_min_idle), "0",
+     "pool = transaction: idle connections of each pool that pool_idle_timeout leaves open"},
+    {"pool_size", T_COUNT, K(pool_size), "20",
+     "pool = transaction: the most server connections the proxy holds for one user (logins "
+     "included), shared out among the worker threads (each gets pool_size / workers, at "
+     "least 1)"},
     {"proxy_password", T_STRING, K(proxy_password), "",
      "password of the proxy's own account (keep the file unreadable to others)"},
     {"proxy_user", T_STRING, K(proxy_user), "",
@@ -308,6 +330,7 @@ static const char *expected_form(key_type t)
     case T_COMPRESSION: return "one of no, zlib, zstd, yes (zlib and zstd)";
     case T_IO: return "epoll or io_uring";
     case T_ZSTD_LEVEL: return "a whole number from 1 to 22 (zstd's levels)";
+    case T_POOL: return "session or transaction";
     default: return "text";
     }
 }
@@ -324,6 +347,7 @@ static bool valid_value(const key_def *k, const char *value, void *field)
     case T_UNREADABLE:
         return !strcmp(value, "auto") || !strcmp(value, "pass") || !strcmp(value, "block");
     case T_TLSVER: return !strcmp(value, "TLSv1.2") || !strcmp(value, "TLSv1.3");
+    case T_POOL: return !strcmp(value, "session") || !strcmp(value, "transaction");
     case T_BACKEND_TLS:
         return !strcmp(value, "off") || !strcmp(value, "prefer") || !strcmp(value, "require") ||
                !strcmp(value, "verify_ca") || !strcmp(value, "verify_identity");
