@@ -10,6 +10,10 @@ graph and its loops.
                                CMakeFiles) with nm: a folder whose objects use a
                                symbol defined by a folder above it, or a loop of
                                such uses, fails too (a ctest runs this)
+  ... --files                  also draw the graph per file inside each folder
+                               and fail on a loop in the folders FILE_CHECKED
+                               names, or on an arrow up their ROOMS (with
+                               --objects, the calls per file are checked too)
 
 A folder's files are src/<folder>/* and include/myrewrite/<folder>/*. The
 layer order is LAYERS below (lowest first): a folder may include its own
@@ -21,6 +25,21 @@ the calls: a file may declare a function itself, or reach one through a
 header of a folder below that names it, so the symbols are read too. Calls
 through a function pointer (the feature hooks, the rule kinds) are no edge:
 the table that holds them is the one place that names them.
+
+Per file (--files). A node is one .c file. A header is no node of its own: it
+stands for the files that define what it declares. File a has an edge to file
+b of its folder when a includes a header of the folder (directly or through
+the folder's headers it includes) that declares a function or global b
+defines, and a names it. So a private header several files share (a
+`*_impl.h`) ties each includer only to the files whose names it uses, and a
+header of types only ties nobody. A loop of such edges is an include loop
+per file. A folder may have rooms (subfolders of src/<folder>/, ROOMS lists
+them lowest first); a file may then use files of its own room and of the
+rooms before it, never one after it. The headers under
+include/myrewrite/<folder>/ stay flat: each belongs to the room of the files
+it declares. With --objects, nm gives the same per file from the objects
+(a symbol one object uses and another of the folder defines), which also
+sees a function a file declares itself.
 """
 import os
 import re
@@ -34,6 +53,10 @@ LAYERS = ["base", "net", "proto", "sql", "rules", "schema", "stats", "feature", 
 # these that is gone, so the list only shrinks. It is empty: no folder
 # includes one above it.
 KNOWN_UPWARD = set()
+# The folders whose files may not form a loop (--files): one line to edit.
+FILE_CHECKED = []
+# The rooms of a folder, lowest first: a file uses only its own room and those before it.
+ROOMS = {}
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:myrewrite/)?([a-z_]+)/[^"]+"', re.M)
 
@@ -44,9 +67,11 @@ def folder_files():
             d = os.path.join(ROOT, top, name)
             if not os.path.isdir(d):
                 continue
-            for f in sorted(os.listdir(d)):
-                if f.endswith((".c", ".h")):
-                    yield name, os.path.join(d, f)
+            for root, dirs, files in os.walk(d):
+                dirs.sort()
+                for f in sorted(files):
+                    if f.endswith((".c", ".h")):
+                        yield name, os.path.join(root, f)
 
 
 def edges():
@@ -60,34 +85,46 @@ def edges():
 
 
 def object_files(top):
-    """(folder, path) of each object file under top whose path names a
-    folder: .../<folder>/<name>.c.o, as CMake lays them out."""
+    """(folder, path, source) of each object file under top whose path names
+    a folder: .../<target>.dir/<folder>[/<room>]/<name>.c.o, as CMake lays
+    them out; source is the .c relative to the tree's root."""
     for root, _, files in os.walk(top):
-        folder = os.path.basename(root)
-        if folder not in LAYERS:
+        parts = os.path.relpath(root, top).split(os.sep)
+        at = next((i for i, p in enumerate(parts) if p.endswith(".dir")), None)
+        if at is None or at + 1 >= len(parts) or parts[at + 1] not in LAYERS:
             continue
+        folder = parts[at + 1]
         for f in sorted(files):
             # an object whose source is gone (renamed or removed since the build
             # last ran there) is stale: its calls are not the tree's
-            src = os.path.join(ROOT, "src", folder, f[:-2])
-            if f.endswith(".c.o") and os.path.exists(src):
-                yield folder, os.path.join(root, f)
+            src = os.path.join("src", *parts[at + 1:], f[:-2])
+            if f.endswith(".c.o") and os.path.exists(os.path.join(ROOT, src)):
+                yield folder, os.path.join(root, f), src
+
+
+def nm_symbols(path):
+    """(defined, used) symbol sets of one object file."""
+    out = subprocess.run(["nm", "-P", path], capture_output=True, text=True, check=True).stdout
+    defined, used = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        if parts[1] == "U":
+            used.add(parts[0])
+        elif parts[1] in "TDBRCGSV":
+            defined.add(parts[0])
+    return defined, used
 
 
 def call_edges(top):
     """{(a, b): [symbols]}: folder a's objects use symbols folder b's define."""
     defined, used = {}, []
-    for folder, path in object_files(top):
-        out = subprocess.run(["nm", "-P", path], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            parts = line.split()
-            if len(parts) < 2:
-                continue
-            sym, kind = parts[0], parts[1]
-            if kind == "U":
-                used.append((folder, sym))
-            elif kind in "TDBRCGSV":
-                defined.setdefault(sym, folder)
+    for folder, path, _ in object_files(top):
+        d, u = nm_symbols(path)
+        used.extend((folder, sym) for sym in u)
+        for sym in d:
+            defined.setdefault(sym, folder)
     out = {}
     for folder, sym in used:
         dep = defined.get(sym)
@@ -96,8 +133,9 @@ def call_edges(top):
     return {k: sorted(v) for k, v in out.items()}
 
 
-def loops(graph):
-    """Strongly connected components of more than one folder (Tarjan)."""
+def loops(graph, nodes=LAYERS):
+    """Strongly connected components of more than one node (Tarjan), each
+    in the order of nodes."""
     index, low, stack, on, comps, n = {}, {}, [], set(), [], [0]
 
     def visit(v):
@@ -120,9 +158,9 @@ def loops(graph):
                 if w == v:
                     break
             if len(comp) > 1:
-                comps.append(sorted(comp, key=LAYERS.index))
+                comps.append(sorted(comp, key=nodes.index))
 
-    for v in LAYERS:
+    for v in nodes:
         if v not in index:
             visit(v)
     return comps
@@ -157,6 +195,139 @@ def check_calls(top):
     return bad
 
 
+# ---- per file (--files) ----
+
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+WORD = re.compile(r"[A-Za-z_]\w*")
+# a line at column 0 that starts an external definition: a function (its
+# parameter list is followed by a body) or a global (followed by = or ;)
+DEF_FN = re.compile(r"^(?!static\b|typedef\b|extern\b|struct\s+\w+\s*\{)[A-Za-z_][\w \t*]*?\b(\w+)\s*\(", re.M)
+DEF_VAR = re.compile(r"^(?!static\b|typedef\b|extern\b)(?:const\s+)?(?:struct\s+)?\w+[\s*]+(?:const\s+)?(\w+)\s*(?:\[[^\]]*\]\s*)?=", re.M)
+
+
+def strip(text):
+    return COMMENT.sub(lambda m: " " if m.group(0)[0] == "/" else '""', text)
+
+
+def definitions(text):
+    """Names a .c file defines for other files: its non-static functions
+    (a parameter list followed by a body) and globals."""
+    out = set()
+    for m in DEF_FN.finditer(text):
+        depth, i = 0, m.end() - 1
+        while i < len(text):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        rest = text[i + 1:].lstrip()
+        while rest.startswith("__attribute__"):  # skip attributes after the list
+            rest = rest[rest.index("))") + 2:].lstrip()
+        if rest.startswith("{"):
+            out.add(m.group(1))
+    out.update(m.group(1) for m in DEF_VAR.finditer(text))
+    return out
+
+
+def resolve(inc, at):
+    """The path (relative to the root) an #include "inc" in file at names."""
+    for cand in (os.path.join("include", inc), os.path.join("src", inc),
+                 os.path.join(os.path.dirname(at), inc)):
+        if os.path.exists(os.path.join(ROOT, cand)):
+            return os.path.normpath(cand)
+    return None
+
+
+def room_of(folder, path):
+    """The room (subfolder of src/<folder>/) of a .c file, "" when none."""
+    parts = path.split(os.sep)
+    return parts[2] if len(parts) > 3 and parts[0] == "src" else ""
+
+
+def file_graph(folder):
+    """{a: {b: [names]}}: file a of the folder uses names b defines, declared
+    in a header of the folder a reaches by its includes; and the files (.c,
+    relative to the root) in order (room, then name)."""
+    texts, incs = {}, {}
+    for name, path in folder_files():
+        if name != folder:
+            continue
+        rel = os.path.relpath(path, ROOT)
+        with open(path, encoding="utf-8") as fh:
+            raw = fh.read()
+        texts[rel] = strip(raw)
+        incs[rel] = [r for r in (resolve(i, rel) for i in re.findall(r'^\s*#\s*include\s+"([^"]+)"', raw, re.M)) if r]
+    cfiles = [f for f in texts if f.endswith(".c")]
+    definer = {}
+    for f in cfiles:
+        for n in definitions(texts[f]):
+            definer.setdefault(n, f)
+    words = {f: set(WORD.findall(t)) for f, t in texts.items()}
+    graph = {}
+    for a in cfiles:
+        seen, todo = set(), [h for h in incs[a] if h in texts and h.endswith(".h")]
+        while todo:  # the folder's headers a reaches
+            h = todo.pop()
+            if h not in seen:
+                seen.add(h)
+                todo.extend(x for x in incs[h] if x in texts and x.endswith(".h"))
+        for h in seen:
+            for n in words[h] & words[a]:
+                b = definer.get(n)
+                if b and b != a:
+                    graph.setdefault(a, {}).setdefault(b, set()).add(n)
+    rooms = ROOMS.get(folder, [])
+    key = lambda f: ((rooms.index(room_of(folder, f)) if room_of(folder, f) in rooms else -1), f)
+    return graph, sorted(cfiles, key=key)
+
+
+def object_graph(top, folder):
+    """The same graph from the objects: file a's object uses a symbol file
+    b's object defines."""
+    defined, used = {}, {}
+    for name, path, src in object_files(top):
+        if name == folder:
+            d, used[src] = nm_symbols(path)
+            for sym in d:
+                defined.setdefault(sym, src)
+    graph = {}
+    for a, syms in used.items():
+        for sym in syms:
+            b = defined.get(sym)
+            if b and b != a:
+                graph.setdefault(a, {}).setdefault(b, set()).add(sym)
+    return graph
+
+
+def check_files(folder, graph, files, what):
+    """Prints the loops and upward arrows of one folder's file graph; the
+    number of failures (only a folder FILE_CHECKED names fails)."""
+    rooms = ROOMS.get(folder)
+    bad = 0
+    flat = {a: set(bs) for a, bs in graph.items()}
+    for c in loops(flat, files):
+        print("%s loop in %s: %s" % (what, folder, " <-> ".join(os.path.basename(f) for f in c)))
+        bad += 1
+    for a in files:
+        if rooms is None:
+            break
+        ra = room_of(folder, a)
+        if ra not in rooms:
+            print("%s: %s is in no room of %s (ROOMS)" % (what, a, folder))
+            bad += 1
+            continue
+        for b, names in sorted(graph.get(a, {}).items()):
+            rb = room_of(folder, b)
+            if rb in rooms and rooms.index(rb) > rooms.index(ra):
+                print("%s up: %s (room %s) uses %s (room %s): %s"
+                      % (what, a, ra, b, rb, ", ".join(sorted(names))))
+                bad += 1
+    edges = sum(len(v) for v in graph.values())
+    print("%s %-8s %d files, %d edges, %d loops or upward arrows%s" % (what, folder, len(files), edges, bad,
+          "" if folder in FILE_CHECKED else " (not checked)"))
+    return bad if folder in FILE_CHECKED else 0
+
+
 def main():
     e = edges()
     graph = {}
@@ -188,13 +359,20 @@ def main():
     for c in comps:  # a loop has an upward include, but say so plainly
         print("FAIL: include loop: " + " <-> ".join(c))
         bad += 1
-    if "--objects" in sys.argv:
-        top = sys.argv[sys.argv.index("--objects") + 1]
+    top = sys.argv[sys.argv.index("--objects") + 1] if "--objects" in sys.argv else None
+    if top:
         if not any(True for _ in object_files(top)):
             print("FAIL: no object files under %s" % top)
             bad += 1
+            top = None
         else:
             bad += check_calls(top)
+    if "--files" in sys.argv:
+        for name in LAYERS:
+            graph, files = file_graph(name)
+            bad += check_files(name, graph, files, "includes")
+            if top:
+                bad += check_files(name, object_graph(top, name), files, "calls")
     print("layers check: %s" % ("failed" if bad else "ok"))
     return 1 if bad else 0
 
