@@ -68,7 +68,7 @@ TYPES = {
             ("20240102030405", False)]),
 }
 MODES = ("staged", "memory")
-# Not transactional: staged mode flushes it through the LOCK TABLES snapshot (delayed/flush_locked.c)
+# Not transactional: staged mode flushes it through the LOCK TABLES snapshot (delayed/flush/flush_locked.c)
 ENGINES = {"lock": "MyISAM"}
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The LOCK TABLES flush path of a MyISAM delayed table (delayed/flush_locked.c) with its
+"""The LOCK TABLES flush path of a MyISAM delayed table (delayed/flush/flush_locked.c) with its
 steps made to fail on a connection that stays up: a fault relay between the proxy and
 mariadbd rewrites one statement of the flusher so that the server refuses it (another table
 name, a syntax error), and the deltas must still be applied exactly once.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_delayed_chunk.c - a staged flush chunk summed per key and the
- * statements written from it (delayed/chunk.h), with no server: staged rows
+ * statements written from it (delayed/sql/chunk.h), with no server: staged rows
  * are put in by hand as flush.c reads them.
  */
 #include <setjmp.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "delayed/chunk.h"
+#include "delayed/sql/chunk.h"
 
 typedef struct fixture {
     table t;

@@ -2,7 +2,7 @@
 /*
  * test_delayed_mem_oom.c - a memory-mode statement over several keys is
  * taken whole or not at all when the proxy runs out of memory part way
- * (delayed/mem.c): each allocation mr_dmem_apply makes is failed in turn,
+ * (delayed/mem/mem.c): each allocation mr_dmem_apply makes is failed in turn,
  * and after every ERR the map holds exactly what it held before, so the
  * client's retry counts each key once; also for a statement of more keys
  * than fit the batch's array on the stack (the array allocated too).
@@ -13,7 +13,7 @@
  */
 #include "test_rules.h"
 
-#include "delayed/mem_impl.h"
+#include "delayed/mem/mem_impl.h"
 #include "myrewrite/delayed/mem.h"
 
 void *__real_malloc(size_t n);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_delayed_read.c - read_pending's point reads (delayed/read_sql.h,
- * delayed/read_take.c): the one shape rewritten, staged and memory mode,
+ * delayed/statement/read_take.c): the one shape rewritten, staged and memory mode,
  * one and two key columns, several counters, names as written, prepared
  * `?` kept in order, every other shape and every rule without
  * read_pending untouched, explain's lines, and the rule keys' checks.

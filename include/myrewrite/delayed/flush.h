@@ -4,7 +4,7 @@
  * applies them to their main tables (rules/README.md, "delayed").
  *
  * Staged mode: workers rewrite UPDATE/DELETE DELAYED to INSERTs into the
- * staging table (delayed/statement.c); this module, on its own bgconn thread
+ * staging table (delayed/statement/statement.c); this module, on its own bgconn thread
  * and the proxy's own connection, creates each staging table if missing and
  * every flush_interval moves the staged rows into the main table, one
  * InnoDB transaction per chunk of flush_rows rows: read them FOR UPDATE in

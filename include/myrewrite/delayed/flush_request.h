@@ -2,7 +2,7 @@
 /*
  * delayed/flush_request.h - one FLUSH DELAYED round asked of the flushers,
  * for whoever waits for it without blocking: a session through the proxy
- * (delayed/session_flush.c) and the admin console (admin/exec.c).
+ * (delayed/session/session_flush.c) and the admin console (admin/exec.c).
  *
  * The round is a job on each flusher asked (staged, memory) over the tables
  * matching a filter (mr_delayed_flush_job, mr_dmem_flush_job). When the

@@ -9,7 +9,7 @@
  * submits it; the runner writes the answer in it (ok, or the ERR to send),
  * marks it answered and calls its wake (on the runner's thread, under the
  * member's lock); the session then reads the answer on its worker
- * (delayed/session_group.c). The member is shared: the submitter's
+ * (delayed/session/session_group.c). The member is shared: the submitter's
  * reference and, once submitted, the runner's; the last to let go frees
  * it. A submitter that stops waiting (its session ended) clears the wake
  * as it lets go, so the runner's answer wakes nobody.

@@ -11,7 +11,7 @@
  * same order) join into one INSERT: the prefix once, then each one's rows,
  * comma-separated, in the order given, but for the add rows of one key in
  * statements whose ndelta says they are plain adds: those are merged into
- * the key's first row, their deltas summed (delayed/group_merge.h says when
+ * the key's first row, their deltas summed (delayed/sql/group_merge.h says when
  * and why that is the same). No text is read: prefixes and row tails are
  * compared byte for byte, deltas are the numbers the statement side read.
  *

@@ -4,7 +4,7 @@
  * as the server compares them with their key column: a value that no row's
  * key equals, but that becomes one when converted to the column's type
  * (1.5 into an INT is 2), is refused instead of staged (forms taken:
- * delayed/key_literal.c; rules/README.md, "Refused keys"). The types come
+ * delayed/statement/key_literal.c; rules/README.md, "Refused keys"). The types come
  * from the schema source (schema/desc.h, column_range); a column whose type
  * is not known is not checked.
  *

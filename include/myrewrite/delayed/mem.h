@@ -10,9 +10,9 @@
  *   - the store: one shard per worker, each a hash table keyed by (table,
  *     key values) behind its own mutex, which the flusher's swap contends
  *     once per round, and read_pending's point reads of a memory table,
- *     which take every shard's mutex in turn (delayed/mem.c, read_sum);
+ *     which take every shard's mutex in turn (delayed/mem/mem.c, read_sum);
  *     mr_dmem_apply runs on the worker and never blocks beyond that mutex;
- *   - the flusher (delayed/mem_flush.c): its own bgconn thread swaps every
+ *   - the flusher (delayed/mem/mem_flush.c): its own bgconn thread swaps every
  *     shard's table out, merges it into what it still holds, and applies
  *     it in chunks, one transaction per chunk.
  *
@@ -94,7 +94,7 @@ typedef struct mr_dmem_stats {
     uint64_t lost;       /* keys dropped after a COMMIT with an unknown outcome */
 } mr_dmem_stats;
 
-/* ---- store (delayed/mem.c) ---------------------------------------------- */
+/* ---- store (delayed/mem/mem.c) ---------------------------------------------- */
 
 /* Sets up one shard per worker; main thread, before the workers start. */
 bool mr_dmem_init(unsigned shards);

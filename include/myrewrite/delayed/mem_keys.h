@@ -2,11 +2,11 @@
 /*
  * delayed/mem_keys.h - the key columns of a memory-mode table whose rule
  * names no `key`: the table's primary key, learned from the schema cache
- * by the first worker that has it (delayed/statement.c), then fixed for the
+ * by the first worker that has it (delayed/statement/statement.c), then fixed for the
  * table's life, so that one table never holds key tuples of two shapes.
  * A later statement that finds another primary key in the cache (an
  * ALTER) is refused; RELOAD RULES gives the rule a fresh table
- * (delayed/mem.c).
+ * (delayed/mem/mem.c).
  *
  * Rules without `key` have no bucket column (the loader refuses it), so
  * the learned columns are the table's whole key.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/mem_sql.h - the statements the memory-mode flusher sends
- * (delayed/mem_flush.c): one key's net effect per row, written as
+ * (delayed/mem/mem_flush.c): one key's net effect per row, written as
  *   DELETE FROM t WHERE (keys) IN ((...), ...)                tombstones
  *   INSERT INTO t (keys, cols) VALUES ... ON DUPLICATE KEY UPDATE
  *       c = c + VALUES(c), s = VALUES(s)                     missing = insert

@@ -68,7 +68,7 @@ typedef struct mr_read_held {
 } mr_read_held;
 
 /* read_pending in memory mode: what the memory table arg points at holds
- * for one key (delayed/mem.c, read_sum); key is one encoded tuple
+ * for one key (delayed/mem/mem.c, read_sum); key is one encoded tuple
  * (mr_dmem_batch.keys). False when a sum passes 64 bits. A port, like
  * mr_key_port. */
 typedef struct mr_read_port {
@@ -122,21 +122,21 @@ typedef struct mr_delayed_def {
                                   default 10 s */
     bool read_pending;         /* a point read of the counters by the full key through the
                                   proxy adds the deltas still pending (delayed/read_sql.h,
-                                  delayed/read_take.c); default no */
+                                  delayed/statement/read_take.c); default no */
     struct mr_rule_stats *table_stats; /* a rule a default rule derived: its table's own
                                   SHOW DELAYED row (counted besides the default rule's); NULL
                                   for the rules of rule files */
 } mr_delayed_def;
 
-/* ---- the kind (delayed/rule_kind.c) ---- */
+/* ---- the kind (delayed/statement/rule_kind.c) ---- */
 
 extern const mr_rule_kind mr_delayed_kind;
-/* [delayed NAME]: checks the section and fills r->delayed (delayed/rule_load.c). */
+/* [delayed NAME]: checks the section and fills r->delayed (delayed/rule/rule_load.c). */
 bool mr_delayed_rule_parse(mr_rule_loader *L, const mr_rule_draft *dr, mr_rule *r,
                            struct rule_impl *im);
 void mr_delayed_rule_free(mr_rule *r);
 /* Takes over UPDATE/DELETE DELAYED, before any rule and whatever the set
- * holds (delayed/statement.c). */
+ * holds (delayed/statement/statement.c). */
 mr_take_step mr_delayed_take(mr_rule_run *R, mr_rule_stmt *S);
 /* The word "delayed" in any case anywhere in the text: without it no
  * statement of the text is a DELAYED one. */

@@ -9,7 +9,7 @@
 #include "myrewrite/feature/feature.h"
 
 extern const mr_feature mr_delayed_feature;
-/* Group commit (delayed/session_group.c): last in the table, after every
+/* Group commit (delayed/session/session_group.c): last in the table, after every
  * other feature's statement hook has let the statement pass. */
 extern const mr_feature mr_delayed_group_feature;
 

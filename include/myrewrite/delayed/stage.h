@@ -10,7 +10,7 @@
  * by where its values after the add deltas begin (the key values and the
  * op: its tail); an INSERT whose rows hold nothing but adds, as whole
  * numbers, carries those deltas as numbers too (ndelta of them per row),
- * which is all the group merge (delayed/group_merge.h) needs: it compares
+ * which is all the group merge (delayed/sql/group_merge.h) needs: it compares
  * tails byte for byte and sums the numbers, and a merged row is rendered
  * from them.
  *

@@ -5,7 +5,7 @@
  * 1, then the values; with CLIENT_QUERY_ATTRIBUTES a parameter count
  * first and a name after each type, the statement's parameters then
  * followed by query attributes), for the proxy's own decisions on prepared
- * statements: memory-mode DELAYED executes (delayed/session_prepared.c) and the
+ * statements: memory-mode DELAYED executes (delayed/session/session_prepared.c) and the
  * max_offset guardrail on a `LIMIT ?` offset (session/prepared.c).
  *
  * Pure, any thread.

@@ -9,7 +9,7 @@
  * DECIMAL/NUMERIC(p,s). Every other type has no range: nothing is refused
  * for it. The kind of a character or temporal column is read too, with its
  * length or fractional digits, for the key literals of UPDATE DELAYED
- * (delayed/key_literal.c).
+ * (delayed/statement/key_literal.c).
  * Bounds are kept as decimal digit strings, so DECIMAL(65,0) and BIGINT
  * UNSIGNED are compared the same way as TINYINT.
  *
