@@ -56,7 +56,7 @@ KNOWN_UPWARD = set()
 # The folders whose files may not form a loop (--files): one line to edit.
 FILE_CHECKED = []
 # The rooms of a folder, lowest first: a file uses only its own room and those before it.
-ROOMS = {}
+ROOMS = {"delayed": ["rule", "sql", "statement", "flush", "mem", "group", "session"]}
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:myrewrite/)?([a-z_]+)/[^"]+"', re.M)
 

@@ -31,6 +31,7 @@
 #include "myrewrite/base/buf.h"
 #include "myrewrite/base/counters.h"
 #include "myrewrite/base/proxy.h"
+#include "myrewrite/delayed/mem_sql.h" /* mr_dmem_columns */
 #include "myrewrite/delayed/rule.h"
 #include "myrewrite/delayed/staging_sql.h"
 #include "myrewrite/proto/stmt_execute.h"
@@ -66,11 +67,6 @@ typedef struct mr_dmem_batch {
     uint32_t nrows; /* key tuples */
     mr_buf text;    /* SET_TEXT values */
 } mr_dmem_batch;
-
-/* A memory table's columns: the rule's counter columns, then the set-only
- * columns of set_columns (those not already counters). */
-size_t mr_dmem_columns(const mr_delayed_def *def);
-const char *mr_dmem_column(const mr_delayed_def *def, size_t i);
 
 /* Reads a parsed DELAYED statement (d, from mr_delayed_parse) for a
  * memory-mode rule into b (reset first), a `?` taking its value from

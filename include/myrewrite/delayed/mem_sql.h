@@ -38,6 +38,11 @@
 #include "myrewrite/delayed/rule.h"
 #include "myrewrite/rules/rules.h"
 
+/* A memory table's columns: the rule's counter columns, then the set-only
+ * columns of set_columns (those not already counters). */
+size_t mr_dmem_columns(const mr_delayed_def *def);
+const char *mr_dmem_column(const mr_delayed_def *def, size_t i);
+
 /* A column's net change for one key. */
 typedef enum mr_dmem_val_op {
     MR_DMEM_VAL_NONE, /* untouched */

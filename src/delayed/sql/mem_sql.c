@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * delayed/sql/mem_sql.c - the memory-mode flusher's statements (see
- * delayed/mem_sql.h for their form and why).
+ * delayed/sql/mem_sql.c - a memory table's columns and the memory-mode
+ * flusher's statements (see delayed/mem_sql.h for their form and why).
  *
  * Pure, any thread. Writes only the caller's buffer.
  */
@@ -10,11 +10,39 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "myrewrite/delayed/mem.h"
 #include "myrewrite/sql/quote.h"
 
 enum { SHAPE_ADD = 1, SHAPE_SET = 2 }; /* two bits per column */
+
+static bool is_counter(const mr_delayed_def *def, const char *name)
+{
+    for (size_t i = 0; i < def->ncolumns; i++)
+        if (strcasecmp(def->columns[i], name) == 0)
+            return true;
+    return false;
+}
+
+size_t mr_dmem_columns(const mr_delayed_def *def)
+{
+    size_t n = def->ncolumns;
+    for (size_t i = 0; i < def->nset_columns; i++)
+        n += !is_counter(def, def->set_columns[i]);
+    return n;
+}
+
+const char *mr_dmem_column(const mr_delayed_def *def, size_t i)
+{
+    if (i < def->ncolumns)
+        return def->columns[i];
+    i -= def->ncolumns;
+    for (size_t j = 0; j < def->nset_columns; j++)
+        if (!is_counter(def, def->set_columns[j]) && i-- == 0)
+            return def->set_columns[j];
+    return NULL;
+}
 
 mr_dmem_syntax mr_dmem_syntax_for(const char *server_info, unsigned long version)
 {

@@ -11,40 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "myrewrite/delayed/mem.h"
 
 #include "myrewrite/base/clock.h"
 #include "myrewrite/delayed/bucket.h"
 #include "myrewrite/sql/token_value.h"
-
-static bool is_counter(const mr_delayed_def *def, const char *name)
-{
-    for (size_t i = 0; i < def->ncolumns; i++)
-        if (strcasecmp(def->columns[i], name) == 0)
-            return true;
-    return false;
-}
-
-size_t mr_dmem_columns(const mr_delayed_def *def)
-{
-    size_t n = def->ncolumns;
-    for (size_t i = 0; i < def->nset_columns; i++)
-        n += !is_counter(def, def->set_columns[i]);
-    return n;
-}
-
-const char *mr_dmem_column(const mr_delayed_def *def, size_t i)
-{
-    if (i < def->ncolumns)
-        return def->columns[i];
-    i -= def->ncolumns;
-    for (size_t j = 0; j < def->nset_columns; j++)
-        if (!is_counter(def, def->set_columns[j]) && i-- == 0)
-            return def->set_columns[j];
-    return NULL;
-}
 
 void mr_dmem_batch_free(mr_dmem_batch *b)
 {
