@@ -48,22 +48,7 @@ static bool starts_dml(const mr_rule_run *R, const mr_rule_stmt *S)
     return false;
 }
 
-delayed_scratch *mr_delayed_scratch_of(mr_rule_run *R)
-{
-    return mr_rule_kind_scratch(R, &mr_delayed_kind, sizeof(delayed_scratch));
-}
-
 static delayed_scratch *scratch_of(mr_rule_run *R) { return mr_delayed_scratch_of(R); }
-
-void mr_delayed_scratch_free(void *p)
-{
-    delayed_scratch *s = p;
-    mr_buf_free(&s->out);
-    mr_buf_free(&s->rows.rows);
-    mr_buf_free(&s->rows.d);
-    mr_buf_free(&s->set);
-    mr_dmem_batch_free(&s->dmem);
-}
 
 static mr_take_step refuse(mr_rule_run *R, size_t rule)
 {
@@ -190,18 +175,6 @@ static bool key_from_schema(mr_rule_run *R, mr_delayed_def *def, mr_row_key *rk,
     def->keys = names;
     def->nkeys = rk->ncols;
     return true;
-}
-
-/* The text as it goes to the server in place of the statement. */
-mr_take_step mr_delayed_send_instead(mr_rule_run *R, mr_rule_stmt *S)
-{
-    delayed_scratch *s = scratch_of(R);
-    S->text = (const char *)s->out.data;
-    S->len = s->out.len;
-    S->version++;
-    S->parsed = false;
-    S->nparams = -1;
-    return MR_TAKE_DONE;
 }
 
 /* Values wider than their column (delayed/width.h), and key values that
