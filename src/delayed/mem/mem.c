@@ -11,8 +11,9 @@
  * rules with read_pending are read, and only by their point reads.
  *
  * Threads: mr_dmem_init / configure / stop on the main thread (configure
- * also under the reload lock); mr_dmem_apply and read_sum on workers;
- * dm_swap_shard on the flusher.
+ * also under the reload lock); mr_dmem_apply and read_sum on workers.
+ * The shards and the table list are delayed/mem/shards.c's, the maps
+ * delayed/mem/map.c's.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -24,283 +25,6 @@
 #include "delayed/mem/mem_impl.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/schema/cache.h"
-
-#define FIRST_BUCKETS 64
-#define SMALL_BATCH 16 /* key tuples a statement may have without an allocated array */
-
-typedef struct shard {
-    pthread_mutex_t lock;
-    dm_map map;            /* guarded by lock */
-    mr_counter statements; /* written by the shard's worker only */
-    mr_counter refused;
-    char pad[64]; /* keeps two workers' shards off one cache line */
-} shard;
-
-static struct {
-    shard *shards;
-    unsigned nshards;
-    pthread_mutex_t cfg_lock; /* the table list */
-    struct mr_dmem_table *tables;
-} M = {.cfg_lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* ---- maps ------------------------------------------------------------------- */
-
-uint64_t dm_hash(const struct mr_dmem_table *t, const char *key, size_t klen)
-{
-    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)(uintptr_t)t;
-    for (size_t i = 0; i < klen; i++)
-        h = (h ^ (unsigned char)key[i]) * 0x100000001b3ULL;
-    return h ^ (h >> 29);
-}
-
-dm_entry *dm_find(const dm_map *m, const struct mr_dmem_table *t, const char *key, size_t klen,
-                  uint64_t hash)
-{
-    if (!m->b)
-        return NULL;
-    for (dm_entry *e = m->b[hash & m->mask]; e; e = e->next)
-        if (e->hash == hash && e->t == t && e->klen == klen && memcmp(e->key, key, klen) == 0)
-            return e;
-    return NULL;
-}
-
-bool dm_map_grow(dm_map *m)
-{
-    size_t nb = m->b ? (m->mask + 1) * 2 : FIRST_BUCKETS;
-    dm_entry **b = calloc(nb, sizeof *b);
-    if (!b)
-        return false;
-    for (size_t i = 0; m->b && i <= m->mask; i++)
-        for (dm_entry *e = m->b[i], *next; e; e = next) {
-            next = e->next;
-            e->next = b[e->hash & (nb - 1)];
-            b[e->hash & (nb - 1)] = e;
-        }
-    free(m->b);
-    m->b = b;
-    m->mask = nb - 1;
-    return true;
-}
-
-bool dm_insert(dm_map *m, dm_entry *e)
-{
-    if ((!m->b || m->n >= m->mask + 1) && !dm_map_grow(m) && !m->b)
-        return false; /* a full map that cannot grow still takes the entry, chained */
-    e->next = m->b[e->hash & m->mask];
-    m->b[e->hash & m->mask] = e;
-    m->n++;
-    return true;
-}
-
-dm_entry *dm_entry_new(struct mr_dmem_table *t, const char *key, size_t klen, uint64_t hash)
-{
-    size_t vsize = t->ncols * sizeof(mr_dmem_val);
-    dm_entry *e = calloc(1, sizeof *e + vsize + klen);
-    if (!e)
-        return NULL;
-    e->t = t;
-    e->hash = hash;
-    e->klen = (uint32_t)klen;
-    e->key = (char *)e->v + vsize;
-    memcpy(e->key, key, klen);
-    return e;
-}
-
-static void clear_value(mr_dmem_val *v)
-{
-    if (v->op == MR_DMEM_VAL_TEXT)
-        free((char *)(uintptr_t)v->text);
-    *v = (mr_dmem_val){0};
-}
-
-void dm_entry_free(dm_entry *e)
-{
-    for (size_t c = 0; e && c < e->t->ncols; c++)
-        clear_value(&e->v[c]);
-    free(e);
-}
-
-void dm_map_free(dm_map *m)
-{
-    for (size_t i = 0; m->b && i <= m->mask; i++)
-        for (dm_entry *e = m->b[i], *next; e; e = next) {
-            next = e->next;
-            dm_entry_free(e);
-        }
-    free(m->b);
-    *m = (dm_map){0};
-}
-
-/* newer's change to one column, on top of older's. */
-static void compose_value(mr_dmem_val *o, mr_dmem_val *n)
-{
-    if (n->op == MR_DMEM_VAL_INT || n->op == MR_DMEM_VAL_TEXT) {
-        clear_value(o);
-        *o = *n; /* a set wins; its text moves over */
-        *n = (mr_dmem_val){0};
-    } else if (n->op == MR_DMEM_VAL_ADD) {
-        o->n += n->n; /* onto an add or a set number alike */
-        if (o->op == MR_DMEM_VAL_NONE)
-            o->op = MR_DMEM_VAL_ADD;
-    }
-}
-
-void dm_compose(dm_entry *older, dm_entry *newer)
-{
-    if (newer->del) { /* the delete drops whatever older had */
-        for (size_t c = 0; c < older->t->ncols; c++)
-            clear_value(&older->v[c]);
-        older->del = true;
-    }
-    for (size_t c = 0; c < older->t->ncols; c++)
-        compose_value(&older->v[c], &newer->v[c]);
-}
-
-/* ---- workers ------------------------------------------------------------------ */
-
-/* The byte length of the key tuple starting at p. */
-static size_t tuple_len(const char *p, size_t nkeys)
-{
-    size_t n = 0;
-    for (size_t k = 0; k < nkeys; k++) {
-        uint32_t len;
-        memcpy(&len, p + n, 4);
-        n += 4 + len;
-    }
-    return n;
-}
-
-/* Would adding the batch's deltas to e overflow a column? */
-static bool overflows(const dm_entry *e, const mr_dmem_batch *b)
-{
-    for (unsigned i = 0; e && !b->del && i < b->nops; i++) {
-        int64_t sum;
-        if (b->ops[i].op == MR_DMEM_ADD &&
-            __builtin_add_overflow(e->v[b->ops[i].col].n, b->ops[i].n, &sum))
-            return true;
-    }
-    return false;
-}
-
-/* The batch's change onto entry e; texts holds a copy of each SET_TEXT
- * value, in op order, which e takes over. Allocates nothing: it cannot
- * fail, so a batch is applied whole once prepare_batch succeeded. */
-static void apply_ops(dm_entry *e, const mr_dmem_batch *b, char **texts)
-{
-    mr_dmem_val nv[2 * MR_DELAYED_MAX_TERMS]; /* counters and set-only columns */
-    if (b->del) {
-        for (size_t c = 0; c < e->t->ncols; c++)
-            clear_value(&e->v[c]);
-        e->del = true;
-        return;
-    }
-    for (size_t c = 0; c < e->t->ncols; c++)
-        nv[c] = (mr_dmem_val){0};
-    for (unsigned i = 0; i < b->nops; i++) {
-        const mr_dmem_colop *o = &b->ops[i];
-        mr_dmem_val *v = &nv[o->col];
-        if (o->op == MR_DMEM_ADD) {
-            v->op = MR_DMEM_VAL_ADD;
-            v->n = o->n;
-        } else if (o->op == MR_DMEM_SET_INT) {
-            v->op = MR_DMEM_VAL_INT;
-            v->n = o->n;
-        } else {
-            v->op = MR_DMEM_VAL_TEXT;
-            v->text = *texts++;
-            v->len = o->len;
-        }
-    }
-    for (size_t c = 0; c < e->t->ncols; c++)
-        compose_value(&e->v[c], &nv[c]);
-}
-
-/* What a batch needs allocated before it changes anything. */
-typedef struct prepared {
-    dm_entry **fresh; /* per row: a new entry when its key was not held */
-    char **texts;     /* per row, its SET_TEXT values' copies (ntext each) */
-    unsigned ntext;
-    dm_entry *few[SMALL_BATCH]; /* fresh's storage for a small batch (no allocation) */
-} prepared;
-
-static void prepared_free(prepared *p, uint32_t nrows)
-{
-    for (uint32_t r = 0; p->fresh && r < nrows; r++)
-        dm_entry_free(p->fresh[r]);
-    for (size_t i = 0; p->texts && i < (size_t)nrows * p->ntext; i++)
-        free(p->texts[i]);
-    if (p->fresh != p->few)
-        free(p->fresh);
-    free(p->texts);
-}
-
-/* A copy of each SET_TEXT value for every row (the entries take them). */
-static bool prepare_texts(prepared *p, const mr_dmem_batch *b)
-{
-    const mr_dmem_colop *ops[MR_DELAYED_MAX_TERMS];
-    for (unsigned i = 0; !b->del && i < b->nops; i++)
-        if (b->ops[i].op == MR_DMEM_SET_TEXT)
-            ops[p->ntext++] = &b->ops[i];
-    size_t n = (size_t)b->nrows * p->ntext;
-    if (!n)
-        return true;
-    if (!(p->texts = calloc(n, sizeof *p->texts)))
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        const mr_dmem_colop *o = ops[i % p->ntext];
-        if (!(p->texts[i] = malloc(o->len ? o->len : 1)))
-            return false;
-        memcpy(p->texts[i], b->text.data + o->off, o->len);
-    }
-    return true;
-}
-
-/* Every allocation the batch needs on map m; false (nothing allocated
- * left over) when one failed. */
-static bool prepare_batch(dm_map *m, struct mr_dmem_table *t, const mr_dmem_batch *b, prepared *p)
-{
-    *p = (prepared){0};
-    p->fresh = p->few;
-    if (b->nrows > SMALL_BATCH && !(p->fresh = calloc(b->nrows, sizeof *p->fresh)))
-        return false;
-    bool ok = (m->b || dm_map_grow(m)) && prepare_texts(p, b);
-    const char *k = (const char *)b->keys.data;
-    for (uint32_t r = 0; ok && r < b->nrows; r++) {
-        size_t n = tuple_len(k, t->def.nkeys);
-        uint64_t h = dm_hash(t, k, n);
-        if (!dm_find(m, t, k, n, h))
-            ok = (p->fresh[r] = dm_entry_new(t, k, n, h)) != NULL;
-        k += n;
-    }
-    if (!ok)
-        prepared_free(p, b->nrows);
-    return ok;
-}
-
-bool dm_map_apply(dm_map *m, struct mr_dmem_table *t, const mr_dmem_batch *b, uint64_t *made)
-{
-    prepared p;
-    *made = 0;
-    if (!prepare_batch(m, t, b, &p))
-        return false;
-    const char *k = (const char *)b->keys.data;
-    for (uint32_t r = 0; r < b->nrows; r++) {
-        size_t n = tuple_len(k, t->def.nkeys);
-        dm_entry *e = dm_find(m, t, k, n, dm_hash(t, k, n));
-        if (!e) { /* a map with buckets always takes it (chained when it cannot grow) */
-            e = p.fresh[r];
-            p.fresh[r] = NULL;
-            (void)dm_insert(m, e);
-            (*made)++;
-        }
-        apply_ops(e, b, p.texts ? p.texts + (size_t)r * p.ntext : NULL);
-        for (unsigned i = 0; p.texts && i < p.ntext; i++)
-            p.texts[(size_t)r * p.ntext + i] = NULL; /* now e's */
-        k += n;
-    }
-    prepared_free(&p, b->nrows);
-    return true;
-}
 
 static void put_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -314,16 +38,16 @@ static void put_err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* First pass: how many keys are new, and may the batch go in at all? */
-static int check_batch(shard *sh, struct mr_dmem_table *t, const mr_dmem_batch *b, uint64_t *fresh,
-                       char *err, size_t errlen)
+static int check_batch(dm_shard *sh, struct mr_dmem_table *t, const mr_dmem_batch *b,
+                       uint64_t *fresh, char *err, size_t errlen)
 {
     const char *p = (const char *)b->keys.data;
     *fresh = 0;
     for (uint32_t r = 0; r < b->nrows; r++) {
-        size_t n = tuple_len(p, t->def.nkeys);
+        size_t n = dm_tuple_len(p, t->def.nkeys);
         dm_entry *e = dm_find(&sh->map, t, p, n, dm_hash(t, p, n));
         *fresh += e == NULL;
-        if (overflows(e, b)) {
+        if (dm_overflows(e, b)) {
             put_err(err, errlen,
                     "UPDATE DELAYED on %s.%s: the delta held for this key would "
                     "overflow a signed 64-bit integer; run FLUSH DELAYED first",
@@ -348,14 +72,14 @@ int mr_dmem_apply(unsigned shard_no, const mr_dmem_batch *b, uint64_t *affected,
                   size_t errlen)
 {
     struct mr_dmem_table *t = b->def->mem;
-    if (!t || !M.shards) {
+    if (!t || !dm_M.shards) {
         put_err(err, errlen,
                 "DELAYED on %s.%s: mode = memory needs the proxy's own "
                 "connection to flush (proxy_user in the config); nothing was taken",
                 b->def->schema, b->def->table);
         return -1;
     }
-    shard *sh = &M.shards[shard_no % M.nshards];
+    dm_shard *sh = &dm_M.shards[shard_no % dm_M.nshards];
     uint64_t fresh, made = 0, before = 0;
     pthread_mutex_lock(&sh->lock);
     int rc = check_batch(sh, t, b, &fresh, err, errlen);
@@ -425,8 +149,8 @@ static bool read_sum(void *arg, const char *key, size_t klen, size_t nsums, mr_r
         return false;
     dm_pending_lock();
     bool ok = add_pending(t, dm_pending_find(t, key, klen, h), nsums, out);
-    for (unsigned i = 0; ok && M.shards && i < M.nshards; i++) {
-        shard *sh = &M.shards[i];
+    for (unsigned i = 0; ok && dm_M.shards && i < dm_M.nshards; i++) {
+        dm_shard *sh = &dm_M.shards[i];
         pthread_mutex_lock(&sh->lock);
         ok = add_entry(dm_find(&sh->map, t, key, klen, h), out->held, nsums, &out->gone);
         pthread_mutex_unlock(&sh->lock);
@@ -445,45 +169,7 @@ static bool read_marks(void *arg, uint64_t *proxy)
     return atomic_load(&t->marks_ready);
 }
 
-/* ---- the flusher's side --------------------------------------------------------- */
-
-void dm_swap_shard(unsigned i, dm_map *fresh)
-{
-    shard *sh = &M.shards[i];
-    pthread_mutex_lock(&sh->lock);
-    dm_map old = sh->map;
-    sh->map = *fresh;
-    pthread_mutex_unlock(&sh->lock);
-    *fresh = old;
-}
-
-bool dm_table_keyed(const struct mr_dmem_table *t)
-{
-    return !t->from_schema || mr_dmem_keys_known(&t->learn);
-}
-
-unsigned dm_shards(void) { return M.shards ? M.nshards : 0; }
-
-struct mr_dmem_table *dm_tables(void)
-{
-    pthread_mutex_lock(&M.cfg_lock);
-    struct mr_dmem_table *t = M.tables;
-    pthread_mutex_unlock(&M.cfg_lock);
-    return t;
-}
-
 /* ---- configuration -------------------------------------------------------------- */
-
-bool mr_dmem_init(unsigned shards)
-{
-    M.nshards = shards ? shards : 1;
-    M.shards = calloc(M.nshards, sizeof *M.shards);
-    if (!M.shards)
-        return false;
-    for (unsigned i = 0; i < M.nshards; i++)
-        pthread_mutex_init(&M.shards[i].lock, NULL);
-    return true;
-}
 
 static char **names_dup(char *const *v, size_t n, bool *ok)
 {
@@ -611,7 +297,7 @@ static bool same_names(char *const *a, size_t na, char *const *b, size_t nb)
 static struct mr_dmem_table *reusable(const mr_rule *r)
 {
     const mr_delayed_def *d = r->delayed;
-    for (struct mr_dmem_table *t = M.tables; t; t = t->next) {
+    for (struct mr_dmem_table *t = dm_M.tables; t; t = t->next) {
         const mr_delayed_def *o = &t->def;
         if (strcmp(t->rule, r->name) == 0 && strcmp(o->schema, d->schema) == 0 &&
             strcmp(o->table, d->table) == 0 && o->missing == d->missing &&
@@ -627,16 +313,8 @@ static struct mr_dmem_table *reusable(const mr_rule *r)
 /* Under cfg_lock: no table is in the set in force (until marked again). */
 static void set_all_dead(void)
 {
-    for (struct mr_dmem_table *t = M.tables; t; t = t->next)
+    for (struct mr_dmem_table *t = dm_M.tables; t; t = t->next)
         t->live = false;
-}
-
-bool dm_table_live(const struct mr_dmem_table *t)
-{
-    pthread_mutex_lock(&M.cfg_lock);
-    bool live = t->live;
-    pthread_mutex_unlock(&M.cfg_lock);
-    return live;
 }
 
 void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
@@ -646,16 +324,16 @@ void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
         const mr_rule *r = mr_ruleset_rule(rs, i);
         n += r->kind == MR_RULE_DELAYED && r->enabled && r->delayed->mode == MR_DELAYED_MEMORY;
     }
-    if (!n || !M.shards || (!dm_flusher_running() && !dm_flusher_start(p))) {
+    if (!n || !dm_M.shards || (!dm_flusher_running() && !dm_flusher_start(p))) {
         if (n)
             mr_error(0, "delayed: mode = memory rules have no flusher (set proxy_user); their "
                         "statements are refused");
-        pthread_mutex_lock(&M.cfg_lock);
+        pthread_mutex_lock(&dm_M.cfg_lock);
         set_all_dead();
-        pthread_mutex_unlock(&M.cfg_lock);
+        pthread_mutex_unlock(&dm_M.cfg_lock);
         return;
     }
-    pthread_mutex_lock(&M.cfg_lock);
+    pthread_mutex_lock(&dm_M.cfg_lock);
     set_all_dead(); /* in the same hold as what follows: the flusher never sees a kept
                        table not live */
     for (size_t i = 0; i < total; i++) {
@@ -666,8 +344,8 @@ void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
         if (t) {
             t->live = true;
         } else if ((t = table_new(r)) != NULL) {
-            t->next = M.tables;
-            M.tables = t;
+            t->next = dm_M.tables;
+            dm_M.tables = t;
         } else {
             mr_error(0, "delayed %s: out of memory; its statements are refused", r->name);
             continue;
@@ -678,7 +356,7 @@ void mr_dmem_configure(const mr_proxy *p, const mr_ruleset *rs)
         rd->mem_keys = t->from_schema ? &t->learn.port : NULL;
         rd->mem_read = rd->read_pending ? &t->read : NULL;
     }
-    pthread_mutex_unlock(&M.cfg_lock);
+    pthread_mutex_unlock(&dm_M.cfg_lock);
     dm_flusher_wake(NULL); /* new tables get their first round now */
 }
 
@@ -686,31 +364,31 @@ void mr_dmem_stats_read(mr_dmem_stats *out)
 {
     memset(out, 0, sizeof *out);
     dm_flusher_stats(out);
-    for (unsigned i = 0; M.shards && i < M.nshards; i++) {
-        out->statements += atomic_load_explicit(&M.shards[i].statements, memory_order_relaxed);
-        out->refused += atomic_load_explicit(&M.shards[i].refused, memory_order_relaxed);
+    for (unsigned i = 0; dm_M.shards && i < dm_M.nshards; i++) {
+        out->statements += atomic_load_explicit(&dm_M.shards[i].statements, memory_order_relaxed);
+        out->refused += atomic_load_explicit(&dm_M.shards[i].refused, memory_order_relaxed);
     }
-    pthread_mutex_lock(&M.cfg_lock);
-    for (struct mr_dmem_table *t = M.tables; t; t = t->next)
+    pthread_mutex_lock(&dm_M.cfg_lock);
+    for (struct mr_dmem_table *t = dm_M.tables; t; t = t->next)
         out->keys_held += atomic_load_explicit(&t->nkeys, memory_order_relaxed);
-    pthread_mutex_unlock(&M.cfg_lock);
+    pthread_mutex_unlock(&dm_M.cfg_lock);
 }
 
 void mr_dmem_stop(uint64_t drain_ms)
 {
     if (dm_flusher_running())
         dm_flusher_stop(drain_ms); /* the final round empties the shards */
-    for (unsigned i = 0; M.shards && i < M.nshards; i++) {
-        dm_map_free(&M.shards[i].map);
-        pthread_mutex_destroy(&M.shards[i].lock);
+    for (unsigned i = 0; dm_M.shards && i < dm_M.nshards; i++) {
+        dm_map_free(&dm_M.shards[i].map);
+        pthread_mutex_destroy(&dm_M.shards[i].lock);
     }
-    free(M.shards);
-    M.shards = NULL;
-    pthread_mutex_lock(&M.cfg_lock);
-    while (M.tables) {
-        struct mr_dmem_table *t = M.tables;
-        M.tables = t->next;
+    free(dm_M.shards);
+    dm_M.shards = NULL;
+    pthread_mutex_lock(&dm_M.cfg_lock);
+    while (dm_M.tables) {
+        struct mr_dmem_table *t = dm_M.tables;
+        dm_M.tables = t->next;
         table_free(t);
     }
-    pthread_mutex_unlock(&M.cfg_lock);
+    pthread_mutex_unlock(&dm_M.cfg_lock);
 }

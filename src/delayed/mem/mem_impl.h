@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * delayed/mem/mem_impl.h - what the store (delayed/mem/mem.c) and the flusher
- * (delayed/mem/mem_flush.c) share: tables, entries, hash maps.
+ * delayed/mem/mem_impl.h - what the store (delayed/mem/mem.c, its shards
+ * delayed/mem/shards.c, its maps delayed/mem/map.c) and the flusher
+ * (delayed/mem/mem_flush.c) share: tables, entries, hash maps, shards.
  *
  * A map belongs to one shard (guarded by the shard's mutex) or to the
  * flusher thread (its pending keys). Entries move from a shard to the
@@ -10,6 +11,7 @@
 #ifndef MYREWRITE_DELAYED_MEM_IMPL_H
 #define MYREWRITE_DELAYED_MEM_IMPL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -59,6 +61,8 @@ typedef struct dm_map {
     size_t n;
 } dm_map;
 
+/* ---- delayed/mem/map.c ---- */
+
 uint64_t dm_hash(const struct mr_dmem_table *t, const char *key, size_t klen);
 dm_entry *dm_find(const dm_map *m, const struct mr_dmem_table *t, const char *key, size_t klen,
                   uint64_t hash);
@@ -72,11 +76,35 @@ bool dm_map_grow(dm_map *m);
 struct mr_dmem_batch;
 bool dm_map_apply(dm_map *m, struct mr_dmem_table *t, const struct mr_dmem_batch *b,
                   uint64_t *made);
+/* The byte length of the key tuple starting at p (a batch's keys). */
+size_t dm_tuple_len(const char *p, size_t nkeys);
+/* Would adding batch b's deltas to e overflow a column? */
+bool dm_overflows(const dm_entry *e, const struct mr_dmem_batch *b);
 dm_entry *dm_entry_new(struct mr_dmem_table *t, const char *key, size_t klen, uint64_t hash);
 void dm_entry_free(dm_entry *e);
 /* older takes newer's effect on top of its own (newer's texts move over). */
 void dm_compose(dm_entry *older, dm_entry *newer);
 void dm_map_free(dm_map *m);
+
+/* ---- delayed/mem/shards.c ---- */
+
+typedef struct dm_shard {
+    pthread_mutex_t lock;
+    dm_map map;            /* guarded by lock */
+    mr_counter statements; /* written by the shard's worker only */
+    mr_counter refused;
+    char pad[64]; /* keeps two workers' shards off one cache line */
+} dm_shard;
+
+/* The store: one shard per worker (set up by mr_dmem_init) and the tables
+ * configured so far. */
+typedef struct dm_store {
+    dm_shard *shards;
+    unsigned nshards;
+    pthread_mutex_t cfg_lock; /* the table list */
+    struct mr_dmem_table *tables;
+} dm_store;
+extern dm_store dm_M;
 
 /* Swaps shard i's map with *fresh (an empty map); the caller owns the old one. */
 void dm_swap_shard(unsigned i, dm_map *fresh);
