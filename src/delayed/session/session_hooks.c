@@ -19,34 +19,6 @@
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/stats/rule_stats.h"
 
-#define LAST_NOT_MEMORY 0xffffffffu
-
-ds_session *ds_state(void **st)
-{
-    ds_session *d = *st;
-    if (!d && (d = calloc(1, sizeof *d)))
-        d->dlast = LAST_NOT_MEMORY;
-    *st = d;
-    return d;
-}
-
-/* A memory-mode DELAYED statement: its deltas go into this worker's shard
- * and the proxy answers itself, OK with the keys touched as affected rows
- * (or the ERR of a full table). Nothing reaches the backend. */
-mr_hook_action ds_memory(mr_fsession *fs, const mr_dmem_batch *b)
-{
-    char err[512];
-    uint64_t affected = 0;
-    if (mr_dmem_apply(fs->shard, b, &affected, err, sizeof err) != 0) {
-        mr_stat_add(&fs->stats->statements_blocked, 1);
-        fs->ops->send_err(fs, MR_DELAYED_ERR_CODE, MR_DELAYED_SQLSTATE, err);
-        return MR_HOOK_ANSWERED;
-    }
-    mr_stat_add(&fs->stats->statements_rewritten, 1);
-    fs->ops->send_ok(fs, affected, 0);
-    return MR_HOOK_ANSWERED;
-}
-
 static mr_hook_action command(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *p, size_t n,
                               uint32_t len)
 {

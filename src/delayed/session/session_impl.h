@@ -2,7 +2,7 @@
 /*
  * delayed/session/session_impl.h - what the delayed feature's session hooks share
  * (delayed/session/session_hooks.c, session_prepared.c, session_flush.c): its
- * per-session state. Private to those files; session's worker thread.
+ * per-session state (delayed/session/state.c). Private to those files; session's worker thread.
  */
 #ifndef MYREWRITE_DELAYED_SESSION_IMPL_H
 #define MYREWRITE_DELAYED_SESSION_IMPL_H
@@ -25,10 +25,14 @@ typedef struct ds_session {
     struct ds_flush *flush; /* FLUSH DELAYED waiting for its job (session_flush.c) */
 } ds_session;
 
-/* The session's state, made on first use; NULL when out of memory. */
+/* ds_session.dlast: the last prepare was not a memory stand-in. */
+#define LAST_NOT_MEMORY 0xffffffffu
+
+/* delayed/session/state.c: the session's state, made on first use; NULL
+ * when out of memory. */
 ds_session *ds_state(void **st);
 
-/* delayed/session/session_hooks.c: adds a memory batch and answers OK (or the ERR
+/* delayed/session/state.c: adds a memory batch and answers OK (or the ERR
  * of a full table). */
 mr_hook_action ds_memory(mr_fsession *fs, const mr_dmem_batch *b);
 

@@ -41,8 +41,7 @@
 #include "myrewrite/schema/cache.h"
 
 #define MAX_PARAMS MR_EXEC_MAX_PARAMS
-#define LAST_NOT_MEMORY 0xffffffffu /* d->dlast: the last prepare was not a memory stand-in */
-#define STMT_LAST 0xffffffffu       /* MariaDB's direct execution: the statement prepared last */
+#define STMT_LAST 0xffffffffu /* MariaDB's direct execution: the statement prepared last */
 
 struct ds_stmt {
     struct ds_stmt *next;
