@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * delayed/flush/flush_impl.h - what delayed/flush/flush.c shares with the flush path for
- * non-transactional tables (delayed/flush/flush_locked.c): the flusher's view of
- * one delayed rule, and the chunk steps both paths use.
+ * delayed/flush/flush_impl.h - what the files of the staged flusher share,
+ * lowest first: the rule copies (table.c), the statements and counters
+ * (exec.c), one chunk (apply.c), a table's setup (setup.c), derived tables
+ * (flush_derive.c), the path for non-transactional tables
+ * (flush_locked.c); the thread (flush.c) is above them all.
  *
  * Flusher thread only: every function here runs on its bgconn connection.
  */
@@ -15,21 +17,54 @@
 
 #include "myrewrite/base/buf.h"
 #include "myrewrite/delayed/derive.h"
+#include "myrewrite/delayed/flush.h"
 #include "myrewrite/rules/rules.h"
 
 #include "delayed/sql/chunk.h" /* table, chunk */
 
-/* Runs the text built in b; logs and counts a failure. */
+/* ---- the rule copies (delayed/flush/table.c) ---- */
+
+struct dflush_default;
+
+/* The flusher's copies of one rule set: its staged rules and its default
+ * rules. */
+typedef struct dflush_tables {
+    table *t;
+    size_t n;
+    struct dflush_default *d; /* default rules (derive = yes) */
+    size_t nd;
+} dflush_tables;
+
+/* The flusher's copy of rule def (named rule); false when out of memory. */
+bool dflush_table_from_def(table *t, const mr_delayed_def *def, const char *rule,
+                           struct mr_rule_stats *stats);
+void dflush_table_free(table *t);
+/* Frees the n names of v and v. */
+void dflush_names_free(char **v, size_t n);
+/* The copies of rs's staged and default rules; false when out of memory. */
+bool dflush_tables_from(dflush_tables *ts, const mr_ruleset *rs);
+void dflush_tables_free(dflush_tables *ts);
+
+/* ---- statements and counters (delayed/flush/exec.c) ---- */
+
+/* The counters SHOW DELAYED and /metrics read (mr_delayed_stats_get). */
+mr_delayed_stats *dflush_stats(void);
+/* Runs the text built in b (or sql); logs and counts a failure. */
 bool dflush_exec(MYSQL *db, const mr_buf *b, const table *t, const char *what);
+bool dflush_exec_str(MYSQL *db, const char *sql, const table *t, const char *what);
 /* `schema`.`name` */
 void dflush_put_table(mr_buf *b, const char *schema, const char *name);
-/* Reads up to flush_rows rows of t->read_from in seq order, sums them per key
- * and applies deletes then adds to the main table; no transaction of its
- * own. When the server refuses the data, the keys are applied one by one
- * and those it refuses go to the dead-letter table (*rejected: their rows).
- * The rows read, or -1 on a failure. *written counts the keys written
- * by the statements that succeeded (0: the main table is untouched). */
-long dflush_apply(MYSQL *db, table *t, uint64_t *written, long *rejected);
+/* `<name>_set`: where a staged row keeps the value of SET name = literal. */
+void dflush_put_set_ident(mr_buf *b, const char *name);
+/* Appends the formatted text (up to 63 bytes). */
+void dflush_put_fmt(mr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The result of `sql_head WHERE TABLE_SCHEMA = <t's schema> AND TABLE_NAME =
+ * name`; NULL when the query failed (logged). */
+MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head, const char *name);
+/* 1: table `name` of t's schema exists, 0: it does not, -1: unknown. */
+int dflush_table_exists(MYSQL *db, const table *t, const char *name);
+/* GET_LOCK / RELEASE_LOCK (fn) on t's lock name; true when it returned 1. */
+bool dflush_named_lock(MYSQL *db, const table *t, const char *fn);
 /* Counts one applied chunk of n rows, globally and on the rule's SHOW
  * DELAYED row. */
 void dflush_count_chunk(const table *t, long n);
@@ -37,15 +72,26 @@ void dflush_count_chunk(const table *t, long n);
  * and `msg`) globally and on the rule's SHOW DELAYED row. */
 void dflush_count_error(const table *t, const char *what, unsigned code, const char *msg);
 
+/* ---- one chunk (delayed/flush/apply.c) ---- */
+
+/* One chunk of t in one transaction; the rows read (applied, or moved to
+ * the dead-letter table), or -1 on a failure. */
+long dflush_chunk(MYSQL *db, table *t);
+/* The chunk again, key by key, the keys the server refuses moved to the
+ * dead-letter table; the rows read or -1. */
+long dflush_chunk_isolating(MYSQL *db, table *t);
+/* Reads up to flush_rows rows of t->read_from in seq order, sums them per key
+ * and applies deletes then adds to the main table; no transaction of its
+ * own. When the server refuses the data, the keys are applied one by one
+ * and those it refuses go to the dead-letter table (*rejected: their rows).
+ * The rows read, or -1 on a failure. *written counts the keys written
+ * by the statements that succeeded (0: the main table is untouched). */
+long dflush_apply(MYSQL *db, table *t, uint64_t *written, long *rejected);
+
+/* ---- a table's setup (delayed/flush/setup.c) ---- */
+
 /* Checks the table and creates its staging table if missing; sets ready. */
 bool dflush_setup_table(MYSQL *db, table *t);
-/* The result of `sql_head WHERE TABLE_SCHEMA = <t's schema> AND TABLE_NAME =
- * name`; NULL when the query failed (logged). */
-MYSQL_RES *dflush_schema_query(MYSQL *db, const table *t, const char *sql_head, const char *name);
-/* The flusher's copy of rule def (named rule); false when out of memory. */
-bool dflush_table_from_def(table *t, const mr_delayed_def *def, const char *rule,
-                           struct mr_rule_stats *stats);
-void dflush_table_free(table *t);
 
 /* ---- default rules (delayed/flush/flush_derive.c) ---- */
 
