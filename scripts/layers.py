@@ -54,7 +54,7 @@ LAYERS = ["base", "net", "proto", "sql", "rules", "schema", "stats", "feature", 
 # includes one above it.
 KNOWN_UPWARD = set()
 # The folders whose files may not form a loop (--files): one line to edit.
-FILE_CHECKED = []
+FILE_CHECKED = ["delayed"]
 # The rooms of a folder, lowest first: a file uses only its own room and those before it.
 ROOMS = {"delayed": ["rule", "sql", "statement", "flush", "mem", "group", "session"]}
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
