@@ -31,6 +31,11 @@
  * Threads: start/stop on the main thread (or under the reload lock); wake
  * and the FLUSH DELAYED job from any thread; the rest on the flusher thread. Counters are written
  * by the flusher thread only.
+ *
+ * Over 600 lines, on purpose: the round, its chunks (their marks and dead
+ * letters) and the thread share one state, F, that no other file needs;
+ * split, F would have to become a global of the room, as the store's
+ * shards had to (delayed/mem/shards.c), for no reader's gain.
  */
 #include <inttypes.h>
 #include <mysql.h>
