@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_delayed.c - the DELAYED statement reader: UPDATE/DELETE DELAYED
- * read against a delayed rule (delayed/sql/staging_sql.c), the staging INSERT
- * written from it, the memory-mode batch (delayed/statement/mem_stmt.c) and the
- * plain statement a pending derivation sends (mr_delayed_strip).
+ * read against a delayed rule (delayed/sql/staging_read.c), the staging INSERT
+ * written from it (delayed/sql/staging_sql.c), the memory-mode batch
+ * (delayed/statement/mem_stmt.c) and the plain statement a pending
+ * derivation sends (mr_delayed_strip).
  *
  * Feeds: byte 0: bit 0 a prepared text (its `?` take values from a fixed
  * list: a number, a string with a quote and a backslash, NULL), bit 1

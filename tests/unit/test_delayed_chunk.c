@@ -2,7 +2,7 @@
 /*
  * test_delayed_chunk.c - a staged flush chunk summed per key and the
  * statements written from it (delayed/sql/chunk.h), with no server: staged rows
- * are put in by hand as flush.c reads them.
+ * are put in by hand as delayed/flush/apply.c reads them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,7 +75,7 @@ static void stage(fixture *f, const char *key, uint64_t seq, int64_t dn, int64_t
     c->nrows++;
 }
 
-/* The last staged row's key as the server compares it (flush.c reads it
+/* The last staged row's key as the server compares it (delayed/flush/apply.c reads it
  * with WEIGHT_STRING). */
 static void weigh(fixture *f, const char *weight)
 {

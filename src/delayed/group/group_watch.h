@@ -2,7 +2,8 @@
 /*
  * delayed/group/group_watch.h - group commit's batch limit (group_commit_timeout):
  * a thread that watches the batches in flight and cuts the connection of one
- * that has not finished by its deadline. Private to delayed/group/group.c.
+ * that has not finished by its deadline. Private to delayed/group/: group.c
+ * starts and stops it, batch.c watches each batch.
  *
  * A runner thread begins a watch for each batch, brackets each statement it
  * sends (saying whether that statement commits: an autocommit INSERT, a

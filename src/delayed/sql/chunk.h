@@ -7,7 +7,7 @@
  * main table, and as the text a dead-letter row shows.
  *
  * Pure, any thread: reading the rows and running the statements is the
- * flusher's (delayed/flush/flush.c), on its own connection.
+ * flusher's (delayed/flush/apply.c), on its own connection.
  */
 #ifndef MYREWRITE_DELAYED_CHUNK_H
 #define MYREWRITE_DELAYED_CHUNK_H
@@ -49,7 +49,7 @@ typedef struct table {
     bool unlock_owed;  /* locked path: an UNLOCK TABLES failed; sent again before anything */
     bool reject_ready; /* the dead-letter table exists (checked on this connection) */
     bool main_gone;    /* the main table does not exist: staged rows go to the dead-letter
-                          table (flush.c, drain_gone) */
+                          table (delayed/flush/setup.c, drain_gone) */
 } table;
 
 /* A set column's value as an SQL literal in the arena ("NULL", '...', or
@@ -88,7 +88,7 @@ typedef struct net {
 } net;
 
 typedef struct chunk {
-    struct st_mysql_res *res; /* the staged rows read (flush.c owns and frees it) */
+    struct st_mysql_res *res; /* the staged rows read (apply.c owns and frees it) */
     mr_buf arena;             /* key literals, set values */
     staged *rows;
     size_t nrows;
