@@ -10,6 +10,9 @@ graph and its loops.
                                CMakeFiles) with nm: a folder whose objects use a
                                symbol defined by a folder above it, or a loop of
                                such uses, fails too (a ctest runs this)
+  scripts/layers.py --self-test  checks the per-file check on a small tree of
+                               its own (a loop, an arrow up the rooms, a
+                               shared header that ties nobody); a ctest runs it
   ... --files                  also draw the graph per file inside each folder
                                and fail on a loop in the folders FILE_CHECKED
                                names, or on an arrow up their ROOMS (with
@@ -328,7 +331,51 @@ def check_files(folder, graph, files, what):
     return bad if folder in FILE_CHECKED else 0
 
 
+def self_test():
+    """The per-file check on a tree made here: two rooms of delayed/, a file
+    of the lower that calls one of the upper (a loop and an arrow up), then
+    the same tree without that call, where a private header declaring the
+    functions of both files ties only the one that uses the other."""
+    import tempfile
+    global ROOT, FILE_CHECKED, ROOMS
+    saved = ROOT, FILE_CHECKED, ROOMS
+    FILE_CHECKED, ROOMS = ["delayed"], {"delayed": ["low", "high"]}
+    files = {
+        "src/delayed/low/low.h": "int low_fn(void);\n",
+        "src/delayed/low/shared_impl.h": "/* high_fn */\nint low_fn(void);\nint high_fn(void);\n",
+        "src/delayed/high/high.h": "typedef int high_t;\nint high_fn(void);\n",
+        "src/delayed/high/high.c": '#include "delayed/low/shared_impl.h"\n'
+                                   "int high_fn(void)\n{\n    return low_fn();\n}\n",
+    }
+    up = ('#include "delayed/high/high.h"\n#include "delayed/low/low.h"\n'
+          "static int helper(void) { return 1; }\nint low_fn(void)\n{\n    return high_fn() + helper();\n}\n")
+    clean = '#include "delayed/low/shared_impl.h"\nint low_fn(void)\n{\n    return 1;\n}\n'
+    bad = []
+    try:
+        for low_c, want in ((up, 2), (clean, 0)):
+            with tempfile.TemporaryDirectory() as d:
+                ROOT = d
+                for name, text in dict(files, **{"src/delayed/low/low.c": low_c}).items():
+                    os.makedirs(os.path.join(d, os.path.dirname(name)), exist_ok=True)
+                    with open(os.path.join(d, name), "w", encoding="utf-8") as fh:
+                        fh.write(text)
+                graph, order = file_graph("delayed")
+                got = check_files("delayed", graph, order, "self-test")
+                edges = {(os.path.basename(a), os.path.basename(b)) for a in graph for b in graph[a]}
+                if got != want or ("high.c", "low.c") not in edges:
+                    bad.append("want %d failures and high.c -> low.c, got %d and %s"
+                               % (want, got, sorted(edges)))
+    finally:
+        ROOT, FILE_CHECKED, ROOMS = saved
+    for b in bad:
+        print("FAIL: self-test: " + b)
+    print("layers self-test: %s" % ("failed" if bad else "ok"))
+    return 1 if bad else 0
+
+
 def main():
+    if "--self-test" in sys.argv:
+        return self_test()
     e = edges()
     graph = {}
     for a, b in e:
