@@ -203,9 +203,9 @@ def check_calls(top):
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 WORD = re.compile(r"[A-Za-z_]\w*")
 # a line at column 0 that starts an external definition: a function (its
-# parameter list is followed by a body) or a global (followed by = or ;)
+# parameter list is followed by a body) or a global (its name followed by = or ;)
 DEF_FN = re.compile(r"^(?!static\b|typedef\b|extern\b|struct\s+\w+\s*\{)[A-Za-z_][\w \t*]*?\b(\w+)\s*\(", re.M)
-DEF_VAR = re.compile(r"^(?!static\b|typedef\b|extern\b)(?:const\s+)?(?:struct\s+)?\w+[\s*]+(?:const\s+)?(\w+)\s*(?:\[[^\]]*\]\s*)?=", re.M)
+DEF_VAR = re.compile(r"^(?!static\b|typedef\b|extern\b)(?:const\s+)?(?:struct\s+)?\w+[\s*]+(?:const\s+)?(\w+)\s*(?:\[[^\]]*\]\s*)?[=;]", re.M)
 
 
 def strip(text):
