@@ -74,6 +74,7 @@ static void response_done(mr_session *s)
         s->digest = NULL;
     }
     ss_set_state(s, SS_IDLE);
+    ss_pool_response_done(s, ok); /* pool = transaction: the unit may end here */
     if (s->w->draining) {
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
         return;
@@ -99,8 +100,13 @@ static void auth_done(mr_session *s)
     s->authenticated = true;
     s->login_shift = 0; /* commands start at sequence id 0 on both legs */
     apply_pending(s, true);
+    if (!ss_pool_logged_in(s)) {
+        ss_close(s, MR_CLOSE_BACKEND_LOST, "out of memory joining the pool");
+        return;
+    }
     mr_debug(s->id, "authenticated; backend thread id %u", s->backend_thread_id);
     ss_set_state(s, SS_IDLE);
+    ss_pool_unit_end(s); /* pool = transaction: the login's connection joins the idle ones */
     if (s->w->draining) {
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
         return;
@@ -316,6 +322,8 @@ static void read_session_state(mr_session *s, struct evbuffer *in,
     if (len > sizeof buf || avail < MR_PKT_HEADER + (size_t)len) {
         s->pending_charset = MR_CHARSET_UNKNOWN;
         s->charset_pending = true;
+        if (s->srv)
+            ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
         return;
     }
     if (in) {
@@ -324,8 +332,10 @@ static void read_session_state(mr_session *s, struct evbuffer *in,
     } else {
         p = (const uint8_t *)first->iov_base + off + MR_PKT_HEADER;
     }
-    if (mr_ok_session_state(p, len, s->caps, &state, &n) == MR_OK && n > 0)
+    if (mr_ok_session_state(p, len, s->backend_caps, &state, &n) == MR_OK && n > 0) {
         (void)mr_sst_apply(&s->track, state, n); /* what fits is kept */
+        ss_pool_ok_state(s, state, n);
+    }
     if (!s->track.charset_client_v.known) {
         s->track.charset_client_v.known = cs_before; /* not reported in this OK */
         s->track.charset_client_v.len = cs_len;
@@ -334,6 +344,15 @@ static void read_session_state(mr_session *s, struct evbuffer *in,
     s->pending_charset =
         mr_charset_unsafe_name(s->track.charset_client, s->track.charset_client_v.len);
     s->charset_pending = true;
+}
+
+/* pool = transaction: a packet that may be an OK (0x00, or 0xFE ending a
+ * result set) and fits read_session_state's buffer is read whole, so its
+ * session state is never lost; a larger one pins its session instead. */
+static bool pool_reads_whole(const uint8_t *hp, uint32_t len, size_t avail)
+{
+    uint8_t first = len ? hp[MR_PKT_HEADER] : 0xff;
+    return (first == 0x00 || first == 0xfe) && len <= 4096 && avail < MR_PKT_HEADER + (size_t)len;
 }
 
 /* Relays complete and partial packets from the backend to the client in one
@@ -349,7 +368,7 @@ void ss_pump_backend(mr_session *s)
     struct evbuffer_iovec first = {NULL, 0};
     struct evbuffer *in = pump_source(s, &first, &avail);
 
-    while (s->prelude_pending && s->state == SS_RESPONSE) {
+    while (s->prelude_pending && ALIVE(s)) {
         int took = ss_prelude_take(s, in); /* its answer is the first packet: never relayed */
         if (took <= 0)
             return;
@@ -387,6 +406,8 @@ void ss_pump_backend(mr_session *s)
             break;
         if (watched && !ss_hooks_response_packet(s, in, &pos, h.len, avail - move))
             break; /* a hook reads it whole (a watched page's) */
+        if (s->srv && !f->continuation && pool_reads_whole(hp, h.len, avail - move))
+            break; /* maybe an OK whose session state the pool reads: wait for all of it */
         if (shifted)
             h.seq = ss_auth_shift_to_client(s, in, move, h.seq);
         else if (framed)
@@ -398,7 +419,7 @@ void ss_pump_backend(mr_session *s)
         uint32_t oks = s->tracker.oks;
         if (!backend_packet_start(s, hp + MR_PKT_HEADER, h.len, h.seq))
             return;
-        if (s->tracker.oks != oks && (s->caps & MR_CAP_SESSION_TRACK) &&
+        if (s->tracker.oks != oks && (s->backend_caps & MR_CAP_SESSION_TRACK) &&
             (s->tracker.last_ok.status & MR_STATUS_SESSION_STATE_CHANGED) &&
             s->state == SS_RESPONSE)
             read_session_state(s, in, &first, move, h.len, avail - move);
@@ -450,6 +471,8 @@ static bool server_closed_mid_command(const mr_session *s, bool proxy_gave_up)
 void ss_backend_failed(mr_session *s, const char *what, bool proxy_gave_up)
 {
     char msg[512];
+    if (s->srv)
+        s->srv->broken = true; /* never lent again */
     if (s->state == SS_CONNECTING || s->state == SS_GREETING) {
         if (s->state == SS_CONNECTING)
             mr_backend_suspect(); /* its address may have changed */

@@ -90,6 +90,7 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     mr_expect expect = mr_expect_for_command(cmd);
     mr_conn_z_command(s->backend); /* whatever goes out for it, the frames start at 0 */
     s->command = cmd;
+    ss_pool_command(s, cmd);
     mr_client_set_command(&s->slot, cmd);
     s->command_start_ns = mr_mono_ns();
     if (expect == MR_EXPECT_UNSUPPORTED) {
@@ -236,7 +237,7 @@ void ss_pump_client(mr_session *s)
     framing *f = &s->from_client;
     uint8_t head[MR_PKT_HEADER + MR_TRACK_PREFIX];
 
-    while (ALIVE(s) && s->backend) {
+    while (ALIVE(s)) {
         size_t avail;
         const uint8_t *fresh = mr_conn_fresh(s->client, &avail);
         if (!fresh)
@@ -256,6 +257,15 @@ void ss_pump_client(mr_session *s)
         }
         if (avail < MR_PKT_HEADER)
             break;
+        if (!s->backend && !f->continuation) { /* pool = transaction: borrow one */
+            if (!ss_pool_attach(s))
+                break; /* waiting for one, or closed */
+            if (!s->backend)
+                continue; /* refused: its packets are dropped */
+        }
+        fresh = mr_conn_fresh(s->client, &avail); /* attaching may have read it */
+        if (!fresh)
+            avail = evbuffer_get_length(mr_conn_input(s->client));
         size_t got = avail < sizeof(head) ? avail : sizeof(head);
         const uint8_t *hp = client_head(s, fresh, head, got);
         mr_pkt_header h;

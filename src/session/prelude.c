@@ -45,6 +45,20 @@ bool ss_prelude_send(mr_session *s, const char *text, size_t len, const char *wh
     return sent;
 }
 
+bool ss_prelude_command(mr_session *s, uint8_t cmd, const char *data, size_t len, const char *what)
+{
+    if (s->prelude_pending >= SS_PRELUDES_MAX)
+        return false;
+    uint8_t hdr[MR_PKT_HEADER + 1] = {(uint8_t)(len + 1), (uint8_t)((len + 1) >> 8),
+                                      (uint8_t)((len + 1) >> 16), 0, cmd};
+    mr_conn_write(s->backend, hdr, sizeof hdr);
+    if (len)
+        mr_conn_write(s->backend, data, len);
+    mr_conn_z_command(s->backend);
+    s->prelude_what[s->prelude_pending++] = what;
+    return true;
+}
+
 void ss_prelude_read_committed(mr_session *s)
 {
     uint16_t st = s->tracker.status;

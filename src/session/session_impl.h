@@ -23,6 +23,7 @@
 #include "myrewrite/base/clock.h"
 #include "myrewrite/feature/feature.h"
 #include "myrewrite/net/conn.h"
+#include "myrewrite/pool/pool.h"
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/proto/session_track.h"
 #include "myrewrite/proto/tracker.h"
@@ -73,7 +74,8 @@ typedef struct framing {
 /* The statement id a COM_STMT_* command names (p[1..4]); MariaDB's direct
  * execution names SS_STMT_LAST: the statement prepared last. */
 #define SS_STMT_LAST 0xffffffffu
-#define SS_PRELUDES_MAX 2 /* preludes ahead of one command: a claim's, a feature's */
+#define SS_PRELUDES_MAX 6 /* preludes ahead of one command: the pool's (reset, SET, schema,
+                            trackers), a claim's, a feature's */
 static inline uint32_t ss_stmt_id(const uint8_t *p)
 {
     return (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 24;
@@ -172,6 +174,20 @@ struct mr_session {
     uint32_t watchers;             /* bit i: ss_features[i] has response hooks (hooks.c) */
     uint8_t *hook_packet;          /* a response packet a hook reads whole (owned) */
     mr_client_slot slot;           /* what SHOW CLIENTS sees (stats/client_info.h) */
+    /* pool = transaction (session/pool_side.c); all unused with pool = session */
+    uint32_t backend_caps;       /* the backend leg's capabilities (the pool's add
+                                    CLIENT_SESSION_TRACK to the client's) */
+    uint8_t login_charset;       /* the handshake's collation id */
+    bool pool_login;             /* counted as a login in the pool until it ends */
+    struct mr_srv *srv;          /* the server connection borrowed (backend is its conn) */
+    struct mr_pool_user *puser;  /* the session's key in its worker's pool */
+    struct mr_pool_wait *pwait;  /* waiting for room to log in, or for a connection */
+    mr_pool_state pstate;        /* the system variables the session set */
+    uint32_t pins;               /* bit r: pinned for mr_pin_reason r */
+    uint32_t hint_maybe;         /* the statement's reasons should a change be reported */
+    bool hint_replay_only;       /* the statement changes only what is replayed */
+    bool found_rows_ends;        /* the found_rows pin ends with this response */
+    uint32_t open_stmts;         /* server-side prepared statements open */
 };
 
 /* What the front end made of a statement. */
@@ -247,6 +263,9 @@ void ss_prelude_read_committed(mr_session *s);
  * the log line should it be refused; static text). False when it could
  * not be sent (out of memory, SS_PRELUDES_MAX already pending). */
 bool ss_prelude_send(mr_session *s, const char *text, size_t len, const char *what);
+/* The same for a command other than COM_QUERY (COM_RESET_CONNECTION,
+ * COM_INIT_DB), its argument `len` bytes at data. */
+bool ss_prelude_command(mr_session *s, uint8_t cmd, const char *data, size_t len, const char *what);
 int ss_prelude_take(mr_session *s, struct evbuffer *in);
 
 /* session/prepared.c: a COM_STMT_PREPARE's response ended (ok: statement
@@ -326,6 +345,28 @@ stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, si
  * rewritten, or an empty one for the proxy's own statement (`own`). */
 void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void *text, size_t len,
                       bool own);
+
+/* session/pool_side.c: the session over the pool (pool = transaction); each
+ * does nothing with pool = session. May the session connect for its login
+ * now (else it waits for room, then connects by ss_connect); the login's
+ * HandshakeResponse asks the server for session tracking; the login
+ * succeeded (false: out of memory); a command with no server connection
+ * heads the input: borrow one (false: wait, or the session closed); what a
+ * command or a statement's text tells; an OK's session state; a response
+ * ended (the unit may end); the session ends. */
+bool ss_pool_may_connect(mr_session *s);
+void ss_connect(mr_session *s);
+void ss_pool_login_caps(mr_session *s, bool server_tracks, uint8_t charset);
+bool ss_pool_logged_in(mr_session *s);
+bool ss_pool_attach(mr_session *s);
+void ss_pool_command(mr_session *s, uint8_t cmd);
+void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags);
+void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n);
+void ss_pool_response_done(mr_session *s, bool ok);
+void ss_pool_unit_end(mr_session *s);
+void ss_pool_session_end(mr_session *s);
+void ss_pool_pin(mr_session *s, mr_pin_reason r);
+void ss_pool_unpin(mr_session *s, mr_pin_reason r);
 
 /* session/park.c: the front end marked the statement for parking
  * (res->park): true when the session now holds a copy of it in

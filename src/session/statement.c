@@ -136,6 +136,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
      * here too: the rules then read the statement the server runs */
     len = sql_server_len(sql, len);
     unsigned lex_flags = ss_lex_flags(s);
+    ss_pool_statement(s, sql, len, lex_flags);
     mr_stmt_ctx ctx = {
         .user = s->user[0] ? s->user : NULL,
         .schema = s->schema[0] ? s->schema : NULL,

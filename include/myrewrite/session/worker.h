@@ -42,6 +42,7 @@ typedef struct mr_worker {
     _Atomic bool bg_signaled;     /* the same for MR_WORKER_MSG_BG (set by a job, cleared here) */
     mr_stats stats;               /* written by this worker only */
     mr_digest_stats digests;      /* written by this worker only */
+    struct mr_pool *pool;         /* pool = transaction: the server connections (else NULL) */
     mr_client_registry clients;   /* SHOW CLIENTS snapshots of the sessions (stats/client_info.h) */
     struct mr_shared_rules *rules; /* current rule set; one reference held */
     mr_rules_scratch *scratch;     /* front-end working memory */

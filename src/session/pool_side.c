@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * session/pool_side.c - a session over the pool (`pool = transaction`): room
+ * to log in, borrowing a server connection when a command comes and giving
+ * it back at the end of a unit of work, the state replayed on the
+ * connection borrowed, and the pins that keep one.
+ *
+ * A unit of work ends with a response that leaves the session unpinned:
+ * outside a transaction (the server's status says so) and with no state
+ * the proxy cannot carry to another connection. The connection then goes
+ * back with the session's state recorded on it; the next command borrows
+ * one (the session's own last when still idle) and the differences go out
+ * ahead of it as preludes: COM_RESET_CONNECTION when the connection holds
+ * a variable the session never set (the reset restores the login's
+ * character set, which `SET x = DEFAULT` would not), one SET of the
+ * trackers and the session's variables, and COM_INIT_DB. Runs on the
+ * session's worker thread.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "myrewrite/base/log.h"
+#include "myrewrite/pool/hints.h"
+#include "myrewrite/sql/quote.h"
+#include "session/session_impl.h"
+
+#define TRACKERS                                                                                   \
+    "session_track_system_variables='*',session_track_schema=ON,"                                  \
+    "session_track_state_change=ON,session_track_transaction_info='CHARACTERISTICS'"
+
+void ss_pool_pin(mr_session *s, mr_pin_reason r)
+{
+    if (!s->puser || (s->pins & MR_HINT(r)))
+        return;
+    mr_pool_pin(s->puser, r, s->pins == 0);
+    s->pins |= MR_HINT(r);
+}
+
+void ss_pool_unpin(mr_session *s, mr_pin_reason r)
+{
+    if (!s->puser || !(s->pins & MR_HINT(r)))
+        return;
+    s->pins &= ~MR_HINT(r);
+    mr_pool_unpin(s->puser, r, s->pins == 0);
+}
+
+static void unpin_all(mr_session *s)
+{
+    for (unsigned r = 0; r < MR_PIN_REASONS; r++)
+        ss_pool_unpin(s, (mr_pin_reason)r);
+}
+
+/* ---- logging in ---- */
+
+static void login_room(void *arg, mr_srv *srv, bool timed_out)
+{
+    mr_session *s = arg;
+    (void)srv;
+    s->pwait = NULL;
+    if (timed_out) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "Too many connections: myrewrite's pool toward the server is full (pool_size "
+                 "%" PRIu64 ", every connection in use) and none came free within "
+                 "pool_max_wait (%" PRIu64 " ms); see SHOW POOLS",
+                 cfg(s)->pool_size, cfg(s)->pool_max_wait_ms);
+        ss_send_err(s, 0, MR_ER_CON_COUNT, "08004", msg);
+        ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "no room in the pool to log in");
+        return;
+    }
+    s->pool_login = true;
+    ss_connect(s);
+}
+
+bool ss_pool_may_connect(mr_session *s)
+{
+    mr_pool *p = s->w->pool;
+    if (!p)
+        return true;
+    if (mr_pool_login_room(p)) {
+        s->pool_login = true;
+        return true;
+    }
+    s->pwait = mr_pool_wait_for(p, NULL, login_room, s);
+    if (!s->pwait)
+        login_room(s, NULL, true);
+    return false;
+}
+
+void ss_pool_login_caps(mr_session *s, bool server_tracks, uint8_t charset)
+{
+    s->login_charset = charset;
+    if (!s->w->pool || !server_tracks)
+        return;
+    uint8_t *p = evbuffer_pullup(mr_conn_input(s->client), MR_PKT_HEADER + 4);
+    if (!p)
+        return;
+    p[MR_PKT_HEADER + 2] |= (uint8_t)(MR_CAP_SESSION_TRACK >> 16);
+    s->backend_caps |= MR_CAP_SESSION_TRACK;
+}
+
+bool ss_pool_logged_in(mr_session *s)
+{
+    mr_pool *p = s->w->pool;
+    if (!p)
+        return true;
+    mr_pool_key k = {.caps = s->backend_caps,
+                     .ext_caps = s->ext_caps,
+                     .charset = s->login_charset,
+                     .tls = mr_conn_tls_active(s->backend),
+                     .zlib = s->backend_compress};
+    memcpy(k.user, s->user, sizeof k.user);
+    s->puser = mr_pool_user_get(p, &k);
+    s->pool_login = false;
+    s->srv = mr_pool_login_done(p, s->puser, s->puser ? s->backend : NULL, s->backend_thread_id,
+                                s->id);
+    if (!s->srv) {
+        s->puser = NULL;
+        return false;
+    }
+    mr_pool_session_add(s->puser, 1);
+    memcpy(s->srv->state.schema, s->schema, sizeof s->schema);
+    return true;
+}
+
+/* ---- borrowing ---- */
+
+static bool numeric(const char *v)
+{
+    const char *c = v + (*v == '-');
+    bool digits = false, dot = false;
+    for (; *c; c++) {
+        if (*c >= '0' && *c <= '9')
+            digits = true;
+        else if (*c == '.' && !dot)
+            dot = true;
+        else
+            return false;
+    }
+    return digits;
+}
+
+/* One SET of what srv lacks of the session's variables (and the trackers
+ * when not in force), as a prelude; srv then holds the session's state. */
+static bool replay_vars(mr_session *s, mr_srv *srv)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put(&b, "SET SESSION ", 12);
+    size_t empty = b.len;
+    if (!srv->tracking)
+        mr_buf_put(&b, TRACKERS, sizeof TRACKERS - 1);
+    for (unsigned i = 0; i < s->pstate.n; i++) {
+        const mr_pool_var *v = &s->pstate.v[i], *has = mr_pool_state_get(&srv->state, v->name);
+        if (has && strcmp(has->value, v->value) == 0)
+            continue;
+        if (b.len > empty)
+            mr_buf_put(&b, ",", 1);
+        mr_sql_put_ident(&b, v->name);
+        mr_buf_put(&b, "=", 1);
+        if (numeric(v->value))
+            mr_buf_put(&b, v->value, strlen(v->value));
+        else
+            mr_sql_put_literal(&b, v->value);
+    }
+    bool ok = b.len == empty || (!b.failed && ss_prelude_send(s, (const char *)b.data, b.len,
+                                                              "SET of the session's state"));
+    mr_buf_free(&b);
+    if (ok && b.len > empty) {
+        srv->tracking = true;
+        ok = mr_pool_state_copy(&srv->state, &s->pstate);
+        srv->pool->replays++;
+    }
+    return ok;
+}
+
+/* Does srv hold a variable the session never set? Then only a reset
+ * gives the session the login's value of it. */
+static bool needs_reset(const mr_session *s, const mr_srv *srv)
+{
+    for (unsigned i = 0; i < srv->state.n; i++)
+        if (!mr_pool_state_get(&s->pstate, srv->state.v[i].name))
+            return true;
+    return false;
+}
+
+static bool replay(mr_session *s, mr_srv *srv)
+{
+    if (needs_reset(s, srv)) {
+        if (!ss_prelude_command(s, MR_COM_RESET_CONNECTION, NULL, 0, "COM_RESET_CONNECTION"))
+            return false;
+        srv->tracking = false;
+        mr_pool_state_clear_vars(&srv->state); /* the reset keeps the schema */
+        srv->pool->resets++;
+    }
+    if (!replay_vars(s, srv))
+        return false;
+    if (strcmp(srv->state.schema, s->schema) != 0) {
+        if (!ss_prelude_command(s, MR_COM_INIT_DB, s->schema, strlen(s->schema), "COM_INIT_DB"))
+            return false;
+        memcpy(srv->state.schema, s->schema, sizeof s->schema);
+    }
+    return true;
+}
+
+static void attach(mr_session *s, mr_srv *srv)
+{
+    s->srv = srv;
+    s->backend = srv->conn;
+    s->backend_thread_id = srv->thread_id;
+    atomic_store_explicit(&s->slot.backend_id, srv->thread_id, memory_order_relaxed);
+    memset(&s->from_backend, 0, sizeof s->from_backend);
+    mr_conn_set_callbacks(srv->conn, &ss_backend_callbacks, s);
+    mr_conn_read_enable(srv->conn, true);
+    if (!replay(s, srv)) {
+        srv->broken = true; /* its state is not the session's: never lent again */
+        ss_send_err(s, 1, MR_ER_BACKEND_LOST, "08S01",
+                    "out of memory replaying the session's state on a pooled connection");
+        ss_close_after_flush(s, MR_CLOSE_BACKEND_LOST, "out of memory replaying state");
+    }
+}
+
+/* The command heading the client's input waited too long: ERR 1040 for
+ * it, and its packets are dropped. */
+static void refuse_command(mr_session *s)
+{
+    uint8_t hdr[MR_PKT_HEADER];
+    mr_pkt_header h;
+    char msg[300];
+    evbuffer_copyout(mr_conn_input(s->client), hdr, sizeof hdr);
+    mr_pkt_header_read(hdr, sizeof hdr, &h);
+    snprintf(msg, sizeof msg,
+             "Too many connections: no server connection of myrewrite's pool for user '%s' came "
+             "free within pool_max_wait (%" PRIu64 " ms; pool_size %" PRIu64
+             "); the command was not run; see SHOW POOLS",
+             s->user, cfg(s)->pool_max_wait_ms, cfg(s)->pool_size);
+    mr_info(s->id, "%s", msg);
+    ss_send_err(s, 1, MR_ER_CON_COUNT, "08004", msg);
+    s->from_client.remaining = MR_PKT_HEADER + (uint64_t)h.len;
+    s->from_client.continuation = h.len == MR_PKT_MAX_PAYLOAD;
+    s->from_client.discard = true;
+}
+
+static void unit_ready(void *arg, mr_srv *srv, bool timed_out)
+{
+    mr_session *s = arg;
+    s->pwait = NULL;
+    if (srv)
+        attach(s, srv);
+    else if (timed_out)
+        refuse_command(s);
+    if (!ALIVE(s))
+        return;
+    s->from_client.blocked = false;
+    mr_conn_read_enable(s->client, true);
+    ss_pump_client(s);
+}
+
+bool ss_pool_attach(mr_session *s)
+{
+    if (s->pwait || !s->puser || s->state != SS_IDLE)
+        return false;
+    uint8_t head[MR_PKT_HEADER + 1];
+    if (mr_conn_input_length(s->client) < sizeof head)
+        return false;
+    evbuffer_copyout(mr_conn_input(s->client), head, sizeof head);
+    if (head[MR_PKT_HEADER] == MR_COM_QUIT) {
+        ss_close(s, MR_CLOSE_CLIENT_QUIT, "COM_QUIT");
+        return false;
+    }
+    mr_srv *srv = mr_pool_take(s->puser, s->id, s->schema);
+    if (srv) {
+        attach(s, srv);
+        return ALIVE(s);
+    }
+    s->pwait = mr_pool_wait_for(s->w->pool, s->puser, unit_ready, s);
+    if (!s->pwait) {
+        refuse_command(s);
+        return true; /* the pump drops it */
+    }
+    s->from_client.blocked = true; /* until a connection comes */
+    mr_conn_read_enable(s->client, false);
+    return false;
+}
+
+/* ---- what a command tells ---- */
+
+void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
+{
+    if (!s->srv)
+        return;
+    mr_pool_hints h;
+    mr_pool_hints_read(sql, len, lex_flags, &h);
+    s->hint_maybe = h.maybe;
+    s->hint_replay_only = h.replay_only;
+    for (unsigned r = 0; r < MR_PIN_REASONS; r++)
+        if (h.pins & MR_HINT(r))
+            ss_pool_pin(s, (mr_pin_reason)r);
+    /* FOUND_ROWS() reads the statement right before: the pin lasts one more */
+    s->found_rows_ends = (s->pins & MR_HINT(MR_PIN_FOUND_ROWS)) &&
+                         !(h.pins & MR_HINT(MR_PIN_FOUND_ROWS));
+}
+
+void ss_pool_command(mr_session *s, uint8_t cmd)
+{
+    if (!s->srv)
+        return;
+    s->hint_maybe = MR_HINT(MR_PIN_STATE_CHANGE);
+    s->hint_replay_only = false;
+    if (cmd == MR_COM_STMT_CLOSE && s->open_stmts && --s->open_stmts == 0)
+        ss_pool_unpin(s, MR_PIN_PREPARED);
+    if (!s->srv->tracking && cmd != MR_COM_QUIT &&
+        ss_prelude_send(s, "SET SESSION " TRACKERS, sizeof "SET SESSION " TRACKERS - 1,
+                        "SET of the session trackers the pool reads"))
+        s->srv->tracking = true;
+}
+
+/* An entry of an OK's session state (the server's trackers). */
+static void track_entry(mr_session *s, const mr_sst_entry *e, bool *changed)
+{
+    switch (e->type) {
+    case MR_SST_SYSTEM_VARIABLES:
+        if (e->name_len > 14 && strncasecmp((const char *)e->name, "session_track_", 14) == 0)
+            ss_pool_pin(s, MR_PIN_TRACKING); /* the client's own tracking: not replayed */
+        else if (!mr_pool_state_set(&s->pstate, (const char *)e->name, e->name_len,
+                                    (const char *)e->value, e->value_len))
+            ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
+        break;
+    case MR_SST_SCHEMA:
+        if (e->value_len < sizeof s->schema) {
+            memcpy(s->schema, e->value, e->value_len);
+            s->schema[e->value_len] = '\0';
+        } else {
+            ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
+        }
+        break;
+    case MR_SST_STATE_CHANGE: *changed = true; break;
+    case MR_SST_TRANSACTION_STATE:
+        if (e->value_len == 8 && e->value[7] == 'L')
+            ss_pool_pin(s, MR_PIN_LOCKED_TABLES);
+        else
+            ss_pool_unpin(s, MR_PIN_LOCKED_TABLES);
+        break;
+    case MR_SST_TRANSACTION_CHARACTERISTICS:
+        if (e->value_len)
+            ss_pool_pin(s, MR_PIN_TRX_NEXT);
+        else
+            ss_pool_unpin(s, MR_PIN_TRX_NEXT);
+        break;
+    default: break;
+    }
+}
+
+void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n)
+{
+    if (!s->srv)
+        return;
+    mr_sst_iter it;
+    mr_sst_entry e;
+    bool changed = false;
+    mr_rc rc;
+    mr_sst_iter_init(&it, state, n);
+    while ((rc = mr_sst_next(&it, &e)) == MR_OK)
+        track_entry(s, &e, &changed);
+    if (rc == MR_MALFORMED)
+        ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
+    if (!changed || s->hint_replay_only)
+        return;
+    bool any = false;
+    for (unsigned r = 0; r < MR_PIN_REASONS; r++)
+        if (s->hint_maybe & MR_HINT(r)) {
+            ss_pool_pin(s, (mr_pin_reason)r);
+            any = true;
+        }
+    if (!any)
+        ss_pool_pin(s, MR_PIN_STATE_CHANGE);
+}
+
+/* ---- giving back ---- */
+
+static void give_back(mr_session *s)
+{
+    mr_srv *srv = s->srv;
+    if (!mr_pool_state_copy(&srv->state, &s->pstate))
+        srv->broken = true;
+    memcpy(srv->state.schema, s->schema, sizeof s->schema);
+    s->srv = NULL;
+    s->backend = NULL;
+    atomic_store_explicit(&s->slot.backend_id, 0, memory_order_relaxed);
+    if (s->from_client.blocked && ALIVE(s)) { /* paused for the backend: reading goes on */
+        s->from_client.blocked = false;
+        mr_conn_read_enable(s->client, true);
+    }
+    mr_pool_give_back(srv, s->id);
+}
+
+void ss_pool_response_done(mr_session *s, bool ok)
+{
+    if (!s->srv)
+        return;
+    if (ok && s->command == MR_COM_STMT_PREPARE) {
+        s->open_stmts++;
+        ss_pool_pin(s, MR_PIN_PREPARED);
+    } else if (ok && (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER)) {
+        unpin_all(s); /* the server dropped the session's state */
+        s->open_stmts = 0;
+        mr_pool_state_clear_vars(&s->pstate);
+        mr_pool_state_clear_vars(&s->srv->state);
+        s->srv->tracking = false;
+        if (s->command == MR_COM_CHANGE_USER)
+            ss_pool_pin(s, MR_PIN_CHANGE_USER); /* another key's login: never pooled again */
+    }
+    if (s->tracker.status & MR_STATUS_IN_TRANS)
+        ss_pool_pin(s, MR_PIN_TRANSACTION);
+    else
+        ss_pool_unpin(s, MR_PIN_TRANSACTION);
+    if (s->found_rows_ends)
+        ss_pool_unpin(s, MR_PIN_FOUND_ROWS);
+    s->found_rows_ends = false;
+    ss_pool_unit_end(s);
+}
+
+void ss_pool_unit_end(mr_session *s)
+{
+    if (!s->srv)
+        return;
+    if (s->pins || s->prelude_pending || mr_conn_input_length(s->client) >= MR_PKT_HEADER)
+        return; /* pinned, or a command already waits: the connection stays */
+    give_back(s);
+}
+
+void ss_pool_session_end(mr_session *s)
+{
+    if (s->pwait)
+        mr_pool_wait_cancel(s->pwait);
+    s->pwait = NULL;
+    if (s->pool_login) /* its connection is the session's own until the login ends */
+        mr_pool_login_done(s->w->pool, NULL, NULL, 0, s->id);
+    s->pool_login = false;
+    if (s->srv) {
+        bool clean = s->state == SS_IDLE && !s->pins && !s->prelude_pending && !s->srv->broken;
+        if (clean) {
+            give_back(s);
+        } else {
+            mr_srv *srv = s->srv;
+            s->srv = NULL;
+            s->backend = NULL;
+            mr_pool_drop(srv); /* what it holds is this session's, or unknown */
+        }
+    }
+    unpin_all(s);
+    if (s->puser)
+        mr_pool_session_add(s->puser, -1);
+    s->puser = NULL;
+    mr_pool_state_free(&s->pstate);
+}
