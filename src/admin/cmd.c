@@ -176,7 +176,8 @@ mr_admin_cmd mr_admin_cmd_parse(const char *sql, size_t len, mr_buf *arg)
 const char *mr_admin_cmd_list(void)
 {
     return "SHOW VERSION, SHOW CONFIG, SHOW RULES, SHOW DIGESTS, SHOW STATS, SHOW BACKENDS, "
-           "SHOW QUEUES, SHOW CLIENTS, SHOW POOLS, SHOW SERVERS, SHOW PINS, SHOW DELAYED, SHOW DELAYED REJECTED [table], "
+           "SHOW QUEUES, SHOW CLIENTS, SHOW POOLS, SHOW SERVERS, SHOW PINS, SHOW DELAYED, SHOW "
+           "DELAYED REJECTED [table], "
            "SHOW PAGINATION, RELOAD RULES, RELOAD TLS, "
            "FLUSH DELAYED [table], EXPLAIN REWRITE '<sql>'";
 }

@@ -24,8 +24,9 @@ static const char *pool_mode(const mr_proxy *p) { return p->cfg->pool; }
 static void pool_row(mr_resultset *rs, const mr_proxy *p, const mr_pool_row *r)
 {
     char n[9][24];
-    uint64_t v[9] = {r->sessions, r->waiting, r->pinned, r->active, r->idle,
-                     p->cfg->pool_size, r->waits, r->wait_timeouts, r->max_wait_us / 1000};
+    uint64_t v[9] = {r->sessions, r->waiting,       r->pinned,
+                     r->active,   r->idle,          p->cfg->pool_size,
+                     r->waits,    r->wait_timeouts, r->max_wait_us / 1000};
     const char *row[11] = {r->user, pool_mode(p)};
     for (int i = 0; i < 9; i++) {
         snprintf(n[i], sizeof n[i], "%" PRIu64, v[i]);
@@ -66,17 +67,18 @@ static void server_row(mr_resultset *rs, const mr_pool_srv_row *r)
     snprintf(age, sizeof age, "%" PRIu64 ".%03" PRIu64, r->age_ms / 1000, r->age_ms % 1000);
     snprintf(idle, sizeof idle, "%" PRIu64 ".%03" PRIu64, r->idle_ms / 1000, r->idle_ms % 1000);
     snprintf(units, sizeof units, "%" PRIu64, r->units);
-    const char *row[8] = {worker, r->user, id, r->idle ? "idle" : "active",
-                          r->session ? sess : NULL, age, idle, units};
+    const char *row[8] = {
+        worker, r->user, id,   r->idle ? "idle" : "active", r->session ? sess : NULL,
+        age,    idle,    units};
     mr_rs_row(rs, row);
 }
 
 void mr_admin_show_servers(mr_proxy *p, mr_buf *out)
 {
-    static const mr_col cols[] = {
-        {"worker", MR_COL_INT},        {"user", MR_COL_TEXT},         {"thread_id", MR_COL_INT},
-        {"state", MR_COL_TEXT},        {"session", MR_COL_INT},       {"age_seconds", MR_COL_DECIMAL},
-        {"idle_seconds", MR_COL_DECIMAL}, {"units", MR_COL_INT}};
+    static const mr_col cols[] = {{"worker", MR_COL_INT},           {"user", MR_COL_TEXT},
+                                  {"thread_id", MR_COL_INT},        {"state", MR_COL_TEXT},
+                                  {"session", MR_COL_INT},          {"age_seconds", MR_COL_DECIMAL},
+                                  {"idle_seconds", MR_COL_DECIMAL}, {"units", MR_COL_INT}};
     mr_pool_srv_row *rows = NULL;
     size_t n = 0;
     for (unsigned i = 0; i < p->nworkers; i++)

@@ -31,13 +31,13 @@ static void write_wait_histogram(struct evbuffer *out, const mr_pool_totals *t)
     uint64_t cum = 0, lim_us = 1000;
     for (unsigned i = 0; i < MR_POOL_WAIT_BUCKETS - 1; i++, lim_us *= 4) {
         cum += t->wait_us_buckets[i];
-        evbuffer_add_printf(out, "%s_bucket{le=\"%" PRIu64 ".%06" PRIu64 "\"} %" PRIu64 "\n",
-                            name, lim_us / 1000000, lim_us % 1000000, cum);
+        evbuffer_add_printf(out, "%s_bucket{le=\"%" PRIu64 ".%06" PRIu64 "\"} %" PRIu64 "\n", name,
+                            lim_us / 1000000, lim_us % 1000000, cum);
     }
     cum += t->wait_us_buckets[MR_POOL_WAIT_BUCKETS - 1];
     evbuffer_add_printf(out, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, cum);
-    evbuffer_add_printf(out, "%s_sum %" PRIu64 ".%06" PRIu64 "\n", name,
-                        t->wait_us_sum / 1000000, t->wait_us_sum % 1000000);
+    evbuffer_add_printf(out, "%s_sum %" PRIu64 ".%06" PRIu64 "\n", name, t->wait_us_sum / 1000000,
+                        t->wait_us_sum % 1000000);
     evbuffer_add_printf(out, "%s_count %" PRIu64 "\n", name, cum);
 }
 

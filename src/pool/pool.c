@@ -35,9 +35,9 @@ struct mr_pool_wait {
 };
 
 static const char *const pin_names[MR_PIN_REASONS] = {
-    "transaction",    "next_transaction", "locked_tables", "user_variable", "temporary_table",
-    "prepared",       "prepared_sql",     "lock_function", "found_rows",    "connection_id",
-    "session_track",  "state_change",     "feature",       "unknown_state", "change_user",
+    "transaction",   "next_transaction", "locked_tables", "user_variable", "temporary_table",
+    "prepared",      "prepared_sql",     "lock_function", "found_rows",    "connection_id",
+    "session_track", "state_change",     "feature",       "unknown_state", "change_user",
 };
 
 const char *mr_pin_reason_name(mr_pin_reason r) { return r < MR_PIN_REASONS ? pin_names[r] : "?"; }

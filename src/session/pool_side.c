@@ -113,8 +113,8 @@ bool ss_pool_logged_in(mr_session *s)
     memcpy(k.user, s->user, sizeof k.user);
     s->puser = mr_pool_user_get(p, &k);
     s->pool_login = false;
-    s->srv = mr_pool_login_done(p, s->puser, s->puser ? s->backend : NULL, s->backend_thread_id,
-                                s->id);
+    s->srv =
+        mr_pool_login_done(p, s->puser, s->puser ? s->backend : NULL, s->backend_thread_id, s->id);
     if (!s->srv) {
         s->puser = NULL;
         return false;
@@ -298,8 +298,8 @@ void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_
         if (h.pins & MR_HINT(r))
             ss_pool_pin(s, (mr_pin_reason)r);
     /* FOUND_ROWS() reads the statement right before: the pin lasts one more */
-    s->found_rows_ends = (s->pins & MR_HINT(MR_PIN_FOUND_ROWS)) &&
-                         !(h.pins & MR_HINT(MR_PIN_FOUND_ROWS));
+    s->found_rows_ends =
+        (s->pins & MR_HINT(MR_PIN_FOUND_ROWS)) && !(h.pins & MR_HINT(MR_PIN_FOUND_ROWS));
 }
 
 void ss_pool_command(mr_session *s, uint8_t cmd)

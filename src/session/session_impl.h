@@ -74,8 +74,9 @@ typedef struct framing {
 /* The statement id a COM_STMT_* command names (p[1..4]); MariaDB's direct
  * execution names SS_STMT_LAST: the statement prepared last. */
 #define SS_STMT_LAST 0xffffffffu
-#define SS_PRELUDES_MAX 6 /* preludes ahead of one command: the pool's (reset, SET, schema,
-                            trackers), a claim's, a feature's */
+#define SS_PRELUDES_MAX                                                                            \
+    6 /* preludes ahead of one command: the pool's (reset, SET, schema,                            \
+        trackers), a claim's, a feature's */
 static inline uint32_t ss_stmt_id(const uint8_t *p)
 {
     return (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 24;
@@ -175,19 +176,19 @@ struct mr_session {
     uint8_t *hook_packet;          /* a response packet a hook reads whole (owned) */
     mr_client_slot slot;           /* what SHOW CLIENTS sees (stats/client_info.h) */
     /* pool = transaction (session/pool_side.c); all unused with pool = session */
-    uint32_t backend_caps;       /* the backend leg's capabilities (the pool's add
-                                    CLIENT_SESSION_TRACK to the client's) */
-    uint8_t login_charset;       /* the handshake's collation id */
-    bool pool_login;             /* counted as a login in the pool until it ends */
-    struct mr_srv *srv;          /* the server connection borrowed (backend is its conn) */
-    struct mr_pool_user *puser;  /* the session's key in its worker's pool */
-    struct mr_pool_wait *pwait;  /* waiting for room to log in, or for a connection */
-    mr_pool_state pstate;        /* the system variables the session set */
-    uint32_t pins;               /* bit r: pinned for mr_pin_reason r */
-    uint32_t hint_maybe;         /* the statement's reasons should a change be reported */
-    bool hint_replay_only;       /* the statement changes only what is replayed */
-    bool found_rows_ends;        /* the found_rows pin ends with this response */
-    uint32_t open_stmts;         /* server-side prepared statements open */
+    uint32_t backend_caps;      /* the backend leg's capabilities (the pool's add
+                                   CLIENT_SESSION_TRACK to the client's) */
+    uint8_t login_charset;      /* the handshake's collation id */
+    bool pool_login;            /* counted as a login in the pool until it ends */
+    struct mr_srv *srv;         /* the server connection borrowed (backend is its conn) */
+    struct mr_pool_user *puser; /* the session's key in its worker's pool */
+    struct mr_pool_wait *pwait; /* waiting for room to log in, or for a connection */
+    mr_pool_state pstate;       /* the system variables the session set */
+    uint32_t pins;              /* bit r: pinned for mr_pin_reason r */
+    uint32_t hint_maybe;        /* the statement's reasons should a change be reported */
+    bool hint_replay_only;      /* the statement changes only what is replayed */
+    bool found_rows_ends;       /* the found_rows pin ends with this response */
+    uint32_t open_stmts;        /* server-side prepared statements open */
 };
 
 /* What the front end made of a statement. */

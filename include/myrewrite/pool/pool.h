@@ -39,21 +39,21 @@ struct event;
 
 /* Why a session keeps its server connection after a unit of work. */
 typedef enum mr_pin_reason {
-    MR_PIN_TRANSACTION,       /* a transaction is open (the server's status says so) */
-    MR_PIN_TRX_NEXT,          /* SET TRANSACTION: characteristics for the next one */
-    MR_PIN_LOCKED_TABLES,     /* LOCK TABLES (the transaction tracker's L) */
-    MR_PIN_USER_VARIABLE,     /* a user variable was assigned */
-    MR_PIN_TEMPORARY_TABLE,   /* a temporary table was created */
-    MR_PIN_PREPARED,          /* a server-side prepared statement is open */
-    MR_PIN_PREPARED_SQL,      /* PREPARE ... FROM: a named SQL prepared statement */
-    MR_PIN_LOCK_FUNCTION,     /* GET_LOCK and its kin */
-    MR_PIN_FOUND_ROWS,        /* SQL_CALC_FOUND_ROWS: FOUND_ROWS() may follow */
-    MR_PIN_CONNECTION_ID,     /* CONNECTION_ID(): the session reads its server's id */
-    MR_PIN_TRACKING,          /* the client set session_track_* itself */
-    MR_PIN_STATE_CHANGE,      /* the server reported other state it does not name */
-    MR_PIN_FEATURE,           /* a feature's per-connection state (a queue claim) */
-    MR_PIN_UNKNOWN_STATE,     /* a reply the proxy could not read (too large, malformed) */
-    MR_PIN_CHANGE_USER,       /* COM_CHANGE_USER: the connection is another user's now */
+    MR_PIN_TRANSACTION,     /* a transaction is open (the server's status says so) */
+    MR_PIN_TRX_NEXT,        /* SET TRANSACTION: characteristics for the next one */
+    MR_PIN_LOCKED_TABLES,   /* LOCK TABLES (the transaction tracker's L) */
+    MR_PIN_USER_VARIABLE,   /* a user variable was assigned */
+    MR_PIN_TEMPORARY_TABLE, /* a temporary table was created */
+    MR_PIN_PREPARED,        /* a server-side prepared statement is open */
+    MR_PIN_PREPARED_SQL,    /* PREPARE ... FROM: a named SQL prepared statement */
+    MR_PIN_LOCK_FUNCTION,   /* GET_LOCK and its kin */
+    MR_PIN_FOUND_ROWS,      /* SQL_CALC_FOUND_ROWS: FOUND_ROWS() may follow */
+    MR_PIN_CONNECTION_ID,   /* CONNECTION_ID(): the session reads its server's id */
+    MR_PIN_TRACKING,        /* the client set session_track_* itself */
+    MR_PIN_STATE_CHANGE,    /* the server reported other state it does not name */
+    MR_PIN_FEATURE,         /* a feature's per-connection state (a queue claim) */
+    MR_PIN_UNKNOWN_STATE,   /* a reply the proxy could not read (too large, malformed) */
+    MR_PIN_CHANGE_USER,     /* COM_CHANGE_USER: the connection is another user's now */
     MR_PIN_REASONS
 } mr_pin_reason;
 
