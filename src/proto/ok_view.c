@@ -279,6 +279,16 @@ mr_rc mr_ok_for_client(const uint8_t *p, size_t n, uint32_t client_caps, const m
     return MR_OK;
 }
 
+bool mr_eof_for_client(uint8_t *p, size_t n, uint32_t client_caps, const mr_track_want *w)
+{
+    if (n < 5 || n >= 9 || p[0] != 0xfe || !(p[4] & (MR_STATUS_SESSION_STATE_CHANGED >> 8)))
+        return false;
+    if ((client_caps & MR_CAP_SESSION_TRACK) && w->trx_info != MR_TRX_TRACK_OFF)
+        return false;
+    p[4] &= (uint8_t) ~(MR_STATUS_SESSION_STATE_CHANGED >> 8);
+    return true;
+}
+
 /* Per variable, why its reported value must not be set again on another
  * connection. */
 static const char *const not_replayable[] = {

@@ -7,9 +7,10 @@ with every session tracker on (as the proxy's pooled connections run) and
 one per client kind: its capabilities (CLIENT_SESSION_TRACK or not,
 CLIENT_DEPRECATE_EOF or not) and its own session_track_* settings. Each
 statement runs on all of them; the OK ending each answer (0x00, or the 0xFE
-OK ending a result set under DEPRECATE_EOF) is kept from both sides. The
-test asserts that mr_ok_for_client turns the all-trackers packet into the
-direct one. A statement that sets a session_track_* variable also runs on
+OK ending a result set under DEPRECATE_EOF) and, for a client without
+DEPRECATE_EOF, the EOF packets of a result set are kept from both sides.
+The test asserts that mr_ok_for_client (mr_eof_for_client) turns the
+all-trackers packet into the direct one. A statement that sets a session_track_* variable also runs on
 the all-trackers connection, which then sets its trackers back (what the
 proxy would do); the client's settings after it go into the vector.
 
@@ -95,6 +96,10 @@ CLIENTS = [
                              "session_track_schema": "OFF",
                              "session_track_state_change": "ON",
                              "session_track_transaction_info": "STATE"}),
+    ("custom_noeof", True, False, {"session_track_system_variables": "sql_mode,time_zone",
+                                   "session_track_schema": "OFF",
+                                   "session_track_state_change": "ON",
+                                   "session_track_transaction_info": "STATE"}),
     ("allvars", True, True, {"session_track_system_variables": "*",
                               "session_track_transaction_info": "CHARACTERISTICS"}),
 ]
@@ -119,15 +124,20 @@ def set_all(c, pairs):
         c.must("SET %s='%s'" % (name, value))
 
 
-def last_ok(c, sql):
-    """The OK that ends the answer to sql, or None when it ends otherwise."""
+def ends(c, sql):
+    """The packets that end the answer to sql or its result set: ("o", the
+    OK), ("e", an EOF) for a client without DEPRECATE_EOF."""
     r = c.query(sql)
     if r.kind == "err":
         raise rp.ServerError(*r.err)
+    out = []
+    for _, p in r.packets:
+        if p[:1] == b"\xfe" and len(p) < 9 and not c.deprecate_eof:
+            out.append(("e", p))
     p = r.packets[-1][1]
     if p[:1] == b"\x00" or (c.deprecate_eof and p[:1] == b"\xfe" and len(p) >= 7):
-        return p
-    return None
+        out.append(("o", p))
+    return out
 
 
 def sysvar_names(p, track):
@@ -169,15 +179,16 @@ def capture_client(name, track, eof, own):
     set_all(a, ALL_ON)
     set_all(d, own.items())
     caps = d.flags
-    out = [("%s: login" % name, caps, dict(DEFAULTS), login[0], login[1])]
+    out = [("%s: login" % name, "o", caps, dict(DEFAULTS), login[0], login[1])]
     for sql, changes in STATEMENTS:
-        pa, pd = last_ok(a, sql), last_ok(d, sql)
+        pa, pd = ends(a, sql), ends(d, sql)
         want.update(changes)
         if changes:
             set_all(a, ALL_ON)
-        if pa is None or pd is None:
-            continue
-        out.append(("%s: %s" % (name, sql), caps, dict(want), pa, pd))
+        if [k for k, _ in pa] != [k for k, _ in pd]:
+            raise rp.ProtoError("%s: %s: the answers differ in shape" % (name, sql))
+        for (kind, x), (_, y) in zip(pa, pd):
+            out.append(("%s: %s" % (name, sql), kind, caps, dict(want), x, y))
     a.close()
     d.close()
     return out
@@ -201,10 +212,10 @@ def main():
     print("#ifndef MYREWRITE_TEST_OK_VIEW_VECTORS_H")
     print("#define MYREWRITE_TEST_OK_VIEW_VECTORS_H")
     print("static const ok_vector ok_vectors[] = {")
-    for label, caps, want, pa, pd in vectors:
-        track = bool(caps & rp.CLIENT_SESSION_TRACK)
-        print("{%s, 0x%08xu, {%s}, %s, %s, %s}," % (
-            c_str(label), caps,
+    for label, kind, caps, want, pa, pd in vectors:
+        track = bool(caps & rp.CLIENT_SESSION_TRACK) and kind == "o"
+        print("{%s, '%s', 0x%08xu, {%s}, %s, %s, %s}," % (
+            c_str(label), kind, caps,
             ", ".join(c_str(want[k]) for k in (
                 "session_track_system_variables", "session_track_schema",
                 "session_track_state_change", "session_track_transaction_info")),

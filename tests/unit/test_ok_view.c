@@ -27,6 +27,7 @@
 
 typedef struct ok_vector {
     const char *label;
+    char kind;           /* 'o' an OK, 'e' an EOF (mr_eof_for_client) */
     uint32_t caps;       /* the direct client's */
     const char *want[4]; /* its session_track_system_variables, _schema, _state_change,
                             _transaction_info after the statement */
@@ -106,14 +107,19 @@ static void sorted(const uint8_t *p, size_t n, uint32_t caps, mr_buf *out)
 static void test_captured(void **state)
 {
     (void)state;
-    size_t rewritten = 0, order_free = 0;
+    size_t rewritten = 0, order_free = 0, eofs = 0;
     for (size_t i = 0; i < sizeof(ok_vectors) / sizeof(ok_vectors[0]); i++) {
         const ok_vector *v = &ok_vectors[i];
         mr_track_want w;
         mr_buf got, a, b;
         want_of(v, &w);
         mr_buf_init(&got);
-        view((const uint8_t *)v->all, v->all_len, v->caps, &w, &got);
+        if (v->kind == 'e') {
+            mr_buf_put(&got, v->all, v->all_len);
+            eofs += mr_eof_for_client(got.data, got.len, v->caps, &w);
+        } else {
+            view((const uint8_t *)v->all, v->all_len, v->caps, &w, &got);
+        }
         mr_buf_init(&a);
         mr_buf_init(&b);
         if (v->order_free) {
@@ -135,6 +141,27 @@ static void test_captured(void **state)
      * as they are, a few only by the variables' order. */
     assert_true(rewritten > 50);
     assert_true(order_free > 0);
+    assert_true(eofs > 0);
+}
+
+/* Built by hand: the flag kept only for a client whose transaction tracker
+ * is on; no other packet is touched. */
+static void test_eof(void **state)
+{
+    (void)state;
+    mr_track_want w;
+    mr_track_want_defaults(&w);
+    uint8_t eof[5] = {0xfe, 0x01, 0x00, 0x03, 0x40};
+    assert_false(mr_eof_for_client(eof, 4, TRACK, &w));
+    assert_true(mr_eof_for_client(eof, 5, TRACK, &w));
+    assert_memory_equal(eof, "\xfe\x01\x00\x03\x00", 5);
+    assert_false(mr_eof_for_client(eof, 5, TRACK, &w));
+    eof[4] = 0x40;
+    w.trx_info = MR_TRX_TRACK_STATE;
+    assert_false(mr_eof_for_client(eof, 5, TRACK, &w));
+    assert_true(mr_eof_for_client(eof, 5, NOTRACK, &w));
+    uint8_t ok[9] = {0xfe, 0, 0, 0x02, 0x40, 0, 0, 0, 0};
+    assert_false(mr_eof_for_client(ok, 9, NOTRACK, &w)); /* an OK: mr_ok_for_client's */
 }
 
 /* ---- packets built by hand ---- */
@@ -456,6 +483,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_captured),
+        cmocka_unit_test(test_eof),
         cmocka_unit_test(test_no_state_kept),
         cmocka_unit_test(test_info_kept_without_capability),
         cmocka_unit_test(test_trx_state_level),

@@ -96,6 +96,18 @@ bool mr_track_want_var(const mr_track_want *w, const uint8_t *name, size_t len);
 mr_rc mr_ok_for_client(const uint8_t *p, size_t n, uint32_t client_caps, const mr_track_want *w,
                        mr_buf *out, bool *rewritten);
 
+/*
+ * The same for an EOF packet (0xFE, under 9 bytes: a client without
+ * CLIENT_DEPRECATE_EOF), in place. Its status carries
+ * SERVER_SESSION_STATE_CHANGED when a tracker fired before it in the
+ * statement, but no state, so which one is not known: mariadbd 10.11 sets it
+ * there for the transaction tracker (a result set inside a transaction is a
+ * state change), so it is kept for a client with CLIENT_SESSION_TRACK and
+ * session_track_transaction_info on and cleared for any other. true when it
+ * cleared the flag.
+ */
+bool mr_eof_for_client(uint8_t *p, size_t n, uint32_t client_caps, const mr_track_want *w);
+
 /* May the proxy replay this reported system variable's value onto another
  * server connection to carry the session over? false for the variables
  * whose value is the proxy's own on a pooled connection or is a one-shot
