@@ -428,6 +428,35 @@ def main():
                           b"\x02\xfd\x2d\x00caf\xc3\xa9",
                           b"\x02\xfc\x3f\x00\x00\x01\xff"])
 
+    # byte 0: the client (bit 0 SESSION_TRACK, bits 1-2 transaction info, bit 3 schema,
+    # bit 4 state change); byte 1: the length of its variable list, which follows; then
+    # an OK as a connection with every tracker on gets it from mariadbd 10.11
+    def sysvar(name, value):
+        body = lstr(name) + lstr(value)
+        return b"\x00" + lenenc(len(body)) + body
+
+    def tracked(state, info=b"", status=0x4002, head=b"\x00"):
+        return ok(status=status, head=head) + lstr(info) + lstr(state)
+
+    change = b"\x02\x01\x31"
+    names = (sysvar("character_set_results", "latin1") +
+             sysvar("character_set_connection", "latin1") +
+             sysvar("character_set_client", "latin1") + change)
+    trx = b"\x05\x09\x08T_______" + b"\x04\x13\x12START TRANSACTION;"
+    seeds = []
+    for opt, vars_ in ((0x09, b""), (0x00, b""), (0x1f, b"*"), (0x0b, b"time_zone, sql_mode"),
+                       (0x15, b"autocommit,*")):
+        head = bytes([opt, len(vars_)]) + vars_
+        seeds += [head + tracked(sysvar("time_zone", "+01:00") + change),
+                  head + tracked(names),
+                  head + tracked(b"\x01\x05\x04test" + change),
+                  head + tracked(trx, status=0x4003),
+                  head + tracked(b"\x04\x2f\x2dSET TRANSACTION ISOLATION LEVEL SERIALIZABLE;"),
+                  head + tracked(change, b"Rows matched: 1  Changed: 1  Warnings: 0"),
+                  head + tracked(b"\x05\x09\x08T_R___S_", head=b"\xfe", status=0x4003),
+                  head + ok() + lstr(b"Records: 2  Duplicates: 0  Warnings: 0")]
+    write("fuzz_ok_view", seeds)
+
 
 if __name__ == "__main__":
     main()
