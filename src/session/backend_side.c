@@ -373,6 +373,10 @@ void ss_pump_backend(mr_session *s)
         if (took <= 0)
             return;
         avail = evbuffer_get_length(in);
+        if (!s->prelude_pending && s->state == SS_IDLE) {
+            ss_pool_unit_end(s); /* the command after them was the proxy's to answer */
+            return;
+        }
     }
     bool framed = mr_conn_compressed(s->backend);
     for (;;) {
@@ -406,7 +410,7 @@ void ss_pump_backend(mr_session *s)
             break;
         if (watched && !ss_hooks_response_packet(s, in, &pos, h.len, avail - move))
             break; /* a hook reads it whole (a watched page's) */
-        if (s->srv && !f->continuation && pool_reads_whole(hp, h.len, avail - move))
+        if (s->pool_view && !f->continuation && pool_reads_whole(hp, h.len, avail - move))
             break; /* maybe an OK whose session state the pool reads: wait for all of it */
         if (shifted)
             h.seq = ss_auth_shift_to_client(s, in, move, h.seq);
@@ -416,15 +420,26 @@ void ss_pump_backend(mr_session *s)
             first.iov_len = 0; /* the buffer may have been rearranged */
         mr_stat_add(&s->w->stats.bytes_from_backend, MR_PKT_HEADER + (uint64_t)h.len);
         mr_stat_add(&s->slot.bytes_out, MR_PKT_HEADER + (uint64_t)h.len);
-        uint32_t oks = s->tracker.oks;
+        uint32_t ends = s->tracker.ends;
         if (!backend_packet_start(s, hp + MR_PKT_HEADER, h.len, h.seq))
             return;
-        if (s->tracker.oks != oks && (s->backend_caps & MR_CAP_SESSION_TRACK) &&
-            (s->tracker.last_ok.status & MR_STATUS_SESSION_STATE_CHANGED) &&
-            s->state == SS_RESPONSE)
+        bool changed = s->tracker.ends != ends &&
+                       (s->tracker.status & MR_STATUS_SESSION_STATE_CHANGED) &&
+                       (s->backend_caps & MR_CAP_SESSION_TRACK);
+        if (changed && s->tracker.end_is_ok && s->state == SS_RESPONSE)
             read_session_state(s, in, &first, move, h.len, avail - move);
         if (f->ends_response && s->state == SS_RESPONSE)
             ss_hooks_response_end(s, false); /* before the client has the end and asks */
+        if (changed && s->pool_view &&
+            ss_pool_view(s, &in, &first, move, h.len, h.seq, avail - move)) {
+            move = 0; /* what came before it went out, and its view */
+            avail = evbuffer_get_length(in);
+            f->remaining = 0;
+            if (f->ends_response && !f->continuation) {
+                complete = true;
+                break;
+            }
+        }
     }
     if (complete && s->state == SS_RESPONSE) /* published before the client can have the end */
         mr_client_set_state(&s->slot, ss_state_name(SS_IDLE)); /* and ask SHOW CLIENTS */

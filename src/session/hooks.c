@@ -120,6 +120,8 @@ stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, si
     }
     mr_conn_write(s->backend, out.data, out.len);
     mr_buf_free(&out);
+    if (cmd == MR_COM_QUERY) /* what the server runs is what may pin (a claim's CONNECTION_ID()) */
+        ss_pool_statement(s, (const char *)text, len, ss_lex_flags(s));
     mr_stat_add(&s->w->stats.statements_rewritten, 1);
     s->from_client.discard = true; /* the original bytes are dropped as they come */
     return STMT_RELAY;

@@ -18,6 +18,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "myrewrite/base/log.h"
@@ -98,6 +99,7 @@ void ss_pool_login_caps(mr_session *s, bool server_tracks, uint8_t charset)
         return;
     p[MR_PKT_HEADER + 2] |= (uint8_t)(MR_CAP_SESSION_TRACK >> 16);
     s->backend_caps |= MR_CAP_SESSION_TRACK;
+    s->pool_view = true;
 }
 
 bool ss_pool_logged_in(mr_session *s)
@@ -292,8 +294,9 @@ void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_
         return;
     mr_pool_hints h;
     mr_pool_hints_read(sql, len, lex_flags, &h);
-    s->hint_maybe = h.maybe;
-    s->hint_replay_only = h.replay_only;
+    s->hint_maybe |= h.maybe; /* the client's text and a rewrite of it: both count */
+    s->hint_replay_only = s->hint_replay_only && h.replay_only;
+    s->hints_read = true;
     for (unsigned r = 0; r < MR_PIN_REASONS; r++)
         if (h.pins & MR_HINT(r))
             ss_pool_pin(s, (mr_pin_reason)r);
@@ -306,8 +309,9 @@ void ss_pool_command(mr_session *s, uint8_t cmd)
 {
     if (!s->srv)
         return;
-    s->hint_maybe = MR_HINT(MR_PIN_STATE_CHANGE);
-    s->hint_replay_only = false;
+    s->hint_maybe = 0;
+    s->hint_replay_only = true;
+    s->hints_read = false;
     if (cmd == MR_COM_STMT_CLOSE && s->open_stmts && --s->open_stmts == 0)
         ss_pool_unpin(s, MR_PIN_PREPARED);
     if (!s->srv->tracking && cmd != MR_COM_QUIT &&
@@ -343,8 +347,12 @@ static void track_entry(mr_session *s, const mr_sst_entry *e, bool *changed)
             ss_pool_unpin(s, MR_PIN_LOCKED_TABLES);
         break;
     case MR_SST_TRANSACTION_CHARACTERISTICS:
-        if (e->value_len)
+        /* "SET TRANSACTION ...": the next one's; "START TRANSACTION ...": the
+         * open one's, which the status flag pins already */
+        if (e->value_len > 4 && strncasecmp((const char *)e->value, "SET ", 4) == 0)
             ss_pool_pin(s, MR_PIN_TRX_NEXT);
+        else if (e->value_len)
+            break;
         else
             ss_pool_unpin(s, MR_PIN_TRX_NEXT);
         break;
@@ -365,10 +373,10 @@ void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n)
         track_entry(s, &e, &changed);
     if (rc == MR_MALFORMED)
         ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
-    if (!changed || s->hint_replay_only)
+    if (!changed || (s->hints_read && s->hint_replay_only))
         return;
     bool any = false;
-    for (unsigned r = 0; r < MR_PIN_REASONS; r++)
+    for (unsigned r = 0; r < MR_PIN_REASONS && s->hints_read; r++)
         if (s->hint_maybe & MR_HINT(r)) {
             ss_pool_pin(s, (mr_pin_reason)r);
             any = true;
@@ -454,4 +462,6 @@ void ss_pool_session_end(mr_session *s)
         mr_pool_session_add(s->puser, -1);
     s->puser = NULL;
     mr_pool_state_free(&s->pstate);
+    free(s->want);
+    s->want = NULL;
 }

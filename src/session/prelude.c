@@ -88,6 +88,8 @@ int ss_prelude_take(mr_session *s, struct evbuffer *in)
     mr_err err;
     if (p[0] == 0xff && mr_err_parse(p, h.len, &err) == MR_OK)
         mr_warn(s->id, "refused (%u %.*s): %s", err.code, (int)err.msg_len, err.msg, what);
+    if (p[0] == 0xff && s->srv)
+        s->srv->broken = true; /* a pooled connection whose state is not known: not lent again */
     mr_stat_add(&s->w->stats.bytes_from_backend, total);
     evbuffer_drain(in, total);
     s->prelude_pending--;

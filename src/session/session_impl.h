@@ -187,8 +187,13 @@ struct mr_session {
     uint32_t pins;              /* bit r: pinned for mr_pin_reason r */
     uint32_t hint_maybe;        /* the statement's reasons should a change be reported */
     bool hint_replay_only;      /* the statement changes only what is replayed */
+    bool hints_read;            /* the command's text was read for them */
     bool found_rows_ends;       /* the found_rows pin ends with this response */
     uint32_t open_stmts;        /* server-side prepared statements open */
+    bool pool_view;             /* the backend leg tracks more than the client asked: its
+                                   OKs are rewritten to the client's view (pool_view.c) */
+    struct mr_track_want *want; /* the client's own session_track_* settings (owned;
+                                   NULL: MariaDB's defaults) */
 };
 
 /* What the front end made of a statement. */
@@ -368,6 +373,12 @@ void ss_pool_unit_end(mr_session *s);
 void ss_pool_session_end(mr_session *s);
 void ss_pool_pin(mr_session *s, mr_pin_reason r);
 void ss_pool_unpin(mr_session *s, mr_pin_reason r);
+/* session/pool_view.c: the OK or EOF just classified (payload `len` bytes at
+ * `move` of the backend's input, `avail` there) is replaced by the client's
+ * view of it when that differs: true when it was (the bytes before it went
+ * out, and *in is the input evbuffer now). */
+bool ss_pool_view(mr_session *s, struct evbuffer **in, struct evbuffer_iovec *first, size_t move,
+                  uint32_t len, uint8_t seq, size_t avail);
 
 /* session/park.c: the front end marked the statement for parking
  * (res->park): true when the session now holds a copy of it in
