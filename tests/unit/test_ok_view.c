@@ -475,7 +475,8 @@ static void test_replayable(void **state)
     assert_false(replayable("session_track_state_change"));
     assert_false(replayable("session_track_transaction_info"));
     assert_false(replayable("insert_id") || replayable("last_insert_id"));
-    assert_false(replayable("rand_seed1"));
+    assert_false(replayable("rand_seed1") || replayable("rand_seed2"));
+    assert_true(replayable("timestamp") && replayable("tx_read_only"));
     assert_true(replayable("session_track"));
 }
 
