@@ -298,18 +298,18 @@ static const char *const not_replayable[] = {
     "session_track_schema",
     "session_track_state_change",
     "session_track_transaction_info",
-    "session_track_user_variables", /* MariaDB 11.5's user-variable tracker */
-    /* One-shots: consumed by the next statement that uses them, and not
-     * reported again when it does; setting the old value later would apply
-     * it twice. */
+    "session_track_user_variables", /* a newer MariaDB's user-variable tracker (not 10.11) */
+    /* One-shots: consumed by the next statement that uses them (insert_id
+     * reads 0 after the INSERT), and not reported again when they are;
+     * setting the old value later would apply it twice. */
     "insert_id",
     "rand_seed1",
     "rand_seed2",
     /* LAST_INSERT_ID() is also moved by every INSERT that generates a
      * value, which no tracker reports: a replayed SET would put back a
-     * value the session no longer has. */
+     * value the session no longer has. (Its alias identity is never
+     * reported: SET identity changes it without a state entry.) */
     "last_insert_id",
-    "identity",
 };
 
 bool mr_sst_var_replayable(const uint8_t *name, size_t len)

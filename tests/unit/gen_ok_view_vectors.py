@@ -37,6 +37,8 @@ PORT = int(os.environ.get("MR_DIRECT_PORT", "23306"))
 ALL_ON = [("session_track_system_variables", "*"), ("session_track_schema", "ON"),
           ("session_track_state_change", "ON"),
           ("session_track_transaction_info", "CHARACTERISTICS")]
+TRACK_VARS = ("session_track_system_variables", "session_track_schema",
+              "session_track_state_change", "session_track_transaction_info")
 DEFAULTS = {"session_track_system_variables":
             "autocommit,character_set_client,character_set_connection,"
             "character_set_results,time_zone",
@@ -171,6 +173,51 @@ def order_free(all_on, direct, track):
     return mine != sysvar_names(direct, track)
 
 
+def canonical(p):
+    """An OK with its system-variable entries sorted (their order is the
+    server's hash order; see above); any other packet as it is."""
+    if p[:1] not in (b"\x00", b"\xfe") or len(p) < 9:
+        return bytes(p)
+    _, i = rp.read_lenenc(p, 1)
+    _, i = rp.read_lenenc(p, i)
+    if i + 4 >= len(p) or not struct.unpack_from("<H", p, i)[0] & 0x4000:
+        return bytes(p)
+    n, j = rp.read_lenenc(p, i + 4)
+    n, j = rp.read_lenenc(p, j + n)
+    entries, k = [], j
+    while k < j + n:
+        m, e = rp.read_lenenc(p, k + 1)
+        entries.append(bytes(p[k:e + m]))
+        k = e + m
+    names = sorted(x for x in entries if x[0] == 0)
+    return bytes(p[:j]) + b"".join(names + [x for x in entries if x[0] != 0])
+
+
+def read_header(path):
+    """The vectors of a header this script wrote: (label, kind, caps, want
+    values, all-trackers packet, direct packet)."""
+    import re
+    text = open(path).read()
+    blob = r'((?:"[^"]*"\s*)+),\s*\d+'
+    pat = (r'\{\s*"((?:[^"\\]|\\.)*)",\s*\'(.)\',\s*0x([0-9a-f]+)u,\s*\{([^}]*)\},\s*' +
+           blob + r',\s*' + blob)
+
+    def unhex(g):
+        return bytes.fromhex("".join(re.findall(r"\\x([0-9a-f]{2})", g)))
+    return [(m.group(1).replace('\\"', '"'), m.group(2), int(m.group(3), 16),
+             tuple(re.findall(r'"([^"]*)"', m.group(4))), unhex(m.group(5)), unhex(m.group(6)))
+            for m in re.finditer(pat, text)]
+
+
+def capture():
+    """Every vector, as read_header gives them."""
+    vectors = []
+    for client in CLIENTS:
+        vectors += capture_client(*client)
+    return [(label, kind, caps, tuple(want[k] for k in TRACK_VARS), pa, pd)
+            for label, kind, caps, want, pa, pd in vectors]
+
+
 def capture_client(name, track, eof, own):
     want = dict(DEFAULTS, **own)
     a = Conn(True, eof)
@@ -203,9 +250,7 @@ def c_str(s):
 
 
 def main():
-    vectors = []
-    for client in CLIENTS:
-        vectors += capture_client(*client)
+    vectors = capture()
     print("/* SPDX-License-Identifier: Apache-2.0 */")
     print("/* Written by tests/unit/gen_ok_view_vectors.py from mariadbd %s: do not edit. */"
           % rp.Conn(PORT).greeting["version"].decode())
@@ -215,10 +260,7 @@ def main():
     for label, kind, caps, want, pa, pd in vectors:
         track = bool(caps & rp.CLIENT_SESSION_TRACK) and kind == "o"
         print("{%s, '%s', 0x%08xu, {%s}, %s, %s, %s}," % (
-            c_str(label), kind, caps,
-            ", ".join(c_str(want[k]) for k in (
-                "session_track_system_variables", "session_track_schema",
-                "session_track_state_change", "session_track_transaction_info")),
+            c_str(label), kind, caps, ", ".join(c_str(v) for v in want),
             c_bytes(pa), c_bytes(pd), "true" if order_free(pa, pd, track) else "false"))
     print("};")
     print("#endif")

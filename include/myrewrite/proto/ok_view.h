@@ -77,7 +77,9 @@ bool mr_track_want_var(const mr_track_want *w, const uint8_t *name, size_t len);
  * The OK packet the client would have got from the server directly.
  * p/n: a whole OK payload (0x00, or the 0xFE OK ending a result set under
  * CLIENT_DEPRECATE_EOF) sent on a connection with CLIENT_SESSION_TRACK and
- * every tracker on. client_caps: the client's capabilities; w: its
+ * every tracker on: only a packet proto/tracker.h takes for the OK that
+ * ends a response or a result set (a COM_STMT_PREPARE answer and a binary
+ * row start with 0x00 too). client_caps: the client's capabilities; w: its
  * settings AFTER the statement (a statement that sets a session_track_*
  * variable is answered as the new setting says, as the server does).
  *
