@@ -177,7 +177,7 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
         ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "backend does not offer TLS");
         return;
     }
-    s->backend_thread_id = g.thread_id;
+    s->backend_thread_id = s->client_thread_id = g.thread_id;
     atomic_store_explicit(&s->slot.backend_id, g.thread_id, memory_order_relaxed);
     s->skip_locked = mr_server_has_skip_locked(g.server_version, g.server_version_len);
     s->server_charset_unsafe = mr_charset_unsafe_collation(g.charset);

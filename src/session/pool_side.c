@@ -20,9 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/pool/hints.h"
+#include "myrewrite/proto/ok_view.h"
 #include "myrewrite/sql/quote.h"
 #include "session/session_impl.h"
 
@@ -153,6 +155,13 @@ static bool replay_vars(mr_session *s, mr_srv *srv)
     size_t empty = b.len;
     if (!srv->tracking)
         mr_buf_put(&b, TRACKERS, sizeof TRACKERS - 1);
+    if (srv->last_insert_id != s->last_insert_id) { /* LAST_INSERT_ID() is the session's own */
+        char lid[40];
+        int n = snprintf(lid, sizeof lid, "%slast_insert_id=%" PRIu64, b.len > empty ? "," : "",
+                         s->last_insert_id);
+        mr_buf_put(&b, lid, (size_t)n);
+        srv->last_insert_id = s->last_insert_id;
+    }
     for (unsigned i = 0; i < s->pstate.n; i++) {
         const mr_pool_var *v = &s->pstate.v[i], *has = mr_pool_state_get(&srv->state, v->name);
         if (has && strcmp(has->value, v->value) == 0)
@@ -288,12 +297,37 @@ bool ss_pool_attach(mr_session *s)
 
 /* ---- what a command tells ---- */
 
-void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
+/* The client sets its own session_track_* settings: its view of OKs follows
+ * them, and the pool's trackers go back on before its next command. A form
+ * not read (or the transaction tracker switched, whose first report the
+ * proxy cannot rebuild) pins the session. */
+static void client_tracking(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
+{
+    mr_pool_track_set sets[4];
+    int n = mr_pool_track_sets(sql, len, lex_flags, sets, 4);
+    if (n > 0 && !s->want && (s->want = malloc(sizeof *s->want)))
+        mr_track_want_defaults(s->want);
+    if (n < 0 || (n > 0 && !s->want)) {
+        ss_pool_pin(s, MR_PIN_TRACKING);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        bool trx = strcasecmp(sets[i].name, "session_track_transaction_info") == 0;
+        if (trx || !mr_track_want_set(s->want, sets[i].name, strlen(sets[i].name), sets[i].value,
+                                      strlen(sets[i].value)))
+            ss_pool_pin(s, MR_PIN_TRACKING);
+    }
+    s->srv->tracking = false;
+}
+
+void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags, bool own)
 {
     if (!s->srv)
         return;
     mr_pool_hints h;
-    mr_pool_hints_read(sql, len, lex_flags, &h);
+    mr_pool_hints_read(sql, len, lex_flags, own, &h);
+    if (h.tracking)
+        client_tracking(s, sql, len, lex_flags);
     s->hint_maybe |= h.maybe; /* the client's text and a rewrite of it: both count */
     s->hint_replay_only = s->hint_replay_only && h.replay_only;
     s->hints_read = true;
@@ -325,10 +359,10 @@ static void track_entry(mr_session *s, const mr_sst_entry *e, bool *changed)
 {
     switch (e->type) {
     case MR_SST_SYSTEM_VARIABLES:
-        if (e->name_len > 14 && strncasecmp((const char *)e->name, "session_track_", 14) == 0)
-            ss_pool_pin(s, MR_PIN_TRACKING); /* the client's own tracking: not replayed */
-        else if (!mr_pool_state_set(&s->pstate, (const char *)e->name, e->name_len,
-                                    (const char *)e->value, e->value_len))
+        if (!mr_sst_var_replayable(e->name, e->name_len))
+            break; /* the pool's own trackers, one-shots, LAST_INSERT_ID() (kept apart) */
+        if (!mr_pool_state_set(&s->pstate, (const char *)e->name, e->name_len,
+                               (const char *)e->value, e->value_len))
             ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
         break;
     case MR_SST_SCHEMA:
@@ -392,6 +426,7 @@ static void give_back(mr_session *s)
     mr_srv *srv = s->srv;
     if (!mr_pool_state_copy(&srv->state, &s->pstate))
         srv->broken = true;
+    srv->last_insert_id = s->last_insert_id;
     memcpy(srv->state.schema, s->schema, sizeof s->schema);
     s->srv = NULL;
     s->backend = NULL;
@@ -413,12 +448,17 @@ void ss_pool_response_done(mr_session *s, bool ok)
     } else if (ok && (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER)) {
         unpin_all(s); /* the server dropped the session's state */
         s->open_stmts = 0;
+        s->last_insert_id = 0;
+        free(s->want); /* its trackers are the server's defaults again */
+        s->want = NULL;
         mr_pool_state_clear_vars(&s->pstate);
         mr_pool_state_clear_vars(&s->srv->state);
         s->srv->tracking = false;
         if (s->command == MR_COM_CHANGE_USER)
             ss_pool_pin(s, MR_PIN_CHANGE_USER); /* another key's login: never pooled again */
     }
+    if (ok && s->tracker.last_ok.last_insert_id)
+        s->last_insert_id = s->tracker.last_ok.last_insert_id; /* what LAST_INSERT_ID() gives */
     if (s->tracker.status & MR_STATUS_IN_TRANS)
         ss_pool_pin(s, MR_PIN_TRANSACTION);
     else
@@ -464,4 +504,23 @@ void ss_pool_session_end(mr_session *s)
     mr_pool_state_free(&s->pstate);
     free(s->want);
     s->want = NULL;
+}
+
+stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t len,
+                            unsigned lex_flags)
+{
+    if (!s->pool_view)
+        return STMT_RELAY;
+    mr_buf b;
+    mr_buf_init(&b);
+    stmt_verdict v = STMT_RELAY;
+    if (mr_pool_own_connection_id(sql, len, lex_flags, s->client_thread_id, &b) &&
+        (b.failed || !ss_send_text(s, cmd, b.data, b.len)))
+        v = STMT_CLOSED;
+    if (b.failed && ALIVE(s)) {
+        ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
+        ss_close_after_flush(s, MR_CLOSE_MALFORMED, "out of memory");
+    }
+    mr_buf_free(&b);
+    return v;
 }

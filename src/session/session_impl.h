@@ -190,6 +190,8 @@ struct mr_session {
     bool hints_read;            /* the command's text was read for them */
     bool found_rows_ends;       /* the found_rows pin ends with this response */
     uint32_t open_stmts;        /* server-side prepared statements open */
+    uint64_t last_insert_id;    /* LAST_INSERT_ID() of the session, from its OKs */
+    uint32_t client_thread_id;  /* the thread id the client's greeting gave */
     bool pool_view;             /* the backend leg tracks more than the client asked: its
                                    OKs are rewritten to the client's view (pool_view.c) */
     struct mr_track_want *want; /* the client's own session_track_* settings (owned;
@@ -345,6 +347,10 @@ void ss_hooks_end(mr_session *s);
  * rewrite, a hook's MR_HOOK_SEND): STMT_RELAY, or STMT_CLOSED when out of
  * memory (the client got an ERR). */
 stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len);
+/* The bytes of a command sent instead of the client's (which are dropped as
+ * they come); false when out of memory (the client got an ERR, the session
+ * closes). ss_send_instead is this for a rewrite, counted as one. */
+bool ss_send_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len);
 /* session/statement.c: appends a command of the session to the backend as
  * packets; a COM_QUERY on a session with CLIENT_QUERY_ATTRIBUTES gets an
  * attribute block: the client's statement's (s->qattrs) for its text
@@ -366,7 +372,11 @@ void ss_pool_login_caps(mr_session *s, bool server_tracks, uint8_t charset);
 bool ss_pool_logged_in(mr_session *s);
 bool ss_pool_attach(mr_session *s);
 void ss_pool_command(mr_session *s, uint8_t cmd);
-void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags);
+void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags, bool own);
+/* The client's own text goes out with its CONNECTION_ID() as the session's
+ * stable id (the handshake's thread id): STMT_RELAY either way. */
+stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t len,
+                            unsigned lex_flags);
 void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n);
 void ss_pool_response_done(mr_session *s, bool ok);
 void ss_pool_unit_end(mr_session *s);

@@ -16,8 +16,11 @@
 #ifndef MYREWRITE_POOL_HINTS_H
 #define MYREWRITE_POOL_HINTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "myrewrite/base/buf.h"
 
 #include "myrewrite/pool/pool.h"
 
@@ -28,9 +31,30 @@ typedef struct mr_pool_hints {
     uint32_t maybe;  /* reasons to pin should the server report a state change */
     int replay_only; /* 1: only SET of system variables, SET NAMES / CHARACTER SET,
                         USE: a reported change is one the trackers name */
+    bool tracking;   /* names a session_track_* variable */
 } mr_pool_hints;
 
-/* Reads the text (lexer flags as the session reads it). */
-void mr_pool_hints_read(const char *sql, size_t len, unsigned lex_flags, mr_pool_hints *h);
+/* Reads the text (lexer flags as the session reads it). own: the client's
+ * text, whose CONNECTION_ID() the session replaces by its own id (so it
+ * gives no pin); else a feature's rewrite, which is sent as it is. */
+void mr_pool_hints_read(const char *sql, size_t len, unsigned lex_flags, bool own,
+                        mr_pool_hints *h);
+
+/* The text with each CONNECTION_ID() replaced by `id` (the thread id the
+ * client's handshake gave it) into out: false when there is none. */
+bool mr_pool_own_connection_id(const char *sql, size_t len, unsigned lex_flags, uint32_t id,
+                               mr_buf *out);
+
+/* The session_track_* assignments of a SET statement, in order: name and
+ * value (a string literal's value, or the word or number as written) into
+ * the caller's buffers. The count, or -1 when the text names a
+ * session_track_ variable in a form this reader does not take (SET GLOBAL,
+ * an expression, DEFAULT, a statement that is not a plain SET). */
+typedef struct mr_pool_track_set {
+    char name[40];
+    char value[1100];
+} mr_pool_track_set;
+int mr_pool_track_sets(const char *sql, size_t len, unsigned lex_flags, mr_pool_track_set *out,
+                       int max);
 
 #endif
