@@ -86,6 +86,8 @@ void mr_pool_hints_read(const char *sql, size_t len, unsigned lex_flags, bool ow
             set_or_use = false; /* a subquery, or a second statement */
         if (first && (word(&t, sql, "PREPARE") || word(&t, sql, "EXECUTE")))
             h->maybe |= MR_HINT(MR_PIN_PREPARED_SQL);
+        if (word(&t, sql, "CALL") || word(&t, sql, "EXECUTE"))
+            h->opaque = true;
         first = false;
         h->pins |= words_of(&lx, &t, sql, set_or_into, own);
         if (t.kind == SQL_TOK_WORD && t.len > 14 &&

@@ -110,6 +110,17 @@ bool mr_pool_state_set(mr_pool_state *st, const char *name, size_t nlen, const c
     return true;
 }
 
+bool mr_pool_state_copy_vars(mr_pool_state *dst, const mr_pool_state *src)
+{
+    char schema[sizeof dst->schema];
+    bool set = dst->schema_set;
+    memcpy(schema, dst->schema, sizeof schema);
+    bool ok = mr_pool_state_copy(dst, src);
+    memcpy(dst->schema, schema, sizeof schema);
+    dst->schema_set = set;
+    return ok;
+}
+
 bool mr_pool_state_copy(mr_pool_state *dst, const mr_pool_state *src)
 {
     mr_pool_state fresh = {0};
@@ -151,7 +162,7 @@ static void push_srv(mr_srv *s, mr_srv **head)
 static bool key_equal(const mr_pool_key *a, const mr_pool_key *b)
 {
     return strcmp(a->user, b->user) == 0 && a->caps == b->caps && a->ext_caps == b->ext_caps &&
-           a->charset == b->charset && a->tls == b->tls && a->zlib == b->zlib;
+           a->tls == b->tls && a->zlib == b->zlib;
 }
 
 mr_pool_user *mr_pool_user_get(mr_pool *p, const mr_pool_key *k)
@@ -338,19 +349,23 @@ void mr_pool_drop(mr_srv *srv)
     room_freed(p);
 }
 
-/* Closes one idle connection that may go, for a login: false when none. */
+/* Closes one idle connection for a login: false when none is idle. A key's
+ * last connection goes only when no other is idle: the login is most
+ * likely the same user's (one application, one account), and a login that
+ * waited for room could not make it otherwise. */
 static bool evict_one(mr_pool *p)
 {
-    for (mr_pool_user *u = p->users; u; u = u->next) {
-        mr_srv *last = NULL;
-        for (mr_srv *s = u->idle; s; s = s->next)
-            last = s; /* the one idle longest */
-        if (last && evictable(last)) {
-            p->evictions++;
-            close_srv(last);
-            return true;
+    for (int pass = 0; pass < 2; pass++)
+        for (mr_pool_user *u = p->users; u; u = u->next) {
+            mr_srv *last = NULL;
+            for (mr_srv *s = u->idle; s; s = s->next)
+                last = s; /* the one idle longest */
+            if (last && (pass == 1 || evictable(last))) {
+                p->evictions++;
+                close_srv(last);
+                return true;
+            }
         }
-    }
     return false;
 }
 
@@ -464,7 +479,7 @@ void mr_pool_give_back(mr_srv *srv, uint64_t session)
         answer(w, srv);
         return;
     }
-    if (first_waiter(p, NULL) && p->total >= p->cap && evictable(srv)) {
+    if (first_waiter(p, NULL) && p->total >= p->cap) {
         p->evictions++;
         mr_pool_drop(srv); /* a login of another key waits for room */
     }

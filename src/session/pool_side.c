@@ -31,11 +31,20 @@
 #define TRACKERS                                                                                   \
     "session_track_system_variables='*',session_track_schema=ON,"                                  \
     "session_track_state_change=ON,session_track_transaction_info='CHARACTERISTICS'"
+/* After the login: the trackers on, and the character set the login gave
+ * (the handshake's, or init_connect's SET NAMES) set to itself, so the
+ * trackers report it: it is the session's to carry to other connections,
+ * whose own logins may have had another. */
+#define LOGIN_PRELUDE                                                                              \
+    "SET SESSION " TRACKERS ",character_set_client=@@character_set_client,"                        \
+    "character_set_connection=@@character_set_connection,"                                         \
+    "character_set_results=@@character_set_results,collation_connection=@@collation_connection"
 
 void ss_pool_pin(mr_session *s, mr_pin_reason r)
 {
     if (!s->puser || (s->pins & MR_HINT(r)))
         return;
+    mr_debug(s->id, "pool: pinned (%s) by %s", mr_pin_reason_name(r), mr_command_name(s->command));
     mr_pool_pin(s->puser, r, s->pins == 0);
     s->pins |= MR_HINT(r);
 }
@@ -45,6 +54,7 @@ void ss_pool_unpin(mr_session *s, mr_pin_reason r)
     if (!s->puser || !(s->pins & MR_HINT(r)))
         return;
     s->pins &= ~MR_HINT(r);
+    mr_debug(s->id, "pool: unpinned (%s)", mr_pin_reason_name(r));
     mr_pool_unpin(s->puser, r, s->pins == 0);
 }
 
@@ -111,7 +121,6 @@ bool ss_pool_logged_in(mr_session *s)
         return true;
     mr_pool_key k = {.caps = s->backend_caps,
                      .ext_caps = s->ext_caps,
-                     .charset = s->login_charset,
                      .tls = mr_conn_tls_active(s->backend),
                      .zlib = s->backend_compress};
     memcpy(k.user, s->user, sizeof k.user);
@@ -125,6 +134,11 @@ bool ss_pool_logged_in(mr_session *s)
     }
     mr_pool_session_add(s->puser, 1);
     memcpy(s->srv->state.schema, s->schema, sizeof s->schema);
+    if (s->pool_view &&
+        ss_prelude_send(s, LOGIN_PRELUDE, sizeof LOGIN_PRELUDE - 1, "SET of the login's state")) {
+        s->srv->tracking = true;
+        s->learn_login = true;
+    }
     return true;
 }
 
@@ -170,15 +184,18 @@ static bool replay_vars(mr_session *s, mr_srv *srv)
             mr_buf_put(&b, ",", 1);
         mr_sql_put_ident(&b, v->name);
         mr_buf_put(&b, "=", 1);
-        if (numeric(v->value))
+        if (!v->value[0] && strncmp(v->name, "character_set_", 14) == 0)
+            mr_buf_put(&b, "NULL", 4); /* character_set_results = NULL is reported empty */
+        else if (numeric(v->value))
             mr_buf_put(&b, v->value, strlen(v->value));
         else
             mr_sql_put_literal(&b, v->value);
     }
-    bool ok = b.len == empty || (!b.failed && ss_prelude_send(s, (const char *)b.data, b.len,
-                                                              "SET of the session's state"));
+    bool sent = b.len > empty;
+    bool ok = !sent || (!b.failed && ss_prelude_send(s, (const char *)b.data, b.len,
+                                                     "SET of the session's state"));
     mr_buf_free(&b);
-    if (ok && b.len > empty) {
+    if (ok && sent) {
         srv->tracking = true;
         ok = mr_pool_state_copy(&srv->state, &s->pstate);
         srv->pool->replays++;
@@ -217,6 +234,7 @@ static bool replay(mr_session *s, mr_srv *srv)
 
 static void attach(mr_session *s, mr_srv *srv)
 {
+    mr_debug(s->id, "pool: borrowed server connection %u", srv->thread_id);
     s->srv = srv;
     s->backend = srv->conn;
     s->backend_thread_id = srv->thread_id;
@@ -285,6 +303,7 @@ bool ss_pool_attach(mr_session *s)
         attach(s, srv);
         return ALIVE(s);
     }
+    mr_debug(s->id, "pool: waiting for a server connection");
     s->pwait = mr_pool_wait_for(s->w->pool, s->puser, unit_ready, s);
     if (!s->pwait) {
         refuse_command(s);
@@ -329,6 +348,7 @@ void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_
     if (h.tracking)
         client_tracking(s, sql, len, lex_flags);
     s->hint_maybe |= h.maybe; /* the client's text and a rewrite of it: both count */
+    s->hint_opaque = s->hint_opaque || h.opaque;
     s->hint_replay_only = s->hint_replay_only && h.replay_only;
     s->hints_read = true;
     for (unsigned r = 0; r < MR_PIN_REASONS; r++)
@@ -345,20 +365,68 @@ void ss_pool_command(mr_session *s, uint8_t cmd)
         return;
     s->hint_maybe = 0;
     s->hint_replay_only = true;
-    s->hints_read = false;
+    s->hints_read = cmd == MR_COM_INIT_DB; /* a schema change: the tracker names it */
+    s->hint_opaque = false;
     if (cmd == MR_COM_STMT_CLOSE && s->open_stmts && --s->open_stmts == 0)
         ss_pool_unpin(s, MR_PIN_PREPARED);
-    if (!s->srv->tracking && cmd != MR_COM_QUIT &&
-        ss_prelude_send(s, "SET SESSION " TRACKERS, sizeof "SET SESSION " TRACKERS - 1,
-                        "SET of the session trackers the pool reads"))
-        s->srv->tracking = true;
+    /* after a reset (the client's, or its own SET of session_track_*): the
+     * trackers on again, and what the reset took that is the session's */
+    if (!s->srv->tracking && cmd != MR_COM_QUIT && !replay_vars(s, s->srv))
+        s->srv->broken = true;
+}
+
+/* A character set and its collation: setting one sets the other, but the
+ * tracker reports only the one named (SET NAMES reports no
+ * collation_connection). The one not reported is then dropped from the
+ * state: replaying the other gives it. */
+static const char *const cs_pairs[][2] = {
+    {"character_set_connection", "collation_connection"},
+    {"character_set_database", "collation_database"},
+    {"character_set_server", "collation_server"},
+};
+
+static void drop_var(mr_pool_state *st, const char *name)
+{
+    mr_pool_var *v = (mr_pool_var *)mr_pool_state_get(st, name);
+    if (!v)
+        return;
+    free(v->name);
+    free(v->value);
+    size_t at = (size_t)(v - st->v); /* order kept: a collation is set after its set */
+    memmove(v, v + 1, (st->n - at - 1) * sizeof *v);
+    st->n--;
+}
+
+/* After the entries of one OK: each pair member reported alone drops the
+ * other (`seen` bit 2i: the character set, 2i+1: the collation). */
+static void settle_pairs(mr_pool_state *st, unsigned seen)
+{
+    for (unsigned i = 0; i < sizeof cs_pairs / sizeof cs_pairs[0]; i++) {
+        unsigned both = 3u << (2 * i), got = seen & both;
+        if (got && got != both)
+            drop_var(st, cs_pairs[i][(got >> (2 * i)) == 1 ? 1 : 0]);
+    }
+}
+
+static unsigned pair_bit(const uint8_t *name, size_t len)
+{
+    for (unsigned i = 0; i < sizeof cs_pairs / sizeof cs_pairs[0]; i++)
+        for (unsigned j = 0; j < 2; j++)
+            if (strlen(cs_pairs[i][j]) == len &&
+                strncasecmp(cs_pairs[i][j], (const char *)name, len) == 0)
+                return 1u << (2 * i + j);
+    return 0;
 }
 
 /* An entry of an OK's session state (the server's trackers). */
-static void track_entry(mr_session *s, const mr_sst_entry *e, bool *changed)
+static void track_entry(mr_session *s, const mr_sst_entry *e, bool *changed, unsigned *pairs,
+                        bool *named)
 {
+    if (e->type == MR_SST_SYSTEM_VARIABLES || e->type == MR_SST_SCHEMA)
+        *named = true;
     switch (e->type) {
     case MR_SST_SYSTEM_VARIABLES:
+        *pairs |= pair_bit(e->name, e->name_len);
         if (!mr_sst_var_replayable(e->name, e->name_len))
             break; /* the pool's own trackers, one-shots, LAST_INSERT_ID() (kept apart) */
         if (!mr_pool_state_set(&s->pstate, (const char *)e->name, e->name_len,
@@ -400,14 +468,19 @@ void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n)
         return;
     mr_sst_iter it;
     mr_sst_entry e;
-    bool changed = false;
+    bool changed = false, named = false;
+    unsigned pairs = 0;
     mr_rc rc;
     mr_sst_iter_init(&it, state, n);
     while ((rc = mr_sst_next(&it, &e)) == MR_OK)
-        track_entry(s, &e, &changed);
+        track_entry(s, &e, &changed, &pairs, &named);
+    settle_pairs(&s->pstate, pairs);
     if (rc == MR_MALFORMED)
         ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
-    if (!changed || (s->hints_read && s->hint_replay_only))
+    /* The change is the variables or schema the entries name (autocommit = 0
+     * reports itself again with every statement): what else the text does
+     * that cannot be replayed, its words have pinned already. */
+    if (!changed || (s->hints_read && (s->hint_replay_only || (named && !s->hint_opaque))))
         return;
     bool any = false;
     for (unsigned r = 0; r < MR_PIN_REASONS && s->hints_read; r++)
@@ -424,6 +497,7 @@ void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n)
 static void give_back(mr_session *s)
 {
     mr_srv *srv = s->srv;
+    mr_debug(s->id, "pool: gave back server connection %u", srv->thread_id);
     if (!mr_pool_state_copy(&srv->state, &s->pstate))
         srv->broken = true;
     srv->last_insert_id = s->last_insert_id;
@@ -451,9 +525,14 @@ void ss_pool_response_done(mr_session *s, bool ok)
         s->last_insert_id = 0;
         free(s->want); /* its trackers are the server's defaults again */
         s->want = NULL;
-        mr_pool_state_clear_vars(&s->pstate);
         mr_pool_state_clear_vars(&s->srv->state);
         s->srv->tracking = false;
+        if (!mr_pool_state_copy_vars(&s->pstate, &s->login_state)) /* the login's character set */
+            ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
+        /* the trackers on again and the login's character set back, now: the
+         * connection can then go back with its state known */
+        if (s->command == MR_COM_RESET_CONNECTION && !replay_vars(s, s->srv))
+            s->srv->broken = true;
         if (s->command == MR_COM_CHANGE_USER)
             ss_pool_pin(s, MR_PIN_CHANGE_USER); /* another key's login: never pooled again */
     }
@@ -473,8 +552,16 @@ void ss_pool_unit_end(mr_session *s)
 {
     if (!s->srv)
         return;
-    if (s->pins || s->prelude_pending || mr_conn_input_length(s->client) >= MR_PKT_HEADER)
+    if (s->pins || s->prelude_pending || mr_conn_input_length(s->client) >= MR_PKT_HEADER) {
+        mr_debug(s->id, "pool: kept (pins 0x%x, preludes %u, input %zu)", s->pins,
+                 s->prelude_pending, mr_conn_input_length(s->client));
         return; /* pinned, or a command already waits: the connection stays */
+    }
+    if (!s->srv->tracking) {
+        mr_debug(s->id, "pool: kept (its trackers are off)");
+        return; /* reset by the client: its state is the server's defaults, not the
+                   session's, until the next command's prelude */
+    }
     give_back(s);
 }
 
@@ -487,7 +574,8 @@ void ss_pool_session_end(mr_session *s)
         mr_pool_login_done(s->w->pool, NULL, NULL, 0, s->id);
     s->pool_login = false;
     if (s->srv) {
-        bool clean = s->state == SS_IDLE && !s->pins && !s->prelude_pending && !s->srv->broken;
+        bool clean = s->state == SS_IDLE && !s->pins && !s->prelude_pending && !s->srv->broken &&
+                     s->srv->tracking;
         if (clean) {
             give_back(s);
         } else {
@@ -502,6 +590,7 @@ void ss_pool_session_end(mr_session *s)
         mr_pool_session_add(s->puser, -1);
     s->puser = NULL;
     mr_pool_state_free(&s->pstate);
+    mr_pool_state_free(&s->login_state);
     free(s->want);
     s->want = NULL;
 }
@@ -523,4 +612,23 @@ stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t 
     }
     mr_buf_free(&b);
     return v;
+}
+
+void ss_pool_prelude_state(mr_session *s, const uint8_t *state, size_t n)
+{
+    mr_sst_iter it;
+    mr_sst_entry e;
+    mr_sst_iter_init(&it, state, n);
+    while (mr_sst_next(&it, &e) == MR_OK) {
+        if (e.type != MR_SST_SYSTEM_VARIABLES || !mr_sst_var_replayable(e.name, e.name_len))
+            continue;
+        const char *nm = (const char *)e.name, *v = (const char *)e.value;
+        bool ok =
+            mr_pool_state_set(&s->pstate, nm, e.name_len, v, e.value_len) &&
+            mr_pool_state_set(&s->srv->state, nm, e.name_len, v, e.value_len) &&
+            (!s->learn_login || mr_pool_state_set(&s->login_state, nm, e.name_len, v, e.value_len));
+        if (!ok)
+            s->srv->broken = true;
+    }
+    s->learn_login = false;
 }

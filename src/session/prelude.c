@@ -90,6 +90,11 @@ int ss_prelude_take(mr_session *s, struct evbuffer *in)
         mr_warn(s->id, "refused (%u %.*s): %s", err.code, (int)err.msg_len, err.msg, what);
     if (p[0] == 0xff && s->srv)
         s->srv->broken = true; /* a pooled connection whose state is not known: not lent again */
+    const uint8_t *state;
+    size_t n;
+    if (p[0] == 0x00 && s->srv &&
+        mr_ok_session_state(p, h.len, s->backend_caps, &state, &n) == MR_OK && n > 0)
+        ss_pool_prelude_state(s, state, n);
     mr_stat_add(&s->w->stats.bytes_from_backend, total);
     evbuffer_drain(in, total);
     s->prelude_pending--;

@@ -188,8 +188,11 @@ struct mr_session {
     uint32_t hint_maybe;        /* the statement's reasons should a change be reported */
     bool hint_replay_only;      /* the statement changes only what is replayed */
     bool hints_read;            /* the command's text was read for them */
+    bool hint_opaque;           /* it runs code elsewhere (CALL, EXECUTE) */
     bool found_rows_ends;       /* the found_rows pin ends with this response */
     uint32_t open_stmts;        /* server-side prepared statements open */
+    mr_pool_state login_state;  /* the login's character set variables (what a reset restores) */
+    bool learn_login;           /* the prelude answered next reports them */
     uint64_t last_insert_id;    /* LAST_INSERT_ID() of the session, from its OKs */
     uint32_t client_thread_id;  /* the thread id the client's greeting gave */
     bool pool_view;             /* the backend leg tracks more than the client asked: its
@@ -378,6 +381,9 @@ void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_
 stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t len,
                             unsigned lex_flags);
 void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n);
+/* The state block of the OK to one of the pool's own preludes: the
+ * variables it set are the session's and its connection's. */
+void ss_pool_prelude_state(mr_session *s, const uint8_t *state, size_t n);
 void ss_pool_response_done(mr_session *s, bool ok);
 void ss_pool_unit_end(mr_session *s);
 void ss_pool_session_end(mr_session *s);

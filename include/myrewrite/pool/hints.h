@@ -32,6 +32,9 @@ typedef struct mr_pool_hints {
     int replay_only; /* 1: only SET of system variables, SET NAMES / CHARACTER SET,
                         USE: a reported change is one the trackers name */
     bool tracking;   /* names a session_track_* variable */
+    bool opaque;     /* runs code whose words are elsewhere (CALL, EXECUTE, a stored
+                        function in SELECT is not caught): a state change it reports
+                        is never taken as only the variables named with it */
 } mr_pool_hints;
 
 /* Reads the text (lexer flags as the session reads it). own: the client's

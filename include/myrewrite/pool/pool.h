@@ -81,13 +81,14 @@ bool mr_pool_state_set(mr_pool_state *st, const char *name, size_t nlen, const c
                        size_t vlen);
 const mr_pool_var *mr_pool_state_get(const mr_pool_state *st, const char *name);
 bool mr_pool_state_copy(mr_pool_state *dst, const mr_pool_state *src);
+/* dst's variables become src's; dst keeps its schema. */
+bool mr_pool_state_copy_vars(mr_pool_state *dst, const mr_pool_state *src);
 
 /* What a login fixed for a connection's whole life. */
 typedef struct mr_pool_key {
     char user[96];
     uint32_t caps;     /* negotiated with the server */
     uint32_t ext_caps; /* MariaDB's extended ones */
-    uint8_t charset;   /* the handshake's collation id */
     bool tls, zlib;    /* the backend leg's */
 } mr_pool_key;
 
