@@ -89,10 +89,8 @@ static mr_stmt_cached *victim(const mr_stmt_cache *c, const mr_stmt_cached *keep
     return e;
 }
 
-mr_stmt_cached *mr_stmt_cache_add(mr_stmt_cache *c, const mr_stmt *st, uint32_t server_id,
-                                  uint32_t *evicted, bool *has_evicted)
+mr_stmt_cached *mr_stmt_cache_add(mr_stmt_cache *c, const mr_stmt *st, uint32_t server_id)
 {
-    *has_evicted = false;
     mr_stmt_cached *e = calloc(1, sizeof *e + st->key_len);
     if (!e)
         return NULL;
@@ -105,11 +103,15 @@ mr_stmt_cached *mr_stmt_cache_add(mr_stmt_cache *c, const mr_stmt *st, uint32_t 
         return NULL;
     }
     link_newest(c, e);
-    mr_stmt_cached *old = c->by_key.n > c->capacity ? victim(c, e) : NULL;
-    if (old) {
-        *evicted = old->server_id;
-        *has_evicted = true;
-        mr_stmt_cache_remove(c, old);
-    }
     return e;
+}
+
+bool mr_stmt_cache_trim(mr_stmt_cache *c, const mr_stmt_cached *keep, uint32_t *evicted)
+{
+    mr_stmt_cached *old = c->by_key.n > c->capacity ? victim(c, keep) : NULL;
+    if (!old)
+        return false;
+    *evicted = old->server_id;
+    mr_stmt_cache_remove(c, old);
+    return true;
 }

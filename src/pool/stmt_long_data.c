@@ -32,6 +32,8 @@ bool mr_stmt_long_data_add(mr_stmt_map *m, mr_stmt *st, const uint8_t *p, size_t
 
 const char *mr_stmt_long_data_build(const mr_stmt *st, mr_buf *out, uint32_t id)
 {
+    if (!st->long_data.len)
+        return NULL;
     const uint8_t *p = st->long_data.data, *end = p + st->long_data.len;
     while (p < end) {
         uint32_t n =

@@ -105,6 +105,21 @@ const char *mr_stmt_exec_types(const uint8_t *p, size_t n, unsigned nparams, uns
     return NULL;
 }
 
+/* t is count types (each with its name when named), no more, no less: what
+ * mr_stmt_exec_types gives. */
+static bool types_whole(const mr_stmt_types *t)
+{
+    if (!t->named)
+        return t->count <= SIZE_MAX / 2 && t->len == 2 * t->count;
+    mr_reader r = {t->p, t->len, 0};
+    uint64_t name;
+    for (uint64_t i = 0; i < t->count; i++)
+        if (mr_read_skip(&r, 2) || mr_read_lenenc(&r, &name) || name > r.n - r.pos ||
+            mr_read_skip(&r, (size_t)name))
+            return false;
+    return r.pos == r.n;
+}
+
 const char *mr_stmt_exec_rewrite(mr_buf *out, const uint8_t *p, size_t n, uint32_t id,
                                  unsigned nparams, unsigned form, const mr_stmt_types *types,
                                  bool *put)
@@ -116,7 +131,8 @@ const char *mr_stmt_exec_rewrite(mr_buf *out, const uint8_t *p, size_t n, uint32
         return bad;
     if (!lay.count || lay.types_len || !types || !types->len)
         return build(out, p, n, id, 5, 0, NULL, 0);
-    if (types->count != lay.count || types->named != ((form & MR_EXEC_QATTRS) != 0))
+    if (types->count != lay.count || types->named != ((form & MR_EXEC_QATTRS) != 0) ||
+        !types_whole(types))
         return "the parameter types kept for this statement type another number of values "
                "than this execute sends";
     size_t flag = MR_EXEC_HEADER + lay.flag;

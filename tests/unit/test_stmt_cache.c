@@ -28,14 +28,15 @@ static mr_stmt *add(mr_stmt_map *m, const char *text, const char *schema)
     return st;
 }
 
+/* Adds st as server statement sid, then trims once: want_evicted is the id
+ * that leaves, or -1 for none. */
 static mr_stmt_cached *put(mr_stmt_cache *c, const mr_stmt *st, uint32_t sid, int64_t want_evicted)
 {
-    uint32_t ev = 0;
-    bool has = true;
-    mr_stmt_cached *e = mr_stmt_cache_add(c, st, sid, &ev, &has);
+    mr_stmt_cached *e = mr_stmt_cache_add(c, st, sid);
     assert_non_null(e);
     assert_int_equal(e->server_id, sid);
-    assert_int_equal(has, want_evicted >= 0);
+    uint32_t ev = 0;
+    assert_int_equal(mr_stmt_cache_trim(c, e, &ev), want_evicted >= 0);
     if (want_evicted >= 0)
         assert_int_equal(ev, want_evicted);
     return e;
@@ -93,11 +94,28 @@ static void least_recent_out(void **state)
     mr_stmt_cache_hold(e0, st[0]);
     mr_stmt_cached *e4 = mr_stmt_cache_find(&c, st[4]);
     mr_stmt_cache_hold(e4, st[4]);
-    put(&c, st[1], 15, -1); /* all others held: over capacity, the new one stays */
+    mr_stmt_cached *e1 = put(&c, st[1], 15, -1); /* all others held: over capacity */
     assert_int_equal(mr_stmt_cache_count(&c), 4);
     mr_stmt_cache_hold(e2, NULL);
-    put(&c, st[3], 16, 12);
-    assert_int_equal(mr_stmt_cache_count(&c), 4); /* back down as holds end */
+    uint32_t ev;
+    assert_true(mr_stmt_cache_trim(&c, NULL, &ev)); /* a hold ended: back to the capacity */
+    assert_int_equal(ev, 12);
+    assert_false(mr_stmt_cache_trim(&c, NULL, &ev));
+    /* five entries, four held; the holds end: two leave, oldest first */
+    mr_stmt_cache_hold(e1, st[1]);
+    e2 = put(&c, st[2], 17, -1);
+    mr_stmt_cache_hold(e2, st[2]);
+    mr_stmt_cached *e3 = put(&c, st[3], 18, -1);
+    assert_int_equal(mr_stmt_cache_count(&c), 5);
+    mr_stmt_cached *held[] = {e0, e1, e2, e4};
+    for (int i = 0; i < 4; i++)
+        mr_stmt_cache_hold(held[i], NULL);
+    assert_true(mr_stmt_cache_trim(&c, e3, &ev));
+    assert_int_equal(ev, 10);
+    assert_true(mr_stmt_cache_trim(&c, e3, &ev));
+    assert_int_equal(ev, 14);
+    assert_false(mr_stmt_cache_trim(&c, e3, &ev));
+    assert_int_equal(mr_stmt_cache_count(&c), 3);
     mr_stmt_cache_clear(&c);
     mr_stmt_map_free(&m);
 }

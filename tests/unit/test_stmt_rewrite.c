@@ -157,6 +157,20 @@ static void exec_refused(void **state)
     assert_false(put);
     assert_int_equal(out.len, 0);
     t.named = false;
+    t.len = 4; /* a block that is not 3 types (found by fuzz_stmt_rewrite) */
+    assert_non_null(mr_stmt_exec_rewrite(&out, bare.data, bare.len, 2, 3, 0, &t, &put));
+    t.len = 6;
+    /* with query attributes, each type's name must be whole */
+    const uint8_t q[] = {MR_COM_STMT_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 9, 0, 0, 0};
+    const uint8_t cut[] = {MR_TYPE_LONG, 0, 5, 'a'}, whole[] = {MR_TYPE_LONG, 0, 1, 'a'};
+    mr_stmt_types qt = {.p = cut, .len = sizeof cut, .count = 1, .named = true};
+    assert_non_null(mr_stmt_exec_rewrite(&out, q, sizeof q, 2, 1, MR_EXEC_QATTRS, &qt, &put));
+    assert_int_equal(out.len, 0);
+    qt.p = whole;
+    assert_null(mr_stmt_exec_rewrite(&out, q, sizeof q, 2, 1, MR_EXEC_QATTRS, &qt, &put));
+    assert_true(put);
+    mr_buf_reset(&out);
+    t.named = false;
     bare.data[11] = 2; /* a flag the server reads as "types follow" */
     assert_non_null(mr_stmt_exec_rewrite(&out, bare.data, bare.len, 2, 3, 0, &t, &put));
     assert_non_null(mr_stmt_exec_types(bare.data, bare.len, 3, 0, &t));

@@ -2,7 +2,7 @@
 /*
  * pool/stmt_cache.h - the statements prepared on one server connection:
  * a statement's identity -> its server id there, least recently used first
- * out past a capacity (the caller closes the evicted statement with
+ * out past a capacity (the caller closes each evicted statement with
  * COM_STMT_CLOSE, which has no answer).
  *
  * The key is the statement's identity (mr_stmt.key): its text, the default
@@ -52,7 +52,8 @@ typedef struct mr_stmt_cache {
     uint32_t capacity;
 } mr_stmt_cache;
 
-/* An empty cache of at most capacity (>= 1) statements, held ones apart. */
+/* An empty cache of capacity (>= 1) statements: more only while the others
+ * are held. */
 void mr_stmt_cache_init(mr_stmt_cache *c, uint32_t capacity);
 /* Frees the entries (nothing is sent: the connection is closing, or its
  * server dropped every statement, COM_RESET_CONNECTION). */
@@ -62,13 +63,19 @@ static inline uint32_t mr_stmt_cache_count(const mr_stmt_cache *c) { return c->b
 /* The server statement of st's identity here that st may use (not held
  * for another), now the most recently used; NULL: prepare it. */
 mr_stmt_cached *mr_stmt_cache_find(mr_stmt_cache *c, const mr_stmt *st);
-/* Server statement server_id was prepared here for st. When that puts the
- * cache over its capacity, the least recently used entry that is not held
- * leaves it: its server id goes to *evicted (true returned in *has_evicted)
- * for the caller to close. NULL: out of memory (the caller closes
- * server_id: a statement is prepared again at its next execute). */
-mr_stmt_cached *mr_stmt_cache_add(mr_stmt_cache *c, const mr_stmt *st, uint32_t server_id,
-                                  uint32_t *evicted, bool *has_evicted);
+/* Server statement server_id was prepared here for st (or, server_id
+ * MR_STMT_ID_LAST, is being prepared by a COM_STMT_PREPARE sent with the
+ * execute after it, MariaDB's direct execution: set e->server_id from its
+ * prepare-OK, or remove e on an ERR). Now the most recently used. NULL:
+ * out of memory (the caller closes server_id: it is prepared again at the
+ * next execute). The cache may now be over its capacity: see trim. */
+mr_stmt_cached *mr_stmt_cache_add(mr_stmt_cache *c, const mr_stmt *st, uint32_t server_id);
+/* While the cache is over its capacity, the caller calls this and closes
+ * *evicted (COM_STMT_CLOSE) each time it returns true: the least recently
+ * used entry neither held nor `keep` (the one the caller is about to use)
+ * has left the cache. False: nothing (more) to evict. After an add, and
+ * after holds end (held entries count, but never leave). */
+bool mr_stmt_cache_trim(mr_stmt_cache *c, const mr_stmt_cached *keep, uint32_t *evicted);
 /* Forgets e (the caller closed it, or the server said it does not know it). */
 void mr_stmt_cache_remove(mr_stmt_cache *c, mr_stmt_cached *e);
 /* Holds e for st (a cursor open on it, long data sent to it) or, st NULL,
