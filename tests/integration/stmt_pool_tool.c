@@ -8,6 +8,7 @@
  * hex (command byte first); each command prints one line:
  *
  *   prepare NPARAMS NCOLUMNS TEXT-HEX      -> id C          (the client's id)
+ *   prepare-failed                         -> ok            (the client's prepare got ERR)
  *   prepare-packet C                       -> send HEX      (COM_STMT_PREPARE)
  *   pending CONN C                         -> ok [evict E]... (an entry whose prepare is
  *                                                            in flight: MR_STMT_ID_LAST)
@@ -129,6 +130,9 @@ static void line(char *cmd)
         mr_stmt *st =
             mr_stmt_map_add(&map, (const char *)p, n, "test", "", 0, (uint16_t)a, (uint16_t)b);
         printf(st ? "id %u\n" : "err out of memory\n", st ? st->id : 0);
+    } else if (!strcmp(cmd, "prepare-failed\n")) {
+        mr_stmt_map_prepare_failed(&map);
+        printf("ok\n");
     } else if (sscanf(cmd, "prepare-packet %u", &a) == 1) {
         mr_stmt *st = mr_stmt_map_get(&map, a);
         mr_buf out;

@@ -12,8 +12,9 @@ prepare's answer consumed), ids rewritten, the parameter types the client
 bound last put into an execute that binds none, long data sent again,
 RESET / FETCH / CLOSE with the connection's ids, a bulk execute without
 types, eviction from a cache of 2 (the evicted statement closed and
-prepared again on demand), and MariaDB's direct execution (prepare and an
-execute naming 0xffffffff in one write, no round trip). Every result must
+prepared again on demand), MariaDB's direct execution (prepare and an
+execute naming 0xffffffff in one write, no round trip), and 0xffffffff from
+the client: its last prepared, none after a failed prepare. Every result must
 be the reference's, byte for byte (binary rows). One control shows the
 types matter: the same execute with its id alone rewritten gets another
 answer from the server.
@@ -352,6 +353,36 @@ def sc_direct_execution():
         R.check(s.close() == 0, "mr_stmt_pool_tool exits 0 (direct execution)")
 
 
+def sc_last_prepared():
+    """MariaDB's 0xffffffff names the last statement prepared; after a failed
+    prepare, none (the server and the map alike)."""
+    s = Session()
+    try:
+        cid = s.prepare("SELECT ? + 1 AS v", 0)
+        want = s.d.send_command(exec_payload(ANY_ID, [(LONG, 5)])) or s.d.read_result([])
+        got = s.pooled(1, "exec", exec_payload(cid, [(LONG, 5)]))  # prepared on B on demand
+        R.check(summary(got) == summary(want) and got.kind == "rows",
+                "0xffffffff on D runs the last prepared", (summary(got), summary(want)))
+        got = s.pooled(1, "exec", exec_payload(ANY_ID, [(LONG, 6)]))
+        want = s.d.send_command(exec_payload(ANY_ID, [(LONG, 6)])) or s.d.read_result([])
+        R.check(summary(got) == summary(want) and got.kind == "rows",
+                "0xffffffff through the map: the client's last, B's id",
+                (summary(got), summary(want)))
+        bad = bytes([rp.COM_STMT_PREPARE]) + b"SELEC nonsense"
+        for c in (s.d, s.conns[0]):
+            c.send_command(bad)
+            p, err = read_prepare_raw(c)
+            R.check(p is None, "a prepare of bad SQL fails")
+        s.tool.ask("prepare-failed")
+        want = s.d.send_command(exec_payload(ANY_ID, [(LONG, 7)])) or s.d.read_result([])
+        R.check(want.kind == "err" and want.err[0] == rp.ER_UNKNOWN_STMT_HANDLER,
+                "the server: no last statement after a failed prepare", summary(want))
+        out = s.tool.ask("exec 1 " + exec_payload(ANY_ID, [(LONG, 7)]).hex())
+        R.check(out[0] == "err", "the map: no last statement either", out)
+    finally:
+        R.check(s.close() == 0, "mr_stmt_pool_tool exits 0 (last prepared)")
+
+
 def sc_bulk():
     s = Session(BulkConn)
     try:
@@ -379,7 +410,8 @@ def main():
     if not os.access(TOOL, os.X_OK):
         R.not_ok("mr_stmt_pool_tool is built", TOOL)
         R.finish()
-    for sc in (sc_types, sc_long_data, sc_cursor, sc_eviction, sc_direct_execution, sc_bulk):
+    for sc in (sc_types, sc_long_data, sc_cursor, sc_eviction, sc_direct_execution,
+               sc_last_prepared, sc_bulk):
         try:
             sc()
         except (rp.ProtoError, OSError) as e:

@@ -49,7 +49,10 @@ static void ids_and_last(void **state)
     assert_null(mr_stmt_map_get(&m, MR_STMT_ID_LAST)); /* the last one is gone */
     assert_ptr_equal(mr_stmt_map_get(&m, 1), a);
     mr_stmt *c = add(&m, "SELECT 1", NULL, "");
-    assert_int_equal(c->id, 3); /* ids are not reused */
+    assert_int_equal(c->id, 3);     /* ids are not reused */
+    mr_stmt_map_prepare_failed(&m); /* a failed prepare: no last one */
+    assert_null(mr_stmt_map_get(&m, MR_STMT_ID_LAST));
+    assert_ptr_equal(mr_stmt_map_get(&m, 3), c);
     assert_int_equal(c->schema_len, 0);
     assert_int_equal(mr_stmt_map_count(&m), 2);
     mr_stmt_map_clear(&m); /* COM_RESET_CONNECTION */

@@ -95,7 +95,12 @@ mr_stmt *mr_stmt_map_add(mr_stmt_map *m, const char *text, size_t text_len, cons
 /* The statement a client command names (MR_STMT_ID_LAST: the last one
  * prepared, while it is open), or NULL: unknown (ER_UNKNOWN_STMT_HANDLER). */
 mr_stmt *mr_stmt_map_get(const mr_stmt_map *m, uint32_t id);
-/* COM_STMT_CLOSE: forgets st. */
+/* A client's COM_STMT_PREPARE failed: as MariaDB does, no statement is the
+ * last prepared any more (an execute naming MR_STMT_ID_LAST then gets
+ * ER_UNKNOWN_STMT_HANDLER; measured by t_stmt_pool). */
+static inline void mr_stmt_map_prepare_failed(mr_stmt_map *m) { m->last = 0; }
+/* COM_STMT_CLOSE: forgets st (and, when st was the last prepared, there
+ * is no last one any more, as on the server). */
 void mr_stmt_map_close(mr_stmt_map *m, mr_stmt *st);
 static inline uint32_t mr_stmt_map_count(const mr_stmt_map *m) { return m->by_id.n; }
 
