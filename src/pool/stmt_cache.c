@@ -73,6 +73,14 @@ mr_stmt_cached *mr_stmt_cache_find(mr_stmt_cache *c, const mr_stmt *st)
     return e;
 }
 
+mr_stmt_cached *mr_stmt_cache_held_by(const mr_stmt_cache *c, const mr_stmt *st)
+{
+    for (mr_stmt_cached *e = c->oldest; e; e = e->newer)
+        if (e->holder == st)
+            return e;
+    return NULL;
+}
+
 void mr_stmt_cache_remove(mr_stmt_cache *c, mr_stmt_cached *e)
 {
     mr_pool_set_remove(&c->by_key, e->hash, e);

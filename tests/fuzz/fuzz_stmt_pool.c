@@ -10,8 +10,9 @@
  * prepared), 2 long data (a piece of the next byte's length, of the bytes
  * after), 3 execute on connection op/8 % 2 (the next byte is the body's
  * length, the body follows: an execute of what the fuzzer gives), 4 hold
- * or let go of an entry, 5 COM_RESET_CONNECTION on a connection, 6 on the
- * session, 7 a bulk execute as 3. Checks beyond no crash: every statement
+ * or let go of an entry, 5 COM_RESET_CONNECTION on a connection (its cache
+ * cleared), 6 on the session (the map cleared, what it held closed), 7 a
+ * bulk execute as 3. Checks beyond no crash: every statement
  * open is found by its id and every closed one is not; the long data kept
  * never passes the limit; each packet an execute sends names the server id
  * of its connection's entry; the entry just added is never evicted, and
@@ -75,15 +76,22 @@ static void check_ids(const run *r)
     FUZZ_CHECK(r->m.long_data_bytes <= LIMIT);
 }
 
+/* What st holds is closed on the servers, with it. */
+static void close_held(run *r, const mr_stmt *st)
+{
+    for (int k = 0; k < 2; k++) {
+        mr_stmt_cached *e;
+        while ((e = mr_stmt_cache_held_by(&r->c[k], st)))
+            mr_stmt_cache_remove(&r->c[k], e);
+    }
+}
+
 static void close_one(run *r, uint8_t a)
 {
     mr_stmt *st = mr_stmt_map_get(&r->m, a == 0xff ? MR_STMT_ID_LAST : a);
     if (!st)
         return;
-    for (int k = 0; k < 2; k++) /* a hold names the statement: it ends with it */
-        for (mr_stmt_cached *e = r->c[k].oldest; e; e = e->newer)
-            if (e->holder == st)
-                mr_stmt_cache_hold(e, NULL);
+    close_held(r, st);
     for (unsigned i = 0; i < r->nids; i++)
         if (r->ids[i] == st->id)
             r->open[i] = false;
@@ -176,9 +184,9 @@ static void step(run *r, uint8_t op, uint8_t a)
     case 3: execute(r, k, a, false); break;
     case 4: hold(r, k); break;
     case 5: mr_stmt_cache_clear(&r->c[k]); break;
-    case 6:
-        for (int j = 0; j < 2; j++) /* the server dropped them too */
-            mr_stmt_cache_clear(&r->c[j]);
+    case 6: /* the session's statements go; what they held is closed on the servers */
+        for (uint32_t i = 0; i < r->m.by_id.n; i++)
+            close_held(r, r->m.by_id.v[i]);
         mr_stmt_map_clear(&r->m);
         memset(r->open, 0, sizeof r->open);
         break;

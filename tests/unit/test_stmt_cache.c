@@ -135,7 +135,10 @@ static void held_is_not_shared(void **state)
     mr_stmt_cached *eb = put(&c, b, 2, -1);
     assert_ptr_equal(mr_stmt_cache_find(&c, b), eb);
     assert_ptr_equal(mr_stmt_cache_find(&c, a), ea);
+    assert_ptr_equal(mr_stmt_cache_held_by(&c, a), ea);
+    assert_null(mr_stmt_cache_held_by(&c, b));
     mr_stmt_cache_hold(ea, NULL);
+    assert_null(mr_stmt_cache_held_by(&c, a));
     mr_stmt_cached *any = mr_stmt_cache_find(&c, b);
     assert_true(any == ea || any == eb);
     mr_stmt_cache_clear(&c);

@@ -78,6 +78,11 @@ mr_stmt_cached *mr_stmt_cache_add(mr_stmt_cache *c, const mr_stmt *st, uint32_t 
 bool mr_stmt_cache_trim(mr_stmt_cache *c, const mr_stmt_cached *keep, uint32_t *evicted);
 /* Forgets e (the caller closed it, or the server said it does not know it). */
 void mr_stmt_cache_remove(mr_stmt_cache *c, mr_stmt_cached *e);
+/* An entry held for st, or NULL. When the client closes st (or resets the
+ * session), each one is closed on the server (COM_STMT_CLOSE: its cursor
+ * and long data go with it) and removed, before mr_stmt_map_close: a hold
+ * must not outlive its statement. */
+mr_stmt_cached *mr_stmt_cache_held_by(const mr_stmt_cache *c, const mr_stmt *st);
 /* Holds e for st (a cursor open on it, long data sent to it) or, st NULL,
  * lets it go. */
 static inline void mr_stmt_cache_hold(mr_stmt_cached *e, const mr_stmt *st) { e->holder = st; }
