@@ -126,10 +126,13 @@ mr_stmt *mr_stmt_map_add(mr_stmt_map *m, const char *text, size_t text_len, cons
         return NULL;
     uint8_t *k = (uint8_t *)(st + 1);
     put_u32(k, (uint32_t)slen);
-    memcpy(k + 4, schema ? schema : "", slen);
+    if (slen)
+        memcpy(k + 4, schema, slen);
     put_u32(k + 4 + slen, (uint32_t)ctx_len);
-    memcpy(k + 8 + slen, ctx, ctx_len);
-    memcpy(k + 8 + slen + ctx_len, text, text_len);
+    if (ctx_len)
+        memcpy(k + 8 + slen, ctx, ctx_len);
+    if (text_len)
+        memcpy(k + 8 + slen + ctx_len, text, text_len);
     st->key = k;
     st->key_len = key_len;
     st->hash = sql_hash64(k, key_len);

@@ -88,8 +88,9 @@ const char *mr_stmt_bulk_types(const uint8_t *p, size_t n, unsigned nparams, mr_
  * 0), they go in with the flag set to 1 and *put is true; the server
  * statement then has them. An execute that binds its own goes as sent
  * (but its id). NULL, else what is wrong (static text; nothing is
- * appended): a malformed execute, or kept types for another count of
- * values or form than this execute sends. */
+ * appended, or out is marked failed when memory ran out): a malformed
+ * execute, or kept types for another count of values or form than this
+ * execute sends, or not exactly that many types. */
 const char *mr_stmt_exec_rewrite(mr_buf *out, const uint8_t *p, size_t n, uint32_t id,
                                  unsigned nparams, unsigned form, const mr_stmt_types *types,
                                  bool *put);
