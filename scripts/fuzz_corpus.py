@@ -230,6 +230,42 @@ def write(target, seeds):
         (d / hashlib.sha1(s).hexdigest()[:16]).write_bytes(s)
 
 
+def write_stmt_pool_seeds(three, qattrs):
+    """fuzz_stmt_rewrite and fuzz_stmt_pool (their layouts are in their
+    opening comments). three and qattrs: execute bodies after the 10-byte
+    head, as fuzz_stmt_execute's seeds."""
+    head = struct.pack("<BIBI", 0x17, 9, 0, 1)
+    types3 = bytes([8, 0, 253, 0, 1, 0])
+    bare3 = head + b"\x04\x00" + three[2 + len(types3):]       # the same values, no types
+    qhead = struct.pack("<BIBI", 0x17, 9, 0x08, 1)
+    qtypes = b"\x08\x00\x00" + b"\xfd\x00\x00" + b"\xfd\x00" + lstr("trace")
+    qbare = qhead + b"\x03\x00\x00" + qattrs[3 + len(qtypes):]  # count, nulls, flag 0, values
+    bulk = bulk_execute(9, [(1, 2), (3, None)], flags=0)
+    bulk = bulk[:7] + bulk[7 + 4:]                                 # no types: flags 0
+    prep_ok = b"\x00" + struct.pack("<IHHBH", 7, 2, 3, 0, 1)
+    write("fuzz_stmt_rewrite", [
+        b"\x03\x00\x06" + types3 + bare3, b"\x03\x00\x06" + types3 + head + three,
+        b"\x02\xc0" + bytes([len(qtypes)]) + qtypes + qbare,
+        b"\x02\x01\x04" + b"\x08\x00\x08\x00" + bulk,
+        b"\x00\x02\x00" + struct.pack("<BIH", 0x18, 9, 1) + b"long data",
+        b"\x01\x02\x00" + struct.pack("<BI", 0x19, 9),
+        b"\x03\x02\x00" + struct.pack("<BII", 0x1c, 9, 100),
+        b"\x00\x03\x00" + prep_ok, b"\x00\x03\x00" + prep_ok[:9],
+    ])
+    # op, argument pairs: prepare "SELECT ?, ?" (2 params), execute with types on
+    # connection 0, long data, execute without types on connection 1, hold,
+    # bulk, close the last, reset the session
+    ex2 = struct.pack("<BI", 0, 1) + b"\x00\x01" + bytes([3, 0, 253, 0]) + struct.pack("<i", 5) + lstr("ab")
+    bare2 = struct.pack("<BI", 0, 1) + b"\x00\x00" + struct.pack("<i", 6) + lstr("cd")
+    bulk2 = struct.pack("<H", 0) + b"\x00" + struct.pack("<i", 1) + b"\x01"
+    write("fuzz_stmt_pool", [
+        b"\x00\x11" + b"\x03" + bytes([len(ex2)]) + ex2 + b"\x02\x04abcd" +
+        b"\x0b" + bytes([len(bare2)]) + bare2 + b"\x0c\x00" + b"\x03" + bytes([len(bare2)]) + bare2 +
+        b"\x07" + bytes([len(bulk2)]) + bulk2 + b"\x01\xff\x06\x00",
+        b"\x00\x00\x00\x01\x00\x02\x00\x03\x00\x04\x03\x00\x0b\x00\x01\x01\x01\x02" * 3,
+    ])
+
+
 def main():
     strings = unit_strings()
     stmts = statements(strings)
@@ -388,7 +424,9 @@ def main():
                                 b"\x02\x82" + qattrs, b"\x02\x82" + b"\x03\x00\x00" + qattrs[17:],
                                 b"\x00\xc0" + attr_only])
 
+    write_stmt_pool_seeds(three, qattrs)
     sql_seeds = pick(stmts, MAX_STATEMENTS)
+
     write("fuzz_sql", [bytes([i % 8]) + s for i, s in enumerate(sql_seeds)])
     write("fuzz_rules_match", [bytes([(i * 37) % 256]) + s for i, s in enumerate(sql_seeds)] +
           [b"\x00SELECT * FROM orders WHERE customer_id = 7",

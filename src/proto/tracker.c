@@ -5,6 +5,8 @@
  */
 #include "myrewrite/proto/tracker.h"
 
+#include "myrewrite/proto/stmt_rewrite.h"
+
 #include <string.h>
 
 struct command_info {
@@ -255,14 +257,14 @@ static mr_track_result prepare_without_metadata(mr_tracker *t, uint16_t params)
 
 static mr_track_result feed_prepare_ok(mr_tracker *t, const uint8_t *p, size_t n, uint32_t len)
 {
-    mr_reader r = {p, n, 0};
-    uint8_t hdr;
-    uint16_t params;
+    mr_prepare_ok ok;
     if (n > 0 && p[0] == 0xff)
         return err_packet(t);
-    if (mr_read_u8(&r, &hdr) || hdr != 0x00 || mr_read_u32(&r, &t->stmt_id) ||
-        mr_read_u16(&r, &t->prep_columns) || mr_read_u16(&r, &params))
+    if (mr_prepare_ok_parse(p, n, &ok) != MR_OK)
         return MR_TRACK_MALFORMED;
+    uint16_t params = ok.params;
+    t->stmt_id = ok.stmt_id;
+    t->prep_columns = ok.columns;
     t->prep_no_metadata = false;
     if (t->optional_metadata && len > 12) {
         if (n <= 12 || p[12] > 1)
