@@ -13,6 +13,7 @@
 
 #include "myrewrite/base/clock.h"
 #include "myrewrite/base/log.h"
+#include "myrewrite/pool/stmt_cache.h"
 
 struct mr_pool_user {
     mr_pool_key key;
@@ -339,6 +340,9 @@ static void close_srv(mr_srv *srv)
         mr_conn_free(srv->conn);
     }
     mr_pool_state_free(&srv->state);
+    if (srv->stmts) /* nothing to close on the server: the connection goes */
+        mr_stmt_cache_clear(srv->stmts);
+    free(srv->stmts);
     free(srv);
 }
 

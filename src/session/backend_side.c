@@ -63,6 +63,7 @@ static void response_done(mr_session *s)
     } else if (ok && (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER)) {
         ss_hooks_prepared_reset(s); /* the server dropped its prepared statements */
         ss_prepared_forget_all(s);
+        ss_pstmt_forget(s);
         memset(&s->track, 0, sizeof s->track); /* and its session state: nothing reported holds */
     }
     if (ok && s->command == MR_COM_RESET_CONNECTION && !s->charset_unsafe)
@@ -74,7 +75,8 @@ static void response_done(mr_session *s)
         s->digest = NULL;
     }
     ss_set_state(s, SS_IDLE);
-    ss_pool_response_done(s, ok); /* pool = transaction: the unit may end here */
+    ss_pstmt_response_done(s, ok); /* pool = transaction: what a statement holds */
+    ss_pool_response_done(s, ok);  /* pool = transaction: the unit may end here */
     if (s->w->draining) {
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
         return;
@@ -412,6 +414,17 @@ void ss_pump_backend(mr_session *s)
             break; /* a hook reads it whole (a watched page's) */
         if (s->pool_view && !f->continuation && pool_reads_whole(hp, h.len, avail - move))
             break; /* maybe an OK whose session state the pool reads: wait for all of it */
+        if (!f->continuation && s->state == SS_RESPONSE && ss_pstmt_answer_due(s)) {
+            if (!in)
+                in = mr_conn_input(s->backend); /* the fresh bytes in: offsets hold */
+            if (!ss_pstmt_prepare_answer(s, in, move, h.len, avail - move))
+                break;         /* a prepare-OK: the session's id goes in once it is all here */
+            first.iov_len = 0; /* the buffer may have been rearranged */
+            copy_head(in, &pos, move, head, got);
+            hp = head;
+            if (!ALIVE(s))
+                return;
+        }
         if (shifted)
             h.seq = ss_auth_shift_to_client(s, in, move, h.seq);
         else if (framed)

@@ -106,6 +106,10 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     stmt_verdict hv = ss_hooks_command(s, cmd, p, n, len); /* say, a prepared memory DELAYED */
     if (hv != STMT_RELAY)
         return hv == STMT_ANSWERED || hv == STMT_WAITING;
+    if (!s->from_client.discard && ss_pstmt_command(s, cmd, p, n, len))
+        return true; /* pool = transaction: answered by the proxy */
+    if (cmd == MR_COM_STMT_PREPARE && ss_pstmt_prepare(s, p, n, len))
+        return true;
     if (n < len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE))
         note_unexamined(s, len);
     if (n == len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE)) {
@@ -128,6 +132,7 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
         }
     }
     mr_tracker_begin(&s->tracker, expect);
+    ss_pstmt_sent(s, cmd);
     if (expect == MR_EXPECT_AUTH)
         ss_auth_client_sent(s); /* COM_CHANGE_USER: the server speaks next */
     if (expect != MR_EXPECT_NONE)
@@ -210,6 +215,8 @@ static bool wants_whole_packet(mr_session *s, const uint8_t *head, uint32_t len)
         return ss_auth_response_due(s);
     if (s->state != SS_IDLE)
         return false;
+    if (ss_pstmt_wants_whole(s, head[0])) /* pool = transaction: ids are the proxy's */
+        return true;
     switch (head[0]) {
     case MR_COM_QUERY:
     case MR_COM_STMT_PREPARE:

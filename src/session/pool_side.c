@@ -220,6 +220,7 @@ static bool replay(mr_session *s, mr_srv *srv)
             return false;
         srv->tracking = false;
         mr_pool_state_clear_vars(&srv->state); /* the reset keeps the schema */
+        ss_pstmt_srv_reset(srv);               /* and drops the prepared statements */
         srv->pool->resets++;
     }
     if (!replay_vars(s, srv))
@@ -367,8 +368,6 @@ void ss_pool_command(mr_session *s, uint8_t cmd)
     s->hint_replay_only = true;
     s->hints_read = cmd == MR_COM_INIT_DB; /* a schema change: the tracker names it */
     s->hint_opaque = false;
-    if (cmd == MR_COM_STMT_CLOSE && s->open_stmts && --s->open_stmts == 0)
-        ss_pool_unpin(s, MR_PIN_PREPARED);
     /* after a reset (the client's, or its own SET of session_track_*): the
      * trackers on again, and what the reset took that is the session's */
     if (!s->srv->tracking && cmd != MR_COM_QUIT && !replay_vars(s, s->srv))
@@ -516,12 +515,8 @@ void ss_pool_response_done(mr_session *s, bool ok)
 {
     if (!s->srv)
         return;
-    if (ok && s->command == MR_COM_STMT_PREPARE) {
-        s->open_stmts++;
-        ss_pool_pin(s, MR_PIN_PREPARED);
-    } else if (ok && (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER)) {
+    if (ok && (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER)) {
         unpin_all(s); /* the server dropped the session's state */
-        s->open_stmts = 0;
         s->last_insert_id = 0;
         free(s->want); /* its trackers are the server's defaults again */
         s->want = NULL;

@@ -96,7 +96,8 @@ static void backend_quit(mr_session *s)
 
 static void close_backend(mr_session *s)
 {
-    ss_pool_session_end(s); /* a borrowed connection goes back to the pool, or is dropped */
+    ss_pool_session_end(s);
+    ss_pstmt_free(s); /* a borrowed connection goes back to the pool, or is dropped */
     if (!s->backend)
         return;
     backend_quit(s);

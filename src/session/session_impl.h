@@ -75,8 +75,8 @@ typedef struct framing {
  * execution names SS_STMT_LAST: the statement prepared last. */
 #define SS_STMT_LAST 0xffffffffu
 #define SS_PRELUDES_MAX                                                                            \
-    6 /* preludes ahead of one command: the pool's (reset, SET, schema,                            \
-        trackers), a claim's, a feature's */
+    8 /* preludes ahead of one command: the pool's (reset, SET, schema,                            \
+        trackers; a statement prepared on demand and its schema), a claim's, a feature's */
 static inline uint32_t ss_stmt_id(const uint8_t *p)
 {
     return (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 24;
@@ -133,7 +133,8 @@ struct mr_session {
     bool authenticated;         /* the backend accepted the login */
     bool skip_locked;           /* the backend supports FOR UPDATE SKIP LOCKED */
     uint8_t prelude_pending;    /* answers to preludes come first (session/prelude.c) ... */
-    const char *prelude_what[SS_PRELUDES_MAX]; /* ... and what each is, oldest first */
+    const char *prelude_what[SS_PRELUDES_MAX]; /* ... and what each is, oldest first, ... */
+    bool prelude_prepare[SS_PRELUDES_MAX];     /* ... answered by a prepare response */
     ss_pnote pnote_next; /* the COM_STMT_PREPARE going out (session/prepared.c) */
     ss_pnote *pnotes;    /* prepared statements the front end acted on (owned) */
     size_t npnotes, pnotes_cap;
@@ -190,7 +191,8 @@ struct mr_session {
     bool hints_read;            /* the command's text was read for them */
     bool hint_opaque;           /* it runs code elsewhere (CALL, EXECUTE) */
     bool found_rows_ends;       /* the found_rows pin ends with this response */
-    uint32_t open_stmts;        /* server-side prepared statements open */
+    struct ss_pstmt *pstmt;     /* its prepared statements (session/pool_stmt.c; owned,
+                                   NULL until the first COM_STMT_PREPARE) */
     mr_pool_state login_state;  /* the login's character set variables (what a reset restores) */
     bool learn_login;           /* the prelude answered next reports them */
     uint64_t last_insert_id;    /* LAST_INSERT_ID() of the session, from its OKs */
@@ -277,6 +279,9 @@ bool ss_prelude_send(mr_session *s, const char *text, size_t len, const char *wh
 /* The same for a command other than COM_QUERY (COM_RESET_CONNECTION,
  * COM_INIT_DB), its argument `len` bytes at data. */
 bool ss_prelude_command(mr_session *s, uint8_t cmd, const char *data, size_t len, const char *what);
+/* A COM_STMT_PREPARE of text (pool = transaction: a statement prepared on
+ * demand, session/pool_stmt.c): its answer is a whole prepare response. */
+bool ss_prelude_prepare(mr_session *s, const char *text, size_t len);
 int ss_prelude_take(mr_session *s, struct evbuffer *in);
 
 /* session/prepared.c: a COM_STMT_PREPARE's response ended (ok: statement
@@ -389,6 +394,30 @@ void ss_pool_unit_end(mr_session *s);
 void ss_pool_session_end(mr_session *s);
 void ss_pool_pin(mr_session *s, mr_pin_reason r);
 void ss_pool_unpin(mr_session *s, mr_pin_reason r);
+/* session/pool_stmt.c: server-side prepared statements over the pool; each
+ * does nothing with pool = session. Is the client's command read whole
+ * (cmd: its first byte); a COM_STMT_PREPARE (p: n of its len bytes) and the
+ * text that goes out for it (a rule's rewrite); a command is sent (a
+ * prepare's answer comes); the first packet of a prepare's answer (payload
+ * len bytes at off of in, avail there; false: wait for more); a statement
+ * command (true: answered, nothing is sent); a packet of the answer to an
+ * on-demand prepare (a mr_track_result); a response ended; the server
+ * dropped the session's statements (its COM_RESET_CONNECTION or
+ * COM_CHANGE_USER); the pool's reset of srv; the session ends. */
+bool ss_pstmt_wants_whole(const mr_session *s, uint8_t cmd);
+bool ss_pstmt_prepare(mr_session *s, const uint8_t *p, size_t n, uint32_t len);
+void ss_pstmt_text(mr_session *s, const char *text, size_t len);
+void ss_pstmt_sent(mr_session *s, uint8_t cmd);
+bool ss_pstmt_prepare_answer(mr_session *s, struct evbuffer *in, size_t off, uint32_t len,
+                             size_t avail);
+bool ss_pstmt_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len);
+int ss_pstmt_prelude_packet(mr_session *s, const uint8_t *p, uint32_t len);
+void ss_pstmt_response_done(mr_session *s, bool ok);
+void ss_pstmt_forget(mr_session *s);
+void ss_pstmt_srv_reset(mr_srv *srv);
+void ss_pstmt_free(mr_session *s);
+bool ss_pstmt_answer_due(const mr_session *s);
+
 /* session/pool_view.c: the OK or EOF just classified (payload `len` bytes at
  * `move` of the backend's input, `avail` there) is replaced by the client's
  * view of it when that differs: true when it was (the bytes before it went

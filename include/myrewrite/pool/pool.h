@@ -119,7 +119,8 @@ typedef struct mr_srv {
     mr_pool_state state;       /* system variables and schema it holds */
     char login[MR_POOL_LOGIN_VARS][64];
     bool login_known;
-    struct mr_srv *prev, *next; /* its user's idle or busy list */
+    struct mr_stmt_cache *stmts; /* the statements prepared on it (owned; NULL: none yet) */
+    struct mr_srv *prev, *next;  /* its user's idle or busy list */
 } mr_srv;
 
 /* A session waiting for a connection (or for room to log in). */
