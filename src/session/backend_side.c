@@ -170,6 +170,7 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
     if (s->zstd_offered)
         offer |= MR_CAP_ZSTD_COMPRESSION;
     mr_greeting_mask_offer(payload, &g, offer);
+    ss_pstmt_greeting(s, payload, &g); /* pool = transaction: no metadata cache */
     s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
     s->ext_caps = g.mariadb_ext_caps & MR_MARIADB_EXT_CAP_RELAYED;
     s->backend_offers_tls = (g.caps & MR_CAP_SSL) != 0;

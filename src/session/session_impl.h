@@ -395,7 +395,8 @@ void ss_pool_session_end(mr_session *s);
 void ss_pool_pin(mr_session *s, mr_pin_reason r);
 void ss_pool_unpin(mr_session *s, mr_pin_reason r);
 /* session/pool_stmt.c: server-side prepared statements over the pool; each
- * does nothing with pool = session. Is the client's command read whole
+ * does nothing with pool = session. The greeting (payload p) the client
+ * gets, masked further; is the client's command read whole
  * (cmd: its first byte); a COM_STMT_PREPARE (p: n of its len bytes) and the
  * text that goes out for it (a rule's rewrite); a command is sent (a
  * prepare's answer comes); the first packet of a prepare's answer (payload
@@ -404,6 +405,7 @@ void ss_pool_unpin(mr_session *s, mr_pin_reason r);
  * on-demand prepare (a mr_track_result); a response ended; the server
  * dropped the session's statements (its COM_RESET_CONNECTION or
  * COM_CHANGE_USER); the pool's reset of srv; the session ends. */
+void ss_pstmt_greeting(const mr_session *s, uint8_t *p, mr_greeting *g);
 bool ss_pstmt_wants_whole(const mr_session *s, uint8_t cmd);
 bool ss_pstmt_prepare(mr_session *s, const uint8_t *p, size_t n, uint32_t len);
 void ss_pstmt_text(mr_session *s, const char *text, size_t len);

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Server-side prepared statements through pool = transaction, without pins.
+
+A proxy of its own with pool = transaction, pool_size = 2, one worker. The
+C client mr_pool_ps_client opens 20 sessions, each prepares three
+statements (parameters of several types; an INSERT whose BLOB comes as
+long data; a SELECT read through a cursor), and runs them in turn, so that
+executes land on server connections that never saw their prepare; it also
+resets and closes statements and prepares them again. What it prints
+through the proxy must be what it prints direct, line for line, and the
+table must hold the same rows. While session 0 holds its cursor open, SHOW
+PINS shows one session pinned for `prepared` (and the other sessions still
+run on the other connection); afterwards nobody is pinned, and the only
+`prepared` pins ever made were the cursors'. With the old behaviour (a
+prepare pins its session) the 20 sessions cannot share 2 connections: the
+third session's command waits out pool_max_wait and gets ERR 1040.
+
+Also, with a raw client: an execute, fetch and reset of an id never
+prepared get the server's ERR 1243 (same code, state and text as direct),
+and an execute of 0xFFFFFFFF (MariaDB: the last prepared) runs the
+session's last statement.
+"""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.dirname(__file__))
+import mrtest as t  # noqa: E402
+import rawproto_lib as rp  # noqa: E402
+
+SESSIONS = 20
+ROUNDS = 4
+CLIENT = os.path.join(os.path.dirname(os.path.abspath(os.environ.get("MR_BIN_REAL", t.BIN))),
+                      "tests", "integration", "mr_pool_ps_client")
+PROXY = t.Proxy("pool_ps", admin=True, workers=1,
+                options={"pool": "transaction", "pool_size": "2", "pool_max_wait": "3s"})
+TABLE = "pool_ps_rows"
+
+
+def reset_table(db):
+    cur = db.cursor()
+    cur.execute("DROP TABLE IF EXISTS %s" % TABLE)
+    cur.execute("CREATE TABLE %s (sess INT, k INT, v VARCHAR(40), b BLOB, "
+                "PRIMARY KEY (sess, k))" % TABLE)
+
+
+def table_rows(db):
+    cur = db.cursor()
+    cur.execute("SELECT sess, k, v, MD5(b) FROM %s ORDER BY sess, k" % TABLE)
+    return cur.fetchall()
+
+
+def run_client(port, hold=None):
+    argv = [CLIENT, t.HOST, str(port), t.USER, t.PASSWORD, t.DB, TABLE, str(SESSIONS),
+            str(ROUNDS)]
+    if not hold:
+        p = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=120)
+        return p.returncode, p.stdout, p.stderr
+    p = subprocess.Popen(argv + ["hold"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, errors="replace")
+    out = []
+    for line in p.stdout:
+        out.append(line)
+        if line == "HOLD\n":
+            hold()
+            p.stdin.write("go\n")
+            p.stdin.flush()
+    p.wait(timeout=120)
+    return p.returncode, "".join(l for l in out if l != "HOLD\n"), p.stderr.read()
+
+
+def pins():
+    return {r["reason"]: (r["pinned_now"], r["pins_total"])
+            for r in PROXY.admin_dicts("SHOW PINS")}
+
+
+def first_difference(a, b):
+    al, bl = a.splitlines(), b.splitlines()
+    for i, (x, y) in enumerate(zip(al, bl)):
+        if x != y:
+            return "line %d: direct %r, pooled %r" % (i + 1, x, y)
+    return "direct %d lines, pooled %d lines" % (len(al), len(bl))
+
+
+def raw_answers(port):
+    """An execute, fetch and reset of an id never prepared; then a prepare and
+    an execute of 0xFFFFFFFF (the last prepared): what each answers."""
+    c = rp.Conn(port)
+    got = []
+    sid = (77).to_bytes(4, "little")
+    for payload, read in ((b"\x17" + sid + b"\x00\x01\x00\x00\x00", c.read_result),
+                          (b"\x1c" + sid + (1).to_bytes(4, "little"), c.read_rows),
+                          (b"\x1a" + sid, c.read_one)):
+        c.send_command(payload)
+        r = read([])
+        got.append((r.kind, r.err))
+    c.send_command(b"\x16SELECT 40 + 2")
+    got.append(c.read_prepare([]).kind)
+    c.send_command(b"\x17\xff\xff\xff\xff\x00\x01\x00\x00\x00")
+    r = c.read_result([])
+    got.append((r.kind, r.rows, r.err))
+    c.close()
+    return got
+
+
+def main():
+    if not os.access(CLIENT, os.X_OK):
+        t.not_ok("mr_pool_ps_client is built", CLIENT)
+        t.done()
+    d = t.direct()
+    reset_table(d)
+    rc, want, err = run_client(t.DIRECT_PORT)
+    t.check(rc == 0 and want.endswith("END\n"), "the client runs direct", err or want[-500:])
+    want_rows = table_rows(d)
+    t.check(len(want_rows) == SESSIONS * ROUNDS, "direct: every row inserted", len(want_rows))
+    reset_table(d)
+    with PROXY:
+        seen = {}
+
+        def during_cursor():
+            seen["pins"] = pins()
+
+        rc, got, err = run_client(PROXY.port, hold=during_cursor)
+        t.check(rc == 0, "the client runs through pool = transaction", err[-500:])
+        t.check(got == want, "every answer through the pool is the direct one (%d lines)"
+                % len(want.splitlines()), first_difference(want, got))
+        t.check(table_rows(d) == want_rows, "the table holds the same rows")
+        during = seen.get("pins", {})
+        t.check(during.get("prepared", (0, 0))[0] == 1,
+                "while session 0's cursor is open it is pinned for prepared", during)
+        after = pins()
+        t.check(after.get("prepared", (1, 0))[0] == 0, "nobody is pinned after", after)
+        # the cursors: session 0's and each other session's (each read to its end)
+        t.check(after.get("prepared", (0, 0))[1] == SESSIONS,
+                "prepared pins were made only for the %d cursors" % SESSIONS, after)
+        others = {k: v for k, v in after.items() if v[1] and k != "prepared"}
+        t.check(not others, "no other pin reason", others)
+        direct_raw = raw_answers(t.DIRECT_PORT)
+        pooled_raw = raw_answers(PROXY.port)
+        t.check(pooled_raw == direct_raw,
+                "unknown ids (execute, fetch, reset) and 0xFFFFFFFF answer as direct",
+                "direct %r\npooled %r" % (direct_raw, pooled_raw))
+    d.cursor().execute("DROP TABLE IF EXISTS %s" % TABLE)
+    t.done()
+
+
+if __name__ == "__main__":
+    main()
