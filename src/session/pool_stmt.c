@@ -48,9 +48,14 @@ struct ss_pstmt {
     mr_stmt_cached *held;      /* held by the command in flight (cursor, reset) */
 };
 
+/* The session's statements are the proxy's (pool = transaction, against
+ * MariaDB: a statement prepared on demand runs in the same write by the id
+ * 0xFFFFFFFF, which MySQL lacks; there a prepare pins the session). */
+static bool pooled(const mr_session *s) { return s->puser && s->pstmt_pooled; }
+
 bool ss_pstmt_wants_whole(const mr_session *s, uint8_t cmd)
 {
-    return s->puser && (cmd == MR_COM_STMT_PREPARE || mr_stmt_cmd_names_id(cmd));
+    return pooled(s) && (cmd == MR_COM_STMT_PREPARE || mr_stmt_cmd_names_id(cmd));
 }
 
 static struct ss_pstmt *pstmt_of(mr_session *s)
@@ -135,8 +140,9 @@ static bool out_of_memory(mr_session *s)
  * statement run on several connections (and shared by sessions) the
  * client may never have got those (its binary rows are then read with
  * other types: measured by t_pool_ps, `? + 1` read as a double). */
-void ss_pstmt_greeting(const mr_session *s, uint8_t *p, mr_greeting *g)
+void ss_pstmt_greeting(mr_session *s, uint8_t *p, mr_greeting *g)
 {
+    s->pstmt_pooled = s->w->pool && g->mariadb;
     if (!s->w->pool || !g->mariadb || !g->ext_caps_off)
         return;
     g->mariadb_ext_caps &= ~(uint32_t)MR_MARIADB_CAP_CACHE_METADATA;
@@ -149,7 +155,9 @@ void ss_pstmt_greeting(const mr_session *s, uint8_t *p, mr_greeting *g)
 
 bool ss_pstmt_prepare(mr_session *s, const uint8_t *p, size_t n, uint32_t len)
 {
-    if (!s->puser)
+    if (s->puser && !s->pstmt_pooled)
+        ss_pool_pin(s, MR_PIN_PREPARED); /* until the session ends or resets */
+    if (!pooled(s))
         return false;
     struct ss_pstmt *ps = pstmt_of(s);
     if (!ps)
@@ -452,7 +460,7 @@ static void close_statement(mr_session *s, struct ss_pstmt *ps, mr_stmt *st, mr_
 
 bool ss_pstmt_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len)
 {
-    if (!s->puser || !mr_stmt_cmd_names_id(cmd))
+    if (!pooled(s) || !mr_stmt_cmd_names_id(cmd))
         return false;
     if (n < 5) {
         ss_send_err(s, 1, MR_ER_MALFORMED_PACKET, "HY000",

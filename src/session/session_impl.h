@@ -191,6 +191,7 @@ struct mr_session {
     bool hints_read;            /* the command's text was read for them */
     bool hint_opaque;           /* it runs code elsewhere (CALL, EXECUTE) */
     bool found_rows_ends;       /* the found_rows pin ends with this response */
+    bool pstmt_pooled;          /* the pool's prepared statements (MariaDB backend) */
     struct ss_pstmt *pstmt;     /* its prepared statements (session/pool_stmt.c; owned,
                                    NULL until the first COM_STMT_PREPARE) */
     mr_pool_state login_state;  /* the login's character set variables (what a reset restores) */
@@ -405,7 +406,7 @@ void ss_pool_unpin(mr_session *s, mr_pin_reason r);
  * on-demand prepare (a mr_track_result); a response ended; the server
  * dropped the session's statements (its COM_RESET_CONNECTION or
  * COM_CHANGE_USER); the pool's reset of srv; the session ends. */
-void ss_pstmt_greeting(const mr_session *s, uint8_t *p, mr_greeting *g);
+void ss_pstmt_greeting(mr_session *s, uint8_t *p, mr_greeting *g);
 bool ss_pstmt_wants_whole(const mr_session *s, uint8_t cmd);
 bool ss_pstmt_prepare(mr_session *s, const uint8_t *p, size_t n, uint32_t len);
 void ss_pstmt_text(mr_session *s, const char *text, size_t len);

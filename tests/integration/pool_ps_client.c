@@ -192,8 +192,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < nsess; i++) {
         sess *x = &ss[i];
         x->db = mysql_init(NULL);
-        if (!mysql_real_connect(x->db, argv[1], argv[3], argv[4], argv[5],
-                                (unsigned)atoi(argv[2]), NULL, 0)) {
+        if (!mysql_real_connect(x->db, argv[1], argv[3], argv[4], argv[5], (unsigned)atoi(argv[2]),
+                                NULL, 0)) {
             printf("connect[%d] ERR %u %s\n", i, mysql_errno(x->db), mysql_error(x->db));
             return 1;
         }
