@@ -87,6 +87,19 @@ static void print_rows(const char *what, int i, MYSQL_STMT *st, int limit)
         stmt_err(what, i, st);
 }
 
+/* Even sessions prepare the same texts (a pooled connection's statement
+ * serves them all), odd ones texts of their own (prepared again on each
+ * connection an execute lands on). */
+static MYSQL_STMT *prepare_calc(MYSQL *db, int i)
+{
+    char sql[300];
+    snprintf(sql, sizeof sql,
+             "SELECT ? + 1 AS a, CONCAT(?, '-x') AS b, ? * 2 AS c, ? IS NULL AS d, "
+             "DATE_ADD(?, INTERVAL 1 DAY) AS e, %d AS f",
+             i % 2 ? i : 0);
+    return prepare(db, sql, i);
+}
+
 static void bind_calc(sess *x, int i)
 {
     MYSQL_BIND b[5];
@@ -197,14 +210,13 @@ int main(int argc, char **argv)
             printf("connect[%d] ERR %u %s\n", i, mysql_errno(x->db), mysql_error(x->db));
             return 1;
         }
-        x->calc = prepare(x->db,
-                          "SELECT ? + 1 AS a, CONCAT(?, '-x') AS b, ? * 2 AS c, ? IS NULL AS d, "
-                          "DATE_ADD(?, INTERVAL 1 DAY) AS e",
-                          i);
-        snprintf(sql, sizeof sql, "INSERT INTO %s (sess, k, v, b) VALUES (?, ?, ?, ?)", argv[6]);
+        x->calc = prepare_calc(x->db, i);
+        snprintf(sql, sizeof sql, "INSERT INTO %s (sess, k, v, b) VALUES (?, ?, ?, ?) /* %d */",
+                 argv[6], i % 2 ? i : 0);
         x->ins = prepare(x->db, sql, i);
         snprintf(sql, sizeof sql,
-                 "SELECT k, v, LENGTH(b), MD5(b) FROM %s WHERE sess = ? ORDER BY k", argv[6]);
+                 "SELECT k, v, LENGTH(b), MD5(b), %d FROM %s WHERE sess = ? ORDER BY k",
+                 i % 2 ? i : 0, argv[6]);
         x->scan = prepare(x->db, sql, i);
         bind_calc(x, i);
     }
@@ -237,10 +249,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nsess; i++) {
         if (mysql_stmt_close(ss[i].calc))
             printf("close[%d] ERR\n", i);
-        ss[i].calc = prepare(ss[i].db,
-                             "SELECT ? + 1 AS a, CONCAT(?, '-x') AS b, ? * 2 AS c, ? IS NULL AS "
-                             "d, DATE_ADD(?, INTERVAL 1 DAY) AS e",
-                             i);
+        ss[i].calc = prepare_calc(ss[i].db, i);
         bind_calc(&ss[i], i);
     }
     for (int i = nsess - 1; i >= 0; i--)

@@ -71,6 +71,12 @@ def run_client(port, hold=None):
     return p.returncode, "".join(l for l in out if l != "HOLD\n"), p.stderr.read()
 
 
+def prepares(db):
+    cur = db.cursor()
+    cur.execute("SHOW GLOBAL STATUS LIKE 'Com_stmt_prepare'")
+    return int(cur.fetchone()[1])
+
+
 def pins():
     return {r["reason"]: (r["pinned_now"], r["pins_total"])
             for r in PROXY.admin_dicts("SHOW PINS")}
@@ -122,7 +128,14 @@ def main():
         def during_cursor():
             seen["pins"] = pins()
 
+        before = prepares(d)
         rc, got, err = run_client(PROXY.port, hold=during_cursor)
+        made = prepares(d) - before
+        client_made = 4 * SESSIONS
+        print("# server prepares: %d for the clients' %d" % (made, client_made))
+        t.check(made > client_made,
+                "statements were prepared again on connections that lacked them",
+                "%d prepares for the clients' %d" % (made, client_made))
         t.check(rc == 0, "the client runs through pool = transaction", err[-500:])
         t.check(got == want, "every answer through the pool is the direct one (%d lines)"
                 % len(want.splitlines()), first_difference(want, got))
