@@ -36,6 +36,11 @@ CLIENT = os.path.join(os.path.dirname(os.path.abspath(os.environ.get("MR_BIN_REA
                       "tests", "integration", "mr_pool_ps_client")
 PROXY = t.Proxy("pool_ps", admin=True, workers=1,
                 options={"pool": "transaction", "pool_size": "2", "pool_max_wait": "3s"})
+# pool_long_data_max under each execute's first long data piece: every
+# insert pins its session from its long data to its execute
+TIGHT = t.Proxy("pool_ps_tight", admin=True, workers=1,
+                options={"pool": "transaction", "pool_size": "2", "pool_max_wait": "3s",
+                         "pool_long_data_max": "200"})
 TABLE = "pool_ps_rows"
 
 
@@ -77,9 +82,9 @@ def prepares(db):
     return int(cur.fetchone()[1])
 
 
-def pins():
+def pins(proxy=PROXY):
     return {r["reason"]: (r["pinned_now"], r["pins_total"])
-            for r in PROXY.admin_dicts("SHOW PINS")}
+            for r in proxy.admin_dicts("SHOW PINS")}
 
 
 def first_difference(a, b):
@@ -155,6 +160,17 @@ def main():
         t.check(pooled_raw == direct_raw,
                 "unknown ids (execute, fetch, reset) and 0xFFFFFFFF answer as direct",
                 "direct %r\npooled %r" % (direct_raw, pooled_raw))
+    reset_table(d)
+    with TIGHT:
+        rc, got, err = run_client(TIGHT.port)
+        t.check(rc == 0 and got == want,
+                "long data past pool_long_data_max: every answer is the direct one",
+                first_difference(want, got) + " " + err[-300:])
+        t.check(table_rows(d) == want_rows, "long data past pool_long_data_max: the same rows")
+        after = pins(TIGHT)
+        t.check(after.get("prepared") == (0, SESSIONS * ROUNDS + SESSIONS),
+                "a prepared pin for each insert's long data past the limit and each cursor, "
+                "none left", after)
     d.cursor().execute("DROP TABLE IF EXISTS %s" % TABLE)
     t.done()
 
