@@ -287,9 +287,24 @@ static void unit_ready(void *arg, mr_srv *srv, bool timed_out)
     ss_pump_client(s);
 }
 
+/* A command packet with no payload has no command byte to wait for: it is
+ * malformed, as command_start says of it on a session with a connection. */
+static bool empty_command(mr_session *s)
+{
+    uint8_t hdr[MR_PKT_HEADER];
+    if (mr_conn_input_length(s->client) < sizeof hdr)
+        return false;
+    evbuffer_copyout(mr_conn_input(s->client), hdr, sizeof hdr);
+    if (hdr[0] | hdr[1] | hdr[2])
+        return false;
+    mr_warn(s->id, "malformed command packet: empty payload");
+    ss_close_after_flush(s, MR_CLOSE_MALFORMED, "malformed command packet");
+    return true;
+}
+
 bool ss_pool_attach(mr_session *s)
 {
-    if (s->pwait || !s->puser || s->state != SS_IDLE)
+    if (s->pwait || !s->puser || s->state != SS_IDLE || empty_command(s))
         return false;
     uint8_t head[MR_PKT_HEADER + 1];
     if (mr_conn_input_length(s->client) < sizeof head)

@@ -34,6 +34,10 @@
 #define ER_UNKNOWN_STMT_HANDLER 1243
 #define ER_STMT_HAS_NO_OPEN_CURSOR 1421
 #define CURSOR_FLAGS 0x07 /* an execute's CURSOR_TYPE_READ_ONLY, FOR_UPDATE, SCROLLABLE */
+/* The status bits of the session rather than of the last answer (in a
+ * transaction, autocommit, NO_BACKSLASH_ESCAPES, read-only transaction):
+ * what an OK of the proxy's own carries. */
+#define SESSION_STATUS 0x2203u
 
 struct ss_pstmt {
     mr_stmt_map map;
@@ -436,7 +440,7 @@ static bool reset(mr_session *s, struct ss_pstmt *ps, mr_stmt *st, mr_stmt_cache
     }
     mr_buf ok; /* nothing of st is on any server: the answer is the proxy's */
     mr_buf_init(&ok);
-    mr_ok_build(&ok, 1, 0, 0, (uint16_t)(s->tracker.status & ~MR_STATUS_MORE_RESULTS), 0);
+    mr_ok_build(&ok, 1, 0, 0, (uint16_t)(s->tracker.status & SESSION_STATUS), 0);
     if (!ok.failed)
         mr_conn_write(s->client, ok.data, ok.len);
     mr_buf_free(&ok);
@@ -491,7 +495,7 @@ bool ss_pstmt_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, ui
     case MR_COM_STMT_FETCH:
         if (!(e = mr_stmt_cache_held_by(c, st))) {
             char msg[120];
-            snprintf(msg, sizeof msg, "The statement (%u) has no open cursor.", id);
+            snprintf(msg, sizeof msg, "The statement (%u) has no open cursor", st->id);
             ss_send_err(s, 1, ER_STMT_HAS_NO_OPEN_CURSOR, "HY000", msg);
             return true;
         }

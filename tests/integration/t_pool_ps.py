@@ -22,6 +22,7 @@ and an execute of 0xFFFFFFFF (MariaDB: the last prepared) runs the
 session's last statement.
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -112,6 +113,21 @@ def raw_answers(port):
     c.send_command(b"\x17\xff\xff\xff\xff\x00\x01\x00\x00\x00")
     r = c.read_result([])
     got.append((r.kind, r.rows, r.err))
+    # a cursor read to its end, a reset (the proxy answers it: the session's
+    # status, not the last fetch's), a fetch without a cursor (the server's
+    # text names its own id: digits left out)
+    c.send_command(b"\x17\xff\xff\xff\xff\x01\x01\x00\x00\x00")
+    r = c.read_result([], cursor=True)
+    got.append((r.kind, r.status))
+    c.send_command(b"\x1c\xff\xff\xff\xff" + (7).to_bytes(4, "little"))
+    r = c.read_rows([])
+    got.append((r.kind, r.rows, r.status))
+    c.send_command(b"\x1a\xff\xff\xff\xff")
+    r = c.read_one([])
+    got.append((r.kind, r.status, r.ok))
+    c.send_command(b"\x1c\xff\xff\xff\xff" + (1).to_bytes(4, "little"))
+    r = c.read_rows([])
+    got.append((r.kind, r.err and (r.err[0], re.sub(r"[0-9]+", "N", r.err[1]))))
     c.close()
     return got
 
