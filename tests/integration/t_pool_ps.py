@@ -132,6 +132,21 @@ def raw_answers(port):
     return got
 
 
+def empty_command_closes(port):
+    """A command packet with no payload on a session holding no server
+    connection (nothing pins it now): closed, as with one."""
+    c = rp.Conn(port)
+    c.query("SELECT 1")  # answered: the connection went back to the pool
+    c.sock.sendall(b"\x00\x00\x00\x00")
+    c.sock.settimeout(3)
+    try:
+        got = c.sock.recv(100)
+    except OSError as e:
+        got = repr(e)
+    c.close()
+    return got
+
+
 def main():
     if not os.access(CLIENT, os.X_OK):
         t.not_ok("mr_pool_ps_client is built", CLIENT)
@@ -171,6 +186,8 @@ def main():
                 "prepared pins were made only for the %d cursors" % SESSIONS, after)
         others = {k: v for k, v in after.items() if v[1] and k != "prepared"}
         t.check(not others, "no other pin reason", others)
+        got = empty_command_closes(PROXY.port)
+        t.check(got == b"", "an empty command packet closes an unattached pooled session", got)
         direct_raw = raw_answers(t.DIRECT_PORT)
         pooled_raw = raw_answers(PROXY.port)
         t.check(pooled_raw == direct_raw,
