@@ -506,22 +506,22 @@ static void idle_event_cb(mr_conn *c, int what, void *arg)
 }
 
 /* Once a second: idle connections past pool_idle_timeout go, keeping
- * pool_min_idle of each key (and a key's last while its sessions live). */
+ * pool_min_idle of each key, and those past pool_max_lifetime (a key's
+ * last while its sessions live stays: only a login makes another). */
 static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
     mr_pool *p = arg;
     (void)fd;
     (void)what;
-    uint64_t limit = p->cfg->pool_idle_timeout_ms * 1000000ull, now = mr_mono_ns();
-    if (!limit)
-        return;
+    uint64_t idle = p->cfg->pool_idle_timeout_ms * 1000000ull, now = mr_mono_ns();
+    uint64_t life = p->cfg->pool_max_lifetime_ms * 1000000ull;
     for (mr_pool_user *u = p->users; u; u = u->next) {
-        mr_srv *s = u->idle;
-        while (s && u->nidle > p->cfg->pool_min_idle) {
-            mr_srv *next = s->next;
-            if (now - s->idle_ns > limit && evictable(s))
+        for (mr_srv *s = u->idle, *next; s; s = next) {
+            next = s->next;
+            bool idle_out = idle && now - s->idle_ns > idle && u->nidle > p->cfg->pool_min_idle;
+            bool old = life && now - s->born_ns > life;
+            if ((idle_out || old) && evictable(s))
                 mr_pool_drop(s);
-            s = next;
         }
     }
 }
