@@ -251,7 +251,7 @@ void ss_pump_client(mr_session *s)
             else
                 mr_conn_relay(s->client, s->backend, take);
             f->remaining -= take;
-            if (mr_conn_pending(s->backend) >= cfg(s)->relay_buffer)
+            if (s->backend && mr_conn_pending(s->backend) >= cfg(s)->relay_buffer)
                 break; /* ss_client_flow pauses reading (see there) */
             continue;
         }
