@@ -151,9 +151,9 @@ struct mr_pool {
     struct event_base *base;
     const mr_config *cfg;
     unsigned worker;
-    unsigned cap;    /* this worker's share of pool_size */
-    unsigned total;  /* server connections, logins included */
-    unsigned logins; /* of which logging in */
+    unsigned cap;           /* this worker's share of pool_size */
+    unsigned total;         /* server connections, logins included */
+    unsigned logins;        /* of which logging in */
     unsigned nclosing;      /* of which closing for a login (counted until the server lets go) */
     unsigned login_waiters; /* logins waiting for room */
     mr_srv *closing;        /* those closing */
