@@ -74,7 +74,8 @@ static void response_done(mr_session *s)
         s->digest = NULL;
     }
     ss_set_state(s, SS_IDLE);
-    ss_pool_response_done(s, ok); /* pool = transaction: the unit may end here */
+    if (s->srv)
+        ss_pool_response_done(s, ok); /* pool = transaction: the unit may end here */
     if (s->w->draining) {
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
         return;

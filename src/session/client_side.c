@@ -90,7 +90,8 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     mr_expect expect = mr_expect_for_command(cmd);
     mr_conn_z_command(s->backend); /* whatever goes out for it, the frames start at 0 */
     s->command = cmd;
-    ss_pool_command(s, cmd);
+    if (s->srv)
+        ss_pool_command(s, cmd);
     mr_client_set_command(&s->slot, cmd);
     s->command_start_ns = mr_mono_ns();
     if (expect == MR_EXPECT_UNSUPPORTED) {
@@ -262,10 +263,10 @@ void ss_pump_client(mr_session *s)
                 break; /* waiting for one, or closed */
             if (!s->backend)
                 continue; /* refused: its packets are dropped */
+            fresh = mr_conn_fresh(s->client, &avail); /* attaching may have read it */
+            if (!fresh)
+                avail = evbuffer_get_length(mr_conn_input(s->client));
         }
-        fresh = mr_conn_fresh(s->client, &avail); /* attaching may have read it */
-        if (!fresh)
-            avail = evbuffer_get_length(mr_conn_input(s->client));
         size_t got = avail < sizeof(head) ? avail : sizeof(head);
         const uint8_t *hp = client_head(s, fresh, head, got);
         mr_pkt_header h;
