@@ -82,6 +82,11 @@ def pin_row(p, reason_re):
     return mine[0] if len(mine) == 1 else None
 
 
+def still_running(p):
+    t.check(p.alive(), "proxy %s is still running" % p.name,
+            p.proc.returncode if p.proc else None)
+
+
 def expect_1040(desc, conn):
     """conn's statement waits about pool_max_wait and gets ERR 1040."""
     secs, err = timed(conn, "SELECT 1")
@@ -183,6 +188,7 @@ def small_pool():
         t.check(series, "/metrics has myrewrite_pool_* series", sorted(series)[:20])
         for c in [a, b] + waiters:
             c.close()
+        still_running(p)
 
 
 def server_thread(conn, tag):
@@ -218,6 +224,7 @@ def check_pinned_connection():
         t.eq("its user variable is intact", ((42,),), t.rows(pinned, "SELECT @pb_x"))
         pinned.close()
         other.close()
+        still_running(p)
 
 
 def pool_user_connections():
@@ -253,6 +260,7 @@ def check_idle_timeout():
             t.eq("a session whose connection was closed still works", ((1,),),
                  t.rows(c, "SELECT 1"))
             c.close()
+        still_running(p)
 
 
 def check_max_lifetime():
@@ -269,6 +277,7 @@ def check_max_lifetime():
                 "pool_max_lifetime 1 s: the old connection (%s) is closed once back idle, the "
                 "next statement runs on another (%s)" % (first, later))
         c.close()
+        still_running(p)
 
 
 def main():
@@ -279,6 +288,7 @@ def main():
             part()
         except (pymysql.err.MySQLError, RuntimeError, OSError) as e:
             t.not_ok("%s ran to its end" % part.__name__, repr(e))
+
     t.done()
 
 
