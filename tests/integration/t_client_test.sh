@@ -65,13 +65,14 @@ restore_globals() {
 globals >"$work/globals.before" || mr_die "cannot read the server's variables"
 trap 'restore_globals; mr_cleanup' EXIT
 proxy_port=$MR_PROXY_PORT
+pooled=0
 if [[ ${MR_POOL:-session} != session ]]; then
-    pool_args=(--set "pool=$MR_POOL")
-    [[ -n ${MR_POOL_SIZE:-} ]] && pool_args+=(--set "pool_size=$MR_POOL_SIZE")
-    mr_free_port proxy_port || mr_die "no free port for the pooled proxy"
+    pooled=1
+    { mr_free_port proxy_port && mr_free_port console_port; } || mr_die "no free port"
+    mr_pool_args pool_args "$console_port"
     mr_start_proxy client_test_pool "$proxy_port" "$MR_DIRECT_PORT" "${pool_args[@]}" \
         || mr_die "cannot start the proxy with pool = $MR_POOL"
-    echo "# through a proxy of its own with ${pool_args[*]}"
+    echo "# through a proxy of its own with pool = $MR_POOL"
 fi
 mr_sql_direct -e "CREATE DATABASE IF NOT EXISTS mct_direct" \
     || mr_die "cannot create the test databases"
@@ -140,6 +141,7 @@ for c in "${failed[@]}"; do
         grep -v '^$\|^#####\|of (1/1)' "$work/proxy/$c.log" | tail -n 5
     fi
 done
+((pooled)) && mr_pool_report "$console_port"
 direct_pass=${#passing[@]}
 proxy_pass=$((direct_pass - ${#lost[@]}))
 

@@ -71,8 +71,6 @@ read_list() { sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$1"; }
 declare -A excluded=() known=()
 while read -r t; do excluded[$t]=1; done < <(read_list "$here/excluded.list")
 pool=${MR_POOL:-session}
-pool_args=(--set "pool=$pool")
-[[ -n ${MR_POOL_SIZE:-} ]] && pool_args+=(--set "pool_size=$MR_POOL_SIZE")
 known_lists=("$here/known.list")
 [[ $pool != session ]] && known_lists+=("$here/known-pool.list")
 for f in "${known_lists[@]}"; do
@@ -96,6 +94,8 @@ trap mr_cleanup EXIT
 mr_free_port dport   # mariadbd "mtrd", for the direct runs
 mr_free_port bport   # mariadbd "mtrp", behind the proxy
 mr_free_port pport   # the proxy
+mr_free_port cport   # its console (SHOW POOLS at the end)
+mr_pool_args pool_args "$cport"
 psock=$MR_TMP/mtr-proxy.sock
 
 # What the suite's default_mysqld.cnf sets and its results depend on; name
@@ -259,6 +259,7 @@ secs=$(($(date +%s) - start))
              "${same_n[$mode]:-0} fail or skip direct as well"
     done
     ((${#bad[@]} > 0)) && echo "mtr: differ from direct: ${bad[*]} (logs in $work/logs)"
+    [[ $pool != session ]] && mr_pool_report "$cport"
     echo "mtr: ${#tests[@]} tests x $(wc -w <<<"$modes") modes in ${secs}s (pool = $pool)," \
          "$( ((${#bad[@]} == 0)) && echo "no difference" || echo "${#bad[@]} differences")"
 } | tee -a "$results_txt"
