@@ -8,6 +8,8 @@ pool_size = 1, one worker, pool_max_wait = 1.5 s (console and HTTP endpoint on):
     about pool_max_wait, not a hang; once A commits, B's next statement works;
   * waiting sessions are served in arrival order: five sessions whose INSERTs arrive
     0.1 s apart while A holds the connection land in that order;
+  * a login needs room under pool_size: while A holds the connection a new client's login
+    waits, and completes once A commits;
   * pins: a user variable, a temporary table, GET_LOCK() each keep the session on its
     connection (another session's statement gets ERR 1040), SHOW PINS counts the reason
     (pinned_now 1), and COM_RESET_CONNECTION unpins (the other session is served,
@@ -150,6 +152,33 @@ def check_order(p, a, waiters):
     t.eq("waiting sessions are served in arrival order", list(range(len(waiters))), got)
 
 
+def check_login_waits(p, a):
+    """A login needs room under pool_size: while A holds the only connection, a new client's
+    login waits, and completes once A commits."""
+    t.rows(a, "START TRANSACTION")
+    t.rows(a, "SELECT 1")
+    out = {}
+
+    def login():
+        t0 = time.monotonic()
+        try:
+            c = p.connect(autocommit=True)
+            out["rows"] = t.rows(c, "SELECT 1")
+            c.close()
+        except pymysql.err.MySQLError as e:
+            out["err"] = e.args
+        out["secs"] = time.monotonic() - t0
+
+    th = threading.Thread(target=login)
+    th.start()
+    time.sleep(0.6)
+    t.check(th.is_alive(), "a login while the pool is full waits for room", out)
+    t.rows(a, "COMMIT")
+    th.join()
+    t.check(out.get("rows") == ((1,),) and out["secs"] < MAX_WAIT,
+            "and completes once A commits (%.2f s)" % out.get("secs", -1), out)
+
+
 def check_pins(p, pinner, other):
     caused = 0
     for what, reason_re, sql in PIN_CASES:
@@ -176,6 +205,7 @@ def small_pool():
         waiters = [p.connect(autocommit=True) for _ in range(5)]
         check_max_wait(p, a, b)
         check_order(p, a, waiters)
+        check_login_waits(p, a)
         timeouts = 1 + check_pins(p, a, b)
         row = pool_row(p)
         t.check(row is not None and int(row["wait_timeouts"]) == timeouts and
