@@ -179,7 +179,7 @@ class Run:
     """One run of the workload against one port."""
 
     def __init__(self, name, port, defaults, seed, clients=CLIENTS, ops=OPS, pinners=PINNERS,
-                 share=1, ignore=None, max_report=8):
+                 share=1, ignore=None, max_report=8, console=None):
         self.name = name
         self.port = port
         self.defaults = defaults
@@ -194,6 +194,9 @@ class Run:
         self.reports = []
         self.kinds = {}
         self.max_report = max_report
+        self.console = console  # a Proxy with a console: what it showed at the first error
+        self.console_seen = None
+        self.pins = None  # its PinSampler
         self.statements = 0
         self.op_counts = {}
         self.conn_ids = []
@@ -213,6 +216,30 @@ class Run:
                                         sess.model.cid, sess.seed, len(sess.history),
                                         sess.history[-6:], what, expected, actual))
 
+    def snapshot(self):
+        """The console's view of the pool, once (at the first error or a statement waiting
+        5 s): why nothing came free."""
+        with self.lock:
+            if self.console is None or self.console_seen is not None:
+                return
+            self.console_seen = ""
+        out = []
+        for sql in ("SHOW POOLS", "SHOW SERVERS", "SHOW PINS"):
+            try:
+                out.append("%s: %s" % (sql, self.console.admin_dicts(sql)))
+            except (pymysql.err.MySQLError, OSError) as e:
+                out.append("%s: %r" % (sql, e))
+        self.console_seen = "\n   ".join(out)
+
+    def watch(self, sessions, done):
+        """Takes the console's snapshot once a statement has waited 5 s (the proxy may not
+        live to the error that follows)."""
+        while not done.wait(0.5):
+            now = time.monotonic()
+            if any(x.since is not None and now - x.since > 5 for x in sessions):
+                self.snapshot()
+                return
+
     def summary(self):
         """The mismatches by kind, most frequent first."""
         return ", ".join("%s: %d" % kv for kv in sorted(self.kinds.items(),
@@ -230,7 +257,15 @@ class Run:
             sessions.append(Session(self, i, conn, lock, hs))
         self.conn_ids = [c.server_thread_id[0] for c, _, _ in conns]
         threads = [threading.Thread(target=s.work) for s in sessions]
+        done = threading.Event()
+        if self.console is not None:
+            threading.Thread(target=self.watch, args=(sessions, done), daemon=True).start()
+            self.pins = PinSampler(self.console, sessions)
+            self.pins.start()
         secs = t.run_threads(threads)
+        done.set()
+        if self.pins is not None:
+            self.pins.stop()
         for c, _, _ in conns:
             c.close()
         return secs
@@ -245,6 +280,7 @@ class Session:
         self.rng = random.Random(self.seed)
         self.model = Model(cid, handshake, run.defaults, conn.server_thread_id[0])
         self.history = []
+        self.since = None  # when its statement now running began
         self.token = False
         self.tag = 0
 
@@ -254,7 +290,9 @@ class Session:
         with self.run.lock:
             self.run.statements += 1
         cur = self.conn.cursor()
+        self.since = time.monotonic()
         cur.execute(stmt, args)
+        self.since = None
         return cur
 
     def reset_connection(self):
@@ -457,6 +495,7 @@ class Session:
             except pymysql.err.MySQLError as e:
                 with self.run.lock:
                     self.run.errors += 1
+                self.run.snapshot()
                 self.run.mismatch(self, "an error", "no error", e.args,
                                   kind="error %s" % (e.args[:1],))
                 break
@@ -500,6 +539,70 @@ class ProcesslistSampler(threading.Thread):
         self.conn.close()
 
 
+class PinSampler(threading.Thread):
+    """The most sessions the proxy's console showed pinned at once (SHOW POOLS' cl_pinned
+    of the test account), every 100 ms until stop(), with SHOW PINS at that moment. The
+    sessions hold a token while they hold pinning state, so a correct pool never shows more
+    pinned sessions than there are tokens: more means a pin that outlived its cause (a
+    reset, a commit) or one the workload gave no cause for."""
+
+    def __init__(self, proxy, sessions):
+        super().__init__(daemon=True)
+        self.proxy = proxy
+        self.by_port = {s.conn._sock.getsockname()[1]: s for s in sessions}
+        self.most = 0
+        self.pins_at_most = None
+        self.holders_at_most = None
+        self.samples = 0
+        self.error = None
+        self.halt = threading.Event()
+
+    def run(self):
+        try:
+            conn = self.proxy.admin()
+        except pymysql.err.MySQLError as e:
+            self.error = e.args
+            return
+        cur = conn.cursor(pymysql.cursors.DictCursor)
+        try:
+            while not self.halt.is_set():
+                cur.execute("SHOW POOLS")
+                pinned = max([int(r["cl_pinned"]) for r in cur.fetchall()
+                              if r["user"] == t.USER] or [0])
+                self.samples += 1
+                if pinned > self.most:
+                    self.most = pinned
+                    cur.execute("SHOW PINS")
+                    self.pins_at_most = [r for r in cur.fetchall() if int(r["pinned_now"])]
+                    self.holders_at_most = self.holders(cur)
+                self.halt.wait(0.1)
+        except (pymysql.err.MySQLError, KeyError) as e:
+            self.error = repr(e)
+        finally:
+            conn.close()
+
+    def holders(self, cur):
+        """Which of the test's sessions hold a server connection now (SHOW SERVERS' session,
+        SHOW CLIENTS' address), each with whether it holds a token, whether a statement of
+        it is running, and its last ops."""
+        cur.execute("SHOW CLIENTS")
+        port_of = {(r["worker"], r["id"]): int(str(r["client"]).rsplit(":", 1)[1])
+                   for r in cur.fetchall()}
+        cur.execute("SHOW SERVERS")
+        out = []
+        for r in cur.fetchall():
+            sess = self.by_port.get(port_of.get((r["worker"], r["session"])))
+            if sess is not None:
+                out.append("client %d (worker %s, session %s): token %s, statement running "
+                           "%s, ops %s" % (sess.model.cid, r["worker"], r["session"], sess.token,
+                                           sess.since is not None, sess.history[-6:]))
+        return out
+
+    def stop(self):
+        self.halt.set()
+        self.join()
+
+
 def workload(name, port, defaults, **kw):
     """Runs the workload once; checks it saw no mismatch and returns the Run."""
     clear_tables()
@@ -513,6 +616,9 @@ def workload(name, port, defaults, **kw):
             "statement (seed %d)" % (name, SEED),
             "%d mismatches (%s), %d errors; the first of each kind:\n   %s" % (
                 r.mismatches, r.summary(), r.errors, "\n   ".join(r.reports)))
+    if r.console_seen:
+        t.log("%s: the console at the first error or 5 s wait:\n   %s" % (name,
+                                                                      r.console_seen))
     if r.share == 1:
         t.eq("%s: the sessions' connection ids are distinct" % name, r.n, len(set(r.conn_ids)))
     return r
@@ -549,17 +655,25 @@ def main():
         workload("pool=session", p.port, defaults)
         t.check(p.alive(), "pool=session: the proxy is still running")
     opts = {"pool": "transaction", "pool_size": POOL_SIZE, "pool_max_wait": "20s"}
-    with t.Proxy("pool_state_tx", options=opts) as p:
+    with t.Proxy("pool_state_tx", options=opts, admin=True) as p:
         time.sleep(0.2)  # the start-up probe's login
         sampler = ProcesslistSampler()
         sampler.start()
-        workload("pool=transaction", p.port, defaults)
+        r = workload("pool=transaction", p.port, defaults, console=p)
         sampler.stop()
         t.check(p.alive(), "pool=transaction: the proxy is still running")
         t.check(sampler.most <= POOL_SIZE,
                 "pool=transaction: the server never held more than pool_size (%d) connections "
                 "of the test account for %d sessions (most seen: %d in %d samples)" % (
                     POOL_SIZE, CLIENTS, sampler.most, sampler.samples))
+        pins = r.pins
+        t.check(pins.error is None and pins.samples > 0 and pins.most <= PINNERS,
+                "pool=transaction: SHOW POOLS never showed more sessions pinned (most: %d in %d "
+                "samples) than hold pinning state (at most %d)" % (pins.most, pins.samples,
+                                                                   PINNERS),
+                pins.error or "SHOW PINS then: %s\n   the sessions on a server connection then:"
+                "\n   %s" % (pins.pins_at_most, "\n   ".join(
+                    pins.holders_at_most or ["(none: SHOW SERVERS named no session of the test)"])))
     t.done()
 
 
