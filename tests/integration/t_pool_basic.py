@@ -38,9 +38,9 @@ COM_RESET_CONNECTION = 0x1F
 MAX_WAIT = 1.5
 POOL_USER, POOL_PASSWORD = "pb_user", "pbpw"
 PIN_CASES = (  # (what the test does, the SHOW PINS reason it looks for, the statement)
-    ("a user variable", r"user|var", "SET @pb_x = 1"),
-    ("a temporary table", r"temp", "CREATE TEMPORARY TABLE test.pb_tmp (i INT)"),
-    ("GET_LOCK()", r"lock", "SELECT GET_LOCK('pb_lock', 0)"),
+    ("a user variable", r"^user_variable$", "SET @pb_x = 1"),
+    ("a temporary table", r"^temporary_table$", "CREATE TEMPORARY TABLE test.pb_tmp (i INT)"),
+    ("GET_LOCK()", r"^lock_function$", "SELECT GET_LOCK('pb_lock', 0)"),
 )
 
 
