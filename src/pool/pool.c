@@ -21,7 +21,7 @@ struct mr_pool_user {
     mr_srv *idle, *busy; /* idle: most recently given back first */
     unsigned nidle, nbusy;
     unsigned sessions, waiting, pinned;
-    uint64_t waits, wait_timeouts, max_wait_us;
+    uint64_t waits, wait_timeouts;
     mr_pool_user *next;
 };
 
@@ -205,6 +205,8 @@ static void wait_unlink(mr_pool_wait *w)
         p->wait_tail = w->prev;
     if (w->user)
         w->user->waiting--;
+    else
+        p->login_waiters--;
 }
 
 /* Counts the wait in the histogram: bucket i holds waits under 1 ms * 4^i. */
@@ -224,8 +226,6 @@ static void wait_done(mr_pool_wait *w, bool timed_out)
     if (w->user) {
         if (timed_out)
             w->user->wait_timeouts++;
-        if (us > w->user->max_wait_us)
-            w->user->max_wait_us = us;
     }
     pthread_mutex_unlock(&p->lock);
     if (w->timer)
@@ -270,6 +270,8 @@ mr_pool_wait *mr_pool_wait_for(mr_pool *p, mr_pool_user *u, mr_pool_ready ready,
     if (u) {
         u->waiting++;
         u->waits++;
+    } else {
+        p->login_waiters++;
     }
     pthread_mutex_unlock(&p->lock);
     return w;
@@ -353,10 +355,65 @@ void mr_pool_drop(mr_srv *srv)
     room_freed(p);
 }
 
-/* Closes one idle connection for a login: false when none is idle. A key's
- * last connection goes only when no other is idle: the login is most
- * likely the same user's (one application, one account), and a login that
- * waited for room could not make it otherwise. */
+/* ---- making room for a login ----
+ *
+ * An idle connection closed for a login still counts until the server has
+ * let it go: the proxy sends COM_QUIT and waits for the server to close the
+ * socket (at most a second), so the login's new connection never makes the
+ * server hold more than pool_size of the proxy's at once. */
+
+static void quit_done(mr_srv *srv)
+{
+    mr_pool *p = srv->pool;
+    pthread_mutex_lock(&p->lock);
+    unlink_srv(srv, &p->closing);
+    p->nclosing--;
+    p->total--;
+    pthread_mutex_unlock(&p->lock);
+    mr_conn_free(srv->conn);
+    mr_pool_state_free(&srv->state);
+    free(srv);
+    room_freed(p);
+}
+
+static void quit_read_cb(mr_conn *c, void *arg)
+{
+    (void)arg;
+    mr_conn_drain(c, mr_conn_input_length(c)); /* whatever it says, it is going */
+}
+
+static void quit_event_cb(mr_conn *c, int what, void *arg)
+{
+    (void)c;
+    (void)what; /* EOF, an error or the second's timeout: gone either way */
+    quit_done(arg);
+}
+
+static const mr_conn_callbacks quit_callbacks = {quit_read_cb, NULL, quit_event_cb};
+
+static void quit_srv(mr_srv *srv)
+{
+    static const uint8_t quit[5] = {1, 0, 0, 0, 0x01}; /* COM_QUIT */
+    mr_pool *p = srv->pool;
+    mr_pool_user *u = srv->user;
+    pthread_mutex_lock(&p->lock);
+    unlink_srv(srv, &u->idle);
+    u->nidle--;
+    push_srv(srv, &p->closing);
+    p->nclosing++;
+    p->evictions++;
+    pthread_mutex_unlock(&p->lock);
+    struct timeval sec = {1, 0};
+    mr_conn_set_callbacks(srv->conn, &quit_callbacks, srv);
+    mr_conn_set_timeout(srv->conn, &sec);
+    mr_conn_write(srv->conn, quit, sizeof quit);
+    mr_conn_read_enable(srv->conn, true);
+}
+
+/* Starts closing one idle connection for a login: false when none is idle.
+ * A key's last connection goes only when no other is idle: the login is
+ * most likely the same user's (one application, one account), and a login
+ * that waited for room could not be made otherwise. */
 static bool evict_one(mr_pool *p)
 {
     for (int pass = 0; pass < 2; pass++)
@@ -365,18 +422,23 @@ static bool evict_one(mr_pool *p)
             for (mr_srv *s = u->idle; s; s = s->next)
                 last = s; /* the one idle longest */
             if (last && (pass == 1 || evictable(last))) {
-                p->evictions++;
-                close_srv(last);
+                quit_srv(last);
                 return true;
             }
         }
     return false;
 }
 
+/* Room is coming for every login already waiting (and one more)? */
+static bool room_coming(const mr_pool *p) { return p->nclosing > p->login_waiters; }
+
 bool mr_pool_login_room(mr_pool *p)
 {
-    if (p->total >= p->cap && !evict_one(p))
-        return false;
+    if (p->total >= p->cap || p->login_waiters) { /* full, or others wait first */
+        if (p->total >= p->cap && !room_coming(p))
+            evict_one(p);
+        return false; /* the caller waits: room_freed answers it in turn */
+    }
     pthread_mutex_lock(&p->lock);
     p->total++;
     p->logins++;
@@ -483,10 +545,8 @@ void mr_pool_give_back(mr_srv *srv, uint64_t session)
         answer(w, srv);
         return;
     }
-    if (first_waiter(p, NULL) && p->total >= p->cap) {
-        p->evictions++;
-        mr_pool_drop(srv); /* a login of another key waits for room */
-    }
+    if (first_waiter(p, NULL) && p->total >= p->cap && !room_coming(p))
+        quit_srv(srv); /* a login waits for room */
 }
 
 /* An idle connection speaks: a server closing it (wait_timeout's ERR, a
@@ -510,22 +570,22 @@ static void idle_event_cb(mr_conn *c, int what, void *arg)
 }
 
 /* Once a second: idle connections past pool_idle_timeout go, keeping
- * pool_min_idle of each key (and a key's last while its sessions live). */
+ * pool_min_idle of each key, and those past pool_max_lifetime (a key's
+ * last while its sessions live stays: only a login makes another). */
 static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
     mr_pool *p = arg;
     (void)fd;
     (void)what;
-    uint64_t limit = p->cfg->pool_idle_timeout_ms * 1000000ull, now = mr_mono_ns();
-    if (!limit)
-        return;
+    uint64_t idle = p->cfg->pool_idle_timeout_ms * 1000000ull, now = mr_mono_ns();
+    uint64_t life = p->cfg->pool_max_lifetime_ms * 1000000ull;
     for (mr_pool_user *u = p->users; u; u = u->next) {
-        mr_srv *s = u->idle;
-        while (s && u->nidle > p->cfg->pool_min_idle) {
-            mr_srv *next = s->next;
-            if (now - s->idle_ns > limit && evictable(s))
+        for (mr_srv *s = u->idle, *next; s; s = next) {
+            next = s->next;
+            bool idle_out = idle && now - s->idle_ns > idle && u->nidle > p->cfg->pool_min_idle;
+            bool old = life && now - s->born_ns > life;
+            if ((idle_out || old) && evictable(s))
                 mr_pool_drop(s);
-            s = next;
         }
     }
 }
@@ -571,6 +631,13 @@ void mr_pool_free(mr_pool *p)
         while (u->busy)
             close_srv(u->busy);
         free(u);
+    }
+    while (p->closing) {
+        mr_srv *s = p->closing;
+        unlink_srv(s, &p->closing);
+        mr_conn_free(s->conn);
+        mr_pool_state_free(&s->state);
+        free(s);
     }
     if (p->sweep)
         event_free(p->sweep);
@@ -634,8 +701,10 @@ bool mr_pool_rows(mr_pool *p, mr_pool_row **rows, size_t *n)
         r->idle += u->nidle;
         r->waits += u->waits;
         r->wait_timeouts += u->wait_timeouts;
-        if (u->max_wait_us > r->max_wait_us)
-            r->max_wait_us = u->max_wait_us;
+        mr_pool_wait *oldest = first_waiter(p, u);
+        uint64_t us = oldest ? (mr_mono_ns() - oldest->since_ns) / 1000 : 0;
+        if (us > r->max_wait_us)
+            r->max_wait_us = us;
     }
     pthread_mutex_unlock(&p->lock);
     return ok;

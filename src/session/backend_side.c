@@ -75,8 +75,10 @@ static void response_done(mr_session *s)
         s->digest = NULL;
     }
     ss_set_state(s, SS_IDLE);
-    ss_pstmt_response_done(s, ok); /* pool = transaction: what a statement holds */
-    ss_pool_response_done(s, ok);  /* pool = transaction: the unit may end here */
+    if (s->srv) {
+        ss_pstmt_response_done(s, ok); /* what a prepared statement holds */
+        ss_pool_response_done(s, ok);  /* pool = transaction: the unit may end here */
+    }
     if (s->w->draining) {
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
         return;
@@ -415,7 +417,7 @@ void ss_pump_backend(mr_session *s)
             break; /* a hook reads it whole (a watched page's) */
         if (s->pool_view && !f->continuation && pool_reads_whole(hp, h.len, avail - move))
             break; /* maybe an OK whose session state the pool reads: wait for all of it */
-        if (!f->continuation && s->state == SS_RESPONSE && ss_pstmt_answer_due(s)) {
+        if (s->pstmt && !f->continuation && s->state == SS_RESPONSE && ss_pstmt_answer_due(s)) {
             if (!in)
                 in = mr_conn_input(s->backend); /* the fresh bytes in: offsets hold */
             if (!ss_pstmt_prepare_answer(s, in, move, h.len, avail - move))

@@ -96,8 +96,7 @@ static void backend_quit(mr_session *s)
 
 static void close_backend(mr_session *s)
 {
-    ss_pool_session_end(s);
-    ss_pstmt_free(s); /* a borrowed connection goes back to the pool, or is dropped */
+    ss_pool_session_end(s); /* a borrowed connection goes back to the pool, or is dropped */
     if (!s->backend)
         return;
     backend_quit(s);
@@ -287,6 +286,7 @@ void ss_free(mr_session *s)
     ss_park_free(s);
     ss_prepared_forget_all(s);
     ss_pool_session_end(s);
+    ss_pstmt_free(s);
     if (s->prev)
         s->prev->next = s->next;
     else

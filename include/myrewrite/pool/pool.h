@@ -134,7 +134,8 @@ typedef struct mr_pool_row {
     char user[96];
     unsigned sessions, waiting, pinned; /* client sessions of the key */
     unsigned active, idle;              /* its server connections */
-    uint64_t waits, wait_timeouts, max_wait_us;
+    uint64_t waits, wait_timeouts;
+    uint64_t max_wait_us; /* how long the oldest session waiting has waited (PgBouncer's maxwait) */
 } mr_pool_row;
 
 /* One server connection, as SHOW SERVERS gives it. */
@@ -151,9 +152,12 @@ struct mr_pool {
     struct event_base *base;
     const mr_config *cfg;
     unsigned worker;
-    unsigned cap;    /* this worker's share of pool_size */
-    unsigned total;  /* server connections, logins included */
-    unsigned logins; /* of which logging in */
+    unsigned cap;           /* this worker's share of pool_size */
+    unsigned total;         /* server connections, logins included */
+    unsigned logins;        /* of which logging in */
+    unsigned nclosing;      /* of which closing for a login (counted until the server lets go) */
+    unsigned login_waiters; /* logins waiting for room */
+    mr_srv *closing;        /* those closing */
     mr_pool_user *users;
     mr_pool_wait *wait_head, *wait_tail; /* FIFO */
     struct event *sweep;                 /* idle timeout and lifetime, once a second */
