@@ -417,6 +417,10 @@ void ss_pump_backend(mr_session *s)
             break; /* a hook reads it whole (a watched page's) */
         if (s->pool_view && !f->continuation && pool_reads_whole(hp, h.len, avail - move))
             break; /* maybe an OK whose session state the pool reads: wait for all of it */
+        bool swap_err = s->pstmt && !f->continuation && s->state == SS_RESPONSE && h.len &&
+                        hp[MR_PKT_HEADER] == 0xff && ss_pstmt_err_due(s);
+        if (swap_err && avail - move < MR_PKT_HEADER + (size_t)h.len)
+            break; /* an ERR the proxy replaces: read whole */
         if (s->pstmt && !f->continuation && s->state == SS_RESPONSE && ss_pstmt_answer_due(s)) {
             if (!in)
                 in = mr_conn_input(s->backend); /* the fresh bytes in: offsets hold */
@@ -446,8 +450,17 @@ void ss_pump_backend(mr_session *s)
             read_session_state(s, in, &first, move, h.len, avail - move);
         if (f->ends_response && s->state == SS_RESPONSE)
             ss_hooks_response_end(s, false); /* before the client has the end and asks */
-        if (changed && s->pool_view &&
-            ss_pool_view(s, &in, &first, move, h.len, h.seq, avail - move)) {
+        if (swap_err) {
+            ss_pstmt_replace_err(s, &in, &first, move, h.len, h.seq);
+            move = 0; /* what came before it went out, and the prepare's ERR */
+            avail = evbuffer_get_length(in);
+            f->remaining = 0;
+            if (f->ends_response && !f->continuation) {
+                complete = true;
+                break;
+            }
+        } else if (changed && s->pool_view &&
+                   ss_pool_view(s, &in, &first, move, h.len, h.seq, avail - move)) {
             move = 0; /* what came before it went out, and its view */
             avail = evbuffer_get_length(in);
             f->remaining = 0;

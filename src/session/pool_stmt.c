@@ -50,6 +50,9 @@ struct ss_pstmt {
     bool ptrack_on;            /* ... is being read */
     mr_stmt_cached *preparing; /* its entry, whose server id that answer gives */
     mr_stmt_cached *held;      /* held by the command in flight (cursor, reset) */
+    uint8_t *prep_err;         /* the ERR that refused an on-demand prepare (owned): the
+                                  client's answer in place of its execute's ERR */
+    uint32_t prep_err_len;
 };
 
 /* The session's statements are the proxy's (pool = transaction, against
@@ -204,8 +207,31 @@ bool ss_pstmt_answer_due(const mr_session *s) { return s->pstmt && s->pstmt->ans
 
 void ss_pstmt_sent(mr_session *s, uint8_t cmd)
 {
-    if (s->pstmt)
-        s->pstmt->answer_due = cmd == MR_COM_STMT_PREPARE;
+    s->pstmt->answer_due = cmd == MR_COM_STMT_PREPARE;
+}
+
+bool ss_pstmt_err_due(const mr_session *s) { return s->pstmt->prep_err != NULL; }
+
+/* The execute after a failed on-demand prepare names 0xFFFFFFFF, which the
+ * server then does not know (ERR 1243): the client gets the prepare's ERR,
+ * what a direct execute of the statement answers (its re-prepare fails the
+ * same way). The ERR is `len` bytes at `off` of *in (or of the fresh bytes
+ * of first), all there. */
+void ss_pstmt_replace_err(mr_session *s, struct evbuffer **in, struct evbuffer_iovec *first,
+                          size_t off, uint32_t len, uint8_t seq)
+{
+    struct ss_pstmt *ps = s->pstmt;
+    if (!*in)
+        *in = mr_conn_input(s->backend); /* the fresh bytes in: offsets hold */
+    first->iov_len = 0;
+    mr_conn_relay(s->backend, s->client, off); /* what came before it */
+    mr_conn_drain(s->backend, MR_PKT_HEADER + (size_t)len);
+    uint32_t n = ps->prep_err_len;
+    uint8_t hdr[MR_PKT_HEADER] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), seq};
+    mr_conn_write(s->client, hdr, sizeof hdr);
+    mr_conn_write(s->client, ps->prep_err, n);
+    free(ps->prep_err);
+    ps->prep_err = NULL;
 }
 
 /* The answer's first packet (payload len bytes at off of in, avail there):
@@ -298,6 +324,11 @@ int ss_pstmt_prelude_packet(mr_session *s, const uint8_t *p, uint32_t len)
             if (len && p[0] == 0xff && mr_err_parse(p, len, &err) == MR_OK)
                 mr_warn(s->id, "preparing a statement again on a pooled connection: %u %.*s",
                         err.code, (int)err.msg_len, err.msg);
+            free(ps->prep_err);
+            ps->prep_err = len && p[0] == 0xff ? malloc(len) : NULL;
+            ps->prep_err_len = ps->prep_err ? len : 0;
+            if (ps->prep_err)
+                memcpy(ps->prep_err, p, len);
             if (ps->held == e)
                 ps->held = NULL;
             mr_stmt_cache_remove(s->srv->stmts, e); /* its execute fails too */
@@ -523,6 +554,8 @@ void ss_pstmt_response_done(mr_session *s, bool ok)
     if (ps->close_id)
         close_on_server(s, ps->close_id);
     ps->close_id = 0;
+    free(ps->prep_err); /* it refused a prepare for a command with no ERR of its own */
+    ps->prep_err = NULL;
     mr_stmt_cached *e = ps->held;
     ps->held = NULL;
     uint16_t st = s->tracker.status;
@@ -566,6 +599,7 @@ void ss_pstmt_free(mr_session *s)
         return;
     mr_stmt_map_free(&s->pstmt->map);
     free(s->pstmt->text);
+    free(s->pstmt->prep_err);
     free(s->pstmt);
     s->pstmt = NULL;
 }

@@ -415,6 +415,12 @@ bool ss_pstmt_prepare_answer(mr_session *s, struct evbuffer *in, size_t off, uin
                              size_t avail);
 bool ss_pstmt_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len);
 int ss_pstmt_prelude_packet(mr_session *s, const uint8_t *p, uint32_t len);
+/* An on-demand prepare failed: the next ERR the client gets is its ERR
+ * (the packet `len` bytes at `off` of the backend's input, all there, is
+ * replaced as ss_pool_view replaces one). */
+bool ss_pstmt_err_due(const mr_session *s);
+void ss_pstmt_replace_err(mr_session *s, struct evbuffer **in, struct evbuffer_iovec *first,
+                          size_t off, uint32_t len, uint8_t seq);
 void ss_pstmt_response_done(mr_session *s, bool ok);
 void ss_pstmt_forget(mr_session *s);
 void ss_pstmt_srv_reset(mr_srv *srv);

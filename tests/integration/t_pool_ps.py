@@ -42,6 +42,9 @@ PROXY = t.Proxy("pool_ps", admin=True, workers=1,
 TIGHT = t.Proxy("pool_ps_tight", admin=True, workers=1,
                 options={"pool": "transaction", "pool_size": "2", "pool_max_wait": "3s",
                          "pool_long_data_max": "200"})
+# one server connection: a second login replaces the first session's
+ONE = t.Proxy("pool_ps_one", workers=1,
+              options={"pool": "transaction", "pool_size": "1", "pool_max_wait": "3s"})
 TABLE = "pool_ps_rows"
 
 
@@ -147,6 +150,25 @@ def empty_command_closes(port):
     return got
 
 
+def gone_table(port, d):
+    """A statement prepared, its table dropped, executed (through ONE: on a
+    server connection that never saw it, after another login took the
+    only one): the answer."""
+    cur = d.cursor()
+    cur.execute("CREATE TABLE IF NOT EXISTS pool_ps_gone (a INT)")
+    a = rp.Conn(port)
+    a.send_command(b"\x16SELECT a FROM pool_ps_gone")
+    prep = a.read_prepare([])
+    cur.execute("DROP TABLE pool_ps_gone")
+    other = rp.Conn(port)
+    other.query("SELECT 1")
+    a.send_command(b"\x17" + prep.stmt_id.to_bytes(4, "little") + b"\x00\x01\x00\x00\x00")
+    r = a.read_result([])
+    a.close()
+    other.close()
+    return r.kind, r.err
+
+
 def main():
     if not os.access(CLIENT, os.X_OK):
         t.not_ok("mr_pool_ps_client is built", CLIENT)
@@ -193,6 +215,12 @@ def main():
         t.check(pooled_raw == direct_raw,
                 "unknown ids (execute, fetch, reset) and 0xFFFFFFFF answer as direct",
                 "direct %r\npooled %r" % (direct_raw, pooled_raw))
+    want_gone = gone_table(t.DIRECT_PORT, d)
+    with ONE:
+        got_gone = gone_table(ONE.port, d)
+    t.check(got_gone == want_gone and want_gone[0] == "err",
+            "an execute whose statement cannot be prepared again gets the prepare's ERR, as "
+            "direct", "direct %r, pooled %r" % (want_gone, got_gone))
     reset_table(d)
     with TIGHT:
         rc, got, err = run_client(TIGHT.port)
