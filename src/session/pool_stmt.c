@@ -79,16 +79,19 @@ static mr_stmt_cache *cache_of(mr_srv *srv, const mr_config *c)
     return srv->stmts;
 }
 
-/* The session variables that change how a statement's text is read: part
- * of its identity (pool/stmt_map.h). */
+/* The session's state that may change how a statement's text is read or
+ * what it does (pool/stmt_map.h's parse context): every variable the
+ * session set, as replayed on the connections it borrows (sql_mode, the
+ * character sets and collations, and whatever else: a variable not named
+ * here could change a DDL's defaults). Sessions in the same state share
+ * their server statements. */
 static void parse_context(const mr_session *s, mr_buf *b)
 {
-    static const char *const names[] = {"sql_mode", "character_set_client", "collation_connection"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const mr_pool_var *v = mr_pool_state_get(&s->pstate, names[i]);
-        if (v)
-            mr_buf_put(b, v->value, strlen(v->value));
-        mr_buf_put(b, ";", 1);
+    for (unsigned i = 0; i < s->pstate.n; i++) {
+        const mr_pool_var *v = &s->pstate.v[i];
+        mr_buf_put(b, v->name, strlen(v->name));
+        mr_buf_put(b, "=", 1);
+        mr_buf_put(b, v->value, strlen(v->value) + 1); /* its NUL ends it */
     }
 }
 
@@ -267,8 +270,15 @@ bool ss_pstmt_prepare_answer(mr_session *s, struct evbuffer *in, size_t off, uin
         return true;
     }
     mr_stmt_id_set(p, st->id);
-    if (mr_stmt_cache_find(c, st) || !mr_stmt_cache_add(c, st, ok.stmt_id))
-        ps->close_id = ok.stmt_id; /* the connection has it already (or no room to note it) */
+    mr_stmt_cached *e = mr_stmt_cache_find(c, st);
+    if (e) { /* the new one replaces it: prepared now, in all of the session's state (a DDL's
+                defaults, the database's character set: what no key names), as direct */
+        ps->close_id = e->server_id;
+        e->server_id = ok.stmt_id;
+        mr_stmt_types_drop(&e->types);
+    } else if (!mr_stmt_cache_add(c, st, ok.stmt_id)) {
+        ps->close_id = ok.stmt_id; /* no room to note it: prepared again when needed */
+    }
     return true;
 }
 
