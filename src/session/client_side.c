@@ -262,7 +262,7 @@ void ss_pump_client(mr_session *s)
             if (!ss_pool_attach(s))
                 break; /* waiting for one, or closed */
             if (!s->backend)
-                continue; /* refused: its packets are dropped */
+                continue;                             /* refused: its packets are dropped */
             fresh = mr_conn_fresh(s->client, &avail); /* attaching may have read it */
             if (!fresh)
                 avail = evbuffer_get_length(mr_conn_input(s->client));

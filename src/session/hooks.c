@@ -128,7 +128,8 @@ stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, si
 {
     if (!ss_send_text(s, cmd, text, len))
         return STMT_CLOSED;
-    if (cmd == MR_COM_QUERY && s->srv) /* what the server runs may pin (a claim's CONNECTION_ID()) */
+    if (cmd == MR_COM_QUERY &&
+        s->srv) /* what the server runs may pin (a claim's CONNECTION_ID()) */
         ss_pool_statement(s, (const char *)text, len, ss_lex_flags(s), false);
     mr_stat_add(&s->w->stats.statements_rewritten, 1);
     return STMT_RELAY;

@@ -482,6 +482,8 @@ void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n)
      * that cannot be replayed, its words have pinned already. */
     if (!changed || (s->hints_read && (s->hint_replay_only || (named && !s->hint_opaque))))
         return;
+    mr_debug(s->id, "pool: a change the trackers do not name (named %d, maybe 0x%x)", named,
+             s->hint_maybe);
     bool any = false;
     for (unsigned r = 0; r < MR_PIN_REASONS && s->hints_read; r++)
         if (s->hint_maybe & MR_HINT(r)) {
