@@ -562,6 +562,8 @@ void ss_pool_unit_end(mr_session *s)
         return; /* reset by the client: its state is the server's defaults, not the
                    session's, until the next command's prelude */
     }
+    if (ss_pool_kill_holds(s))
+        return; /* session/pool_kill.c */
     give_back(s);
 }
 
@@ -575,7 +577,7 @@ void ss_pool_session_end(mr_session *s)
     s->pool_login = false;
     if (s->srv) {
         bool clean = s->state == SS_IDLE && !s->pins && !s->prelude_pending && !s->srv->broken &&
-                     s->srv->tracking;
+                     s->srv->tracking && !ss_pool_kill_holds(s);
         if (clean) {
             give_back(s);
         } else {

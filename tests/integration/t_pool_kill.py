@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""KILL [QUERY | CONNECTION] <the handshake's id> from a second session, as drivers cancel.
+
+With pool = transaction a session keeps the id its handshake gave (the thread
+id of its login's server connection) while its statements run on whatever
+server connection it borrowed, and that login connection may serve another
+session meanwhile. The proxy runs with pool_size 2 and two workers: one
+server connection per worker, made by the latest login on that worker, so
+the sessions below land where the checks need them (asserted on the way, by
+SHOW CLIENTS and information_schema.PROCESSLIST):
+
+- C runs SELECT SLEEP(2) on A's login connection (A idle): B's
+  KILL QUERY <A's id> is answered OK and C's statement is not touched (a
+  relayed KILL would interrupt C);
+- after another login on A's worker closed that connection, A runs
+  SELECT SLEEP(10) on another one: B's KILL QUERY <A's id> interrupts it
+  (ERR 1317 within 2 s; relayed, the server would answer 1094) and A goes
+  on with the same CONNECTION_ID();
+- B's KILL CONNECTION <A's id> while A sleeps closes A's connection (2013);
+- B's KILL CONNECTION <C's id> while C is idle ends C: its next statement
+  gets 2013 or 2006;
+- a number that is no session's is the server's to answer: ERR 1094.
+
+The same checks run direct (the model) and through pool = session (ids are
+the server's, relayed).
+
+Environment: MR_DIRECT_PORT, MR_BIN, MR_TMP (the proxies take free ports).
+"""
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import mrtest as t  # noqa: E402
+
+NO_SESSION = 4000000000  # no server thread has this id yet
+
+
+def worker_of(px, conn):
+    """The worker SHOW CLIENTS gives for conn's session."""
+    port = conn._sock.getsockname()[1]
+    for r in px.admin_dicts("SHOW CLIENTS"):
+        if str(r["client"]).endswith(":%d" % port):
+            return int(r["worker"])
+    return None
+
+
+def open_on(px, worker, spare):
+    """A session on that worker (connections opened on the way are kept in spare)."""
+    for _ in range(4):
+        c = px.connect()
+        if worker_of(px, c) == worker:
+            return c
+        spare.append(c)
+    raise RuntimeError("no session landed on worker %d" % worker)
+
+
+def running_on(watcher, text):
+    """The server thread id running a statement that starts with text (None: none)."""
+    def find():
+        r = t.rows(watcher, "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE %s",
+                   (text + "%",))
+        return r[0][0] if r else None
+    return t.wait_until(find, timeout=5)
+
+
+class Run(threading.Thread):
+    """sql on conn in a thread of its own: result (rows or the error's args), seconds."""
+
+    def __init__(self, conn, sql):
+        super().__init__()
+        self.conn, self.sql = conn, sql
+        self.result = self.seconds = None
+        self.start()
+
+    def run(self):
+        t0 = time.time()
+        try:
+            self.result = t.rows(self.conn, self.sql)
+        except Exception as e:  # pymysql's errors, and a closed connection
+            self.result = e.args
+        self.seconds = time.time() - t0
+
+
+def err_code(result):
+    return result[0] if result and isinstance(result[0], int) else None
+
+
+def check_idle_target(name, a, b, c, px):
+    """C runs on A's login connection (pool): KILL QUERY <A's id> must not touch it."""
+    run = Run(c, "SELECT SLEEP(2)")
+    tid = running_on(b, "SELECT SLEEP(2)")
+    if px:
+        t.eq("%s: C's statement runs on A's login connection" % name, a.thread_id(), tid)
+    t.eq("%s: KILL QUERY <A's id> while A is idle: OK" % name, None,
+         t.try_sql(b, "KILL QUERY %d" % a.thread_id()))
+    run.join()
+    t.eq("%s: C's SLEEP(2) ran whole, not interrupted" % name, ((0,),), run.result)
+    t.check(run.seconds >= 1.8, "%s: C slept its 2 s" % name, run.seconds)
+    t.eq("%s: A still answers" % name, ((1,),), t.rows(a, "SELECT 1"))
+
+
+def check_busy_target(name, a, b):
+    """A sleeps: KILL QUERY <A's id> interrupts it wherever it runs."""
+    run = Run(a, "SELECT SLEEP(10)")
+    tid = running_on(b, "SELECT SLEEP(10)")
+    t.check(tid is not None, "%s: A's SLEEP(10) is running" % name)
+    t0 = time.time()
+    t.eq("%s: KILL QUERY <A's id> while A runs: OK" % name, None,
+         t.try_sql(b, "KILL QUERY %d" % a.thread_id()))
+    run.join(12)
+    t.eq("%s: A's statement got ERR 1317" % name, 1317, err_code(run.result))
+    t.check(time.time() - t0 < 2, "%s: within 2 s of the KILL" % name, time.time() - t0)
+    t.eq("%s: A goes on with its own CONNECTION_ID()" % name, ((a.thread_id(),),),
+         t.rows(a, "SELECT CONNECTION_ID()"))
+    return tid
+
+
+def check_kill_connection_busy(name, a, b):
+    run = Run(a, "SELECT SLEEP(10)")
+    t.check(running_on(b, "SELECT SLEEP(10)") is not None, "%s: A sleeps again" % name)
+    t0 = time.time()
+    t.eq("%s: KILL CONNECTION <A's id> while A runs: OK" % name, None,
+         t.try_sql(b, "KILL CONNECTION %d" % a.thread_id()))
+    run.join(12)
+    t.eq("%s: A's connection closed mid-statement (2013)" % name, 2013, err_code(run.result))
+    t.check(time.time() - t0 < 2, "%s: within 2 s of the KILL" % name, time.time() - t0)
+
+
+def check_kill_connection_idle(name, c, b):
+    t.eq("%s: KILL CONNECTION <C's id> while C is idle: OK" % name, None,
+         t.try_sql(b, "KILL CONNECTION %d" % c.thread_id()))
+    time.sleep(0.2)
+    got = t.try_sql(c, "SELECT 1")
+    t.check(got and got[0] in (2013, 2006), "%s: C's next statement: connection gone" % name,
+            got)
+
+
+def check_unknown(name, b):
+    got = t.try_sql(b, "KILL QUERY %d" % NO_SESSION)
+    t.eq("%s: KILL QUERY of no session: the server's ERR 1094" % name,
+         (1094, "Unknown thread id: %d" % NO_SESSION), got)
+
+
+def scenario(name, port=None, px=None):
+    """px: the pool = transaction proxy whose sessions are placed by worker."""
+    spare = []
+    try:
+        if px:
+            b = open_on(px, 1, spare)
+            c = open_on(px, 0, spare)
+            a = open_on(px, 0, spare)  # its login closes C's: C then runs on A's
+        else:
+            b, c, a = (t.connect(port) for _ in range(3))
+        check_idle_target(name, a, b, c, px)
+        if px:
+            spare.append(open_on(px, 0, spare))  # its login closes A's login connection
+        tid = check_busy_target(name, a, b)
+        if px:
+            t.check(tid != a.thread_id(), "%s: A's SLEEP ran on another server connection"
+                    % name, tid)
+        else:
+            t.eq("%s: A's SLEEP ran on its own connection" % name, a.thread_id(), tid)
+        check_kill_connection_busy(name, a, b)
+        check_kill_connection_idle(name, c, b)
+        check_unknown(name, b)
+        t.eq("%s: B still answers" % name, ((1,),), t.rows(b, "SELECT 1"))
+    finally:
+        for x in spare:
+            x.close()
+
+
+def main():
+    scenario("direct", port=t.DIRECT_PORT)
+    if t.DIRECT_ONLY:
+        t.done()
+    with t.Proxy("pool_kill", options={"pool": "transaction", "pool_size": 2},
+                 workers=2, admin=True) as px:
+        scenario("pool = transaction", px=px)
+        px.wait_log(r"ended by KILL CONNECTION from another session")
+    with t.Proxy("pool_kill_session", options={"pool": "session"}, workers=2) as px:
+        scenario("pool = session", port=px.port)
+    t.done()
+
+
+main()
