@@ -10,7 +10,7 @@ server connection per worker, made by the latest login on that worker, so
 the sessions below land where the checks need them (asserted on the way, by
 SHOW CLIENTS and information_schema.PROCESSLIST):
 
-- C runs SELECT SLEEP(2) on A's login connection (A idle): B's
+- C runs SELECT SLEEP(1) on A's login connection (A idle): B's
   KILL QUERY <A's id> is answered OK and C's statement is not touched (a
   relayed KILL would interrupt C);
 - after another login on A's worker closed that connection, A runs
@@ -20,7 +20,11 @@ SHOW CLIENTS and information_schema.PROCESSLIST):
 - B's KILL CONNECTION <A's id> while A sleeps closes A's connection (2013);
 - B's KILL CONNECTION <C's id> while C is idle ends C: its next statement
   gets 2013 or 2006;
-- a number that is no session's is the server's to answer: ERR 1094.
+- a number that is no session's is the server's to answer: ERR 1094;
+- a storm: A and C take turns on that one connection, each running
+  SELECT SLEEP(0.01) in a loop, while B sends KILL QUERY <A's id> every
+  5 ms: some of A's statements are interrupted, none of C's (a KILL sent
+  for A's statement keeps A on its connection until the KILL is answered).
 
 The same checks run direct (the model) and through pool = session (ids are
 the server's, relayed).
@@ -90,15 +94,15 @@ def err_code(result):
 
 def check_idle_target(name, a, b, c, px):
     """C runs on A's login connection (pool): KILL QUERY <A's id> must not touch it."""
-    run = Run(c, "SELECT SLEEP(2)")
-    tid = running_on(b, "SELECT SLEEP(2)")
+    run = Run(c, "SELECT SLEEP(1)")
+    tid = running_on(b, "SELECT SLEEP(1)")
     if px:
         t.eq("%s: C's statement runs on A's login connection" % name, a.thread_id(), tid)
     t.eq("%s: KILL QUERY <A's id> while A is idle: OK" % name, None,
          t.try_sql(b, "KILL QUERY %d" % a.thread_id()))
     run.join()
-    t.eq("%s: C's SLEEP(2) ran whole, not interrupted" % name, ((0,),), run.result)
-    t.check(run.seconds >= 1.8, "%s: C slept its 2 s" % name, run.seconds)
+    t.eq("%s: C's SLEEP(1) ran whole, not interrupted" % name, ((0,),), run.result)
+    t.check(run.seconds >= 0.9, "%s: C slept its 1 s" % name, run.seconds)
     t.eq("%s: A still answers" % name, ((1,),), t.rows(a, "SELECT 1"))
 
 
@@ -116,6 +120,61 @@ def check_busy_target(name, a, b):
     t.eq("%s: A goes on with its own CONNECTION_ID()" % name, ((a.thread_id(),),),
          t.rows(a, "SELECT CONNECTION_ID()"))
     return tid
+
+
+class Loop(threading.Thread):
+    """SELECT SLEEP(0.01) on conn until stop is set: how many ran whole, how many were
+    interrupted (ERR 1317, or SLEEP() returning 1: a KILL QUERY at its very end), others."""
+
+    def __init__(self, conn, stop):
+        super().__init__()
+        self.conn, self.stop = conn, stop
+        self.whole = self.killed = 0
+        self.other = []
+        self.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                got = t.rows(self.conn, "SELECT SLEEP(0.01)")
+                if got == ((0,),):
+                    self.whole += 1
+                elif got == ((1,),):
+                    self.killed += 1
+                else:
+                    self.other.append(got)
+            except Exception as e:
+                if e.args and e.args[0] == 1317:
+                    self.killed += 1
+                else:
+                    self.other.append(e.args)
+                    return
+
+
+def check_kill_storm(name, a, b, c):
+    """A and C take turns on one server connection (pool); B cancels A's statements, one KILL
+    QUERY every 5 ms for 1.5 s: some of A's are interrupted, none of C's."""
+    stop = threading.Event()
+    la, lc = Loop(a, stop), Loop(c, stop)
+    end = time.time() + 1.5
+    kills = 0
+    while time.time() < end:
+        got = t.try_sql(b, "KILL QUERY %d" % a.thread_id())
+        if got is not None:
+            t.not_ok("%s: storm: KILL QUERY <A's id> answered" % name, got)
+            break
+        kills += 1
+        time.sleep(0.005)
+    stop.set()
+    la.join(5)
+    lc.join(5)
+    t.log("%s: storm: %d KILLs; A: %d whole, %d interrupted; C: %d whole, %d interrupted"
+          % (name, kills, la.whole, la.killed, lc.whole, lc.killed))
+    t.check(la.killed > 0 and not la.other, "%s: storm: A's statements were interrupted" % name,
+            (la.killed, la.other))
+    t.check(lc.whole > 0 and lc.killed == 0 and not lc.other,
+            "%s: storm: none of C's statements was touched" % name,
+            (lc.whole, lc.killed, lc.other))
 
 
 def check_kill_connection_busy(name, a, b):
@@ -155,6 +214,7 @@ def scenario(name, port=None, px=None):
         else:
             b, c, a = (t.connect(port) for _ in range(3))
         check_idle_target(name, a, b, c, px)
+        check_kill_storm(name, a, b, c)
         if px:
             spare.append(open_on(px, 0, spare))  # its login closes A's login connection
         tid = check_busy_target(name, a, b)
