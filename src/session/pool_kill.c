@@ -75,9 +75,9 @@ static bool release(mr_client_slot *slot, void *arg)
 static stmt_verdict send_kill(mr_session *s, const char *sql, size_t len, const mr_pool_kill *k,
                               const kill_find *f, unsigned worker)
 {
-    mr_info(s->id, "KILL %s %u is session %llu's: sent for its server connection %u",
-            k->connection ? "CONNECTION" : "QUERY", k->id, (unsigned long long)f->session,
-            f->backend);
+    mr_debug(s->id, "KILL %s %u is session %llu's: sent for its server connection %u",
+             k->connection ? "CONNECTION" : "QUERY", k->id, (unsigned long long)f->session,
+             f->backend);
     s->kill_target = f->session;
     s->kill_worker = worker;
     mr_buf b;
@@ -105,9 +105,9 @@ static stmt_verdict answer(mr_session *s, const mr_pool_kill *k, const kill_find
         snprintf(msg, sizeof msg, "You are not owner of thread %u", k->id);
         ss_send_err(s, 1, ER_KILL_DENIED, "HY000", msg);
     } else {
-        mr_info(s->id, "KILL %s %u is session %llu's, which runs nothing: %s",
-                k->connection ? "CONNECTION" : "QUERY", k->id, (unsigned long long)f->session,
-                k->connection ? "it ends" : "answered OK");
+        mr_debug(s->id, "KILL %s %u is session %llu's, which runs nothing: %s",
+                 k->connection ? "CONNECTION" : "QUERY", k->id, (unsigned long long)f->session,
+                 k->connection ? "it ends" : "answered OK");
         s->fs.ops->send_ok(&s->fs, 0, 0);
     }
     s->from_client.discard = true;

@@ -21,10 +21,14 @@ SHOW CLIENTS and information_schema.PROCESSLIST):
 - B's KILL CONNECTION <C's id> while C is idle ends C: its next statement
   gets 2013 or 2006;
 - a number that is no session's is the server's to answer: ERR 1094;
-- a storm: A and C take turns on that one connection, each running
-  SELECT SLEEP(0.01) in a loop, while B sends KILL QUERY <A's id> every
-  5 ms: some of A's statements are interrupted, none of C's (a KILL sent
-  for A's statement keeps A on its connection until the KILL is answered).
+- a storm (before the checks above that close A's login connection): A
+  and C take turns on that one connection, A running SELECT 1 and C
+  SELECT SLEEP(0.01) in loops, while B sends KILL QUERY <A's id> back to
+  back for 1.5 s: none of C's statements is interrupted. A KILL read while
+  A runs reaches the server after A's statement ended, often, and would
+  find C's statement there; the target keeps its connection until the
+  KILL is answered (with that hold taken out, 39 and 14 of C's ~140
+  statements got ERR 1317 in two runs).
 
 The same checks run direct (the model) and through pool = session (ids are
 the server's, relayed).
@@ -123,12 +127,12 @@ def check_busy_target(name, a, b):
 
 
 class Loop(threading.Thread):
-    """SELECT SLEEP(0.01) on conn until stop is set: how many ran whole, how many were
-    interrupted (ERR 1317, or SLEEP() returning 1: a KILL QUERY at its very end), others."""
+    """sql on conn until stop is set: how many answers were `whole`, how many were
+    interrupted (ERR 1317), and anything else."""
 
-    def __init__(self, conn, stop):
+    def __init__(self, conn, sql, whole, stop):
         super().__init__()
-        self.conn, self.stop = conn, stop
+        self.conn, self.sql, self.want, self.stop = conn, sql, whole, stop
         self.whole = self.killed = 0
         self.other = []
         self.start()
@@ -136,11 +140,9 @@ class Loop(threading.Thread):
     def run(self):
         while not self.stop.is_set():
             try:
-                got = t.rows(self.conn, "SELECT SLEEP(0.01)")
-                if got == ((0,),):
+                got = t.rows(self.conn, self.sql)
+                if got == self.want:
                     self.whole += 1
-                elif got == ((1,),):
-                    self.killed += 1
                 else:
                     self.other.append(got)
             except Exception as e:
@@ -152,10 +154,13 @@ class Loop(threading.Thread):
 
 
 def check_kill_storm(name, a, b, c):
-    """A and C take turns on one server connection (pool); B cancels A's statements, one KILL
-    QUERY every 5 ms for 1.5 s: some of A's are interrupted, none of C's."""
+    """A and C take turns on one server connection (pool): A runs short statements, C
+    SELECT SLEEP(0.01), while B sends KILL QUERY <A's id> back to back for 1.5 s. A KILL
+    read while A runs that reaches the server after A's statement ended would find C's
+    there; none of C's statements may be interrupted."""
     stop = threading.Event()
-    la, lc = Loop(a, stop), Loop(c, stop)
+    la = Loop(a, "SELECT 1", ((1,),), stop)
+    lc = Loop(c, "SELECT SLEEP(0.01)", ((0,),), stop)
     end = time.time() + 1.5
     kills = 0
     while time.time() < end:
@@ -164,14 +169,13 @@ def check_kill_storm(name, a, b, c):
             t.not_ok("%s: storm: KILL QUERY <A's id> answered" % name, got)
             break
         kills += 1
-        time.sleep(0.005)
     stop.set()
     la.join(5)
     lc.join(5)
     t.log("%s: storm: %d KILLs; A: %d whole, %d interrupted; C: %d whole, %d interrupted"
           % (name, kills, la.whole, la.killed, lc.whole, lc.killed))
-    t.check(la.killed > 0 and not la.other, "%s: storm: A's statements were interrupted" % name,
-            (la.killed, la.other))
+    t.check(la.whole > 0 and not la.other, "%s: storm: A went on" % name,
+            (la.whole, la.other))
     t.check(lc.whole > 0 and lc.killed == 0 and not lc.other,
             "%s: storm: none of C's statements was touched" % name,
             (lc.whole, lc.killed, lc.other))
