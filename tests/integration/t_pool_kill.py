@@ -21,6 +21,10 @@ SHOW CLIENTS and information_schema.PROCESSLIST):
 - B's KILL CONNECTION <C's id> while C is idle ends C: its next statement
   gets 2013 or 2006;
 - a number that is no session's is the server's to answer: ERR 1094;
+- another account without privileges gets ERR 1095 for B's id, with B's
+  number in the message when B runs nothing (the proxy's answer), and B's
+  statement is not touched when it runs (a proxy of its own, pool_size 4:
+  a connection of each account per worker);
 - a storm (before the checks above that close A's login connection): A
   and C take turns on that one connection, A running SELECT 1 and C
   SELECT SLEEP(0.01) in loops, while B sends KILL QUERY <A's id> back to
@@ -207,6 +211,29 @@ def check_unknown(name, b):
          (1094, "Unknown thread id: %d" % NO_SESSION), got)
 
 
+def check_not_owner(name, port):
+    """Another account (no privilege) may not kill B's statement: the server's ERR 1095,
+    from the proxy when B runs nothing."""
+    b = t.connect(port)
+    d = t.connect(port, user="pk_other", password="pk_pw", database=None)
+    try:
+        t.eq("%s: another user's KILL QUERY <B's id>, B idle: ERR 1095" % name,
+             (1095, "You are not owner of thread %d" % b.thread_id()),
+             t.try_sql(d, "KILL QUERY %d" % b.thread_id()))
+        run = Run(b, "SELECT SLEEP(1)")
+        got = t.try_sql(d, "KILL QUERY %d" % b.thread_id())
+        run.join()
+        t.eq("%s: another user's KILL QUERY <B's id>, B busy: ERR 1095" % name, 1095,
+             err_code(got))
+        t.eq("%s: B's statement ran whole" % name, ((0,),), run.result)
+        t.eq("%s: another user's KILL CONNECTION <B's id>: ERR 1095" % name, 1095,
+             err_code(t.try_sql(d, "KILL CONNECTION %d" % b.thread_id())))
+        t.eq("%s: B still answers after it" % name, ((1,),), t.rows(b, "SELECT 1"))
+    finally:
+        d.close()
+        b.close()
+
+
 def scenario(name, port=None, px=None):
     """px: the pool = transaction proxy whose sessions are placed by worker."""
     spare = []
@@ -237,15 +264,23 @@ def scenario(name, port=None, px=None):
 
 
 def main():
+    t.root_query("CREATE USER IF NOT EXISTS 'pk_other'@'%' IDENTIFIED BY 'pk_pw'")
     scenario("direct", port=t.DIRECT_PORT)
+    check_not_owner("direct", t.DIRECT_PORT)
     if t.DIRECT_ONLY:
         t.done()
     with t.Proxy("pool_kill", options={"pool": "transaction", "pool_size": 2},
                  workers=2, admin=True) as px:
         scenario("pool = transaction", px=px)
         px.wait_log(r"ended by KILL CONNECTION from another session")
+    # two accounts: a connection of each per worker (with one per worker, a login of one
+    # account closes the other's)
+    with t.Proxy("pool_kill_users", options={"pool": "transaction", "pool_size": 4},
+                 workers=2) as px:
+        check_not_owner("pool = transaction", px.port)
     with t.Proxy("pool_kill_session", options={"pool": "session"}, workers=2) as px:
         scenario("pool = session", port=px.port)
+        check_not_owner("pool = session", px.port)
     t.done()
 
 
