@@ -140,6 +140,17 @@ bool ss_pool_kill(mr_session *s, uint8_t cmd, const char *sql, size_t len, unsig
     return true;
 }
 
+bool ss_pool_process_kill(mr_session *s, const uint8_t *p, uint32_t len, stmt_verdict *v)
+{
+    if (!s->w->pool || len != 5) /* COM_PROCESS_KILL is its byte and a 4-byte id */
+        return false;
+    char text[24];
+    uint32_t id =
+        (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 24;
+    int n = snprintf(text, sizeof text, "KILL %u", id);
+    return ss_pool_kill(s, MR_COM_QUERY, text, (size_t)n, 0, v);
+}
+
 void ss_pool_kill_done(mr_session *s)
 {
     if (!s->kill_target)

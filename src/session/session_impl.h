@@ -407,6 +407,9 @@ bool ss_pool_view(mr_session *s, struct evbuffer **in, struct evbuffer_iovec *fi
  * (the connection stays). */
 bool ss_pool_kill(mr_session *s, uint8_t cmd, const char *sql, size_t len, unsigned lex_flags,
                   stmt_verdict *v);
+/* COM_PROCESS_KILL (payload p, len bytes) is KILL CONNECTION: the same, as
+ * the text `KILL <id>` when its id is a session's. */
+bool ss_pool_process_kill(mr_session *s, const uint8_t *p, uint32_t len, stmt_verdict *v);
 void ss_pool_kill_done(mr_session *s);
 bool ss_pool_kill_holds(mr_session *s);
 

@@ -21,6 +21,8 @@ SHOW CLIENTS and information_schema.PROCESSLIST):
 - B's KILL CONNECTION <C's id> while C is idle ends C: its next statement
   gets 2013 or 2006;
 - a number that is no session's is the server's to answer: ERR 1094;
+- COM_PROCESS_KILL (pymysql's kill(): KILL CONNECTION) of an idle
+  session ends it, of a running one closes its connection;
 - another account without privileges gets ERR 1095 for B's id, with B's
   number in the message when B runs nothing (the proxy's answer), and B's
   statement is not touched when it runs (a proxy of its own, pool_size 4:
@@ -205,6 +207,24 @@ def check_kill_connection_idle(name, c, b):
             got)
 
 
+def try_kill(conn, thread_id):
+    """COM_PROCESS_KILL (pymysql's kill()): None when OK, else the error's args."""
+    try:
+        conn.kill(thread_id)
+        return None
+    except Exception as e:
+        return e.args
+
+
+def check_process_kill_idle(name, e, b):
+    t.eq("%s: COM_PROCESS_KILL <E's id> while E is idle: OK" % name, None,
+         try_kill(b, e.thread_id()))
+    time.sleep(0.2)
+    got = t.try_sql(e, "SELECT 1")
+    t.check(got and got[0] in (2013, 2006), "%s: E's next statement: connection gone" % name,
+            got)
+
+
 def check_unknown(name, b):
     got = t.try_sql(b, "KILL QUERY %d" % NO_SESSION)
     t.eq("%s: KILL QUERY of no session: the server's ERR 1094" % name,
@@ -229,6 +249,19 @@ def check_not_owner(name, port):
         t.eq("%s: another user's KILL CONNECTION <B's id>: ERR 1095" % name, 1095,
              err_code(t.try_sql(d, "KILL CONNECTION %d" % b.thread_id())))
         t.eq("%s: B still answers after it" % name, ((1,),), t.rows(b, "SELECT 1"))
+        f = t.connect(port)
+        try:
+            run = Run(b, "SELECT SLEEP(10)")
+            t.check(running_on(f, "SELECT SLEEP(10)") is not None, "%s: B sleeps" % name)
+            t0 = time.time()
+            t.eq("%s: COM_PROCESS_KILL <B's id> from its own account while B runs: OK" % name,
+                 None, try_kill(f, b.thread_id()))
+            run.join(12)
+            t.eq("%s: B's connection closed mid-statement (2013)" % name, 2013,
+                 err_code(run.result))
+            t.check(time.time() - t0 < 2, "%s: within 2 s of the kill" % name, time.time() - t0)
+        finally:
+            f.close()
     finally:
         d.close()
         b.close()
@@ -257,6 +290,8 @@ def scenario(name, port=None, px=None):
         check_kill_connection_busy(name, a, b)
         check_kill_connection_idle(name, c, b)
         check_unknown(name, b)
+        e = spare[-1] if px else t.connect(port)  # px: idle on A's worker, its connection gone
+        check_process_kill_idle(name, e, b)
         t.eq("%s: B still answers" % name, ((1,),), t.rows(b, "SELECT 1"))
     finally:
         for x in spare:
