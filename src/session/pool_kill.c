@@ -145,9 +145,7 @@ bool ss_pool_process_kill(mr_session *s, const uint8_t *p, uint32_t len, stmt_ve
     if (!s->w->pool || len != 5) /* COM_PROCESS_KILL is its byte and a 4-byte id */
         return false;
     char text[24];
-    uint32_t id =
-        (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 24;
-    int n = snprintf(text, sizeof text, "KILL %u", id);
+    int n = snprintf(text, sizeof text, "KILL %u", ss_stmt_id(p)); /* p[1..4], as a statement id */
     return ss_pool_kill(s, MR_COM_QUERY, text, (size_t)n, 0, v);
 }
 
