@@ -14,10 +14,12 @@
  *     the target does not give that connection back until the KILL's
  *     answer came (its slot's kill_holds): a KILL never reaches another
  *     session's work on it;
- *   - it holds none: nothing runs, so KILL QUERY is answered OK, and KILL
- *     CONNECTION ends the session on its own worker (its client sees the
- *     connection close, as when the server kills an idle connection) and
- *     is answered OK; a killer of another user gets the server's ERR 1095.
+ *   - it holds none: KILL QUERY is answered OK (a command of the session
+ *     waiting for a server connection gets ERR 1317 instead of running),
+ *     and KILL CONNECTION ends the session on its own worker (its client
+ *     sees the connection close, as when the server kills an idle
+ *     connection) and is answered OK; a killer of another user gets the
+ *     server's ERR 1095.
  * Any other number goes to the server unchanged.
  *
  * The killer and the target meet in the target's slot: the killer adds a
@@ -34,6 +36,7 @@
 #include "session/session_impl.h"
 
 #define ER_KILL_DENIED 1095 /* ER_KILL_DENIED_ERROR: "You are not owner of thread %lld" */
+#define ER_QUERY_INTERRUPTED 1317
 
 /* What the killer learns of the target in its slot, under its registry's lock. */
 typedef struct kill_find {
@@ -56,8 +59,8 @@ static bool grab(mr_client_slot *slot, void *arg)
     f->backend = atomic_load(&slot->backend_id);
     if (!f->backend) {
         atomic_fetch_sub(&slot->kill_holds, 1); /* nothing to hold */
-        if (f->connection && f->owner)
-            atomic_store(&slot->kill_close, true);
+        if (f->owner) /* its worker acts on it: see mr_session_kill_check */
+            atomic_store(f->connection ? &slot->kill_close : &slot->kill_query, true);
     }
     return true;
 }
@@ -170,6 +173,27 @@ bool ss_pool_kill_holds(mr_session *s)
     return true;
 }
 
+/* A KILL QUERY found the session holding no server connection: a command
+ * of it waiting for one is the statement it meant (direct, it would be
+ * running), and is answered ERR 1317 instead of run. */
+static void interrupt_wait(mr_session *s)
+{
+    uint8_t hdr[MR_PKT_HEADER];
+    mr_pkt_header h;
+    if (!s->pwait || s->state != SS_IDLE || mr_conn_input_length(s->client) < sizeof hdr)
+        return; /* nothing waits: the KILL met nothing running, as its OK said */
+    mr_pool_wait_cancel(s->pwait);
+    s->pwait = NULL;
+    evbuffer_copyout(mr_conn_input(s->client), hdr, sizeof hdr);
+    mr_pkt_header_read(hdr, sizeof hdr, &h);
+    mr_debug(s->id, "pool: a KILL QUERY interrupted the command waiting for a connection");
+    ss_send_err(s, 1, ER_QUERY_INTERRUPTED, "70100", "Query execution was interrupted");
+    ss_pool_drop_command(s, &h);
+    s->from_client.blocked = false; /* paused while it waited */
+    mr_conn_read_enable(s->client, true);
+    ss_pump_client(s);
+}
+
 void mr_session_kill_check(mr_session *s)
 {
     if (!ALIVE(s))
@@ -177,6 +201,11 @@ void mr_session_kill_check(mr_session *s)
     if (atomic_exchange(&s->slot.kill_close, false)) {
         ss_close(s, MR_CLOSE_BACKEND_LOST, "ended by KILL CONNECTION from another session");
         return;
+    }
+    if (atomic_exchange(&s->slot.kill_query, false)) {
+        interrupt_wait(s);
+        if (!ALIVE(s))
+            return;
     }
     if (s->srv && s->state == SS_IDLE && !s->from_client.remaining && !s->from_client.continuation)
         ss_pool_unit_end(s); /* a hold let go: the connection may go back */

@@ -266,8 +266,13 @@ static void refuse_command(mr_session *s)
              s->user, cfg(s)->pool_max_wait_ms, cfg(s)->pool_size);
     mr_info(s->id, "%s", msg);
     ss_send_err(s, 1, MR_ER_CON_COUNT, "08004", msg);
-    s->from_client.remaining = MR_PKT_HEADER + (uint64_t)h.len;
-    s->from_client.continuation = h.len == MR_PKT_MAX_PAYLOAD;
+    ss_pool_drop_command(s, &h);
+}
+
+void ss_pool_drop_command(mr_session *s, const mr_pkt_header *h)
+{
+    s->from_client.remaining = MR_PKT_HEADER + (uint64_t)h->len;
+    s->from_client.continuation = h->len == MR_PKT_MAX_PAYLOAD;
     s->from_client.discard = true;
 }
 

@@ -392,6 +392,9 @@ void ss_pool_unit_end(mr_session *s);
 void ss_pool_session_end(mr_session *s);
 void ss_pool_pin(mr_session *s, mr_pin_reason r);
 void ss_pool_unpin(mr_session *s, mr_pin_reason r);
+/* The command whose header h heads the client's input is dropped as it comes
+ * (it was answered instead). */
+void ss_pool_drop_command(mr_session *s, const mr_pkt_header *h);
 /* session/pool_view.c: the OK or EOF just classified (payload `len` bytes at
  * `move` of the backend's input, `avail` there) is replaced by the client's
  * view of it when that differs: true when it was (the bytes before it went

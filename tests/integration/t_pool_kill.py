@@ -13,6 +13,9 @@ SHOW CLIENTS and information_schema.PROCESSLIST):
 - C runs SELECT SLEEP(1) on A's login connection (A idle): B's
   KILL QUERY <A's id> is answered OK and C's statement is not touched (a
   relayed KILL would interrupt C);
+- A sleeps on that connection and C's statement waits for it: B's
+  KILL QUERY <C's id> answers C's statement ERR 1317 at once (direct, it
+  was running and is interrupted), and A's is not touched;
 - after another login on A's worker closed that connection, A runs
   SELECT SLEEP(10) on another one: B's KILL QUERY <A's id> interrupts it
   (ERR 1317 within 2 s; relayed, the server would answer 1094) and A goes
@@ -30,11 +33,11 @@ SHOW CLIENTS and information_schema.PROCESSLIST):
 - a storm (before the checks above that close A's login connection): A
   and C take turns on that one connection, A running SELECT 1 and C
   SELECT SLEEP(0.01) in loops, while B sends KILL QUERY <A's id> back to
-  back for 1.5 s: none of C's statements is interrupted. A KILL read while
+  back for 1 s: none of C's statements is interrupted. A KILL read while
   A runs reaches the server after A's statement ended, often, and would
   find C's statement there; the target keeps its connection until the
-  KILL is answered (with that hold taken out, 39 and 14 of C's ~140
-  statements got ERR 1317 in two runs).
+  KILL is answered (with that hold taken out, C's statements got ERR 1317:
+  39 and 14 of ~140 in two runs of 1.5 s, 8 of ~100 in a run of 1 s).
 
 The same checks run direct (the model) and through pool = session (ids are
 the server's, relayed).
@@ -159,15 +162,34 @@ class Loop(threading.Thread):
                     return
 
 
+def check_waiting_target(name, a, b, c):
+    """A sleeps on the one connection of A's and C's worker (pool); C's statement waits for it
+    (direct: runs): B's KILL QUERY <C's id> answers C's statement ERR 1317 at once, and A's
+    sleep runs whole."""
+    ra = Run(a, "SELECT SLEEP(1)")
+    t.check(running_on(b, "SELECT SLEEP(1)") is not None, "%s: A sleeps" % name)
+    rc = Run(c, "SELECT 'c', SLEEP(1)")
+    time.sleep(0.3)  # C's command is in: waiting for a connection (pool), or running
+    t0 = time.time()
+    t.eq("%s: KILL QUERY <C's id> while C's statement waits or runs: OK" % name, None,
+         t.try_sql(b, "KILL QUERY %d" % c.thread_id()))
+    rc.join(5)
+    t.eq("%s: C's statement got ERR 1317" % name, 1317, err_code(rc.result))
+    t.check(time.time() - t0 < 1, "%s: within 1 s of the KILL" % name, time.time() - t0)
+    ra.join(5)
+    t.eq("%s: A's SLEEP(1) ran whole" % name, ((0,),), ra.result)
+    t.eq("%s: C answers after it" % name, ((1,),), t.rows(c, "SELECT 1"))
+
+
 def check_kill_storm(name, a, b, c):
     """A and C take turns on one server connection (pool): A runs short statements, C
-    SELECT SLEEP(0.01), while B sends KILL QUERY <A's id> back to back for 1.5 s. A KILL
+    SELECT SLEEP(0.01), while B sends KILL QUERY <A's id> back to back for 1 s. A KILL
     read while A runs that reaches the server after A's statement ended would find C's
     there; none of C's statements may be interrupted."""
     stop = threading.Event()
     la = Loop(a, "SELECT 1", ((1,),), stop)
     lc = Loop(c, "SELECT SLEEP(0.01)", ((0,),), stop)
-    end = time.time() + 1.5
+    end = time.time() + 1
     kills = 0
     while time.time() < end:
         got = t.try_sql(b, "KILL QUERY %d" % a.thread_id())
@@ -278,6 +300,7 @@ def scenario(name, port=None, px=None):
         else:
             b, c, a = (t.connect(port) for _ in range(3))
         check_idle_target(name, a, b, c, px)
+        check_waiting_target(name, a, b, c)
         check_kill_storm(name, a, b, c)
         if px:
             spare.append(open_on(px, 0, spare))  # its login closes A's login connection

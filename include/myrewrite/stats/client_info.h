@@ -52,6 +52,8 @@ typedef struct mr_client_slot {
                                           (backend_id): the session keeps it meanwhile */
     _Atomic bool kill_close;           /* KILL CONNECTION while it held none: its worker
                                           ends the session */
+    _Atomic bool kill_query;           /* KILL QUERY while it held none: a command waiting
+                                          for a server connection gets ERR 1317 */
     /* guarded by the registry's lock */
     char user[MR_CLIENT_USER_MAX];
     char schema[MR_CLIENT_SCHEMA_MAX];
