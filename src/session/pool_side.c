@@ -266,8 +266,13 @@ static void refuse_command(mr_session *s)
              s->user, cfg(s)->pool_max_wait_ms, cfg(s)->pool_size);
     mr_info(s->id, "%s", msg);
     ss_send_err(s, 1, MR_ER_CON_COUNT, "08004", msg);
-    s->from_client.remaining = MR_PKT_HEADER + (uint64_t)h.len;
-    s->from_client.continuation = h.len == MR_PKT_MAX_PAYLOAD;
+    ss_pool_drop_command(s, &h);
+}
+
+void ss_pool_drop_command(mr_session *s, const mr_pkt_header *h)
+{
+    s->from_client.remaining = MR_PKT_HEADER + (uint64_t)h->len;
+    s->from_client.continuation = h->len == MR_PKT_MAX_PAYLOAD;
     s->from_client.discard = true;
 }
 
@@ -564,6 +569,8 @@ void ss_pool_unit_end(mr_session *s)
         return; /* reset by the client: its state is the server's defaults, not the
                    session's, until the next command's prelude */
     }
+    if (ss_pool_kill_holds(s))
+        return; /* session/pool_kill.c */
     give_back(s);
 }
 
@@ -577,7 +584,7 @@ void ss_pool_session_end(mr_session *s)
     s->pool_login = false;
     if (s->srv) {
         bool clean = s->state == SS_IDLE && !s->pins && !s->prelude_pending && !s->srv->broken &&
-                     s->srv->tracking;
+                     s->srv->tracking && !ss_pool_kill_holds(s);
         if (clean) {
             give_back(s);
         } else {
