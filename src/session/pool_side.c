@@ -534,7 +534,11 @@ void ss_pool_response_done(mr_session *s, bool ok)
         s->want = NULL;
         mr_pool_state_clear_vars(&s->srv->state);
         s->srv->tracking = false;
-        if (!mr_pool_state_copy_vars(&s->pstate, &s->login_state)) /* the login's character set */
+        /* a reset gives back the login's character set; a change of user its own
+         * (pinned for good: its values are the server's, not replayed) */
+        if (s->command == MR_COM_CHANGE_USER)
+            mr_pool_state_clear_vars(&s->pstate);
+        else if (!mr_pool_state_copy_vars(&s->pstate, &s->login_state))
             ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
         /* the trackers on again and the login's character set back, now: the
          * connection can then go back with its state known */
