@@ -40,7 +40,7 @@ void mr_admin_show_pools(mr_proxy *p, mr_buf *out)
     static const mr_col cols[] = {
         {"user", MR_COL_TEXT},         {"pool_mode", MR_COL_TEXT}, {"cl_active", MR_COL_INT},
         {"cl_waiting", MR_COL_INT},    {"cl_pinned", MR_COL_INT},  {"sv_active", MR_COL_INT},
-        {"sv_idle", MR_COL_INT},       {"sv_max", MR_COL_INT},     {"waits", MR_COL_INT},
+        {"sv_idle", MR_COL_INT},       {"sv_max", MR_COL_INT},     {"waits_total", MR_COL_INT},
         {"wait_timeouts", MR_COL_INT}, {"maxwait_ms", MR_COL_INT}};
     mr_pool_row *rows = NULL;
     size_t n = 0;

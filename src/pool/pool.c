@@ -319,6 +319,16 @@ static bool evictable(const mr_srv *srv)
 
 static void room_freed(mr_pool *p);
 
+/* The statements prepared on srv: nothing to close on the server, the
+ * connection goes. */
+static void free_stmts(mr_srv *srv)
+{
+    if (srv->stmts)
+        mr_stmt_cache_clear(srv->stmts);
+    free(srv->stmts);
+    srv->stmts = NULL;
+}
+
 static void close_srv(mr_srv *srv)
 {
     mr_pool *p = srv->pool;
@@ -342,9 +352,7 @@ static void close_srv(mr_srv *srv)
         mr_conn_free(srv->conn);
     }
     mr_pool_state_free(&srv->state);
-    if (srv->stmts) /* nothing to close on the server: the connection goes */
-        mr_stmt_cache_clear(srv->stmts);
-    free(srv->stmts);
+    free_stmts(srv);
     free(srv);
 }
 
@@ -362,18 +370,43 @@ void mr_pool_drop(mr_srv *srv)
  * socket (at most a second), so the login's new connection never makes the
  * server hold more than pool_size of the proxy's at once. */
 
-static void quit_done(mr_srv *srv)
+static void quit_free(mr_srv *srv)
 {
+    if (srv->conn)
+        mr_conn_free(srv->conn);
+    if (srv->quit_timer)
+        event_free(srv->quit_timer);
+    mr_pool_state_free(&srv->state);
+    free_stmts(srv);
+    free(srv);
+}
+
+static void quit_room(evutil_socket_t fd, short what, void *arg)
+{
+    mr_srv *srv = arg;
     mr_pool *p = srv->pool;
+    (void)fd;
+    (void)what;
     pthread_mutex_lock(&p->lock);
     unlink_srv(srv, &p->closing);
     p->nclosing--;
     p->total--;
     pthread_mutex_unlock(&p->lock);
-    mr_conn_free(srv->conn);
-    mr_pool_state_free(&srv->state);
-    free(srv);
+    quit_free(srv);
     room_freed(p);
+}
+
+/* The server closed its end. mariadbd counts a connection until its thread
+ * is done with it, a moment after the socket closes: the room is given a
+ * few milliseconds later, so Max_used_connections stays within pool_size. */
+static void quit_done(mr_srv *srv)
+{
+    static const struct timeval linger = {0, 10000};
+    mr_conn_free(srv->conn);
+    srv->conn = NULL;
+    srv->quit_timer = event_new(srv->pool->base, -1, 0, quit_room, srv);
+    if (!srv->quit_timer || event_add(srv->quit_timer, &linger) != 0)
+        quit_room(-1, 0, srv);
 }
 
 static void quit_read_cb(mr_conn *c, void *arg)
@@ -635,9 +668,7 @@ void mr_pool_free(mr_pool *p)
     while (p->closing) {
         mr_srv *s = p->closing;
         unlink_srv(s, &p->closing);
-        mr_conn_free(s->conn);
-        mr_pool_state_free(&s->state);
-        free(s);
+        quit_free(s);
     }
     if (p->sweep)
         event_free(p->sweep);

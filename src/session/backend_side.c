@@ -76,6 +76,7 @@ static void response_done(mr_session *s)
     }
     ss_set_state(s, SS_IDLE);
     if (s->srv) {
+        ss_pool_kill_done(s); /* a KILL's answer: its target may give its connection back */
         ss_pstmt_response_done(s, ok); /* what a prepared statement holds */
         ss_pool_response_done(s, ok);  /* pool = transaction: the unit may end here */
     }
@@ -184,6 +185,7 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
     }
     s->backend_thread_id = s->client_thread_id = g.thread_id;
     atomic_store_explicit(&s->slot.backend_id, g.thread_id, memory_order_relaxed);
+    atomic_store_explicit(&s->slot.client_thread_id, g.thread_id, memory_order_relaxed);
     s->skip_locked = mr_server_has_skip_locked(g.server_version, g.server_version_len);
     s->server_charset_unsafe = mr_charset_unsafe_collation(g.charset);
     s->seq = h.seq;

@@ -107,6 +107,9 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     stmt_verdict hv = ss_hooks_command(s, cmd, p, n, len); /* say, a prepared memory DELAYED */
     if (hv != STMT_RELAY)
         return hv == STMT_ANSWERED || hv == STMT_WAITING;
+    if (cmd == MR_COM_PROCESS_KILL && n == len && ss_pool_process_kill(s, p, len, &hv) &&
+        hv != STMT_RELAY) /* relayed: its text went out instead, one OK or ERR comes */
+        return hv == STMT_ANSWERED;
     if (s->puser && !s->from_client.discard && ss_pstmt_command(s, cmd, p, n, len))
         return true; /* pool = transaction: answered by the proxy */
     if (s->puser && cmd == MR_COM_STMT_PREPARE && ss_pstmt_prepare(s, p, n, len))

@@ -267,8 +267,13 @@ static void refuse_command(mr_session *s)
              s->user, cfg(s)->pool_max_wait_ms, cfg(s)->pool_size);
     mr_info(s->id, "%s", msg);
     ss_send_err(s, 1, MR_ER_CON_COUNT, "08004", msg);
-    s->from_client.remaining = MR_PKT_HEADER + (uint64_t)h.len;
-    s->from_client.continuation = h.len == MR_PKT_MAX_PAYLOAD;
+    ss_pool_drop_command(s, &h);
+}
+
+void ss_pool_drop_command(mr_session *s, const mr_pkt_header *h)
+{
+    s->from_client.remaining = MR_PKT_HEADER + (uint64_t)h->len;
+    s->from_client.continuation = h->len == MR_PKT_MAX_PAYLOAD;
     s->from_client.discard = true;
 }
 
@@ -496,6 +501,8 @@ void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n)
      * that cannot be replayed, its words have pinned already. */
     if (!changed || (s->hints_read && (s->hint_replay_only || (named && !s->hint_opaque))))
         return;
+    mr_debug(s->id, "pool: a change the trackers do not name (named %d, maybe 0x%x)", named,
+             s->hint_maybe);
     bool any = false;
     for (unsigned r = 0; r < MR_PIN_REASONS && s->hints_read; r++)
         if (s->hint_maybe & MR_HINT(r)) {
@@ -537,7 +544,11 @@ void ss_pool_response_done(mr_session *s, bool ok)
         s->want = NULL;
         mr_pool_state_clear_vars(&s->srv->state);
         s->srv->tracking = false;
-        if (!mr_pool_state_copy_vars(&s->pstate, &s->login_state)) /* the login's character set */
+        /* a reset gives back the login's character set; a change of user its own
+         * (pinned for good: its values are the server's, not replayed) */
+        if (s->command == MR_COM_CHANGE_USER)
+            mr_pool_state_clear_vars(&s->pstate);
+        else if (!mr_pool_state_copy_vars(&s->pstate, &s->login_state))
             ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
         /* the trackers on again and the login's character set back, now: the
          * connection can then go back with its state known */
@@ -572,6 +583,8 @@ void ss_pool_unit_end(mr_session *s)
         return; /* reset by the client: its state is the server's defaults, not the
                    session's, until the next command's prelude */
     }
+    if (ss_pool_kill_holds(s))
+        return; /* session/pool_kill.c */
     give_back(s);
 }
 
@@ -585,7 +598,7 @@ void ss_pool_session_end(mr_session *s)
     s->pool_login = false;
     if (s->srv) {
         bool clean = s->state == SS_IDLE && !s->pins && !s->prelude_pending && !s->srv->broken &&
-                     s->srv->tracking;
+                     s->srv->tracking && !ss_pool_kill_holds(s);
         if (clean) {
             give_back(s);
         } else {

@@ -285,6 +285,7 @@ void ss_free(mr_session *s)
     mr_client_unregister(&w->clients, &s->slot);
     ss_park_free(s);
     ss_prepared_forget_all(s);
+    ss_pool_kill_done(s);
     ss_pool_session_end(s);
     ss_pstmt_free(s);
     if (s->prev)

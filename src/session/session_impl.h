@@ -202,6 +202,9 @@ struct mr_session {
                                    OKs are rewritten to the client's view (pool_view.c) */
     struct mr_track_want *want; /* the client's own session_track_* settings (owned;
                                    NULL: MariaDB's defaults) */
+    uint64_t kill_target;       /* the session whose server connection this one's KILL in
+                                   flight holds (session/pool_kill.c; 0: none) ... */
+    unsigned kill_worker;       /* ... and its worker */
 };
 
 /* What the front end made of a statement. */
@@ -395,6 +398,9 @@ void ss_pool_unit_end(mr_session *s);
 void ss_pool_session_end(mr_session *s);
 void ss_pool_pin(mr_session *s, mr_pin_reason r);
 void ss_pool_unpin(mr_session *s, mr_pin_reason r);
+/* The command whose header h heads the client's input is dropped as it comes
+ * (it was answered instead). */
+void ss_pool_drop_command(mr_session *s, const mr_pkt_header *h);
 /* session/pool_stmt.c: server-side prepared statements over the pool; each
  * does nothing with pool = session. The greeting (payload p) the client
  * gets, masked further; is the client's command read whole
@@ -433,6 +439,20 @@ bool ss_pstmt_answer_due(const mr_session *s);
  * out, and *in is the input evbuffer now). */
 bool ss_pool_view(mr_session *s, struct evbuffer **in, struct evbuffer_iovec *first, size_t move,
                   uint32_t len, uint8_t seq, size_t avail);
+
+/* session/pool_kill.c: a COM_QUERY `KILL ... <id>` whose id is a session of
+ * this proxy's (pool = transaction): true when taken (*v the verdict), false
+ * to go on as usual (relayed as written). The answer to the KILL sent came,
+ * or the killer ends: the hold on the target's connection goes. Before the
+ * session gives its connection back: true when a KILL of it is on its way
+ * (the connection stays). */
+bool ss_pool_kill(mr_session *s, uint8_t cmd, const char *sql, size_t len, unsigned lex_flags,
+                  stmt_verdict *v);
+/* COM_PROCESS_KILL (payload p, len bytes) is KILL CONNECTION: the same, as
+ * the text `KILL <id>` when its id is a session's. */
+bool ss_pool_process_kill(mr_session *s, const uint8_t *p, uint32_t len, stmt_verdict *v);
+void ss_pool_kill_done(mr_session *s);
+bool ss_pool_kill_holds(mr_session *s);
 
 /* session/park.c: the front end marked the statement for parking
  * (res->park): true when the session now holds a copy of it in

@@ -195,6 +195,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     v = ss_hooks_statement(s, false, &st);
     if (v != STMT_RELAY || st.send)
         return v;
+    if (res->action != MR_ACT_REWRITE && s->srv && ss_pool_kill(s, cmd, sql, len, lex_flags, &v))
+        return v; /* pool = transaction: a KILL of a session's id */
     if (res->action != MR_ACT_REWRITE)
         return s->pool_view ? ss_pool_own_id(s, cmd, sql, len, lex_flags) : STMT_RELAY;
     v = ss_send_instead(s, cmd, res->text.data, res->text.len);

@@ -111,6 +111,13 @@ static void on_message(mr_worker *w, int msg)
         }
         return;
     }
+    if (msg == MR_WORKER_MSG_KILL) {
+        for (mr_session *s = w->sessions, *next; s; s = next) {
+            next = mr_session_next(s); /* s may end below */
+            mr_session_kill_check(s);
+        }
+        return;
+    }
     w->draining = true;
     drain_sessions(w, msg == MR_WORKER_MSG_STOP);
     if (w->nsessions == 0)

@@ -478,6 +478,12 @@ class Session:
         except Exception as e:  # noqa: BLE001 (reported, not swallowed)
             self.run.mismatch(self, "an exception in the client", "none", repr(e))
         if self.token:
+            # the connection stays open until every thread is done: what pins it must
+            # go with the token, or its server connection stays pinned meanwhile
+            try:
+                self.reset_connection()
+            except pymysql.err.MySQLError:
+                pass
             self.run.tokens.release()
             self.token = False
 
@@ -654,7 +660,10 @@ def main():
     with t.Proxy("pool_state_session", options={"pool": "session"}) as p:
         workload("pool=session", p.port, defaults)
         t.check(p.alive(), "pool=session: the proxy is still running")
-    opts = {"pool": "transaction", "pool_size": POOL_SIZE, "pool_max_wait": "20s"}
+    # one worker: each worker lends only its own share of pool_size (pool_size /
+    # workers) to its own sessions, so with 2 workers two pinning sessions on one
+    # worker would hold its whole share of 2 (doc/pooling.md, "Settings")
+    opts = {"pool": "transaction", "pool_size": POOL_SIZE, "pool_max_wait": "20s", "workers": 1}
     with t.Proxy("pool_state_tx", options=opts, admin=True) as p:
         time.sleep(0.2)  # the start-up probe's login
         sampler = ProcesslistSampler()

@@ -115,6 +115,7 @@ typedef struct mr_srv {
     uint64_t last_session;     /* the last session that used it */
     bool tracking;             /* the proxy's tracker settings are in force */
     uint64_t last_insert_id;   /* what LAST_INSERT_ID() gives on it */
+    struct event *quit_timer;  /* closing for a login: its room comes when this fires */
     bool broken;               /* its state is unknown: closed, never lent again */
     mr_pool_state state;       /* system variables and schema it holds */
     char login[MR_POOL_LOGIN_VARS][64];
