@@ -183,11 +183,15 @@ mr_pool_user *mr_pool_user_get(mr_pool *p, const mr_pool_key *k)
     return u;
 }
 
+static void trim(mr_pool_user *u);
+
 void mr_pool_session_add(mr_pool_user *u, int delta)
 {
     pthread_mutex_lock(&u->pool->lock);
     u->sessions = (unsigned)((int)u->sessions + delta);
     pthread_mutex_unlock(&u->pool->lock);
+    if (delta < 0)
+        trim(u);
 }
 
 /* ---- waiting ---- */
@@ -580,6 +584,24 @@ void mr_pool_give_back(mr_srv *srv, uint64_t session)
     }
     if (first_waiter(p, NULL) && p->total >= p->cap && !room_coming(p))
         quit_srv(srv); /* a login waits for room */
+}
+
+/* A session ended: a key needs no more idle connections than it has
+ * sessions (and pool_min_idle); one more is closed now, so a later login
+ * finds room at once instead of waiting for an idle one to be closed
+ * (which costs it a round trip to the server). */
+static void trim(mr_pool_user *u)
+{
+    mr_pool *p = u->pool;
+    if (u->nidle <= u->sessions + p->cfg->pool_min_idle || first_waiter(p, u))
+        return;
+    mr_srv *last = u->idle;
+    while (last->next)
+        last = last->next; /* the one idle longest */
+    if (first_waiter(p, NULL))
+        quit_srv(last); /* a login waits: its room once the server let go */
+    else
+        mr_pool_drop(last);
 }
 
 /* An idle connection speaks: a server closing it (wait_timeout's ERR, a

@@ -299,8 +299,14 @@ def check_max_lifetime():
         c = p.connect(autocommit=True)
         first = server_thread(c, "pb-life-1")
         time.sleep(1.2)
+        # only a login opens a connection (the proxy holds no password), and a user's
+        # last connection stays while its sessions live: a second client's login
+        # brings the connection that replaces the old one
+        d = p.connect(autocommit=True)
+        time.sleep(1.2)  # the once-a-second sweep closes the old one, idle
         t.rows(c, "SELECT 1")
         later = server_thread(c, "pb-life-2")
+        d.close()
         gone = t.root_query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %s",
                             (first,))[0][0] if first else None
         t.check(first is not None and later not in (None, first) and gone == 0,
