@@ -13,8 +13,9 @@
  * parameter types the execute relies on and the long data kept put in
  * (pool/stmt_exec.h). What stays on one server statement pins the session
  * (reason `prepared`): a cursor open, long data past pool_long_data_max.
- * The decisions are in /work/notes/stmtmap.md and the README's pool
- * section.
+ * Why a statement's identity, not the session, keys a connection's cache,
+ * and why RESET and CLOSE go only where a statement is held: the headers of
+ * pool/stmt_cache.h and pool/stmt_map.h.
  *
  * Nothing here runs with pool = session (s->puser NULL). Runs on the
  * session's worker thread.
