@@ -28,6 +28,7 @@ struct mr_pool_user {
 struct mr_pool_wait {
     mr_pool *pool;
     mr_pool_user *user; /* NULL: room for a login */
+    const char *schema; /* the session's (no schema takes no connection with one) */
     mr_pool_ready ready;
     void *arg;
     uint64_t since_ns;
@@ -248,12 +249,18 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
     ready(rarg, NULL, true);
 }
 
-mr_pool_wait *mr_pool_wait_for(mr_pool *p, mr_pool_user *u, mr_pool_ready ready, void *arg)
+mr_pool_wait *mr_pool_wait_for(mr_pool *p, mr_pool_user *u, const char *schema, mr_pool_ready ready,
+                               void *arg)
 {
     mr_pool_wait *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
-    *w = (mr_pool_wait){.pool = p, .user = u, .ready = ready, .arg = arg, .since_ns = mr_mono_ns()};
+    *w = (mr_pool_wait){.pool = p,
+                        .user = u,
+                        .schema = schema ? schema : "",
+                        .ready = ready,
+                        .arg = arg,
+                        .since_ns = mr_mono_ns()};
     uint64_t ms = p->cfg->pool_max_wait_ms;
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
     w->timer = event_new(p->base, -1, 0, wait_timeout_cb, w);
@@ -558,7 +565,7 @@ void mr_pool_give_back(mr_srv *srv, uint64_t session)
     mr_pool_user *u = srv->user;
     uint64_t now = mr_mono_ns();
     uint64_t life = p->cfg->pool_max_lifetime_ms * 1000000ull;
-    srv->units++;
+    mr_pool_count(p, &srv->units);
     srv->last_session = session;
     mr_conn_set_callbacks(srv->conn, &idle_callbacks, srv);
     mr_conn_set_timeout(srv->conn, NULL);
@@ -577,6 +584,10 @@ void mr_pool_give_back(mr_srv *srv, uint64_t session)
     pthread_mutex_unlock(&p->lock);
     mr_conn_read_enable(srv->conn, true); /* a server that closes it is seen */
     mr_pool_wait *w = first_waiter(p, u);
+    while (w && !w->schema[0] && srv->state.schema[0]) /* it would run in another's schema */
+        do
+            w = w->next;
+        while (w && w->user != u);
     if (w) {
         lend(srv, 0);
         answer(w, srv);
@@ -587,13 +598,14 @@ void mr_pool_give_back(mr_srv *srv, uint64_t session)
 }
 
 /* A session ended: a key needs no more idle connections than it has
- * sessions (and pool_min_idle); one more is closed now, so a later login
+ * sessions holding none (and pool_min_idle); one more is closed now, so a later login
  * finds room at once instead of waiting for an idle one to be closed
  * (which costs it a round trip to the server). */
 static void trim(mr_pool_user *u)
 {
     mr_pool *p = u->pool;
-    if (u->nidle <= u->sessions + p->cfg->pool_min_idle || first_waiter(p, u))
+    unsigned without = u->sessions > u->nbusy ? u->sessions - u->nbusy : 0; /* hold none now */
+    if (u->nidle <= without + p->cfg->pool_min_idle || first_waiter(p, u))
         return;
     mr_srv *last = u->idle;
     while (last->next)
@@ -696,6 +708,39 @@ void mr_pool_free(mr_pool *p)
         event_free(p->sweep);
     pthread_mutex_destroy(&p->lock);
     free(p);
+}
+
+bool mr_pool_holds_thread(mr_pool *p, uint32_t thread_id)
+{
+    bool found = false;
+    pthread_mutex_lock(&p->lock);
+    for (mr_pool_user *u = p->users; u && !found; u = u->next) {
+        for (mr_srv *s = u->busy; s && !found; s = s->next)
+            found = s->thread_id == thread_id;
+        for (mr_srv *s = u->idle; s && !found; s = s->next)
+            found = s->thread_id == thread_id;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return found;
+}
+
+bool mr_pool_user_empty(const mr_pool_user *u)
+{
+    return u->nidle + u->nbusy == 0 && u->pool->logins == 0;
+}
+
+void mr_pool_count(mr_pool *p, uint64_t *counter)
+{
+    pthread_mutex_lock(&p->lock);
+    (*counter)++;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void mr_pool_lent(mr_srv *srv, uint64_t session)
+{
+    pthread_mutex_lock(&srv->pool->lock);
+    srv->session = session;
+    pthread_mutex_unlock(&srv->pool->lock);
 }
 
 void mr_pool_pin(mr_pool_user *u, mr_pin_reason r, bool first)
@@ -807,7 +852,7 @@ void mr_pool_counters(mr_pool *p, mr_pool_totals *t)
     t->evictions += p->evictions;
     t->replays += p->replays;
     t->resets += p->resets;
-    t->connections += p->total;
+    t->connections += p->total - p->nclosing; /* those closing are not lent again */
     t->logins += p->logins;
     for (mr_pool_user *u = p->users; u; u = u->next) {
         t->idle += u->nidle;

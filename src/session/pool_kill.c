@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "myrewrite/base/log.h"
+#include "myrewrite/pool/hints.h"
 #include "myrewrite/pool/kill.h"
 #include "session/session_impl.h"
 
@@ -51,7 +52,8 @@ typedef struct kill_find {
 static bool grab(mr_client_slot *slot, void *arg)
 {
     kill_find *f = arg;
-    if (atomic_load_explicit(&slot->client_thread_id, memory_order_relaxed) != f->tid)
+    uint32_t id = atomic_load_explicit(&slot->client_thread_id, memory_order_relaxed);
+    if (!id || id != f->tid) /* 0: a session still logging in has no id yet */
         return false;
     f->session = slot->id;
     f->owner = strcmp(slot->user, f->user) == 0;
@@ -118,12 +120,42 @@ static stmt_verdict answer(mr_session *s, const mr_pool_kill *k, const kill_find
     return ALIVE(s) ? STMT_ANSWERED : STMT_CLOSED;
 }
 
+/* A number that is no live session's but one of the pool's server
+ * connections (a session that ended: its login's connection serves others
+ * now) is not relayed: the server would kill whatever runs on it. The
+ * answer is what the server gives for a thread it does not have. */
+static bool unknown_thread(mr_session *s, mr_proxy *p, const mr_pool_kill *k, stmt_verdict *v)
+{
+    unsigned wi = 0;
+    while (wi < p->nworkers &&
+           !(p->workers[wi].pool && mr_pool_holds_thread(p->workers[wi].pool, k->id)))
+        wi++;
+    if (wi == p->nworkers)
+        return false;
+    char msg[64];
+    snprintf(msg, sizeof msg, "Unknown thread id: %u", k->id);
+    ss_send_err(s, 1, 1094, "HY000", msg);
+    s->from_client.discard = true;
+    s->digest = NULL;
+    *v = ALIVE(s) ? STMT_ANSWERED : STMT_CLOSED;
+    return true;
+}
+
 bool ss_pool_kill(mr_session *s, uint8_t cmd, const char *sql, size_t len, unsigned lex_flags,
                   stmt_verdict *v)
 {
     mr_pool_kill k;
-    if (!s->w->pool || !s->srv || cmd != MR_COM_QUERY ||
-        !mr_pool_kill_read(sql, len, lex_flags, &k))
+    if (!s->w->pool || !s->srv || cmd != MR_COM_QUERY)
+        return false;
+    /* KILL CONNECTION_ID(): the session's own id, as it reads everywhere */
+    mr_buf own;
+    mr_buf_init(&own);
+    bool read =
+        mr_pool_own_connection_id(sql, len, lex_flags, s->client_thread_id, &own) && !own.failed
+            ? mr_pool_kill_read((const char *)own.data, own.len, lex_flags, &k)
+            : mr_pool_kill_read(sql, len, lex_flags, &k);
+    mr_buf_free(&own);
+    if (!read)
         return false;
     mr_proxy *p = s->w->proxy;
     kill_find f = {.tid = k.id, .user = s->user, .connection = k.connection};
@@ -131,7 +163,7 @@ bool ss_pool_kill(mr_session *s, uint8_t cmd, const char *sql, size_t len, unsig
     while (wi < p->nworkers && !mr_client_find(&p->workers[wi].clients, grab, &f))
         wi++;
     if (wi == p->nworkers)
-        return false; /* no session's id: the server answers, as direct */
+        return unknown_thread(s, p, &k, v); /* else the server answers, as direct */
     if (f.backend) {
         *v = send_kill(s, sql, len, &k, &f, wi);
         return true;

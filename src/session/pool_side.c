@@ -66,6 +66,15 @@ static void unpin_all(mr_session *s)
 
 /* ---- logging in ---- */
 
+/* Capabilities that shape only the login (whether it named a schema, sent
+ * attributes, its auth plugin's framing, TLS and compression, which the key
+ * has apart): two logins of one application differing in them share a pool. */
+#define LOGIN_ONLY_CAPS                                                                            \
+    (MR_CAP_CONNECT_WITH_DB | MR_CAP_CONNECT_ATTRS | MR_CAP_PLUGIN_AUTH |                          \
+     MR_CAP_PLUGIN_AUTH_LENENC | MR_CAP_SSL | MR_CAP_SSL_VERIFY_SERVER_CERT | MR_CAP_COMPRESS |    \
+     MR_CAP_ZSTD_COMPRESSION | (1u << 22) /* CAN_HANDLE_EXPIRED_PASSWORDS */ |                     \
+     (1u << 31) /* REMEMBER_OPTIONS */)
+
 static void login_room(void *arg, mr_srv *srv, bool timed_out)
 {
     mr_session *s = arg;
@@ -95,7 +104,7 @@ bool ss_pool_may_connect(mr_session *s)
         s->pool_login = true;
         return true;
     }
-    s->pwait = mr_pool_wait_for(p, NULL, login_room, s);
+    s->pwait = mr_pool_wait_for(p, NULL, NULL, login_room, s);
     if (!s->pwait)
         login_room(s, NULL, true);
     return false;
@@ -119,7 +128,17 @@ bool ss_pool_logged_in(mr_session *s)
     mr_pool *p = s->w->pool;
     if (!p)
         return true;
-    mr_pool_key k = {.caps = s->backend_caps,
+    if (!s->pool_view) { /* no CLIENT_SESSION_TRACK: its state could not be followed */
+        static _Atomic bool said;
+        if (!atomic_exchange(&said, true))
+            mr_warn(s->id, "pool = transaction: the server does not offer session tracking "
+                           "(CLIENT_SESSION_TRACK); its sessions keep their own connections, "
+                           "as with pool = session (said once)");
+        s->pool_login = false;
+        mr_pool_login_done(p, NULL, NULL, 0, s->id); /* its room: the connection is the session's */
+        return true;
+    }
+    mr_pool_key k = {.caps = s->backend_caps & ~LOGIN_ONLY_CAPS,
                      .ext_caps = s->ext_caps,
                      .tls = mr_conn_tls_active(s->backend),
                      .zlib = s->backend_compress};
@@ -198,7 +217,7 @@ static bool replay_vars(mr_session *s, mr_srv *srv)
     if (ok && sent) {
         srv->tracking = true;
         ok = mr_pool_state_copy(&srv->state, &s->pstate);
-        srv->pool->replays++;
+        mr_pool_count(srv->pool, &srv->pool->replays);
     }
     return ok;
 }
@@ -221,7 +240,8 @@ static bool replay(mr_session *s, mr_srv *srv)
         srv->tracking = false;
         mr_pool_state_clear_vars(&srv->state); /* the reset keeps the schema */
         ss_pstmt_srv_reset(srv);               /* and drops the prepared statements */
-        srv->pool->resets++;
+        srv->last_insert_id = 0;               /* and LAST_INSERT_ID() */
+        mr_pool_count(srv->pool, &srv->pool->resets);
     }
     if (!replay_vars(s, srv))
         return false;
@@ -235,6 +255,7 @@ static bool replay(mr_session *s, mr_srv *srv)
 
 static void attach(mr_session *s, mr_srv *srv)
 {
+    mr_pool_lent(srv, s->id);
     mr_debug(s->id, "pool: borrowed server connection %u", srv->thread_id);
     s->srv = srv;
     s->backend = srv->conn;
@@ -307,6 +328,22 @@ static bool empty_command(mr_session *s)
     return true;
 }
 
+/* The user has no server connection left (closed by the server, by a pinned
+ * session's end, by pool_idle_timeout's sweep of another worker's...) and
+ * only a login brings one: the session is closed with an ERR that says so,
+ * and the driver's reconnect logs in again. */
+static void no_connection_left(mr_session *s)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg,
+             "myrewrite's pool has no server connection left for user '%s' and opens new ones "
+             "only with a client's own login (it holds no password): reconnect",
+             s->user);
+    mr_info(s->id, "%s", msg);
+    ss_send_err(s, 1, MR_ER_BACKEND_LOST, "08S01", msg);
+    ss_close_after_flush(s, MR_CLOSE_BACKEND_LOST, "no server connection left in the pool");
+}
+
 bool ss_pool_attach(mr_session *s)
 {
     if (s->pwait || !s->puser || s->state != SS_IDLE || empty_command(s))
@@ -324,8 +361,12 @@ bool ss_pool_attach(mr_session *s)
         attach(s, srv);
         return ALIVE(s);
     }
+    if (mr_pool_user_empty(s->puser)) {
+        no_connection_left(s);
+        return false;
+    }
     mr_debug(s->id, "pool: waiting for a server connection");
-    s->pwait = mr_pool_wait_for(s->w->pool, s->puser, unit_ready, s);
+    s->pwait = mr_pool_wait_for(s->w->pool, s->puser, s->schema, unit_ready, s);
     if (!s->pwait) {
         refuse_command(s);
         return true; /* the pump drops it */
@@ -556,7 +597,8 @@ void ss_pool_response_done(mr_session *s, bool ok)
             s->srv->broken = true;
         if (s->command == MR_COM_CHANGE_USER)
             ss_pool_pin(s, MR_PIN_CHANGE_USER); /* another key's login: never pooled again */
-    }
+    } else if (!s->srv->tracking && !replay_vars(s, s->srv)) /* its own SET session_track_* */
+        s->srv->broken = true;
     if (ok && s->tracker.last_ok.last_insert_id)
         s->last_insert_id = s->tracker.last_ok.last_insert_id; /* what LAST_INSERT_ID() gives */
     if (s->tracker.status & MR_STATUS_IN_TRANS)

@@ -9,6 +9,7 @@
  * capabilities and its own session_track_* settings (proto/ok_view.h).
  * Runs on the session's worker thread, inside ss_pump_backend.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "myrewrite/proto/ok_view.h"
@@ -17,16 +18,16 @@
 
 /* What a client's own trackers are until it sets one: MariaDB's defaults
  * (global values set otherwise on the server are not read). */
+static mr_track_want defaults;
+static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
+
+static void make_defaults(void) { mr_track_want_defaults(&defaults); }
+
 static const mr_track_want *want_of(const mr_session *s)
 {
-    static mr_track_want defaults;
-    static bool made;
     if (s->want)
         return s->want;
-    if (!made) { /* made on the first call; every thread makes the same bytes */
-        mr_track_want_defaults(&defaults);
-        made = true;
-    }
+    pthread_once(&defaults_once, make_defaults);
     return &defaults;
 }
 

@@ -198,7 +198,8 @@ mr_srv *mr_pool_take(mr_pool_user *u, uint64_t session, const char *schema);
  * for a login (u NULL) frees; the answer comes through ready, at most once,
  * by pool_max_wait. The handle is freed by the pool after ready runs;
  * mr_pool_wait_cancel before that (the session ended). */
-mr_pool_wait *mr_pool_wait_for(mr_pool *p, mr_pool_user *u, mr_pool_ready ready, void *arg);
+mr_pool_wait *mr_pool_wait_for(mr_pool *p, mr_pool_user *u, const char *schema, mr_pool_ready ready,
+                               void *arg);
 void mr_pool_wait_cancel(mr_pool_wait *w);
 /* The session is done with srv: back to the pool (or to the first waiter),
  * or closed when broken or past pool_max_lifetime. srv->conn's callbacks
@@ -206,6 +207,16 @@ void mr_pool_wait_cancel(mr_pool_wait *w);
 void mr_pool_give_back(mr_srv *srv, uint64_t session);
 /* srv's connection is gone or unusable: closed and forgotten. */
 void mr_pool_drop(mr_srv *srv);
+
+/* Is thread_id one of the pool's server connections (any thread)? Has u no
+ * connection at all, and no login under way that could bring one? */
+bool mr_pool_holds_thread(mr_pool *p, uint32_t thread_id);
+bool mr_pool_user_empty(const mr_pool_user *u);
+
+/* A counter of the pool (or of one of its connections) that the snapshots
+ * read, moved under the pool's lock; srv is lent to session now. */
+void mr_pool_count(mr_pool *p, uint64_t *counter);
+void mr_pool_lent(mr_srv *srv, uint64_t session);
 
 /* Pin bookkeeping (counted per reason for SHOW PINS and /metrics): a
  * session of u is pinned for r (first: it was pinned for nothing before),
