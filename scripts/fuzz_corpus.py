@@ -230,6 +230,42 @@ def write(target, seeds):
         (d / hashlib.sha1(s).hexdigest()[:16]).write_bytes(s)
 
 
+def write_stmt_pool_seeds(three, qattrs):
+    """fuzz_stmt_rewrite and fuzz_stmt_pool (their layouts are in their
+    opening comments). three and qattrs: execute bodies after the 10-byte
+    head, as fuzz_stmt_execute's seeds."""
+    head = struct.pack("<BIBI", 0x17, 9, 0, 1)
+    types3 = bytes([8, 0, 253, 0, 1, 0])
+    bare3 = head + b"\x04\x00" + three[2 + len(types3):]       # the same values, no types
+    qhead = struct.pack("<BIBI", 0x17, 9, 0x08, 1)
+    qtypes = b"\x08\x00\x00" + b"\xfd\x00\x00" + b"\xfd\x00" + lstr("trace")
+    qbare = qhead + b"\x03\x00\x00" + qattrs[3 + len(qtypes):]  # count, nulls, flag 0, values
+    bulk = bulk_execute(9, [(1, 2), (3, None)], flags=0)
+    bulk = bulk[:7] + bulk[7 + 4:]                                 # no types: flags 0
+    prep_ok = b"\x00" + struct.pack("<IHHBH", 7, 2, 3, 0, 1)
+    write("fuzz_stmt_rewrite", [
+        b"\x03\x00\x06" + types3 + bare3, b"\x03\x00\x06" + types3 + head + three,
+        b"\x02\xc0" + bytes([len(qtypes)]) + qtypes + qbare,
+        b"\x02\x01\x04" + b"\x08\x00\x08\x00" + bulk,
+        b"\x00\x02\x00" + struct.pack("<BIH", 0x18, 9, 1) + b"long data",
+        b"\x01\x02\x00" + struct.pack("<BI", 0x19, 9),
+        b"\x03\x02\x00" + struct.pack("<BII", 0x1c, 9, 100),
+        b"\x00\x03\x00" + prep_ok, b"\x00\x03\x00" + prep_ok[:9],
+    ])
+    # op, argument pairs: prepare "SELECT ?, ?" (2 params), execute with types on
+    # connection 0, long data, execute without types on connection 1, hold,
+    # bulk, close the last, reset the session
+    ex2 = struct.pack("<BI", 0, 1) + b"\x00\x01" + bytes([3, 0, 253, 0]) + struct.pack("<i", 5) + lstr("ab")
+    bare2 = struct.pack("<BI", 0, 1) + b"\x00\x00" + struct.pack("<i", 6) + lstr("cd")
+    bulk2 = struct.pack("<H", 0) + b"\x00" + struct.pack("<i", 1) + b"\x01"
+    write("fuzz_stmt_pool", [
+        b"\x00\x11" + b"\x03" + bytes([len(ex2)]) + ex2 + b"\x02\x04abcd" +
+        b"\x0b" + bytes([len(bare2)]) + bare2 + b"\x0c\x00" + b"\x03" + bytes([len(bare2)]) + bare2 +
+        b"\x07" + bytes([len(bulk2)]) + bulk2 + b"\x01\xff\x06\x00",
+        b"\x00\x00\x00\x01\x00\x02\x00\x03\x00\x04\x03\x00\x0b\x00\x01\x01\x01\x02" * 3,
+    ])
+
+
 def main():
     strings = unit_strings()
     stmts = statements(strings)
@@ -388,7 +424,9 @@ def main():
                                 b"\x02\x82" + qattrs, b"\x02\x82" + b"\x03\x00\x00" + qattrs[17:],
                                 b"\x00\xc0" + attr_only])
 
+    write_stmt_pool_seeds(three, qattrs)
     sql_seeds = pick(stmts, MAX_STATEMENTS)
+
     write("fuzz_sql", [bytes([i % 8]) + s for i, s in enumerate(sql_seeds)])
     write("fuzz_rules_match", [bytes([(i * 37) % 256]) + s for i, s in enumerate(sql_seeds)] +
           [b"\x00SELECT * FROM orders WHERE customer_id = 7",
@@ -427,6 +465,35 @@ def main():
                           b"\x02\x0c\x3f\x002024-03-15 10:30:05.000123",
                           b"\x02\xfd\x2d\x00caf\xc3\xa9",
                           b"\x02\xfc\x3f\x00\x00\x01\xff"])
+
+    # byte 0: the client (bit 0 SESSION_TRACK, bits 1-2 transaction info, bit 3 schema,
+    # bit 4 state change); byte 1: the length of its variable list, which follows; then
+    # an OK as a connection with every tracker on gets it from mariadbd 10.11
+    def sysvar(name, value):
+        body = lstr(name) + lstr(value)
+        return b"\x00" + lenenc(len(body)) + body
+
+    def tracked(state, info=b"", status=0x4002, head=b"\x00"):
+        return ok(status=status, head=head) + lstr(info) + lstr(state)
+
+    change = b"\x02\x01\x31"
+    names = (sysvar("character_set_results", "latin1") +
+             sysvar("character_set_connection", "latin1") +
+             sysvar("character_set_client", "latin1") + change)
+    trx = b"\x05\x09\x08T_______" + b"\x04\x13\x12START TRANSACTION;"
+    seeds = []
+    for opt, vars_ in ((0x09, b""), (0x00, b""), (0x1f, b"*"), (0x0b, b"time_zone, sql_mode"),
+                       (0x15, b"autocommit,*")):
+        head = bytes([opt, len(vars_)]) + vars_
+        seeds += [head + tracked(sysvar("time_zone", "+01:00") + change),
+                  head + tracked(names),
+                  head + tracked(b"\x01\x05\x04test" + change),
+                  head + tracked(trx, status=0x4003),
+                  head + tracked(b"\x04\x2f\x2dSET TRANSACTION ISOLATION LEVEL SERIALIZABLE;"),
+                  head + tracked(change, b"Rows matched: 1  Changed: 1  Warnings: 0"),
+                  head + tracked(b"\x05\x09\x08T_R___S_", head=b"\xfe", status=0x4003),
+                  head + ok() + lstr(b"Records: 2  Duplicates: 0  Warnings: 0")]
+    write("fuzz_ok_view", seeds)
 
 
 if __name__ == "__main__":

@@ -49,8 +49,8 @@ import re
 import subprocess
 import sys
 
-LAYERS = ["base", "net", "proto", "sql", "rules", "schema", "stats", "feature", "paginate",
-          "delayed", "queue", "session", "admin", "http", "core"]
+LAYERS = ["base", "net", "proto", "sql", "rules", "schema", "stats", "pool", "feature",
+          "paginate", "delayed", "queue", "session", "admin", "http", "core"]
 # The upward includes still there, each a step of work left (src/README.md,
 # "What is not layered yet"). The check fails on any other, and on one of
 # these that is gone, so the list only shrinks. It is empty: no folder

@@ -54,6 +54,11 @@ void mr_admin_show_pagination(mr_proxy *p, mr_buf *out);
 
 /* admin/show_clients.c */
 void mr_admin_show_clients(mr_proxy *p, mr_buf *out);
+/* admin/show_pools.c: pool = transaction's pools, server connections and
+ * pins (empty with pool = session) */
+void mr_admin_show_pools(mr_proxy *p, mr_buf *out);
+void mr_admin_show_servers(mr_proxy *p, mr_buf *out);
+void mr_admin_show_pins(mr_proxy *p, mr_buf *out);
 
 /* admin/show_rules.c */
 void mr_admin_show_rules(mr_proxy *p, mr_buf *out);

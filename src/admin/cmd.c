@@ -136,6 +136,9 @@ static const plain_cmd plain[] = {
     {"SHOW BACKENDS", MR_ADM_SHOW_BACKENDS},
     {"SHOW QUEUES", MR_ADM_SHOW_QUEUES},
     {"SHOW CLIENTS", MR_ADM_SHOW_CLIENTS},
+    {"SHOW POOLS", MR_ADM_SHOW_POOLS},
+    {"SHOW SERVERS", MR_ADM_SHOW_SERVERS},
+    {"SHOW PINS", MR_ADM_SHOW_PINS},
     {"SHOW DELAYED", MR_ADM_SHOW_DELAYED},
     {"SHOW PAGINATION", MR_ADM_SHOW_PAGINATION},
     {"RELOAD RULES", MR_ADM_RELOAD_RULES},
@@ -173,7 +176,8 @@ mr_admin_cmd mr_admin_cmd_parse(const char *sql, size_t len, mr_buf *arg)
 const char *mr_admin_cmd_list(void)
 {
     return "SHOW VERSION, SHOW CONFIG, SHOW RULES, SHOW DIGESTS, SHOW STATS, SHOW BACKENDS, "
-           "SHOW QUEUES, SHOW CLIENTS, SHOW DELAYED, SHOW DELAYED REJECTED [table], "
+           "SHOW QUEUES, SHOW CLIENTS, SHOW POOLS, SHOW SERVERS, SHOW PINS, SHOW DELAYED, SHOW "
+           "DELAYED REJECTED [table], "
            "SHOW PAGINATION, RELOAD RULES, RELOAD TLS, "
            "FLUSH DELAYED [table], EXPLAIN REWRITE '<sql>'";
 }

@@ -145,6 +145,9 @@ static void run(mr_proxy *p, mr_admin_cmd cmd, const mr_buf *arg, mr_buf *out, m
     case MR_ADM_SHOW_DELAYED: mr_admin_show_delayed(p, out); return;
     case MR_ADM_SHOW_PAGINATION: mr_admin_show_pagination(p, out); return;
     case MR_ADM_SHOW_CLIENTS: mr_admin_show_clients(p, out); return;
+    case MR_ADM_SHOW_POOLS: mr_admin_show_pools(p, out); return;
+    case MR_ADM_SHOW_SERVERS: mr_admin_show_servers(p, out); return;
+    case MR_ADM_SHOW_PINS: mr_admin_show_pins(p, out); return;
     case MR_ADM_FLUSH_DELAYED: flush_delayed(arg, out, job); return;
     case MR_ADM_SHOW_DELAYED_REJECTED:
         mr_admin_show_delayed_rejected(arg->len ? (const char *)arg->data : "", out);

@@ -147,6 +147,10 @@ static const key_def keys[] = {
     {"pool_max_lifetime", T_DURATION, K(pool_max_lifetime_ms), "1h",
      "pool = transaction: a pooled connection this old is closed when it next comes back "
      "idle; 0: no limit"},
+    {"pool_long_data_max", T_SIZE, K(pool_long_data_max), "1M",
+     "pool = transaction: bytes of COM_STMT_SEND_LONG_DATA one session keeps to send again on "
+     "whichever server connection runs the execute; past it the session is pinned (reason "
+     "prepared) to one connection until that statement's execute, reset or close"},
     {"pool_max_wait", T_DURATION, K(pool_max_wait_ms), "5s",
      "pool = transaction: how long a session waits for a server connection of its pool "
      "(sessions wait in arrival order) before its command gets ERR 1040"},
@@ -156,6 +160,9 @@ static const key_def keys[] = {
      "pool = transaction: the most server connections the proxy holds for one user (logins "
      "included), shared out among the worker threads (each gets pool_size / workers, at "
      "least 1)"},
+    {"pool_stmt_cache", T_COUNT, K(pool_stmt_cache), "256",
+     "pool = transaction: prepared statements each pooled server connection keeps (shared "
+     "by the sessions that borrow it); the least recently used is closed beyond it"},
     {"proxy_password", T_STRING, K(proxy_password), "",
      "password of the proxy's own account (keep the file unreadable to others)"},
     {"proxy_user", T_STRING, K(proxy_user), "",

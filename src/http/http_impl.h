@@ -29,6 +29,8 @@ uint64_t mr_metrics_worker_sum(mr_proxy *p, size_t offset);
 /* http/metrics_ops.c: reloads, front-end time, pagination, DELAYED per
  * table and the flush-duration histogram. */
 void mr_metrics_write_ops(mr_proxy *p, struct evbuffer *out);
+/* http/metrics_pool.c: pool = transaction's connections, waits and pins. */
+void mr_metrics_write_pool(mr_proxy *p, struct evbuffer *out);
 
 /* http/auth.c: true when `authorization` (the request's header, or NULL)
  * carries `token` as "Bearer <token>", or when no token is set. */

@@ -408,6 +408,7 @@ void mr_metrics_write(mr_proxy *p, struct evbuffer *out)
     write_listeners(out);
     write_delayed(out);
     mr_metrics_write_ops(p, out);
+    mr_metrics_write_pool(p, out);
     write_schema_cache(out);
     write_memory(out);
 }

@@ -380,3 +380,9 @@ void mr_conn_keepalive(mr_conn *c, uint64_t ms)
 }
 
 void mr_conn_set_low_mark(mr_conn *c, size_t low) { c->low = low; }
+
+void mr_conn_set_callbacks(mr_conn *c, const mr_conn_callbacks *cb, void *arg)
+{
+    c->cb = *cb;
+    c->arg = arg;
+}

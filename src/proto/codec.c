@@ -98,6 +98,17 @@ mr_rc mr_read_cstr(mr_reader *r, const char **s, size_t *len)
     return MR_OK;
 }
 
+mr_rc mr_read_lenenc_str(mr_reader *r, const uint8_t **s, size_t *len)
+{
+    uint64_t n;
+    if (mr_read_lenenc(r, &n) != MR_OK || n > r->n - r->pos)
+        return MR_MALFORMED;
+    *s = r->p + r->pos;
+    *len = (size_t)n;
+    r->pos += (size_t)n;
+    return MR_OK;
+}
+
 mr_rc mr_ok_parse(const uint8_t *p, size_t n, mr_ok *ok)
 {
     mr_reader r = {p, n, 0};

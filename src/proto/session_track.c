@@ -9,18 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* A length-encoded string of r as a view; MR_MALFORMED when it does not fit. */
-static mr_rc read_lenstr(mr_reader *r, const uint8_t **s, size_t *len)
-{
-    uint64_t n;
-    if (mr_read_lenenc(r, &n) != MR_OK || n > r->n - r->pos)
-        return MR_MALFORMED;
-    *s = r->p + r->pos;
-    *len = (size_t)n;
-    r->pos += (size_t)n;
-    return MR_OK;
-}
-
 mr_rc mr_ok_session_state(const uint8_t *p, size_t n, uint32_t caps, const uint8_t **state,
                           size_t *len)
 {
@@ -42,11 +30,11 @@ mr_rc mr_ok_session_state(const uint8_t *p, size_t n, uint32_t caps, const uint8
         return MR_OK; /* nothing after the warnings: no info, no state */
     const uint8_t *info;
     size_t info_len;
-    if (read_lenstr(&r, &info, &info_len) != MR_OK)
+    if (mr_read_lenenc_str(&r, &info, &info_len) != MR_OK)
         return MR_MALFORMED;
     if (!(ok.status & MR_STATUS_SESSION_STATE_CHANGED))
         return MR_OK;
-    return read_lenstr(&r, state, len);
+    return mr_read_lenenc_str(&r, state, len);
 }
 
 void mr_sst_iter_init(mr_sst_iter *it, const uint8_t *state, size_t len)
@@ -64,17 +52,19 @@ static mr_rc split_entry(mr_sst_entry *e, const uint8_t *d, size_t n)
     e->name_len = 0;
     switch (e->type) {
     case MR_SST_SYSTEM_VARIABLES:
-        if (read_lenstr(&r, &e->name, &e->name_len) != MR_OK)
+        if (mr_read_lenenc_str(&r, &e->name, &e->name_len) != MR_OK)
             return MR_MALFORMED;
         /* the value follows the name */
         /* fall through */
     case MR_SST_SCHEMA:
     case MR_SST_TRANSACTION_CHARACTERISTICS:
     case MR_SST_TRANSACTION_STATE:
-        return read_lenstr(&r, &e->value, &e->value_len) == MR_OK && r.pos == n ? MR_OK
-                                                                                : MR_MALFORMED;
+        return mr_read_lenenc_str(&r, &e->value, &e->value_len) == MR_OK && r.pos == n
+                   ? MR_OK
+                   : MR_MALFORMED;
     case MR_SST_GTIDS: /* the encoding (0: the GTID set as text), then the set */
-        if (mr_read_skip(&r, 1) != MR_OK || read_lenstr(&r, &e->value, &e->value_len) != MR_OK)
+        if (mr_read_skip(&r, 1) != MR_OK ||
+            mr_read_lenenc_str(&r, &e->value, &e->value_len) != MR_OK)
             return MR_MALFORMED;
         return r.pos == n ? MR_OK : MR_MALFORMED;
     default: /* STATE_CHANGE's block is the "1" itself (mariadbd and MySQL send 02 01 31) */
@@ -92,7 +82,7 @@ mr_rc mr_sst_next(mr_sst_iter *it, mr_sst_entry *e)
     uint8_t type;
     const uint8_t *d;
     size_t dn;
-    if (mr_read_u8(&r, &type) != MR_OK || read_lenstr(&r, &d, &dn) != MR_OK) {
+    if (mr_read_u8(&r, &type) != MR_OK || mr_read_lenenc_str(&r, &d, &dn) != MR_OK) {
         it->pos = it->n;
         return MR_MALFORMED;
     }

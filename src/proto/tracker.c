@@ -5,6 +5,8 @@
  */
 #include "myrewrite/proto/tracker.h"
 
+#include "myrewrite/proto/stmt_rewrite.h"
+
 #include <string.h>
 
 struct command_info {
@@ -133,14 +135,23 @@ static bool is_terminator(const mr_tracker *t, const uint8_t *p, size_t n, uint3
     return t->deprecate_eof ? len < MR_PKT_MAX_PAYLOAD : len < 9;
 }
 
+/* A packet with a status (OK or EOF) was read: tracker.h's `ends`. */
+static void ended(mr_tracker *t, bool ok)
+{
+    t->ends++;
+    t->end_is_ok = ok;
+}
+
 static mr_track_result terminator_status(mr_tracker *t, const uint8_t *p, size_t n, uint32_t len,
                                          uint16_t *status)
 {
     mr_ok ok;
-    mr_rc rc = (t->deprecate_eof && len >= 7) ? mr_ok_parse(p, n, &ok) : mr_eof_parse(p, n, &ok);
+    bool is_ok = t->deprecate_eof && len >= 7;
+    mr_rc rc = is_ok ? mr_ok_parse(p, n, &ok) : mr_eof_parse(p, n, &ok);
     if (rc != MR_OK)
         return MR_TRACK_MALFORMED;
     *status = ok.status;
+    ended(t, is_ok);
     return MR_TRACK_MORE;
 }
 
@@ -154,6 +165,7 @@ static mr_track_result feed_first(mr_tracker *t, const uint8_t *p, size_t n, uin
         if (mr_ok_parse(p, n, &t->last_ok) != MR_OK)
             return MR_TRACK_MALFORMED;
         t->oks++;
+        ended(t, true);
         return end_of_result(t, t->last_ok.status);
     }
     /* LOAD DATA LOCAL asks for the file whatever command runs it: a query,
@@ -193,6 +205,7 @@ static mr_track_result feed_columns_eof(mr_tracker *t, const uint8_t *p, size_t 
     if (!is_eof(t, p, n, len) || mr_eof_parse(p, n, &eof) != MR_OK)
         return MR_TRACK_MALFORMED;
     t->status = eof.status;
+    ended(t, false);
     /* An opened cursor sends no rows now; COM_STMT_FETCH asks for them. A
      * cursor is opened only for a lone SELECT, never with more results to
      * come: a result set from inside a compound statement carries
@@ -244,14 +257,14 @@ static mr_track_result prepare_without_metadata(mr_tracker *t, uint16_t params)
 
 static mr_track_result feed_prepare_ok(mr_tracker *t, const uint8_t *p, size_t n, uint32_t len)
 {
-    mr_reader r = {p, n, 0};
-    uint8_t hdr;
-    uint16_t params;
+    mr_prepare_ok ok;
     if (n > 0 && p[0] == 0xff)
         return err_packet(t);
-    if (mr_read_u8(&r, &hdr) || hdr != 0x00 || mr_read_u32(&r, &t->stmt_id) ||
-        mr_read_u16(&r, &t->prep_columns) || mr_read_u16(&r, &params))
+    if (mr_prepare_ok_parse(p, n, &ok) != MR_OK)
         return MR_TRACK_MALFORMED;
+    uint16_t params = ok.params;
+    t->stmt_id = ok.stmt_id;
+    t->prep_columns = ok.columns;
     t->prep_no_metadata = false;
     if (t->optional_metadata && len > 12) {
         if (n <= 12 || p[12] > 1)
@@ -316,8 +329,10 @@ static mr_track_result feed_one(mr_tracker *t, const uint8_t *p, size_t n, uint3
         t->last_ok = ok;
         t->oks++;
         t->status = ok.status;
+        ended(t, true);
     } else if (is_eof(t, p, n, len) && mr_eof_parse(p, n, &ok) == MR_OK) {
         t->status = ok.status;
+        ended(t, false);
     }
     return done(t);
 }
@@ -327,8 +342,10 @@ static mr_track_result feed_auth(mr_tracker *t, const uint8_t *p, size_t n)
     if (n > 0 && p[0] == 0xff)
         return err_packet(t);
     if (n > 0 && p[0] == 0x00) {
-        if (mr_ok_parse(p, n, &t->last_ok) == MR_OK)
+        if (mr_ok_parse(p, n, &t->last_ok) == MR_OK) {
             t->status = t->last_ok.status;
+            ended(t, true);
+        }
         return done(t);
     }
     return MR_TRACK_MORE; /* auth switch or plugin data: the client answers */

@@ -406,7 +406,10 @@ bool ss_auth_check_response(mr_session *s, const uint8_t *p, uint32_t len, uint8
         return false;
     }
     clear_masked_ext_caps(s, &hr);
+    bool server_tracks = (s->caps & MR_CAP_SESSION_TRACK) != 0;
     note_login(s, &hr); /* before either leg's TLS: both relay this same login */
+    s->backend_caps = s->caps;
+    ss_pool_login_caps(s, server_tracks, (uint8_t)hr.charset);
     if (!relay_compression(s, &hr, len)) {
         ss_close(s, MR_CLOSE_BACKEND_LOST, "out of memory relaying the handshake response");
         return false;

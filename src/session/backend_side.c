@@ -63,6 +63,7 @@ static void response_done(mr_session *s)
     } else if (ok && (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER)) {
         ss_hooks_prepared_reset(s); /* the server dropped its prepared statements */
         ss_prepared_forget_all(s);
+        ss_pstmt_forget(s);
         memset(&s->track, 0, sizeof s->track); /* and its session state: nothing reported holds */
     }
     if (ok && s->command == MR_COM_RESET_CONNECTION && !s->charset_unsafe)
@@ -74,6 +75,11 @@ static void response_done(mr_session *s)
         s->digest = NULL;
     }
     ss_set_state(s, SS_IDLE);
+    if (s->srv) {
+        ss_pool_kill_done(s); /* a KILL's answer: its target may give its connection back */
+        ss_pstmt_response_done(s, ok); /* what a prepared statement holds */
+        ss_pool_response_done(s, ok);  /* pool = transaction: the unit may end here */
+    }
     if (s->w->draining) {
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
         return;
@@ -99,8 +105,13 @@ static void auth_done(mr_session *s)
     s->authenticated = true;
     s->login_shift = 0; /* commands start at sequence id 0 on both legs */
     apply_pending(s, true);
+    if (!ss_pool_logged_in(s)) {
+        ss_close(s, MR_CLOSE_BACKEND_LOST, "out of memory joining the pool");
+        return;
+    }
     mr_debug(s->id, "authenticated; backend thread id %u", s->backend_thread_id);
     ss_set_state(s, SS_IDLE);
+    ss_pool_unit_end(s); /* pool = transaction: the login's connection joins the idle ones */
     if (s->w->draining) {
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
         return;
@@ -162,6 +173,7 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
     if (s->zstd_offered)
         offer |= MR_CAP_ZSTD_COMPRESSION;
     mr_greeting_mask_offer(payload, &g, offer);
+    ss_pstmt_greeting(s, payload, &g); /* pool = transaction: no metadata cache */
     s->caps = g.caps & ~(uint32_t)MR_CAP_MASKED;
     s->ext_caps = g.mariadb_ext_caps & MR_MARIADB_EXT_CAP_RELAYED;
     s->backend_offers_tls = (g.caps & MR_CAP_SSL) != 0;
@@ -171,8 +183,9 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
         ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "backend does not offer TLS");
         return;
     }
-    s->backend_thread_id = g.thread_id;
+    s->backend_thread_id = s->client_thread_id = g.thread_id;
     atomic_store_explicit(&s->slot.backend_id, g.thread_id, memory_order_relaxed);
+    atomic_store_explicit(&s->slot.client_thread_id, g.thread_id, memory_order_relaxed);
     s->skip_locked = mr_server_has_skip_locked(g.server_version, g.server_version_len);
     s->server_charset_unsafe = mr_charset_unsafe_collation(g.charset);
     s->seq = h.seq;
@@ -316,6 +329,8 @@ static void read_session_state(mr_session *s, struct evbuffer *in,
     if (len > sizeof buf || avail < MR_PKT_HEADER + (size_t)len) {
         s->pending_charset = MR_CHARSET_UNKNOWN;
         s->charset_pending = true;
+        if (s->srv)
+            ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
         return;
     }
     if (in) {
@@ -324,8 +339,10 @@ static void read_session_state(mr_session *s, struct evbuffer *in,
     } else {
         p = (const uint8_t *)first->iov_base + off + MR_PKT_HEADER;
     }
-    if (mr_ok_session_state(p, len, s->caps, &state, &n) == MR_OK && n > 0)
+    if (mr_ok_session_state(p, len, s->backend_caps, &state, &n) == MR_OK && n > 0) {
         (void)mr_sst_apply(&s->track, state, n); /* what fits is kept */
+        ss_pool_ok_state(s, state, n);
+    }
     if (!s->track.charset_client_v.known) {
         s->track.charset_client_v.known = cs_before; /* not reported in this OK */
         s->track.charset_client_v.len = cs_len;
@@ -334,6 +351,15 @@ static void read_session_state(mr_session *s, struct evbuffer *in,
     s->pending_charset =
         mr_charset_unsafe_name(s->track.charset_client, s->track.charset_client_v.len);
     s->charset_pending = true;
+}
+
+/* pool = transaction: a packet that may be an OK (0x00, or 0xFE ending a
+ * result set) and fits read_session_state's buffer is read whole, so its
+ * session state is never lost; a larger one pins its session instead. */
+static bool pool_reads_whole(const uint8_t *hp, uint32_t len, size_t avail)
+{
+    uint8_t first = len ? hp[MR_PKT_HEADER] : 0xff;
+    return (first == 0x00 || first == 0xfe) && len <= 4096 && avail < MR_PKT_HEADER + (size_t)len;
 }
 
 /* Relays complete and partial packets from the backend to the client in one
@@ -349,11 +375,15 @@ void ss_pump_backend(mr_session *s)
     struct evbuffer_iovec first = {NULL, 0};
     struct evbuffer *in = pump_source(s, &first, &avail);
 
-    while (s->prelude_pending && s->state == SS_RESPONSE) {
+    while (s->prelude_pending && ALIVE(s)) {
         int took = ss_prelude_take(s, in); /* its answer is the first packet: never relayed */
         if (took <= 0)
             return;
         avail = evbuffer_get_length(in);
+        if (!s->prelude_pending && s->state == SS_IDLE) {
+            ss_pool_unit_end(s); /* the command after them was the proxy's to answer */
+            return;
+        }
     }
     bool framed = mr_conn_compressed(s->backend);
     for (;;) {
@@ -387,6 +417,23 @@ void ss_pump_backend(mr_session *s)
             break;
         if (watched && !ss_hooks_response_packet(s, in, &pos, h.len, avail - move))
             break; /* a hook reads it whole (a watched page's) */
+        if (s->pool_view && !f->continuation && pool_reads_whole(hp, h.len, avail - move))
+            break; /* maybe an OK whose session state the pool reads: wait for all of it */
+        bool swap_err = s->pstmt && !f->continuation && s->state == SS_RESPONSE && h.len &&
+                        hp[MR_PKT_HEADER] == 0xff && ss_pstmt_err_due(s);
+        if (swap_err && avail - move < MR_PKT_HEADER + (size_t)h.len)
+            break; /* an ERR the proxy replaces: read whole */
+        if (s->pstmt && !f->continuation && s->state == SS_RESPONSE && ss_pstmt_answer_due(s)) {
+            if (!in)
+                in = mr_conn_input(s->backend); /* the fresh bytes in: offsets hold */
+            if (!ss_pstmt_prepare_answer(s, in, move, h.len, avail - move))
+                break;         /* a prepare-OK: the session's id goes in once it is all here */
+            first.iov_len = 0; /* the buffer may have been rearranged */
+            copy_head(in, &pos, move, head, got);
+            hp = head;
+            if (!ALIVE(s))
+                return;
+        }
         if (shifted)
             h.seq = ss_auth_shift_to_client(s, in, move, h.seq);
         else if (framed)
@@ -395,15 +442,35 @@ void ss_pump_backend(mr_session *s)
             first.iov_len = 0; /* the buffer may have been rearranged */
         mr_stat_add(&s->w->stats.bytes_from_backend, MR_PKT_HEADER + (uint64_t)h.len);
         mr_stat_add(&s->slot.bytes_out, MR_PKT_HEADER + (uint64_t)h.len);
-        uint32_t oks = s->tracker.oks;
+        uint32_t ends = s->tracker.ends;
         if (!backend_packet_start(s, hp + MR_PKT_HEADER, h.len, h.seq))
             return;
-        if (s->tracker.oks != oks && (s->caps & MR_CAP_SESSION_TRACK) &&
-            (s->tracker.last_ok.status & MR_STATUS_SESSION_STATE_CHANGED) &&
-            s->state == SS_RESPONSE)
+        bool changed = s->tracker.ends != ends &&
+                       (s->tracker.status & MR_STATUS_SESSION_STATE_CHANGED) &&
+                       (s->backend_caps & MR_CAP_SESSION_TRACK);
+        if (changed && s->tracker.end_is_ok && s->state == SS_RESPONSE)
             read_session_state(s, in, &first, move, h.len, avail - move);
         if (f->ends_response && s->state == SS_RESPONSE)
             ss_hooks_response_end(s, false); /* before the client has the end and asks */
+        if (swap_err) {
+            ss_pstmt_replace_err(s, &in, &first, move, h.len, h.seq);
+            move = 0; /* what came before it went out, and the prepare's ERR */
+            avail = evbuffer_get_length(in);
+            f->remaining = 0;
+            if (f->ends_response && !f->continuation) {
+                complete = true;
+                break;
+            }
+        } else if (changed && s->pool_view &&
+                   ss_pool_view(s, &in, &first, move, h.len, h.seq, avail - move)) {
+            move = 0; /* what came before it went out, and its view */
+            avail = evbuffer_get_length(in);
+            f->remaining = 0;
+            if (f->ends_response && !f->continuation) {
+                complete = true;
+                break;
+            }
+        }
     }
     if (complete && s->state == SS_RESPONSE) /* published before the client can have the end */
         mr_client_set_state(&s->slot, ss_state_name(SS_IDLE)); /* and ask SHOW CLIENTS */
@@ -450,6 +517,8 @@ static bool server_closed_mid_command(const mr_session *s, bool proxy_gave_up)
 void ss_backend_failed(mr_session *s, const char *what, bool proxy_gave_up)
 {
     char msg[512];
+    if (s->srv)
+        s->srv->broken = true; /* never lent again */
     if (s->state == SS_CONNECTING || s->state == SS_GREETING) {
         if (s->state == SS_CONNECTING)
             mr_backend_suspect(); /* its address may have changed */

@@ -90,6 +90,8 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     mr_expect expect = mr_expect_for_command(cmd);
     mr_conn_z_command(s->backend); /* whatever goes out for it, the frames start at 0 */
     s->command = cmd;
+    if (s->srv)
+        ss_pool_command(s, cmd);
     mr_client_set_command(&s->slot, cmd);
     s->command_start_ns = mr_mono_ns();
     if (expect == MR_EXPECT_UNSUPPORTED) {
@@ -105,6 +107,13 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
     stmt_verdict hv = ss_hooks_command(s, cmd, p, n, len); /* say, a prepared memory DELAYED */
     if (hv != STMT_RELAY)
         return hv == STMT_ANSWERED || hv == STMT_WAITING;
+    if (cmd == MR_COM_PROCESS_KILL && n == len && ss_pool_process_kill(s, p, len, &hv) &&
+        hv != STMT_RELAY) /* relayed: its text went out instead, one OK or ERR comes */
+        return hv == STMT_ANSWERED;
+    if (s->puser && !s->from_client.discard && ss_pstmt_command(s, cmd, p, n, len))
+        return true; /* pool = transaction: answered by the proxy */
+    if (s->puser && cmd == MR_COM_STMT_PREPARE && ss_pstmt_prepare(s, p, n, len))
+        return true;
     if (n < len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE))
         note_unexamined(s, len);
     if (n == len && (cmd == MR_COM_QUERY || cmd == MR_COM_STMT_PREPARE)) {
@@ -127,6 +136,8 @@ static bool command_start(mr_session *s, const uint8_t *p, size_t n, uint32_t le
         }
     }
     mr_tracker_begin(&s->tracker, expect);
+    if (s->pstmt)
+        ss_pstmt_sent(s, cmd);
     if (expect == MR_EXPECT_AUTH)
         ss_auth_client_sent(s); /* COM_CHANGE_USER: the server speaks next */
     if (expect != MR_EXPECT_NONE)
@@ -209,6 +220,8 @@ static bool wants_whole_packet(mr_session *s, const uint8_t *head, uint32_t len)
         return ss_auth_response_due(s);
     if (s->state != SS_IDLE)
         return false;
+    if (s->puser && ss_pstmt_wants_whole(s, head[0])) /* pool = transaction: ids are the proxy's */
+        return true;
     switch (head[0]) {
     case MR_COM_QUERY:
     case MR_COM_STMT_PREPARE:
@@ -236,7 +249,7 @@ void ss_pump_client(mr_session *s)
     framing *f = &s->from_client;
     uint8_t head[MR_PKT_HEADER + MR_TRACK_PREFIX];
 
-    while (ALIVE(s) && s->backend) {
+    while (ALIVE(s)) {
         size_t avail;
         const uint8_t *fresh = mr_conn_fresh(s->client, &avail);
         if (!fresh)
@@ -250,12 +263,21 @@ void ss_pump_client(mr_session *s)
             else
                 mr_conn_relay(s->client, s->backend, take);
             f->remaining -= take;
-            if (mr_conn_pending(s->backend) >= cfg(s)->relay_buffer)
+            if (s->backend && mr_conn_pending(s->backend) >= cfg(s)->relay_buffer)
                 break; /* ss_client_flow pauses reading (see there) */
             continue;
         }
         if (avail < MR_PKT_HEADER)
             break;
+        if (!s->backend && !f->continuation) { /* pool = transaction: borrow one */
+            if (!ss_pool_attach(s))
+                break; /* waiting for one, or closed */
+            if (!s->backend)
+                continue;                             /* refused: its packets are dropped */
+            fresh = mr_conn_fresh(s->client, &avail); /* attaching may have read it */
+            if (!fresh)
+                avail = evbuffer_get_length(mr_conn_input(s->client));
+        }
         size_t got = avail < sizeof(head) ? avail : sizeof(head);
         const uint8_t *hp = client_head(s, fresh, head, got);
         mr_pkt_header h;
@@ -283,6 +305,8 @@ void ss_pump_client(mr_session *s)
         if (s->login_shift && s->state == SS_AUTH && !f->discard)
             ss_auth_shift_to_server(s, mr_conn_input(s->client));
     }
+    if (ALIVE(s) && s->srv && s->state == SS_IDLE && f->remaining == 0 && !f->continuation)
+        ss_pool_unit_end(s); /* a command the proxy answered, or one with no answer */
     ss_client_flow(s);
 }
 

@@ -107,7 +107,7 @@ void ss_hooks_ports(mr_session *s, mr_stmt_ctx *ctx)
 
 /* ---- acting on a hook's answer ------------------------------------------------------ */
 
-stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
+bool ss_send_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
 {
     mr_buf out;
     mr_buf_init(&out);
@@ -116,12 +116,24 @@ stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, si
         mr_buf_free(&out);
         ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
         ss_close_after_flush(s, MR_CLOSE_MALFORMED, "out of memory building a rewrite");
-        return STMT_CLOSED;
+        return false;
     }
     mr_conn_write(s->backend, out.data, out.len);
     mr_buf_free(&out);
-    mr_stat_add(&s->w->stats.statements_rewritten, 1);
     s->from_client.discard = true; /* the original bytes are dropped as they come */
+    return true;
+}
+
+stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
+{
+    if (!ss_send_text(s, cmd, text, len))
+        return STMT_CLOSED;
+    if (cmd == MR_COM_QUERY &&
+        s->srv) /* what the server runs may pin (a claim's CONNECTION_ID()) */
+        ss_pool_statement(s, (const char *)text, len, ss_lex_flags(s), false);
+    if (cmd == MR_COM_STMT_PREPARE && s->pstmt) /* what the server prepares is prepared again */
+        ss_pstmt_text(s, (const char *)text, len);
+    mr_stat_add(&s->w->stats.statements_rewritten, 1);
     return STMT_RELAY;
 }
 

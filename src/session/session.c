@@ -96,6 +96,7 @@ static void backend_quit(mr_session *s)
 
 static void close_backend(mr_session *s)
 {
+    ss_pool_session_end(s); /* a borrowed connection goes back to the pool, or is dropped */
     if (!s->backend)
         return;
     backend_quit(s);
@@ -244,6 +245,12 @@ void mr_session_start(mr_worker *w, int fd)
     mr_conn_read_enable(s->client, true);
     mr_debug(s->id, "client connected on worker %u", w->id);
     ss_set_state(s, SS_CONNECTING);
+    if (ss_pool_may_connect(s)) /* else it connects once the pool has room */
+        ss_connect(s);
+}
+
+void ss_connect(mr_session *s)
+{
     const char *why;
     if (!connect_backend(s, &why))
         ss_backend_failed(s, why, true);
@@ -278,6 +285,9 @@ void ss_free(mr_session *s)
     mr_client_unregister(&w->clients, &s->slot);
     ss_park_free(s);
     ss_prepared_forget_all(s);
+    ss_pool_kill_done(s);
+    ss_pool_session_end(s);
+    ss_pstmt_free(s);
     if (s->prev)
         s->prev->next = s->next;
     else

@@ -23,6 +23,7 @@
 #include "myrewrite/base/clock.h"
 #include "myrewrite/feature/feature.h"
 #include "myrewrite/net/conn.h"
+#include "myrewrite/pool/pool.h"
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/proto/session_track.h"
 #include "myrewrite/proto/tracker.h"
@@ -73,7 +74,9 @@ typedef struct framing {
 /* The statement id a COM_STMT_* command names (p[1..4]); MariaDB's direct
  * execution names SS_STMT_LAST: the statement prepared last. */
 #define SS_STMT_LAST 0xffffffffu
-#define SS_PRELUDES_MAX 2 /* preludes ahead of one command: a claim's, a feature's */
+#define SS_PRELUDES_MAX                                                                            \
+    8 /* preludes ahead of one command: the pool's (reset, SET, schema,                            \
+        trackers; a statement prepared on demand and its schema), a claim's, a feature's */
 static inline uint32_t ss_stmt_id(const uint8_t *p)
 {
     return (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 24;
@@ -130,7 +133,8 @@ struct mr_session {
     bool authenticated;         /* the backend accepted the login */
     bool skip_locked;           /* the backend supports FOR UPDATE SKIP LOCKED */
     uint8_t prelude_pending;    /* answers to preludes come first (session/prelude.c) ... */
-    const char *prelude_what[SS_PRELUDES_MAX]; /* ... and what each is, oldest first */
+    const char *prelude_what[SS_PRELUDES_MAX]; /* ... and what each is, oldest first, ... */
+    bool prelude_prepare[SS_PRELUDES_MAX];     /* ... answered by a prepare response */
     ss_pnote pnote_next; /* the COM_STMT_PREPARE going out (session/prepared.c) */
     ss_pnote *pnotes;    /* prepared statements the front end acted on (owned) */
     size_t npnotes, pnotes_cap;
@@ -172,6 +176,35 @@ struct mr_session {
     uint32_t watchers;             /* bit i: ss_features[i] has response hooks (hooks.c) */
     uint8_t *hook_packet;          /* a response packet a hook reads whole (owned) */
     mr_client_slot slot;           /* what SHOW CLIENTS sees (stats/client_info.h) */
+    /* pool = transaction (session/pool_side.c); all unused with pool = session */
+    uint32_t backend_caps;      /* the backend leg's capabilities (the pool's add
+                                   CLIENT_SESSION_TRACK to the client's) */
+    uint8_t login_charset;      /* the handshake's collation id */
+    bool pool_login;            /* counted as a login in the pool until it ends */
+    struct mr_srv *srv;         /* the server connection borrowed (backend is its conn) */
+    struct mr_pool_user *puser; /* the session's key in its worker's pool */
+    struct mr_pool_wait *pwait; /* waiting for room to log in, or for a connection */
+    mr_pool_state pstate;       /* the system variables the session set */
+    uint32_t pins;              /* bit r: pinned for mr_pin_reason r */
+    uint32_t hint_maybe;        /* the statement's reasons should a change be reported */
+    bool hint_replay_only;      /* the statement changes only what is replayed */
+    bool hints_read;            /* the command's text was read for them */
+    bool hint_opaque;           /* it runs code elsewhere (CALL, EXECUTE) */
+    bool found_rows_ends;       /* the found_rows pin ends with this response */
+    bool pstmt_pooled;          /* the pool's prepared statements (MariaDB backend) */
+    struct ss_pstmt *pstmt;     /* its prepared statements (session/pool_stmt.c; owned,
+                                   NULL until the first COM_STMT_PREPARE) */
+    mr_pool_state login_state;  /* the login's character set variables (what a reset restores) */
+    bool learn_login;           /* the prelude answered next reports them */
+    uint64_t last_insert_id;    /* LAST_INSERT_ID() of the session, from its OKs */
+    uint32_t client_thread_id;  /* the thread id the client's greeting gave */
+    bool pool_view;             /* the backend leg tracks more than the client asked: its
+                                   OKs are rewritten to the client's view (pool_view.c) */
+    struct mr_track_want *want; /* the client's own session_track_* settings (owned;
+                                   NULL: MariaDB's defaults) */
+    uint64_t kill_target;       /* the session whose server connection this one's KILL in
+                                   flight holds (session/pool_kill.c; 0: none) ... */
+    unsigned kill_worker;       /* ... and its worker */
 };
 
 /* What the front end made of a statement. */
@@ -247,6 +280,12 @@ void ss_prelude_read_committed(mr_session *s);
  * the log line should it be refused; static text). False when it could
  * not be sent (out of memory, SS_PRELUDES_MAX already pending). */
 bool ss_prelude_send(mr_session *s, const char *text, size_t len, const char *what);
+/* The same for a command other than COM_QUERY (COM_RESET_CONNECTION,
+ * COM_INIT_DB), its argument `len` bytes at data. */
+bool ss_prelude_command(mr_session *s, uint8_t cmd, const char *data, size_t len, const char *what);
+/* A COM_STMT_PREPARE of text (pool = transaction: a statement prepared on
+ * demand, session/pool_stmt.c): its answer is a whole prepare response. */
+bool ss_prelude_prepare(mr_session *s, const char *text, size_t len);
 int ss_prelude_take(mr_session *s, struct evbuffer *in);
 
 /* session/prepared.c: a COM_STMT_PREPARE's response ended (ok: statement
@@ -320,12 +359,100 @@ void ss_hooks_end(mr_session *s);
  * rewrite, a hook's MR_HOOK_SEND): STMT_RELAY, or STMT_CLOSED when out of
  * memory (the client got an ERR). */
 stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len);
+/* The bytes of a command sent instead of the client's (which are dropped as
+ * they come); false when out of memory (the client got an ERR, the session
+ * closes). ss_send_instead is this for a rewrite, counted as one. */
+bool ss_send_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len);
 /* session/statement.c: appends a command of the session to the backend as
  * packets; a COM_QUERY on a session with CLIENT_QUERY_ATTRIBUTES gets an
  * attribute block: the client's statement's (s->qattrs) for its text
  * rewritten, or an empty one for the proxy's own statement (`own`). */
 void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void *text, size_t len,
                       bool own);
+
+/* session/pool_side.c: the session over the pool (pool = transaction); each
+ * does nothing with pool = session. May the session connect for its login
+ * now (else it waits for room, then connects by ss_connect); the login's
+ * HandshakeResponse asks the server for session tracking; the login
+ * succeeded (false: out of memory); a command with no server connection
+ * heads the input: borrow one (false: wait, or the session closed); what a
+ * command or a statement's text tells; an OK's session state; a response
+ * ended (the unit may end); the session ends. */
+bool ss_pool_may_connect(mr_session *s);
+void ss_connect(mr_session *s);
+void ss_pool_login_caps(mr_session *s, bool server_tracks, uint8_t charset);
+bool ss_pool_logged_in(mr_session *s);
+bool ss_pool_attach(mr_session *s);
+void ss_pool_command(mr_session *s, uint8_t cmd);
+void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags, bool own);
+/* The client's own text goes out with its CONNECTION_ID() as the session's
+ * stable id (the handshake's thread id): STMT_RELAY either way. */
+stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t len,
+                            unsigned lex_flags);
+void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n);
+/* The state block of the OK to one of the pool's own preludes: the
+ * variables it set are the session's and its connection's. */
+void ss_pool_prelude_state(mr_session *s, const uint8_t *state, size_t n);
+void ss_pool_response_done(mr_session *s, bool ok);
+void ss_pool_unit_end(mr_session *s);
+void ss_pool_session_end(mr_session *s);
+void ss_pool_pin(mr_session *s, mr_pin_reason r);
+void ss_pool_unpin(mr_session *s, mr_pin_reason r);
+/* The command whose header h heads the client's input is dropped as it comes
+ * (it was answered instead). */
+void ss_pool_drop_command(mr_session *s, const mr_pkt_header *h);
+/* session/pool_stmt.c: server-side prepared statements over the pool; each
+ * does nothing with pool = session. The greeting (payload p) the client
+ * gets, masked further; is the client's command read whole
+ * (cmd: its first byte); a COM_STMT_PREPARE (p: n of its len bytes) and the
+ * text that goes out for it (a rule's rewrite); a command is sent (a
+ * prepare's answer comes); the first packet of a prepare's answer (payload
+ * len bytes at off of in, avail there; false: wait for more); a statement
+ * command (true: answered, nothing is sent); a packet of the answer to an
+ * on-demand prepare (a mr_track_result); a response ended; the server
+ * dropped the session's statements (its COM_RESET_CONNECTION or
+ * COM_CHANGE_USER); the pool's reset of srv; the session ends. */
+void ss_pstmt_greeting(mr_session *s, uint8_t *p, mr_greeting *g);
+bool ss_pstmt_wants_whole(const mr_session *s, uint8_t cmd);
+bool ss_pstmt_prepare(mr_session *s, const uint8_t *p, size_t n, uint32_t len);
+void ss_pstmt_text(mr_session *s, const char *text, size_t len);
+void ss_pstmt_sent(mr_session *s, uint8_t cmd);
+bool ss_pstmt_prepare_answer(mr_session *s, struct evbuffer *in, size_t off, uint32_t len,
+                             size_t avail);
+bool ss_pstmt_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len);
+int ss_pstmt_prelude_packet(mr_session *s, const uint8_t *p, uint32_t len);
+/* An on-demand prepare failed: the next ERR the client gets is its ERR
+ * (the packet `len` bytes at `off` of the backend's input, all there, is
+ * replaced as ss_pool_view replaces one). */
+bool ss_pstmt_err_due(const mr_session *s);
+void ss_pstmt_replace_err(mr_session *s, struct evbuffer **in, struct evbuffer_iovec *first,
+                          size_t off, uint32_t len, uint8_t seq);
+void ss_pstmt_response_done(mr_session *s, bool ok);
+void ss_pstmt_forget(mr_session *s);
+void ss_pstmt_srv_reset(mr_srv *srv);
+void ss_pstmt_free(mr_session *s);
+bool ss_pstmt_answer_due(const mr_session *s);
+
+/* session/pool_view.c: the OK or EOF just classified (payload `len` bytes at
+ * `move` of the backend's input, `avail` there) is replaced by the client's
+ * view of it when that differs: true when it was (the bytes before it went
+ * out, and *in is the input evbuffer now). */
+bool ss_pool_view(mr_session *s, struct evbuffer **in, struct evbuffer_iovec *first, size_t move,
+                  uint32_t len, uint8_t seq, size_t avail);
+
+/* session/pool_kill.c: a COM_QUERY `KILL ... <id>` whose id is a session of
+ * this proxy's (pool = transaction): true when taken (*v the verdict), false
+ * to go on as usual (relayed as written). The answer to the KILL sent came,
+ * or the killer ends: the hold on the target's connection goes. Before the
+ * session gives its connection back: true when a KILL of it is on its way
+ * (the connection stays). */
+bool ss_pool_kill(mr_session *s, uint8_t cmd, const char *sql, size_t len, unsigned lex_flags,
+                  stmt_verdict *v);
+/* COM_PROCESS_KILL (payload p, len bytes) is KILL CONNECTION: the same, as
+ * the text `KILL <id>` when its id is a session's. */
+bool ss_pool_process_kill(mr_session *s, const uint8_t *p, uint32_t len, stmt_verdict *v);
+void ss_pool_kill_done(mr_session *s);
+bool ss_pool_kill_holds(mr_session *s);
 
 /* session/park.c: the front end marked the statement for parking
  * (res->park): true when the session now holds a copy of it in

@@ -136,6 +136,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
      * here too: the rules then read the statement the server runs */
     len = sql_server_len(sql, len);
     unsigned lex_flags = ss_lex_flags(s);
+    if (s->srv)
+        ss_pool_statement(s, sql, len, lex_flags, true);
     mr_stmt_ctx ctx = {
         .user = s->user[0] ? s->user : NULL,
         .schema = s->schema[0] ? s->schema : NULL,
@@ -193,8 +195,10 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     v = ss_hooks_statement(s, false, &st);
     if (v != STMT_RELAY || st.send)
         return v;
+    if (res->action != MR_ACT_REWRITE && s->srv && ss_pool_kill(s, cmd, sql, len, lex_flags, &v))
+        return v; /* pool = transaction: a KILL of a session's id */
     if (res->action != MR_ACT_REWRITE)
-        return STMT_RELAY;
+        return s->pool_view ? ss_pool_own_id(s, cmd, sql, len, lex_flags) : STMT_RELAY;
     v = ss_send_instead(s, cmd, res->text.data, res->text.len);
     if (v == STMT_RELAY)
         mr_stat_add(&s->digest->rewritten, 1);

@@ -5,6 +5,7 @@
  * other threads talk to it only through its hand-off pipe.
  */
 #include "myrewrite/session/worker.h"
+#include "myrewrite/pool/pool.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -110,6 +111,13 @@ static void on_message(mr_worker *w, int msg)
         }
         return;
     }
+    if (msg == MR_WORKER_MSG_KILL) {
+        for (mr_session *s = w->sessions, *next; s; s = next) {
+            next = mr_session_next(s); /* s may end below */
+            mr_session_kill_check(s);
+        }
+        return;
+    }
     w->draining = true;
     drain_sessions(w, msg == MR_WORKER_MSG_STOP);
     if (w->nsessions == 0)
@@ -156,6 +164,8 @@ static void *worker_main(void *arg)
     /* Anything left (a forced stop) is closed by freeing the base's users. */
     drain_sessions(w, 1);
     event_base_loop(w->base, EVLOOP_NONBLOCK); /* run the deferred frees */
+    mr_pool_free(w->pool);                     /* the server connections no session holds */
+    w->pool = NULL;
     mr_uring_stop(ring);
     mr_debug(0, "worker %u stopped", w->id);
     return NULL;
@@ -197,6 +207,9 @@ bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *ru
     w->pipe_wr = fds[1];
     w->base = worker_base();
     if (!w->base)
+        return false;
+    if (strcmp(p->cfg->pool, "transaction") == 0 &&
+        !(w->pool = mr_pool_new(w->base, p->cfg, id, p->nworkers)))
         return false;
     w->pipe_ev = event_new(w->base, w->pipe_rd, EV_READ | EV_PERSIST, pipe_cb, w);
     if (!w->pipe_ev || event_add(w->pipe_ev, NULL) != 0)

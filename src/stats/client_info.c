@@ -146,3 +146,13 @@ size_t mr_client_snapshot(mr_client_registry *r, mr_client_row *rows, size_t cap
     pthread_mutex_unlock(&r->lock);
     return n;
 }
+
+bool mr_client_find(mr_client_registry *r, bool (*fn)(mr_client_slot *s, void *arg), void *arg)
+{
+    bool found = false;
+    pthread_mutex_lock(&r->lock);
+    for (mr_client_slot *s = r->head; s && !found; s = s->next)
+        found = fn(s, arg);
+    pthread_mutex_unlock(&r->lock);
+    return found;
+}

@@ -49,7 +49,7 @@ limit_for() {
         t_slowreader*) echo 180 ;;
         t_sysbench*) echo 180 ;;
         t_faults*) echo 240 ;;
-        t_client_test*) echo 480 ;;
+        t_client_test*|t_pool_client_test*) echo 480 ;;
         t_fault_matrix*) echo 120 ;;  # it takes about 30 s; its budget in CI is 90
         t_image*) echo 600 ;;
         *) echo 300 ;;

@@ -15,6 +15,9 @@
 #
 # Environment: MR_DIRECT_PORT, MR_PROXY_PORT (the shared proxy), MR_TMP,
 # MR_CLIENT_TEST_MIN (the cases that must pass direct, default 270).
+# MR_POOL=transaction (t_pool_client_test.sh) runs the proxy's cases through a
+# proxy of the test's own with `pool = transaction` (MR_POOL_SIZE, if set, its
+# pool_size) instead of the shared one.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib/env.sh
@@ -61,6 +64,16 @@ restore_globals() {
 }
 globals >"$work/globals.before" || mr_die "cannot read the server's variables"
 trap 'restore_globals; mr_cleanup' EXIT
+proxy_port=$MR_PROXY_PORT
+pooled=0
+if [[ ${MR_POOL:-session} != session ]]; then
+    pooled=1
+    { mr_free_port proxy_port && mr_free_port console_port; } || mr_die "no free port"
+    mr_pool_args pool_args "$console_port"
+    mr_start_proxy client_test_pool "$proxy_port" "$MR_DIRECT_PORT" "${pool_args[@]}" \
+        || mr_die "cannot start the proxy with pool = $MR_POOL"
+    echo "# through a proxy of its own with pool = $MR_POOL"
+fi
 mr_sql_direct -e "CREATE DATABASE IF NOT EXISTS mct_direct" \
     || mr_die "cannot create the test databases"
 
@@ -104,28 +117,31 @@ done
 # with the general log and the query cache the direct ones turned on.
 restore_globals
 jobs=${MR_CLIENT_TEST_JOBS:-1}
+shards=()
 for ((j = 0; j < jobs; j++)); do
     mr_sql_direct -e "CREATE DATABASE IF NOT EXISTS mct_proxy_$j" || mr_die "cannot create mct_proxy_$j"
     (
         for ((i = j; i < ${#passing[@]}; i += jobs)); do
             c=${passing[i]}
-            run_case proxy "$MR_PROXY_PORT" "mct_proxy_$j" "$c" || echo "$c"
+            run_case proxy "$proxy_port" "mct_proxy_$j" "$c" || echo "$c"
         done >"$work/failed_$j"
     ) &
+    shards+=($!)
 done
-wait
+wait "${shards[@]}" # not a bare wait: a proxy of this shell's own (MR_POOL) runs till the end
 mapfile -t failed < <(cat "$work"/failed_*)
 retried=()
 lost=()
 for c in "${failed[@]}"; do
     [[ -n $c ]] || continue
     retried+=("$c")
-    if ! run_case proxy "$MR_PROXY_PORT" mct_proxy_0 "$c"; then
+    if ! run_case proxy "$proxy_port" mct_proxy_0 "$c"; then
         lost+=("$c")
         echo "--- $c through the proxy:"
         grep -v '^$\|^#####\|of (1/1)' "$work/proxy/$c.log" | tail -n 5
     fi
 done
+((pooled)) && mr_pool_report "$console_port"
 direct_pass=${#passing[@]}
 proxy_pass=$((direct_pass - ${#lost[@]}))
 

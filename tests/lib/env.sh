@@ -439,6 +439,33 @@ mr_stop_proxy() {
     return 0
 }
 
+# ---------------------------------------------------------------- pool
+
+# MR_POOL (session, the default, or transaction) and MR_POOL_SIZE: the pool
+# setting of the proxy that MariaDB's suites run through (tests/mtr/compare.sh,
+# t_client_test.sh), with a console of its own to show the pool afterwards.
+MR_POOL_CONSOLE_PASSWORD=pool-console-pw
+
+# mr_pool_args VAR CONSOLE_PORT: sets the array VAR to the proxy flags for
+# MR_POOL and MR_POOL_SIZE and a console on CONSOLE_PORT.
+mr_pool_args() {
+    local -n mr__args=$1
+    mr__args=(--set "pool=${MR_POOL:-session}")
+    [[ -n ${MR_POOL_SIZE:-} ]] && mr__args+=(--set "pool_size=$MR_POOL_SIZE")
+    mr__args+=(--set "admin_listen=$MR_HOST:$2" --set "admin_password=$MR_POOL_CONSOLE_PASSWORD")
+}
+
+# mr_pool_report CONSOLE_PORT: the console's SHOW POOLS and SHOW SERVERS, as
+# "# " lines (the units per server connection show how much it was shared).
+mr_pool_report() {
+    local sql
+    for sql in "SHOW POOLS" "SHOW SERVERS"; do
+        echo "# $sql:"
+        mariadb --no-defaults --protocol=TCP -h "$MR_HOST" -P "$1" -u admin \
+            -p"$MR_POOL_CONSOLE_PASSWORD" --table -e "$sql" 2>&1 | sed 's/^/#   /'
+    done
+}
+
 # ---------------------------------------------------------------- cleanup
 
 # EXIT trap: stop what this shell started, proxies first, each with SIGTERM

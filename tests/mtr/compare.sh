@@ -35,6 +35,11 @@
 # passes direct and fails, errs, skips or hangs through the proxy (and is
 # not KNOWN).
 #
+# MR_POOL=transaction runs the proxy with `pool = transaction` (MR_POOL_SIZE, if
+# set, its pool_size): the suite through the connection pool (issue 27). Then
+# tests/mtr/known-pool.list is read as well as known.list, and the results
+# name the pool mode.
+#
 # MR_TMP (default .tmp/mtr-compare), MR_BIN and MR_BUILD as in tests/lib/env.sh;
 # ports are picked free.
 set -uo pipefail
@@ -65,7 +70,12 @@ shift $((OPTIND - 1))
 read_list() { sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$1"; }
 declare -A excluded=() known=()
 while read -r t; do excluded[$t]=1; done < <(read_list "$here/excluded.list")
-while read -r t m reason; do known["$t $m"]=$reason; done < <(read_list "$here/known.list")
+pool=${MR_POOL:-session}
+known_lists=("$here/known.list")
+[[ $pool != session ]] && known_lists+=("$here/known-pool.list")
+for f in "${known_lists[@]}"; do
+    while read -r t m reason; do known["$t $m"]=$reason; done < <(read_list "$f")
+done
 
 tests=()
 if (($# > 0)); then
@@ -84,6 +94,8 @@ trap mr_cleanup EXIT
 mr_free_port dport   # mariadbd "mtrd", for the direct runs
 mr_free_port bport   # mariadbd "mtrp", behind the proxy
 mr_free_port pport   # the proxy
+mr_free_port cport   # its console (SHOW POOLS at the end)
+mr_pool_args pool_args "$cport"
 psock=$MR_TMP/mtr-proxy.sock
 
 # What the suite's default_mysqld.cnf sets and its results depend on; name
@@ -117,7 +129,8 @@ for name in mtrd mtrp; do
     mr_start_mariadb "$name" "$port" >/dev/null || mr_die "cannot start mariadbd $name"
     setup_server "$name" || mr_die "setup of $name failed: $(tail -n 3 "$work/setup-$name.log")"
 done
-mr_start_proxy mtr "$pport" "$bport" --socket "$psock" >/dev/null || mr_die "cannot start the proxy"
+mr_start_proxy mtr "$pport" "$bport" --socket "$psock" "${pool_args[@]}" >/dev/null ||
+    mr_die "cannot start the proxy"
 baseline_dbs=$(mr_mariadb_root mtrd -N -e "SHOW DATABASES" | tr '\n' ' ')
 
 # Puts a server back: a failed test leaves tables, procedures and databases
@@ -246,7 +259,8 @@ secs=$(($(date +%s) - start))
              "${same_n[$mode]:-0} fail or skip direct as well"
     done
     ((${#bad[@]} > 0)) && echo "mtr: differ from direct: ${bad[*]} (logs in $work/logs)"
-    echo "mtr: ${#tests[@]} tests x $(wc -w <<<"$modes") modes in ${secs}s," \
+    [[ $pool != session ]] && mr_pool_report "$cport"
+    echo "mtr: ${#tests[@]} tests x $(wc -w <<<"$modes") modes in ${secs}s (pool = $pool)," \
          "$( ((${#bad[@]} == 0)) && echo "no difference" || echo "${#bad[@]} differences")"
 } | tee -a "$results_txt"
 ((${#bad[@]} == 0))

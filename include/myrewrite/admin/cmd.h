@@ -29,6 +29,9 @@ typedef enum mr_admin_cmd {
     MR_ADM_RELOAD_TLS,
     MR_ADM_EXPLAIN_REWRITE, /* argument: the unquoted statement */
     MR_ADM_SHOW_CLIENTS,
+    MR_ADM_SHOW_POOLS,
+    MR_ADM_SHOW_SERVERS,
+    MR_ADM_SHOW_PINS,
     MR_ADM_SHOW_DELAYED,
     MR_ADM_SHOW_PAGINATION,
     MR_ADM_FLUSH_DELAYED,         /* argument: the table, may be empty */

@@ -54,9 +54,11 @@ typedef struct mr_config {
     char *pool;                         /* "session" or "transaction" (pool/pool.h) */
     uint64_t pool_idle_timeout_ms;      /* an idle pooled connection is closed after it */
     uint64_t pool_max_lifetime_ms;      /* a pooled connection this old is not reused */
+    uint64_t pool_long_data_max;        /* long data a session keeps to send again */
     uint64_t pool_max_wait_ms;          /* a session waits this long for a connection */
     uint64_t pool_min_idle;             /* idle connections the idle timeout leaves */
     uint64_t pool_size;                 /* server connections per user (all workers) */
+    uint64_t pool_stmt_cache;           /* prepared statements a pooled connection keeps */
     char *proxy_password;               /* the proxy's own account (flusher, janitor) */
     char *proxy_user;                   /* "" = no own connection: features needing it are off */
     uint64_t relay_buffer;

@@ -98,6 +98,9 @@ void mr_conn_set_read_idle(mr_conn *c, const struct timeval *tv);
 void mr_conn_keepalive(mr_conn *c, uint64_t ms);
 /* `drained` is called when pending output falls to `low` bytes or fewer. */
 void mr_conn_set_low_mark(mr_conn *c, size_t low);
+/* Who hears of the conn from now on (a server connection lent by the pool
+ * to one session after another); a NULL callback is not called. */
+void mr_conn_set_callbacks(mr_conn *c, const mr_conn_callbacks *cb, void *arg);
 
 /* The compressed protocol (net/conn_z.c, zlib or zstd at `level`): from
  * now on the input holds what the peer's frames carry and the output is

@@ -206,6 +206,9 @@ mr_rc mr_read_u16(mr_reader *r, uint16_t *v);
 mr_rc mr_read_u32(mr_reader *r, uint32_t *v);
 mr_rc mr_read_lenenc(mr_reader *r, uint64_t *v);
 mr_rc mr_read_skip(mr_reader *r, size_t n);
+/* A length-encoded string as a view into the buffer; MR_MALFORMED when its
+ * length or its bytes do not fit in what is given. */
+mr_rc mr_read_lenenc_str(mr_reader *r, const uint8_t **s, size_t *len);
 /* A NUL-terminated string; *s points into the buffer. */
 mr_rc mr_read_cstr(mr_reader *r, const char **s, size_t *len);
 

@@ -70,6 +70,9 @@ typedef struct mr_tracker {
     bool prep_no_metadata;  /* this prepare-OK said metadata_follows = 0 */
     mr_ok last_ok;          /* the last OK packet (affected rows etc.) */
     uint32_t oks;           /* OK packets (0x00) seen: a change says the last one was one */
+    uint32_t ends;          /* packets with a status seen (any OK, an EOF): a change says the
+                               last one was one, ... */
+    bool end_is_ok;         /* ... an OK (its session state may follow) rather than an EOF */
     uint32_t stmt_id;       /* from a prepare-OK */
 } mr_tracker;
 

@@ -30,5 +30,9 @@ void mr_session_wake_parked(void *proxy);
  * waiting for one gets its answer and goes on (session/hooks.c). Worker
  * thread. */
 void mr_session_bg_answered(mr_session *s);
+/* Another session's KILL concerns s (MR_WORKER_MSG_KILL): it ends, or gives
+ * back the server connection a KILL held (session/pool_kill.c). Worker
+ * thread. */
+void mr_session_kill_check(mr_session *s);
 
 #endif

@@ -42,6 +42,7 @@ typedef struct mr_worker {
     _Atomic bool bg_signaled;     /* the same for MR_WORKER_MSG_BG (set by a job, cleared here) */
     mr_stats stats;               /* written by this worker only */
     mr_digest_stats digests;      /* written by this worker only */
+    struct mr_pool *pool;         /* pool = transaction: the server connections (else NULL) */
     mr_client_registry clients;   /* SHOW CLIENTS snapshots of the sessions (stats/client_info.h) */
     struct mr_shared_rules *rules; /* current rule set; one reference held */
     mr_rules_scratch *scratch;     /* front-end working memory */
@@ -66,6 +67,7 @@ void mr_shared_rules_release(mr_shared_rules *r);
 #define MR_WORKER_MSG_RULES (-3)  /* pick up pending_rules */
 #define MR_WORKER_MSG_SCHEMA (-4) /* the schema cache loaded a table: run parked statements */
 #define MR_WORKER_MSG_BG (-6)     /* a feature's background job answered a waiting session */
+#define MR_WORKER_MSG_KILL (-7)   /* another session's KILL concerns a session of this worker */
 
 /* One reference to `rules` moves to the worker. */
 bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *rules);

@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,16 @@ typedef struct mr_client_slot {
     mr_counter statements; /* COM_QUERY / COM_STMT_PREPARE seen */
     mr_counter bytes_in;   /* from the client, headers included */
     mr_counter bytes_out;  /* from the backend, headers included */
+    /* pool = transaction (session/pool_kill.c): the id a KILL names, set by
+     * the worker once; the rest written by killers on other workers under
+     * the registry's lock, read by the worker */
+    _Atomic uint32_t client_thread_id; /* the id the client's greeting gave, 0 until known */
+    _Atomic uint32_t kill_holds;       /* KILLs in flight toward its server connection
+                                          (backend_id): the session keeps it meanwhile */
+    _Atomic bool kill_close;           /* KILL CONNECTION while it held none: its worker
+                                          ends the session */
+    _Atomic bool kill_query;           /* KILL QUERY while it held none: a command waiting
+                                          for a server connection gets ERR 1317 */
     /* guarded by the registry's lock */
     char user[MR_CLIENT_USER_MAX];
     char schema[MR_CLIENT_SCHEMA_MAX];
@@ -88,6 +99,11 @@ void mr_client_set_command(mr_client_slot *s, uint8_t command);
 void mr_client_set_names(mr_client_registry *r, mr_client_slot *s, const char *user,
                          const char *schema);
 void mr_client_set_text(mr_client_registry *r, mr_client_slot *s, const char *text);
+
+/* Any thread: runs fn on each slot of r under the lock (the slot cannot go
+ * meanwhile) until it returns true; whether it did. fn must be short and
+ * take no other lock. */
+bool mr_client_find(mr_client_registry *r, bool (*fn)(mr_client_slot *s, void *arg), void *arg);
 
 /* Console: copies up to `cap` slots into rows; returns how many are live
  * (which may exceed cap: call again with more room). */

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pool/hints.h - what a statement's text says about the session state it may
+ * leave on its server connection, for `pool = transaction`.
+ *
+ * The server's session trackers are the proxy's main source (pool/pool.h),
+ * but they cannot say everything: the state-change tracker reports "1" for a
+ * user variable, a temporary table or a prepared SQL statement alike, and
+ * for a plain SET of a system variable as well; `DO GET_LOCK(...)` reports
+ * nothing; a result set's end carries no tracker data to a client without
+ * CLIENT_DEPRECATE_EOF. So the words of the text name the reason to pin,
+ * and whether a reported change is only one the proxy replays.
+ *
+ * Pure, any thread.
+ */
+#ifndef MYREWRITE_POOL_HINTS_H
+#define MYREWRITE_POOL_HINTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "myrewrite/base/buf.h"
+
+#include "myrewrite/pool/pool.h"
+
+#define MR_HINT(r) (1u << (r))
+
+typedef struct mr_pool_hints {
+    uint32_t pins;   /* MR_HINT(reason): reasons the text gives to pin at once */
+    uint32_t maybe;  /* reasons to pin should the server report a state change */
+    int replay_only; /* 1: only SET of system variables, SET NAMES / CHARACTER SET,
+                        USE: a reported change is one the trackers name */
+    bool tracking;   /* names a session_track_* variable */
+    bool opaque;     /* runs code whose words are elsewhere (CALL, EXECUTE, a stored
+                        function in SELECT is not caught): a state change it reports
+                        is never taken as only the variables named with it */
+} mr_pool_hints;
+
+/* Reads the text (lexer flags as the session reads it). own: the client's
+ * text, whose CONNECTION_ID() the session replaces by its own id (so it
+ * gives no pin); else a feature's rewrite, which is sent as it is. */
+void mr_pool_hints_read(const char *sql, size_t len, unsigned lex_flags, bool own,
+                        mr_pool_hints *h);
+
+/* The text with each CONNECTION_ID() replaced by `id` (the thread id the
+ * client's handshake gave it) into out: false when there is none. */
+bool mr_pool_own_connection_id(const char *sql, size_t len, unsigned lex_flags, uint32_t id,
+                               mr_buf *out);
+
+/* The session_track_* assignments of a SET statement, in order: name and
+ * value (a string literal's value, or the word or number as written) into
+ * the caller's buffers. The count, or -1 when the text names a
+ * session_track_ variable in a form this reader does not take (SET GLOBAL,
+ * an expression, DEFAULT, a statement that is not a plain SET). */
+typedef struct mr_pool_track_set {
+    char name[40];
+    char value[1100];
+} mr_pool_track_set;
+int mr_pool_track_sets(const char *sql, size_t len, unsigned lex_flags, mr_pool_track_set *out,
+                       int max);
+
+#endif

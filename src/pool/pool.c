@@ -1,0 +1,865 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pool/pool.c - one worker's server connections: keys, idle and busy lists,
+ * the queue of waiting sessions, room for logins, idle timeout and lifetime
+ * (see pool/pool.h). Worker thread only, except the snapshots.
+ */
+#include "myrewrite/pool/pool.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "myrewrite/base/clock.h"
+#include "myrewrite/base/log.h"
+#include "myrewrite/pool/stmt_cache.h"
+
+struct mr_pool_user {
+    mr_pool_key key;
+    mr_pool *pool;
+    mr_srv *idle, *busy; /* idle: most recently given back first */
+    unsigned nidle, nbusy;
+    unsigned sessions, waiting, pinned;
+    uint64_t waits, wait_timeouts;
+    mr_pool_user *next;
+};
+
+struct mr_pool_wait {
+    mr_pool *pool;
+    mr_pool_user *user; /* NULL: room for a login */
+    const char *schema; /* the session's (no schema takes no connection with one) */
+    mr_pool_ready ready;
+    void *arg;
+    uint64_t since_ns;
+    struct event *timer;
+    mr_pool_wait *prev, *next;
+};
+
+static const char *const pin_names[MR_PIN_REASONS] = {
+    "transaction",   "next_transaction", "locked_tables", "user_variable", "temporary_table",
+    "prepared",      "prepared_sql",     "lock_function", "found_rows",    "connection_id",
+    "session_track", "state_change",     "feature",       "unknown_state", "change_user",
+};
+
+const char *mr_pin_reason_name(mr_pin_reason r) { return r < MR_PIN_REASONS ? pin_names[r] : "?"; }
+
+const char *const mr_pool_login_var_names[MR_POOL_LOGIN_VARS] = {
+    "character_set_client", "character_set_connection", "character_set_results",
+    "collation_connection"};
+
+/* ---- replayable state ---- */
+
+void mr_pool_state_free(mr_pool_state *st)
+{
+    for (unsigned i = 0; i < st->n; i++) {
+        free(st->v[i].name);
+        free(st->v[i].value);
+    }
+    free(st->v);
+    memset(st, 0, sizeof *st);
+}
+
+void mr_pool_state_clear_vars(mr_pool_state *st)
+{
+    char schema[sizeof st->schema];
+    bool set = st->schema_set;
+    memcpy(schema, st->schema, sizeof schema);
+    mr_pool_state_free(st);
+    memcpy(st->schema, schema, sizeof schema);
+    st->schema_set = set;
+}
+
+const mr_pool_var *mr_pool_state_get(const mr_pool_state *st, const char *name)
+{
+    for (unsigned i = 0; i < st->n; i++)
+        if (strcmp(st->v[i].name, name) == 0)
+            return &st->v[i];
+    return NULL;
+}
+
+bool mr_pool_state_set(mr_pool_state *st, const char *name, size_t nlen, const char *value,
+                       size_t vlen)
+{
+    char *n = strndup(name, nlen), *v = strndup(value, vlen);
+    if (!n || !v) {
+        free(n);
+        free(v);
+        return false;
+    }
+    for (char *c = n; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+    mr_pool_var *old = (mr_pool_var *)mr_pool_state_get(st, n);
+    if (old) {
+        free(n);
+        free(old->value);
+        old->value = v;
+        return true;
+    }
+    if (st->n == st->cap) {
+        unsigned cap = st->cap ? st->cap * 2 : 4;
+        mr_pool_var *grown = realloc(st->v, cap * sizeof *grown);
+        if (!grown) {
+            free(n);
+            free(v);
+            return false;
+        }
+        st->v = grown;
+        st->cap = cap;
+    }
+    st->v[st->n++] = (mr_pool_var){n, v};
+    return true;
+}
+
+bool mr_pool_state_copy_vars(mr_pool_state *dst, const mr_pool_state *src)
+{
+    char schema[sizeof dst->schema];
+    bool set = dst->schema_set;
+    memcpy(schema, dst->schema, sizeof schema);
+    bool ok = mr_pool_state_copy(dst, src);
+    memcpy(dst->schema, schema, sizeof schema);
+    dst->schema_set = set;
+    return ok;
+}
+
+bool mr_pool_state_copy(mr_pool_state *dst, const mr_pool_state *src)
+{
+    mr_pool_state fresh = {0};
+    for (unsigned i = 0; i < src->n; i++)
+        if (!mr_pool_state_set(&fresh, src->v[i].name, strlen(src->v[i].name), src->v[i].value,
+                               strlen(src->v[i].value))) {
+            mr_pool_state_free(&fresh);
+            return false;
+        }
+    memcpy(fresh.schema, src->schema, sizeof fresh.schema);
+    fresh.schema_set = src->schema_set;
+    mr_pool_state_free(dst);
+    *dst = fresh;
+    return true;
+}
+
+/* ---- lists ---- */
+
+static void unlink_srv(mr_srv *s, mr_srv **head)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        *head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+}
+
+static void push_srv(mr_srv *s, mr_srv **head)
+{
+    s->prev = NULL;
+    s->next = *head;
+    if (*head)
+        (*head)->prev = s;
+    *head = s;
+}
+
+static bool key_equal(const mr_pool_key *a, const mr_pool_key *b)
+{
+    return strcmp(a->user, b->user) == 0 && a->caps == b->caps && a->ext_caps == b->ext_caps &&
+           a->tls == b->tls && a->zlib == b->zlib;
+}
+
+mr_pool_user *mr_pool_user_get(mr_pool *p, const mr_pool_key *k)
+{
+    for (mr_pool_user *u = p->users; u; u = u->next)
+        if (key_equal(&u->key, k))
+            return u;
+    mr_pool_user *u = calloc(1, sizeof *u);
+    if (!u)
+        return NULL;
+    u->key = *k;
+    u->pool = p;
+    pthread_mutex_lock(&p->lock);
+    u->next = p->users;
+    p->users = u;
+    pthread_mutex_unlock(&p->lock);
+    return u;
+}
+
+static void trim(mr_pool_user *u);
+
+void mr_pool_session_add(mr_pool_user *u, int delta)
+{
+    pthread_mutex_lock(&u->pool->lock);
+    u->sessions = (unsigned)((int)u->sessions + delta);
+    pthread_mutex_unlock(&u->pool->lock);
+    if (delta < 0)
+        trim(u);
+}
+
+/* ---- waiting ---- */
+
+static void wait_unlink(mr_pool_wait *w)
+{
+    mr_pool *p = w->pool;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        p->wait_head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        p->wait_tail = w->prev;
+    if (w->user)
+        w->user->waiting--;
+    else
+        p->login_waiters--;
+}
+
+/* Counts the wait in the histogram: bucket i holds waits under 1 ms * 4^i. */
+static void wait_done(mr_pool_wait *w, bool timed_out)
+{
+    mr_pool *p = w->pool;
+    uint64_t us = (mr_mono_ns() - w->since_ns) / 1000;
+    pthread_mutex_lock(&p->lock);
+    wait_unlink(w);
+    unsigned b = 0;
+    for (uint64_t lim = 1000; b < MR_POOL_WAIT_BUCKETS - 1 && us >= lim; lim *= 4)
+        b++;
+    p->wait_us_buckets[b]++;
+    p->wait_us_sum += us;
+    if (timed_out)
+        p->wait_timeouts++;
+    if (w->user) {
+        if (timed_out)
+            w->user->wait_timeouts++;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (w->timer)
+        event_free(w->timer);
+}
+
+static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+    mr_pool_wait *w = arg;
+    (void)fd;
+    (void)what;
+    mr_pool_ready ready = w->ready;
+    void *rarg = w->arg;
+    wait_done(w, true);
+    free(w);
+    ready(rarg, NULL, true);
+}
+
+mr_pool_wait *mr_pool_wait_for(mr_pool *p, mr_pool_user *u, const char *schema, mr_pool_ready ready,
+                               void *arg)
+{
+    mr_pool_wait *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    *w = (mr_pool_wait){.pool = p,
+                        .user = u,
+                        .schema = schema ? schema : "",
+                        .ready = ready,
+                        .arg = arg,
+                        .since_ns = mr_mono_ns()};
+    uint64_t ms = p->cfg->pool_max_wait_ms;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    w->timer = event_new(p->base, -1, 0, wait_timeout_cb, w);
+    if (!w->timer || event_add(w->timer, &tv) != 0) {
+        if (w->timer)
+            event_free(w->timer);
+        free(w);
+        return NULL;
+    }
+    pthread_mutex_lock(&p->lock);
+    w->prev = p->wait_tail;
+    if (p->wait_tail)
+        p->wait_tail->next = w;
+    else
+        p->wait_head = w;
+    p->wait_tail = w;
+    p->waits++;
+    if (u) {
+        u->waiting++;
+        u->waits++;
+    } else {
+        p->login_waiters++;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return w;
+}
+
+void mr_pool_wait_cancel(mr_pool_wait *w)
+{
+    if (!w)
+        return;
+    wait_done(w, false);
+    free(w);
+}
+
+/* The first waiter for u (u NULL: the first waiting to log in). */
+static mr_pool_wait *first_waiter(mr_pool *p, const mr_pool_user *u)
+{
+    for (mr_pool_wait *w = p->wait_head; w; w = w->next)
+        if (w->user == u)
+            return w;
+    return NULL;
+}
+
+static void answer(mr_pool_wait *w, mr_srv *srv)
+{
+    mr_pool_ready ready = w->ready;
+    void *arg = w->arg;
+    wait_done(w, false);
+    free(w);
+    ready(arg, srv, false);
+}
+
+/* ---- connections ---- */
+
+static void idle_read_cb(mr_conn *c, void *arg);
+static void idle_event_cb(mr_conn *c, int what, void *arg);
+static const mr_conn_callbacks idle_callbacks = {idle_read_cb, NULL, idle_event_cb};
+
+/* May srv be closed to make room? Not a key's last one while sessions of
+ * the key live: only their logins could make another. */
+static bool evictable(const mr_srv *srv)
+{
+    const mr_pool_user *u = srv->user;
+    return u->sessions == 0 || u->nidle + u->nbusy > 1;
+}
+
+static void room_freed(mr_pool *p);
+
+/* The statements prepared on srv: nothing to close on the server, the
+ * connection goes. */
+static void free_stmts(mr_srv *srv)
+{
+    if (srv->stmts)
+        mr_stmt_cache_clear(srv->stmts);
+    free(srv->stmts);
+    srv->stmts = NULL;
+}
+
+static void close_srv(mr_srv *srv)
+{
+    mr_pool *p = srv->pool;
+    mr_pool_user *u = srv->user;
+    pthread_mutex_lock(&p->lock);
+    if (srv->idle_ns) {
+        unlink_srv(srv, &u->idle);
+        u->nidle--;
+    } else {
+        unlink_srv(srv, &u->busy);
+        u->nbusy--;
+    }
+    p->total--;
+    pthread_mutex_unlock(&p->lock);
+    if (srv->conn) {
+        static const uint8_t quit[5] = {1, 0, 0, 0, 0x01}; /* COM_QUIT, best effort */
+        if (srv->idle_ns && mr_conn_pending(srv->conn) == 0) {
+            ssize_t n = send(mr_conn_fd(srv->conn), quit, sizeof quit, MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)n;
+        }
+        mr_conn_free(srv->conn);
+    }
+    mr_pool_state_free(&srv->state);
+    free_stmts(srv);
+    free(srv);
+}
+
+void mr_pool_drop(mr_srv *srv)
+{
+    mr_pool *p = srv->pool;
+    close_srv(srv);
+    room_freed(p);
+}
+
+/* ---- making room for a login ----
+ *
+ * An idle connection closed for a login still counts until the server has
+ * let it go: the proxy sends COM_QUIT and waits for the server to close the
+ * socket (at most a second), so the login's new connection never makes the
+ * server hold more than pool_size of the proxy's at once. */
+
+static void quit_free(mr_srv *srv)
+{
+    if (srv->conn)
+        mr_conn_free(srv->conn);
+    if (srv->quit_timer)
+        event_free(srv->quit_timer);
+    mr_pool_state_free(&srv->state);
+    free_stmts(srv);
+    free(srv);
+}
+
+static void quit_room(evutil_socket_t fd, short what, void *arg)
+{
+    mr_srv *srv = arg;
+    mr_pool *p = srv->pool;
+    (void)fd;
+    (void)what;
+    pthread_mutex_lock(&p->lock);
+    unlink_srv(srv, &p->closing);
+    p->nclosing--;
+    p->total--;
+    pthread_mutex_unlock(&p->lock);
+    quit_free(srv);
+    room_freed(p);
+}
+
+/* The server closed its end. mariadbd counts a connection until its thread
+ * is done with it, a moment after the socket closes: the room is given a
+ * few milliseconds later, so Max_used_connections stays within pool_size. */
+static void quit_done(mr_srv *srv)
+{
+    static const struct timeval linger = {0, 10000};
+    mr_conn_free(srv->conn);
+    srv->conn = NULL;
+    srv->quit_timer = event_new(srv->pool->base, -1, 0, quit_room, srv);
+    if (!srv->quit_timer || event_add(srv->quit_timer, &linger) != 0)
+        quit_room(-1, 0, srv);
+}
+
+static void quit_read_cb(mr_conn *c, void *arg)
+{
+    (void)arg;
+    mr_conn_drain(c, mr_conn_input_length(c)); /* whatever it says, it is going */
+}
+
+static void quit_event_cb(mr_conn *c, int what, void *arg)
+{
+    (void)c;
+    (void)what; /* EOF, an error or the second's timeout: gone either way */
+    quit_done(arg);
+}
+
+static const mr_conn_callbacks quit_callbacks = {quit_read_cb, NULL, quit_event_cb};
+
+static void quit_srv(mr_srv *srv)
+{
+    static const uint8_t quit[5] = {1, 0, 0, 0, 0x01}; /* COM_QUIT */
+    mr_pool *p = srv->pool;
+    mr_pool_user *u = srv->user;
+    pthread_mutex_lock(&p->lock);
+    unlink_srv(srv, &u->idle);
+    u->nidle--;
+    push_srv(srv, &p->closing);
+    p->nclosing++;
+    p->evictions++;
+    pthread_mutex_unlock(&p->lock);
+    struct timeval sec = {1, 0};
+    mr_conn_set_callbacks(srv->conn, &quit_callbacks, srv);
+    mr_conn_set_timeout(srv->conn, &sec);
+    mr_conn_write(srv->conn, quit, sizeof quit);
+    mr_conn_read_enable(srv->conn, true);
+}
+
+/* Starts closing one idle connection for a login: false when none is idle.
+ * A key's last connection goes only when no other is idle: the login is
+ * most likely the same user's (one application, one account), and a login
+ * that waited for room could not be made otherwise. */
+static bool evict_one(mr_pool *p)
+{
+    for (int pass = 0; pass < 2; pass++)
+        for (mr_pool_user *u = p->users; u; u = u->next) {
+            mr_srv *last = NULL;
+            for (mr_srv *s = u->idle; s; s = s->next)
+                last = s; /* the one idle longest */
+            if (last && (pass == 1 || evictable(last))) {
+                quit_srv(last);
+                return true;
+            }
+        }
+    return false;
+}
+
+/* Room is coming for every login already waiting (and one more)? */
+static bool room_coming(const mr_pool *p) { return p->nclosing > p->login_waiters; }
+
+bool mr_pool_login_room(mr_pool *p)
+{
+    if (p->total >= p->cap || p->login_waiters) { /* full, or others wait first */
+        if (p->total >= p->cap && !room_coming(p))
+            evict_one(p);
+        return false; /* the caller waits: room_freed answers it in turn */
+    }
+    pthread_mutex_lock(&p->lock);
+    p->total++;
+    p->logins++;
+    pthread_mutex_unlock(&p->lock);
+    return true;
+}
+
+/* Room for one more connection: the first login waiting gets it. */
+static void room_freed(mr_pool *p)
+{
+    while (p->total < p->cap) {
+        mr_pool_wait *w = first_waiter(p, NULL);
+        if (!w)
+            return;
+        pthread_mutex_lock(&p->lock);
+        p->total++;
+        p->logins++;
+        pthread_mutex_unlock(&p->lock);
+        answer(w, NULL);
+    }
+}
+
+mr_srv *mr_pool_login_done(mr_pool *p, mr_pool_user *u, mr_conn *conn, uint32_t thread_id,
+                           uint64_t session)
+{
+    mr_srv *srv = conn && u ? calloc(1, sizeof *srv) : NULL;
+    pthread_mutex_lock(&p->lock);
+    p->logins--;
+    if (srv) {
+        srv->conn = conn;
+        srv->pool = p;
+        srv->user = u;
+        srv->thread_id = thread_id;
+        srv->born_ns = mr_mono_ns();
+        srv->session = srv->last_session = session;
+        push_srv(srv, &u->busy);
+        u->nbusy++;
+    } else {
+        p->total--;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (!srv)
+        room_freed(p);
+    return srv;
+}
+
+static void lend(mr_srv *srv, uint64_t session)
+{
+    mr_pool_user *u = srv->user;
+    pthread_mutex_lock(&srv->pool->lock);
+    unlink_srv(srv, &u->idle);
+    u->nidle--;
+    push_srv(srv, &u->busy);
+    u->nbusy++;
+    srv->idle_ns = 0;
+    srv->session = session;
+    pthread_mutex_unlock(&srv->pool->lock);
+}
+
+mr_srv *mr_pool_take(mr_pool_user *u, uint64_t session, const char *schema)
+{
+    mr_srv *pick = NULL, *same = NULL;
+    for (mr_srv *s = u->idle; s && !pick; s = s->next) {
+        bool here = strcmp(s->state.schema, schema) == 0;
+        if (s->last_session == session && (here || schema[0]))
+            pick = s;
+        else if (!same && here)
+            same = s;
+    }
+    if (!pick)
+        pick = same ? same : schema[0] ? u->idle : NULL;
+    if (pick)
+        lend(pick, session);
+    return pick;
+}
+
+void mr_pool_give_back(mr_srv *srv, uint64_t session)
+{
+    mr_pool *p = srv->pool;
+    mr_pool_user *u = srv->user;
+    uint64_t now = mr_mono_ns();
+    uint64_t life = p->cfg->pool_max_lifetime_ms * 1000000ull;
+    mr_pool_count(p, &srv->units);
+    srv->last_session = session;
+    mr_conn_set_callbacks(srv->conn, &idle_callbacks, srv);
+    mr_conn_set_timeout(srv->conn, NULL);
+    mr_conn_set_read_idle(srv->conn, NULL);
+    if (srv->broken || (life && now - srv->born_ns > life && evictable(srv))) {
+        mr_pool_drop(srv);
+        return;
+    }
+    pthread_mutex_lock(&p->lock);
+    unlink_srv(srv, &u->busy);
+    u->nbusy--;
+    push_srv(srv, &u->idle);
+    u->nidle++;
+    srv->idle_ns = now;
+    srv->session = 0;
+    pthread_mutex_unlock(&p->lock);
+    mr_conn_read_enable(srv->conn, true); /* a server that closes it is seen */
+    mr_pool_wait *w = first_waiter(p, u);
+    while (w && !w->schema[0] && srv->state.schema[0]) /* it would run in another's schema */
+        do
+            w = w->next;
+        while (w && w->user != u);
+    if (w) {
+        lend(srv, 0);
+        answer(w, srv);
+        return;
+    }
+    if (first_waiter(p, NULL) && p->total >= p->cap && !room_coming(p))
+        quit_srv(srv); /* a login waits for room */
+}
+
+/* A session ended: a key needs no more idle connections than it has
+ * sessions holding none (and pool_min_idle); one more is closed now, so a later login
+ * finds room at once instead of waiting for an idle one to be closed
+ * (which costs it a round trip to the server). */
+static void trim(mr_pool_user *u)
+{
+    mr_pool *p = u->pool;
+    unsigned without = u->sessions > u->nbusy ? u->sessions - u->nbusy : 0; /* hold none now */
+    if (u->nidle <= without + p->cfg->pool_min_idle || first_waiter(p, u))
+        return;
+    mr_srv *last = u->idle;
+    while (last->next)
+        last = last->next; /* the one idle longest */
+    if (first_waiter(p, NULL))
+        quit_srv(last); /* a login waits: its room once the server let go */
+    else
+        mr_pool_drop(last);
+}
+
+/* An idle connection speaks: a server closing it (wait_timeout's ERR, a
+ * KILL) or a reply nobody asked for. Either way it is not lent again. */
+static void idle_read_cb(mr_conn *c, void *arg)
+{
+    mr_srv *srv = arg;
+    (void)c;
+    mr_info(0, "pool: server connection %u (user %s) spoke while idle; closed", srv->thread_id,
+            srv->user->key.user);
+    mr_pool_drop(srv);
+}
+
+static void idle_event_cb(mr_conn *c, int what, void *arg)
+{
+    mr_srv *srv = arg;
+    (void)c;
+    (void)what;
+    mr_debug(0, "pool: idle server connection %u closed by the server", srv->thread_id);
+    mr_pool_drop(srv);
+}
+
+/* Once a second: idle connections past pool_idle_timeout go, keeping
+ * pool_min_idle of each key, and those past pool_max_lifetime (a key's
+ * last while its sessions live stays: only a login makes another). */
+static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+    mr_pool *p = arg;
+    (void)fd;
+    (void)what;
+    uint64_t idle = p->cfg->pool_idle_timeout_ms * 1000000ull, now = mr_mono_ns();
+    uint64_t life = p->cfg->pool_max_lifetime_ms * 1000000ull;
+    for (mr_pool_user *u = p->users; u; u = u->next) {
+        for (mr_srv *s = u->idle, *next; s; s = next) {
+            next = s->next;
+            bool idle_out = idle && now - s->idle_ns > idle && u->nidle > p->cfg->pool_min_idle;
+            bool old = life && now - s->born_ns > life;
+            if ((idle_out || old) && evictable(s))
+                mr_pool_drop(s);
+        }
+    }
+}
+
+mr_pool *mr_pool_new(struct event_base *base, const mr_config *cfg, unsigned worker,
+                     unsigned nworkers)
+{
+    mr_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->base = base;
+    p->cfg = cfg;
+    p->worker = worker;
+    p->cap = (unsigned)(cfg->pool_size / (nworkers ? nworkers : 1));
+    if (p->cap == 0)
+        p->cap = 1;
+    pthread_mutex_init(&p->lock, NULL);
+    p->sweep = event_new(base, -1, EV_PERSIST, sweep_cb, p);
+    struct timeval sec = {1, 0};
+    if (!p->sweep || event_add(p->sweep, &sec) != 0) {
+        mr_pool_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void mr_pool_free(mr_pool *p)
+{
+    if (!p)
+        return;
+    while (p->wait_head) {
+        mr_pool_wait *w = p->wait_head;
+        mr_pool_ready ready = w->ready;
+        void *arg = w->arg;
+        wait_done(w, true);
+        free(w);
+        ready(arg, NULL, true);
+    }
+    for (mr_pool_user *u = p->users, *next; u; u = next) {
+        next = u->next;
+        while (u->idle)
+            close_srv(u->idle);
+        while (u->busy)
+            close_srv(u->busy);
+        free(u);
+    }
+    while (p->closing) {
+        mr_srv *s = p->closing;
+        unlink_srv(s, &p->closing);
+        quit_free(s);
+    }
+    if (p->sweep)
+        event_free(p->sweep);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+bool mr_pool_holds_thread(mr_pool *p, uint32_t thread_id)
+{
+    bool found = false;
+    pthread_mutex_lock(&p->lock);
+    for (mr_pool_user *u = p->users; u && !found; u = u->next) {
+        for (mr_srv *s = u->busy; s && !found; s = s->next)
+            found = s->thread_id == thread_id;
+        for (mr_srv *s = u->idle; s && !found; s = s->next)
+            found = s->thread_id == thread_id;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return found;
+}
+
+bool mr_pool_user_empty(const mr_pool_user *u)
+{
+    return u->nidle + u->nbusy == 0 && u->pool->logins == 0;
+}
+
+void mr_pool_count(mr_pool *p, uint64_t *counter)
+{
+    pthread_mutex_lock(&p->lock);
+    (*counter)++;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void mr_pool_lent(mr_srv *srv, uint64_t session)
+{
+    pthread_mutex_lock(&srv->pool->lock);
+    srv->session = session;
+    pthread_mutex_unlock(&srv->pool->lock);
+}
+
+void mr_pool_pin(mr_pool_user *u, mr_pin_reason r, bool first)
+{
+    mr_pool *p = u->pool;
+    pthread_mutex_lock(&p->lock);
+    p->pins[r]++;
+    p->pinned[r]++;
+    u->pinned += first;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void mr_pool_unpin(mr_pool_user *u, mr_pin_reason r, bool last)
+{
+    mr_pool *p = u->pool;
+    pthread_mutex_lock(&p->lock);
+    if (p->pinned[r])
+        p->pinned[r]--;
+    u->pinned -= last && u->pinned;
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- snapshots ---- */
+
+/* One more row (the console's path: a realloc a row is cheap enough). */
+static bool grow(void **rows, size_t n, size_t size)
+{
+    void *g = realloc(*rows, (n + 1) * size);
+    if (!g)
+        return false;
+    *rows = g;
+    return true;
+}
+
+bool mr_pool_rows(mr_pool *p, mr_pool_row **rows, size_t *n)
+{
+    bool ok = true;
+    pthread_mutex_lock(&p->lock);
+    for (mr_pool_user *u = p->users; u && ok; u = u->next) {
+        size_t i = 0;
+        while (i < *n && strcmp((*rows)[i].user, u->key.user) != 0)
+            i++;
+        if (i == *n) {
+            ok = grow((void **)rows, *n, sizeof **rows);
+            if (!ok)
+                break;
+            memset(&(*rows)[i], 0, sizeof **rows);
+            memcpy((*rows)[i].user, u->key.user, sizeof u->key.user);
+            (*n)++;
+        }
+        mr_pool_row *r = &(*rows)[i];
+        r->sessions += u->sessions;
+        r->waiting += u->waiting;
+        r->pinned += u->pinned;
+        r->active += u->nbusy;
+        r->idle += u->nidle;
+        r->waits += u->waits;
+        r->wait_timeouts += u->wait_timeouts;
+        mr_pool_wait *oldest = first_waiter(p, u);
+        uint64_t us = oldest ? (mr_mono_ns() - oldest->since_ns) / 1000 : 0;
+        if (us > r->max_wait_us)
+            r->max_wait_us = us;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return ok;
+}
+
+static bool srv_row(mr_pool *p, const mr_srv *s, uint64_t now, mr_pool_srv_row **rows, size_t *n)
+{
+    if (!grow((void **)rows, *n, sizeof **rows))
+        return false;
+    mr_pool_srv_row *r = &(*rows)[(*n)++];
+    memset(r, 0, sizeof *r);
+    r->worker = p->worker;
+    memcpy(r->user, s->user->key.user, sizeof r->user);
+    r->thread_id = s->thread_id;
+    r->session = s->session;
+    r->idle = s->idle_ns != 0;
+    r->age_ms = (now - s->born_ns) / 1000000;
+    r->idle_ms = s->idle_ns ? (now - s->idle_ns) / 1000000 : 0;
+    r->units = s->units;
+    return true;
+}
+
+bool mr_pool_srv_rows(mr_pool *p, mr_pool_srv_row **rows, size_t *n)
+{
+    bool ok = true;
+    uint64_t now = mr_mono_ns();
+    pthread_mutex_lock(&p->lock);
+    for (mr_pool_user *u = p->users; u && ok; u = u->next) {
+        for (mr_srv *s = u->busy; s && ok; s = s->next)
+            ok = srv_row(p, s, now, rows, n);
+        for (mr_srv *s = u->idle; s && ok; s = s->next)
+            ok = srv_row(p, s, now, rows, n);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return ok;
+}
+
+void mr_pool_counters(mr_pool *p, mr_pool_totals *t)
+{
+    pthread_mutex_lock(&p->lock);
+    for (unsigned r = 0; r < MR_PIN_REASONS; r++) {
+        t->pins[r] += p->pins[r];
+        t->pinned[r] += p->pinned[r];
+    }
+    t->waits += p->waits;
+    t->wait_timeouts += p->wait_timeouts;
+    t->evictions += p->evictions;
+    t->replays += p->replays;
+    t->resets += p->resets;
+    t->connections += p->total - p->nclosing; /* those closing are not lent again */
+    t->logins += p->logins;
+    for (mr_pool_user *u = p->users; u; u = u->next) {
+        t->idle += u->nidle;
+        t->waiting += u->waiting;
+    }
+    t->wait_us_sum += p->wait_us_sum;
+    for (unsigned i = 0; i < MR_POOL_WAIT_BUCKETS; i++)
+        t->wait_us_buckets[i] += p->wait_us_buckets[i];
+    pthread_mutex_unlock(&p->lock);
+}

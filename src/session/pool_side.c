@@ -1,0 +1,699 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * session/pool_side.c - a session over the pool (`pool = transaction`): room
+ * to log in, borrowing a server connection when a command comes and giving
+ * it back at the end of a unit of work, the state replayed on the
+ * connection borrowed, and the pins that keep one.
+ *
+ * A unit of work ends with a response that leaves the session unpinned:
+ * outside a transaction (the server's status says so) and with no state
+ * the proxy cannot carry to another connection. The connection then goes
+ * back with the session's state recorded on it; the next command borrows
+ * one (the session's own last when still idle) and the differences go out
+ * ahead of it as preludes: COM_RESET_CONNECTION when the connection holds
+ * a variable the session never set (the reset restores the login's
+ * character set, which `SET x = DEFAULT` would not), one SET of the
+ * trackers and the session's variables, and COM_INIT_DB. Runs on the
+ * session's worker thread.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "myrewrite/base/log.h"
+#include "myrewrite/pool/hints.h"
+#include "myrewrite/proto/ok_view.h"
+#include "myrewrite/sql/quote.h"
+#include "session/session_impl.h"
+
+#define TRACKERS                                                                                   \
+    "session_track_system_variables='*',session_track_schema=ON,"                                  \
+    "session_track_state_change=ON,session_track_transaction_info='CHARACTERISTICS'"
+/* After the login: the trackers on, and the character set the login gave
+ * (the handshake's, or init_connect's SET NAMES) set to itself, so the
+ * trackers report it: it is the session's to carry to other connections,
+ * whose own logins may have had another. */
+#define LOGIN_PRELUDE                                                                              \
+    "SET SESSION " TRACKERS ",character_set_client=@@character_set_client,"                        \
+    "character_set_connection=@@character_set_connection,"                                         \
+    "character_set_results=@@character_set_results,collation_connection=@@collation_connection"
+
+void ss_pool_pin(mr_session *s, mr_pin_reason r)
+{
+    if (!s->puser || (s->pins & MR_HINT(r)))
+        return;
+    mr_debug(s->id, "pool: pinned (%s) by %s", mr_pin_reason_name(r), mr_command_name(s->command));
+    mr_pool_pin(s->puser, r, s->pins == 0);
+    s->pins |= MR_HINT(r);
+}
+
+void ss_pool_unpin(mr_session *s, mr_pin_reason r)
+{
+    if (!s->puser || !(s->pins & MR_HINT(r)))
+        return;
+    s->pins &= ~MR_HINT(r);
+    mr_debug(s->id, "pool: unpinned (%s)", mr_pin_reason_name(r));
+    mr_pool_unpin(s->puser, r, s->pins == 0);
+}
+
+static void unpin_all(mr_session *s)
+{
+    for (unsigned r = 0; r < MR_PIN_REASONS; r++)
+        ss_pool_unpin(s, (mr_pin_reason)r);
+}
+
+/* ---- logging in ---- */
+
+/* Capabilities that shape only the login (whether it named a schema, sent
+ * attributes, its auth plugin's framing, TLS and compression, which the key
+ * has apart): two logins of one application differing in them share a pool. */
+#define LOGIN_ONLY_CAPS                                                                            \
+    (MR_CAP_CONNECT_WITH_DB | MR_CAP_CONNECT_ATTRS | MR_CAP_PLUGIN_AUTH |                          \
+     MR_CAP_PLUGIN_AUTH_LENENC | MR_CAP_SSL | MR_CAP_SSL_VERIFY_SERVER_CERT | MR_CAP_COMPRESS |    \
+     MR_CAP_ZSTD_COMPRESSION | (1u << 22) /* CAN_HANDLE_EXPIRED_PASSWORDS */ |                     \
+     (1u << 31) /* REMEMBER_OPTIONS */)
+
+static void login_room(void *arg, mr_srv *srv, bool timed_out)
+{
+    mr_session *s = arg;
+    (void)srv;
+    s->pwait = NULL;
+    if (timed_out) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "Too many connections: myrewrite's pool toward the server is full (pool_size "
+                 "%" PRIu64 ", every connection in use) and none came free within "
+                 "pool_max_wait (%" PRIu64 " ms); see SHOW POOLS",
+                 cfg(s)->pool_size, cfg(s)->pool_max_wait_ms);
+        ss_send_err(s, 0, MR_ER_CON_COUNT, "08004", msg);
+        ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "no room in the pool to log in");
+        return;
+    }
+    s->pool_login = true;
+    ss_connect(s);
+}
+
+bool ss_pool_may_connect(mr_session *s)
+{
+    mr_pool *p = s->w->pool;
+    if (!p)
+        return true;
+    if (mr_pool_login_room(p)) {
+        s->pool_login = true;
+        return true;
+    }
+    s->pwait = mr_pool_wait_for(p, NULL, NULL, login_room, s);
+    if (!s->pwait)
+        login_room(s, NULL, true);
+    return false;
+}
+
+void ss_pool_login_caps(mr_session *s, bool server_tracks, uint8_t charset)
+{
+    s->login_charset = charset;
+    if (!s->w->pool || !server_tracks)
+        return;
+    uint8_t *p = evbuffer_pullup(mr_conn_input(s->client), MR_PKT_HEADER + 4);
+    if (!p)
+        return;
+    p[MR_PKT_HEADER + 2] |= (uint8_t)(MR_CAP_SESSION_TRACK >> 16);
+    s->backend_caps |= MR_CAP_SESSION_TRACK;
+    s->pool_view = true;
+}
+
+bool ss_pool_logged_in(mr_session *s)
+{
+    mr_pool *p = s->w->pool;
+    if (!p)
+        return true;
+    if (!s->pool_view) { /* no CLIENT_SESSION_TRACK: its state could not be followed */
+        static _Atomic bool said;
+        if (!atomic_exchange(&said, true))
+            mr_warn(s->id, "pool = transaction: the server does not offer session tracking "
+                           "(CLIENT_SESSION_TRACK); its sessions keep their own connections, "
+                           "as with pool = session (said once)");
+        s->pool_login = false;
+        mr_pool_login_done(p, NULL, NULL, 0, s->id); /* its room: the connection is the session's */
+        return true;
+    }
+    mr_pool_key k = {.caps = s->backend_caps & ~LOGIN_ONLY_CAPS,
+                     .ext_caps = s->ext_caps,
+                     .tls = mr_conn_tls_active(s->backend),
+                     .zlib = s->backend_compress};
+    memcpy(k.user, s->user, sizeof k.user);
+    s->puser = mr_pool_user_get(p, &k);
+    s->pool_login = false;
+    s->srv =
+        mr_pool_login_done(p, s->puser, s->puser ? s->backend : NULL, s->backend_thread_id, s->id);
+    if (!s->srv) {
+        s->puser = NULL;
+        return false;
+    }
+    mr_pool_session_add(s->puser, 1);
+    memcpy(s->srv->state.schema, s->schema, sizeof s->schema);
+    if (s->pool_view &&
+        ss_prelude_send(s, LOGIN_PRELUDE, sizeof LOGIN_PRELUDE - 1, "SET of the login's state")) {
+        s->srv->tracking = true;
+        s->learn_login = true;
+    }
+    return true;
+}
+
+/* ---- borrowing ---- */
+
+static bool numeric(const char *v)
+{
+    const char *c = v + (*v == '-');
+    bool digits = false, dot = false;
+    for (; *c; c++) {
+        if (*c >= '0' && *c <= '9')
+            digits = true;
+        else if (*c == '.' && !dot)
+            dot = true;
+        else
+            return false;
+    }
+    return digits;
+}
+
+/* One SET of what srv lacks of the session's variables (and the trackers
+ * when not in force), as a prelude; srv then holds the session's state. */
+static bool replay_vars(mr_session *s, mr_srv *srv)
+{
+    mr_buf b;
+    mr_buf_init(&b);
+    mr_buf_put(&b, "SET SESSION ", 12);
+    size_t empty = b.len;
+    if (!srv->tracking)
+        mr_buf_put(&b, TRACKERS, sizeof TRACKERS - 1);
+    if (srv->last_insert_id != s->last_insert_id) { /* LAST_INSERT_ID() is the session's own */
+        char lid[40];
+        int n = snprintf(lid, sizeof lid, "%slast_insert_id=%" PRIu64, b.len > empty ? "," : "",
+                         s->last_insert_id);
+        mr_buf_put(&b, lid, (size_t)n);
+        srv->last_insert_id = s->last_insert_id;
+    }
+    for (unsigned i = 0; i < s->pstate.n; i++) {
+        const mr_pool_var *v = &s->pstate.v[i], *has = mr_pool_state_get(&srv->state, v->name);
+        if (has && strcmp(has->value, v->value) == 0)
+            continue;
+        if (b.len > empty)
+            mr_buf_put(&b, ",", 1);
+        mr_sql_put_ident(&b, v->name);
+        mr_buf_put(&b, "=", 1);
+        if (!v->value[0] && strncmp(v->name, "character_set_", 14) == 0)
+            mr_buf_put(&b, "NULL", 4); /* character_set_results = NULL is reported empty */
+        else if (numeric(v->value))
+            mr_buf_put(&b, v->value, strlen(v->value));
+        else
+            mr_sql_put_literal(&b, v->value);
+    }
+    bool sent = b.len > empty;
+    bool ok = !sent || (!b.failed && ss_prelude_send(s, (const char *)b.data, b.len,
+                                                     "SET of the session's state"));
+    mr_buf_free(&b);
+    if (ok && sent) {
+        srv->tracking = true;
+        ok = mr_pool_state_copy(&srv->state, &s->pstate);
+        mr_pool_count(srv->pool, &srv->pool->replays);
+    }
+    return ok;
+}
+
+/* Does srv hold a variable the session never set? Then only a reset
+ * gives the session the login's value of it. */
+static bool needs_reset(const mr_session *s, const mr_srv *srv)
+{
+    for (unsigned i = 0; i < srv->state.n; i++)
+        if (!mr_pool_state_get(&s->pstate, srv->state.v[i].name))
+            return true;
+    return false;
+}
+
+static bool replay(mr_session *s, mr_srv *srv)
+{
+    if (needs_reset(s, srv)) {
+        if (!ss_prelude_command(s, MR_COM_RESET_CONNECTION, NULL, 0, "COM_RESET_CONNECTION"))
+            return false;
+        srv->tracking = false;
+        mr_pool_state_clear_vars(&srv->state); /* the reset keeps the schema */
+        ss_pstmt_srv_reset(srv);               /* and drops the prepared statements */
+        srv->last_insert_id = 0;               /* and LAST_INSERT_ID() */
+        mr_pool_count(srv->pool, &srv->pool->resets);
+    }
+    if (!replay_vars(s, srv))
+        return false;
+    if (strcmp(srv->state.schema, s->schema) != 0) {
+        if (!ss_prelude_command(s, MR_COM_INIT_DB, s->schema, strlen(s->schema), "COM_INIT_DB"))
+            return false;
+        memcpy(srv->state.schema, s->schema, sizeof s->schema);
+    }
+    return true;
+}
+
+static void attach(mr_session *s, mr_srv *srv)
+{
+    mr_pool_lent(srv, s->id);
+    mr_debug(s->id, "pool: borrowed server connection %u", srv->thread_id);
+    s->srv = srv;
+    s->backend = srv->conn;
+    s->backend_thread_id = srv->thread_id;
+    atomic_store_explicit(&s->slot.backend_id, srv->thread_id, memory_order_relaxed);
+    memset(&s->from_backend, 0, sizeof s->from_backend);
+    mr_conn_set_callbacks(srv->conn, &ss_backend_callbacks, s);
+    mr_conn_read_enable(srv->conn, true);
+    if (!replay(s, srv)) {
+        srv->broken = true; /* its state is not the session's: never lent again */
+        ss_send_err(s, 1, MR_ER_BACKEND_LOST, "08S01",
+                    "out of memory replaying the session's state on a pooled connection");
+        ss_close_after_flush(s, MR_CLOSE_BACKEND_LOST, "out of memory replaying state");
+    }
+}
+
+/* The command heading the client's input waited too long: ERR 1040 for
+ * it, and its packets are dropped. */
+static void refuse_command(mr_session *s)
+{
+    uint8_t hdr[MR_PKT_HEADER];
+    mr_pkt_header h;
+    char msg[300];
+    evbuffer_copyout(mr_conn_input(s->client), hdr, sizeof hdr);
+    mr_pkt_header_read(hdr, sizeof hdr, &h);
+    snprintf(msg, sizeof msg,
+             "Too many connections: no server connection of myrewrite's pool for user '%s' came "
+             "free within pool_max_wait (%" PRIu64 " ms; pool_size %" PRIu64
+             "); the command was not run; see SHOW POOLS",
+             s->user, cfg(s)->pool_max_wait_ms, cfg(s)->pool_size);
+    mr_info(s->id, "%s", msg);
+    ss_send_err(s, 1, MR_ER_CON_COUNT, "08004", msg);
+    ss_pool_drop_command(s, &h);
+}
+
+void ss_pool_drop_command(mr_session *s, const mr_pkt_header *h)
+{
+    s->from_client.remaining = MR_PKT_HEADER + (uint64_t)h->len;
+    s->from_client.continuation = h->len == MR_PKT_MAX_PAYLOAD;
+    s->from_client.discard = true;
+}
+
+static void unit_ready(void *arg, mr_srv *srv, bool timed_out)
+{
+    mr_session *s = arg;
+    s->pwait = NULL;
+    if (srv)
+        attach(s, srv);
+    else if (timed_out)
+        refuse_command(s);
+    if (!ALIVE(s))
+        return;
+    s->from_client.blocked = false;
+    mr_conn_read_enable(s->client, true);
+    ss_pump_client(s);
+}
+
+/* A command packet with no payload has no command byte to wait for: it is
+ * malformed, as command_start says of it on a session with a connection. */
+static bool empty_command(mr_session *s)
+{
+    uint8_t hdr[MR_PKT_HEADER];
+    if (mr_conn_input_length(s->client) < sizeof hdr)
+        return false;
+    evbuffer_copyout(mr_conn_input(s->client), hdr, sizeof hdr);
+    if (hdr[0] | hdr[1] | hdr[2])
+        return false;
+    mr_warn(s->id, "malformed command packet: empty payload");
+    ss_close_after_flush(s, MR_CLOSE_MALFORMED, "malformed command packet");
+    return true;
+}
+
+/* The user has no server connection left (closed by the server, by a pinned
+ * session's end, by pool_idle_timeout's sweep of another worker's...) and
+ * only a login brings one: the session is closed with an ERR that says so,
+ * and the driver's reconnect logs in again. */
+static void no_connection_left(mr_session *s)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg,
+             "myrewrite's pool has no server connection left for user '%s' and opens new ones "
+             "only with a client's own login (it holds no password): reconnect",
+             s->user);
+    mr_info(s->id, "%s", msg);
+    ss_send_err(s, 1, MR_ER_BACKEND_LOST, "08S01", msg);
+    ss_close_after_flush(s, MR_CLOSE_BACKEND_LOST, "no server connection left in the pool");
+}
+
+bool ss_pool_attach(mr_session *s)
+{
+    if (s->pwait || !s->puser || s->state != SS_IDLE || empty_command(s))
+        return false;
+    uint8_t head[MR_PKT_HEADER + 1];
+    if (mr_conn_input_length(s->client) < sizeof head)
+        return false;
+    evbuffer_copyout(mr_conn_input(s->client), head, sizeof head);
+    if (head[MR_PKT_HEADER] == MR_COM_QUIT) {
+        ss_close(s, MR_CLOSE_CLIENT_QUIT, "COM_QUIT");
+        return false;
+    }
+    mr_srv *srv = mr_pool_take(s->puser, s->id, s->schema);
+    if (srv) {
+        attach(s, srv);
+        return ALIVE(s);
+    }
+    if (mr_pool_user_empty(s->puser)) {
+        no_connection_left(s);
+        return false;
+    }
+    mr_debug(s->id, "pool: waiting for a server connection");
+    s->pwait = mr_pool_wait_for(s->w->pool, s->puser, s->schema, unit_ready, s);
+    if (!s->pwait) {
+        refuse_command(s);
+        return true; /* the pump drops it */
+    }
+    s->from_client.blocked = true; /* until a connection comes */
+    mr_conn_read_enable(s->client, false);
+    return false;
+}
+
+/* ---- what a command tells ---- */
+
+/* The client sets its own session_track_* settings: its view of OKs follows
+ * them, and the pool's trackers go back on before its next command. A form
+ * not read (or the transaction tracker switched, whose first report the
+ * proxy cannot rebuild) pins the session. */
+static void client_tracking(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
+{
+    mr_pool_track_set sets[4];
+    int n = mr_pool_track_sets(sql, len, lex_flags, sets, 4);
+    if (n > 0 && !s->want && (s->want = malloc(sizeof *s->want)))
+        mr_track_want_defaults(s->want);
+    if (n < 0 || (n > 0 && !s->want)) {
+        ss_pool_pin(s, MR_PIN_TRACKING);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        bool trx = strcasecmp(sets[i].name, "session_track_transaction_info") == 0;
+        if (trx || !mr_track_want_set(s->want, sets[i].name, strlen(sets[i].name), sets[i].value,
+                                      strlen(sets[i].value)))
+            ss_pool_pin(s, MR_PIN_TRACKING);
+    }
+    s->srv->tracking = false;
+}
+
+void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags, bool own)
+{
+    if (!s->srv)
+        return;
+    mr_pool_hints h;
+    mr_pool_hints_read(sql, len, lex_flags, own, &h);
+    if (h.tracking)
+        client_tracking(s, sql, len, lex_flags);
+    s->hint_maybe |= h.maybe; /* the client's text and a rewrite of it: both count */
+    s->hint_opaque = s->hint_opaque || h.opaque;
+    s->hint_replay_only = s->hint_replay_only && h.replay_only;
+    s->hints_read = true;
+    for (unsigned r = 0; r < MR_PIN_REASONS; r++)
+        if (h.pins & MR_HINT(r))
+            ss_pool_pin(s, (mr_pin_reason)r);
+    /* FOUND_ROWS() reads the statement right before: the pin lasts one more */
+    s->found_rows_ends =
+        (s->pins & MR_HINT(MR_PIN_FOUND_ROWS)) && !(h.pins & MR_HINT(MR_PIN_FOUND_ROWS));
+}
+
+void ss_pool_command(mr_session *s, uint8_t cmd)
+{
+    if (!s->srv)
+        return;
+    s->hint_maybe = 0;
+    s->hint_replay_only = true;
+    s->hints_read = cmd == MR_COM_INIT_DB; /* a schema change: the tracker names it */
+    s->hint_opaque = false;
+    /* after a reset (the client's, or its own SET of session_track_*): the
+     * trackers on again, and what the reset took that is the session's */
+    if (!s->srv->tracking && cmd != MR_COM_QUIT && !replay_vars(s, s->srv))
+        s->srv->broken = true;
+}
+
+/* A character set and its collation: setting one sets the other, but the
+ * tracker reports only the one named (SET NAMES reports no
+ * collation_connection). The one not reported is then dropped from the
+ * state: replaying the other gives it. */
+static const char *const cs_pairs[][2] = {
+    {"character_set_connection", "collation_connection"},
+    {"character_set_database", "collation_database"},
+    {"character_set_server", "collation_server"},
+};
+
+static void drop_var(mr_pool_state *st, const char *name)
+{
+    mr_pool_var *v = (mr_pool_var *)mr_pool_state_get(st, name);
+    if (!v)
+        return;
+    free(v->name);
+    free(v->value);
+    size_t at = (size_t)(v - st->v); /* order kept: a collation is set after its set */
+    memmove(v, v + 1, (st->n - at - 1) * sizeof *v);
+    st->n--;
+}
+
+/* After the entries of one OK: each pair member reported alone drops the
+ * other (`seen` bit 2i: the character set, 2i+1: the collation). */
+static void settle_pairs(mr_pool_state *st, unsigned seen)
+{
+    for (unsigned i = 0; i < sizeof cs_pairs / sizeof cs_pairs[0]; i++) {
+        unsigned both = 3u << (2 * i), got = seen & both;
+        if (got && got != both)
+            drop_var(st, cs_pairs[i][(got >> (2 * i)) == 1 ? 1 : 0]);
+    }
+}
+
+static unsigned pair_bit(const uint8_t *name, size_t len)
+{
+    for (unsigned i = 0; i < sizeof cs_pairs / sizeof cs_pairs[0]; i++)
+        for (unsigned j = 0; j < 2; j++)
+            if (strlen(cs_pairs[i][j]) == len &&
+                strncasecmp(cs_pairs[i][j], (const char *)name, len) == 0)
+                return 1u << (2 * i + j);
+    return 0;
+}
+
+/* An entry of an OK's session state (the server's trackers). */
+static void track_entry(mr_session *s, const mr_sst_entry *e, bool *changed, unsigned *pairs,
+                        bool *named)
+{
+    if (e->type == MR_SST_SYSTEM_VARIABLES || e->type == MR_SST_SCHEMA)
+        *named = true;
+    switch (e->type) {
+    case MR_SST_SYSTEM_VARIABLES:
+        *pairs |= pair_bit(e->name, e->name_len);
+        if (!mr_sst_var_replayable(e->name, e->name_len))
+            break; /* the pool's own trackers, one-shots, LAST_INSERT_ID() (kept apart) */
+        if (!mr_pool_state_set(&s->pstate, (const char *)e->name, e->name_len,
+                               (const char *)e->value, e->value_len))
+            ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
+        break;
+    case MR_SST_SCHEMA:
+        if (e->value_len < sizeof s->schema) {
+            memcpy(s->schema, e->value, e->value_len);
+            s->schema[e->value_len] = '\0';
+        } else {
+            ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
+        }
+        break;
+    case MR_SST_STATE_CHANGE: *changed = true; break;
+    case MR_SST_TRANSACTION_STATE:
+        if (e->value_len == 8 && e->value[7] == 'L')
+            ss_pool_pin(s, MR_PIN_LOCKED_TABLES);
+        else
+            ss_pool_unpin(s, MR_PIN_LOCKED_TABLES);
+        break;
+    case MR_SST_TRANSACTION_CHARACTERISTICS:
+        /* "SET TRANSACTION ...": the next one's; "START TRANSACTION ...": the
+         * open one's, which the status flag pins already */
+        if (e->value_len > 4 && strncasecmp((const char *)e->value, "SET ", 4) == 0)
+            ss_pool_pin(s, MR_PIN_TRX_NEXT);
+        else if (e->value_len)
+            break;
+        else
+            ss_pool_unpin(s, MR_PIN_TRX_NEXT);
+        break;
+    default: break;
+    }
+}
+
+void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n)
+{
+    if (!s->srv)
+        return;
+    mr_sst_iter it;
+    mr_sst_entry e;
+    bool changed = false, named = false;
+    unsigned pairs = 0;
+    mr_rc rc;
+    mr_sst_iter_init(&it, state, n);
+    while ((rc = mr_sst_next(&it, &e)) == MR_OK)
+        track_entry(s, &e, &changed, &pairs, &named);
+    settle_pairs(&s->pstate, pairs);
+    if (rc == MR_MALFORMED)
+        ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
+    /* The change is the variables or schema the entries name (autocommit = 0
+     * reports itself again with every statement): what else the text does
+     * that cannot be replayed, its words have pinned already. */
+    if (!changed || (s->hints_read && (s->hint_replay_only || (named && !s->hint_opaque))))
+        return;
+    mr_debug(s->id, "pool: a change the trackers do not name (named %d, maybe 0x%x)", named,
+             s->hint_maybe);
+    bool any = false;
+    for (unsigned r = 0; r < MR_PIN_REASONS && s->hints_read; r++)
+        if (s->hint_maybe & MR_HINT(r)) {
+            ss_pool_pin(s, (mr_pin_reason)r);
+            any = true;
+        }
+    if (!any)
+        ss_pool_pin(s, MR_PIN_STATE_CHANGE);
+}
+
+/* ---- giving back ---- */
+
+static void give_back(mr_session *s)
+{
+    mr_srv *srv = s->srv;
+    mr_debug(s->id, "pool: gave back server connection %u", srv->thread_id);
+    if (!mr_pool_state_copy(&srv->state, &s->pstate))
+        srv->broken = true;
+    srv->last_insert_id = s->last_insert_id;
+    memcpy(srv->state.schema, s->schema, sizeof s->schema);
+    s->srv = NULL;
+    s->backend = NULL;
+    atomic_store_explicit(&s->slot.backend_id, 0, memory_order_relaxed);
+    if (s->from_client.blocked && ALIVE(s)) { /* paused for the backend: reading goes on */
+        s->from_client.blocked = false;
+        mr_conn_read_enable(s->client, true);
+    }
+    mr_pool_give_back(srv, s->id);
+}
+
+void ss_pool_response_done(mr_session *s, bool ok)
+{
+    if (!s->srv)
+        return;
+    if (ok && (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER)) {
+        unpin_all(s); /* the server dropped the session's state */
+        s->last_insert_id = 0;
+        free(s->want); /* its trackers are the server's defaults again */
+        s->want = NULL;
+        mr_pool_state_clear_vars(&s->srv->state);
+        s->srv->tracking = false;
+        /* a reset gives back the login's character set; a change of user its own
+         * (pinned for good: its values are the server's, not replayed) */
+        if (s->command == MR_COM_CHANGE_USER)
+            mr_pool_state_clear_vars(&s->pstate);
+        else if (!mr_pool_state_copy_vars(&s->pstate, &s->login_state))
+            ss_pool_pin(s, MR_PIN_UNKNOWN_STATE);
+        /* the trackers on again and the login's character set back, now: the
+         * connection can then go back with its state known */
+        if (s->command == MR_COM_RESET_CONNECTION && !replay_vars(s, s->srv))
+            s->srv->broken = true;
+        if (s->command == MR_COM_CHANGE_USER)
+            ss_pool_pin(s, MR_PIN_CHANGE_USER); /* another key's login: never pooled again */
+    } else if (!s->srv->tracking && !replay_vars(s, s->srv)) /* its own SET session_track_* */
+        s->srv->broken = true;
+    if (ok && s->tracker.last_ok.last_insert_id)
+        s->last_insert_id = s->tracker.last_ok.last_insert_id; /* what LAST_INSERT_ID() gives */
+    if (s->tracker.status & MR_STATUS_IN_TRANS)
+        ss_pool_pin(s, MR_PIN_TRANSACTION);
+    else
+        ss_pool_unpin(s, MR_PIN_TRANSACTION);
+    if (s->found_rows_ends)
+        ss_pool_unpin(s, MR_PIN_FOUND_ROWS);
+    s->found_rows_ends = false;
+    ss_pool_unit_end(s);
+}
+
+void ss_pool_unit_end(mr_session *s)
+{
+    if (!s->srv)
+        return;
+    if (s->pins || s->prelude_pending || mr_conn_input_length(s->client) >= MR_PKT_HEADER) {
+        mr_debug(s->id, "pool: kept (pins 0x%x, preludes %u, input %zu)", s->pins,
+                 s->prelude_pending, mr_conn_input_length(s->client));
+        return; /* pinned, or a command already waits: the connection stays */
+    }
+    if (!s->srv->tracking) {
+        mr_debug(s->id, "pool: kept (its trackers are off)");
+        return; /* reset by the client: its state is the server's defaults, not the
+                   session's, until the next command's prelude */
+    }
+    if (ss_pool_kill_holds(s))
+        return; /* session/pool_kill.c */
+    give_back(s);
+}
+
+void ss_pool_session_end(mr_session *s)
+{
+    if (s->pwait)
+        mr_pool_wait_cancel(s->pwait);
+    s->pwait = NULL;
+    if (s->pool_login) /* its connection is the session's own until the login ends */
+        mr_pool_login_done(s->w->pool, NULL, NULL, 0, s->id);
+    s->pool_login = false;
+    if (s->srv) {
+        bool clean = s->state == SS_IDLE && !s->pins && !s->prelude_pending && !s->srv->broken &&
+                     s->srv->tracking && !ss_pool_kill_holds(s);
+        if (clean) {
+            give_back(s);
+        } else {
+            mr_srv *srv = s->srv;
+            s->srv = NULL;
+            s->backend = NULL;
+            mr_pool_drop(srv); /* what it holds is this session's, or unknown */
+        }
+    }
+    unpin_all(s);
+    if (s->puser)
+        mr_pool_session_add(s->puser, -1);
+    s->puser = NULL;
+    mr_pool_state_free(&s->pstate);
+    mr_pool_state_free(&s->login_state);
+    free(s->want);
+    s->want = NULL;
+}
+
+stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t len,
+                            unsigned lex_flags)
+{
+    if (!s->pool_view)
+        return STMT_RELAY;
+    mr_buf b;
+    mr_buf_init(&b);
+    stmt_verdict v = STMT_RELAY;
+    if (mr_pool_own_connection_id(sql, len, lex_flags, s->client_thread_id, &b) &&
+        (b.failed || !ss_send_text(s, cmd, b.data, b.len)))
+        v = STMT_CLOSED;
+    if (b.failed && ALIVE(s)) {
+        ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
+        ss_close_after_flush(s, MR_CLOSE_MALFORMED, "out of memory");
+    }
+    mr_buf_free(&b);
+    return v;
+}
+
+void ss_pool_prelude_state(mr_session *s, const uint8_t *state, size_t n)
+{
+    mr_sst_iter it;
+    mr_sst_entry e;
+    mr_sst_iter_init(&it, state, n);
+    while (mr_sst_next(&it, &e) == MR_OK) {
+        if (e.type != MR_SST_SYSTEM_VARIABLES || !mr_sst_var_replayable(e.name, e.name_len))
+            continue;
+        const char *nm = (const char *)e.name, *v = (const char *)e.value;
+        bool ok =
+            mr_pool_state_set(&s->pstate, nm, e.name_len, v, e.value_len) &&
+            mr_pool_state_set(&s->srv->state, nm, e.name_len, v, e.value_len) &&
+            (!s->learn_login || mr_pool_state_set(&s->login_state, nm, e.name_len, v, e.value_len));
+        if (!ok)
+            s->srv->broken = true;
+    }
+    s->learn_login = false;
+}
