@@ -37,6 +37,8 @@
 #          transaction; 1040 is what a pooled session that waited pool_max_wait gets)
 #        BENCH_DIRECT_PORT, BENCH_PROXY_PORT (default: free ports)
 #        MR_BIN (the proxy build, e.g. a pool build); connect_rate is $MR_BUILD/connect_rate
+#        BENCH_MR_BASE=/path/to/other/myrewrite: also runs that build with its default pool
+#          setting, as "base" after "session", to compare pool = session with an older build
 set -uo pipefail  # env.sh helpers are not written for set -e
 . "$(dirname "$0")/../tests/lib/env.sh"
 
@@ -85,7 +87,10 @@ CLK_TCK=$(getconf CLK_TCK)
 TARGETS=()
 for t in $WANT; do
     case $t in
-    direct | session) TARGETS+=("$t") ;;
+    direct) TARGETS+=("$t") ;;
+    session)
+        TARGETS+=("$t")
+        [[ -n ${BENCH_MR_BASE:-} ]] && TARGETS+=(base) ;;
     transaction) for n in $POOL_SIZES; do TARGETS+=("tx$n"); done ;;
     *) echo "# unknown target $t (direct, session, transaction)" >&2; exit 1 ;;
     esac
@@ -95,9 +100,10 @@ done
 start_target() {
     PORT=$D PID=''
     [[ $1 == direct ]] && return 0
-    local pool=(--set pool=session)
+    local pool=(--set pool=session) bin=$MR_BIN
     [[ $1 == tx* ]] && pool=(--set pool=transaction --set "pool_size=${1#tx}")
-    MR_PROXY_LOG_LEVEL=warn mr_start_proxy "$1" "$P" "$D" --workers "$WORKERS" \
+    [[ $1 == base ]] && pool=() bin=$BENCH_MR_BASE
+    MR_BIN=$bin MR_PROXY_LOG_LEVEL=warn mr_start_proxy "$1" "$P" "$D" --workers "$WORKERS" \
         --set "max_connections=$PROXY_MAX" "${pool[@]}" "${PROXY_ARGS[@]}" >/dev/null 2>&1 ||
         return 1
     PORT=$P PID=$MR_PROXY_PID
@@ -139,6 +145,12 @@ while not stop:
 print(peak - 1, status("Max_used_connections") - 1)
 '
 
+# A pooled target whose server saw more connections than its pool holds (the sampler's own
+# excluded) is not pooling: say so under its row.
+check_pooled() { # check_pooled NAME
+    [[ $1 == tx* && ${SRV_MAX:-0} -gt ${1#tx} ]] &&
+        echo "#   $1: the server saw $SRV_MAX connections, more than pool_size ${1#tx}: not pooled"
+}
 ticks() { [[ -n $1 ]] && awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # measure PID CMD...: runs CMD (its output in OUT) with the server sampled; sets SRV_PEAK,
@@ -218,6 +230,7 @@ if [[ " $PARTS " == *" sysbench "* ]]; then
                     printf '%-8s %5s | %8.0f %9.0f %5s | %7s %5s | %7s | %6s %8s | %8s\n' \
                         "$name" "$thr" "$t" "$q" "$(ratio "$t" "$dt")" "$l" "$(ratio "$l" "$dl")" \
                         "${e:-?}" "$SRV_PEAK" "$SRV_MAX" "$cpu"
+                    check_pooled "$name"
                 done
             done
         done
@@ -247,6 +260,7 @@ if [[ " $PARTS " == *" connect "* ]]; then
                 "${r:-failed}" "$(ratio "$r" "$dr")" "$(field p50_ms)" "$(field p95_ms)" \
                 "${e:--}" "$SRV_PEAK" "$SRV_MAX" "$cpu"
             [[ -n $line ]] || echo "#   $name $k: ${OUT:0:300}"
+            check_pooled "$name"
             [[ ${e:-0} == 0 ]] || echo "#   $name $k: first error: ${line#*first_error=}"
         done
     done
