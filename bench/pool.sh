@@ -153,7 +153,7 @@ check_pooled() { # check_pooled NAME
 }
 ticks() { [[ -n $1 ]] && awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
-# measure PID CMD...: runs CMD (its output in OUT) with the server sampled; sets SRV_PEAK,
+# measure PID CMD...: runs CMD (its output in OUT, its status in RC) with the server sampled; sets SRV_PEAK,
 # SRV_MAX and TICKS (the proxy PID's CPU ticks over the run; 0 without one).
 measure() {
     local pid=$1 t0 t1 sp i
@@ -167,6 +167,7 @@ measure() {
     done
     t0=$(ticks "$pid")
     OUT=$("$@" 2>&1)
+    RC=$?
     t1=$(ticks "$pid")
     kill -TERM "$sp" 2>/dev/null
     wait "$sp"
@@ -175,8 +176,9 @@ measure() {
 }
 
 sb() { # sb TEST PORT THREADS PS_MODE CMD
-    sysbench "$1" --db-driver=mysql --mysql-host="$MR_HOST" --mysql-port="$2" \
-        --mysql-user="$MR_USER" --mysql-password="$MR_PASSWORD" --mysql-db="$MR_DB" \
+    timeout -k 5 $((SECS + 120)) sysbench "$1" --db-driver=mysql --mysql-host="$MR_HOST" \
+        --mysql-port="$2" --mysql-user="$MR_USER" --mysql-password="$MR_PASSWORD" \
+        --mysql-db="$MR_DB" \
         --tables="$TABLES" --table-size="$ROWS" --threads="$3" --time="$SECS" \
         --db-ps-mode="$4" --mysql-ignore-errors="$IGNORE" --percentile=95 \
         --report-interval=0 "$5"
@@ -223,6 +225,7 @@ if [[ " $PARTS " == *" sysbench "* ]]; then
                         fatal=$(grep -c 'unable to connect' <<<"$OUT")
                         why=$(grep -m1 -E 'FATAL: (error|mysql)' <<<"$OUT" ||
                             grep -m1 -E 'FATAL|error' <<<"$OUT")
+                        ((RC == 124)) && why="no result within $((SECS + 120)) s (killed)"
                         echo "#   $name $thr: sysbench failed; $fatal of $thr threads could not" \
                             "connect; first: ${why:-no message}"
                         continue
@@ -248,7 +251,7 @@ if [[ " $PARTS " == *" connect "* ]]; then
                 echo "# $name: the proxy did not start (see $MR_TMP/$name.log)"
                 continue
             fi
-            measure "$PID" "$CONNECT_RATE" "$MR_HOST" "$PORT" "$MR_USER" "$MR_PASSWORD" "$MR_DB" \
+            measure "$PID" timeout -k 5 $((CONNECT_SECS + 120)) "$CONNECT_RATE" "$MR_HOST" "$PORT" "$MR_USER" "$MR_PASSWORD" "$MR_DB" \
                 "$k" "$CONNECT_SECS" "SELECT c FROM sbtest1 WHERE id=%d" "$ROWS"
             stop_target "$name"
             line=$(grep -m1 '^conns=' <<<"$OUT")
