@@ -36,6 +36,9 @@
 #        BENCH_IGNORE_ERRORS=1213,1020,1205,1040 (sysbench counts these and retries the
 #          transaction; 1040 is what a pooled session that waited pool_max_wait gets)
 #        BENCH_DIRECT_PORT, BENCH_PROXY_PORT (default: free ports)
+#        BENCH_SHOW="SHOW POOLS"  (admin console statements printed, as "#" lines, under each
+#          pooled target's row, just before its proxy stops: where its sessions waited or
+#          pinned; empty: none)
 #        MR_BIN (the proxy build, e.g. a pool build); connect_rate is $MR_BUILD/connect_rate
 #        BENCH_MR_BASE=/path/to/other/myrewrite: also runs that build with its default pool
 #          setting, as "base" after "session", to compare pool = session with an older build
@@ -60,9 +63,11 @@ PROXY_MAX=${BENCH_PROXY_MAX_CONNECTIONS:-4096}
 IGNORE=${BENCH_IGNORE_ERRORS:-1213,1020,1205,1040}
 CONNECT_RATE=${BENCH_CONNECT_RATE:-$MR_BUILD/connect_rate}
 read -ra PROXY_ARGS <<<"${BENCH_PROXY_ARGS:-}"
+SHOW=${BENCH_SHOW:-}
 MR_TMP=${MR_TMP:-$MR_ROOT/.tmp/bench}/bench-pool
 MR_MARIADB_TLS=0
-MR_MARIADB_ARGS="--max-connections=$SERVER_MAX --thread-cache-size=$THREAD_CACHE ${BENCH_MARIADB_ARGS:-}"
+MR_MARIADB_ARGS="--max-connections=$SERVER_MAX --thread-cache-size=$THREAD_CACHE"
+MR_MARIADB_ARGS+=" ${BENCH_MARIADB_ARGS:-}"
 export MR_TMP MR_MARIADB_TLS MR_MARIADB_ARGS
 rm -rf "$MR_TMP"
 mkdir -p "$MR_TMP"
@@ -79,6 +84,7 @@ D=${BENCH_DIRECT_PORT:-}
 [[ -n $D ]] || mr_free_port D
 P=${BENCH_PROXY_PORT:-}
 [[ -n $P ]] || mr_free_port P
+mr_free_port A # the pooled proxies' admin console, for BENCH_SHOW
 mr_start_mariadb bench "$D" >/dev/null || exit 1
 SOCK=$MR_TMP/bench/mariadbd.sock
 CLK_TCK=$(getconf CLK_TCK)
@@ -101,7 +107,8 @@ start_target() {
     PORT=$D PID=''
     [[ $1 == direct ]] && return 0
     local pool=(--set pool=session) bin=$MR_BIN
-    [[ $1 == tx* ]] && pool=(--set pool=transaction --set "pool_size=${1#tx}")
+    [[ $1 == tx* ]] && pool=(--set pool=transaction --set "pool_size=${1#tx}"
+        --set "admin_listen=$MR_HOST:$A" --set admin_password=benchpw)
     [[ $1 == base ]] && pool=() bin=$BENCH_MR_BASE
     MR_BIN=$bin MR_PROXY_LOG_LEVEL=warn mr_start_proxy "$1" "$P" "$D" --workers "$WORKERS" \
         --set "max_connections=$PROXY_MAX" "${pool[@]}" "${PROXY_ARGS[@]}" >/dev/null 2>&1 ||
@@ -109,6 +116,12 @@ start_target() {
     PORT=$P PID=$MR_PROXY_PID
 }
 stop_target() { [[ $1 == direct ]] || mr_stop_proxy "$1" 2>/dev/null; }
+# BENCH_SHOW's statements on a pooled target's console, each output line as a comment.
+show_pool() { # show_pool NAME
+    [[ $1 == tx* && -n $SHOW ]] || return 0
+    mariadb --no-defaults --protocol=TCP -h "$MR_HOST" -P "$A" -u admin -pbenchpw -t \
+        -e "$SHOW" 2>&1 | sed 's/^/#     /'
+}
 
 root_status() { # root_status VARIABLE
     mr_mariadb_root bench -N -e "SHOW GLOBAL STATUS LIKE '$1'" 2>/dev/null | awk '{print $2}'
@@ -153,8 +166,9 @@ check_pooled() { # check_pooled NAME
 }
 ticks() { [[ -n $1 ]] && awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
-# measure PID CMD...: runs CMD (its output in OUT, its status in RC) with the server sampled; sets SRV_PEAK,
-# SRV_MAX and TICKS (the proxy PID's CPU ticks over the run; 0 without one).
+# measure PID CMD...: runs CMD (its output in OUT, its status in RC) with the server
+# sampled; sets SRV_PEAK, SRV_MAX and TICKS (the proxy PID's CPU ticks over the run; 0
+# without one).
 measure() {
     local pid=$1 t0 t1 sp i
     shift
@@ -184,9 +198,12 @@ sb() { # sb TEST PORT THREADS PS_MODE CMD
         --report-interval=0 "$5"
 }
 field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$line"; } # of connect_rate's line
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a != "" && b > 0) printf "%.2f", a / b; else printf "-"}'; }
+ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN {if (a != "" && b > 0) printf "%.2f", a / b; else printf "-"}'
+}
 per_k() { # per_k TICKS COUNT: CPU seconds per 1,000
-    awk -v t="$1" -v n="$2" -v hz="$CLK_TCK" 'BEGIN {if (n > 0) printf "%.4f", t / hz / n * 1000; else printf "-"}'
+    awk -v t="$1" -v n="$2" -v hz="$CLK_TCK" \
+        'BEGIN {if (n > 0) printf "%.4f", t / hz / n * 1000; else printf "-"}'
 }
 
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg); proxy: $MR_BIN; server" \
@@ -210,6 +227,7 @@ if [[ " $PARTS " == *" sysbench "* ]]; then
                         continue
                     fi
                     measure "$PID" sb "$test" "$PORT" "$thr" "$ps" run
+                    shown=$(show_pool "$name")
                     stop_target "$name"
                     t=$(awk '/transactions:/ {gsub(/\(/, "", $3); print $3}' <<<"$OUT")
                     q=$(awk '/queries:/ && !/performed/ {gsub(/\(/, "", $3); print $3}' <<<"$OUT")
@@ -228,12 +246,14 @@ if [[ " $PARTS " == *" sysbench "* ]]; then
                         ((RC == 124)) && why="no result within $((SECS + 120)) s (killed)"
                         echo "#   $name $thr: sysbench failed; $fatal of $thr threads could not" \
                             "connect; first: ${why:-no message}"
+                        [[ -z $shown ]] || echo "$shown"
                         continue
                     fi
                     printf '%-8s %5s | %8.0f %9.0f %5s | %7s %5s | %7s | %6s %8s | %8s\n' \
                         "$name" "$thr" "$t" "$q" "$(ratio "$t" "$dt")" "$l" "$(ratio "$l" "$dl")" \
                         "${e:-?}" "$SRV_PEAK" "$SRV_MAX" "$cpu"
                     check_pooled "$name"
+                    [[ -z $shown ]] || echo "$shown"
                 done
             done
         done
@@ -251,8 +271,10 @@ if [[ " $PARTS " == *" connect "* ]]; then
                 echo "# $name: the proxy did not start (see $MR_TMP/$name.log)"
                 continue
             fi
-            measure "$PID" timeout -k 5 $((CONNECT_SECS + 120)) "$CONNECT_RATE" "$MR_HOST" "$PORT" "$MR_USER" "$MR_PASSWORD" "$MR_DB" \
-                "$k" "$CONNECT_SECS" "SELECT c FROM sbtest1 WHERE id=%d" "$ROWS"
+            measure "$PID" timeout -k 5 $((CONNECT_SECS + 120)) "$CONNECT_RATE" "$MR_HOST" \
+                "$PORT" "$MR_USER" "$MR_PASSWORD" "$MR_DB" "$k" "$CONNECT_SECS" \
+                "SELECT c FROM sbtest1 WHERE id=%d" "$ROWS"
+            shown=$(show_pool "$name")
             stop_target "$name"
             line=$(grep -m1 '^conns=' <<<"$OUT")
             n=$(field conns) r=$(field rate) e=$(field errors)
@@ -265,6 +287,7 @@ if [[ " $PARTS " == *" connect "* ]]; then
             [[ -n $line ]] || echo "#   $name $k: ${OUT:0:300}"
             check_pooled "$name"
             [[ ${e:-0} == 0 ]] || echo "#   $name $k: first error: ${line#*first_error=}"
+            [[ -z $shown ]] || echo "$shown"
         done
     done
 fi
