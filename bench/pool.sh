@@ -64,7 +64,7 @@ IGNORE=${BENCH_IGNORE_ERRORS:-1213,1020,1205,1040}
 CONNECT_RATE=${BENCH_CONNECT_RATE:-$MR_BUILD/connect_rate}
 read -ra PROXY_ARGS <<<"${BENCH_PROXY_ARGS:-}"
 SHOW=${BENCH_SHOW:-}
-MR_TMP=${MR_TMP:-$MR_ROOT/.tmp/bench}/bench-pool
+MR_TMP=$MR_ROOT/.tmp/bench-pool
 MR_MARIADB_TLS=0
 MR_MARIADB_ARGS="--max-connections=$SERVER_MAX --thread-cache-size=$THREAD_CACHE"
 MR_MARIADB_ARGS+=" ${BENCH_MARIADB_ARGS:-}"
@@ -115,7 +115,22 @@ start_target() {
         return 1
     PORT=$P PID=$MR_PROXY_PID
 }
-stop_target() { [[ $1 == direct ]] || mr_stop_proxy "$1" 2>/dev/null; }
+# stop_target NAME: sets STOP_NOTE when the proxy ended during the run or did not end
+# cleanly on SIGTERM (a crash is a finding of the benchmark too).
+stop_target() {
+    local rc
+    STOP_NOTE=''
+    [[ $1 == direct ]] && return 0
+    if ! mr_pid_alive "$PID"; then
+        wait "$PID" 2>/dev/null
+        rc=$?
+        STOP_NOTE="#   $1: the proxy ended during the run (status $rc; $MR_TMP/$1.log)"
+        rm -f "$MR_TMP/$1.pid"
+        return 1
+    fi
+    mr_stop_proxy "$1" 2>/dev/null ||
+        STOP_NOTE="#   $1: the proxy did not exit cleanly on SIGTERM ($MR_TMP/$1.log)"
+}
 # BENCH_SHOW's statements on a pooled target's console, each output line as a comment.
 show_pool() { # show_pool NAME
     [[ $1 == tx* && -n $SHOW ]] || return 0
@@ -249,6 +264,7 @@ if [[ " $PARTS " == *" sysbench "* ]]; then
                         echo "#   $name $thr: sysbench failed; $fatal of $thr threads could not" \
                             "connect; first: ${why:-no message}"
                         [[ -z $shown ]] || echo "$shown"
+                        [[ -z $STOP_NOTE ]] || echo "$STOP_NOTE"
                         continue
                     fi
                     printf '%-8s %5s | %8.0f %9.0f %5s | %7s %5s | %7s | %6s %8s | %8s\n' \
@@ -256,6 +272,7 @@ if [[ " $PARTS " == *" sysbench "* ]]; then
                         "${e:-?}" "$SRV_PEAK" "$SRV_MAX" "$cpu"
                     check_pooled "$name"
                     [[ -z $shown ]] || echo "$shown"
+                    [[ -z $STOP_NOTE ]] || echo "$STOP_NOTE"
                 done
             done
         done
@@ -290,6 +307,7 @@ if [[ " $PARTS " == *" connect "* ]]; then
             check_pooled "$name"
             [[ ${e:-0} == 0 ]] || echo "#   $name $k: first error: ${line#*first_error=}"
             [[ -z $shown ]] || echo "$shown"
+            [[ -z $STOP_NOTE ]] || echo "$STOP_NOTE"
         done
     done
 fi
