@@ -22,6 +22,13 @@
 # 1,000 queries (connections), and the ratios to that cell's direct run. The machine's cores
 # are shared by server, client and proxy: read the ratios, not the absolute figures.
 #
+# Prepared statements: sysbench's default, --db-ps-mode=auto, prepares each thread's
+# statements on its connection once (COM_STMT_PREPARE) and then only executes them; disable
+# sends every statement as text (COM_QUERY). Both run by default: a pool that pins a session
+# at its first prepare holds one server connection per sysbench thread in auto mode, so past
+# pool_size threads the others wait pool_max_wait and get 1040; disable shows the
+# multiplexing itself.
+#
 # Usage: bench/pool.sh [SECONDS_PER_RUN]                       (default 10)
 # Env:   BENCH_TESTS="oltp_point_select oltp_read_write"
 #        BENCH_THREADS="32 128 512 1024"   BENCH_POOL_SIZES="16 32 64"
@@ -31,7 +38,8 @@
 #        BENCH_PARTS="sysbench connect"    BENCH_CONNECT_THREADS="1 8 32"
 #        BENCH_CONNECT_SECS (default SECONDS_PER_RUN)
 #        BENCH_TABLES=4 BENCH_ROWS=10000   BENCH_MAX_CONNECTIONS=1200
-#        BENCH_THREAD_CACHE=128 (server thread_cache_size)  BENCH_WORKERS=0 (proxy workers)
+#        BENCH_THREAD_CACHE=256 (server thread_cache_size: MariaDB's default, made explicit)
+#        BENCH_WORKERS=0 (proxy worker threads: one per core)
 #        BENCH_PROXY_MAX_CONNECTIONS=4096  BENCH_PROXY_ARGS="--set pool_max_wait=10s ..."
 #        BENCH_IGNORE_ERRORS=1213,1020,1205,1040 (sysbench counts these and retries the
 #          transaction; 1040 is what a pooled session that waited pool_max_wait gets)
@@ -57,7 +65,7 @@ CONNECT_SECS=${BENCH_CONNECT_SECS:-$SECS}
 TABLES=${BENCH_TABLES:-4}
 ROWS=${BENCH_ROWS:-10000}
 SERVER_MAX=${BENCH_MAX_CONNECTIONS:-1200}
-THREAD_CACHE=${BENCH_THREAD_CACHE:-128}
+THREAD_CACHE=${BENCH_THREAD_CACHE:-256}
 WORKERS=${BENCH_WORKERS:-0}
 PROXY_MAX=${BENCH_PROXY_MAX_CONNECTIONS:-4096}
 IGNORE=${BENCH_IGNORE_ERRORS:-1213,1020,1205,1040}
