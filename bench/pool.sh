@@ -19,8 +19,9 @@
 # peak Threads_connected (sampled every 0.2 s) and Max_used_connections (FLUSH STATUS before
 # the run; both without the sampler's own connection), the proxy process's CPU seconds
 # (utime+stime from /proc/PID/stat over the client's whole run, its logins included) per
-# 1,000 queries (connections), and the ratios to that cell's direct run. The machine's cores
-# are shared by server, client and proxy: read the ratios, not the absolute figures.
+# 1,000 queries (connections), its peak RSS (VmHWM; each proxy lives for one run), and the
+# ratios to that cell's direct run. The machine's cores are shared by server, client and
+# proxy: read the ratios, not the absolute figures.
 #
 # Prepared statements: sysbench's default, --db-ps-mode=auto, prepares each thread's
 # statements on its connection once (COM_STMT_PREPARE) and then only executes them; disable
@@ -192,8 +193,8 @@ check_pooled() { # check_pooled NAME
 ticks() { [[ -n $1 ]] && awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # measure PID CMD...: runs CMD (its output in OUT, its status in RC) with the server
-# sampled; sets SRV_PEAK, SRV_MAX and TICKS (the proxy PID's CPU ticks over the run; 0
-# without one).
+# sampled; sets SRV_PEAK, SRV_MAX, TICKS (the proxy PID's CPU ticks over the run; 0
+# without one) and RSS (its peak resident MiB, VmHWM: each proxy lives for one run; -).
 measure() {
     local pid=$1 t0 t1 sp i
     shift
@@ -208,6 +209,8 @@ measure() {
     OUT=$("$@" 2>&1)
     RC=$?
     t1=$(ticks "$pid")
+    RSS=$(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status" 2>/dev/null)
+    RSS=${RSS:--}
     kill -TERM "$sp" 2>/dev/null
     wait "$sp"
     read -r SRV_PEAK SRV_MAX < <(tail -n 1 "$MR_TMP/sample.out")
@@ -217,8 +220,7 @@ measure() {
 sb() { # sb TEST PORT THREADS PS_MODE CMD
     timeout -k 5 $((SECS + 120)) sysbench "$1" --db-driver=mysql --mysql-host="$MR_HOST" \
         --mysql-port="$2" --mysql-user="$MR_USER" --mysql-password="$MR_PASSWORD" \
-        --mysql-db="$MR_DB" \
-        --tables="$TABLES" --table-size="$ROWS" --threads="$3" --time="$SECS" \
+        --mysql-db="$MR_DB" --tables="$TABLES" --table-size="$ROWS" --threads="$3" --time="$SECS" \
         --db-ps-mode="$4" --mysql-ignore-errors="$IGNORE" --percentile=95 \
         --report-interval=0 "$5"
 }
@@ -239,8 +241,8 @@ if [[ " $PARTS " == *" sysbench "* ]]; then
     sysbench oltp_read_write --db-driver=mysql --mysql-host="$MR_HOST" --mysql-port="$D" \
         --mysql-user="$MR_USER" --mysql-password="$MR_PASSWORD" --mysql-db="$MR_DB" \
         --tables="$TABLES" --table-size="$ROWS" --threads="$TABLES" prepare >/dev/null || exit 1
-    printf '%-8s %5s | %8s %9s %5s | %7s %5s | %7s | %6s %8s | %8s\n' target thr tps qps \
-        tps_r p95_ms p95_r errors srv_pk max_used cpu_s/kq
+    printf '%-8s %5s | %8s %9s %5s | %7s %5s | %7s | %6s %8s | %8s %6s\n' target thr tps qps \
+        tps_r p95_ms p95_r errors srv_pk max_used cpu_s/kq rss_mb
     for test in $TESTS; do
         for ps in $PS_MODES; do
             echo "# $test, --db-ps-mode=$ps"
@@ -263,8 +265,8 @@ if [[ " $PARTS " == *" sysbench "* ]]; then
                     [[ -n $PID ]] && cpu=$(per_k "$TICKS" "${nq:-0}")
                     [[ $name == direct ]] && dt=$t dl=$l
                     if [[ -z $t ]]; then
-                        printf '%-8s %5s | %8s %9s %5s | %7s %5s | %7s | %6s %8s | %8s\n' \
-                            "$name" "$thr" failed - - - - - "$SRV_PEAK" "$SRV_MAX" "$cpu"
+                        printf '%-8s %5s | %8s %9s %5s | %7s %5s | %7s | %6s %8s | %8s %6s\n' \
+                            "$name" "$thr" failed - - - - - "$SRV_PEAK" "$SRV_MAX" "$cpu" "$RSS"
                         fatal=$(grep -c 'unable to connect' <<<"$OUT")
                         why=$(grep -m1 -E 'FATAL: (error|mysql)' <<<"$OUT" ||
                             grep -m1 -E 'FATAL|error' <<<"$OUT")
@@ -275,9 +277,9 @@ if [[ " $PARTS " == *" sysbench "* ]]; then
                         [[ -z $STOP_NOTE ]] || echo "$STOP_NOTE"
                         continue
                     fi
-                    printf '%-8s %5s | %8.0f %9.0f %5s | %7s %5s | %7s | %6s %8s | %8s\n' \
+                    printf '%-8s %5s | %8.0f %9.0f %5s | %7s %5s | %7s | %6s %8s | %8s %6s\n' \
                         "$name" "$thr" "$t" "$q" "$(ratio "$t" "$dt")" "$l" "$(ratio "$l" "$dl")" \
-                        "${e:-?}" "$SRV_PEAK" "$SRV_MAX" "$cpu"
+                        "${e:-?}" "$SRV_PEAK" "$SRV_MAX" "$cpu" "$RSS"
                     check_pooled "$name"
                     [[ -z $shown ]] || echo "$shown"
                     [[ -z $STOP_NOTE ]] || echo "$STOP_NOTE"
@@ -289,8 +291,8 @@ fi
 
 if [[ " $PARTS " == *" connect "* ]]; then
     echo "# connect rate: connect, one point select, disconnect; $CONNECT_SECS s runs"
-    printf '%-8s %5s | %8s %5s | %7s %7s | %7s | %6s %8s | %8s\n' target thr conn/s ratio \
-        p50_ms p95_ms errors srv_pk max_used cpu_s/kc
+    printf '%-8s %5s | %8s %5s | %7s %7s | %7s | %6s %8s | %8s %6s\n' target thr conn/s ratio \
+        p50_ms p95_ms errors srv_pk max_used cpu_s/kc rss_mb
     for k in $CONNECT_THREADS; do
         dr=
         for name in "${TARGETS[@]}"; do
@@ -308,9 +310,9 @@ if [[ " $PARTS " == *" connect "* ]]; then
             [[ $name == direct ]] && dr=$r
             cpu=-
             [[ -n $PID ]] && cpu=$(per_k "$TICKS" "${n:-0}")
-            printf '%-8s %5s | %8s %5s | %7s %7s | %7s | %6s %8s | %8s\n' "$name" "$k" \
+            printf '%-8s %5s | %8s %5s | %7s %7s | %7s | %6s %8s | %8s %6s\n' "$name" "$k" \
                 "${r:-failed}" "$(ratio "$r" "$dr")" "$(field p50_ms)" "$(field p95_ms)" \
-                "${e:--}" "$SRV_PEAK" "$SRV_MAX" "$cpu"
+                "${e:--}" "$SRV_PEAK" "$SRV_MAX" "$cpu" "$RSS"
             [[ -n $line ]] || echo "#   $name $k: ${OUT:0:300}"
             check_pooled "$name"
             [[ ${e:-0} == 0 ]] || echo "#   $name $k: first error: ${line#*first_error=}"
