@@ -140,11 +140,16 @@ stop_target() {
     mr_stop_proxy "$1" 2>/dev/null ||
         STOP_NOTE="#   $1: the proxy did not exit cleanly on SIGTERM ($MR_TMP/$1.log)"
 }
-# BENCH_SHOW's statements on a pooled target's console, each output line as a comment.
+# BENCH_SHOW's statements on a pooled target's console: each row on one comment line, as
+# column=value pairs.
 show_pool() { # show_pool NAME
-    [[ $1 == tx* && -n $SHOW ]] || return 0
-    mariadb --no-defaults --protocol=TCP -h "$MR_HOST" -P "$A" -u admin -pbenchpw -t \
-        -e "$SHOW" 2>&1 | sed 's/^/#     /'
+    [[ $1 == tx* && -n $SHOW ]] && mr_pid_alive "$PID" || return 0
+    mariadb --no-defaults --protocol=TCP -h "$MR_HOST" -P "$A" -u admin -pbenchpw -E \
+        -e "$SHOW" 2>&1 |
+        awk '/^\*+ [0-9]+\. row \*+$/ {if (row != "") print row; row = "#    "; next}
+        row == "" {print "#     " $0; next} # an error, or text before the first row
+        {sub(/^ +/, ""); k = $1; sub(/:$/, "", k); $1 = ""; sub(/^ /, ""); row = row " " k "=" $0}
+        END {if (row != "") print row}'
 }
 
 root_status() { # root_status VARIABLE
@@ -199,10 +204,11 @@ measure() {
     local pid=$1 t0 t1 sp i
     shift
     drain
+    rm -f "$MR_TMP/sample.out" # the last run's "ready" must not count
     "$MR_PY" -c "$SAMPLER" "$SOCK" >"$MR_TMP/sample.out" 2>&1 &
     sp=$!
     for ((i = 0; i < 50; i++)); do
-        grep -q ready "$MR_TMP/sample.out" && break
+        grep -qs ready "$MR_TMP/sample.out" && break
         sleep 0.1
     done
     t0=$(ticks "$pid")
