@@ -55,20 +55,11 @@ import mrtest as t  # noqa: E402
 NO_SESSION = 4000000000  # no server thread has this id yet
 
 
-def worker_of(px, conn):
-    """The worker SHOW CLIENTS gives for conn's session."""
-    port = conn._sock.getsockname()[1]
-    for r in px.admin_dicts("SHOW CLIENTS"):
-        if str(r["client"]).endswith(":%d" % port):
-            return int(r["worker"])
-    return None
-
-
 def open_on(px, worker, spare):
     """A session on that worker (connections opened on the way are kept in spare)."""
     for _ in range(4):
         c = px.connect()
-        if worker_of(px, c) == worker:
+        if px.worker_of(c) == worker:
             return c
         spare.append(c)
     raise RuntimeError("no session landed on worker %d" % worker)

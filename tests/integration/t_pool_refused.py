@@ -22,13 +22,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
 
 
-def worker_of(px, conn):
-    port = conn._sock.getsockname()[1]
-    for r in px.admin_dicts("SHOW CLIENTS"):
-        if str(r["client"]).endswith(":%d" % port):
-            return int(r["worker"])
-    return None
-
 
 def main():
     t.needs_own_proxy()
@@ -39,10 +32,10 @@ def main():
         spare = []
         for _ in range(4):
             d = px.connect(user="pk_other", password="pk_pw", database=None)
-            if worker_of(px, d) == worker_of(px, b):
+            if px.worker_of(d) == px.worker_of(b):
                 break
             spare.append(d)
-        t.eq("D is on B's worker", worker_of(px, b), worker_of(px, d))
+        t.eq("D is on B's worker", px.worker_of(b), px.worker_of(d))
         started = time.monotonic()
         got = t.try_sql(b, "SELECT 1")
         secs = time.monotonic() - started

@@ -340,6 +340,14 @@ class Proxy:
                                password=self.admin_password if password is None else password,
                                **args)
 
+    def worker_of(self, conn):
+        """The worker SHOW CLIENTS gives for the session of conn (a pymysql connection)."""
+        port = conn._sock.getsockname()[1]
+        for r in self.admin_dicts("SHOW CLIENTS"):
+            if str(r["client"]).endswith(":%d" % port):
+                return int(r["worker"])
+        return None
+
     def admin_dicts(self, sql):
         """The rows of sql on this proxy's console, each a dict by column name, on a
         connection of its own."""
