@@ -726,7 +726,8 @@ bool mr_pool_holds_thread(mr_pool *p, uint32_t thread_id)
 
 bool mr_pool_user_empty(const mr_pool_user *u)
 {
-    return u->nidle + u->nbusy == 0 && u->pool->logins == 0;
+    const mr_pool *p = u->pool;
+    return u->nidle + u->nbusy == 0 && p->logins == 0 && p->login_waiters == 0 && p->nclosing == 0;
 }
 
 void mr_pool_count(mr_pool *p, uint64_t *counter)

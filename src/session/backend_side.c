@@ -385,6 +385,7 @@ void ss_pump_backend(mr_session *s)
             return;
         }
     }
+    bool pooled = s->pool_view || s->pstmt;
     bool framed = mr_conn_compressed(s->backend);
     for (;;) {
         if (f->remaining > 0) {
@@ -417,22 +418,25 @@ void ss_pump_backend(mr_session *s)
             break;
         if (watched && !ss_hooks_response_packet(s, in, &pos, h.len, avail - move))
             break; /* a hook reads it whole (a watched page's) */
-        if (s->pool_view && !f->continuation && pool_reads_whole(hp, h.len, avail - move))
-            break; /* maybe an OK whose session state the pool reads: wait for all of it */
-        bool swap_err = s->pstmt && !f->continuation && s->state == SS_RESPONSE && h.len &&
-                        hp[MR_PKT_HEADER] == 0xff && ss_pstmt_err_due(s);
-        if (swap_err && avail - move < MR_PKT_HEADER + (size_t)h.len)
-            break; /* an ERR the proxy replaces: read whole */
-        if (s->pstmt && !f->continuation && s->state == SS_RESPONSE && ss_pstmt_answer_due(s)) {
-            if (!in)
-                in = mr_conn_input(s->backend); /* the fresh bytes in: offsets hold */
-            if (!ss_pstmt_prepare_answer(s, in, move, h.len, avail - move))
-                break;         /* a prepare-OK: the session's id goes in once it is all here */
-            first.iov_len = 0; /* the buffer may have been rearranged */
-            copy_head(in, &pos, move, head, got);
-            hp = head;
-            if (!ALIVE(s))
-                return;
+        bool swap_err = false;
+        if (pooled && !f->continuation) { /* pool = transaction: one test when not pooled */
+            if (s->pool_view && pool_reads_whole(hp, h.len, avail - move))
+                break; /* maybe an OK whose session state the pool reads: wait for all of it */
+            swap_err = s->pstmt && s->state == SS_RESPONSE && h.len &&
+                       hp[MR_PKT_HEADER] == 0xff && ss_pstmt_err_due(s);
+            if (swap_err && avail - move < MR_PKT_HEADER + (size_t)h.len)
+                break; /* an ERR the proxy replaces: read whole */
+            if (s->pstmt && s->state == SS_RESPONSE && ss_pstmt_answer_due(s)) {
+                if (!in)
+                    in = mr_conn_input(s->backend); /* the fresh bytes in: offsets hold */
+                if (!ss_pstmt_prepare_answer(s, in, move, h.len, avail - move))
+                    break; /* a prepare-OK: the session's id goes in once it is all here */
+                first.iov_len = 0; /* the buffer may have been rearranged */
+                copy_head(in, &pos, move, head, got);
+                hp = head;
+                if (!ALIVE(s))
+                    return;
+            }
         }
         if (shifted)
             h.seq = ss_auth_shift_to_client(s, in, move, h.seq);
@@ -445,7 +449,7 @@ void ss_pump_backend(mr_session *s)
         uint32_t ends = s->tracker.ends;
         if (!backend_packet_start(s, hp + MR_PKT_HEADER, h.len, h.seq))
             return;
-        bool changed = s->tracker.ends != ends &&
+        bool changed = s->tracker.ends != ends && /* a packet with a status: rare */
                        (s->tracker.status & MR_STATUS_SESSION_STATE_CHANGED) &&
                        (s->backend_caps & MR_CAP_SESSION_TRACK);
         if (changed && s->tracker.end_is_ok && s->state == SS_RESPONSE)
@@ -461,7 +465,7 @@ void ss_pump_backend(mr_session *s)
                 complete = true;
                 break;
             }
-        } else if (changed && s->pool_view &&
+        } else if (changed && pooled && s->pool_view &&
                    ss_pool_view(s, &in, &first, move, h.len, h.seq, avail - move)) {
             move = 0; /* what came before it went out, and its view */
             avail = evbuffer_get_length(in);

@@ -305,7 +305,7 @@ void ss_pump_client(mr_session *s)
         if (s->login_shift && s->state == SS_AUTH && !f->discard)
             ss_auth_shift_to_server(s, mr_conn_input(s->client));
     }
-    if (ALIVE(s) && s->srv && s->state == SS_IDLE && f->remaining == 0 && !f->continuation)
+    if (s->srv && ALIVE(s) && s->state == SS_IDLE && f->remaining == 0 && !f->continuation)
         ss_pool_unit_end(s); /* a command the proxy answered, or one with no answer */
     ss_client_flow(s);
 }

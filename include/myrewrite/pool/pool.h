@@ -209,7 +209,7 @@ void mr_pool_give_back(mr_srv *srv, uint64_t session);
 void mr_pool_drop(mr_srv *srv);
 
 /* Is thread_id one of the pool's server connections (any thread)? Has u no
- * connection at all, and no login under way that could bring one? */
+ * connection at all, and no login under way or waiting that could bring one? */
 bool mr_pool_holds_thread(mr_pool *p, uint32_t thread_id);
 bool mr_pool_user_empty(const mr_pool_user *u);
 
