@@ -422,15 +422,15 @@ void ss_pump_backend(mr_session *s)
         if (pooled && !f->continuation) { /* pool = transaction: one test when not pooled */
             if (s->pool_view && pool_reads_whole(hp, h.len, avail - move))
                 break; /* maybe an OK whose session state the pool reads: wait for all of it */
-            swap_err = s->pstmt && s->state == SS_RESPONSE && h.len &&
-                       hp[MR_PKT_HEADER] == 0xff && ss_pstmt_err_due(s);
+            swap_err = s->pstmt && s->state == SS_RESPONSE && h.len && hp[MR_PKT_HEADER] == 0xff &&
+                       ss_pstmt_err_due(s);
             if (swap_err && avail - move < MR_PKT_HEADER + (size_t)h.len)
                 break; /* an ERR the proxy replaces: read whole */
             if (s->pstmt && s->state == SS_RESPONSE && ss_pstmt_answer_due(s)) {
                 if (!in)
                     in = mr_conn_input(s->backend); /* the fresh bytes in: offsets hold */
                 if (!ss_pstmt_prepare_answer(s, in, move, h.len, avail - move))
-                    break; /* a prepare-OK: the session's id goes in once it is all here */
+                    break;         /* a prepare-OK: the session's id goes in once it is all here */
                 first.iov_len = 0; /* the buffer may have been rearranged */
                 copy_head(in, &pos, move, head, got);
                 hp = head;
