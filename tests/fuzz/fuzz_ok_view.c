@@ -24,6 +24,8 @@
 
 #define ALL_ON (MR_CAP_PROTOCOL_41 | MR_CAP_SESSION_TRACK)
 
+/* The rule of proto/ok_view.c's own wanted(), stated again on purpose: the
+ * property below checks the view against it, not against the code it tests. */
 static bool wanted(const mr_track_want *w, const mr_sst_entry *e)
 {
     switch (e->type) {
