@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/park.c - a DELAYED statement whose rule names no key, sent before
+ * session/core/park.c - a DELAYED statement whose rule names no key, sent before
  * the schema cache has its table's key (just after a start or a reload, or
  * while DDL on the table runs), waits in its session instead of being
  * refused with "retry".
@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "myrewrite/base/log.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 #define PARK_TICK_MS 200
 

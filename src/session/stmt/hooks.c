@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/hooks.c - runs the features' hooks (feature/feature.h) at the
+ * session/stmt/hooks.c - runs the features' hooks (feature/feature.h) at the
  * points of a session's commands, and acts on what they ask: relay, send
  * instead, answered here, or wait in SS_WAIT_BG for a background job.
  *
- * The table is session/features.c. Each run is one loop over that short
+ * The table is session/core/features.c. Each run is one loop over that short
  * array; nothing is allocated per statement (a feature makes its
  * per-session state once, and the packet copy for response hooks is made
  * once per session).
@@ -16,7 +16,7 @@
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/sql/lexer.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 static mr_session *session_of(mr_fsession *fs)
 {
@@ -164,7 +164,7 @@ static stmt_verdict act(mr_session *s, mr_hook_action a, uint8_t cmd, const mr_h
 }
 
 /* A command hook could not take the command yet (MR_HOOK_PARK): it waits
- * for the schema cache as a text statement does (session/park.c), or,
+ * for the schema cache as a text statement does (session/core/park.c), or,
  * when it cannot wait, gets the rules' ERR now. The hook counted nothing. */
 static stmt_verdict park_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n)
 {
@@ -329,7 +329,7 @@ static void bg_send(mr_session *s, const mr_hook_stmt *out)
 void mr_session_bg_answered(mr_session *s)
 {
     if (s->state != SS_WAIT_BG || s->park)
-        return; /* a parked statement waits for the schema cache (session/park.c) */
+        return; /* a parked statement waits for the schema cache (session/core/park.c) */
     ss_hooks_view(s);
     mr_hook_stmt out = {.cmd = s->command};
     mr_hook_action a = MR_HOOK_PASS;

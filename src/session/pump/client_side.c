@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/client_side.c - the client side of a session: every client packet:
+ * session/pump/client_side.c - the client side of a session: every client packet:
  * commands start here, refused ones are answered here, and LOCAL INFILE and
- * authentication data (checked in session/auth.c) are relayed while the
+ * authentication data (checked in session/conn/auth.c) are relayed while the
  * backend waits for them. Runs on the session's worker thread.
  */
 #include <inttypes.h>
@@ -12,7 +12,7 @@
 #include "myrewrite/base/log.h"
 #include "myrewrite/proto/query_attrs.h"
 #include "myrewrite/sql/charset_guard.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 static void refuse_command(mr_session *s, uint8_t cmd)
 {
@@ -164,7 +164,7 @@ static bool client_data_packet(mr_session *s, const uint8_t *p, size_t n, uint32
 /* May the client packet starting now (sequence id seq) go on? Commands
  * between responses, LOCAL INFILE data while the server reads it, and in an
  * authentication exchange only the packet it waits for: anything else stays
- * in the client's input until the exchange ends (session/auth.c). False
+ * in the client's input until the exchange ends (session/conn/auth.c). False
  * also when the session closed. */
 static bool client_may_send(mr_session *s, uint8_t seq)
 {

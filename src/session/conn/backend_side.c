@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/backend_side.c - the backend side of a session: the greeting (masked
+ * session/conn/backend_side.c - the backend side of a session: the greeting (masked
  * before the client sees it), then every backend packet, classified by the
  * tracker and relayed to the client in batches, up to the end of each
  * response. Runs on the session's worker thread.
@@ -18,7 +18,7 @@
 #include "myrewrite/proto/server_version.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/sql/charset_guard.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 /* The guard of sql/charset_guard.h follows a character set change. An unsafe
  * one is taken even when the response ended in an error (a multi-statement

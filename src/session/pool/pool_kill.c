@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/pool_kill.c - a client's `KILL [QUERY | CONNECTION] <id>` of a
+ * session/pool/pool_kill.c - a client's `KILL [QUERY | CONNECTION] <id>` of a
  * session of this proxy, under `pool = transaction`.
  *
  * A session shows the client one id for its life, the thread id of its
@@ -34,7 +34,7 @@
 #include "myrewrite/base/log.h"
 #include "myrewrite/pool/hints.h"
 #include "myrewrite/pool/kill.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 #define ER_KILL_DENIED 1095 /* ER_KILL_DENIED_ERROR: "You are not owner of thread %lld" */
 #define ER_QUERY_INTERRUPTED 1317

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/prelude.c - a statement the proxy sends on the session's backend
+ * session/pool/prelude.c - a statement the proxy sends on the session's backend
  * connection ahead of the client's own, whose answer the client never sees.
  * Two today: SET TRANSACTION ISOLATION LEVEL READ COMMITTED before an
  * UPDATE of a queue table with claim_read_committed (rules/README.md,
@@ -13,11 +13,11 @@
  * later transactions.
  *
  * A prepared claim gets the prelude before each COM_STMT_EXECUTE
- * (session/prepared.c).
+ * (session/stmt/prepared.c).
  *
  * With pool = transaction, a COM_STMT_PREPARE is a prelude too: a statement
  * of the session prepared on a connection that lacks it
- * (session/pool_stmt.c). Its answer is a whole prepare response
+ * (session/pool/pool_stmt.c). Its answer is a whole prepare response
  * (prepare-OK, parameter and column definitions, EOFs), read to its end.
  *
  * Runs on the session's worker thread. A prelude goes out right before
@@ -29,7 +29,7 @@
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/proto/stmt_rewrite.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 #define READ_COMMITTED "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/worker.c - worker threads (see session/worker.h).
+ * session/pump/worker.c - worker threads (see session/worker.h).
  * Each worker thread runs its own event_base and owns every session on it;
  * other threads talk to it only through its hand-off pipe.
  */

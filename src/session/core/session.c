@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/session.c - one client connection and its own backend connection: life
+ * session/core/session.c - one client connection and its own backend connection: life
  * cycle, closing and flow control (see session/session.h; the relay itself is in
- * session/backend_side.c and session/client_side.c, the front end's part in
- * session/statement.c).
+ * session/conn/backend_side.c and session/pump/client_side.c, the front end's part in
+ * session/stmt/statement.c).
  *
  * Runs on its worker's thread; owns both connections, the tracker and the
  * framing state of each direction. Bytes are relayed as they arrive: a
@@ -24,7 +24,7 @@
 #include "myrewrite/base/log.h"
 #include "myrewrite/net/backend_addr.h"
 #include "myrewrite/schema/cache.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 static const char *const state_names[SS_MAX] = {
     "connecting", "greeting", "auth", "idle", "response", "infile", "waiting", "closing", "closed",

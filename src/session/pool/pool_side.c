@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/pool_side.c - a session over the pool (`pool = transaction`): room
+ * session/pool/pool_side.c - a session over the pool (`pool = transaction`): room
  * to log in, borrowing a server connection when a command comes and giving
  * it back at the end of a unit of work, the state replayed on the
  * connection borrowed, and the pins that keep one.
@@ -26,7 +26,7 @@
 #include "myrewrite/pool/hints.h"
 #include "myrewrite/proto/ok_view.h"
 #include "myrewrite/sql/quote.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 #define TRACKERS                                                                                   \
     "session_track_system_variables='*',session_track_schema=ON,"                                  \
@@ -626,7 +626,7 @@ void ss_pool_unit_end(mr_session *s)
                    session's, until the next command's prelude */
     }
     if (ss_pool_kill_holds(s))
-        return; /* session/pool_kill.c */
+        return; /* session/pool/pool_kill.c */
     give_back(s);
 }
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/statement.c - a whole COM_QUERY or COM_STMT_PREPARE meets the
+ * session/stmt/statement.c - a whole COM_QUERY or COM_STMT_PREPARE meets the
  * front end: digest, rules, and then relayed as written, rewritten, or
  * answered with the block's error; the features' statement hooks run
- * before and after the rules (session/hooks.c). Also notes `USE db` for
+ * before and after the rules (session/stmt/hooks.c). Also notes `USE db` for
  * the rule filters. Runs on the session's worker thread, with the worker's
  * scratch.
  */
@@ -15,7 +15,7 @@
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/sql/charset_guard.h"
 #include "myrewrite/sql/lexer.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 /* `USE db` changes the default schema the rules filter on. */
 static void note_use_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
@@ -163,7 +163,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     /* The command's start time was read just before this call, a few
      * instructions ago: it stands in for a clock read of its own here. */
     mr_rules_apply(w->rules->set, sql, len, &ctx, w->scratch, res);
-    /* counted once, when it is run for good (session/park.c) */
+    /* counted once, when it is run for good (session/core/park.c) */
     if (res->park && ss_park(s, cmd, sql, len, res))
         return STMT_WAITING;
     ss_count_statement(s, res, ctx.prepared, mr_mono_ns() - s->command_start_ns);
@@ -186,7 +186,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     if (res->page_guard.rule)
         ss_prepared_note_guard(s, &res->page_guard); /* checked at each COM_STMT_EXECUTE */
     if (ctx.prepared && feature_rewrite(res))
-        s->pnote_next.rewritten = true; /* no bulk execute of it (session/prepared.c) */
+        s->pnote_next.rewritten = true; /* no bulk execute of it (session/stmt/prepared.c) */
     if (res->read_committed && cmd == MR_COM_QUERY)
         ss_prelude_read_committed(s); /* ahead of the statement, rewritten or not */
     else if (res->read_committed)
