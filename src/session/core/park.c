@@ -172,7 +172,7 @@ static void go_on(mr_session *s)
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
         return;
     }
-    ss_pump_client(s);
+    ss_up.resume(s);
 }
 
 static void try_parked(mr_session *s, bool tick)

@@ -80,6 +80,8 @@ void ss_set_state(mr_session *s, session_state to)
 
 mr_session *mr_session_next(mr_session *s) { return s->next; }
 
+ss_upcalls ss_up;
+
 /* Tells the backend we are leaving, so it does not count an aborted client.
  * Only between commands, and only if nothing is unsent ahead of it (output
  * not yet written, frames, or an io_uring send in flight). */

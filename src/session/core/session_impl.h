@@ -219,6 +219,18 @@ typedef enum stmt_verdict {
 
 static inline const mr_config *cfg(const mr_session *s) { return s->w->proxy->cfg; }
 
+/* What the rooms below session/pump/ (the top room: the pumps and the
+ * worker) need done there, reached through pointers so that no file below
+ * names a function above it (scripts/layers.py, ROOMS). mr_worker_start
+ * fills them in once, before any worker thread runs; workers only read them.
+ * A call through one costs what a direct call does (one indirect call). */
+typedef struct ss_upcalls {
+    /* an idle session goes on: it reads the client's next command, if any
+     * is waiting (ss_pump_client) */
+    void (*resume)(mr_session *s);
+} ss_upcalls;
+extern ss_upcalls ss_up;
+
 /* session/core/session.c */
 const char *ss_state_name(session_state st);
 void ss_set_state(mr_session *s, session_state to);

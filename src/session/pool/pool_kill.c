@@ -223,7 +223,7 @@ static void interrupt_wait(mr_session *s)
     ss_pool_drop_command(s, &h);
     s->from_client.blocked = false; /* paused while it waited */
     mr_conn_read_enable(s->client, true);
-    ss_pump_client(s);
+    ss_up.resume(s);
 }
 
 void mr_session_kill_check(mr_session *s)

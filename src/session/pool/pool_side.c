@@ -310,7 +310,7 @@ static void unit_ready(void *arg, mr_srv *srv, bool timed_out)
         return;
     s->from_client.blocked = false;
     mr_conn_read_enable(s->client, true);
-    ss_pump_client(s);
+    ss_up.resume(s);
 }
 
 /* A command packet with no payload has no command byte to wait for: it is

@@ -18,6 +18,7 @@
 #include "myrewrite/net/uring.h"
 #include "myrewrite/session/session.h"
 #include "myrewrite/stats/rule_hits.h"
+#include "session/core/session_impl.h"
 
 static void drain_sessions(mr_worker *w, int force)
 {
@@ -186,8 +187,12 @@ static struct event_base *worker_base(void)
     return base;
 }
 
+static void fill_upcalls(void) { ss_up.resume = ss_pump_client; }
+
 bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *rules)
 {
+    static pthread_once_t upcalls_once = PTHREAD_ONCE_INIT;
+    pthread_once(&upcalls_once, fill_upcalls); /* before the first worker thread */
     int fds[2];
     memset(w, 0, sizeof(*w));
     w->id = id;

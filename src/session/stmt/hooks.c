@@ -349,5 +349,5 @@ void mr_session_bg_answered(mr_session *s)
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
         return;
     }
-    ss_pump_client(s); /* a command may already be waiting */
+    ss_up.resume(s); /* a command may already be waiting */
 }
