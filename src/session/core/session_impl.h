@@ -228,6 +228,15 @@ typedef struct ss_upcalls {
     /* an idle session goes on: it reads the client's next command, if any
      * is waiting (ss_pump_client) */
     void (*resume)(mr_session *s);
+    /* the backend connection goes: back to the pool, or closed
+     * (ss_close_backend) */
+    void (*close_backend)(mr_session *s);
+    /* the session ends now; its memory goes at the next loop turn (ss_free) */
+    void (*free)(mr_session *s);
+    /* connect the backend (ss_connect) */
+    void (*connect)(mr_session *s);
+    /* what a backend connection of the session calls (ss_backend_callbacks) */
+    const mr_conn_callbacks *backend_callbacks;
 } ss_upcalls;
 extern ss_upcalls ss_up;
 
@@ -236,7 +245,6 @@ const char *ss_state_name(session_state st);
 void ss_set_state(mr_session *s, session_state to);
 void ss_close(mr_session *s, mr_close_reason why, const char *detail);
 void ss_close_after_flush(mr_session *s, mr_close_reason why, const char *detail);
-void ss_free(mr_session *s);
 void ss_send_err(mr_session *s, uint8_t seq, uint16_t code, const char *sqlstate, const char *msg);
 void ss_client_flow(mr_session *s);
 void ss_backend_flow(mr_session *s);
@@ -284,6 +292,12 @@ void ss_backend_failed(mr_session *s, const char *what, bool proxy_gave_up);
 /* session/pump/client_side.c */
 extern const mr_conn_callbacks ss_client_callbacks;
 void ss_pump_client(mr_session *s);
+
+/* session/pump/life.c: the backend connection let go, the session ended,
+ * the backend connected (what ss_up's close_backend, free and connect do) */
+void ss_close_backend(mr_session *s);
+void ss_free(mr_session *s);
+void ss_connect(mr_session *s);
 
 /* session/pool/prelude.c: sends SET TRANSACTION ISOLATION LEVEL READ COMMITTED
  * when the session is in autocommit mode outside a transaction; takes its
@@ -392,7 +406,6 @@ void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void 
  * command or a statement's text tells; an OK's session state; a response
  * ended (the unit may end); the session ends. */
 bool ss_pool_may_connect(mr_session *s);
-void ss_connect(mr_session *s);
 void ss_pool_login_caps(mr_session *s, bool server_tracks, uint8_t charset);
 bool ss_pool_logged_in(mr_session *s);
 bool ss_pool_attach(mr_session *s);

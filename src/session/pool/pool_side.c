@@ -92,7 +92,7 @@ static void login_room(void *arg, mr_srv *srv, bool timed_out)
         return;
     }
     s->pool_login = true;
-    ss_connect(s);
+    ss_up.connect(s);
 }
 
 bool ss_pool_may_connect(mr_session *s)
@@ -262,7 +262,7 @@ static void attach(mr_session *s, mr_srv *srv)
     s->backend_thread_id = srv->thread_id;
     atomic_store_explicit(&s->slot.backend_id, srv->thread_id, memory_order_relaxed);
     memset(&s->from_backend, 0, sizeof s->from_backend);
-    mr_conn_set_callbacks(srv->conn, &ss_backend_callbacks, s);
+    mr_conn_set_callbacks(srv->conn, ss_up.backend_callbacks, s);
     mr_conn_read_enable(srv->conn, true);
     if (!replay(s, srv)) {
         srv->broken = true; /* its state is not the session's: never lent again */

@@ -187,7 +187,14 @@ static struct event_base *worker_base(void)
     return base;
 }
 
-static void fill_upcalls(void) { ss_up.resume = ss_pump_client; }
+static void fill_upcalls(void)
+{
+    ss_up.resume = ss_pump_client;
+    ss_up.close_backend = ss_close_backend;
+    ss_up.free = ss_free;
+    ss_up.connect = ss_connect;
+    ss_up.backend_callbacks = &ss_backend_callbacks;
+}
 
 bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *rules)
 {
