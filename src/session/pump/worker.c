@@ -229,34 +229,6 @@ bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *ru
     return pthread_create(&w->thread, NULL, worker_main, w) == 0;
 }
 
-/* Writes one int; a pipe write of <= PIPE_BUF bytes is atomic, so several
- * writers never interleave. */
-static bool send_msg(mr_worker *w, int msg)
-{
-    ssize_t n;
-    do {
-        n = write(w->pipe_wr, &msg, sizeof(msg));
-    } while (n < 0 && errno == EINTR);
-    return n == (ssize_t)sizeof(msg);
-}
-
-bool mr_worker_hand_off(mr_worker *w, int fd) { return send_msg(w, fd); }
-
-bool mr_worker_signal(mr_worker *w, int msg)
-{
-    if (send_msg(w, msg))
-        return true;
-    mr_error(0, "cannot signal worker %u: %s", w->id, strerror(errno));
-    return false;
-}
-
-void mr_worker_wake_bg(void *worker)
-{
-    mr_worker *w = worker;
-    if (!atomic_exchange(&w->bg_signaled, true) && !mr_worker_signal(w, MR_WORKER_MSG_BG))
-        atomic_store(&w->bg_signaled, false); /* the next answer tries again */
-}
-
 void mr_worker_join(mr_worker *w)
 {
     if (!w->joined)
