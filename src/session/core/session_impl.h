@@ -250,6 +250,25 @@ void ss_client_flow(mr_session *s);
 void ss_backend_flow(mr_session *s);
 void ss_copy_name(char *dst, size_t cap, const char *src, size_t len, bool *set);
 
+/* session/core/command.c */
+/* Appends a command of the session to the backend as
+ * packets; a COM_QUERY on a session with CLIENT_QUERY_ATTRIBUTES gets an
+ * attribute block: the client's statement's (s->qattrs) for its text
+ * rewritten, or an empty one for the proxy's own statement (`own`). */
+void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void *text, size_t len,
+                      bool own);
+/* The bytes of a command sent instead of the client's (which are dropped as
+ * they come); false when out of memory (the client got an ERR, the session
+ * closes). ss_send_instead is this for a rewrite, counted as one. */
+bool ss_send_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len);
+/* The lexer mode of the session's next text, as far as the proxy knows it:
+ * NO_BACKSLASH_ESCAPES from the server's status flag, the multibyte rule of
+ * the client character set it believes in force. What it cannot vouch for
+ * (ANSI_QUOTES, which no status flag tells, and the character set, which a
+ * prepared or server-side statement may have changed unseen) is
+ * unsure (session/stmt/statement.c): block rules read the text those ways too. */
+unsigned ss_lex_flags(const mr_session *s);
+
 /* session/conn/auth.c: is an authentication exchange (login, COM_CHANGE_USER)
  * going on? The greeting went to the client (sequence id seq); the server
  * sent a packet of the exchange (`ends`: its OK or ERR); is the login's
@@ -344,13 +363,6 @@ void ss_count_staged(mr_worker *w, struct mr_rule_stats *rule, struct mr_rule_st
 
 /* session/stmt/statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);
-/* The lexer mode of the session's next text, as far as the proxy knows it:
- * NO_BACKSLASH_ESCAPES from the server's status flag, the multibyte rule of
- * the client character set it believes in force. What it cannot vouch for
- * (ANSI_QUOTES, which no status flag tells, and the character set, which a
- * prepared or server-side statement may have changed unseen) is
- * unsure (session/stmt/statement.c): block rules read the text those ways too. */
-unsigned ss_lex_flags(const mr_session *s);
 
 /* session/core/counts.c: counts what the front end did with one statement (a
  * COM_STMT_PREPARE text when `prepared`) that took `frontend_ns` in
@@ -386,16 +398,6 @@ void ss_hooks_end(mr_session *s);
  * rewrite, a hook's MR_HOOK_SEND): STMT_RELAY, or STMT_CLOSED when out of
  * memory (the client got an ERR). */
 stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len);
-/* The bytes of a command sent instead of the client's (which are dropped as
- * they come); false when out of memory (the client got an ERR, the session
- * closes). ss_send_instead is this for a rewrite, counted as one. */
-bool ss_send_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len);
-/* session/stmt/statement.c: appends a command of the session to the backend as
- * packets; a COM_QUERY on a session with CLIENT_QUERY_ATTRIBUTES gets an
- * attribute block: the client's statement's (s->qattrs) for its text
- * rewritten, or an empty one for the proxy's own statement (`own`). */
-void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void *text, size_t len,
-                      bool own);
 
 /* session/pool/pool_side.c: the session over the pool (pool = transaction); each
  * does nothing with pool = session. May the session connect for its login

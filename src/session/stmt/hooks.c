@@ -107,23 +107,6 @@ void ss_hooks_ports(mr_session *s, mr_stmt_ctx *ctx)
 
 /* ---- acting on a hook's answer ------------------------------------------------------ */
 
-bool ss_send_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
-{
-    mr_buf out;
-    mr_buf_init(&out);
-    ss_command_build(s, &out, cmd, text, len, false);
-    if (out.failed) {
-        mr_buf_free(&out);
-        ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
-        ss_close_after_flush(s, MR_CLOSE_MALFORMED, "out of memory building a rewrite");
-        return false;
-    }
-    mr_conn_write(s->backend, out.data, out.len);
-    mr_buf_free(&out);
-    s->from_client.discard = true; /* the original bytes are dropped as they come */
-    return true;
-}
-
 stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
 {
     if (!ss_send_text(s, cmd, text, len))

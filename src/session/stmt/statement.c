@@ -86,19 +86,6 @@ static uint8_t unreadable_policy(const mr_config *c)
     return strcmp(c->unreadable, "block") == 0 ? MR_UNREADABLE_BLOCK : MR_UNREADABLE_AUTO;
 }
 
-void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void *text, size_t len,
-                      bool own)
-{
-    if (cmd != MR_COM_QUERY || !(s->caps & MR_CAP_QUERY_ATTRIBUTES)) {
-        mr_command_build(out, cmd, text, len);
-        return;
-    }
-    if (own || !s->qattrs)
-        mr_command_build2(out, cmd, MR_QUERY_ATTRS_NONE, MR_QUERY_ATTRS_NONE_LEN, text, len);
-    else
-        mr_command_build2(out, cmd, s->qattrs, s->qattrs_len, text, len);
-}
-
 /* Did a delayed, paginate or queue rule rewrite the statement? */
 static bool feature_rewrite(const mr_match_result *res)
 {
@@ -110,17 +97,6 @@ static bool feature_rewrite(const mr_match_result *res)
             return true;
     }
     return false;
-}
-
-unsigned ss_lex_flags(const mr_session *s)
-{
-    unsigned f =
-        (s->tracker.status & MR_STATUS_NO_BACKSLASH_ESCAPES) ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0;
-    const mr_sst_value *mode = &s->track.sql_mode_v;
-    if (mode->known && mr_sql_mode_has(s->track.sql_mode, mode->len, "ANSI_QUOTES"))
-        f |= SQL_LEX_ANSI_QUOTES;       /* the server said so; the other reading is still read */
-    const char *cs = s->charset_unsafe; /* MR_CHARSET_UNKNOWN has no rule: the byte reading */
-    return cs ? f | sql_lex_mb_of(cs, strlen(cs)) : f;
 }
 
 /* What ss_lex_flags cannot vouch for at a text's start. */
