@@ -1,17 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/pump/life.c - a session's start and end: the client connection
- * taken, the backend connection made (or left to the pool), and at the end
- * everything the rooms below hold let go. It sits in the top room because
- * it names them all; the rooms below close a session through ss_close
- * (session/core/session.c), which reaches these through ss_up.
+ * session/pump/life.c - a session's backend connection made (or left to the
+ * pool) and its end: everything the rooms below hold let go. It sits in
+ * the top room because it names them all; the rooms below close a session
+ * through ss_close (session/core/session.c), which reaches these through
+ * ss_up. The session starts in session/pump/client_side.c.
  */
 #include <event2/event.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/net/backend_addr.h"
@@ -62,42 +60,6 @@ static bool connect_backend(mr_session *s, const char **why)
     return true;
 }
 
-void mr_session_start(mr_worker *w, int fd)
-{
-    mr_session *s = calloc(1, sizeof(*s));
-    if (!s) {
-        close(fd);
-        atomic_fetch_sub(&w->proxy->connections, 1);
-        return;
-    }
-    s->w = w;
-    s->id = atomic_fetch_add(&w->proxy->next_conn_id, 1) + 1;
-    ss_hooks_start(s);
-    s->next = w->sessions;
-    if (w->sessions)
-        w->sessions->prev = s;
-    w->sessions = s;
-    w->nsessions++;
-    mr_client_register(&w->clients, &s->slot, s->id, w->id, fd);
-    mr_stat_add(&w->stats.connections_accepted, 1);
-    mr_stat_add(&w->stats.connections_active, 1);
-    s->client = mr_conn_new(w->base, fd, &ss_client_callbacks, s);
-    if (!s->client) {
-        close(fd);
-        ss_free(s);
-        return;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
-               sizeof(one)); /* fails harmlessly on unix sockets */
-    mr_conn_set_low_mark(s->client, cfg(s)->relay_buffer / 2);
-    mr_conn_read_enable(s->client, true);
-    mr_debug(s->id, "client connected on worker %u", w->id);
-    ss_set_state(s, SS_CONNECTING);
-    if (ss_pool_may_connect(s)) /* else it connects once the pool has room */
-        ss_connect(s);
-}
-
 void ss_connect(mr_session *s)
 {
     const char *why;
@@ -110,6 +72,12 @@ static void free_later(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     free(arg);
+}
+
+void mr_worker_session_ended(mr_worker *w)
+{
+    if (w->draining && w->nsessions == 0)
+        event_base_loopexit(w->base, NULL);
 }
 
 /* Unlinks the session and closes both sockets now; the memory goes on the

@@ -75,12 +75,6 @@ void mr_worker_set_rules(mr_worker *w, mr_shared_rules *rules)
     mr_worker_signal(w, MR_WORKER_MSG_RULES);
 }
 
-void mr_worker_session_ended(mr_worker *w)
-{
-    if (w->draining && w->nsessions == 0)
-        event_base_loopexit(w->base, NULL);
-}
-
 static void on_message(mr_worker *w, int msg)
 {
     if (msg >= 0) {
