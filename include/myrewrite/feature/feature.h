@@ -58,7 +58,7 @@ typedef enum mr_hook_action {
                          (fs->match holds the rules' refusal, res->park set): the session
                          keeps a copy of the packet and runs the command hooks on it again
                          when the schema cache has the table, as it does for a text
-                         statement (session/core/park.c); the ERR is the answer when it cannot */
+                         statement (session/stmt/park_stmt.c); the ERR is the answer when it cannot */
 } mr_hook_action;
 
 typedef struct mr_fsession mr_fsession;

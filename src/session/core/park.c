@@ -1,169 +1,61 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/core/park.c - a DELAYED statement whose rule names no key, sent before
- * the schema cache has its table's key (just after a start or a reload, or
- * while DDL on the table runs), waits in its session instead of being
- * refused with "retry".
+ * session/core/park.c - a session waits for the background: something a
+ * background thread makes (today: a table's description in the schema
+ * cache) that its worker learns of by MR_WORKER_MSG_SCHEMA. Whoever parks
+ * the session gives its callbacks and a cookie; the session sits in
+ * SS_WAIT_BG, so the client's pipelined commands stay in its input.
  *
- * The session keeps a copy of the statement and sits in SS_WAIT_BG, so the
- * client's pipelined commands stay in its input. The statement meets the
- * front end again (staged or summed as usual) when the cache has loaded a
- * table (the loader's hook signals every worker, MR_WORKER_MSG_SCHEMA,
- * while any statement is parked) and at each tick (a lookup also queues
- * again a load that failed). After delayed_park_timeout the client gets
- * the rule's ERR, saying how long it waited and why. The worker never
- * waits.
+ * The parked session is retried when the background signals its worker
+ * (mr_session_wake_parked, MR_WORKER_MSG_SCHEMA, sent only while a session
+ * is parked) and at each tick; once timeout_ms have passed, a tick calls
+ * timed_out instead. After either, a session the callbacks left idle reads
+ * its next command through ss_up.resume. The worker never waits. A user:
+ * a statement waiting for its table's key (session/stmt/park_stmt.c).
  *
- * A COM_STMT_EXECUTE of a prepared memory-mode DELAYED statement that a
- * feature's command hook could not take for the same reason (MR_HOOK_PARK)
- * is parked the same way: the copy is the execute's packet, and running it
- * again runs the command hooks on it (ss_park_command).
- *
- * Threads: the session's worker, but mr_session_wake_parked (the schema
- * cache's loader) and the parked count (any thread).
+ * Threads: the session's worker, but mr_session_wake_parked (the
+ * background thread) and the parked count (any thread).
  */
 #include <event2/event.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "myrewrite/base/log.h"
 #include "session/core/session_impl.h"
 
 #define PARK_TICK_MS 200
 
 struct ss_park {
-    uint8_t cmd; /* MR_COM_QUERY, MR_COM_STMT_PREPARE or MR_COM_STMT_EXECUTE */
-    char *sql;   /* the statement as the client sent it (owned): its query */
-    size_t len;  /* attributes (attrs_len bytes, proto/query_attrs.h), then its text;
-                    an execute: its whole payload, the command byte first */
-    size_t attrs_len;
-    uint64_t attrs_count;
+    const ss_park_ops *ops;
+    void *cookie;
     uint64_t start_ns;
+    uint64_t timeout_ms;
     struct event *tick;
-    bool again;        /* set when running it again parked it again */
-    char why[512];     /* the last refusal: what the cache said */
-    uint16_t err_code; /* ... and its code and SQLSTATE */
-    char sqlstate[6];
 };
 
-/* Sessions parked now, over all workers: the loader's hook signals the
+/* Sessions parked now, over all workers: the background's hook signals the
  * workers only when there is one. */
 static _Atomic unsigned parked_now;
 
-static void park_end(mr_session *s)
+void ss_park_end(mr_session *s)
 {
     struct ss_park *pk = s->park;
     if (!pk)
         return;
     s->park = NULL;
-    uint64_t waited = mr_mono_ns() - pk->start_ns;
-    mr_stat_add(&s->w->stats.delayed_park_wait_us, waited / 1000);
     atomic_fetch_sub(&parked_now, 1);
     event_free(pk->tick);
-    free(pk->sql);
+    pk->ops->end(s, pk->cookie, mr_mono_ns() - pk->start_ns);
     free(pk);
 }
 
-void ss_park_free(mr_session *s) { park_end(s); }
+void ss_park_free(mr_session *s) { ss_park_end(s); }
 
-/* The rule's message after the wait: how long, and what the cache said. */
-static void time_out(mr_session *s)
+void *ss_parked(const mr_session *s, const ss_park_ops *ops)
 {
-    struct ss_park *pk = s->park;
-    char msg[700];
-    uint64_t ms = cfg(s)->delayed_park_timeout_ms;
-    const char *why = pk->why;
-    if (strncmp(why, "myrewrite: ", 11) == 0)
-        why += 11;
-    snprintf(msg, sizeof msg,
-             "myrewrite: the table's schema could not be read in %llu.%03llu s "
-             "(delayed_park_timeout): %s",
-             (unsigned long long)(ms / 1000), (unsigned long long)(ms % 1000), why);
-    uint16_t pk_code = pk->err_code;
-    char pk_state[6];
-    memcpy(pk_state, pk->sqlstate, sizeof pk_state);
-    mr_info(s->id, "a parked DELAYED statement timed out: %s", pk->why);
-    mr_stat_add(&s->w->stats.delayed_park_timeouts, 1);
-    mr_stat_add(&s->w->stats.statements_blocked, 1);
-    park_end(s);
-    ss_set_state(s, SS_IDLE);
-    ss_send_err(s, 1, pk_code, pk_state, msg);
+    return s->park && s->park->ops == ops ? s->park->cookie : NULL;
 }
 
-/* The statement went out as the front end left it: the response is relayed. */
-static void relayed(mr_session *s, uint8_t cmd, const char *sql, size_t len)
-{
-    if (s->w->match.action != MR_ACT_REWRITE) { /* as written (the rules changed meanwhile) */
-        mr_buf out;
-        mr_buf_init(&out);
-        ss_command_build(s, &out, cmd, sql, len, false);
-        if (!out.failed)
-            mr_conn_write(s->backend, out.data, out.len);
-        mr_buf_free(&out);
-    }
-    mr_tracker_begin(&s->tracker, mr_expect_for_command(cmd));
-    ss_set_state(s, SS_RESPONSE);
-}
-
-/* A parked execute no hook took when run again (the statement was
- * forgotten meanwhile): it goes to the server as the client sent it. */
-static void relay_execute(mr_session *s, const char *p, size_t n)
-{
-    mr_buf out;
-    mr_buf_init(&out);
-    ss_command_build(s, &out, (uint8_t)p[0], p + 1, n - 1, true);
-    if (!out.failed)
-        mr_conn_write(s->backend, out.data, out.len);
-    mr_buf_free(&out);
-    mr_tracker_begin(&s->tracker, mr_expect_for_command((uint8_t)p[0]));
-    ss_set_state(s, SS_RESPONSE);
-}
-
-/* Runs the copy as it first ran: a statement through the front end, an
- * execute through the command hooks. */
-static stmt_verdict run_copy(mr_session *s, const struct ss_park *pk)
-{
-    if (pk->cmd == MR_COM_STMT_EXECUTE)
-        return ss_hooks_command(s, pk->cmd, (const uint8_t *)pk->sql, pk->len, (uint32_t)pk->len);
-    size_t head = pk->attrs_len;
-    s->qattrs = head ? (const uint8_t *)pk->sql : NULL; /* as the client's packet had them */
-    s->qattrs_len = head;
-    s->qattrs_count = pk->attrs_count;
-    return ss_statement_start(s, pk->cmd, pk->sql + head, pk->len - head);
-}
-
-/* Runs the parked statement through the front end again; it may park once
- * more (the table is still unknown), be answered, or go to the server. */
-static void run_again(mr_session *s)
-{
-    struct ss_park *pk = s->park;
-    pk->again = false;
-    ss_set_state(s, SS_IDLE);
-    uint64_t start = s->command_start_ns;
-    s->command_start_ns = mr_mono_ns(); /* the front end's own time, not the wait */
-    size_t head = pk->attrs_len;
-    stmt_verdict v = run_copy(s, pk);
-    s->command_start_ns = start; /* the command's latency includes the wait */
-    if (s->park == pk && !(v == STMT_WAITING && pk->again)) { /* neither ended nor still parked */
-        uint8_t cmd = pk->cmd;
-        char *sql = pk->sql;
-        size_t len = pk->len;
-        pk->sql = NULL;
-        park_end(s);
-        if (ALIVE(s) && v == STMT_RELAY && cmd == MR_COM_STMT_EXECUTE)
-            relay_execute(s, sql, len);
-        else if (ALIVE(s) && v == STMT_RELAY)
-            relayed(s, cmd, sql + head, len - head);
-        free(sql);
-    }
-    s->qattrs = NULL;
-    s->qattrs_len = 0;
-    s->qattrs_count = 0;
-}
-
-/* After a run or a timeout: an idle session reads its next command. */
+/* After a retry or a timeout: an idle session reads its next command. */
 static void go_on(mr_session *s)
 {
     if (!ALIVE(s) || s->state != SS_IDLE)
@@ -177,12 +69,13 @@ static void go_on(mr_session *s)
 
 static void try_parked(mr_session *s, bool tick)
 {
-    if (!s->park || !ALIVE(s))
+    struct ss_park *pk = s->park;
+    if (!pk || !ALIVE(s))
         return;
-    if (tick && mr_mono_ns() - s->park->start_ns >= cfg(s)->delayed_park_timeout_ms * 1000000)
-        time_out(s);
+    if (tick && mr_mono_ns() - pk->start_ns >= pk->timeout_ms * 1000000)
+        pk->ops->timed_out(s, pk->cookie);
     else
-        run_again(s);
+        pk->ops->retry(s, pk->cookie);
     go_on(s);
 }
 
@@ -193,45 +86,25 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     try_parked(arg, true);
 }
 
-bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len, const mr_match_result *res)
+bool ss_park(mr_session *s, const ss_park_ops *ops, void *cookie, uint64_t timeout_ms)
 {
-    if (s->park) { /* run again and still unknown */
-        snprintf(s->park->why, sizeof s->park->why, "%s", res->message);
-        s->park->again = true;
-    } else {
-        uint64_t ms = cfg(s)->delayed_park_timeout_ms;
-        size_t head = s->qattrs_len; /* the client's query attributes go with it */
-        struct ss_park *pk = ms ? calloc(1, sizeof *pk) : NULL;
-        if (!pk)
-            return false; /* refused at once, as the message says */
-        pk->sql = malloc(head + len ? head + len : 1);
-        pk->tick = event_new(s->w->base, -1, EV_PERSIST, tick_cb, s);
-        struct timeval tv = {0, (ms < PARK_TICK_MS ? ms : PARK_TICK_MS) * 1000};
-        if (!pk->sql || !pk->tick || event_add(pk->tick, &tv) != 0) {
-            if (pk->tick)
-                event_free(pk->tick);
-            free(pk->sql);
-            free(pk);
-            return false;
-        }
-        if (head)
-            memcpy(pk->sql, s->qattrs, head);
-        memcpy(pk->sql + head, sql, len);
-        pk->len = head + len;
-        pk->attrs_len = head;
-        pk->attrs_count = s->qattrs_count;
-        pk->cmd = cmd;
-        pk->start_ns = mr_mono_ns();
-        snprintf(pk->why, sizeof pk->why, "%s", res->message);
-        pk->err_code = res->err_code;
-        memcpy(pk->sqlstate, res->sqlstate, sizeof pk->sqlstate);
-        s->park = pk;
-        atomic_fetch_add(&parked_now, 1);
-        mr_stat_add(&s->w->stats.delayed_parked, 1);
-        mr_debug(s->id, "DELAYED statement parked: %s", pk->why);
+    struct ss_park *pk = calloc(1, sizeof *pk);
+    if (!pk)
+        return false;
+    pk->tick = event_new(s->w->base, -1, EV_PERSIST, tick_cb, s);
+    struct timeval tv = {0, (timeout_ms < PARK_TICK_MS ? timeout_ms : PARK_TICK_MS) * 1000};
+    if (!pk->tick || event_add(pk->tick, &tv) != 0) {
+        if (pk->tick)
+            event_free(pk->tick);
+        free(pk);
+        return false;
     }
-    s->from_client.discard = true; /* the packet is drained; the copy is run again */
-    s->digest = NULL;
+    pk->ops = ops;
+    pk->cookie = cookie;
+    pk->timeout_ms = timeout_ms;
+    pk->start_ns = mr_mono_ns();
+    s->park = pk;
+    atomic_fetch_add(&parked_now, 1);
     ss_set_state(s, SS_WAIT_BG);
     return true;
 }

@@ -40,8 +40,9 @@ typedef enum session_state {
     SS_RESPONSE,   /* relaying the backend's answer to the current command */
     SS_INFILE,     /* relaying LOCAL INFILE contents from the client */
     SS_WAIT_BG,    /* the answer comes from a background job (FLUSH DELAYED), or a
-                      parked DELAYED statement waits for the schema cache: the
-                      backend is idle and the client's next command waits */
+                      parked session waits for the background (a statement for
+                      the schema cache): the backend is idle and the client's
+                      next command waits */
     SS_CLOSING,    /* flushing a last packet to the client, then free */
     SS_CLOSED,     /* both sockets gone; memory freed from the event loop */
     SS_MAX
@@ -161,8 +162,7 @@ struct mr_session {
     mr_session_state track;
     mr_digest_entry *digest; /* stats entry of the statement in flight */
     uint64_t ddl_hold;       /* schema cache hold of the DDL in flight (0: none) */
-    struct ss_park
-        *park; /* a DELAYED statement waiting for its table's key (session/core/park.c) */
+    struct ss_park *park;    /* waiting for the background (session/core/park.c) */
     /* The query-attribute block of the COM_QUERY in the front end (with
      * CLIENT_QUERY_ATTRIBUTES, proto/query_attrs.h): it points into the
      * client's packet or the parked copy while ss_statement_start runs,
@@ -482,12 +482,32 @@ bool ss_pool_process_kill(mr_session *s, const uint8_t *p, uint32_t len, stmt_ve
 void ss_pool_kill_done(mr_session *s);
 bool ss_pool_kill_holds(mr_session *s);
 
-/* session/core/park.c: the front end marked the statement for parking
+/* session/core/park.c: the session waits for the background in SS_WAIT_BG
+ * (ss_park: false when out of memory, nothing changed). `cookie` is the
+ * parker's: when the background signals, ops->retry(s, cookie); after
+ * timeout_ms, at a tick, ops->timed_out(s, cookie) instead; either may end
+ * the wait (ss_park_end, which calls ops->end with the time waited and lets
+ * go of the park). A session left idle then reads on (ss_up.resume). */
+typedef struct ss_park_ops {
+    void (*retry)(mr_session *s, void *cookie);
+    void (*timed_out)(mr_session *s, void *cookie);
+    void (*end)(mr_session *s, void *cookie, uint64_t waited_ns);
+} ss_park_ops;
+bool ss_park(mr_session *s, const ss_park_ops *ops, void *cookie, uint64_t timeout_ms);
+/* The cookie when s is parked by ops, else NULL. */
+void *ss_parked(const mr_session *s, const ss_park_ops *ops);
+void ss_park_end(mr_session *s);
+/* The session ends: its park goes with it. */
+void ss_park_free(mr_session *s);
+
+/* session/stmt/park_stmt.c: the front end marked the statement for parking
  * (res->park): true when the session now holds a copy of it in
  * SS_WAIT_BG (or, running it again, still does); false when it cannot
- * (delayed_park_timeout = 0, out of memory): res's ERR is the answer. */
-bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len, const mr_match_result *res);
-/* The session ends: its parked statement goes with it. */
-void ss_park_free(mr_session *s);
+ * (delayed_park_timeout = 0, out of memory): res's ERR is the answer.
+ * rerun runs the copy again as it first ran (an execute: its whole
+ * payload; a statement: its text, the query attributes in s->qattrs). */
+typedef stmt_verdict (*ss_rerun_fn)(mr_session *s, uint8_t cmd, const char *sql, size_t len);
+bool ss_park_statement(mr_session *s, uint8_t cmd, const char *sql, size_t len,
+                       const mr_match_result *res, ss_rerun_fn rerun);
 
 #endif

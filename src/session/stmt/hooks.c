@@ -146,13 +146,19 @@ static stmt_verdict act(mr_session *s, mr_hook_action a, uint8_t cmd, const mr_h
     }
 }
 
+/* A parked command runs the command hooks again. */
+static stmt_verdict rerun_command(mr_session *s, uint8_t cmd, const char *p, size_t n)
+{
+    return ss_hooks_command(s, cmd, (const uint8_t *)p, n, (uint32_t)n);
+}
+
 /* A command hook could not take the command yet (MR_HOOK_PARK): it waits
- * for the schema cache as a text statement does (session/core/park.c), or,
- * when it cannot wait, gets the rules' ERR now. The hook counted nothing. */
+ * for the schema cache as a text statement does (session/stmt/park_stmt.c),
+ * or, when it cannot wait, gets the rules' ERR now. The hook counted nothing. */
 static stmt_verdict park_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n)
 {
     const mr_match_result *res = &s->w->match;
-    if (ss_park(s, cmd, (const char *)p, n, res))
+    if (ss_park_statement(s, cmd, (const char *)p, n, res, rerun_command))
         return STMT_WAITING;
     mr_stat_add(&s->w->stats.statements_blocked, 1);
     ss_send_err(s, 1, res->err_code, res->sqlstate, res->message);
@@ -312,7 +318,7 @@ static void bg_send(mr_session *s, const mr_hook_stmt *out)
 void mr_session_bg_answered(mr_session *s)
 {
     if (s->state != SS_WAIT_BG || s->park)
-        return; /* a parked statement waits for the schema cache (session/core/park.c) */
+        return; /* a parked session waits for the background (session/core/park.c) */
     ss_hooks_view(s);
     mr_hook_stmt out = {.cmd = s->command};
     mr_hook_action a = MR_HOOK_PASS;

@@ -139,8 +139,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     /* The command's start time was read just before this call, a few
      * instructions ago: it stands in for a clock read of its own here. */
     mr_rules_apply(w->rules->set, sql, len, &ctx, w->scratch, res);
-    /* counted once, when it is run for good (session/core/park.c) */
-    if (res->park && ss_park(s, cmd, sql, len, res))
+    /* counted once, when it is run for good (session/stmt/park_stmt.c) */
+    if (res->park && ss_park_statement(s, cmd, sql, len, res, ss_statement_start))
         return STMT_WAITING;
     ss_count_statement(s, res, ctx.prepared, mr_mono_ns() - s->command_start_ns);
     s->digest = mr_digest_stats_get(&w->digests, res->digest_hash, res->digest ? res->digest : "");
