@@ -319,8 +319,7 @@ void ss_free(mr_session *s);
 void ss_connect(mr_session *s);
 
 /* session/pool/prelude.c: sends SET TRANSACTION ISOLATION LEVEL READ COMMITTED
- * when the session is in autocommit mode outside a transaction; takes its
- * answer off the backend input: 1 taken, 0 not all there yet, -1 closed. */
+ * when the session is in autocommit mode outside a transaction. */
 void ss_prelude_read_committed(mr_session *s);
 /* Any statement of the proxy's ahead of the command in flight (what: for
  * the log line should it be refused; static text). False when it could
@@ -332,6 +331,8 @@ bool ss_prelude_command(mr_session *s, uint8_t cmd, const char *data, size_t len
 /* A COM_STMT_PREPARE of text (pool = transaction: a statement prepared on
  * demand, session/pool/pool_stmt.c): its answer is a whole prepare response. */
 bool ss_prelude_prepare(mr_session *s, const char *text, size_t len);
+/* session/pool/prelude_take.c: the answer of the oldest prelude, taken off
+ * the backend's input: 1 taken, 0 not all there yet, -1 closed. */
 int ss_prelude_take(mr_session *s, struct evbuffer *in);
 
 /* session/stmt/prepared.c: a COM_STMT_PREPARE's response ended (ok: statement
@@ -457,6 +458,7 @@ void ss_pstmt_replace_err(mr_session *s, struct evbuffer **in, struct evbuffer_i
                           size_t off, uint32_t len, uint8_t seq);
 void ss_pstmt_response_done(mr_session *s, bool ok);
 void ss_pstmt_forget(mr_session *s);
+/* session/pool/srv_reset.c */
 void ss_pstmt_srv_reset(mr_srv *srv);
 void ss_pstmt_free(mr_session *s);
 bool ss_pstmt_answer_due(const mr_session *s);
@@ -480,6 +482,8 @@ bool ss_pool_kill(mr_session *s, uint8_t cmd, const char *sql, size_t len, unsig
  * the text `KILL <id>` when its id is a session's. */
 bool ss_pool_process_kill(mr_session *s, const uint8_t *p, uint32_t len, stmt_verdict *v);
 void ss_pool_kill_done(mr_session *s);
+/* session/pool/kill_holds.c: the unit of work ends; true when a KILL holds
+ * the session's server connection (it is kept until the KILL's answer). */
 bool ss_pool_kill_holds(mr_session *s);
 
 /* session/core/park.c: the session waits for the background in SS_WAIT_BG

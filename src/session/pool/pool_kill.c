@@ -194,17 +194,6 @@ void ss_pool_kill_done(mr_session *s)
     s->kill_target = 0;
 }
 
-bool ss_pool_kill_holds(mr_session *s)
-{
-    atomic_store(&s->slot.backend_id, 0); /* then the read: see grab() */
-    if (!atomic_load(&s->slot.kill_holds))
-        return false;
-    atomic_store_explicit(&s->slot.backend_id, s->srv->thread_id, memory_order_relaxed);
-    mr_debug(s->id, "pool: kept server connection %u: a KILL of it is on its way",
-             s->srv->thread_id);
-    return true;
-}
-
 /* A KILL QUERY found the session holding no server connection: a command
  * of it waiting for one is the statement it meant (direct, it would be
  * running), and is answered ERR 1317 instead of run. */

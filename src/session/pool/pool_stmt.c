@@ -598,12 +598,6 @@ void ss_pstmt_forget(mr_session *s)
     s->pstmt->held = s->pstmt->preparing = NULL;
 }
 
-void ss_pstmt_srv_reset(mr_srv *srv)
-{
-    if (srv->stmts)
-        mr_stmt_cache_clear(srv->stmts);
-}
-
 void ss_pstmt_free(mr_session *s)
 {
     if (!s->pstmt)
