@@ -3,14 +3,18 @@
  * session/core/session_impl.h - what the session files share: the session itself, its
  * states and framing, and the functions one half calls in another.
  *
- * Private to src/session*.c. Everything here runs on the worker thread that
- * owns the session.
- *   session/core/session.c       life cycle, closing, flow control
- *   session/conn/auth.c          authentication exchanges: what goes to the server
- *   session/conn/backend_side.c  greeting, backend packets, end of responses
- *   session/pump/client_side.c   handshake check, client packets, commands
+ * Private to src/session/. Everything here runs on the worker thread that
+ * owns the session. The files are in rooms, lowest first (src/README.md,
+ * "The rooms of session/"); a file uses only its own room and those below,
+ * and reaches session/pump/ from below only through ss_up. Among them:
+ *   session/core/session.c       states, closing, flow control
+ *   session/core/park.c          a session waiting for the background
  *   session/stmt/statement.c     statements meet the front end (rules, digests)
  *   session/stmt/hooks.c         runs the features' hooks (session/core/features.c: the table)
+ *   session/conn/auth.c          authentication exchanges: what goes to the server
+ *   session/conn/backend_side.c  greeting, backend packets, end of responses
+ *   session/pump/client_side.c   handshake check, client packets, commands, a session's start
+ *   session/pump/life.c          the backend connection made, a session's end
  */
 #ifndef MYREWRITE_SESSION_IMPL_H
 #define MYREWRITE_SESSION_IMPL_H
