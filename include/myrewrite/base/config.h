@@ -36,8 +36,9 @@ typedef struct mr_config {
     bool backend_compress; /* the backend leg speaks the compressed protocol (zlib) */
     unsigned compression;  /* MR_COMPRESS_* bits: what clients may ask for */
     uint64_t connect_timeout_ms;
-    uint64_t delayed_park_timeout_ms; /* a keyless DELAYED statement waits this long for its
-                                         table's key (session/park.c); 0 = refused at once */
+    uint64_t
+        delayed_park_timeout_ms; /* a keyless DELAYED statement waits this long for its
+                                    table's key (session/stmt/park_stmt.c); 0 = refused at once */
     uint64_t handshake_timeout_ms;
     char *http_listen;             /* host:port of /metrics, /health, /ready; "" = off */
     bool http_insecure;            /* a non-loopback http_listen without http_token is allowed */

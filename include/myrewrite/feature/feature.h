@@ -5,7 +5,7 @@
  * session they see.
  *
  * The session relays bytes and, at a few points of each command, runs the
- * hooks of every feature in its table (session/features.c), in table order.
+ * hooks of every feature in its table (session/core/features.c), in table order.
  * A feature never sees the session itself: it gets an mr_fsession, which
  * says who the session is (id, worker, user, schema, server status) and
  * offers the few things a feature may do to it (answer the client, ask for
@@ -58,7 +58,7 @@ typedef enum mr_hook_action {
                          (fs->match holds the rules' refusal, res->park set): the session
                          keeps a copy of the packet and runs the command hooks on it again
                          when the schema cache has the table, as it does for a text
-                         statement (session/park.c); the ERR is the answer when it cannot */
+                         statement (session/stmt/park_stmt.c); the ERR is the answer when it cannot */
 } mr_hook_action;
 
 typedef struct mr_fsession mr_fsession;

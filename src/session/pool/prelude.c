@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/prelude.c - a statement the proxy sends on the session's backend
+ * session/pool/prelude.c - a statement the proxy sends on the session's backend
  * connection ahead of the client's own, whose answer the client never sees.
  * Two today: SET TRANSACTION ISOLATION LEVEL READ COMMITTED before an
  * UPDATE of a queue table with claim_read_committed (rules/README.md,
@@ -13,23 +13,25 @@
  * later transactions.
  *
  * A prepared claim gets the prelude before each COM_STMT_EXECUTE
- * (session/prepared.c).
+ * (session/stmt/prepared.c).
  *
  * With pool = transaction, a COM_STMT_PREPARE is a prelude too: a statement
  * of the session prepared on a connection that lacks it
- * (session/pool_stmt.c). Its answer is a whole prepare response
+ * (session/pool/pool_stmt.c). Its answer is a whole prepare response
  * (prepare-OK, parameter and column definitions, EOFs), read to its end.
  *
  * Runs on the session's worker thread. A prelude goes out right before
  * the client's command, so its answer (one OK or ERR packet, or a prepare
  * response) comes ahead of the response the backend sends; ss_pump_backend
- * hands each here first.
+ * hands each to session/pool/prelude_take.c first (above the pool's side
+ * and its prepared statements, which the answers inform; this file, which
+ * they send with, is below them).
  */
 #include <string.h>
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/proto/stmt_rewrite.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 #define READ_COMMITTED "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
 
@@ -86,50 +88,6 @@ bool ss_prelude_prepare(mr_session *s, const char *text, size_t len)
     return sent;
 }
 
-static void prelude_done(mr_session *s)
-{
-    s->prelude_pending--;
-    memmove(s->prelude_what, s->prelude_what + 1, s->prelude_pending * sizeof s->prelude_what[0]);
-    memmove(s->prelude_prepare, s->prelude_prepare + 1,
-            s->prelude_pending * sizeof s->prelude_prepare[0]);
-}
-
-/* A prepare response, packet by packet (each read whole: definitions are
- * small) until its end. */
-static int take_prepare(mr_session *s, struct evbuffer *in)
-{
-    for (;;) {
-        uint8_t hdr[MR_PKT_HEADER];
-        if (evbuffer_copyout(in, hdr, sizeof hdr) < (ev_ssize_t)sizeof hdr)
-            return 0;
-        mr_pkt_header h;
-        mr_pkt_header_read(hdr, sizeof hdr, &h);
-        size_t total = MR_PKT_HEADER + (size_t)h.len;
-        if (h.len > 65536) {
-            mr_warn(s->id, "backend answered the proxy's %s with a packet of %u bytes",
-                    s->prelude_what[0], (unsigned)h.len);
-            ss_close_after_flush(s, MR_CLOSE_MALFORMED, "malformed response from backend");
-            return -1;
-        }
-        if (evbuffer_get_length(in) < total)
-            return 0;
-        uint8_t *p = evbuffer_pullup(in, (ev_ssize_t)total) + MR_PKT_HEADER;
-        int r = ss_pstmt_prelude_packet(s, p, h.len);
-        mr_stat_add(&s->w->stats.bytes_from_backend, total);
-        evbuffer_drain(in, total);
-        if (r == MR_TRACK_MALFORMED || r == MR_TRACK_CLIENT_NEXT) {
-            mr_warn(s->id, "backend's answer to the proxy's %s does not fit a prepare response",
-                    s->prelude_what[0]);
-            ss_close_after_flush(s, MR_CLOSE_MALFORMED, "malformed response from backend");
-            return -1;
-        }
-        if (r == MR_TRACK_DONE) {
-            prelude_done(s);
-            return 1;
-        }
-    }
-}
-
 void ss_prelude_read_committed(mr_session *s)
 {
     uint16_t st = s->tracker.status;
@@ -137,39 +95,4 @@ void ss_prelude_read_committed(mr_session *s)
         return; /* the next transaction would be the client's own: left alone */
     ss_prelude_send(s, READ_COMMITTED, sizeof READ_COMMITTED - 1,
                     READ_COMMITTED " (the statement runs at the session's level)");
-}
-
-int ss_prelude_take(mr_session *s, struct evbuffer *in)
-{
-    if (s->prelude_prepare[0])
-        return take_prepare(s, in);
-    uint8_t hdr[MR_PKT_HEADER + 1];
-    if (evbuffer_copyout(in, hdr, sizeof hdr) < (ev_ssize_t)sizeof hdr)
-        return 0;
-    mr_pkt_header h;
-    mr_pkt_header_read(hdr, sizeof hdr, &h);
-    size_t total = MR_PKT_HEADER + (size_t)h.len;
-    const char *what = s->prelude_what[0];
-    if (h.len == 0 || h.len > 65536 || (hdr[MR_PKT_HEADER] != 0x00 && hdr[MR_PKT_HEADER] != 0xff)) {
-        mr_warn(s->id, "backend answered the proxy's %s with neither OK nor ERR", what);
-        ss_close_after_flush(s, MR_CLOSE_MALFORMED, "malformed response from backend");
-        return -1;
-    }
-    if (evbuffer_get_length(in) < total)
-        return 0;
-    uint8_t *p = evbuffer_pullup(in, (ev_ssize_t)total) + MR_PKT_HEADER;
-    mr_err err;
-    if (p[0] == 0xff && mr_err_parse(p, h.len, &err) == MR_OK)
-        mr_warn(s->id, "refused (%u %.*s): %s", err.code, (int)err.msg_len, err.msg, what);
-    if (p[0] == 0xff && s->srv)
-        s->srv->broken = true; /* a pooled connection whose state is not known: not lent again */
-    const uint8_t *state;
-    size_t n;
-    if (p[0] == 0x00 && s->srv &&
-        mr_ok_session_state(p, h.len, s->backend_caps, &state, &n) == MR_OK && n > 0)
-        ss_pool_prelude_state(s, state, n);
-    mr_stat_add(&s->w->stats.bytes_from_backend, total);
-    evbuffer_drain(in, total);
-    prelude_done(s);
-    return 1;
 }

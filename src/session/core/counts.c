@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/counts.c - what the front end did with one statement, counted
+ * session/core/counts.c - what the front end did with one statement, counted
  * for SHOW CLIENTS, SHOW PAGINATION, SHOW DELAYED and /metrics: front-end
  * time, paginate rewrites and refusals, rows staged by DELAYED statements,
  * texts the lexer could not read.
  * A prepared statement is rewritten once, at COM_STMT_PREPARE: what its
- * executions will send is noted for session/prepared.c, which counts it
+ * executions will send is noted for session/stmt/prepared.c, which counts it
  * at each COM_STMT_EXECUTE.
  *
  * Worker thread of the session. Per-worker counters are single-writer;
@@ -14,7 +14,7 @@
  */
 #include "myrewrite/base/log.h"
 #include "myrewrite/stats/rule_stats.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 /* A text the lexer cannot read: counted by what the unreadable policy did;
  * one relayed unexamined is said once per session, so a DBA can see it. */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/hooks.c - runs the features' hooks (feature/feature.h) at the
+ * session/stmt/hooks.c - runs the features' hooks (feature/feature.h) at the
  * points of a session's commands, and acts on what they ask: relay, send
  * instead, answered here, or wait in SS_WAIT_BG for a background job.
  *
- * The table is session/features.c. Each run is one loop over that short
+ * The table is session/core/features.c. Each run is one loop over that short
  * array; nothing is allocated per statement (a feature makes its
  * per-session state once, and the packet copy for response hooks is made
  * once per session).
@@ -16,7 +16,7 @@
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/sql/lexer.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 static mr_session *session_of(mr_fsession *fs)
 {
@@ -107,23 +107,6 @@ void ss_hooks_ports(mr_session *s, mr_stmt_ctx *ctx)
 
 /* ---- acting on a hook's answer ------------------------------------------------------ */
 
-bool ss_send_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
-{
-    mr_buf out;
-    mr_buf_init(&out);
-    ss_command_build(s, &out, cmd, text, len, false);
-    if (out.failed) {
-        mr_buf_free(&out);
-        ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
-        ss_close_after_flush(s, MR_CLOSE_MALFORMED, "out of memory building a rewrite");
-        return false;
-    }
-    mr_conn_write(s->backend, out.data, out.len);
-    mr_buf_free(&out);
-    s->from_client.discard = true; /* the original bytes are dropped as they come */
-    return true;
-}
-
 stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
 {
     if (!ss_send_text(s, cmd, text, len))
@@ -163,13 +146,19 @@ static stmt_verdict act(mr_session *s, mr_hook_action a, uint8_t cmd, const mr_h
     }
 }
 
+/* A parked command runs the command hooks again. */
+static stmt_verdict rerun_command(mr_session *s, uint8_t cmd, const char *p, size_t n)
+{
+    return ss_hooks_command(s, cmd, (const uint8_t *)p, n, (uint32_t)n);
+}
+
 /* A command hook could not take the command yet (MR_HOOK_PARK): it waits
- * for the schema cache as a text statement does (session/park.c), or,
- * when it cannot wait, gets the rules' ERR now. The hook counted nothing. */
+ * for the schema cache as a text statement does (session/stmt/park_stmt.c),
+ * or, when it cannot wait, gets the rules' ERR now. The hook counted nothing. */
 static stmt_verdict park_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n)
 {
     const mr_match_result *res = &s->w->match;
-    if (ss_park(s, cmd, (const char *)p, n, res))
+    if (ss_park_statement(s, cmd, (const char *)p, n, res, rerun_command))
         return STMT_WAITING;
     mr_stat_add(&s->w->stats.statements_blocked, 1);
     ss_send_err(s, 1, res->err_code, res->sqlstate, res->message);
@@ -329,7 +318,7 @@ static void bg_send(mr_session *s, const mr_hook_stmt *out)
 void mr_session_bg_answered(mr_session *s)
 {
     if (s->state != SS_WAIT_BG || s->park)
-        return; /* a parked statement waits for the schema cache (session/park.c) */
+        return; /* a parked session waits for the background (session/core/park.c) */
     ss_hooks_view(s);
     mr_hook_stmt out = {.cmd = s->command};
     mr_hook_action a = MR_HOOK_PASS;
@@ -349,5 +338,5 @@ void mr_session_bg_answered(mr_session *s)
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
         return;
     }
-    ss_pump_client(s); /* a command may already be waiting */
+    ss_up.resume(s); /* a command may already be waiting */
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/pool_side.c - a session over the pool (`pool = transaction`): room
+ * session/pool/pool_side.c - a session over the pool (`pool = transaction`): room
  * to log in, borrowing a server connection when a command comes and giving
  * it back at the end of a unit of work, the state replayed on the
  * connection borrowed, and the pins that keep one.
@@ -26,7 +26,7 @@
 #include "myrewrite/pool/hints.h"
 #include "myrewrite/proto/ok_view.h"
 #include "myrewrite/sql/quote.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 #define TRACKERS                                                                                   \
     "session_track_system_variables='*',session_track_schema=ON,"                                  \
@@ -92,7 +92,7 @@ static void login_room(void *arg, mr_srv *srv, bool timed_out)
         return;
     }
     s->pool_login = true;
-    ss_connect(s);
+    ss_up.connect(s);
 }
 
 bool ss_pool_may_connect(mr_session *s)
@@ -262,7 +262,7 @@ static void attach(mr_session *s, mr_srv *srv)
     s->backend_thread_id = srv->thread_id;
     atomic_store_explicit(&s->slot.backend_id, srv->thread_id, memory_order_relaxed);
     memset(&s->from_backend, 0, sizeof s->from_backend);
-    mr_conn_set_callbacks(srv->conn, &ss_backend_callbacks, s);
+    mr_conn_set_callbacks(srv->conn, ss_up.backend_callbacks, s);
     mr_conn_read_enable(srv->conn, true);
     if (!replay(s, srv)) {
         srv->broken = true; /* its state is not the session's: never lent again */
@@ -310,7 +310,7 @@ static void unit_ready(void *arg, mr_srv *srv, bool timed_out)
         return;
     s->from_client.blocked = false;
     mr_conn_read_enable(s->client, true);
-    ss_pump_client(s);
+    ss_up.resume(s);
 }
 
 /* A command packet with no payload has no command byte to wait for: it is
@@ -626,7 +626,7 @@ void ss_pool_unit_end(mr_session *s)
                    session's, until the next command's prelude */
     }
     if (ss_pool_kill_holds(s))
-        return; /* session/pool_kill.c */
+        return; /* session/pool/pool_kill.c */
     give_back(s);
 }
 
