@@ -630,6 +630,23 @@ void ss_pool_unit_end(mr_session *s)
     give_back(s);
 }
 
+/* May the session's connection go back to the pool as the session ends:
+ * nothing in flight, nothing of the session's left on it? */
+static bool ends_clean(mr_session *s)
+{
+    return s->state == SS_IDLE && !s->pins && !s->prelude_pending && !s->srv->broken &&
+           s->srv->tracking && !ss_pool_kill_holds(s);
+}
+
+uint32_t ss_pool_end_wait(mr_session *s)
+{
+    if (!s->pool_view)
+        return s->backend_thread_id; /* its connection is its own, closed with it */
+    if (s->srv)
+        return ends_clean(s) ? 0 : s->srv->thread_id;
+    return s->end_wait_id;
+}
+
 void ss_pool_session_end(mr_session *s)
 {
     if (s->pwait)
@@ -639,12 +656,11 @@ void ss_pool_session_end(mr_session *s)
         mr_pool_login_done(s->w->pool, NULL, NULL, 0, s->id);
     s->pool_login = false;
     if (s->srv) {
-        bool clean = s->state == SS_IDLE && !s->pins && !s->prelude_pending && !s->srv->broken &&
-                     s->srv->tracking && !ss_pool_kill_holds(s);
-        if (clean) {
+        if (ends_clean(s)) {
             give_back(s);
         } else {
             mr_srv *srv = s->srv;
+            s->end_wait_id = srv->thread_id; /* the work it ran there ends with it */
             s->srv = NULL;
             s->backend = NULL;
             mr_pool_drop(srv); /* what it holds is this session's, or unknown */
@@ -668,15 +684,25 @@ stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t 
     mr_buf b;
     mr_buf_init(&b);
     stmt_verdict v = STMT_RELAY;
-    if (mr_pool_own_connection_id(sql, len, lex_flags, s->client_thread_id, &b) &&
-        (b.failed || !ss_send_text(s, cmd, b.data, b.len)))
-        v = STMT_CLOSED;
+    if (mr_pool_own_connection_id(sql, len, lex_flags, s->client_thread_id, &b)) {
+        if (b.failed || !ss_send_text(s, cmd, b.data, b.len))
+            v = STMT_CLOSED;
+        else if (cmd == MR_COM_STMT_PREPARE && s->pstmt)   /* prepared again as sent: the */
+            ss_pstmt_text(s, (const char *)b.data, b.len); /* id is this session's alone */
+    }
     if (b.failed && ALIVE(s)) {
         ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
         ss_close_after_flush(s, MR_CLOSE_MALFORMED, "out of memory");
     }
     mr_buf_free(&b);
     return v;
+}
+
+bool ss_pool_own_text(mr_session *s, const uint8_t *text, size_t len, mr_buf *out)
+{
+    return mr_pool_own_connection_id((const char *)text, len, ss_lex_flags(s), s->client_thread_id,
+                                     out) &&
+           !out->failed;
 }
 
 void ss_pool_prelude_state(mr_session *s, const uint8_t *state, size_t n)

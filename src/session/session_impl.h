@@ -198,6 +198,8 @@ struct mr_session {
     bool learn_login;           /* the prelude answered next reports them */
     uint64_t last_insert_id;    /* LAST_INSERT_ID() of the session, from its OKs */
     uint32_t client_thread_id;  /* the thread id the client's greeting gave */
+    uint32_t end_wait_id;       /* the connection the pool closed as the session ended
+                                   with work or state on it (0: none) */
     bool pool_view;             /* the backend leg tracks more than the client asked: its
                                    OKs are rewritten to the client's view (pool_view.c) */
     struct mr_track_want *want; /* the client's own session_track_* settings (owned;
@@ -389,6 +391,15 @@ void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_
  * stable id (the handshake's thread id): STMT_RELAY either way. */
 stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t len,
                             unsigned lex_flags);
+/* A rewritten text with its CONNECTION_ID() as the session's id, into out:
+ * false when it has none (or out of memory: the text then goes as it is,
+ * and pins the session for connection_id). */
+bool ss_pool_own_text(mr_session *s, const uint8_t *text, size_t len, mr_buf *out);
+/* The server connection whose end the release of the session's work must
+ * wait for (mr_fsession.end_wait_id): with pool = session its own; pooled,
+ * the one it held when it ended mid-unit or pinned (the pool closes it), or
+ * 0 when it ended between units. */
+uint32_t ss_pool_end_wait(mr_session *s);
 void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n);
 /* The state block of the OK to one of the pool's own preludes: the
  * variables it set are the session's and its connection's. */
