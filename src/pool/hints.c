@@ -5,6 +5,7 @@
  */
 #include "myrewrite/pool/hints.h"
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,32 +98,150 @@ void mr_pool_hints_read(const char *sql, size_t len, unsigned lex_flags, bool ow
     h->replay_only = set_or_use && !h->pins;
 }
 
-bool mr_pool_own_connection_id(const char *sql, size_t len, unsigned lex_flags, uint32_t id,
-                               mr_buf *out)
+/* Where the lexer stands for mr_pool_own_values: parentheses open, and the
+ * depth of a select list it is in (-1: none), read one token at a time. */
+typedef struct own_walk {
+    int depth;
+    int list;       /* the depth of the select list being read, or -1 */
+    bool item_open; /* the token before starts a select item (SELECT, a modifier, ',') */
+    bool first;     /* in the text's first statement */
+    bool stored;    /* a CREATE or ALTER: its words are a stored program's or a view's */
+} own_walk;
+
+static bool select_modifier(const sql_token *t, const char *sql)
+{
+    static const char *const mods[] = {"ALL", "DISTINCT", "DISTINCTROW", "HIGH_PRIORITY",
+                                       "STRAIGHT_JOIN"};
+    if (t->kind != SQL_TOK_WORD)
+        return false;
+    if (t->len > 4 && strncasecmp(sql + t->off, "SQL_", 4) == 0)
+        return true;
+    for (unsigned i = 0; i < sizeof mods / sizeof mods[0]; i++)
+        if (sql_tok_is_word(t, sql, mods[i]))
+            return true;
+    return false;
+}
+
+/* Follows the token t (not a call taken). */
+static void walk_step(own_walk *w, const sql_token *t, const char *sql)
+{
+    bool opens = false;
+    if (t->kind == SQL_TOK_LPAREN)
+        w->depth++;
+    else if (t->kind == SQL_TOK_RPAREN && w->depth > 0 && --w->depth < w->list)
+        w->list = -1; /* a subquery's select list ends with it */
+    else if (t->kind == SQL_TOK_SEMI)
+        w->first = false, w->list = -1, w->depth = 0;
+    else if (word(t, sql, "SELECT"))
+        w->list = w->depth, opens = true;
+    else if (t->kind == SQL_TOK_COMMA)
+        opens = w->list == w->depth;
+    else if (w->list == w->depth && select_modifier(t, sql))
+        opens = w->item_open;
+    else if (w->list == w->depth && word(t, sql, "FROM"))
+        w->list = -1;
+    w->item_open = opens;
+}
+
+/* The token after a call ends a select item: the item is the call alone. */
+static bool item_ends(const sql_token *n, bool more, const char *sql)
+{
+    static const char *const ends[] = {"FROM",  "INTO",   "UNION",  "EXCEPT", "INTERSECT",
+                                       "WHERE", "GROUP",  "HAVING", "ORDER",  "LIMIT",
+                                       "FOR",   "WINDOW", "LOCK"};
+    if (!more || n->kind == SQL_TOK_COMMA || n->kind == SQL_TOK_SEMI || n->kind == SQL_TOK_RPAREN)
+        return true;
+    for (unsigned i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        if (word(n, sql, ends[i]))
+            return true;
+    return false;
+}
+
+/* Which value, if any, stands for the call at t; *v its text. */
+static bool own_value(const sql_token *t, const char *sql, const mr_pool_own *own,
+                      const own_walk *w, char *v, size_t cap)
+{
+    if (sql_tok_is_word(t, sql, "CONNECTION_ID"))
+        return snprintf(v, cap, "%" PRIu32, own->connection_id) > 0;
+    if (!w->first) /* an earlier statement of the text sets them, on the same connection */
+        return false;
+    if (own->row_count_known && sql_tok_is_word(t, sql, "ROW_COUNT"))
+        return snprintf(v, cap, "%" PRId64, own->row_count) > 0;
+    if (own->found_rows_known && sql_tok_is_word(t, sql, "FOUND_ROWS"))
+        return snprintf(v, cap, "%" PRIu64, own->found_rows) > 0;
+    return false;
+}
+
+/* The value for the call spanning [from, to) of sql. In a select list
+ * `COALESCE(value, call)`, whose type is the call's BIGINT (a bare number
+ * is an INT: a column of another type than direct), and as a select item
+ * alone with ` AS `call`` too, the column's name as direct; elsewhere the
+ * bare number (a constant to the optimizer: a claim's `owner = <id>` uses
+ * its index). */
+static void put_value(mr_buf *out, const char *sql, size_t from, size_t to, const char *v,
+                      bool listed, bool item)
+{
+    if (!listed) {
+        mr_buf_put(out, v, strlen(v));
+        return;
+    }
+    mr_buf_put(out, "COALESCE(", 9);
+    mr_buf_put(out, v, strlen(v));
+    mr_buf_put(out, ",", 1);
+    mr_buf_put(out, sql + from, to - from);
+    mr_buf_put(out, ")", 1);
+    if (!item)
+        return;
+    mr_buf_put(out, " AS `", 5);
+    for (size_t i = from; i < to; i++) /* a comment inside may hold one */
+        mr_buf_put(out, sql + i, sql[i] == '`' ? 0 : 1);
+    mr_buf_put(out, "`", 1);
+}
+
+bool mr_pool_own_values(const char *sql, size_t len, unsigned lex_flags, const mr_pool_own *own,
+                        mr_buf *out)
 {
     sql_lexer lx;
     sql_token t;
     size_t copied = 0;
-    char num[16];
-    int nlen = snprintf(num, sizeof num, "%u", id);
+    own_walk w = {.list = -1, .first = true};
+    char v[24];
     sql_lexer_init(&lx, sql, len, lex_flags);
+    bool at_start = true;
     while (sql_lexer_next_sig(&lx, &t)) {
-        if (!call_of(&lx, &t, sql, "CONNECTION_ID"))
-            continue;
-        sql_token open, close;
+        if (at_start)
+            w.stored = word(&t, sql, "CREATE") || word(&t, sql, "ALTER");
+        at_start = false;
+        if (w.stored)
+            return false; /* a stored program's body, a view: evaluated where they run */
+        sql_token open, close, next;
         sql_lexer ahead = lx;
-        if (!sql_lexer_next_sig(&ahead, &open) || !sql_lexer_next_sig(&ahead, &close) ||
-            close.kind != SQL_TOK_RPAREN)
-            continue; /* CONNECTION_ID takes no argument: the server's error stands */
+        if (t.kind != SQL_TOK_WORD || !own_value(&t, sql, own, &w, v, sizeof v) ||
+            !sql_lexer_next_sig(&ahead, &open) || open.kind != SQL_TOK_LPAREN ||
+            !sql_lexer_next_sig(&ahead, &close) || close.kind != SQL_TOK_RPAREN) {
+            walk_step(&w, &t, sql); /* these take no argument: else the server's error stands */
+            continue;
+        }
+        sql_lexer after = ahead;
+        bool more = sql_lexer_next_sig(&after, &next);
+        bool item = w.item_open && w.list == w.depth && item_ends(&next, more, sql);
         mr_buf_put(out, sql + copied, t.off - copied);
-        mr_buf_put(out, num, (size_t)nlen);
+        put_value(out, sql, t.off, close.off + close.len, v, w.list >= 0, item);
         copied = close.off + close.len;
         lx = ahead;
+        w.item_open = false;
     }
     if (!copied)
         return false;
     mr_buf_put(out, sql + copied, len - copied);
     return true;
+}
+
+bool mr_pool_own_connection_id(const char *sql, size_t len, unsigned lex_flags, uint32_t id,
+                               mr_buf *out)
+{
+    mr_pool_own own = {.connection_id = id};
+    return mr_pool_own_values(sql, len, lex_flags, &own, out);
 }
 
 /* One `[SESSION | LOCAL | @@session. | @@local. | @@]name = value`. */

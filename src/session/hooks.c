@@ -126,12 +126,14 @@ bool ss_send_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
     return true;
 }
 
-static stmt_verdict send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
+/* own: its CONNECTION_ID() is the session's already (else it pins). */
+static stmt_verdict send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len,
+                                 bool own)
 {
     if (!ss_send_text(s, cmd, text, len))
         return STMT_CLOSED;
     if (cmd == MR_COM_QUERY && s->srv) /* what the server runs may pin */
-        ss_pool_statement(s, (const char *)text, len, ss_lex_flags(s), false);
+        ss_pool_statement(s, (const char *)text, len, ss_lex_flags(s), own);
     if (cmd == MR_COM_STMT_PREPARE && s->pstmt) /* what the server prepares is prepared again */
         ss_pstmt_text(s, (const char *)text, len);
     mr_stat_add(&s->w->stats.statements_rewritten, 1);
@@ -142,11 +144,12 @@ stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, si
 {
     mr_buf own; /* pool = transaction: a rewrite's CONNECTION_ID() is the session's too */
     mr_buf_init(&own);
-    if (s->pool_view && ss_pool_own_text(s, text, len, &own)) {
+    bool mine = s->pool_view && ss_pool_own_text(s, cmd, text, len, &own);
+    if (mine) {
         text = own.data;
         len = own.len;
     }
-    stmt_verdict v = send_instead(s, cmd, text, len);
+    stmt_verdict v = send_instead(s, cmd, text, len, mine);
     mr_buf_free(&own);
     return v;
 }

@@ -260,6 +260,7 @@ static void attach(mr_session *s, mr_srv *srv)
     s->srv = srv;
     s->backend = srv->conn;
     s->backend_thread_id = srv->thread_id;
+    s->srv_fresh = true;
     atomic_store_explicit(&s->slot.backend_id, srv->thread_id, memory_order_relaxed);
     memset(&s->from_backend, 0, sizeof s->from_backend);
     mr_conn_set_callbacks(srv->conn, &ss_backend_callbacks, s);
@@ -574,6 +575,29 @@ static void give_back(mr_session *s)
     mr_pool_give_back(srv, s->id);
 }
 
+/* What ROW_COUNT() and FOUND_ROWS() give after the statement answered: the
+ * last OK's affected rows, -1 after a result set or an error; the rows of
+ * the last result set, kept by statements that send none (as mariadbd
+ * does). After a reset they are the server's again. */
+static void own_counts(mr_session *s, bool ok)
+{
+    s->srv_fresh = false;
+    if (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER) {
+        s->row_count_known = s->found_rows_known = false;
+        return;
+    }
+    if (s->command != MR_COM_QUERY && s->command != MR_COM_STMT_EXECUTE)
+        return;
+    const mr_tracker *t = &s->tracker;
+    s->row_count_known = true;
+    s->row_count = !ok || t->rows_last ? -1 : (int64_t)t->last_ok.affected_rows;
+    if (t->sets) {
+        /* after SQL_CALC_FOUND_ROWS the total, not the rows: the server's (pinned) */
+        s->found_rows_known = !(s->pins & MR_HINT(MR_PIN_FOUND_ROWS)) || s->found_rows_ends;
+        s->found_rows = t->rows;
+    }
+}
+
 void ss_pool_response_done(mr_session *s, bool ok)
 {
     if (!s->srv)
@@ -601,6 +625,7 @@ void ss_pool_response_done(mr_session *s, bool ok)
         s->srv->broken = true;
     if (ok && s->tracker.last_ok.last_insert_id)
         s->last_insert_id = s->tracker.last_ok.last_insert_id; /* what LAST_INSERT_ID() gives */
+    own_counts(s, ok);
     if (s->tracker.status & MR_STATUS_IN_TRANS)
         ss_pool_pin(s, MR_PIN_TRANSACTION);
     else
@@ -676,6 +701,20 @@ void ss_pool_session_end(mr_session *s)
     s->want = NULL;
 }
 
+/* A statement run on a connection borrowed for it reads the session's
+ * values, not what the connection's last session left; one on a connection
+ * the session kept (pinned, a transaction) reads the server's, which are
+ * its own. A prepare's are read at each execute: never put in. */
+static void own_of(const mr_session *s, uint8_t cmd, mr_pool_own *own)
+{
+    bool fresh = cmd == MR_COM_QUERY && s->srv && s->srv_fresh;
+    *own = (mr_pool_own){.connection_id = s->client_thread_id,
+                         .row_count_known = fresh && s->row_count_known,
+                         .row_count = s->row_count,
+                         .found_rows_known = fresh && s->found_rows_known,
+                         .found_rows = s->found_rows};
+}
+
 stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t len,
                             unsigned lex_flags)
 {
@@ -684,7 +723,9 @@ stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t 
     mr_buf b;
     mr_buf_init(&b);
     stmt_verdict v = STMT_RELAY;
-    if (mr_pool_own_connection_id(sql, len, lex_flags, s->client_thread_id, &b)) {
+    mr_pool_own own;
+    own_of(s, cmd, &own);
+    if (mr_pool_own_values(sql, len, lex_flags, &own, &b)) {
         if (b.failed || !ss_send_text(s, cmd, b.data, b.len))
             v = STMT_CLOSED;
         else if (cmd == MR_COM_STMT_PREPARE && s->pstmt)   /* prepared again as sent: the */
@@ -698,11 +739,11 @@ stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t 
     return v;
 }
 
-bool ss_pool_own_text(mr_session *s, const uint8_t *text, size_t len, mr_buf *out)
+bool ss_pool_own_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len, mr_buf *out)
 {
-    return mr_pool_own_connection_id((const char *)text, len, ss_lex_flags(s), s->client_thread_id,
-                                     out) &&
-           !out->failed;
+    mr_pool_own own;
+    own_of(s, cmd, &own);
+    return mr_pool_own_values((const char *)text, len, ss_lex_flags(s), &own, out) && !out->failed;
 }
 
 void ss_pool_prelude_state(mr_session *s, const uint8_t *state, size_t n)

@@ -200,6 +200,11 @@ struct mr_session {
     uint32_t client_thread_id;  /* the thread id the client's greeting gave */
     uint32_t end_wait_id;       /* the connection the pool closed as the session ended
                                    with work or state on it (0: none) */
+    bool srv_fresh;             /* srv was borrowed for the command in flight: what it
+                                   holds of ROW_COUNT(), FOUND_ROWS() is not the session's */
+    bool row_count_known, found_rows_known; /* the session's own, from its answers: */
+    int64_t row_count;                      /* ROW_COUNT() after its last statement */
+    uint64_t found_rows;                    /* FOUND_ROWS(): rows of its last result set */
     bool pool_view;             /* the backend leg tracks more than the client asked: its
                                    OKs are rewritten to the client's view (pool_view.c) */
     struct mr_track_want *want; /* the client's own session_track_* settings (owned;
@@ -388,13 +393,16 @@ bool ss_pool_attach(mr_session *s);
 void ss_pool_command(mr_session *s, uint8_t cmd);
 void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags, bool own);
 /* The client's own text goes out with its CONNECTION_ID() as the session's
- * stable id (the handshake's thread id): STMT_RELAY either way. */
+ * stable id (the handshake's thread id), and, on a connection borrowed for
+ * it, ROW_COUNT() and FOUND_ROWS() as the session's own values (pool/hints.h):
+ * STMT_RELAY either way. */
 stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t len,
                             unsigned lex_flags);
-/* A rewritten text with its CONNECTION_ID() as the session's id, into out:
+/* A rewritten text with its CONNECTION_ID() (and, on a connection borrowed
+ * for it, ROW_COUNT() and FOUND_ROWS()) as the session's own, into out:
  * false when it has none (or out of memory: the text then goes as it is,
- * and pins the session for connection_id). */
-bool ss_pool_own_text(mr_session *s, const uint8_t *text, size_t len, mr_buf *out);
+ * and CONNECTION_ID() pins the session for connection_id). */
+bool ss_pool_own_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len, mr_buf *out);
 /* The server connection whose end the release of the session's work must
  * wait for (mr_fsession.end_wait_id): with pool = session its own; pooled,
  * the one it held when it ended mid-unit or pinned (the pool closes it), or
