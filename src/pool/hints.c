@@ -62,6 +62,78 @@ static uint32_t words_of(const sql_lexer *lx, const sql_token *t, const char *sq
     return pins;
 }
 
+/* `SET [SESSION] autocommit = <not 1, ON, TRUE>` (also as @@autocommit,
+ * @@session.autocommit): each statement after it opens a transaction. */
+static bool autocommit_off(const sql_lexer *lx, const sql_token *t, const char *sql)
+{
+    static const char name[] = "autocommit";
+    size_t n = sizeof name - 1;
+    bool named = word(t, sql, name) || (t->kind == SQL_TOK_SYSVAR && t->len >= n + 2 &&
+                                        strncasecmp(sql + t->off + t->len - n, name, n) == 0 &&
+                                        strchr("@.", sql[t->off + t->len - n - 1]));
+    sql_lexer ahead = *lx;
+    sql_token eq, v;
+    if (!named || !sql_lexer_next_sig(&ahead, &eq) || eq.kind != SQL_TOK_OP ||
+        (eq.id != SQL_OP_EQ && eq.id != SQL_OP_ASSIGN) || !sql_lexer_next_sig(&ahead, &v))
+        return false;
+    bool on = (v.kind == SQL_TOK_NUMBER && v.len == 1 && sql[v.off] == '1') ||
+              word(&v, sql, "ON") || word(&v, sql, "TRUE");
+    return !on;
+}
+
+/* A lone BEGIN [WORK] (not BEGIN NOT ATOMIC, a compound statement). */
+static bool begin_alone(const sql_lexer *lx, const sql_token *t, const char *sql)
+{
+    if (!word(t, sql, "BEGIN"))
+        return false;
+    sql_lexer ahead = *lx;
+    sql_token n;
+    return !sql_lexer_next_sig(&ahead, &n) || n.kind == SQL_TOK_SEMI || word(&n, sql, "WORK");
+}
+
+/* The second word of a statement after the first, `prev`. */
+static uint32_t opens_second(const sql_token *prev, const sql_token *t, const char *sql)
+{
+    if ((word(prev, sql, "START") && word(t, sql, "TRANSACTION")) ||
+        (word(prev, sql, "XA") && (word(t, sql, "START") || word(t, sql, "BEGIN"))))
+        return MR_HINT(MR_PIN_TRANSACTION);
+    if (word(prev, sql, "LOCK") && (word(t, sql, "TABLE") || word(t, sql, "TABLES")))
+        return MR_HINT(MR_PIN_LOCKED_TABLES);
+    if (word(prev, sql, "SET") && word(t, sql, "TRANSACTION"))
+        return MR_HINT(MR_PIN_TRX_NEXT);
+    return 0;
+}
+
+uint32_t mr_pool_opens(const char *sql, size_t len, unsigned lex_flags)
+{
+    sql_lexer lx;
+    sql_token t, prev = {0};
+    unsigned nth = 0;
+    bool set = false;
+    uint32_t r = 0;
+    sql_lexer_init(&lx, sql, len, lex_flags);
+    while (sql_lexer_next_sig(&lx, &t)) {
+        if (t.kind == SQL_TOK_SEMI) {
+            nth = 0;
+            continue;
+        }
+        if (nth == 0) {
+            set = word(&t, sql, "SET");
+            if (begin_alone(&lx, &t, sql))
+                r |= MR_HINT(MR_PIN_TRANSACTION);
+            else if (word(&t, sql, "PREPARE"))
+                r |= MR_HINT(MR_PIN_PREPARED_SQL);
+        } else if (nth == 1) {
+            r |= opens_second(&prev, &t, sql);
+        }
+        if (set && autocommit_off(&lx, &t, sql))
+            r |= MR_HINT(MR_PIN_TRANSACTION);
+        prev = t;
+        nth++;
+    }
+    return r;
+}
+
 void mr_pool_hints_read(const char *sql, size_t len, unsigned lex_flags, bool own, mr_pool_hints *h)
 {
     sql_lexer lx;

@@ -40,10 +40,18 @@
     "character_set_connection=@@character_set_connection,"                                         \
     "character_set_results=@@character_set_results,collation_connection=@@collation_connection"
 
+/* pool = statement: pool = transaction that refuses what its words say pins. */
+static bool statement_pool(const mr_session *s) { return strcmp(cfg(s)->pool, "statement") == 0; }
+
 void ss_pool_pin(mr_session *s, mr_pin_reason r)
 {
     if (!s->puser || (s->pins & MR_HINT(r)))
         return;
+    if (!s->pins && statement_pool(s)) /* only the reply told: kept, as pool = transaction */
+        mr_info(s->id,
+                "pool = statement: a %s keeps the session on its server connection "
+                "(pinned: %s), as pool = transaction would; no word of the statement said so",
+                mr_command_name(s->command), mr_pin_reason_name(r));
     mr_debug(s->id, "pool: pinned (%s) by %s", mr_pin_reason_name(r), mr_command_name(s->command));
     mr_pool_pin(s->puser, r, s->pins == 0);
     s->pins |= MR_HINT(r);
@@ -400,6 +408,37 @@ static void client_tracking(mr_session *s, const char *sql, size_t len, unsigned
             ss_pool_pin(s, MR_PIN_TRACKING);
     }
     s->srv->tracking = false;
+}
+
+/* pool = statement: a statement whose words pin (r: the first reason) is
+ * answered with an ERR and not run. */
+static void refuse_pinning(mr_session *s, uint32_t why)
+{
+    char msg[400];
+    mr_pin_reason r = (mr_pin_reason)__builtin_ctz(why);
+    snprintf(msg, sizeof msg,
+             "pool = statement: this statement would keep the session on one server connection "
+             "past its end (pin reason %s: a transaction, LOCK TABLES, SET TRANSACTION, a user "
+             "variable, a temporary table, GET_LOCK, SQL_CALC_FOUND_ROWS or PREPARE), which "
+             "pool = statement does not do; nothing was run. Use pool = transaction (or "
+             "pool = session) for such clients",
+             mr_pin_reason_name(r));
+    mr_debug(s->id, "%s", msg);
+    ss_send_err(s, 1, MR_ER_NOT_SUPPORTED, "42000", msg);
+    s->from_client.discard = true;
+    s->schema_pending = s->charset_pending = false;
+}
+
+bool ss_pool_refuses(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
+{
+    if (!s->srv || !statement_pool(s))
+        return false;
+    mr_pool_hints h;
+    mr_pool_hints_read(sql, len, lex_flags, true, &h);
+    uint32_t why = h.pins | mr_pool_opens(sql, len, lex_flags);
+    if (why)
+        refuse_pinning(s, why);
+    return why != 0;
 }
 
 void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags, bool own)

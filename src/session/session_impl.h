@@ -392,6 +392,10 @@ bool ss_pool_logged_in(mr_session *s);
 bool ss_pool_attach(mr_session *s);
 void ss_pool_command(mr_session *s, uint8_t cmd);
 void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags, bool own);
+/* pool = statement: does the client's text say it would pin its session?
+ * Then it was answered with an ERR naming pool = transaction, and is not
+ * sent. */
+bool ss_pool_refuses(mr_session *s, const char *sql, size_t len, unsigned lex_flags);
 /* The client's own text goes out with its CONNECTION_ID() as the session's
  * stable id (the handshake's thread id), and, on a connection borrowed for
  * it, ROW_COUNT() and FOUND_ROWS() as the session's own values (pool/hints.h):

@@ -3,7 +3,8 @@
  * test_pool_hints.c - the session's own values put into a statement's text
  * (pool/hints.c, mr_pool_own_values): where each goes as a bare number,
  * where as COALESCE (a select list) and with the call's name (an item
- * alone), and the texts left alone.
+ * alone), and the texts left alone; the words pool = statement refuses
+ * (mr_pool_opens).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,12 +97,46 @@ static void unknown_values(void **state)
     mr_buf_free(&b);
 }
 
+/* pool = statement: the words that open what only the reply would pin. */
+static void opens(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *sql;
+        uint32_t want;
+    } cases[] = {
+        {"BEGIN", MR_HINT(MR_PIN_TRANSACTION)},
+        {"begin work;", MR_HINT(MR_PIN_TRANSACTION)},
+        {"START TRANSACTION WITH CONSISTENT SNAPSHOT", MR_HINT(MR_PIN_TRANSACTION)},
+        {"XA BEGIN 'x'", MR_HINT(MR_PIN_TRANSACTION)},
+        {"SET autocommit = 0", MR_HINT(MR_PIN_TRANSACTION)},
+        {"SET SESSION sql_mode = '', @@autocommit := OFF", MR_HINT(MR_PIN_TRANSACTION)},
+        {"SET @@session.autocommit = FALSE", MR_HINT(MR_PIN_TRANSACTION)},
+        {"LOCK TABLE t READ", MR_HINT(MR_PIN_LOCKED_TABLES)},
+        {"SET TRANSACTION READ ONLY", MR_HINT(MR_PIN_TRX_NEXT)},
+        {"PREPARE s FROM 'SELECT 1'", MR_HINT(MR_PIN_PREPARED_SQL)},
+        {"SELECT 1; BEGIN", MR_HINT(MR_PIN_TRANSACTION)},
+        {"BEGIN NOT ATOMIC SELECT 1; END", 0},
+        {"SET autocommit = 1", 0},
+        {"SET @@autocommit = ON", 0},
+        {"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", 0},
+        {"SELECT 'BEGIN'", 0},
+        {"UNLOCK TABLES", 0},
+        {"COMMIT", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (mr_pool_opens(cases[i].sql, strlen(cases[i].sql), 0) != cases[i].want)
+            fail_msg("%s -> 0x%x, want 0x%x", cases[i].sql,
+                     mr_pool_opens(cases[i].sql, strlen(cases[i].sql), 0), cases[i].want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(replaced),
         cmocka_unit_test(left_alone),
         cmocka_unit_test(unknown_values),
+        cmocka_unit_test(opens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,6 +53,13 @@ typedef struct mr_pool_own {
     uint64_t found_rows;
 } mr_pool_own;
 
+/* pool = statement: the reasons to pin that the text's words give and the
+ * pool otherwise learns only from the reply (the server's status and
+ * trackers): a transaction begun (BEGIN, START TRANSACTION, XA START,
+ * SET autocommit = 0), LOCK TABLES, SET TRANSACTION, PREPARE ... FROM.
+ * MR_HINT bits; 0: none. */
+uint32_t mr_pool_opens(const char *sql, size_t len, unsigned lex_flags);
+
 /* The text with each CONNECTION_ID(), and each ROW_COUNT() and FOUND_ROWS()
  * known in its first statement (a later one reads the earlier ones'), as
  * the session's own value into out: in a select list `COALESCE(value,
