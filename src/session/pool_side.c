@@ -410,8 +410,8 @@ static void client_tracking(mr_session *s, const char *sql, size_t len, unsigned
     s->srv->tracking = false;
 }
 
-/* pool = statement: a statement whose words pin (r: the first reason) is
- * answered with an ERR and not run. */
+/* pool = statement: a statement whose words pin (why: MR_HINT bits, the
+ * lowest named) is answered with an ERR and not run. */
 static void refuse_pinning(mr_session *s, uint32_t why)
 {
     char msg[400];
