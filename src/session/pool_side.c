@@ -471,7 +471,10 @@ void ss_pool_command(mr_session *s, uint8_t cmd)
     s->hint_opaque = false;
     /* after a reset (the client's, or its own SET of session_track_*): the
      * trackers on again, and what the reset took that is the session's */
-    if (!s->srv->tracking && cmd != MR_COM_QUIT && !replay_vars(s, s->srv))
+    if (s->srv->tracking || cmd == MR_COM_QUIT)
+        return;
+    s->srv_fresh = true; /* the prelude's SET is the connection's last statement now */
+    if (!replay_vars(s, s->srv))
         s->srv->broken = true;
 }
 
