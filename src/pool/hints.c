@@ -177,7 +177,7 @@ typedef struct own_walk {
     int list;       /* the depth of the select list being read, or -1 */
     bool item_open; /* the token before starts a select item (SELECT, a modifier, ',') */
     bool first;     /* in the text's first statement */
-    bool stored;    /* a CREATE or ALTER: its words are a stored program's or a view's */
+    bool starts;    /* the next token starts a statement */
 } own_walk;
 
 static bool select_modifier(const sql_token *t, const char *sql)
@@ -203,7 +203,7 @@ static void walk_step(own_walk *w, const sql_token *t, const char *sql)
     else if (t->kind == SQL_TOK_RPAREN && w->depth > 0 && --w->depth < w->list)
         w->list = -1; /* a subquery's select list ends with it */
     else if (t->kind == SQL_TOK_SEMI)
-        w->first = false, w->list = -1, w->depth = 0;
+        w->first = false, w->list = -1, w->depth = 0, w->starts = true;
     else if (word(t, sql, "SELECT"))
         w->list = w->depth, opens = true;
     else if (t->kind == SQL_TOK_COMMA)
@@ -276,16 +276,15 @@ bool mr_pool_own_values(const char *sql, size_t len, unsigned lex_flags, const m
     sql_lexer lx;
     sql_token t;
     size_t copied = 0;
-    own_walk w = {.list = -1, .first = true};
+    own_walk w = {.list = -1, .first = true, .starts = true};
     char v[24];
     sql_lexer_init(&lx, sql, len, lex_flags);
-    bool at_start = true;
     while (sql_lexer_next_sig(&lx, &t)) {
-        if (at_start)
-            w.stored = word(&t, sql, "CREATE") || word(&t, sql, "ALTER");
-        at_start = false;
-        if (w.stored)
-            return false; /* a stored program's body, a view: evaluated where they run */
+        /* a stored program's body (its `;` included), a view: evaluated where they
+         * run, by whoever runs them; out is the caller's to drop */
+        if (w.starts && (word(&t, sql, "CREATE") || word(&t, sql, "ALTER")))
+            return false;
+        w.starts = false;
         sql_token open, close, next;
         sql_lexer ahead = lx;
         if (t.kind != SQL_TOK_WORD || !own_value(&t, sql, own, &w, v, sizeof v) ||

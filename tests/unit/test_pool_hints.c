@@ -68,6 +68,8 @@ static void left_alone(void **state)
         "CREATE TRIGGER tr BEFORE INSERT ON q FOR EACH ROW SET NEW.owner = CONNECTION_ID()",
         "create view v as select found_rows()",
         "ALTER VIEW v AS SELECT CONNECTION_ID()",
+        "SELECT CONNECTION_ID(); CREATE TRIGGER tr BEFORE INSERT ON q FOR EACH ROW "
+        "SET NEW.owner = CONNECTION_ID()",
         "INSERT INTO t VALUES (1); SELECT ROW_COUNT()",
     };
     mr_pool_own unknown = {.connection_id = 12};
