@@ -270,6 +270,31 @@ static void put_value(mr_buf *out, const char *sql, size_t from, size_t to, cons
     mr_buf_put(out, "`", 1);
 }
 
+/* CREATE or ALTER (t) of a stored program, a trigger, an event or a view:
+ * the first object word after the options (OR REPLACE, DEFINER = ...,
+ * ALGORITHM = ..., SQL SECURITY ...) says which. */
+static bool stored_object(const sql_lexer *lx, const sql_token *t, const char *sql)
+{
+    static const char *const stored[] = {"TRIGGER", "PROCEDURE", "FUNCTION",
+                                         "EVENT",   "VIEW",      "PACKAGE"};
+    static const char *const other[] = {"TABLE",    "TEMPORARY", "INDEX",     "UNIQUE",
+                                        "DATABASE", "SCHEMA",    "USER",      "ROLE",
+                                        "SEQUENCE", "SERVER",    "TABLESPACE"};
+    if (!word(t, sql, "CREATE") && !word(t, sql, "ALTER"))
+        return false;
+    sql_lexer ahead = *lx;
+    sql_token n;
+    while (sql_lexer_next_sig(&ahead, &n) && n.kind != SQL_TOK_SEMI) {
+        for (unsigned i = 0; i < sizeof stored / sizeof stored[0]; i++)
+            if (word(&n, sql, stored[i]))
+                return true;
+        for (unsigned i = 0; i < sizeof other / sizeof other[0]; i++)
+            if (word(&n, sql, other[i]))
+                return false;
+    }
+    return false;
+}
+
 bool mr_pool_own_values(const char *sql, size_t len, unsigned lex_flags, const mr_pool_own *own,
                         mr_buf *out)
 {
@@ -282,7 +307,7 @@ bool mr_pool_own_values(const char *sql, size_t len, unsigned lex_flags, const m
     while (sql_lexer_next_sig(&lx, &t)) {
         /* a stored program's body (its `;` included), a view: evaluated where they
          * run, by whoever runs them; out is the caller's to drop */
-        if (w.starts && (word(&t, sql, "CREATE") || word(&t, sql, "ALTER")))
+        if (w.starts && stored_object(&lx, &t, sql))
             return false;
         w.starts = false;
         sql_token open, close, next;

@@ -39,6 +39,8 @@ static void replaced(void **state)
         {"SELECT id FROM t WHERE id <= ROW_COUNT()", "SELECT id FROM t WHERE id <= -1"},
         {"UPDATE q SET owner = CONNECTION_ID() WHERE owner = 0",
          "UPDATE q SET owner = 12 WHERE owner = 0"},
+        {"CREATE TABLE t2 AS SELECT CONNECTION_ID() AS c",
+         "CREATE TABLE t2 AS SELECT COALESCE(12,CONNECTION_ID()) AS c"},
         {"SELECT * FROM t WHERE id IN (SELECT FOUND_ROWS())",
          "SELECT * FROM t WHERE id IN (SELECT COALESCE(7,FOUND_ROWS()) AS `FOUND_ROWS()`)"},
         /* a later statement reads what the earlier ones left: only CONNECTION_ID() */
@@ -66,7 +68,8 @@ static void left_alone(void **state)
         "SELECT ROW_COUNT(1)",  /* the server's error stands */
         "SELECT 'ROW_COUNT()'", /* a string */
         "CREATE TRIGGER tr BEFORE INSERT ON q FOR EACH ROW SET NEW.owner = CONNECTION_ID()",
-        "create view v as select found_rows()",
+        "create or replace definer = `a`@`%` sql security invoker view v as select connection_id()",
+        "CREATE DEFINER=CURRENT_USER PROCEDURE p() BEGIN SELECT 1; SELECT CONNECTION_ID(); END",
         "ALTER VIEW v AS SELECT CONNECTION_ID()",
         "SELECT CONNECTION_ID(); CREATE TRIGGER tr BEFORE INSERT ON q FOR EACH ROW "
         "SET NEW.owner = CONNECTION_ID()",

@@ -65,9 +65,9 @@ uint32_t mr_pool_opens(const char *sql, size_t len, unsigned lex_flags);
  * the session's own value into out: in a select list `COALESCE(value,
  * call)`, its column's type as direct, and as an item alone with
  * ` AS `call`` (its name as direct); elsewhere the number. False when
- * nothing was replaced, and for a text with a statement starting with
- * CREATE or ALTER (a stored program's body, a view: evaluated where they
- * run): out then holds nothing to use. */
+ * nothing was replaced, and for a text with a CREATE or ALTER of a stored
+ * program, a trigger, an event or a view (evaluated where they run): out
+ * then holds nothing to use. */
 bool mr_pool_own_values(const char *sql, size_t len, unsigned lex_flags, const mr_pool_own *own,
                         mr_buf *out);
 /* The same for CONNECTION_ID() alone. */
