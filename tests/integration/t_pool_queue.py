@@ -20,6 +20,8 @@ queue rules (q_reap with a reaper, timeout 2 s; q_rel without one). Claims are
   * a claim prepared server-side (COM_STMT_PREPARE) owns its rows by the session's id at
     every execute, also where the statement is prepared again on a connection that never
     saw it, and a second session preparing the same text claims for itself;
+  * CONNECTION_ID() in a trigger's or a view's body created through the proxy is stored as
+    written (not frozen to the creating session's id);
   * a claim rewritten by a rule (SKIP LOCKED on `SELECT ... FOR UPDATE` naming
     CONNECTION_ID()) reads the session's own id too, and does not pin the session.
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN.
@@ -220,6 +222,23 @@ def check_rewritten_claim(p, o):
             "CONNECTION_ID() in a rewritten claim pins nothing", pins)
 
 
+def check_stored_bodies(o):
+    """A trigger's or a view's CONNECTION_ID() is stored as written (evaluated where it
+    runs), not frozen to the creating session's id."""
+    t.rows(o, "CREATE OR REPLACE TRIGGER test.pq_owner BEFORE INSERT ON test.pq_rel FOR EACH ROW "
+              "SET NEW.claimed_at = NOW(6), NEW.owner = IF(NEW.owner = 1, CONNECTION_ID(), 0)")
+    t.rows(o, "CREATE OR REPLACE VIEW test.pq_view AS SELECT CONNECTION_ID() AS c")
+    body = t.root_query("SELECT ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE "
+                        "TRIGGER_NAME = 'pq_owner'")
+    view = t.root_query("SELECT VIEW_DEFINITION FROM information_schema.VIEWS WHERE "
+                        "TABLE_NAME = 'pq_view'")
+    t.check(body and "connection_id()" in body[0][0].lower() and view and
+            "connection_id()" in view[0][0].lower(),
+            "CONNECTION_ID() in a trigger's and a view's body is stored as written", (body, view))
+    t.root_query("DROP TRIGGER test.pq_owner")
+    t.root_query("DROP VIEW test.pq_view")
+
+
 def main():
     t.needs_own_proxy()
     setup()
@@ -235,6 +254,7 @@ def main():
         check_mid_unit(p, o, others)
         check_rewritten_claim(p, o)
         check_prepared_claims(p)
+        check_stored_bodies(o)
         o.close()
         time.sleep(0.3)
         log = p.log_text()
