@@ -52,7 +52,7 @@ typedef struct mr_config {
     uint64_t max_packet_size;
     uint64_t own_connection_idle_ms;    /* an own connection idle this long is closed */
     uint64_t own_connection_timeout_ms; /* read/write timeout of an own connection */
-    char *pool;                         /* "session" or "transaction" (pool/pool.h) */
+    char *pool;                         /* "session", "transaction" or "statement" (pool/pool.h) */
     uint64_t pool_idle_timeout_ms;      /* an idle pooled connection is closed after it */
     uint64_t pool_max_lifetime_ms;      /* a pooled connection this old is not reused */
     uint64_t pool_long_data_max;        /* long data a session keeps to send again */

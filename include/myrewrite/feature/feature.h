@@ -104,6 +104,14 @@ struct mr_fsession {
     unsigned lex_flags;         /* SQL_LEX_NO_BACKSLASH_ESCAPES per the session's sql_mode */
     bool authenticated;         /* the backend accepted the login ... */
     uint32_t backend_thread_id; /* ... and this is its connection id */
+    uint32_t own_id;            /* what CONNECTION_ID() gives the session: the thread id
+                                   its handshake gave (with pool = transaction not the id
+                                   of the server connection it runs on) */
+    bool pooled;                /* pool = transaction: its login's server connection
+                                   serves other sessions, and may close while it lives */
+    uint32_t end_wait_id;       /* at session_end: the server connection of its own whose
+                                   end the release of its work must wait for (0: none;
+                                   everything it ran has committed or rolled back) */
     uint32_t ext_caps;          /* MariaDB extended capabilities both ends have */
     bool query_attrs;           /* CLIENT_QUERY_ATTRIBUTES negotiated (MySQL 8) */
     const mr_ruleset *rules;    /* the worker's current rule set */

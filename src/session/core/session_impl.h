@@ -203,6 +203,13 @@ struct mr_session {
     bool learn_login;           /* the prelude answered next reports them */
     uint64_t last_insert_id;    /* LAST_INSERT_ID() of the session, from its OKs */
     uint32_t client_thread_id;  /* the thread id the client's greeting gave */
+    uint32_t end_wait_id;       /* the connection the pool closed as the session ended
+                                   with work or state on it (0: none) */
+    bool srv_fresh;             /* srv was borrowed for the command in flight: what it
+                                   holds of ROW_COUNT(), FOUND_ROWS() is not the session's */
+    bool row_count_known, found_rows_known; /* the session's own, from its answers: */
+    int64_t row_count;                      /* ROW_COUNT() after its last statement */
+    uint64_t found_rows;                    /* FOUND_ROWS(): rows of its last result set */
     bool pool_view;             /* the backend leg tracks more than the client asked: its
                                    OKs are rewritten to the client's view (pool_view.c) */
     struct mr_track_want *want; /* the client's own session_track_* settings (owned;
@@ -418,10 +425,26 @@ bool ss_pool_logged_in(mr_session *s);
 bool ss_pool_attach(mr_session *s);
 void ss_pool_command(mr_session *s, uint8_t cmd);
 void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags, bool own);
+/* pool = statement: does the client's text say it would pin its session?
+ * Then it was answered with an ERR naming pool = transaction, and is not
+ * sent. */
+bool ss_pool_refuses(mr_session *s, const char *sql, size_t len, unsigned lex_flags);
 /* The client's own text goes out with its CONNECTION_ID() as the session's
- * stable id (the handshake's thread id): STMT_RELAY either way. */
+ * stable id (the handshake's thread id), and, on a connection borrowed for
+ * it, ROW_COUNT() and FOUND_ROWS() as the session's own values (pool/hints.h):
+ * STMT_RELAY either way. */
 stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t len,
                             unsigned lex_flags);
+/* A rewritten text with its CONNECTION_ID() (and, on a connection borrowed
+ * for it, ROW_COUNT() and FOUND_ROWS()) as the session's own, into out:
+ * false when it has none (or out of memory: the text then goes as it is,
+ * and CONNECTION_ID() pins the session for connection_id). */
+bool ss_pool_own_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len, mr_buf *out);
+/* The server connection whose end the release of the session's work must
+ * wait for (mr_fsession.end_wait_id): with pool = session its own; pooled,
+ * the one it held when it ended mid-unit or pinned (the pool closes it), or
+ * 0 when it ended between units. */
+uint32_t ss_pool_end_wait(mr_session *s);
 void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n);
 /* The state block of the OK to one of the pool's own preludes: the
  * variables it set are the session's and its connection's. */

@@ -214,7 +214,7 @@ bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *ru
     w->base = worker_base();
     if (!w->base)
         return false;
-    if (strcmp(p->cfg->pool, "transaction") == 0 &&
+    if (strcmp(p->cfg->pool, "session") != 0 && /* transaction, statement */
         !(w->pool = mr_pool_new(w->base, p->cfg, id, p->nworkers)))
         return false;
     w->pipe_ev = event_new(w->base, w->pipe_rd, EV_READ | EV_PERSIST, pipe_cb, w);

@@ -91,6 +91,8 @@ void ss_hooks_view(mr_session *s)
     fs->lex_flags = ss_lex_flags(s);
     fs->authenticated = s->authenticated;
     fs->backend_thread_id = s->backend_thread_id;
+    fs->own_id = s->client_thread_id;
+    fs->pooled = s->pool_view;
     fs->ext_caps = s->ext_caps;
     fs->query_attrs = (s->caps & MR_CAP_QUERY_ATTRIBUTES) != 0;
     fs->rules = s->w->rules->set;
@@ -107,17 +109,32 @@ void ss_hooks_ports(mr_session *s, mr_stmt_ctx *ctx)
 
 /* ---- acting on a hook's answer ------------------------------------------------------ */
 
-stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
+/* own: its CONNECTION_ID() is the session's already (else it pins). */
+static stmt_verdict send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len,
+                                 bool own)
 {
     if (!ss_send_text(s, cmd, text, len))
         return STMT_CLOSED;
-    if (cmd == MR_COM_QUERY &&
-        s->srv) /* what the server runs may pin (a claim's CONNECTION_ID()) */
-        ss_pool_statement(s, (const char *)text, len, ss_lex_flags(s), false);
+    if (cmd == MR_COM_QUERY && s->srv) /* what the server runs may pin */
+        ss_pool_statement(s, (const char *)text, len, ss_lex_flags(s), own);
     if (cmd == MR_COM_STMT_PREPARE && s->pstmt) /* what the server prepares is prepared again */
         ss_pstmt_text(s, (const char *)text, len);
     mr_stat_add(&s->w->stats.statements_rewritten, 1);
     return STMT_RELAY;
+}
+
+stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
+{
+    mr_buf own; /* pool = transaction: a rewrite's CONNECTION_ID() is the session's too */
+    mr_buf_init(&own);
+    bool mine = s->pool_view && ss_pool_own_text(s, cmd, text, len, &own);
+    if (mine) {
+        text = own.data;
+        len = own.len;
+    }
+    stmt_verdict v = send_instead(s, cmd, text, len, mine);
+    mr_buf_free(&own);
+    return v;
 }
 
 static stmt_verdict act(mr_session *s, mr_hook_action a, uint8_t cmd, const mr_hook_stmt *st)
@@ -273,6 +290,7 @@ void ss_hooks_prepared_reset(mr_session *s)
 void ss_hooks_end(mr_session *s)
 {
     ss_hooks_view(s);
+    s->fs.end_wait_id = ss_pool_end_wait(s);
     for (unsigned i = 0; i < ss_nfeatures; i++)
         if (ss_features[i]->session_end)
             ss_features[i]->session_end(&s->fs, &s->fstate[i]);

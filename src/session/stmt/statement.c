@@ -112,6 +112,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
      * here too: the rules then read the statement the server runs */
     len = sql_server_len(sql, len);
     unsigned lex_flags = ss_lex_flags(s);
+    if (s->srv && ss_pool_refuses(s, sql, len, lex_flags))
+        return STMT_ANSWERED; /* pool = statement: its words would pin */
     if (s->srv)
         ss_pool_statement(s, sql, len, lex_flags, true);
     mr_stmt_ctx ctx = {
