@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The pool is shared by the worker threads: an idle server connection moves to the worker
+whose session waits for it (pool = transaction, workers = 2).
+
+Each part has its own proxy, pool_max_wait 1s, and a root connection that samples the server's
+processlist every 20 ms: the test account never holds more than pool_size connections.
+
+ 1. pool_size 4, six sessions (three on each worker). Two of worker 1's sessions open a
+    transaction (pinned, holding worker 1's two connections); worker 1's third session runs a
+    statement: it is served by a connection moved from worker 0 (where two sit idle), at once,
+    and myrewrite_pool_moves_total counts the move. Before the pool was shared it waited
+    pool_max_wait and got ERR 1040.
+ 2. pool_size 3, two sessions of the test account on one worker and B on the other, then D of
+    another account on B's worker: D's login closes B's worker's idle connection to make room
+    (the account has others, on the first worker). B's next statement is served by one of its
+    idle connections, moved; before, it got ERR 1158 ("no server connection left ...
+    reconnect") although the other worker had idle ones.
+ 3. pool_size 4, eight sessions (four on each worker), two of worker 1's pinned in a
+    transaction throughout; the six others run 20 statements each at once: every statement is
+    answered (none waits past pool_max_wait while a connection is free on the other worker),
+    and each answer is the session's own.
+
+Environment: MR_DIRECT_PORT, MR_BIN, MR_TMP (the proxy takes free ports).
+"""
+import os
+import sys
+import threading
+import time
+
+import pymysql
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import mrtest as t  # noqa: E402
+
+OPTS = {"pool": "transaction", "pool_max_wait": "1s"}
+
+
+class Sampler:
+    """Counts the test account's connections in the server's processlist every 20 ms."""
+
+    def __init__(self):
+        self.most = 0
+        self.samples = 0
+        self.stop = threading.Event()
+        self.conn = t.root()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        cur = self.conn.cursor()
+        while not self.stop.is_set():
+            cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = %s",
+                        (t.USER,))
+            self.most = max(self.most, cur.fetchone()[0])
+            self.samples += 1
+            time.sleep(0.02)
+
+    def end(self, pool_size, what):
+        self.stop.set()
+        self.thread.join()
+        self.conn.close()
+        t.check(self.samples > 0 and self.most <= pool_size,
+                "%s: the server never held more than pool_size (%d) connections of %s "
+                "(most %d in %d samples)" % (what, pool_size, t.USER, self.most, self.samples))
+
+
+def by_worker(px, n):
+    """n sessions, sorted by the worker they landed on."""
+    conns = [px.connect() for _ in range(n)]
+    on = {0: [], 1: []}
+    for c in conns:
+        t.eq("a first statement", ((1,),), t.rows(c, "SELECT 1"))
+        on.setdefault(px.worker_of(c), []).append(c)
+    return conns, on
+
+
+def value(conn, sql):
+    """The one value sql gives on conn, or the error's (code, message)."""
+    try:
+        cur = conn.cursor()
+        cur.execute(sql)
+        return cur.fetchone()[0]
+    except pymysql.err.MySQLError as e:
+        return e.args
+
+
+def timed(conn, sql):
+    started = time.monotonic()
+    got = value(conn, sql)
+    return got, time.monotonic() - started
+
+
+def moved_to_waiter():
+    with t.Proxy("pool_shared_1", admin=True, http=True, workers=2,
+                 options=dict(OPTS, pool_size=4)) as px:
+        sampler = Sampler()
+        conns, on = by_worker(px, 6)
+        t.eq("three sessions on each worker", [3, 3], [len(on[0]), len(on[1])])
+        for c in on[1][:2]:
+            t.rows(c, "BEGIN")
+            t.rows(c, "SELECT 1 FROM DUAL")
+        got, secs = timed(on[1][2], "SELECT 42")
+        t.check(got == 42 and secs < 0.5,
+                "worker 1's third session is served while its worker's connections are pinned "
+                "(%.2f s)" % secs, got)
+        moves = t.metric(px, "myrewrite_pool_moves_total")
+        t.check(moves is not None and moves >= 1, "myrewrite_pool_moves_total counts it", moves)
+        for c in on[1][:2]:
+            t.rows(c, "COMMIT")
+        for c in on[0]:
+            t.eq("worker 0's sessions still served", ((7,),), t.rows(c, "SELECT 7"))
+        sampler.end(4, "part 1")
+        for c in conns:
+            c.close()
+
+
+def moved_not_1158():
+    t.root_query("CREATE USER IF NOT EXISTS 'ps_other'@'%' IDENTIFIED BY 'ps_pw'")
+    with t.Proxy("pool_shared_2", admin=True, workers=2, options=dict(OPTS, pool_size=3)) as px:
+        sampler = Sampler()
+        conns, on = by_worker(px, 3)
+        t.eq("two sessions on one worker, one on the other", [1, 2],
+             sorted([len(on[0]), len(on[1])]))
+        bw = 0 if len(on[0]) == 1 else 1
+        b = on[bw][0]
+        for _ in range(4):
+            d = px.connect(user="ps_other", password="ps_pw", database=None)
+            if px.worker_of(d) == bw:
+                break
+            d.close()
+        t.eq("D is on B's worker", bw, px.worker_of(d))
+        got, secs = timed(b, "SELECT 43")
+        t.check(got == 43 and secs < 0.5,
+                "B is served by the account's connection on the other worker, not ERR 1158 "
+                "(%.2f s)" % secs, got)
+        for c in on[1 - bw]:
+            t.eq("the other worker's sessions are served", 44, value(c, "SELECT 44"))
+        t.eq("D is served", 45, value(d, "SELECT 45"))
+        sampler.end(3, "part 2")
+        for c in conns + [d]:
+            c.close()
+
+
+def spread_with_pins():
+    with t.Proxy("pool_shared_3", admin=True, http=True, workers=2,
+                 options=dict(OPTS, pool_size=4)) as px:
+        sampler = Sampler()
+        conns, on = by_worker(px, 8)
+        t.eq("four sessions on each worker", [4, 4], [len(on[0]), len(on[1])])
+        pinned = on[1][:2]
+        for c in pinned:
+            t.rows(c, "BEGIN")
+            t.rows(c, "SELECT 1 FROM DUAL")
+        busy = on[0] + on[1][2:]
+        bad = []
+
+        def run(i, c):
+            for j in range(20):
+                n = i * 1000 + j
+                got = value(c, "SELECT %d" % n)
+                if got != n:
+                    bad.append((i, j, got))
+                    return
+
+        t.run_threads([threading.Thread(target=run, args=(i, c)) for i, c in enumerate(busy)])
+        t.check(not bad, "120 statements of 6 sessions on both workers all answered, each its "
+                "own, with 2 of worker 1's sessions pinned", bad[:3])
+        for c in pinned:
+            t.eq("the pinned session still holds its transaction", ((1,),),
+                 t.rows(c, "SELECT @@in_transaction"))
+            t.rows(c, "COMMIT")
+        sampler.end(4, "part 3")
+        for c in conns:
+            c.close()
+
+
+def main():
+    t.needs_own_proxy()
+    moved_to_waiter()
+    moved_not_1158()
+    spread_with_pins()
+    t.done()
+
+
+main()
