@@ -10,7 +10,9 @@ processlist every 20 ms: the test account never holds more than pool_size connec
     transaction (pinned, holding worker 1's two connections); worker 1's third session runs a
     statement: it is served by a connection moved from worker 0 (where two sit idle), at once,
     and myrewrite_pool_moves_total counts the move. Before the pool was shared it waited
-    pool_max_wait and got ERR 1040.
+    pool_max_wait and got ERR 1040. The moved connection keeps its leg (Ssl_cipher,
+    Compression) and carries a 300 KB value; run plain, with backend_tls = prefer, with
+    backend_compress = yes, and both.
  2. pool_size 3, two sessions of the test account on one worker and B on the other, then D of
     another account on B's worker: D's login closes B's worker's idle connection to make room
     (the account has others, on the first worker). B's next statement is served by one of its
@@ -91,28 +93,44 @@ def timed(conn, sql):
     return got, time.monotonic() - started
 
 
-def moved_to_waiter():
+def moved_to_waiter(extra, leg):
     with t.Proxy("pool_shared_1", admin=True, http=True, workers=2,
-                 options=dict(OPTS, pool_size=4)) as px:
+                 options=dict(OPTS, pool_size=4, **extra)) as px:
         sampler = Sampler()
         conns, on = by_worker(px, 6)
         t.eq("three sessions on each worker", [3, 3], [len(on[0]), len(on[1])])
         for c in on[1][:2]:
             t.rows(c, "BEGIN")
             t.rows(c, "SELECT 1 FROM DUAL")
-        got, secs = timed(on[1][2], "SELECT 42")
+        waiter = on[1][2]
+        got, secs = timed(waiter, "SELECT 42")
         t.check(got == 42 and secs < 0.5,
-                "worker 1's third session is served while its worker's connections are pinned "
-                "(%.2f s)" % secs, got)
+                "%s: worker 1's third session is served while its worker's connections are "
+                "pinned (%.2f s)" % (leg, secs), got)
         moves = t.metric(px, "myrewrite_pool_moves_total")
-        t.check(moves is not None and moves >= 1, "myrewrite_pool_moves_total counts it", moves)
+        t.check(moves is not None and moves >= 1, "%s: myrewrite_pool_moves_total counts it" % leg,
+                moves)
+        # the moved connection carries the backend leg as it was: TLS, compression, and a
+        # result of several packets larger than one read
+        t.eq("%s: its leg" % leg, extra_status(extra),
+             value(waiter, "SELECT CONCAT((SELECT VARIABLE_VALUE FROM "
+                   "information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'Ssl_cipher') <> '',"
+                   "(SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE "
+                   "VARIABLE_NAME = 'Compression'))"))
+        big = value(waiter, "SELECT REPEAT('x', 300000)")
+        t.check(big == "x" * 300000, "%s: a 300 KB value through it" % leg, str(big)[:80])
         for c in on[1][:2]:
             t.rows(c, "COMMIT")
         for c in on[0]:
-            t.eq("worker 0's sessions still served", ((7,),), t.rows(c, "SELECT 7"))
-        sampler.end(4, "part 1")
+            t.eq("%s: worker 0's sessions still served" % leg, 7, value(c, "SELECT 7"))
+        sampler.end(4, "part 1 (%s)" % leg)
         for c in conns:
             c.close()
+
+
+def extra_status(extra):
+    return "%d%s" % (extra.get("backend_tls") == "prefer",
+                     "ON" if extra.get("backend_compress") == "yes" else "OFF")
 
 
 def moved_not_1158():
@@ -177,7 +195,10 @@ def spread_with_pins():
 
 def main():
     t.needs_own_proxy()
-    moved_to_waiter()
+    moved_to_waiter({}, "plain")
+    moved_to_waiter({"backend_tls": "prefer"}, "TLS")
+    moved_to_waiter({"backend_compress": "yes"}, "compressed")
+    moved_to_waiter({"backend_tls": "prefer", "backend_compress": "yes"}, "TLS and compressed")
     moved_not_1158()
     spread_with_pins()
     t.done()
