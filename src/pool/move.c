@@ -41,7 +41,8 @@ mr_pool_shared *mr_pool_shared_new(const mr_config *cfg, unsigned nworkers, mr_p
     }
     sh->cfg = cfg;
     sh->nworkers = nworkers ? nworkers : 1;
-    sh->cap = cfg->pool_size ? (unsigned)cfg->pool_size : 1;
+    sh->key_cap = cfg->pool_size ? (unsigned)cfg->pool_size : 1;
+    sh->cap = cfg->pool_max_connections ? (unsigned)cfg->pool_max_connections : sh->key_cap;
     sh->wake = wake;
     sh->ctx = ctx;
     pthread_mutex_init(&sh->lock, NULL);

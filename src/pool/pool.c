@@ -573,7 +573,9 @@ void mr_pool_give_back(mr_srv *srv, uint64_t session)
     mr_conn_set_callbacks(srv->conn, &idle_callbacks, srv);
     mr_conn_set_timeout(srv->conn, NULL);
     mr_conn_set_read_idle(srv->conn, NULL);
-    if (srv->broken || (life && now - srv->born_ns > life && evictable(srv))) {
+    /* a login of a key at pool_size made one too many: it goes at once */
+    bool over = atomic_load(&u->sk->count) > p->shared->key_cap;
+    if (srv->broken || over || (life && now - srv->born_ns > life && evictable(srv))) {
         mr_pool_drop(srv);
         return;
     }

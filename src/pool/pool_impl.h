@@ -33,11 +33,12 @@ struct mr_pool_shared {
     pthread_mutex_t lock;
     const mr_config *cfg;
     unsigned nworkers;
-    mr_pool **pools;              /* by worker (NULL: not made yet, or gone) */
-    unsigned cap;                 /* pool_size */
-    unsigned total;               /* every server connection, logins and closing ones included */
-    unsigned logins;              /* of which logging in */
-    unsigned nclosing;            /* of which closing for a login */
+    mr_pool **pools;                /* by worker (NULL: not made yet, or gone) */
+    unsigned cap;                   /* pool_max_connections (0: pool_size) */
+    unsigned key_cap;               /* pool_size: one key's */
+    unsigned total;                 /* every server connection, logins and closing ones included */
+    unsigned logins;                /* of which logging in */
+    unsigned nclosing;              /* of which closing for a login */
     _Atomic unsigned login_waiters; /* logins waiting for room, all workers */
     mr_pool_skey *keys;
     mr_pool_wake wake;

@@ -22,6 +22,13 @@ processlist every 20 ms: the test account never holds more than pool_size connec
     transaction throughout; the six others run 20 statements each at once: every statement is
     answered (none waits past pool_max_wait while a connection is free on the other worker),
     and each answer is the session's own.
+ 4. pool_size 2, pool_max_connections 4, two sessions of another account, then two of the
+    test account in a transaction, and a third: its login closes one of the other account's
+    idle connections to make room and makes the test account's third connection, which is
+    closed once its login ends (before, it stayed). The server holds at most 4 connections of
+    both together throughout, and once the login is done at most 2 of each; the five sessions
+    then run 10 statements each at once, all answered, with at most 2 connections of each
+    account on the server.
 
 Environment: MR_DIRECT_PORT, MR_BIN, MR_TMP (the proxy takes free ports).
 """
@@ -39,9 +46,11 @@ OPTS = {"pool": "transaction", "pool_max_wait": "1s"}
 
 
 class Sampler:
-    """Counts the test account's connections in the server's processlist every 20 ms."""
+    """Counts the connections of users (the test account by default) in the server's
+    processlist every 20 ms."""
 
-    def __init__(self):
+    def __init__(self, users=(t.USER,)):
+        self.users = users
         self.most = 0
         self.samples = 0
         self.stop = threading.Event()
@@ -52,8 +61,8 @@ class Sampler:
     def run(self):
         cur = self.conn.cursor()
         while not self.stop.is_set():
-            cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = %s",
-                        (t.USER,))
+            cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER IN %s",
+                        (self.users,))
             self.most = max(self.most, cur.fetchone()[0])
             self.samples += 1
             time.sleep(0.02)
@@ -63,8 +72,9 @@ class Sampler:
         self.thread.join()
         self.conn.close()
         t.check(self.samples > 0 and self.most <= pool_size,
-                "%s: the server never held more than pool_size (%d) connections of %s "
-                "(most %d in %d samples)" % (what, pool_size, t.USER, self.most, self.samples))
+                "%s: the server never held more than %d connections of %s "
+                "(most %d in %d samples)" % (what, pool_size, " and ".join(self.users),
+                                             self.most, self.samples))
 
 
 def by_worker(px, n):
@@ -193,6 +203,49 @@ def spread_with_pins():
             c.close()
 
 
+def server_count(user):
+    return t.root_query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = %s",
+                        (user,))[0][0]
+
+
+def per_user_and_total():
+    users = (t.USER, "ps_other")
+    with t.Proxy("pool_shared_4", workers=2,
+                 options=dict(OPTS, pool_size=2, pool_max_connections=4)) as px:
+        both = Sampler(users)
+        conns = [px.connect(user="ps_other", password="ps_pw", database=None)
+                 for _ in range(2)]
+        apps = [px.connect() for _ in range(2)]
+        for c in apps:  # pinned: the next login makes room by closing ps_other's
+            t.rows(c, "BEGIN")
+            t.rows(c, "SELECT 1 FROM DUAL")
+        apps.append(px.connect())
+        settled = t.wait_until(lambda: max(server_count(u) for u in users) <= 2, timeout=3)
+        t.check(settled, "each user's connections come down to pool_size (2) once the login "
+                "that made one too many is done", [server_count(u) for u in users])
+        for c in apps[:2]:
+            t.rows(c, "COMMIT")
+        conns += apps
+        apps, others = Sampler(), Sampler(("ps_other",))
+        bad = []
+
+        def run(i, c):
+            for j in range(10):
+                n = i * 1000 + j
+                got = value(c, "SELECT %d" % n)
+                if got != n:
+                    bad.append((i, j, got))
+                    return
+
+        t.run_threads([threading.Thread(target=run, args=(i, c)) for i, c in enumerate(conns)])
+        t.check(not bad, "50 statements of 2 and 3 sessions of 2 users all answered", bad[:3])
+        apps.end(2, "part 4, statements")
+        others.end(2, "part 4, statements")
+        both.end(4, "part 4 (pool_max_connections)")
+        for c in conns:
+            c.close()
+
+
 def main():
     t.needs_own_proxy()
     moved_to_waiter({}, "plain")
@@ -201,6 +254,7 @@ def main():
     moved_to_waiter({"backend_tls": "prefer", "backend_compress": "yes"}, "TLS and compressed")
     moved_not_1158()
     spread_with_pins()
+    per_user_and_total()
     t.done()
 
 
