@@ -219,7 +219,9 @@ def per_user_and_total():
         for c in apps:  # pinned: the next login makes room by closing ps_other's
             t.rows(c, "BEGIN")
             t.rows(c, "SELECT 1 FROM DUAL")
-        apps.append(px.connect())
+        # no statement at login (pymysql's SET autocommit): it would wait for the
+        # account's two connections, held by the transactions until the COMMITs below
+        apps.append(px.connect(autocommit=None))
         settled = t.wait_until(lambda: max(server_count(u) for u in users) <= 2, timeout=3)
         t.check(settled, "each user's connections come down to pool_size (2) once the login "
                 "that made one too many is done", [server_count(u) for u in users])
