@@ -317,7 +317,6 @@ static void answer(mr_pool_wait *w, mr_srv *srv)
 static void idle_read_cb(mr_conn *c, void *arg);
 static void idle_event_cb(mr_conn *c, int what, void *arg);
 const mr_conn_callbacks mr_pool_idle_callbacks = {idle_read_cb, NULL, idle_event_cb};
-#define idle_callbacks mr_pool_idle_callbacks
 
 /* May srv be closed to make room? Not a key's last one (on any worker)
  * while sessions of the key live: only their logins could make another. */
@@ -326,8 +325,6 @@ static bool evictable(const mr_srv *srv)
     const mr_pool_skey *sk = srv->user->sk;
     return atomic_load(&sk->sessions) == 0 || atomic_load(&sk->count) > 1;
 }
-
-#define room_freed mr_pool_room_freed
 
 /* The statements prepared on srv: nothing to close on the server, the
  * connection goes. */
@@ -372,7 +369,7 @@ void mr_pool_drop(mr_srv *srv)
 {
     mr_pool *p = srv->pool;
     close_srv(srv);
-    room_freed(p);
+    mr_pool_room_freed(p);
 }
 
 /* ---- making room for a login ----
@@ -407,7 +404,7 @@ static void quit_room(evutil_socket_t fd, short what, void *arg)
     atomic_fetch_sub(&srv->user->sk->count, 1);
     mr_pool_shared_count(p->shared, -1, 0, -1);
     mr_pool_srv_free(srv);
-    room_freed(p);
+    mr_pool_room_freed(p);
 }
 
 /* The server closed its end. mariadbd counts a connection until its thread
@@ -482,7 +479,7 @@ bool mr_pool_login_room(mr_pool *p)
     if (!mr_pool_shared_room(p->shared, p->login_waiters == 0)) {
         if (mr_pool_needs_eviction(p) && !mr_pool_evict_one(p))
             mr_pool_ask_evict(p); /* the idle connections are on other workers */
-        return false;             /* the caller waits: room_freed answers it in turn */
+        return false;             /* the caller waits: mr_pool_room_freed answers it in turn */
     }
     pthread_mutex_lock(&p->lock);
     p->total++;
@@ -528,7 +525,7 @@ mr_srv *mr_pool_login_done(mr_pool *p, mr_pool_user *u, mr_conn *conn, uint32_t 
     }
     pthread_mutex_unlock(&p->lock);
     if (!srv)
-        room_freed(p);
+        mr_pool_room_freed(p);
     return srv;
 }
 
@@ -570,7 +567,7 @@ void mr_pool_give_back(mr_srv *srv, uint64_t session)
     uint64_t life = p->cfg->pool_max_lifetime_ms * 1000000ull;
     mr_pool_count(p, &srv->units);
     srv->last_session = session;
-    mr_conn_set_callbacks(srv->conn, &idle_callbacks, srv);
+    mr_conn_set_callbacks(srv->conn, &mr_pool_idle_callbacks, srv);
     mr_conn_set_timeout(srv->conn, NULL);
     mr_conn_set_read_idle(srv->conn, NULL);
     /* a login of a key at pool_size made one too many: it goes at once */
