@@ -58,18 +58,22 @@ class Sampler:
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
-    def run(self):
+    def sample(self):
         cur = self.conn.cursor()
+        cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER IN %s",
+                    (self.users,))
+        self.most = max(self.most, cur.fetchone()[0])
+        self.samples += 1
+
+    def run(self):
         while not self.stop.is_set():
-            cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER IN %s",
-                        (self.users,))
-            self.most = max(self.most, cur.fetchone()[0])
-            self.samples += 1
+            self.sample()
             time.sleep(0.02)
 
     def end(self, pool_size, what):
         self.stop.set()
         self.thread.join()
+        self.sample()  # and the state at the end
         self.conn.close()
         t.check(self.samples > 0 and self.most <= pool_size,
                 "%s: the server never held more than %d connections of %s "
