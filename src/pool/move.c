@@ -120,13 +120,12 @@ bool mr_pool_shared_room(mr_pool_shared *sh, bool first)
     return ok;
 }
 
-/* Room is coming for every login already waiting (and one more) when more
- * connections are closing than logins wait. */
-bool mr_pool_needs_eviction(mr_pool *p)
+bool mr_pool_needs_eviction(mr_pool *p, bool arriving)
 {
     mr_pool_shared *sh = p->shared;
+    unsigned logins = atomic_load(&sh->login_waiters) + arriving;
     pthread_mutex_lock(&sh->lock);
-    bool need = sh->total >= sh->cap && sh->nclosing <= atomic_load(&sh->login_waiters);
+    bool need = logins && sh->total >= sh->cap && sh->nclosing < logins;
     pthread_mutex_unlock(&sh->lock);
     return need;
 }
@@ -351,7 +350,7 @@ static void read_letter(mr_pool *p, mr_pool_letter *l)
     case LETTER_ASK: give_idle(p, l->sk); break;
     case LETTER_CONN: arrive(p, l->srv, l->sk); break;
     case LETTER_EVICT:
-        if (atomic_load(&p->shared->login_waiters) && mr_pool_needs_eviction(p))
+        if (mr_pool_needs_eviction(p, false))
             mr_pool_evict_one(p);
         break;
     default: mr_pool_serve_logins(p); break;

@@ -477,7 +477,7 @@ bool mr_pool_evict_one(mr_pool *p)
 bool mr_pool_login_room(mr_pool *p)
 {
     if (!mr_pool_shared_room(p->shared, p->login_waiters == 0)) {
-        if (mr_pool_needs_eviction(p) && !mr_pool_evict_one(p))
+        if (mr_pool_needs_eviction(p, true) && !mr_pool_evict_one(p))
             mr_pool_ask_evict(p); /* the idle connections are on other workers */
         return false;             /* the caller waits: mr_pool_room_freed answers it in turn */
     }
@@ -609,7 +609,7 @@ void mr_pool_settle(mr_srv *srv)
         return;
     }
     if (atomic_load_explicit(&p->shared->login_waiters, memory_order_relaxed) &&
-        mr_pool_needs_eviction(p))
+        mr_pool_needs_eviction(p, false))
         quit_srv(srv); /* a login waits for room (on any worker) */
 }
 

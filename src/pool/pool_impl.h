@@ -87,9 +87,9 @@ extern const mr_conn_callbacks mr_pool_idle_callbacks;
 void mr_pool_serve_logins(mr_pool *p);
 /* Closes one idle connection of p for a login (false: none idle). */
 bool mr_pool_evict_one(mr_pool *p);
-/* The proxy is full and no closing connection is coming for every login
- * waiting: one more must be closed. */
-bool mr_pool_needs_eviction(mr_pool *p);
+/* The proxy is full and fewer connections are closing than logins wait
+ * (arriving: one more, not queued yet): one more must be closed. */
+bool mr_pool_needs_eviction(mr_pool *p, bool arriving);
 
 /* pool/move.c, for pool/pool.c. */
 mr_pool_skey *mr_pool_skey_get(mr_pool_shared *sh, const mr_pool_key *k);
