@@ -11,7 +11,8 @@ processlist every 20 ms: the test account never holds more than pool_size connec
     statement: it is served by a connection moved from worker 0 (where two sit idle), at once,
     and myrewrite_pool_moves_total counts the move. Before the pool was shared it waited
     pool_max_wait and got ERR 1040. The moved connection keeps its leg (Ssl_cipher,
-    Compression) and carries a 300 KB value; run plain, with backend_tls = prefer, with
+    Compression) and carries a 300 KB value; SHOW SERVERS shows it on worker 1, SHOW POOLS
+    the account's 2 active and 2 idle connections. Run plain, with backend_tls = prefer, with
     backend_compress = yes, and both.
  2. pool_size 3, two sessions of the test account on one worker and B on the other, then D of
     another account on B's worker: D's login closes B's worker's idle connection to make room
@@ -108,7 +109,7 @@ def timed(conn, sql):
 
 
 def moved_to_waiter(extra, leg):
-    with t.Proxy("pool_shared_1", admin=True, http=True, workers=2,
+    with t.Proxy("pool_shared_1_" + leg.replace(" ", "_"), admin=True, http=True, workers=2,
                  options=dict(OPTS, pool_size=4, **extra)) as px:
         sampler = Sampler()
         conns, on = by_worker(px, 6)
@@ -133,6 +134,14 @@ def moved_to_waiter(extra, leg):
                    "VARIABLE_NAME = 'Compression'))"))
         big = value(waiter, "SELECT REPEAT('x', 300000)")
         t.check(big == "x" * 300000, "%s: a 300 KB value through it" % leg, str(big)[:80])
+        servers = px.admin_dicts("SHOW SERVERS")
+        on1 = sum(1 for r in servers if int(r["worker"]) == 1)
+        t.check(len({r["thread_id"] for r in servers}) == 4 and on1 >= 3,
+                "%s: SHOW SERVERS: four connections, three or more on worker 1 (its pinned two and "
+                "the moved one)" % leg, servers)
+        pools = [r for r in px.admin_dicts("SHOW POOLS") if r["user"] == t.USER]
+        t.eq("%s: SHOW POOLS: 6 sessions, 2 connections active and 2 idle" % leg, [(6, 2, 2)],
+             [(int(r["cl_active"]), int(r["sv_active"]), int(r["sv_idle"])) for r in pools])
         for c in on[1][:2]:
             t.rows(c, "COMMIT")
         for c in on[0]:
