@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pool/move.c - what the workers' pools share (see pool/shared.h): the
- * room under pool_size across workers, the keys' counts, and idle server
- * connections moved from one worker to another by letters.
+ * room under pool_max_connections across workers, each key's count (under
+ * pool_size), and idle server connections moved from one worker to another
+ * by letters.
  *
  * A move: worker B's session waits for key K and B has no idle K
  * connection; B asks a worker A that has one (a letter), A takes it off its

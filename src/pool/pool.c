@@ -377,7 +377,7 @@ void mr_pool_drop(mr_srv *srv)
  * An idle connection closed for a login still counts until the server has
  * let it go: the proxy sends COM_QUIT and waits for the server to close the
  * socket (at most a second), so the login's new connection never makes the
- * server hold more than pool_size of the proxy's at once. */
+ * server hold more than pool_max_connections of the proxy's at once. */
 
 void mr_pool_srv_free(mr_srv *srv)
 {
@@ -409,7 +409,7 @@ static void quit_room(evutil_socket_t fd, short what, void *arg)
 
 /* The server closed its end. mariadbd counts a connection until its thread
  * is done with it, a moment after the socket closes: the room is given a
- * few milliseconds later, so Max_used_connections stays within pool_size. */
+ * few milliseconds later, so Max_used_connections stays within pool_max_connections. */
 static void quit_done(mr_srv *srv)
 {
     static const struct timeval linger = {0, 10000};

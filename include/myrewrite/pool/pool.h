@@ -16,10 +16,11 @@
  * A connection of one key never serves a session of another. New
  * connections come only from logins: the proxy holds no passwords, so each
  * client login is relayed to the server on a connection of its own (the
- * server checks it), which then joins the pool. `pool_size` bounds every
- * server connection of the proxy, all workers and logins included (counted
- * in pool/move.c): a login waits for room, and an idle connection of
- * another key may be closed to make it.
+ * server checks it), which then joins the pool. `pool_max_connections`
+ * bounds every server connection of the proxy, all workers and logins
+ * included, and `pool_size` each user's (counted in pool/move.c): a login
+ * waits for room, and an idle connection of another key may be closed to
+ * make it.
  *
  * One pool per worker, used on that worker's thread only; the counters SHOW
  * POOLS, SHOW SERVERS, SHOW PINS and /metrics read are copied under `lock`.

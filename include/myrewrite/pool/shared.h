@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pool/shared.h - what the workers' pools share (pool/move.c): the room
- * under pool_size across every worker, and idle server connections moved
- * from one worker to another.
+ * under pool_max_connections and pool_size across every worker, and idle
+ * server connections moved from one worker to another.
  *
  * Each worker keeps its own lists (a session borrows from its own worker's
  * idle connections without a lock shared with other workers); the shared
