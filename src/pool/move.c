@@ -335,7 +335,8 @@ static void arrive(mr_pool *p, mr_srv *srv, mr_pool_skey *sk)
 }
 
 /* Another worker's session waits for sk: one of p's idle ones goes to the
- * worker whose session has waited longest. */
+ * worker whose session has waited longest. None left (lent since the
+ * letter was posted): the request goes on to a worker that has one. */
 static void give_idle(mr_pool *p, mr_pool_skey *sk)
 {
     for (mr_pool_user *u = p->users; u; u = u->next)
@@ -343,6 +344,8 @@ static void give_idle(mr_pool *p, mr_pool_skey *sk)
             mr_pool_move_out(u->idle, 0);
             return;
         }
+    if (atomic_load(&sk->waiting))
+        ask(p, LETTER_ASK, sk);
 }
 
 static void read_letter(mr_pool *p, mr_pool_letter *l)
