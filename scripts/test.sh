@@ -113,7 +113,7 @@ count_integration "$build/integration.log" "${PIPESTATUS[0]}"
 # (A TLS conn moves to epoll when TLS starts, so t_tls's run of
 # mr_client_test over TLS would repeat the epoll one: MR_TLS_CLIENT_TEST=0.)
 MR_IO=io_uring MR_TLS_CLIENT_TEST=0 MR_TMP=$root/.tmp/it-uring tests/integration/run.sh \
-    't_io_uring|t_rawproto|t_pymysql|t_tls$|t_compress|t_auth_pipeline|t_fault_matrix|t_sigterm|t_rules|t_slowbackend|t_backend_kill|t_pool_state|t_pool_many' 2>&1 |
+    't_io_uring|t_rawproto|t_pymysql|t_tls$|t_compress|t_auth_pipeline|t_fault_matrix|t_sigterm|t_rules|t_slowbackend|t_backend_kill|t_pool_state|t_pool_many|t_pool_shared' 2>&1 |
     tee "$build/integration-uring.log"
 count_integration "$build/integration-uring.log" "${PIPESTATUS[0]}"
 
@@ -127,7 +127,7 @@ if cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=ASAN -DMYREWRITE_WERROR=ON >/dev/nul
     ctest --test-dir "$asan" --output-on-failure 2>&1 | tee "$asan/ctest.log"
     count_ctest "$asan/ctest.log" "${PIPESTATUS[0]}"
     MR_BUILD=$asan MR_TMP=$root/.tmp/it-asan tests/integration/run.sh \
-        't_rawproto|t_ps_blocks|t_rules|t_faults|t_fault_matrix|t_options|t_pymysql|t_sigterm|t_delayed_memory|t_delayed_set|t_delayed_default|t_delayed_bucket|t_delayed_reject|t_delayed_group|t_delayed_read_pending|t_delayed_park_prepared|t_delayed_locked_faults|t_delayed_dropped|t_log_escape|t_keyset|t_paginate_params|t_delayed_keys|t_admin|t_fd_exhaust|t_auth_pipeline|t_unreadable|t_lex_readings|t_ident_injection|t_quiet|t_http_token|t_compress|t_tls_reload|t_io_uring|t_backend_kill|t_dynamic_sql|t_stmt_pool|t_pool_kill|t_pool_refused|t_pool_ps|t_pool_state|t_pool_basic|t_pool_queue|t_pool_counts|t_pool_statement|t_harness|mr_client_test' 2>&1 |
+        't_rawproto|t_ps_blocks|t_rules|t_faults|t_fault_matrix|t_options|t_pymysql|t_sigterm|t_delayed_memory|t_delayed_set|t_delayed_default|t_delayed_bucket|t_delayed_reject|t_delayed_group|t_delayed_read_pending|t_delayed_park_prepared|t_delayed_locked_faults|t_delayed_dropped|t_log_escape|t_keyset|t_paginate_params|t_delayed_keys|t_admin|t_fd_exhaust|t_auth_pipeline|t_unreadable|t_lex_readings|t_ident_injection|t_quiet|t_http_token|t_compress|t_tls_reload|t_io_uring|t_backend_kill|t_dynamic_sql|t_stmt_pool|t_pool_kill|t_pool_refused|t_pool_ps|t_pool_state|t_pool_basic|t_pool_queue|t_pool_counts|t_pool_statement|t_pool_shared|t_harness|mr_client_test' 2>&1 |
         tee "$asan/integration.log"
     count_integration "$asan/integration.log" "${PIPESTATUS[0]}"
 else
@@ -145,7 +145,7 @@ fi
 # does not help either (under CI=true a failure: TSan runs on CI's machine).
 tsan=${MR_TSAN_BUILD:-$root/build-tsan}
 tsan_units='^(test_delayed_mem_keys|test_rules_match|test_schema_cache)$'
-tsan_its='t_harness|t_quiet|t_http_token|t_tls$|t_delayed_memory|t_delayed_default|t_delayed_schema|t_delayed_group|t_delayed_read_pending|t_delayed_park_prepared|t_tls_reload|t_http_churn|t_admin_flush|t_pool_kill|t_pool_state'
+tsan_its='t_harness|t_quiet|t_http_token|t_tls$|t_delayed_memory|t_delayed_default|t_delayed_schema|t_delayed_group|t_delayed_read_pending|t_delayed_park_prepared|t_tls_reload|t_http_churn|t_admin_flush|t_pool_kill|t_pool_state|t_pool_shared'
 # history_size=4 keeps the stack of an access long before its racing one
 # tests/tsan.supp: one harmless descriptor race inside libevent's evhttp
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:history_size=4:suppressions=$root/tests/tsan.supp}

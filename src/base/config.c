@@ -145,6 +145,10 @@ static const key_def keys[] = {
     {"pool_idle_timeout", T_DURATION, K(pool_idle_timeout_ms), "10m",
      "pool = transaction: an idle pooled connection unused this long is closed, keeping "
      "pool_min_idle of each pool; 0: never"},
+    {"pool_max_connections", T_COUNT, K(pool_max_connections), "0",
+     "pool = transaction: the most server connections the proxy holds for all users together, "
+     "every worker and every login included (a login needs room here: its user is known only "
+     "once its connection is made); 0: pool_size"},
     {"pool_max_lifetime", T_DURATION, K(pool_max_lifetime_ms), "1h",
      "pool = transaction: a pooled connection this old is closed when it next comes back "
      "idle; 0: no limit"},
@@ -158,9 +162,9 @@ static const key_def keys[] = {
     {"pool_min_idle", T_COUNT, K(pool_min_idle), "0",
      "pool = transaction: idle connections of each pool that pool_idle_timeout leaves open"},
     {"pool_size", T_COUNT, K(pool_size), "20",
-     "pool = transaction: the most server connections the proxy holds for one user (logins "
-     "included), shared out among the worker threads (each gets pool_size / workers, at "
-     "least 1)"},
+     "pool = transaction: the most server connections the proxy holds for one user, all "
+     "worker threads together (a session borrows from another worker's idle connections "
+     "when its own has none); within pool_max_connections"},
     {"pool_stmt_cache", T_COUNT, K(pool_stmt_cache), "256",
      "pool = transaction: prepared statements each pooled server connection keeps (shared "
      "by the sessions that borrow it); the least recently used is closed beyond it"},

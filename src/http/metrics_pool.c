@@ -71,6 +71,8 @@ void mr_metrics_write_pool(mr_proxy *p, struct evbuffer *out)
             "Session states replayed on a borrowed connection (one SET).", t.replays);
     counter(out, "myrewrite_pool_resets_total", "counter",
             "COM_RESET_CONNECTION sent to clear another session's state.", t.resets);
+    counter(out, "myrewrite_pool_moves_total", "counter",
+            "Idle server connections moved from one worker thread to another.", t.moves);
     write_wait_histogram(out, &t);
     static const char *pins = "myrewrite_pool_pins_total", *now = "myrewrite_pool_pinned_sessions";
     mr_metrics_family(out, pins, "counter",

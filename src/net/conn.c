@@ -277,6 +277,51 @@ void mr_conn_free(mr_conn *c)
     free(c);
 }
 
+/* ---- moving between threads ---- */
+
+static void free_events(mr_conn *c)
+{
+    event_free(c->rev);
+    event_free(c->wev);
+    event_free(c->timer);
+    c->rev = c->wev = c->timer = NULL;
+    c->write_pending = false;
+}
+
+int mr_conn_detach(mr_conn *c)
+{
+    mr_conn_read_enable(c, false); /* io_uring: cancels the armed recv */
+    mr_conn_set_read_idle(c, NULL);
+    if (c->connecting || c->failed || mr_conn_tls_handshaking(c))
+        return MR_CONN_DETACH_BUSY;
+    if (c->ur && mr_conn_uring_busy(c))
+        return MR_CONN_DETACH_LATER;
+    bool unread = mr_conn_input_length(c) > 0 || evbuffer_get_length(c->wire_in) > 0 ||
+                  (c->tls && mr_conn_tls_unread(c)) || (c->z && mr_conn_z_ready(c)) || c->ur_eof ||
+                  c->ur_err;
+    if (unread || mr_conn_pending(c) > 0)
+        return MR_CONN_DETACH_BUSY;
+    if (c->ur)
+        mr_conn_uring_detach(c); /* nothing of c left on the ring */
+    free_events(c);
+    return MR_CONN_DETACHED;
+}
+
+bool mr_conn_attach(mr_conn *c, struct event_base *base)
+{
+    if (c->tls) {
+        if (!mr_conn_tls_events(c, base))
+            return false;
+    } else {
+        c->rev = mr_conn_uring_attach(c, base);
+        if (!c->rev)
+            c->rev = event_new(base, c->fd, EV_READ | EV_PERSIST, read_handler, c);
+        c->wev = event_new(base, c->fd, EV_WRITE | EV_PERSIST, write_handler, c);
+    }
+    c->timer = evtimer_new(base, timer_handler, c);
+    return c->rev && c->wev && c->timer;
+}
+
 struct evbuffer *mr_conn_output(mr_conn *c) { return c->out; }
 int mr_conn_fd(const mr_conn *c) { return c->fd; }
 int mr_conn_errno(const mr_conn *c) { return c->err; }

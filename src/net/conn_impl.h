@@ -68,6 +68,10 @@ static inline void mr_conn_fire(mr_conn *c, int what)
 void mr_conn_tls_flush(mr_conn *c);
 void mr_conn_tls_read_enable(mr_conn *c);
 void mr_conn_tls_free(mr_conn *c);
+/* Moving c between threads (mr_conn_detach): are decrypted bytes or the
+ * peer's early bytes left? events: c's TLS read and write events on base. */
+bool mr_conn_tls_unread(const mr_conn *c);
+bool mr_conn_tls_events(mr_conn *c, struct event_base *base);
 /* Bytes the io_uring recv brought after TLS started: read before the socket. */
 bool mr_conn_tls_pre_add(mr_conn *c, const void *data, size_t n);
 
@@ -80,6 +84,9 @@ struct event *mr_conn_uring_attach(mr_conn *c, struct event_base *base);
 void mr_conn_uring_read_enable(mr_conn *c);
 bool mr_conn_uring_tls_start(mr_conn *c);
 void mr_conn_uring_detach(mr_conn *c);
+/* Moving c (mr_conn_detach): does the ring still hold a recv or a send of
+ * c (a cancel not yet come back)? */
+bool mr_conn_uring_busy(const mr_conn *c);
 /* Sends: flush queues c's output for one send at the end of the turn.
  * sending: bytes a send in flight holds (part of mr_conn_pending). sync:
  * before TLS starts, a queued output goes now by write(); false while a

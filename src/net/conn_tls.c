@@ -442,6 +442,20 @@ void mr_conn_tls_free(mr_conn *c)
     ERR_clear_error();
 }
 
+bool mr_conn_tls_unread(const mr_conn *c)
+{
+    const mr_conn_tls *t = c->tls;
+    return SSL_has_pending(t->ssl) || t->eof_pending || (t->pre && evbuffer_get_length(t->pre));
+}
+
+bool mr_conn_tls_events(mr_conn *c, struct event_base *base)
+{
+    c->rev = event_new(base, c->fd, EV_READ | EV_PERSIST, tls_read_handler, c);
+    c->wev = event_new(base, c->fd, EV_WRITE | EV_PERSIST, tls_write_handler, c);
+    c->tls->rev_on = c->tls->wev_on = false;
+    return c->rev && c->wev;
+}
+
 bool mr_conn_tls_active(const mr_conn *c) { return c->tls != NULL; }
 
 bool mr_conn_tls_handshaking(const mr_conn *c) { return c->tls && c->tls->handshaking; }

@@ -643,6 +643,11 @@ void mr_conn_uring_detach(mr_conn *c)
         ring_free(u);
 }
 
+bool mr_conn_uring_busy(const mr_conn *c)
+{
+    return c->ur_slot >= 0 || c->ur_send_slot >= 0 || c->ur_flush_queued;
+}
+
 /* --- the worker's ring --- */
 
 static bool ring_buffers(mr_uring *u, char *err, size_t errlen)
@@ -771,6 +776,11 @@ bool mr_conn_uring_tls_start(mr_conn *c)
     return false;
 }
 void mr_conn_uring_detach(mr_conn *c) { (void)c; }
+bool mr_conn_uring_busy(const mr_conn *c)
+{
+    (void)c;
+    return false;
+}
 void mr_conn_uring_flush(mr_conn *c) { (void)c; }
 size_t mr_conn_uring_sending(const mr_conn *c)
 {

@@ -2,9 +2,10 @@
 /*
  * pool/pool.c - one worker's server connections: keys, idle and busy lists,
  * the queue of waiting sessions, room for logins, idle timeout and lifetime
- * (see pool/pool.h). Worker thread only, except the snapshots.
+ * (see pool/pool.h). Worker thread only, except the snapshots. The room
+ * across workers and the moves between them: pool/move.c.
  */
-#include "myrewrite/pool/pool.h"
+#include "pool/pool_impl.h"
 
 #include <event2/event.h>
 #include <stdlib.h>
@@ -14,27 +15,6 @@
 #include "myrewrite/base/clock.h"
 #include "myrewrite/base/log.h"
 #include "myrewrite/pool/stmt_cache.h"
-
-struct mr_pool_user {
-    mr_pool_key key;
-    mr_pool *pool;
-    mr_srv *idle, *busy; /* idle: most recently given back first */
-    unsigned nidle, nbusy;
-    unsigned sessions, waiting, pinned;
-    uint64_t waits, wait_timeouts;
-    mr_pool_user *next;
-};
-
-struct mr_pool_wait {
-    mr_pool *pool;
-    mr_pool_user *user; /* NULL: room for a login */
-    const char *schema; /* the session's (no schema takes no connection with one) */
-    mr_pool_ready ready;
-    void *arg;
-    uint64_t since_ns;
-    struct event *timer;
-    mr_pool_wait *prev, *next;
-};
 
 static const char *const pin_names[MR_PIN_REASONS] = {
     "transaction",   "next_transaction", "locked_tables", "user_variable", "temporary_table",
@@ -141,7 +121,7 @@ bool mr_pool_state_copy(mr_pool_state *dst, const mr_pool_state *src)
 
 /* ---- lists ---- */
 
-static void unlink_srv(mr_srv *s, mr_srv **head)
+void mr_pool_unlink_srv(mr_srv *s, mr_srv **head)
 {
     if (s->prev)
         s->prev->next = s->next;
@@ -152,7 +132,7 @@ static void unlink_srv(mr_srv *s, mr_srv **head)
     s->prev = s->next = NULL;
 }
 
-static void push_srv(mr_srv *s, mr_srv **head)
+void mr_pool_push_srv(mr_srv *s, mr_srv **head)
 {
     s->prev = NULL;
     s->next = *head;
@@ -161,7 +141,7 @@ static void push_srv(mr_srv *s, mr_srv **head)
     *head = s;
 }
 
-static bool key_equal(const mr_pool_key *a, const mr_pool_key *b)
+bool mr_pool_key_equal(const mr_pool_key *a, const mr_pool_key *b)
 {
     return strcmp(a->user, b->user) == 0 && a->caps == b->caps && a->ext_caps == b->ext_caps &&
            a->tls == b->tls && a->zlib == b->zlib;
@@ -170,13 +150,15 @@ static bool key_equal(const mr_pool_key *a, const mr_pool_key *b)
 mr_pool_user *mr_pool_user_get(mr_pool *p, const mr_pool_key *k)
 {
     for (mr_pool_user *u = p->users; u; u = u->next)
-        if (key_equal(&u->key, k))
+        if (mr_pool_key_equal(&u->key, k))
             return u;
-    mr_pool_user *u = calloc(1, sizeof *u);
+    mr_pool_skey *sk = mr_pool_skey_get(p->shared, k);
+    mr_pool_user *u = sk ? calloc(1, sizeof *u) : NULL;
     if (!u)
         return NULL;
     u->key = *k;
     u->pool = p;
+    u->sk = sk;
     pthread_mutex_lock(&p->lock);
     u->next = p->users;
     p->users = u;
@@ -191,6 +173,7 @@ void mr_pool_session_add(mr_pool_user *u, int delta)
     pthread_mutex_lock(&u->pool->lock);
     u->sessions = (unsigned)((int)u->sessions + delta);
     pthread_mutex_unlock(&u->pool->lock);
+    atomic_fetch_add(&u->sk->sessions, (unsigned)delta);
     if (delta < 0)
         trim(u);
 }
@@ -208,10 +191,12 @@ static void wait_unlink(mr_pool_wait *w)
         w->next->prev = w->prev;
     else
         p->wait_tail = w->prev;
-    if (w->user)
+    if (w->user) {
         w->user->waiting--;
-    else
+    } else {
         p->login_waiters--;
+        atomic_fetch_sub(&p->shared->login_waiters, 1);
+    }
 }
 
 /* Counts the wait in the histogram: bucket i holds waits under 1 ms * 4^i. */
@@ -219,6 +204,7 @@ static void wait_done(mr_pool_wait *w, bool timed_out)
 {
     mr_pool *p = w->pool;
     uint64_t us = (mr_mono_ns() - w->since_ns) / 1000;
+    bool first = w->user && mr_pool_first_waiter(p, w->user) == w;
     pthread_mutex_lock(&p->lock);
     wait_unlink(w);
     unsigned b = 0;
@@ -235,6 +221,10 @@ static void wait_done(mr_pool_wait *w, bool timed_out)
     pthread_mutex_unlock(&p->lock);
     if (w->timer)
         event_free(w->timer);
+    if (first) { /* other workers see when this worker's oldest waiter began */
+        mr_pool_wait *next = mr_pool_first_waiter(p, w->user);
+        mr_pool_oldest(p, w->user, next ? next->since_ns : 0);
+    }
 }
 
 static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
@@ -278,13 +268,21 @@ mr_pool_wait *mr_pool_wait_for(mr_pool *p, mr_pool_user *u, const char *schema, 
         p->wait_head = w;
     p->wait_tail = w;
     p->waits++;
+    bool first = u && u->waiting == 0;
     if (u) {
         u->waiting++;
         u->waits++;
     } else {
         p->login_waiters++;
+        atomic_fetch_add(&p->shared->login_waiters, 1);
     }
     pthread_mutex_unlock(&p->lock);
+    if (first)
+        mr_pool_oldest(p, u, w->since_ns);
+    if (u)
+        mr_pool_ask_idle(p, u); /* another worker may have one idle */
+    else
+        event_active(p->kick, EV_TIMEOUT, 1); /* room freed since the caller looked */
     return w;
 }
 
@@ -297,7 +295,7 @@ void mr_pool_wait_cancel(mr_pool_wait *w)
 }
 
 /* The first waiter for u (u NULL: the first waiting to log in). */
-static mr_pool_wait *first_waiter(mr_pool *p, const mr_pool_user *u)
+mr_pool_wait *mr_pool_first_waiter(mr_pool *p, const mr_pool_user *u)
 {
     for (mr_pool_wait *w = p->wait_head; w; w = w->next)
         if (w->user == u)
@@ -318,17 +316,15 @@ static void answer(mr_pool_wait *w, mr_srv *srv)
 
 static void idle_read_cb(mr_conn *c, void *arg);
 static void idle_event_cb(mr_conn *c, int what, void *arg);
-static const mr_conn_callbacks idle_callbacks = {idle_read_cb, NULL, idle_event_cb};
+const mr_conn_callbacks mr_pool_idle_callbacks = {idle_read_cb, NULL, idle_event_cb};
 
-/* May srv be closed to make room? Not a key's last one while sessions of
- * the key live: only their logins could make another. */
+/* May srv be closed to make room? Not a key's last one (on any worker)
+ * while sessions of the key live: only their logins could make another. */
 static bool evictable(const mr_srv *srv)
 {
-    const mr_pool_user *u = srv->user;
-    return u->sessions == 0 || u->nidle + u->nbusy > 1;
+    const mr_pool_skey *sk = srv->user->sk;
+    return atomic_load(&sk->sessions) == 0 || atomic_load(&sk->count) > 1;
 }
-
-static void room_freed(mr_pool *p);
 
 /* The statements prepared on srv: nothing to close on the server, the
  * connection goes. */
@@ -346,14 +342,16 @@ static void close_srv(mr_srv *srv)
     mr_pool_user *u = srv->user;
     pthread_mutex_lock(&p->lock);
     if (srv->idle_ns) {
-        unlink_srv(srv, &u->idle);
+        mr_pool_unlink_srv(srv, &u->idle);
         u->nidle--;
     } else {
-        unlink_srv(srv, &u->busy);
+        mr_pool_unlink_srv(srv, &u->busy);
         u->nbusy--;
     }
     p->total--;
     pthread_mutex_unlock(&p->lock);
+    atomic_fetch_sub(&u->sk->count, 1);
+    mr_pool_shared_count(p->shared, -1, 0, 0);
     if (srv->conn) {
         static const uint8_t quit[5] = {1, 0, 0, 0, 0x01}; /* COM_QUIT, best effort */
         if (srv->idle_ns && mr_conn_pending(srv->conn) == 0) {
@@ -371,7 +369,7 @@ void mr_pool_drop(mr_srv *srv)
 {
     mr_pool *p = srv->pool;
     close_srv(srv);
-    room_freed(p);
+    mr_pool_room_freed(p);
 }
 
 /* ---- making room for a login ----
@@ -379,9 +377,9 @@ void mr_pool_drop(mr_srv *srv)
  * An idle connection closed for a login still counts until the server has
  * let it go: the proxy sends COM_QUIT and waits for the server to close the
  * socket (at most a second), so the login's new connection never makes the
- * server hold more than pool_size of the proxy's at once. */
+ * server hold more than pool_max_connections of the proxy's at once. */
 
-static void quit_free(mr_srv *srv)
+void mr_pool_srv_free(mr_srv *srv)
 {
     if (srv->conn)
         mr_conn_free(srv->conn);
@@ -399,17 +397,19 @@ static void quit_room(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     pthread_mutex_lock(&p->lock);
-    unlink_srv(srv, &p->closing);
+    mr_pool_unlink_srv(srv, &p->closing);
     p->nclosing--;
     p->total--;
     pthread_mutex_unlock(&p->lock);
-    quit_free(srv);
-    room_freed(p);
+    atomic_fetch_sub(&srv->user->sk->count, 1);
+    mr_pool_shared_count(p->shared, -1, 0, -1);
+    mr_pool_srv_free(srv);
+    mr_pool_room_freed(p);
 }
 
 /* The server closed its end. mariadbd counts a connection until its thread
  * is done with it, a moment after the socket closes: the room is given a
- * few milliseconds later, so Max_used_connections stays within pool_size. */
+ * few milliseconds later, so Max_used_connections stays within pool_max_connections. */
 static void quit_done(mr_srv *srv)
 {
     static const struct timeval linger = {0, 10000};
@@ -441,12 +441,13 @@ static void quit_srv(mr_srv *srv)
     mr_pool *p = srv->pool;
     mr_pool_user *u = srv->user;
     pthread_mutex_lock(&p->lock);
-    unlink_srv(srv, &u->idle);
+    mr_pool_unlink_srv(srv, &u->idle);
     u->nidle--;
-    push_srv(srv, &p->closing);
+    mr_pool_push_srv(srv, &p->closing);
     p->nclosing++;
     p->evictions++;
     pthread_mutex_unlock(&p->lock);
+    mr_pool_shared_count(p->shared, 0, 0, 1);
     struct timeval sec = {1, 0};
     mr_conn_set_callbacks(srv->conn, &quit_callbacks, srv);
     mr_conn_set_timeout(srv->conn, &sec);
@@ -458,7 +459,7 @@ static void quit_srv(mr_srv *srv)
  * A key's last connection goes only when no other is idle: the login is
  * most likely the same user's (one application, one account), and a login
  * that waited for room could not be made otherwise. */
-static bool evict_one(mr_pool *p)
+bool mr_pool_evict_one(mr_pool *p)
 {
     for (int pass = 0; pass < 2; pass++)
         for (mr_pool_user *u = p->users; u; u = u->next) {
@@ -473,15 +474,12 @@ static bool evict_one(mr_pool *p)
     return false;
 }
 
-/* Room is coming for every login already waiting (and one more)? */
-static bool room_coming(const mr_pool *p) { return p->nclosing > p->login_waiters; }
-
 bool mr_pool_login_room(mr_pool *p)
 {
-    if (p->total >= p->cap || p->login_waiters) { /* full, or others wait first */
-        if (p->total >= p->cap && !room_coming(p))
-            evict_one(p);
-        return false; /* the caller waits: room_freed answers it in turn */
+    if (!mr_pool_shared_room(p->shared, p->login_waiters == 0)) {
+        if (mr_pool_needs_eviction(p, true) && !mr_pool_evict_one(p))
+            mr_pool_ask_evict(p); /* the idle connections are on other workers */
+        return false;             /* the caller waits: mr_pool_room_freed answers it in turn */
     }
     pthread_mutex_lock(&p->lock);
     p->total++;
@@ -490,12 +488,11 @@ bool mr_pool_login_room(mr_pool *p)
     return true;
 }
 
-/* Room for one more connection: the first login waiting gets it. */
-static void room_freed(mr_pool *p)
+/* Room for one more connection: the first login waiting here gets it. */
+void mr_pool_serve_logins(mr_pool *p)
 {
-    while (p->total < p->cap) {
-        mr_pool_wait *w = first_waiter(p, NULL);
-        if (!w)
+    for (mr_pool_wait *w; (w = mr_pool_first_waiter(p, NULL));) {
+        if (!mr_pool_shared_room(p->shared, true))
             return;
         pthread_mutex_lock(&p->lock);
         p->total++;
@@ -509,6 +506,9 @@ mr_srv *mr_pool_login_done(mr_pool *p, mr_pool_user *u, mr_conn *conn, uint32_t 
                            uint64_t session)
 {
     mr_srv *srv = conn && u ? calloc(1, sizeof *srv) : NULL;
+    mr_pool_shared_count(p->shared, srv ? 0 : -1, -1, 0);
+    if (srv)
+        atomic_fetch_add(&u->sk->count, 1);
     pthread_mutex_lock(&p->lock);
     p->logins--;
     if (srv) {
@@ -518,14 +518,14 @@ mr_srv *mr_pool_login_done(mr_pool *p, mr_pool_user *u, mr_conn *conn, uint32_t 
         srv->thread_id = thread_id;
         srv->born_ns = mr_mono_ns();
         srv->session = srv->last_session = session;
-        push_srv(srv, &u->busy);
+        mr_pool_push_srv(srv, &u->busy);
         u->nbusy++;
     } else {
         p->total--;
     }
     pthread_mutex_unlock(&p->lock);
     if (!srv)
-        room_freed(p);
+        mr_pool_room_freed(p);
     return srv;
 }
 
@@ -533,9 +533,9 @@ static void lend(mr_srv *srv, uint64_t session)
 {
     mr_pool_user *u = srv->user;
     pthread_mutex_lock(&srv->pool->lock);
-    unlink_srv(srv, &u->idle);
+    mr_pool_unlink_srv(srv, &u->idle);
     u->nidle--;
-    push_srv(srv, &u->busy);
+    mr_pool_push_srv(srv, &u->busy);
     u->nbusy++;
     srv->idle_ns = 0;
     srv->session = session;
@@ -567,34 +567,50 @@ void mr_pool_give_back(mr_srv *srv, uint64_t session)
     uint64_t life = p->cfg->pool_max_lifetime_ms * 1000000ull;
     mr_pool_count(p, &srv->units);
     srv->last_session = session;
-    mr_conn_set_callbacks(srv->conn, &idle_callbacks, srv);
+    mr_conn_set_callbacks(srv->conn, &mr_pool_idle_callbacks, srv);
     mr_conn_set_timeout(srv->conn, NULL);
     mr_conn_set_read_idle(srv->conn, NULL);
-    if (srv->broken || (life && now - srv->born_ns > life && evictable(srv))) {
+    /* a login of a key at pool_size made one too many: it goes at once */
+    bool over = atomic_load(&u->sk->count) > p->shared->key_cap;
+    if (srv->broken || over || (life && now - srv->born_ns > life && evictable(srv))) {
         mr_pool_drop(srv);
         return;
     }
     pthread_mutex_lock(&p->lock);
-    unlink_srv(srv, &u->busy);
+    mr_pool_unlink_srv(srv, &u->busy);
     u->nbusy--;
-    push_srv(srv, &u->idle);
+    mr_pool_push_srv(srv, &u->idle);
     u->nidle++;
     srv->idle_ns = now;
     srv->session = 0;
+    srv->hops = 0;
     pthread_mutex_unlock(&p->lock);
     mr_conn_read_enable(srv->conn, true); /* a server that closes it is seen */
-    mr_pool_wait *w = first_waiter(p, u);
+    mr_pool_settle(srv);
+}
+
+void mr_pool_settle(mr_srv *srv)
+{
+    mr_pool *p = srv->pool;
+    mr_pool_user *u = srv->user;
+    mr_pool_wait *w = mr_pool_first_waiter(p, u);
     while (w && !w->schema[0] && srv->state.schema[0]) /* it would run in another's schema */
         do
             w = w->next;
         while (w && w->user != u);
+    /* another worker's session that has waited longer goes first (one atomic
+     * read when no other worker waits for the key) */
+    if (atomic_load_explicit(&u->sk->waiting, memory_order_relaxed) > (w != NULL) &&
+        mr_pool_move_out(srv, w ? w->since_ns : 0))
+        return;
     if (w) {
         lend(srv, 0);
         answer(w, srv);
         return;
     }
-    if (first_waiter(p, NULL) && p->total >= p->cap && !room_coming(p))
-        quit_srv(srv); /* a login waits for room */
+    if (atomic_load_explicit(&p->shared->login_waiters, memory_order_relaxed) &&
+        mr_pool_needs_eviction(p, false))
+        quit_srv(srv); /* a login waits for room (on any worker) */
 }
 
 /* A session ended: a key needs no more idle connections than it has
@@ -605,12 +621,13 @@ static void trim(mr_pool_user *u)
 {
     mr_pool *p = u->pool;
     unsigned without = u->sessions > u->nbusy ? u->sessions - u->nbusy : 0; /* hold none now */
-    if (u->nidle <= without + p->cfg->pool_min_idle || first_waiter(p, u))
+    if (u->nidle <= without + p->cfg->pool_min_idle || mr_pool_first_waiter(p, u) ||
+        atomic_load(&u->sk->waiting)) /* another worker's session may want it */
         return;
     mr_srv *last = u->idle;
     while (last->next)
         last = last->next; /* the one idle longest */
-    if (first_waiter(p, NULL))
+    if (atomic_load(&p->shared->login_waiters))
         quit_srv(last); /* a login waits: its room once the server let go */
     else
         mr_pool_drop(last);
@@ -657,8 +674,16 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* A login waited: room may have come before it was queued. */
+static void kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    mr_pool_serve_logins(arg);
+}
+
 mr_pool *mr_pool_new(struct event_base *base, const mr_config *cfg, unsigned worker,
-                     unsigned nworkers)
+                     mr_pool_shared *shared)
 {
     mr_pool *p = calloc(1, sizeof *p);
     if (!p)
@@ -666,16 +691,18 @@ mr_pool *mr_pool_new(struct event_base *base, const mr_config *cfg, unsigned wor
     p->base = base;
     p->cfg = cfg;
     p->worker = worker;
-    p->cap = (unsigned)(cfg->pool_size / (nworkers ? nworkers : 1));
-    if (p->cap == 0)
-        p->cap = 1;
+    p->shared = shared;
     pthread_mutex_init(&p->lock, NULL);
+    pthread_mutex_init(&p->mail_lock, NULL);
     p->sweep = event_new(base, -1, EV_PERSIST, sweep_cb, p);
+    p->kick = event_new(base, -1, 0, kick_cb, p);
+    p->move_timer = event_new(base, -1, 0, mr_pool_move_retry, p);
     struct timeval sec = {1, 0};
-    if (!p->sweep || event_add(p->sweep, &sec) != 0) {
+    if (!p->sweep || !p->kick || !p->move_timer || event_add(p->sweep, &sec) != 0) {
         mr_pool_free(p);
         return NULL;
     }
+    mr_pool_shared_join(shared, p);
     return p;
 }
 
@@ -683,6 +710,9 @@ void mr_pool_free(mr_pool *p)
 {
     if (!p)
         return;
+    if (p->sweep && p->kick && p->move_timer)
+        mr_pool_shared_leave(p->shared, p);
+    mr_pool_mail_close(p); /* no more letters; connections on their way here are closed */
     while (p->wait_head) {
         mr_pool_wait *w = p->wait_head;
         mr_pool_ready ready = w->ready;
@@ -701,12 +731,17 @@ void mr_pool_free(mr_pool *p)
     }
     while (p->closing) {
         mr_srv *s = p->closing;
-        unlink_srv(s, &p->closing);
-        quit_free(s);
+        mr_pool_unlink_srv(s, &p->closing);
+        mr_pool_srv_free(s);
     }
     if (p->sweep)
         event_free(p->sweep);
+    if (p->kick)
+        event_free(p->kick);
+    if (p->move_timer)
+        event_free(p->move_timer);
     pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->mail_lock);
     free(p);
 }
 
@@ -726,8 +761,13 @@ bool mr_pool_holds_thread(mr_pool *p, uint32_t thread_id)
 
 bool mr_pool_user_empty(const mr_pool_user *u)
 {
-    const mr_pool *p = u->pool;
-    return u->nidle + u->nbusy == 0 && p->logins == 0 && p->login_waiters == 0 && p->nclosing == 0;
+    mr_pool_shared *sh = u->pool->shared;
+    if (u->nidle + u->nbusy > 0 || atomic_load(&u->sk->count) > 0)
+        return false;
+    pthread_mutex_lock(&sh->lock);
+    bool none = sh->logins == 0 && atomic_load(&sh->login_waiters) == 0 && sh->nclosing == 0;
+    pthread_mutex_unlock(&sh->lock);
+    return none;
 }
 
 void mr_pool_count(mr_pool *p, uint64_t *counter)
@@ -800,7 +840,7 @@ bool mr_pool_rows(mr_pool *p, mr_pool_row **rows, size_t *n)
         r->idle += u->nidle;
         r->waits += u->waits;
         r->wait_timeouts += u->wait_timeouts;
-        mr_pool_wait *oldest = first_waiter(p, u);
+        mr_pool_wait *oldest = mr_pool_first_waiter(p, u);
         uint64_t us = oldest ? (mr_mono_ns() - oldest->since_ns) / 1000 : 0;
         if (us > r->max_wait_us)
             r->max_wait_us = us;
@@ -853,6 +893,7 @@ void mr_pool_counters(mr_pool *p, mr_pool_totals *t)
     t->evictions += p->evictions;
     t->replays += p->replays;
     t->resets += p->resets;
+    t->moves += p->moves;
     t->connections += p->total - p->nclosing; /* those closing are not lent again */
     t->logins += p->logins;
     for (mr_pool_user *u = p->users; u; u = u->next) {

@@ -156,7 +156,10 @@ class Loop(threading.Thread):
 def check_waiting_target(name, a, b, c):
     """A sleeps on the one connection of A's and C's worker (pool); C's statement waits for it
     (direct: runs): B's KILL QUERY <C's id> answers C's statement ERR 1317 at once, and A's
-    sleep runs whole."""
+    sleep runs whole. B holds the other connection in a transaction: the pool is shared by the
+    workers, and C would borrow B's worker's idle connection instead of waiting."""
+    t.rows(b, "BEGIN")
+    t.rows(b, "SELECT 1 FROM DUAL")
     ra = Run(a, "SELECT SLEEP(1)")
     t.check(running_on(b, "SELECT SLEEP(1)") is not None, "%s: A sleeps" % name)
     rc = Run(c, "SELECT 'c', SLEEP(1)")
@@ -169,6 +172,7 @@ def check_waiting_target(name, a, b, c):
     t.check(time.time() - t0 < 1, "%s: within 1 s of the KILL" % name, time.time() - t0)
     ra.join(5)
     t.eq("%s: A's SLEEP(1) ran whole" % name, ((0,),), ra.result)
+    t.rows(b, "COMMIT")
     t.eq("%s: C answers after it" % name, ((1,),), t.rows(c, "SELECT 1"))
 
 

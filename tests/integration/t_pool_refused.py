@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """A command the pool refuses (ERR 1040 after pool_max_wait) is dropped, and the proxy lives on.
 
-pool = transaction, pool_size 2, two workers: one server connection per
-worker. Session B (the test account) and then D (another account) log in on
-the same worker; D's login closes B's idle connection to make room, and B's
-next statement finds no connection of its account on its worker, and no login
-under way that could bring one: it gets ERR 1158 at once saying so (not a wait
+pool = transaction, pool_size 2, two workers: two server connections for
+the proxy. Session B (the test account) and then D (another account) log in
+on the same worker, after another session of D's account on the other worker;
+D's login closes B's idle connection to make room, and B's next statement
+finds no connection of its account on any worker, and no login under way
+that could bring one: it gets ERR 1158 at once saying so (not a wait
 of pool_max_wait that could never end in a connection), and its session is
 closed so that the driver logs in again. The proxy used to die on the way
 (SIGSEGV: the client pump asked the missing server connection how much it

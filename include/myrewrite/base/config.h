@@ -54,6 +54,7 @@ typedef struct mr_config {
     uint64_t own_connection_timeout_ms; /* read/write timeout of an own connection */
     char *pool;                         /* "session", "transaction" or "statement" (pool/pool.h) */
     uint64_t pool_idle_timeout_ms;      /* an idle pooled connection is closed after it */
+    uint64_t pool_max_connections;      /* server connections of all users (0: pool_size) */
     uint64_t pool_max_lifetime_ms;      /* a pooled connection this old is not reused */
     uint64_t pool_long_data_max;        /* long data a session keeps to send again */
     uint64_t pool_max_wait_ms;          /* a session waits this long for a connection */

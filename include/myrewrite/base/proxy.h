@@ -39,6 +39,7 @@ typedef struct mr_proxy {
     char backend_tls_host[256];     /* the name verify_identity checks */
     struct mr_worker *workers;
     unsigned nworkers;
+    struct mr_pool_shared *pool_shared; /* pool = transaction: what the workers' pools share */
     _Atomic uint64_t next_conn_id;
     _Atomic uint64_t connections;  /* open client connections */
     pthread_mutex_t rules_lock;    /* guards `rules` */

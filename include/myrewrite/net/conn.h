@@ -102,6 +102,24 @@ void mr_conn_set_low_mark(mr_conn *c, size_t low);
  * to one session after another); a NULL callback is not called. */
 void mr_conn_set_callbacks(mr_conn *c, const mr_conn_callbacks *cb, void *arg);
 
+/* Moving a conn to another thread's event_base (a pooled server connection
+ * lent across worker threads). mr_conn_detach, on the owning thread: an
+ * idle conn (nothing to send, nothing read and not consumed, no connect or
+ * TLS handshake under way) lets go of its loop: reading stops, its events
+ * are freed, and no callback runs until it is attached again.
+ * MR_CONN_DETACH_LATER: io = io_uring, its armed recv is being cancelled;
+ * call again on a later loop turn, once the ring gave the recv back (a
+ * recv still armed could take bytes meant for the new thread).
+ * MR_CONN_DETACH_BUSY: bytes wait, or it failed: it cannot move (it is
+ * then as it was, with reading off). mr_conn_attach, on the new thread:
+ * events on `base` (its io_uring ring when the thread has one), reading
+ * off; false: out of memory (the conn can only be freed). */
+#define MR_CONN_DETACHED 0
+#define MR_CONN_DETACH_LATER 1
+#define MR_CONN_DETACH_BUSY 2
+int mr_conn_detach(mr_conn *c);
+bool mr_conn_attach(mr_conn *c, struct event_base *base);
+
 /* The compressed protocol (net/conn_z.c, zlib or zstd at `level`): from
  * now on the input holds what the peer's frames carry and the output is
  * sent in frames. Bytes already in the output go out as they are (they

@@ -16,12 +16,16 @@
  * A connection of one key never serves a session of another. New
  * connections come only from logins: the proxy holds no passwords, so each
  * client login is relayed to the server on a connection of its own (the
- * server checks it), which then joins the pool. `pool_size` bounds every
- * server connection of the worker's share, logins included: a login waits
- * for room, and an idle connection of another key may be closed to make it.
+ * server checks it), which then joins the pool. `pool_max_connections`
+ * bounds every server connection of the proxy, all workers and logins
+ * included, and `pool_size` each user's (counted in pool/move.c): a login
+ * waits for room, and an idle connection of another key may be closed to
+ * make it.
  *
  * One pool per worker, used on that worker's thread only; the counters SHOW
  * POOLS, SHOW SERVERS, SHOW PINS and /metrics read are copied under `lock`.
+ * An idle connection moves to another worker's pool when a session there
+ * waits for its key (pool/shared.h).
  */
 #ifndef MYREWRITE_POOL_POOL_H
 #define MYREWRITE_POOL_POOL_H
@@ -122,6 +126,8 @@ typedef struct mr_srv {
     bool login_known;
     struct mr_stmt_cache *stmts; /* the statements prepared on it (owned; NULL: none yet) */
     struct mr_srv *prev, *next;  /* its user's idle or busy list */
+    unsigned hops;               /* moves between workers since it was last lent */
+    unsigned move_to;            /* the worker it is on its way to */
 } mr_srv;
 
 /* A session waiting for a connection (or for room to log in). */
@@ -149,28 +155,38 @@ typedef struct mr_pool_srv_row {
     uint64_t age_ms, idle_ms, units;
 } mr_pool_srv_row;
 
+struct mr_pool_shared;
+struct mr_pool_letter;
+
 struct mr_pool {
     struct event_base *base;
     const mr_config *cfg;
     unsigned worker;
-    unsigned cap;           /* this worker's share of pool_size */
-    unsigned total;         /* server connections, logins included */
-    unsigned logins;        /* of which logging in */
+    struct mr_pool_shared *shared; /* what the workers' pools share (pool/shared.h) */
+    unsigned total;                /* this worker's server connections, logins included */
+    unsigned logins;               /* of which logging in */
     unsigned nclosing;      /* of which closing for a login (counted until the server lets go) */
     unsigned login_waiters; /* logins waiting for room */
     mr_srv *closing;        /* those closing */
     mr_pool_user *users;
     mr_pool_wait *wait_head, *wait_tail; /* FIFO */
     struct event *sweep;                 /* idle timeout and lifetime, once a second */
-    pthread_mutex_t lock;                /* guards what the snapshots copy */
-    uint64_t pins[MR_PIN_REASONS];       /* pins made, by reason */
-    uint64_t pinned[MR_PIN_REASONS];     /* sessions pinned now, by reason */
+    struct event *kick;                  /* serves the logins waiting, from the loop */
+    mr_srv *moving;                      /* leaving for another worker (io_uring: cancelling) */
+    struct event *move_timer;            /* tries them again */
+    pthread_mutex_t mail_lock;           /* guards the letters */
+    struct mr_pool_letter *mail, *mail_tail;
+    bool mail_closed;                /* the pool is going: no more letters */
+    pthread_mutex_t lock;            /* guards what the snapshots copy */
+    uint64_t pins[MR_PIN_REASONS];   /* pins made, by reason */
+    uint64_t pinned[MR_PIN_REASONS]; /* sessions pinned now, by reason */
     uint64_t waits, wait_timeouts, evictions, replays, resets;
+    uint64_t moves; /* idle connections that came from another worker */
     uint64_t wait_us_sum, wait_us_buckets[MR_POOL_WAIT_BUCKETS]; /* histogram of waits */
 };
 
 mr_pool *mr_pool_new(struct event_base *base, const mr_config *cfg, unsigned worker,
-                     unsigned nworkers);
+                     struct mr_pool_shared *shared);
 void mr_pool_free(mr_pool *p);
 
 /* A session of key k starts (logged in) or ends: the pool keeps a key's
@@ -208,8 +224,9 @@ void mr_pool_give_back(mr_srv *srv, uint64_t session);
 /* srv's connection is gone or unusable: closed and forgotten. */
 void mr_pool_drop(mr_srv *srv);
 
-/* Is thread_id one of the pool's server connections (any thread)? Has u no
- * connection at all, and no login under way or waiting that could bring one? */
+/* Is thread_id one of the pool's server connections (any thread)? Has u's
+ * key no connection on any worker, and no login under way or waiting
+ * anywhere that could bring one? */
 bool mr_pool_holds_thread(mr_pool *p, uint32_t thread_id);
 bool mr_pool_user_empty(const mr_pool_user *u);
 
@@ -231,7 +248,7 @@ bool mr_pool_srv_rows(mr_pool *p, mr_pool_srv_row **rows, size_t *n);
 /* The pool's counters, added into *t (summed over workers). */
 typedef struct mr_pool_totals {
     uint64_t pins[MR_PIN_REASONS], pinned[MR_PIN_REASONS];
-    uint64_t waits, wait_timeouts, evictions, replays, resets;
+    uint64_t waits, wait_timeouts, evictions, replays, resets, moves;
     uint64_t connections, idle, logins, waiting;
     uint64_t wait_us_sum, wait_us_buckets[MR_POOL_WAIT_BUCKETS];
 } mr_pool_totals;

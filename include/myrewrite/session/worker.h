@@ -68,6 +68,7 @@ void mr_shared_rules_release(mr_shared_rules *r);
 #define MR_WORKER_MSG_SCHEMA (-4) /* the schema cache loaded a table: run parked statements */
 #define MR_WORKER_MSG_BG (-6)     /* a feature's background job answered a waiting session */
 #define MR_WORKER_MSG_KILL (-7)   /* another session's KILL concerns a session of this worker */
+#define MR_WORKER_MSG_POOL (-8)   /* letters for the worker's pool (pool/shared.h) */
 
 /* One reference to `rules` moves to the worker. */
 bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *rules);

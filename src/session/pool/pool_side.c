@@ -91,10 +91,11 @@ static void login_room(void *arg, mr_srv *srv, bool timed_out)
     if (timed_out) {
         char msg[300];
         snprintf(msg, sizeof msg,
-                 "Too many connections: myrewrite's pool toward the server is full (pool_size "
-                 "%" PRIu64 ", every connection in use) and none came free within "
-                 "pool_max_wait (%" PRIu64 " ms); see SHOW POOLS",
-                 cfg(s)->pool_size, cfg(s)->pool_max_wait_ms);
+                 "Too many connections: myrewrite's pool toward the server is full "
+                 "(pool_max_connections %" PRIu64 ", all users and workers, every connection in "
+                 "use) and none came free within pool_max_wait (%" PRIu64 " ms); see SHOW POOLS",
+                 cfg(s)->pool_max_connections ? cfg(s)->pool_max_connections : cfg(s)->pool_size,
+                 cfg(s)->pool_max_wait_ms);
         ss_send_err(s, 0, MR_ER_CON_COUNT, "08004", msg);
         ss_close_after_flush(s, MR_CLOSE_BACKEND_DOWN, "no room in the pool to log in");
         return;

@@ -6,6 +6,7 @@
  */
 #include "myrewrite/session/worker.h"
 #include "myrewrite/pool/pool.h"
+#include "myrewrite/pool/shared.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -106,6 +107,10 @@ static void on_message(mr_worker *w, int msg)
         }
         return;
     }
+    if (msg == MR_WORKER_MSG_POOL) {
+        mr_pool_mail(w->pool);
+        return;
+    }
     if (msg == MR_WORKER_MSG_KILL) {
         for (mr_session *s = w->sessions, *next; s; s = next) {
             next = mr_session_next(s); /* s may end below */
@@ -190,6 +195,13 @@ static void fill_upcalls(void)
     ss_up.backend_callbacks = &ss_backend_callbacks;
 }
 
+/* A pool's letters wait (pool/shared.h): its worker reads them. */
+static void pool_wake(void *proxy, unsigned worker)
+{
+    mr_proxy *p = proxy;
+    mr_worker_signal(&p->workers[worker], MR_WORKER_MSG_POOL);
+}
+
 bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *rules)
 {
     static pthread_once_t upcalls_once = PTHREAD_ONCE_INIT;
@@ -214,9 +226,13 @@ bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *ru
     w->base = worker_base();
     if (!w->base)
         return false;
-    if (strcmp(p->cfg->pool, "session") != 0 && /* transaction, statement */
-        !(w->pool = mr_pool_new(w->base, p->cfg, id, p->nworkers)))
-        return false;
+    if (strcmp(p->cfg->pool, "session") != 0) { /* transaction, statement */
+        /* the first worker's start, on the main thread, makes the shared part */
+        if (!p->pool_shared)
+            p->pool_shared = mr_pool_shared_new(p->cfg, p->nworkers, pool_wake, p);
+        if (!p->pool_shared || !(w->pool = mr_pool_new(w->base, p->cfg, id, p->pool_shared)))
+            return false;
+    }
     w->pipe_ev = event_new(w->base, w->pipe_rd, EV_READ | EV_PERSIST, pipe_cb, w);
     if (!w->pipe_ev || event_add(w->pipe_ev, NULL) != 0)
         return false;
@@ -240,4 +256,9 @@ void mr_worker_join(mr_worker *w)
     event_base_free(w->base);
     close(w->pipe_rd);
     close(w->pipe_wr);
+    mr_proxy *p = w->proxy;
+    if (w == &p->workers[p->nworkers - 1]) { /* the last: every pool is gone */
+        mr_pool_shared_free(p->pool_shared);
+        p->pool_shared = NULL;
+    }
 }
