@@ -94,7 +94,7 @@ typedef struct ss_pnote {
     uint32_t rows;    /* a staged DELAYED rule: staging rows it sends */
     struct mr_rule_stats *page_rule, *staged_rule; /* their counters (NULL: none) */
     struct mr_rule_stats *staged_table;            /* a derived table's own counters (NULL: none) */
-    bool rewritten; /* a delayed, paginate or queue rule rewrote it: no
+    bool rewritten; /* a rule of a no_bulk kind (rules/kind.h) rewrote it: no
                        COM_STMT_BULK_EXECUTE of it is relayed */
 } ss_pnote;
 

@@ -11,6 +11,7 @@
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/proto/query_attrs.h"
+#include "myrewrite/rules/kind.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/sql/charset_guard.h"
@@ -99,16 +100,15 @@ void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void 
         mr_command_build2(out, cmd, s->qattrs, s->qattrs_len, text, len);
 }
 
-/* Did a delayed, paginate or queue rule rewrite the statement? */
-static bool feature_rewrite(const mr_match_result *res)
+/* Did a rule whose kind says so (no_bulk, rules/kind.h) rewrite it? */
+static bool rewritten_no_bulk(const mr_match_result *res)
 {
     if (res->action != MR_ACT_REWRITE)
         return false;
-    for (unsigned i = 0; i < res->nmatched; i++) {
-        mr_rule_type k = res->matched[i]->kind;
-        if (k == MR_RULE_DELAYED || k == MR_RULE_PAGINATE || k == MR_RULE_QUEUE)
+    unsigned n = res->nmatched < MR_MATCH_MAX_RULES ? res->nmatched : MR_MATCH_MAX_RULES;
+    for (unsigned i = 0; i < n; i++)
+        if (res->matched[i]->entry->no_bulk)
             return true;
-    }
     return false;
 }
 
@@ -185,7 +185,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     }
     if (res->page_guard.rule)
         ss_prepared_note_guard(s, &res->page_guard); /* checked at each COM_STMT_EXECUTE */
-    if (ctx.prepared && feature_rewrite(res))
+    if (ctx.prepared && rewritten_no_bulk(res))
         s->pnote_next.rewritten = true; /* no bulk execute of it (session/prepared.c) */
     if (res->read_committed && cmd == MR_COM_QUERY)
         ss_prelude_read_committed(s); /* ahead of the statement, rewritten or not */
