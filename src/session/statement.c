@@ -187,10 +187,6 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
         ss_prepared_note_guard(s, &res->page_guard); /* checked at each COM_STMT_EXECUTE */
     if (ctx.prepared && rewritten_no_bulk(res))
         s->pnote_next.rewritten = true; /* no bulk execute of it (session/prepared.c) */
-    if (res->read_committed && cmd == MR_COM_QUERY)
-        ss_prelude_read_committed(s); /* ahead of the statement, rewritten or not */
-    else if (res->read_committed)
-        s->pnote_next.claim = true; /* ahead of each COM_STMT_EXECUTE of it */
     st.res = res;
     v = ss_hooks_statement(s, false, &st);
     if (v != STMT_RELAY || st.send)
