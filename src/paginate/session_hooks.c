@@ -290,9 +290,13 @@ static void ports(mr_fsession *fs, void **st, mr_stmt_ctx *ctx)
     ctx->bookmarks = k && k->temp_tables ? NULL : &mr_bookmarks_store;
 }
 
+/* --explain: no session, so no temporary tables; the store as it is. */
+static void explain_ports(mr_stmt_ctx *ctx) { ctx->bookmarks = &mr_bookmarks_store; }
+
 const mr_feature mr_paginate_feature = {
     .name = "paginate",
     .ports = ports,
+    .explain_ports = explain_ports,
     .command = command,
     .before_rules = before_rules,
     .statement = statement,

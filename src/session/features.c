@@ -55,6 +55,13 @@ void mr_features_stop(const mr_proxy *p)
             ss_features[i]->stop(p);
 }
 
+void mr_features_explain_ports(mr_stmt_ctx *ctx)
+{
+    for (unsigned i = 0; i < ss_nfeatures; i++)
+        if (ss_features[i]->explain_ports)
+            ss_features[i]->explain_ports(ctx);
+}
+
 void mr_features_prepare(const mr_proxy *p, const mr_ruleset *rs)
 {
     for (unsigned i = 0; i < ss_nfeatures; i++)

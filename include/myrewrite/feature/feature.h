@@ -156,6 +156,9 @@ typedef struct mr_feature {
      * .derived...): filled into the context before each statement's rules,
      * after its before_rules hooks. */
     void (*ports)(mr_fsession *fs, void **st, mr_stmt_ctx *ctx);
+    /* The ports of `--explain`'s statement side (no session; main thread):
+     * what ports gives a session that has no state of the feature's. */
+    void (*explain_ports)(mr_stmt_ctx *ctx);
     /* The first packet of every command (p: n of its len payload bytes,
      * p[0] the command), before the session looks at it. PASS, ANSWERED
      * (a prepared statement's execute answered here) or PARK. */
