@@ -41,6 +41,8 @@ void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared
     mr_client_set_text(&w->clients, &s->slot, res->digest);
     if (res->unreadable != MR_UNREADABLE_NONE)
         count_unreadable(s, res);
-    if (res->nmatched) /* what each feature's rules did: its own counters */
-        ss_hooks_verdict(s, res, prepared ? s->pnote_next.fnote : NULL);
+    if (!res->nmatched)
+        return; /* no rule acted: no feature has anything to count or note */
+    ss_hooks_verdict(s, res, prepared ? s->pnote_next.fnote : NULL);
+    s->pnote_next.fnoted |= prepared;
 }

@@ -52,7 +52,7 @@ struct ss_pguard {
 
 static void note_clear(ss_pnote *n)
 {
-    for (unsigned i = 0; i < MR_FEATURES_MAX; i++)
+    for (unsigned i = 0; n->fnoted && i < MR_FEATURES_MAX; i++)
         free(n->fnote[i]);
     if (n->guard) {
         free(n->guard->message);
@@ -89,7 +89,7 @@ void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g)
 
 static bool worth_keeping(const ss_pnote *n)
 {
-    for (unsigned i = 0; i < MR_FEATURES_MAX; i++)
+    for (unsigned i = 0; n->fnoted && i < MR_FEATURES_MAX; i++)
         if (n->fnote[i])
             return true;
     return n->guard || n->rewritten;
@@ -330,7 +330,8 @@ bool ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n,
     }
     if (note->guard && guard_refuses(s, note->guard, p, n, len))
         return true;
-    ss_hooks_execute(s, note->fnote); /* counts, a claim's prelude */
+    if (note->fnoted)
+        ss_hooks_execute(s, note->fnote); /* counts, a claim's prelude */
     if (note->guard && note->guard->owe_types)
         pay_types(s, note->guard, p, n, len); /* after the prelude: it goes out first */
     return false;

@@ -89,7 +89,8 @@ typedef struct ss_pguard ss_pguard;
 typedef struct ss_pnote {
     uint32_t id;
     ss_pguard *guard;             /* max_offset for its `?` offset (owned; NULL: none) */
-    void *fnote[MR_FEATURES_MAX]; /* each feature's note (its verdict hook's; owned) */
+    bool fnoted;                  /* the verdict hooks ran with fnote: ... */
+    void *fnote[MR_FEATURES_MAX]; /* ... each feature's note (its verdict hook's; owned) */
     bool rewritten;               /* a rule of a no_bulk kind (rules/kind.h) rewrote it: no
                                      COM_STMT_BULK_EXECUTE of it is relayed */
 } ss_pnote;
