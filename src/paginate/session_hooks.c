@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/session_hooks.c - the paginate feature's hooks in a client
- * session (feature/feature.h): what a session does for keyset pagination.
- * Counts the
- * rules' keyset decisions and deep pages (sent as deferred joins or
- * refused; a prepared one at each execute), hands the response of a watched page to its
- * watch (whole column-definition and row packets), and tells the bookmark
- * store about writes passing through, so bookmarks of a table written
- * since are dropped.
+ * session (feature/feature.h): what a session does for deep pages. Counts
+ * the pages its rules sent as deferred joins or refused (a prepared page
+ * at each execute) and their keyset decisions, hands the response of a
+ * watched page to its watch (whole column-definition and row packets), and
+ * tells the bookmark store about writes passing through, so bookmarks of a
+ * table written since are dropped.
  *
  * Bookmarks are per account (the listing's hash, paginate/keyset_sql.c)
  * and never cross a session that may have temporary tables: its names may
