@@ -43,6 +43,8 @@ void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared
         count_unreadable(s, res);
     if (!res->nmatched)
         return; /* no rule acted: no feature has anything to count or note */
-    ss_hooks_verdict(s, res, prepared ? s->pnote_next.fnote : NULL);
-    s->pnote_next.fnoted |= prepared;
+    if (prepared)
+        ss_prepared_verdict(s, res); /* what each execute repeats, kept with the statement */
+    else
+        ss_hooks_verdict(s, res, NULL);
 }

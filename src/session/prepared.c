@@ -52,8 +52,11 @@ struct ss_pguard {
 
 static void note_clear(ss_pnote *n)
 {
-    for (unsigned i = 0; n->fnoted && i < MR_FEATURES_MAX; i++)
-        free(n->fnote[i]);
+    if (n->fnote) {
+        for (unsigned i = 0; i < MR_FEATURES_MAX; i++)
+            free(n->fnote[i]);
+        free(n->fnote);
+    }
     if (n->guard) {
         free(n->guard->message);
         free(n->guard->owed);
@@ -87,13 +90,28 @@ void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g)
     s->pnote_next.guard = pg;
 }
 
-static bool worth_keeping(const ss_pnote *n)
+/* The notes live on the stack until one is made: a prepare the features
+ * note nothing of allocates nothing. */
+void ss_prepared_verdict(mr_session *s, const mr_match_result *res)
 {
-    for (unsigned i = 0; n->fnoted && i < MR_FEATURES_MAX; i++)
-        if (n->fnote[i])
-            return true;
-    return n->guard || n->rewritten;
+    void *notes[MR_FEATURES_MAX] = {0};
+    ss_hooks_verdict(s, res, notes);
+    unsigned i = 0;
+    while (i < MR_FEATURES_MAX && !notes[i])
+        i++;
+    if (i == MR_FEATURES_MAX)
+        return;
+    if (!(s->pnote_next.fnote = malloc(sizeof notes))) {
+        mr_warn(s->id, "out of memory: a prepared statement runs without what the features "
+                       "noted (counts, a claim's prelude)");
+        for (; i < MR_FEATURES_MAX; i++)
+            free(notes[i]);
+        return;
+    }
+    memcpy(s->pnote_next.fnote, notes, sizeof notes);
 }
+
+static bool worth_keeping(const ss_pnote *n) { return n->fnote || n->guard || n->rewritten; }
 
 void ss_prepared_done(mr_session *s, bool ok, uint32_t id)
 {
@@ -330,7 +348,7 @@ bool ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n,
     }
     if (note->guard && guard_refuses(s, note->guard, p, n, len))
         return true;
-    if (note->fnoted)
+    if (note->fnote)
         ss_hooks_execute(s, note->fnote); /* counts, a claim's prelude */
     if (note->guard && note->guard->owe_types)
         pay_types(s, note->guard, p, n, len); /* after the prelude: it goes out first */

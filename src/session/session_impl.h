@@ -88,11 +88,11 @@ typedef struct ss_pguard ss_pguard;
  * what each COM_STMT_EXECUTE of it must repeat (session/prepared.c). */
 typedef struct ss_pnote {
     uint32_t id;
-    ss_pguard *guard;             /* max_offset for its `?` offset (owned; NULL: none) */
-    bool fnoted;                  /* the verdict hooks ran with fnote: ... */
-    void *fnote[MR_FEATURES_MAX]; /* ... each feature's note (its verdict hook's; owned) */
-    bool rewritten;               /* a rule of a no_bulk kind (rules/kind.h) rewrote it: no
-                                     COM_STMT_BULK_EXECUTE of it is relayed */
+    ss_pguard *guard; /* max_offset for its `?` offset (owned; NULL: none) */
+    void **fnote;     /* MR_FEATURES_MAX notes, the features' verdict hooks' (owned,
+                         each and the array; NULL: none) */
+    bool rewritten;   /* a rule of a no_bulk kind (rules/kind.h) rewrote it: no
+                         COM_STMT_BULK_EXECUTE of it is relayed */
 } ss_pnote;
 
 struct mr_session {
@@ -295,6 +295,8 @@ void ss_prepared_forget_all(mr_session *s);
 /* The COM_STMT_PREPARE going out: s->pnote_next starts empty; a page whose
  * `?` offset a rule's max_offset guards is noted (g->rule set). */
 void ss_prepared_begin(mr_session *s);
+/* Its verdict hooks: what they note is kept with s->pnote_next. */
+void ss_prepared_verdict(mr_session *s, const mr_match_result *res);
 void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g);
 /* p[0..n) of a len-byte command: true when the proxy answered it itself
  * (an execute whose offset is beyond max_offset gets the rule's ERR). */
