@@ -179,7 +179,7 @@ static double bench_digest(long iters)
     return (now_ns() - t0) / ((double)iters * NMIX);
 }
 
-/* ns per pair of clock reads, the way session/statement.c takes them. */
+/* ns per pair of clock reads, the way session/stmt/statement.c takes them. */
 static double bench_clock_pair(clockid_t id, long iters)
 {
     double t0 = now_ns();

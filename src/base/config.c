@@ -29,7 +29,7 @@ typedef enum key_type {
     T_COMPRESSION, /* no, zlib, zstd or yes (both), into MR_COMPRESS_* bits */
     T_IO,          /* epoll, or io_uring when built with it */
     T_ZSTD_LEVEL,  /* a whole number 1-22 (zstd's levels), into a uint64_t */
-    T_POOL,        /* session or transaction */
+    T_POOL,        /* session, transaction or statement */
 } key_type;
 
 /* zstd's levels, as net/zframe.h's MR_ZSTD_LEVEL_MIN/MAX (base cannot include net). */
@@ -140,7 +140,8 @@ static const key_def keys[] = {
      "connection it logged in on, as a direct client would) or transaction (a session "
      "borrows a pooled connection for each transaction or autocommit statement and gives it "
      "back, with its state replayed on the next one; state that cannot be replayed pins the "
-     "session, see SHOW POOLS)"},
+     "session, see SHOW POOLS) or statement (as transaction, but a statement whose words would "
+     "pin the session, such as BEGIN, LOCK TABLES or SET @x, is refused with an ERR)"},
     {"pool_idle_timeout", T_DURATION, K(pool_idle_timeout_ms), "10m",
      "pool = transaction: an idle pooled connection unused this long is closed, keeping "
      "pool_min_idle of each pool; 0: never"},
@@ -337,7 +338,7 @@ static const char *expected_form(key_type t)
     case T_COMPRESSION: return "one of no, zlib, zstd, yes (zlib and zstd)";
     case T_IO: return "epoll or io_uring";
     case T_ZSTD_LEVEL: return "a whole number from 1 to 22 (zstd's levels)";
-    case T_POOL: return "session or transaction";
+    case T_POOL: return "one of session, transaction, statement";
     default: return "text";
     }
 }
@@ -354,7 +355,9 @@ static bool valid_value(const key_def *k, const char *value, void *field)
     case T_UNREADABLE:
         return !strcmp(value, "auto") || !strcmp(value, "pass") || !strcmp(value, "block");
     case T_TLSVER: return !strcmp(value, "TLSv1.2") || !strcmp(value, "TLSv1.3");
-    case T_POOL: return !strcmp(value, "session") || !strcmp(value, "transaction");
+    case T_POOL:
+        return !strcmp(value, "session") || !strcmp(value, "transaction") ||
+               !strcmp(value, "statement");
     case T_BACKEND_TLS:
         return !strcmp(value, "off") || !strcmp(value, "prefer") || !strcmp(value, "require") ||
                !strcmp(value, "verify_ca") || !strcmp(value, "verify_identity");

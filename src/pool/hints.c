@@ -5,6 +5,7 @@
  */
 #include "myrewrite/pool/hints.h"
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +62,78 @@ static uint32_t words_of(const sql_lexer *lx, const sql_token *t, const char *sq
     return pins;
 }
 
+/* `SET [SESSION] autocommit = <not 1, ON, TRUE>` (also as @@autocommit,
+ * @@session.autocommit): each statement after it opens a transaction. */
+static bool autocommit_off(const sql_lexer *lx, const sql_token *t, const char *sql)
+{
+    static const char name[] = "autocommit";
+    size_t n = sizeof name - 1;
+    bool named = word(t, sql, name) || (t->kind == SQL_TOK_SYSVAR && t->len >= n + 2 &&
+                                        strncasecmp(sql + t->off + t->len - n, name, n) == 0 &&
+                                        strchr("@.", sql[t->off + t->len - n - 1]));
+    sql_lexer ahead = *lx;
+    sql_token eq, v;
+    if (!named || !sql_lexer_next_sig(&ahead, &eq) || eq.kind != SQL_TOK_OP ||
+        (eq.id != SQL_OP_EQ && eq.id != SQL_OP_ASSIGN) || !sql_lexer_next_sig(&ahead, &v))
+        return false;
+    bool on = (v.kind == SQL_TOK_NUMBER && v.len == 1 && sql[v.off] == '1') ||
+              word(&v, sql, "ON") || word(&v, sql, "TRUE");
+    return !on;
+}
+
+/* A lone BEGIN [WORK] (not BEGIN NOT ATOMIC, a compound statement). */
+static bool begin_alone(const sql_lexer *lx, const sql_token *t, const char *sql)
+{
+    if (!word(t, sql, "BEGIN"))
+        return false;
+    sql_lexer ahead = *lx;
+    sql_token n;
+    return !sql_lexer_next_sig(&ahead, &n) || n.kind == SQL_TOK_SEMI || word(&n, sql, "WORK");
+}
+
+/* The second word of a statement after the first, `prev`. */
+static uint32_t opens_second(const sql_token *prev, const sql_token *t, const char *sql)
+{
+    if ((word(prev, sql, "START") && word(t, sql, "TRANSACTION")) ||
+        (word(prev, sql, "XA") && (word(t, sql, "START") || word(t, sql, "BEGIN"))))
+        return MR_HINT(MR_PIN_TRANSACTION);
+    if (word(prev, sql, "LOCK") && (word(t, sql, "TABLE") || word(t, sql, "TABLES")))
+        return MR_HINT(MR_PIN_LOCKED_TABLES);
+    if (word(prev, sql, "SET") && word(t, sql, "TRANSACTION"))
+        return MR_HINT(MR_PIN_TRX_NEXT);
+    return 0;
+}
+
+uint32_t mr_pool_opens(const char *sql, size_t len, unsigned lex_flags)
+{
+    sql_lexer lx;
+    sql_token t, prev = {0};
+    unsigned nth = 0;
+    bool set = false;
+    uint32_t r = 0;
+    sql_lexer_init(&lx, sql, len, lex_flags);
+    while (sql_lexer_next_sig(&lx, &t)) {
+        if (t.kind == SQL_TOK_SEMI) {
+            nth = 0;
+            continue;
+        }
+        if (nth == 0) {
+            set = word(&t, sql, "SET");
+            if (begin_alone(&lx, &t, sql))
+                r |= MR_HINT(MR_PIN_TRANSACTION);
+            else if (word(&t, sql, "PREPARE"))
+                r |= MR_HINT(MR_PIN_PREPARED_SQL);
+        } else if (nth == 1) {
+            r |= opens_second(&prev, &t, sql);
+        }
+        if (set && autocommit_off(&lx, &t, sql))
+            r |= MR_HINT(MR_PIN_TRANSACTION);
+        prev = t;
+        nth++;
+    }
+    return r;
+}
+
 void mr_pool_hints_read(const char *sql, size_t len, unsigned lex_flags, bool own, mr_pool_hints *h)
 {
     sql_lexer lx;
@@ -97,32 +170,174 @@ void mr_pool_hints_read(const char *sql, size_t len, unsigned lex_flags, bool ow
     h->replay_only = set_or_use && !h->pins;
 }
 
-bool mr_pool_own_connection_id(const char *sql, size_t len, unsigned lex_flags, uint32_t id,
-                               mr_buf *out)
+/* Where the lexer stands for mr_pool_own_values: parentheses open, and the
+ * depth of a select list it is in (-1: none), read one token at a time. */
+typedef struct own_walk {
+    int depth;
+    int list;       /* the depth of the select list being read, or -1 */
+    bool item_open; /* the token before starts a select item (SELECT, a modifier, ',') */
+    bool first;     /* in the text's first statement */
+    bool starts;    /* the next token starts a statement */
+} own_walk;
+
+static bool select_modifier(const sql_token *t, const char *sql)
+{
+    static const char *const mods[] = {"ALL", "DISTINCT", "DISTINCTROW", "HIGH_PRIORITY",
+                                       "STRAIGHT_JOIN"};
+    if (t->kind != SQL_TOK_WORD)
+        return false;
+    if (t->len > 4 && strncasecmp(sql + t->off, "SQL_", 4) == 0)
+        return true;
+    for (unsigned i = 0; i < sizeof mods / sizeof mods[0]; i++)
+        if (sql_tok_is_word(t, sql, mods[i]))
+            return true;
+    return false;
+}
+
+/* Follows the token t (not a call taken). */
+static void walk_step(own_walk *w, const sql_token *t, const char *sql)
+{
+    bool opens = false;
+    if (t->kind == SQL_TOK_LPAREN)
+        w->depth++;
+    else if (t->kind == SQL_TOK_RPAREN && w->depth > 0 && --w->depth < w->list)
+        w->list = -1; /* a subquery's select list ends with it */
+    else if (t->kind == SQL_TOK_SEMI)
+        w->first = false, w->list = -1, w->depth = 0, w->starts = true;
+    else if (word(t, sql, "SELECT"))
+        w->list = w->depth, opens = true;
+    else if (t->kind == SQL_TOK_COMMA)
+        opens = w->list == w->depth;
+    else if (w->list == w->depth && select_modifier(t, sql))
+        opens = w->item_open;
+    else if (w->list == w->depth && word(t, sql, "FROM"))
+        w->list = -1;
+    w->item_open = opens;
+}
+
+/* The token after a call ends a select item: the item is the call alone. */
+static bool item_ends(const sql_token *n, bool more, const char *sql)
+{
+    static const char *const ends[] = {"FROM",  "INTO",   "UNION",  "EXCEPT", "INTERSECT",
+                                       "WHERE", "GROUP",  "HAVING", "ORDER",  "LIMIT",
+                                       "FOR",   "WINDOW", "LOCK"};
+    if (!more || n->kind == SQL_TOK_COMMA || n->kind == SQL_TOK_SEMI || n->kind == SQL_TOK_RPAREN)
+        return true;
+    for (unsigned i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        if (word(n, sql, ends[i]))
+            return true;
+    return false;
+}
+
+/* Which value, if any, stands for the call at t; *v its text. */
+static bool own_value(const sql_token *t, const char *sql, const mr_pool_own *own,
+                      const own_walk *w, char *v, size_t cap)
+{
+    if (sql_tok_is_word(t, sql, "CONNECTION_ID"))
+        return snprintf(v, cap, "%" PRIu32, own->connection_id) > 0;
+    if (!w->first) /* an earlier statement of the text sets them, on the same connection */
+        return false;
+    if (own->row_count_known && sql_tok_is_word(t, sql, "ROW_COUNT"))
+        return snprintf(v, cap, "%" PRId64, own->row_count) > 0;
+    if (own->found_rows_known && sql_tok_is_word(t, sql, "FOUND_ROWS"))
+        return snprintf(v, cap, "%" PRIu64, own->found_rows) > 0;
+    return false;
+}
+
+/* The value for the call spanning [from, to) of sql. In a select list
+ * `COALESCE(value, call)`, whose type is the call's BIGINT (a bare number
+ * is an INT: a column of another type than direct), and as a select item
+ * alone with ` AS `call`` too, the column's name as direct; elsewhere the
+ * bare number (a constant to the optimizer: a claim's `owner = <id>` uses
+ * its index). */
+static void put_value(mr_buf *out, const char *sql, size_t from, size_t to, const char *v,
+                      bool listed, bool item)
+{
+    if (!listed) {
+        mr_buf_put(out, v, strlen(v));
+        return;
+    }
+    mr_buf_put(out, "COALESCE(", 9);
+    mr_buf_put(out, v, strlen(v));
+    mr_buf_put(out, ",", 1);
+    mr_buf_put(out, sql + from, to - from);
+    mr_buf_put(out, ")", 1);
+    if (!item)
+        return;
+    mr_buf_put(out, " AS `", 5);
+    for (size_t i = from; i < to; i++) /* a comment inside may hold one */
+        mr_buf_put(out, sql + i, sql[i] == '`' ? 0 : 1);
+    mr_buf_put(out, "`", 1);
+}
+
+/* CREATE or ALTER (t) of a stored program, a trigger, an event or a view:
+ * the first object word after the options (OR REPLACE, DEFINER = ...,
+ * ALGORITHM = ..., SQL SECURITY ...) says which. */
+static bool stored_object(const sql_lexer *lx, const sql_token *t, const char *sql)
+{
+    static const char *const stored[] = {"TRIGGER", "PROCEDURE", "FUNCTION",
+                                         "EVENT",   "VIEW",      "PACKAGE"};
+    static const char *const other[] = {"TABLE",    "TEMPORARY", "INDEX",     "UNIQUE",
+                                        "DATABASE", "SCHEMA",    "USER",      "ROLE",
+                                        "SEQUENCE", "SERVER",    "TABLESPACE"};
+    if (!word(t, sql, "CREATE") && !word(t, sql, "ALTER"))
+        return false;
+    sql_lexer ahead = *lx;
+    sql_token n;
+    while (sql_lexer_next_sig(&ahead, &n) && n.kind != SQL_TOK_SEMI) {
+        for (unsigned i = 0; i < sizeof stored / sizeof stored[0]; i++)
+            if (word(&n, sql, stored[i]))
+                return true;
+        for (unsigned i = 0; i < sizeof other / sizeof other[0]; i++)
+            if (word(&n, sql, other[i]))
+                return false;
+    }
+    return false;
+}
+
+bool mr_pool_own_values(const char *sql, size_t len, unsigned lex_flags, const mr_pool_own *own,
+                        mr_buf *out)
 {
     sql_lexer lx;
     sql_token t;
     size_t copied = 0;
-    char num[16];
-    int nlen = snprintf(num, sizeof num, "%u", id);
+    own_walk w = {.list = -1, .first = true, .starts = true};
+    char v[24];
     sql_lexer_init(&lx, sql, len, lex_flags);
     while (sql_lexer_next_sig(&lx, &t)) {
-        if (!call_of(&lx, &t, sql, "CONNECTION_ID"))
-            continue;
-        sql_token open, close;
+        /* a stored program's body (its `;` included), a view: evaluated where they
+         * run, by whoever runs them; out is the caller's to drop */
+        if (w.starts && stored_object(&lx, &t, sql))
+            return false;
+        w.starts = false;
+        sql_token open, close, next;
         sql_lexer ahead = lx;
-        if (!sql_lexer_next_sig(&ahead, &open) || !sql_lexer_next_sig(&ahead, &close) ||
-            close.kind != SQL_TOK_RPAREN)
-            continue; /* CONNECTION_ID takes no argument: the server's error stands */
+        if (t.kind != SQL_TOK_WORD || !own_value(&t, sql, own, &w, v, sizeof v) ||
+            !sql_lexer_next_sig(&ahead, &open) || open.kind != SQL_TOK_LPAREN ||
+            !sql_lexer_next_sig(&ahead, &close) || close.kind != SQL_TOK_RPAREN) {
+            walk_step(&w, &t, sql); /* these take no argument: else the server's error stands */
+            continue;
+        }
+        sql_lexer after = ahead;
+        bool more = sql_lexer_next_sig(&after, &next);
+        bool item = w.item_open && w.list == w.depth && item_ends(&next, more, sql);
         mr_buf_put(out, sql + copied, t.off - copied);
-        mr_buf_put(out, num, (size_t)nlen);
+        put_value(out, sql, t.off, close.off + close.len, v, w.list >= 0, item);
         copied = close.off + close.len;
         lx = ahead;
+        w.item_open = false;
     }
     if (!copied)
         return false;
     mr_buf_put(out, sql + copied, len - copied);
     return true;
+}
+
+bool mr_pool_own_connection_id(const char *sql, size_t len, unsigned lex_flags, uint32_t id,
+                               mr_buf *out)
+{
+    mr_pool_own own = {.connection_id = id};
+    return mr_pool_own_values(sql, len, lex_flags, &own, out);
 }
 
 /* One `[SESSION | LOCAL | @@session. | @@local. | @@]name = value`. */

@@ -80,6 +80,7 @@ void mr_tracker_begin(mr_tracker *t, mr_expect expect)
     t->expect = expect;
     t->ended_with_err = false;
     t->remaining = 0;
+    t->sets = 0;
     switch (expect) {
     case MR_EXPECT_ONE: t->state = MR_TS_ONE; break;
     case MR_EXPECT_AUTH: t->state = MR_TS_AUTH; break;
@@ -165,6 +166,7 @@ static mr_track_result feed_first(mr_tracker *t, const uint8_t *p, size_t n, uin
         if (mr_ok_parse(p, n, &t->last_ok) != MR_OK)
             return MR_TRACK_MALFORMED;
         t->oks++;
+        t->rows_last = false;
         ended(t, true);
         return end_of_result(t, t->last_ok.status);
     }
@@ -186,6 +188,9 @@ static mr_track_result feed_first(mr_tracker *t, const uint8_t *p, size_t n, uin
     if (r.pos != len)
         return MR_TRACK_MALFORMED;
     t->remaining = count;
+    t->sets++;
+    t->rows = 0;
+    t->rows_last = true;
     /* MARIADB_CLIENT_CACHE_METADATA: "metadata follows" = 0 when the client
      * has the columns already (an execute of a statement whose prepare sent
      * them); CLIENT_OPTIONAL_RESULTSET_METADATA: 0 under resultset_metadata
@@ -222,8 +227,10 @@ static mr_track_result feed_rows(mr_tracker *t, const uint8_t *p, size_t n, uint
 {
     if (n > 0 && p[0] == 0xff)
         return err_packet(t);
-    if (!is_terminator(t, p, n, len))
+    if (!is_terminator(t, p, n, len)) {
+        t->rows++;
         return MR_TRACK_MORE; /* a row */
+    }
     uint16_t status = 0;
     if (terminator_status(t, p, n, len, &status) != MR_TRACK_MORE)
         return MR_TRACK_MALFORMED;

@@ -3,11 +3,13 @@
  * queue/release.c - release on disconnect and the zombie reaper for queue rules
  * (see queue/release.h for the order of a release and the threads involved).
  *
- * Workers push ended backend connection ids under `Q.lock`; the queue's
+ * Workers push ended sessions (the owner id of their claims, and the server
+ * connection whose end the release waits for) under `Q.lock`; the queue's
  * bgconn thread (tick) moves them to its own waiting list, polls
- * information_schema.PROCESSLIST until each id is gone, then releases its
- * claims in every queue table. The same thread runs the reaper rounds.
- * Owns the copies of the queue rules, the id lists and the counters.
+ * information_schema.PROCESSLIST until each such connection is gone, then
+ * releases the owner's claims in every queue table. The same thread runs
+ * the reaper rounds. Owns the copies of the queue rules, the id lists and
+ * the counters.
  */
 #include "myrewrite/queue/release.h"
 #include "myrewrite/base/clock.h"
@@ -23,6 +25,7 @@
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/net/bgconn.h"
+#include "myrewrite/queue/live.h"
 #include "myrewrite/queue/release_sql.h"
 
 #define POLL_MS 20         /* while ended connections wait to disappear */
@@ -32,8 +35,15 @@
 #define IN_LIST_MAX 256    /* ids per PROCESSLIST query */
 #define ENDED_MAX 1000000  /* ended ids kept while the own connection is down */
 
+/* An ended session: whose claims, once which connection is gone. */
+typedef struct ended {
+    uint32_t owner; /* the claims' owner id */
+    uint32_t wait;  /* the server connection to wait for (0: none) */
+} ended;
+
 typedef struct waiting {
-    uint64_t id;
+    uint64_t id;   /* the claims' owner */
+    uint64_t wait; /* the connection that must be gone first (0: none) */
     uint64_t since_ms;
     bool killed;
     unsigned tries;
@@ -49,7 +59,7 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t idle_cond;
     /* guarded by lock */
-    uint32_t *ended;
+    ended *ended;
     size_t nended, ended_cap;
     bool ended_full; /* ENDED_MAX reached: said once until the list drains */
     defs next;       /* from mr_queue_configure, adopted by the thread */
@@ -70,6 +80,8 @@ static struct {
 } Q = {.lock = PTHREAD_MUTEX_INITIALIZER, .idle_cond = PTHREAD_COND_INITIALIZER, .idle = true};
 
 const mr_queue_stats *mr_queue_stats_get(void) { return &Q.stats; }
+
+bool mr_queue_active(void) { return atomic_load_explicit(&Q.active, memory_order_relaxed); }
 
 /* ---- rule copies ---------------------------------------------------------------- */
 
@@ -192,7 +204,7 @@ void mr_queue_configure(const mr_proxy *p, const mr_ruleset *rs)
         mr_bgconn_wake(Q.bg);
 }
 
-void mr_queue_session_ended(uint32_t id)
+void mr_queue_session_ended(uint32_t id, uint32_t wait)
 {
     if (!atomic_load_explicit(&Q.active, memory_order_relaxed) || id == 0)
         return;
@@ -211,20 +223,19 @@ void mr_queue_session_ended(uint32_t id)
     bool ok = Q.nended < Q.ended_cap;
     if (!ok) {
         size_t cap = Q.ended_cap ? Q.ended_cap * 2 : 256;
-        uint32_t *e = realloc(Q.ended, cap * sizeof *e);
+        ended *e = realloc(Q.ended, cap * sizeof *e);
         if ((ok = e != NULL)) {
             Q.ended = e;
             Q.ended_cap = cap;
         }
     }
     if (ok) {
-        Q.ended[Q.nended++] = id;
+        Q.ended[Q.nended++] = (ended){.owner = id, .wait = wait};
         Q.idle = false;
     }
     pthread_mutex_unlock(&Q.lock);
     if (!ok)
-        mr_error(0, "queue: out of memory; claims of backend connection %u are left to the reaper",
-                 id);
+        mr_error(0, "queue: out of memory; claims of connection %u are left to the reaper", id);
     mr_bgconn_wake(Q.bg);
 }
 
@@ -250,6 +261,7 @@ void mr_queue_stop(uint64_t drain_ms)
     free(Q.next_reap);
     free(Q.wait);
     free(Q.ended);
+    mr_queue_live_free();
     Q.next_reap = NULL;
     Q.wait = NULL;
     Q.ended = NULL;
@@ -349,7 +361,8 @@ static void take_ended(uint64_t now)
 {
     pthread_mutex_lock(&Q.lock);
     for (size_t i = 0; i < Q.nended && wait_grow(); i++)
-        Q.wait[Q.nwait++] = (waiting){.id = Q.ended[i], .since_ms = now};
+        Q.wait[Q.nwait++] =
+            (waiting){.id = Q.ended[i].owner, .wait = Q.ended[i].wait, .since_ms = now};
     Q.nended = 0;
     Q.ended_full = false;
     pthread_mutex_unlock(&Q.lock);
@@ -408,20 +421,42 @@ static bool read_ids(MYSQL *db, const char *sql, const char *what, idset *live)
     return ok;
 }
 
-/* Which of the waiting ids are still connections (by IN lists). */
+/* Which of the connections the waiting sessions wait for are still there
+ * (by IN lists). */
 static bool live_waiting(MYSQL *db, idset *live)
 {
     char sql[IN_LIST_MAX * 12 + 100];
     for (size_t at = 0; at < Q.nwait;) {
         int o = snprintf(sql, sizeof sql,
                          "SELECT ID FROM information_schema.PROCESSLIST WHERE ID IN (");
-        for (size_t k = 0; k < IN_LIST_MAX && at < Q.nwait; k++, at++)
-            o += snprintf(sql + o, sizeof sql - (size_t)o, "%s%" PRIu64, k ? "," : "",
-                          Q.wait[at].id);
+        size_t k = 0;
+        for (; k < IN_LIST_MAX && at < Q.nwait; at++)
+            if (Q.wait[at].wait)
+                o += snprintf(sql + o, sizeof sql - (size_t)o, "%s%" PRIu64, k++ ? "," : "",
+                              Q.wait[at].wait);
+        if (!k)
+            break; /* none to wait for */
         snprintf(sql + o, sizeof sql - (size_t)o, ")");
         if (!read_ids(db, sql, "queue: reading PROCESSLIST", live))
             return false;
     }
+    if (live->n)
+        qsort(live->v, live->n, sizeof *live->v, cmp_u64);
+    return true;
+}
+
+/* The connections in PROCESSLIST and this proxy's live pooled sessions,
+ * whose ids own their claims while their login connections may be gone
+ * (queue/live.h), into live (sorted). Read after the claims: a session is
+ * live before it can claim, so an owner found and missing from both is
+ * gone for good (ids are not reused). */
+static bool read_live(MYSQL *db, idset *live)
+{
+    if (!read_ids(db, "SELECT ID FROM information_schema.PROCESSLIST",
+                  "queue reaper: reading PROCESSLIST", live))
+        return false;
+    if (!mr_queue_live_ids(&live->v, &live->n, &live->cap))
+        return false;
     if (live->n)
         qsort(live->v, live->n, sizeof *live->v, cmp_u64);
     return true;
@@ -476,21 +511,21 @@ static bool still_running(MYSQL *db, waiting *w, uint64_t now)
         mr_warn(0,
                 "queue: backend connection %" PRIu64 " still exists %u s after its session "
                 "ended; its claims are left to the reaper",
-                w->id, GIVE_UP_MS / 1000);
+                w->wait, GIVE_UP_MS / 1000);
         return false;
     }
     if (!w->killed && now - w->since_ms >= KILL_AFTER_MS) {
         char sql[64];
-        snprintf(sql, sizeof sql, "KILL CONNECTION %" PRIu64, w->id);
+        snprintf(sql, sizeof sql, "KILL CONNECTION %" PRIu64, w->wait);
         w->killed = true;
         if (mysql_query(db, sql) == 0 || mysql_errno(db) == ER_NO_SUCH_THREAD) {
             mr_info(0,
                     "queue: backend connection %" PRIu64 " was still running %u ms after its "
                     "session ended; killed it (its open work rolls back)",
-                    w->id, KILL_AFTER_MS);
+                    w->wait, KILL_AFTER_MS);
             mr_stat_add(&Q.stats.kills, 1);
         } else {
-            mr_warn(0, "queue: KILL CONNECTION %" PRIu64 " failed: %u %s", w->id, mysql_errno(db),
+            mr_warn(0, "queue: KILL CONNECTION %" PRIu64 " failed: %u %s", w->wait, mysql_errno(db),
                     mysql_error(db));
             mr_stat_add(&Q.stats.errors, 1);
         }
@@ -509,7 +544,7 @@ static void release_waiting(MYSQL *db, uint64_t now)
     for (size_t i = Q.nwait; i-- > 0;) {
         waiting *w = &Q.wait[i];
         bool keep;
-        if (idset_has(&live, w->id))
+        if (w->wait && idset_has(&live, w->wait))
             keep = still_running(db, w, now);
         else if (release_id(db, w, now))
             keep = false;
@@ -540,8 +575,7 @@ static void reap_table(MYSQL *db, size_t i)
     bool ok = find && read_ids(db, find, "queue reaper: finding old claims", &owners);
     free(find);
     if (ok && owners.n)
-        ok = read_ids(db, "SELECT ID FROM information_schema.PROCESSLIST",
-                      "queue reaper: reading PROCESSLIST", &live);
+        ok = read_live(db, &live);
     for (size_t k = 0; ok && k < owners.n; k++) {
         if (idset_has(&live, owners.v[k]))
             continue;
@@ -590,8 +624,7 @@ static void reap_template(MYSQL *db, size_t i)
     char *get = mr_queue_cutoff_sql(q);
     bool ok = get && query_text(db, get, "queue reaper: reading the cutoff", cutoff, sizeof cutoff);
     free(get);
-    ok = ok && read_ids(db, "SELECT ID FROM information_schema.PROCESSLIST",
-                        "queue reaper: reading PROCESSLIST", &live);
+    ok = ok && read_live(db, &live);
     long long n = -1;
     if (ok) {
         char *sql = mr_queue_fill_reap(q->reap, live.v, live.n, cutoff);

@@ -4,16 +4,20 @@
  * (feature/feature.h): an UPDATE of a queue table with
  * claim_read_committed gets its prelude, SET TRANSACTION ISOLATION LEVEL
  * READ COMMITTED, sent ahead of it (a prepared one ahead of each
- * execute); when a session ends, the claims its backend connection held
- * go back to their queues (queue/release.h; on the release thread, once
- * mysqld has let go of the connection).
+ * execute); when a session ends, the claims it owns go back to their
+ * queues (queue/release.h; on the release thread, once mysqld has let go
+ * of whatever it still ran). A pooled session counts as live for the
+ * reaper from its first command to its end (queue/live.h): its login's
+ * server connection, whose id owns its claims, may close meanwhile.
  *
  * The prelude, without SESSION, covers the next transaction only, which
  * in autocommit mode outside a transaction is the client's statement
  * alone; mysqld drops it after that statement whatever its outcome, even a
  * syntax error, so nothing leaks into the client's later transactions.
  *
- * Session's worker thread.
+ * Session's worker thread. The feature's state is only a mark: the session
+ * is in the live set (no memory of its own). A prepared claim's note
+ * (feature/feature.h) is the session's to free.
  */
 #include <stdlib.h>
 
@@ -21,7 +25,25 @@
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/proto/codec.h"
+#include "myrewrite/queue/live.h"
 #include "myrewrite/queue/release.h"
+
+#define LIVE ((void *)1)
+
+/* Before the command goes to the server, so before it can claim anything. */
+static mr_hook_action command(mr_fsession *fs, void **st, uint8_t cmd, const uint8_t *p, size_t n,
+                              uint32_t len)
+{
+    (void)cmd, (void)p, (void)n, (void)len;
+    if (*st || !fs->pooled || !fs->authenticated || !fs->own_id || !mr_queue_active())
+        return MR_HOOK_PASS;
+    if (mr_queue_live_add(fs->own_id))
+        *st = LIVE;
+    else
+        mr_error(fs->id, "queue: out of memory; should its login connection close, the reaper "
+                         "takes this session's claims for a zombie's");
+    return MR_HOOK_PASS;
+}
 
 #define READ_COMMITTED "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
 
@@ -65,9 +87,11 @@ static void execute(mr_fsession *fs, void **st, void *note)
 
 static void session_end(mr_fsession *fs, void **st)
 {
-    (void)st;
+    if (*st)
+        mr_queue_live_remove(fs->own_id);
+    *st = NULL;
     if (fs->authenticated) /* only a connection the server knows held claims */
-        mr_queue_session_ended(fs->backend_thread_id);
+        mr_queue_session_ended(fs->own_id, fs->end_wait_id);
 }
 
 /* The reaper follows the set's queue rules. */
@@ -80,6 +104,7 @@ const mr_feature mr_queue_feature = {
     .name = "queue",
     .stop = stop,
     .configure = configure,
+    .command = command,
     .verdict = verdict,
     .execute = execute,
     .session_end = session_end,

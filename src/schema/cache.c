@@ -272,7 +272,7 @@ static bool answer(entry *e, mr_row_key *out, uint64_t now)
     *out = e->key;
     mr_stat_add(&C.stats.hits, 1);
     /* a table that did not exist is looked for again soon: a DELAYED
-     * statement parked on it (session/park.c) goes on once it is created */
+     * statement parked on it (session/stmt/park_stmt.c) goes on once it is created */
     uint64_t ttl = e->desc && !e->desc->exists && MISSING_RECHECK_MS < C.ttl_ms ? MISSING_RECHECK_MS
                                                                                 : C.ttl_ms;
     return now - e->loaded_ms >= ttl && enqueue(e);

@@ -36,8 +36,9 @@ typedef struct mr_config {
     bool backend_compress; /* the backend leg speaks the compressed protocol (zlib) */
     unsigned compression;  /* MR_COMPRESS_* bits: what clients may ask for */
     uint64_t connect_timeout_ms;
-    uint64_t delayed_park_timeout_ms; /* a keyless DELAYED statement waits this long for its
-                                         table's key (session/park.c); 0 = refused at once */
+    uint64_t
+        delayed_park_timeout_ms; /* a keyless DELAYED statement waits this long for its
+                                    table's key (session/stmt/park_stmt.c); 0 = refused at once */
     uint64_t handshake_timeout_ms;
     char *http_listen;             /* host:port of /metrics, /health, /ready; "" = off */
     bool http_insecure;            /* a non-loopback http_listen without http_token is allowed */
@@ -51,7 +52,7 @@ typedef struct mr_config {
     uint64_t max_packet_size;
     uint64_t own_connection_idle_ms;    /* an own connection idle this long is closed */
     uint64_t own_connection_timeout_ms; /* read/write timeout of an own connection */
-    char *pool;                         /* "session" or "transaction" (pool/pool.h) */
+    char *pool;                         /* "session", "transaction" or "statement" (pool/pool.h) */
     uint64_t pool_idle_timeout_ms;      /* an idle pooled connection is closed after it */
     uint64_t pool_max_lifetime_ms;      /* a pooled connection this old is not reused */
     uint64_t pool_long_data_max;        /* long data a session keeps to send again */

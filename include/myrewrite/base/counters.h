@@ -60,7 +60,7 @@ typedef struct mr_stats {
     /* rows the proxy staged for DELAYED statements it sent */
     mr_counter delayed_rows_staged;
     /* DELAYED statements parked until the schema cache had their table's
-     * key (session/park.c), those answered with an ERR after
+     * key (session/stmt/park_stmt.c), those answered with an ERR after
      * delayed_park_timeout, and the microseconds they waited in all */
     mr_counter delayed_parked;
     mr_counter delayed_park_timeouts;

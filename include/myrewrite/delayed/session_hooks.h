@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delayed/session_hooks.h - the delayed feature's hooks in a client session
- * (feature/feature.h), listed in session/features.c.
+ * (feature/feature.h), listed in session/core/features.c.
  */
 #ifndef MYREWRITE_DELAYED_SESSION_HOOKS_H
 #define MYREWRITE_DELAYED_SESSION_HOOKS_H

@@ -5,7 +5,7 @@
  * session they see.
  *
  * The session relays bytes and, at a few points of each command, runs the
- * hooks of every feature in its table (session/features.c), in table order.
+ * hooks of every feature in its table (session/core/features.c), in table order.
  * A feature never sees the session itself: it gets an mr_fsession, which
  * says who the session is (id, worker, user, schema, server status) and
  * offers the few things a feature may do to it (answer the client, ask for
@@ -58,7 +58,7 @@ typedef enum mr_hook_action {
                          (fs->match holds the rules' refusal, res->park set): the session
                          keeps a copy of the packet and runs the command hooks on it again
                          when the schema cache has the table, as it does for a text
-                         statement (session/park.c); the ERR is the answer when it cannot */
+                         statement (session/stmt/park_stmt.c); the ERR is the answer when it cannot */
 } mr_hook_action;
 
 typedef struct mr_fsession mr_fsession;
@@ -104,6 +104,14 @@ struct mr_fsession {
     unsigned lex_flags;         /* SQL_LEX_NO_BACKSLASH_ESCAPES per the session's sql_mode */
     bool authenticated;         /* the backend accepted the login ... */
     uint32_t backend_thread_id; /* ... and this is its connection id */
+    uint32_t own_id;            /* what CONNECTION_ID() gives the session: the thread id
+                                   its handshake gave (with pool = transaction not the id
+                                   of the server connection it runs on) */
+    bool pooled;                /* pool = transaction: its login's server connection
+                                   serves other sessions, and may close while it lives */
+    uint32_t end_wait_id;       /* at session_end: the server connection of its own whose
+                                   end the release of its work must wait for (0: none;
+                                   everything it ran has committed or rolled back) */
     uint32_t ext_caps;          /* MariaDB extended capabilities both ends have */
     bool query_attrs;           /* CLIENT_QUERY_ATTRIBUTES negotiated (MySQL 8) */
     const mr_ruleset *rules;    /* the worker's current rule set */

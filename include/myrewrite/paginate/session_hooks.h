@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/session_hooks.h - the paginate feature's hooks in a client session
- * (feature/feature.h), listed in session/features.c.
+ * (feature/feature.h), listed in session/core/features.c.
  */
 #ifndef MYREWRITE_PAGINATE_SESSION_HOOKS_H
 #define MYREWRITE_PAGINATE_SESSION_HOOKS_H

@@ -43,8 +43,34 @@ typedef struct mr_pool_hints {
 void mr_pool_hints_read(const char *sql, size_t len, unsigned lex_flags, bool own,
                         mr_pool_hints *h);
 
-/* The text with each CONNECTION_ID() replaced by `id` (the thread id the
- * client's handshake gave it) into out: false when there is none. */
+/* The session's own values of what a statement may read from its server
+ * connection: that connection serves other sessions too. */
+typedef struct mr_pool_own {
+    uint32_t connection_id; /* the thread id the client's handshake gave it */
+    bool row_count_known;   /* ROW_COUNT(): from its last statement's answer */
+    int64_t row_count;
+    bool found_rows_known; /* FOUND_ROWS(): the rows of its last result set */
+    uint64_t found_rows;
+} mr_pool_own;
+
+/* pool = statement: the reasons to pin that the text's words give and the
+ * pool otherwise learns only from the reply (the server's status and
+ * trackers): a transaction begun (BEGIN, START TRANSACTION, XA START,
+ * SET autocommit = 0), LOCK TABLES, SET TRANSACTION, PREPARE ... FROM.
+ * MR_HINT bits; 0: none. */
+uint32_t mr_pool_opens(const char *sql, size_t len, unsigned lex_flags);
+
+/* The text with each CONNECTION_ID(), and each ROW_COUNT() and FOUND_ROWS()
+ * known in its first statement (a later one reads the earlier ones'), as
+ * the session's own value into out: in a select list `COALESCE(value,
+ * call)`, its column's type as direct, and as an item alone with
+ * ` AS `call`` (its name as direct); elsewhere the number. False when
+ * nothing was replaced, and for a text with a CREATE or ALTER of a stored
+ * program, a trigger, an event or a view (evaluated where they run): out
+ * then holds nothing to use. */
+bool mr_pool_own_values(const char *sql, size_t len, unsigned lex_flags, const mr_pool_own *own,
+                        mr_buf *out);
+/* The same for CONNECTION_ID() alone. */
 bool mr_pool_own_connection_id(const char *sql, size_t len, unsigned lex_flags, uint32_t id,
                                mr_buf *out);
 

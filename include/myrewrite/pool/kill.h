@@ -7,7 +7,7 @@
  * first one's handshake gave. Through the pool that id is a session's, not
  * the server connection's that runs its statement now: the session side
  * finds the session and sends the KILL with its current server thread id
- * instead (session/pool_kill.c). This reads the statement and writes the
+ * instead (session/pool/pool_kill.c). This reads the statement and writes the
  * new text.
  *
  * Pure, any thread.

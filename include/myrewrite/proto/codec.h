@@ -51,7 +51,7 @@ typedef enum mr_rc {
 /*
  * Capabilities the proxy does not relay as they are. TLS and compression
  * (zlib, zstd) end at the proxy, which offers them again on the client's
- * leg (session/backend_side.c) when it has them, and asks the server for
+ * leg (session/conn/backend_side.c) when it has them, and asks the server for
  * them on the backend leg as backend_tls and backend_compress say; it only
  * parses the response formats it knows; the old MariaDB progress flag adds
  * unsolicited progress packets inside responses.

@@ -6,7 +6,7 @@
  * first and a name after each type, the statement's parameters then
  * followed by query attributes), for the proxy's own decisions on prepared
  * statements: memory-mode DELAYED executes (delayed/session/session_prepared.c) and the
- * max_offset guardrail on a `LIMIT ?` offset (session/prepared.c).
+ * max_offset guardrail on a `LIMIT ?` offset (session/stmt/prepared.c).
  *
  * Pure, any thread.
  */

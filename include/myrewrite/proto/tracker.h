@@ -74,6 +74,11 @@ typedef struct mr_tracker {
                                last one was one, ... */
     bool end_is_ok;         /* ... an OK (its session state may follow) rather than an EOF */
     uint32_t stmt_id;       /* from a prepare-OK */
+    /* what ROW_COUNT() and FOUND_ROWS() read after the response (pool =
+     * transaction carries them): */
+    uint32_t sets;  /* result sets begun in this response */
+    uint64_t rows;  /* rows of the last result set (so far) */
+    bool rows_last; /* the last result so far is a result set (not an OK) */
 } mr_tracker;
 
 mr_expect mr_expect_for_command(uint8_t command);

@@ -10,7 +10,7 @@
  * queues the table for loading and answers MR_KEY_UNKNOWN at once; the
  * statement then goes on without the table's key (a paginate rule passes
  * it untouched; DELAYED parks it in its session until the key is loaded,
- * session/park.c). Tables that rules name without a key are queued as the
+ * session/stmt/park_stmt.c). Tables that rules name without a key are queued as the
  * rules are loaded (mr_schema_cache_preload), so the first statements
  * rarely miss. A table that does not exist is read again after a second. Entries older than
  * schema_cache_ttl are still answered while a refresh is queued. At most schema_cache_max_tables

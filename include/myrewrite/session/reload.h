@@ -25,7 +25,7 @@ mr_ruleset *mr_rules_load_configured(const mr_config *cfg, const mr_rule_kinds *
 
 /* Each feature's rules_prepare (a set about to be in force, before any
  * worker sees it), then its configure (the set is in force), in the order of
- * the session's feature table (session/features.c). Main thread. */
+ * the session's feature table (session/core/features.c). Main thread. */
 void mr_features_prepare(const mr_proxy *p, const mr_ruleset *rs);
 void mr_features_configure(const mr_proxy *p, const mr_ruleset *rs);
 /* The features' process hooks (feature/feature.h: start, before_listen,

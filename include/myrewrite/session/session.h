@@ -20,18 +20,19 @@ void mr_session_start(struct mr_worker *w, int fd);
 void mr_session_drain(mr_session *s, int force);
 /* Next session in the worker's list. */
 mr_session *mr_session_next(mr_session *s);
-/* The schema cache loaded a table: a DELAYED statement parked in s waiting
- * for its table's key is run again (session/park.c). Worker thread. */
+/* The schema cache loaded a table: a session parked waiting for the
+ * background (a DELAYED statement waiting for its table's key,
+ * session/stmt/park_stmt.c) is retried (session/core/park.c). Worker thread. */
 void mr_session_schema_loaded(mr_session *s);
 /* The schema cache's hook (mr_schema_cache_on_load, arg: the mr_proxy):
- * signals every worker when any statement is parked. Loader thread. */
+ * signals every worker when any session is parked. Loader thread. */
 void mr_session_wake_parked(void *proxy);
 /* A background job of a feature answered (MR_WORKER_MSG_BG): a session
- * waiting for one gets its answer and goes on (session/hooks.c). Worker
+ * waiting for one gets its answer and goes on (session/stmt/hooks.c). Worker
  * thread. */
 void mr_session_bg_answered(mr_session *s);
 /* Another session's KILL concerns s (MR_WORKER_MSG_KILL): it ends, or gives
- * back the server connection a KILL held (session/pool_kill.c). Worker
+ * back the server connection a KILL held (session/pool/pool_kill.c). Worker
  * thread. */
 void mr_session_kill_check(mr_session *s);
 

@@ -44,7 +44,7 @@ typedef struct mr_client_slot {
     mr_counter statements; /* COM_QUERY / COM_STMT_PREPARE seen */
     mr_counter bytes_in;   /* from the client, headers included */
     mr_counter bytes_out;  /* from the backend, headers included */
-    /* pool = transaction (session/pool_kill.c): the id a KILL names, set by
+    /* pool = transaction (session/pool/pool_kill.c): the id a KILL names, set by
      * the worker once; the rest written by killers on other workers under
      * the registry's lock, read by the worker */
     _Atomic uint32_t client_thread_id; /* the id the client's greeting gave, 0 until known */

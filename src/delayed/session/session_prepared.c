@@ -21,7 +21,7 @@
  *
  * An execute whose rule names no key, run while the schema cache reads the
  * table's key again (DDL on it through the proxy), is parked by the session
- * as a text statement is (MR_HOOK_PARK, session/park.c): it is read again
+ * as a text statement is (MR_HOOK_PARK, session/stmt/park_stmt.c): it is read again
  * here when the cache has the table, or gets the delayed_park_timeout ERR.
  *
  * Not taken (ERR 1235, nothing applied): an execute whose packet is larger

@@ -7,7 +7,7 @@
  * A rule without `key` (either mode) takes the table's primary key from the
  * schema cache; until it is loaded the statement is refused with "retry"
  * and marked for parking (res->park): the session holds it and runs it
- * again once the cache has the table (session/park.c).
+ * again once the cache has the table (session/stmt/park_stmt.c).
  * A value wider than its column, where the schema cache knows the column's
  * range, is refused too (delayed/width.h), and so is a key value that is
  * no row's key but would become one converted to the column's type

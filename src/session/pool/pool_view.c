@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/pool_view.c - what the client of a pooled session sees of the
+ * session/pool/pool_view.c - what the client of a pooled session sees of the
  * server's OK and EOF packets. The pool's connections negotiate
- * CLIENT_SESSION_TRACK and turn every tracker on (session/pool_side.c), so
+ * CLIENT_SESSION_TRACK and turn every tracker on (session/pool/pool_side.c), so
  * their OKs carry session state the client may not have asked for: each
  * OK or EOF whose status says the state changed is replaced in the relay
  * by the packet the server would have sent the client directly, by its
@@ -14,7 +14,7 @@
 
 #include "myrewrite/proto/ok_view.h"
 #include "myrewrite/proto/session_track.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 /* What a client's own trackers are until it sets one: MariaDB's defaults
  * (global values set otherwise on the server are not read). */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/hooks.c - runs the features' hooks (feature/feature.h) at the
+ * session/stmt/hooks.c - runs the features' hooks (feature/feature.h) at the
  * points of a session's commands, and acts on what they ask: relay, send
  * instead, answered here, or wait in SS_WAIT_BG for a background job.
  *
- * The table is session/features.c. Each run is one loop over that short
+ * The table is session/core/features.c. Each run is one loop over that short
  * array; nothing is allocated per statement (a feature makes its
  * per-session state once, and the packet copy for response hooks is made
  * once per session).
@@ -16,7 +16,7 @@
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/sql/lexer.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 static mr_session *session_of(mr_fsession *fs)
 {
@@ -91,6 +91,8 @@ void ss_hooks_view(mr_session *s)
     fs->lex_flags = ss_lex_flags(s);
     fs->authenticated = s->authenticated;
     fs->backend_thread_id = s->backend_thread_id;
+    fs->own_id = s->client_thread_id;
+    fs->pooled = s->pool_view;
     fs->ext_caps = s->ext_caps;
     fs->query_attrs = (s->caps & MR_CAP_QUERY_ATTRIBUTES) != 0;
     fs->rules = s->w->rules->set;
@@ -107,34 +109,32 @@ void ss_hooks_ports(mr_session *s, mr_stmt_ctx *ctx)
 
 /* ---- acting on a hook's answer ------------------------------------------------------ */
 
-bool ss_send_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
-{
-    mr_buf out;
-    mr_buf_init(&out);
-    ss_command_build(s, &out, cmd, text, len, false);
-    if (out.failed) {
-        mr_buf_free(&out);
-        ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
-        ss_close_after_flush(s, MR_CLOSE_MALFORMED, "out of memory building a rewrite");
-        return false;
-    }
-    mr_conn_write(s->backend, out.data, out.len);
-    mr_buf_free(&out);
-    s->from_client.discard = true; /* the original bytes are dropped as they come */
-    return true;
-}
-
-stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
+/* own: its CONNECTION_ID() is the session's already (else it pins). */
+static stmt_verdict send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len,
+                                 bool own)
 {
     if (!ss_send_text(s, cmd, text, len))
         return STMT_CLOSED;
-    if (cmd == MR_COM_QUERY &&
-        s->srv) /* what the server runs may pin (a claim's CONNECTION_ID()) */
-        ss_pool_statement(s, (const char *)text, len, ss_lex_flags(s), false);
+    if (cmd == MR_COM_QUERY && s->srv) /* what the server runs may pin */
+        ss_pool_statement(s, (const char *)text, len, ss_lex_flags(s), own);
     if (cmd == MR_COM_STMT_PREPARE && s->pstmt) /* what the server prepares is prepared again */
         ss_pstmt_text(s, (const char *)text, len);
     mr_stat_add(&s->w->stats.statements_rewritten, 1);
     return STMT_RELAY;
+}
+
+stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len)
+{
+    mr_buf own; /* pool = transaction: a rewrite's CONNECTION_ID() is the session's too */
+    mr_buf_init(&own);
+    bool mine = s->pool_view && ss_pool_own_text(s, cmd, text, len, &own);
+    if (mine) {
+        text = own.data;
+        len = own.len;
+    }
+    stmt_verdict v = send_instead(s, cmd, text, len, mine);
+    mr_buf_free(&own);
+    return v;
 }
 
 static stmt_verdict act(mr_session *s, mr_hook_action a, uint8_t cmd, const mr_hook_stmt *st)
@@ -163,13 +163,19 @@ static stmt_verdict act(mr_session *s, mr_hook_action a, uint8_t cmd, const mr_h
     }
 }
 
+/* A parked command runs the command hooks again. */
+static stmt_verdict rerun_command(mr_session *s, uint8_t cmd, const char *p, size_t n)
+{
+    return ss_hooks_command(s, cmd, (const uint8_t *)p, n, (uint32_t)n);
+}
+
 /* A command hook could not take the command yet (MR_HOOK_PARK): it waits
- * for the schema cache as a text statement does (session/park.c), or,
- * when it cannot wait, gets the rules' ERR now. The hook counted nothing. */
+ * for the schema cache as a text statement does (session/stmt/park_stmt.c),
+ * or, when it cannot wait, gets the rules' ERR now. The hook counted nothing. */
 static stmt_verdict park_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n)
 {
     const mr_match_result *res = &s->w->match;
-    if (ss_park(s, cmd, (const char *)p, n, res))
+    if (ss_park_statement(s, cmd, (const char *)p, n, res, rerun_command))
         return STMT_WAITING;
     mr_stat_add(&s->w->stats.statements_blocked, 1);
     ss_send_err(s, 1, res->err_code, res->sqlstate, res->message);
@@ -304,6 +310,7 @@ void ss_hooks_prepared_reset(mr_session *s)
 void ss_hooks_end(mr_session *s)
 {
     ss_hooks_view(s);
+    s->fs.end_wait_id = ss_pool_end_wait(s);
     for (unsigned i = 0; i < ss_nfeatures; i++)
         if (ss_features[i]->session_end)
             ss_features[i]->session_end(&s->fs, &s->fstate[i]);
@@ -349,7 +356,7 @@ static void bg_send(mr_session *s, const mr_hook_stmt *out)
 void mr_session_bg_answered(mr_session *s)
 {
     if (s->state != SS_WAIT_BG || s->park)
-        return; /* a parked statement waits for the schema cache (session/park.c) */
+        return; /* a parked session waits for the background (session/core/park.c) */
     ss_hooks_view(s);
     mr_hook_stmt out = {.cmd = s->command};
     mr_hook_action a = MR_HOOK_PASS;
@@ -369,5 +376,5 @@ void mr_session_bg_answered(mr_session *s)
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
         return;
     }
-    ss_pump_client(s); /* a command may already be waiting */
+    ss_up.resume(s); /* a command may already be waiting */
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/auth.c - the authentication exchanges of a session: the login
+ * session/conn/auth.c - the authentication exchanges of a session: the login
  * (greeting, HandshakeResponse, auth switch and plugin rounds) and
  * COM_CHANGE_USER's. The client's HandshakeResponse is checked for what the
  * proxy cannot relay (MariaDB extensions the greeting hid are cleared in
@@ -47,7 +47,7 @@
 #include "myrewrite/net/tls.h"
 #include "myrewrite/net/tls_reload.h"
 #include "myrewrite/sql/charset_guard.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 bool ss_auth_exchange(const mr_session *s)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/pool_side.c - a session over the pool (`pool = transaction`): room
+ * session/pool/pool_side.c - a session over the pool (`pool = transaction`): room
  * to log in, borrowing a server connection when a command comes and giving
  * it back at the end of a unit of work, the state replayed on the
  * connection borrowed, and the pins that keep one.
@@ -26,7 +26,7 @@
 #include "myrewrite/pool/hints.h"
 #include "myrewrite/proto/ok_view.h"
 #include "myrewrite/sql/quote.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 #define TRACKERS                                                                                   \
     "session_track_system_variables='*',session_track_schema=ON,"                                  \
@@ -40,10 +40,18 @@
     "character_set_connection=@@character_set_connection,"                                         \
     "character_set_results=@@character_set_results,collation_connection=@@collation_connection"
 
+/* pool = statement: pool = transaction that refuses what its words say pins. */
+static bool statement_pool(const mr_session *s) { return strcmp(cfg(s)->pool, "statement") == 0; }
+
 void ss_pool_pin(mr_session *s, mr_pin_reason r)
 {
     if (!s->puser || (s->pins & MR_HINT(r)))
         return;
+    if (!s->pins && statement_pool(s)) /* only the reply told: kept, as pool = transaction */
+        mr_info(s->id,
+                "pool = statement: a %s keeps the session on its server connection "
+                "(pinned: %s), as pool = transaction would; no word of the statement said so",
+                mr_command_name(s->command), mr_pin_reason_name(r));
     mr_debug(s->id, "pool: pinned (%s) by %s", mr_pin_reason_name(r), mr_command_name(s->command));
     mr_pool_pin(s->puser, r, s->pins == 0);
     s->pins |= MR_HINT(r);
@@ -92,7 +100,7 @@ static void login_room(void *arg, mr_srv *srv, bool timed_out)
         return;
     }
     s->pool_login = true;
-    ss_connect(s);
+    ss_up.connect(s);
 }
 
 bool ss_pool_may_connect(mr_session *s)
@@ -260,9 +268,10 @@ static void attach(mr_session *s, mr_srv *srv)
     s->srv = srv;
     s->backend = srv->conn;
     s->backend_thread_id = srv->thread_id;
+    s->srv_fresh = true;
     atomic_store_explicit(&s->slot.backend_id, srv->thread_id, memory_order_relaxed);
     memset(&s->from_backend, 0, sizeof s->from_backend);
-    mr_conn_set_callbacks(srv->conn, &ss_backend_callbacks, s);
+    mr_conn_set_callbacks(srv->conn, ss_up.backend_callbacks, s);
     mr_conn_read_enable(srv->conn, true);
     if (!replay(s, srv)) {
         srv->broken = true; /* its state is not the session's: never lent again */
@@ -310,7 +319,7 @@ static void unit_ready(void *arg, mr_srv *srv, bool timed_out)
         return;
     s->from_client.blocked = false;
     mr_conn_read_enable(s->client, true);
-    ss_pump_client(s);
+    ss_up.resume(s);
 }
 
 /* A command packet with no payload has no command byte to wait for: it is
@@ -401,6 +410,37 @@ static void client_tracking(mr_session *s, const char *sql, size_t len, unsigned
     s->srv->tracking = false;
 }
 
+/* pool = statement: a statement whose words pin (why: MR_HINT bits, the
+ * lowest named) is answered with an ERR and not run. */
+static void refuse_pinning(mr_session *s, uint32_t why)
+{
+    char msg[400];
+    mr_pin_reason r = (mr_pin_reason)__builtin_ctz(why);
+    snprintf(msg, sizeof msg,
+             "pool = statement: this statement would keep the session on one server connection "
+             "past its end (pin reason %s: a transaction, LOCK TABLES, SET TRANSACTION, a user "
+             "variable, a temporary table, GET_LOCK, SQL_CALC_FOUND_ROWS or PREPARE), which "
+             "pool = statement does not do; nothing was run. Use pool = transaction (or "
+             "pool = session) for such clients",
+             mr_pin_reason_name(r));
+    mr_debug(s->id, "%s", msg);
+    ss_send_err(s, 1, MR_ER_NOT_SUPPORTED, "42000", msg);
+    s->from_client.discard = true;
+    s->schema_pending = s->charset_pending = false;
+}
+
+bool ss_pool_refuses(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
+{
+    if (!s->srv || !statement_pool(s))
+        return false;
+    mr_pool_hints h;
+    mr_pool_hints_read(sql, len, lex_flags, true, &h);
+    uint32_t why = h.pins | mr_pool_opens(sql, len, lex_flags);
+    if (why)
+        refuse_pinning(s, why);
+    return why != 0;
+}
+
 void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags, bool own)
 {
     if (!s->srv)
@@ -431,7 +471,10 @@ void ss_pool_command(mr_session *s, uint8_t cmd)
     s->hint_opaque = false;
     /* after a reset (the client's, or its own SET of session_track_*): the
      * trackers on again, and what the reset took that is the session's */
-    if (!s->srv->tracking && cmd != MR_COM_QUIT && !replay_vars(s, s->srv))
+    if (s->srv->tracking || cmd == MR_COM_QUIT)
+        return;
+    s->srv_fresh = true; /* the prelude's SET is the connection's last statement now */
+    if (!replay_vars(s, s->srv))
         s->srv->broken = true;
 }
 
@@ -574,6 +617,29 @@ static void give_back(mr_session *s)
     mr_pool_give_back(srv, s->id);
 }
 
+/* What ROW_COUNT() and FOUND_ROWS() give after the statement answered: the
+ * last OK's affected rows, -1 after a result set or an error; the rows of
+ * the last result set, kept by statements that send none (as mariadbd
+ * does). After a reset they are the server's again. */
+static void own_counts(mr_session *s, bool ok)
+{
+    s->srv_fresh = false;
+    if (s->command == MR_COM_RESET_CONNECTION || s->command == MR_COM_CHANGE_USER) {
+        s->row_count_known = s->found_rows_known = false;
+        return;
+    }
+    if (s->command != MR_COM_QUERY && s->command != MR_COM_STMT_EXECUTE)
+        return;
+    const mr_tracker *t = &s->tracker;
+    s->row_count_known = true;
+    s->row_count = !ok || t->rows_last ? -1 : (int64_t)t->last_ok.affected_rows;
+    if (t->sets) {
+        /* after SQL_CALC_FOUND_ROWS the total, not the rows: the server's (pinned) */
+        s->found_rows_known = !(s->pins & MR_HINT(MR_PIN_FOUND_ROWS)) || s->found_rows_ends;
+        s->found_rows = t->rows;
+    }
+}
+
 void ss_pool_response_done(mr_session *s, bool ok)
 {
     if (!s->srv)
@@ -601,6 +667,7 @@ void ss_pool_response_done(mr_session *s, bool ok)
         s->srv->broken = true;
     if (ok && s->tracker.last_ok.last_insert_id)
         s->last_insert_id = s->tracker.last_ok.last_insert_id; /* what LAST_INSERT_ID() gives */
+    own_counts(s, ok);
     if (s->tracker.status & MR_STATUS_IN_TRANS)
         ss_pool_pin(s, MR_PIN_TRANSACTION);
     else
@@ -626,8 +693,25 @@ void ss_pool_unit_end(mr_session *s)
                    session's, until the next command's prelude */
     }
     if (ss_pool_kill_holds(s))
-        return; /* session/pool_kill.c */
+        return; /* session/pool/pool_kill.c */
     give_back(s);
+}
+
+/* May the session's connection go back to the pool as the session ends:
+ * nothing in flight, nothing of the session's left on it? */
+static bool ends_clean(mr_session *s)
+{
+    return s->state == SS_IDLE && !s->pins && !s->prelude_pending && !s->srv->broken &&
+           s->srv->tracking && !ss_pool_kill_holds(s);
+}
+
+uint32_t ss_pool_end_wait(mr_session *s)
+{
+    if (!s->pool_view)
+        return s->backend_thread_id; /* its connection is its own, closed with it */
+    if (s->srv)
+        return ends_clean(s) ? 0 : s->srv->thread_id;
+    return s->end_wait_id;
 }
 
 void ss_pool_session_end(mr_session *s)
@@ -639,12 +723,11 @@ void ss_pool_session_end(mr_session *s)
         mr_pool_login_done(s->w->pool, NULL, NULL, 0, s->id);
     s->pool_login = false;
     if (s->srv) {
-        bool clean = s->state == SS_IDLE && !s->pins && !s->prelude_pending && !s->srv->broken &&
-                     s->srv->tracking && !ss_pool_kill_holds(s);
-        if (clean) {
+        if (ends_clean(s)) {
             give_back(s);
         } else {
             mr_srv *srv = s->srv;
+            s->end_wait_id = srv->thread_id; /* the work it ran there ends with it */
             s->srv = NULL;
             s->backend = NULL;
             mr_pool_drop(srv); /* what it holds is this session's, or unknown */
@@ -658,25 +741,6 @@ void ss_pool_session_end(mr_session *s)
     mr_pool_state_free(&s->login_state);
     free(s->want);
     s->want = NULL;
-}
-
-stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t len,
-                            unsigned lex_flags)
-{
-    if (!s->pool_view)
-        return STMT_RELAY;
-    mr_buf b;
-    mr_buf_init(&b);
-    stmt_verdict v = STMT_RELAY;
-    if (mr_pool_own_connection_id(sql, len, lex_flags, s->client_thread_id, &b) &&
-        (b.failed || !ss_send_text(s, cmd, b.data, b.len)))
-        v = STMT_CLOSED;
-    if (b.failed && ALIVE(s)) {
-        ss_send_err(s, 1, MR_ER_OUT_OF_MEMORY, "HY001", "myrewrite is out of memory");
-        ss_close_after_flush(s, MR_CLOSE_MALFORMED, "out of memory");
-    }
-    mr_buf_free(&b);
-    return v;
 }
 
 void ss_pool_prelude_state(mr_session *s, const uint8_t *state, size_t n)

@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/counts.c - what the front end did with one statement, counted
- * for SHOW CLIENTS and /metrics: front-end time, texts the lexer could not
- * read. What a feature's rules did (its rewrites, refusals, rows) the
- * feature counts in its verdict hook (feature/feature.h); for a
- * COM_STMT_PREPARE the hook notes what each COM_STMT_EXECUTE counts
- * instead (session/prepared.c keeps the notes).
+ * session/core/counts.c - what the front end did with one statement,
+ * counted for SHOW CLIENTS and /metrics: front-end time, texts the lexer
+ * could not read. What a feature's rules did (its rewrites, refusals,
+ * rows) the feature counts in its verdict hook (feature/feature.h), run by
+ * session/stmt/statement.c right after this.
  *
  * Worker thread of the session. Per-worker counters are single-writer.
  */
 #include "myrewrite/base/log.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 /* A text the lexer cannot read: counted by what the unreadable policy did;
  * one relayed unexamined is said once per session, so a DBA can see it. */
@@ -31,8 +30,7 @@ static void count_unreadable(mr_session *s, const mr_match_result *res)
             cfg(s)->unreadable);
 }
 
-void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared,
-                        uint64_t frontend_ns)
+void ss_count_statement(mr_session *s, const mr_match_result *res, uint64_t frontend_ns)
 {
     mr_worker *w = s->w;
     mr_stat_add(&w->stats.frontend_statements, 1);
@@ -41,10 +39,4 @@ void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared
     mr_client_set_text(&w->clients, &s->slot, res->digest);
     if (res->unreadable != MR_UNREADABLE_NONE)
         count_unreadable(s, res);
-    if (!res->nmatched)
-        return; /* no rule acted: no feature has anything to count or note */
-    if (prepared)
-        ss_prepared_verdict(s, res); /* what each execute repeats, kept with the statement */
-    else
-        ss_hooks_verdict(s, res, NULL);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/backend_side.c - the backend side of a session: the greeting (masked
+ * session/conn/backend_side.c - the backend side of a session: the greeting (masked
  * before the client sees it), then every backend packet, classified by the
  * tracker and relayed to the client in batches, up to the end of each
  * response. Runs on the session's worker thread.
@@ -18,7 +18,7 @@
 #include "myrewrite/proto/server_version.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/sql/charset_guard.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 /* The guard of sql/charset_guard.h follows a character set change. An unsafe
  * one is taken even when the response ended in an error (a multi-statement
@@ -84,7 +84,7 @@ static void response_done(mr_session *s)
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
         return;
     }
-    ss_pump_client(s); /* a command may already be waiting */
+    ss_up.resume(s); /* a command may already be waiting */
 }
 
 static void auth_done(mr_session *s)
@@ -116,7 +116,7 @@ static void auth_done(mr_session *s)
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
         return;
     }
-    ss_pump_client(s);
+    ss_up.resume(s);
 }
 
 static void greeting_unusable(mr_session *s, const char *why)
@@ -503,7 +503,7 @@ static void backend_write_cb(mr_conn *c, void *arg)
     mr_session *s = arg;
     (void)c;
     if (s->from_client.blocked)
-        ss_pump_client(s); /* it resumes reading once the backlog is relayed */
+        ss_up.resume(s); /* it resumes reading once the backlog is relayed */
 }
 
 /* The backend ended the connection while the client waits for a command's

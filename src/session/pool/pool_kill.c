@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/pool_kill.c - a client's `KILL [QUERY | CONNECTION] <id>` of a
+ * session/pool/pool_kill.c - a client's `KILL [QUERY | CONNECTION] <id>` of a
  * session of this proxy, under `pool = transaction`.
  *
  * A session shows the client one id for its life, the thread id of its
@@ -34,7 +34,7 @@
 #include "myrewrite/base/log.h"
 #include "myrewrite/pool/hints.h"
 #include "myrewrite/pool/kill.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 #define ER_KILL_DENIED 1095 /* ER_KILL_DENIED_ERROR: "You are not owner of thread %lld" */
 #define ER_QUERY_INTERRUPTED 1317
@@ -194,17 +194,6 @@ void ss_pool_kill_done(mr_session *s)
     s->kill_target = 0;
 }
 
-bool ss_pool_kill_holds(mr_session *s)
-{
-    atomic_store(&s->slot.backend_id, 0); /* then the read: see grab() */
-    if (!atomic_load(&s->slot.kill_holds))
-        return false;
-    atomic_store_explicit(&s->slot.backend_id, s->srv->thread_id, memory_order_relaxed);
-    mr_debug(s->id, "pool: kept server connection %u: a KILL of it is on its way",
-             s->srv->thread_id);
-    return true;
-}
-
 /* A KILL QUERY found the session holding no server connection: a command
  * of it waiting for one is the statement it meant (direct, it would be
  * running), and is answered ERR 1317 instead of run. */
@@ -223,7 +212,7 @@ static void interrupt_wait(mr_session *s)
     ss_pool_drop_command(s, &h);
     s->from_client.blocked = false; /* paused while it waited */
     mr_conn_read_enable(s->client, true);
-    ss_pump_client(s);
+    ss_up.resume(s);
 }
 
 void mr_session_kill_check(mr_session *s)

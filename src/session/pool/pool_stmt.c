@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/pool_stmt.c - server-side prepared statements of a session over
+ * session/pool/pool_stmt.c - server-side prepared statements of a session over
  * the pool (pool = transaction), without pinning it: the client knows each
  * statement by an id of the proxy's own (pool/stmt_map.h), and each pooled
  * connection keeps the statements prepared on it (pool/stmt_cache.h, in
@@ -8,7 +8,7 @@
  * prepare-OK reaches the client with the session's id; a statement command
  * names the session's id, and goes to the connection borrowed with that
  * connection's id, the statement prepared there first when it lacks it (a
- * prelude whose answer the proxy reads, session/prelude.c; MariaDB runs the
+ * prelude whose answer the proxy reads, session/pool/prelude.c; MariaDB runs the
  * execute that follows in the same write by the id 0xFFFFFFFF), the
  * parameter types the execute relies on and the long data kept put in
  * (pool/stmt_exec.h). What stays on one server statement pins the session
@@ -30,7 +30,7 @@
 #include "myrewrite/pool/stmt_map.h"
 #include "myrewrite/proto/stmt_execute.h"
 #include "myrewrite/proto/stmt_rewrite.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 #define ER_UNKNOWN_STMT_HANDLER 1243
 #define ER_STMT_HAS_NO_OPEN_CURSOR 1421
@@ -596,12 +596,6 @@ void ss_pstmt_forget(mr_session *s)
         return;
     mr_stmt_map_clear(&s->pstmt->map);
     s->pstmt->held = s->pstmt->preparing = NULL;
-}
-
-void ss_pstmt_srv_reset(mr_srv *srv)
-{
-    if (srv->stmts)
-        mr_stmt_cache_clear(srv->stmts);
 }
 
 void ss_pstmt_free(mr_session *s)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/session.c - one client connection and its own backend connection: life
- * cycle, closing and flow control (see session/session.h; the relay itself is in
- * session/backend_side.c and session/client_side.c, the front end's part in
- * session/statement.c).
+ * session/core/session.c - one client connection and its own backend connection:
+ * its states, closing and flow control (see session/session.h; its start and its
+ * end are in session/pump/life.c, the relay itself in session/conn/backend_side.c
+ * and session/pump/client_side.c, the front end's part in session/stmt/statement.c).
  *
  * Runs on its worker's thread; owns both connections, the tracker and the
  * framing state of each direction. Bytes are relayed as they arrive: a
@@ -13,18 +13,10 @@
  * other side until it catches up.
  */
 #include <assert.h>
-#include <event2/event.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "myrewrite/base/log.h"
-#include "myrewrite/net/backend_addr.h"
-#include "myrewrite/schema/cache.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 static const char *const state_names[SS_MAX] = {
     "connecting", "greeting", "auth", "idle", "response", "infile", "waiting", "closing", "closed",
@@ -80,29 +72,7 @@ void ss_set_state(mr_session *s, session_state to)
 
 mr_session *mr_session_next(mr_session *s) { return s->next; }
 
-/* Tells the backend we are leaving, so it does not count an aborted client.
- * Only between commands, and only if nothing is unsent ahead of it (output
- * not yet written, frames, or an io_uring send in flight). */
-static void backend_quit(mr_session *s)
-{
-    static const uint8_t quit[5] = {1, 0, 0, 0, MR_COM_QUIT};
-    if (!s->backend || s->state != SS_IDLE)
-        return;
-    if (mr_conn_pending(s->backend) != 0)
-        return;
-    ssize_t n = send(mr_conn_fd(s->backend), quit, sizeof(quit), MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)n; /* best effort: the socket closes right after either way */
-}
-
-static void close_backend(mr_session *s)
-{
-    ss_pool_session_end(s); /* a borrowed connection goes back to the pool, or is dropped */
-    if (!s->backend)
-        return;
-    backend_quit(s);
-    mr_conn_free(s->backend);
-    s->backend = NULL;
-}
+ss_upcalls ss_up;
 
 void ss_close(mr_session *s, mr_close_reason why, const char *detail)
 {
@@ -114,8 +84,8 @@ void ss_close(mr_session *s, mr_close_reason why, const char *detail)
         mr_log(lvl, s->id, "closed (%s) in state %s: %s", mr_close_reason_name(why),
                ss_state_name(s->state), detail);
     mr_stat_add(&s->w->stats.closes[why], 1);
-    close_backend(s);
-    ss_free(s);
+    ss_up.close_backend(s);
+    ss_up.free(s);
 }
 
 /* Sends whatever is queued for the client (typically an ERR), then closes. */
@@ -125,11 +95,11 @@ void ss_close_after_flush(mr_session *s, mr_close_reason why, const char *detail
         return;
     mr_info(s->id, "closing (%s): %s", mr_close_reason_name(why), detail);
     mr_stat_add(&s->w->stats.closes[why], 1);
-    close_backend(s);
+    ss_up.close_backend(s);
     ss_set_state(s, SS_CLOSING);
     mr_conn_read_enable(s->client, false);
     if (mr_conn_pending(s->client) == 0) {
-        ss_free(s);
+        ss_up.free(s);
         return;
     }
     /* the write callback frees the session once the ERR is out */
@@ -193,117 +163,10 @@ void ss_copy_name(char *dst, size_t cap, const char *src, size_t len, bool *set)
     *set = true;
 }
 
-/* False with *why when no connect could be started. */
-static bool connect_backend(mr_session *s, const char **why)
-{
-    struct sockaddr_storage addr;
-    socklen_t addr_len;
-    mr_backend_addr(s->w->proxy, &addr, &addr_len);
-    *why = "does not resolve (yet): the proxy looks it up every second";
-    if (addr_len == 0)
-        return false;
-    *why = "connect failed";
-    struct timeval tv = {(time_t)(cfg(s)->connect_timeout_ms / 1000),
-                         (suseconds_t)(cfg(s)->connect_timeout_ms % 1000) * 1000};
-    s->backend = mr_conn_connect(s->w->base, (struct sockaddr *)&addr, addr_len, &tv,
-                                 &ss_backend_callbacks, s);
-    if (!s->backend)
-        return false;
-    mr_conn_set_low_mark(s->backend, cfg(s)->relay_buffer / 2);
-    return true;
-}
-
-void mr_session_start(mr_worker *w, int fd)
-{
-    mr_session *s = calloc(1, sizeof(*s));
-    if (!s) {
-        close(fd);
-        atomic_fetch_sub(&w->proxy->connections, 1);
-        return;
-    }
-    s->w = w;
-    s->id = atomic_fetch_add(&w->proxy->next_conn_id, 1) + 1;
-    ss_hooks_start(s);
-    s->next = w->sessions;
-    if (w->sessions)
-        w->sessions->prev = s;
-    w->sessions = s;
-    w->nsessions++;
-    mr_client_register(&w->clients, &s->slot, s->id, w->id, fd);
-    mr_stat_add(&w->stats.connections_accepted, 1);
-    mr_stat_add(&w->stats.connections_active, 1);
-    s->client = mr_conn_new(w->base, fd, &ss_client_callbacks, s);
-    if (!s->client) {
-        close(fd);
-        ss_free(s);
-        return;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
-               sizeof(one)); /* fails harmlessly on unix sockets */
-    mr_conn_set_low_mark(s->client, cfg(s)->relay_buffer / 2);
-    mr_conn_read_enable(s->client, true);
-    mr_debug(s->id, "client connected on worker %u", w->id);
-    ss_set_state(s, SS_CONNECTING);
-    if (ss_pool_may_connect(s)) /* else it connects once the pool has room */
-        ss_connect(s);
-}
-
-void ss_connect(mr_session *s)
-{
-    const char *why;
-    if (!connect_backend(s, &why))
-        ss_backend_failed(s, why, true);
-}
-
 void mr_session_drain(mr_session *s, int force)
 {
     if (force)
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutdown timeout reached");
     else if (s->state == SS_IDLE || s->state == SS_CONNECTING || s->state == SS_GREETING)
         ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
-}
-
-static void free_later(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    free(arg);
-}
-
-/* Unlinks the session and closes both sockets now; the memory goes on the
- * next loop turn, so callers up the stack can still test ALIVE(s). */
-void ss_free(mr_session *s)
-{
-    mr_worker *w = s->w;
-    if (s->state == SS_CLOSED)
-        return;
-    ss_hooks_end(s); /* the features let go: queue claims, a job in flight, notes */
-    mr_schema_cache_ddl_end(s->ddl_hold);
-    s->ddl_hold = 0;
-    ss_set_state(s, SS_CLOSED);
-    mr_client_unregister(&w->clients, &s->slot);
-    ss_park_free(s);
-    ss_prepared_forget_all(s);
-    ss_pool_kill_done(s);
-    ss_pool_session_end(s);
-    ss_pstmt_free(s);
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        w->sessions = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    w->nsessions--;
-    mr_stat_add(&w->stats.connections_active, (uint64_t)-1);
-    atomic_fetch_sub(&w->proxy->connections, 1);
-    if (s->backend)
-        mr_conn_free(s->backend);
-    if (s->client)
-        mr_conn_free(s->client);
-    s->backend = s->client = NULL;
-    struct timeval now = {0, 0};
-    if (event_base_once(w->base, -1, EV_TIMEOUT, free_later, s, &now) != 0)
-        mr_error(s->id, "cannot schedule the session's release; leaking %zu bytes", sizeof(*s));
-    mr_worker_session_ended(w);
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/statement.c - a whole COM_QUERY or COM_STMT_PREPARE meets the
+ * session/stmt/statement.c - a whole COM_QUERY or COM_STMT_PREPARE meets the
  * front end: digest, rules, and then relayed as written, rewritten, or
  * answered with the block's error; the features' statement hooks run
- * before and after the rules (session/hooks.c). Also notes `USE db` for
+ * before and after the rules (session/stmt/hooks.c). Also notes `USE db` for
  * the rule filters. Runs on the session's worker thread, with the worker's
  * scratch.
  */
@@ -16,7 +16,7 @@
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/sql/charset_guard.h"
 #include "myrewrite/sql/lexer.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 /* `USE db` changes the default schema the rules filter on. */
 static void note_use_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
@@ -87,19 +87,6 @@ static uint8_t unreadable_policy(const mr_config *c)
     return strcmp(c->unreadable, "block") == 0 ? MR_UNREADABLE_BLOCK : MR_UNREADABLE_AUTO;
 }
 
-void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void *text, size_t len,
-                      bool own)
-{
-    if (cmd != MR_COM_QUERY || !(s->caps & MR_CAP_QUERY_ATTRIBUTES)) {
-        mr_command_build(out, cmd, text, len);
-        return;
-    }
-    if (own || !s->qattrs)
-        mr_command_build2(out, cmd, MR_QUERY_ATTRS_NONE, MR_QUERY_ATTRS_NONE_LEN, text, len);
-    else
-        mr_command_build2(out, cmd, s->qattrs, s->qattrs_len, text, len);
-}
-
 /* Did a rule whose kind says so (no_bulk, rules/kind.h) rewrite it? */
 static bool rewritten_no_bulk(const mr_match_result *res)
 {
@@ -110,17 +97,6 @@ static bool rewritten_no_bulk(const mr_match_result *res)
         if (res->matched[i]->entry->no_bulk)
             return true;
     return false;
-}
-
-unsigned ss_lex_flags(const mr_session *s)
-{
-    unsigned f =
-        (s->tracker.status & MR_STATUS_NO_BACKSLASH_ESCAPES) ? SQL_LEX_NO_BACKSLASH_ESCAPES : 0;
-    const mr_sst_value *mode = &s->track.sql_mode_v;
-    if (mode->known && mr_sql_mode_has(s->track.sql_mode, mode->len, "ANSI_QUOTES"))
-        f |= SQL_LEX_ANSI_QUOTES;       /* the server said so; the other reading is still read */
-    const char *cs = s->charset_unsafe; /* MR_CHARSET_UNKNOWN has no rule: the byte reading */
-    return cs ? f | sql_lex_mb_of(cs, strlen(cs)) : f;
 }
 
 /* What ss_lex_flags cannot vouch for at a text's start. */
@@ -136,6 +112,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
      * here too: the rules then read the statement the server runs */
     len = sql_server_len(sql, len);
     unsigned lex_flags = ss_lex_flags(s);
+    if (s->srv && ss_pool_refuses(s, sql, len, lex_flags))
+        return STMT_ANSWERED; /* pool = statement: its words would pin */
     if (s->srv)
         ss_pool_statement(s, sql, len, lex_flags, true);
     mr_stmt_ctx ctx = {
@@ -163,10 +141,14 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     /* The command's start time was read just before this call, a few
      * instructions ago: it stands in for a clock read of its own here. */
     mr_rules_apply(w->rules->set, sql, len, &ctx, w->scratch, res);
-    /* counted once, when it is run for good (session/park.c) */
-    if (res->park && ss_park(s, cmd, sql, len, res))
+    /* counted once, when it is run for good (session/stmt/park_stmt.c) */
+    if (res->park && ss_park_statement(s, cmd, sql, len, res, ss_statement_start))
         return STMT_WAITING;
-    ss_count_statement(s, res, ctx.prepared, mr_mono_ns() - s->command_start_ns);
+    ss_count_statement(s, res, mr_mono_ns() - s->command_start_ns);
+    if (res->nmatched && ctx.prepared) /* the features count what their rules did, */
+        ss_prepared_verdict(s, res);   /* or note what each execute repeats */
+    else if (res->nmatched)
+        ss_hooks_verdict(s, res, NULL);
     s->digest = mr_digest_stats_get(&w->digests, res->digest_hash, res->digest ? res->digest : "");
     if (res->nmatched)
         log_matches(s, res, sql, len);
@@ -186,7 +168,7 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     if (res->page_guard.rule)
         ss_prepared_note_guard(s, &res->page_guard); /* checked at each COM_STMT_EXECUTE */
     if (ctx.prepared && rewritten_no_bulk(res))
-        s->pnote_next.rewritten = true; /* no bulk execute of it (session/prepared.c) */
+        s->pnote_next.rewritten = true; /* no bulk execute of it (session/stmt/prepared.c) */
     st.res = res;
     v = ss_hooks_statement(s, false, &st);
     if (v != STMT_RELAY || st.send)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/reload.c - rule loading at start and atomic swap on reload (see session/reload.h).
+ * session/pump/reload.c - rule loading at start and atomic swap on reload (see session/reload.h).
  * Main thread only.
  */
 #include "myrewrite/session/reload.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/features.c - the features a session runs, in the order their
+ * session/core/features.c - the features a session runs, in the order their
  * hooks run (feature/feature.h). Adding a feature adds its folder, which
  * defines its `const mr_feature`, and one entry here.
  *
@@ -15,7 +15,7 @@
 #include "myrewrite/queue/session_hooks.h"
 
 #include "myrewrite/session/reload.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 const mr_feature *const ss_features[] = {
     &mr_delayed_feature,

@@ -1,18 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/client_side.c - the client side of a session: every client packet:
+ * session/pump/client_side.c - the client side of a session: every client packet:
  * commands start here, refused ones are answered here, and LOCAL INFILE and
- * authentication data (checked in session/auth.c) are relayed while the
- * backend waits for them. Runs on the session's worker thread.
+ * authentication data (checked in session/conn/auth.c) are relayed while the
+ * backend waits for them. A session starts here (mr_session_start: the
+ * client's socket taken). Runs on the session's worker thread.
  */
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/proto/query_attrs.h"
 #include "myrewrite/sql/charset_guard.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 static void refuse_command(mr_session *s, uint8_t cmd)
 {
@@ -164,7 +170,7 @@ static bool client_data_packet(mr_session *s, const uint8_t *p, size_t n, uint32
 /* May the client packet starting now (sequence id seq) go on? Commands
  * between responses, LOCAL INFILE data while the server reads it, and in an
  * authentication exchange only the packet it waits for: anything else stays
- * in the client's input until the exchange ends (session/auth.c). False
+ * in the client's input until the exchange ends (session/conn/auth.c). False
  * also when the session closed. */
 static bool client_may_send(mr_session *s, uint8_t seq)
 {
@@ -360,3 +366,39 @@ static void client_event_cb(mr_conn *c, int what, void *arg)
 }
 
 const mr_conn_callbacks ss_client_callbacks = {client_read_cb, client_write_cb, client_event_cb};
+
+void mr_session_start(mr_worker *w, int fd)
+{
+    mr_session *s = calloc(1, sizeof(*s));
+    if (!s) {
+        close(fd);
+        atomic_fetch_sub(&w->proxy->connections, 1);
+        return;
+    }
+    s->w = w;
+    s->id = atomic_fetch_add(&w->proxy->next_conn_id, 1) + 1;
+    ss_hooks_start(s);
+    s->next = w->sessions;
+    if (w->sessions)
+        w->sessions->prev = s;
+    w->sessions = s;
+    w->nsessions++;
+    mr_client_register(&w->clients, &s->slot, s->id, w->id, fd);
+    mr_stat_add(&w->stats.connections_accepted, 1);
+    mr_stat_add(&w->stats.connections_active, 1);
+    s->client = mr_conn_new(w->base, fd, &ss_client_callbacks, s);
+    if (!s->client) {
+        close(fd);
+        ss_free(s);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+               sizeof(one)); /* fails harmlessly on unix sockets */
+    mr_conn_set_low_mark(s->client, cfg(s)->relay_buffer / 2);
+    mr_conn_read_enable(s->client, true);
+    mr_debug(s->id, "client connected on worker %u", w->id);
+    ss_set_state(s, SS_CONNECTING);
+    if (ss_pool_may_connect(s)) /* else it connects once the pool has room */
+        ss_connect(s);
+}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/worker.c - worker threads (see session/worker.h).
+ * session/pump/worker.c - worker threads (see session/worker.h).
  * Each worker thread runs its own event_base and owns every session on it;
  * other threads talk to it only through its hand-off pipe.
  */
@@ -18,6 +18,7 @@
 #include "myrewrite/net/uring.h"
 #include "myrewrite/session/session.h"
 #include "myrewrite/stats/rule_hits.h"
+#include "session/core/session_impl.h"
 
 static void drain_sessions(mr_worker *w, int force)
 {
@@ -72,12 +73,6 @@ void mr_worker_set_rules(mr_worker *w, mr_shared_rules *rules)
     pthread_mutex_unlock(&w->pending_lock);
     mr_shared_rules_release(stale);
     mr_worker_signal(w, MR_WORKER_MSG_RULES);
-}
-
-void mr_worker_session_ended(mr_worker *w)
-{
-    if (w->draining && w->nsessions == 0)
-        event_base_loopexit(w->base, NULL);
 }
 
 static void on_message(mr_worker *w, int msg)
@@ -186,8 +181,19 @@ static struct event_base *worker_base(void)
     return base;
 }
 
+static void fill_upcalls(void)
+{
+    ss_up.resume = ss_pump_client;
+    ss_up.close_backend = ss_close_backend;
+    ss_up.free = ss_free;
+    ss_up.connect = ss_connect;
+    ss_up.backend_callbacks = &ss_backend_callbacks;
+}
+
 bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *rules)
 {
+    static pthread_once_t upcalls_once = PTHREAD_ONCE_INIT;
+    pthread_once(&upcalls_once, fill_upcalls); /* before the first worker thread */
     int fds[2];
     memset(w, 0, sizeof(*w));
     w->id = id;
@@ -208,41 +214,13 @@ bool mr_worker_start(mr_worker *w, mr_proxy *p, unsigned id, mr_shared_rules *ru
     w->base = worker_base();
     if (!w->base)
         return false;
-    if (strcmp(p->cfg->pool, "transaction") == 0 &&
+    if (strcmp(p->cfg->pool, "session") != 0 && /* transaction, statement */
         !(w->pool = mr_pool_new(w->base, p->cfg, id, p->nworkers)))
         return false;
     w->pipe_ev = event_new(w->base, w->pipe_rd, EV_READ | EV_PERSIST, pipe_cb, w);
     if (!w->pipe_ev || event_add(w->pipe_ev, NULL) != 0)
         return false;
     return pthread_create(&w->thread, NULL, worker_main, w) == 0;
-}
-
-/* Writes one int; a pipe write of <= PIPE_BUF bytes is atomic, so several
- * writers never interleave. */
-static bool send_msg(mr_worker *w, int msg)
-{
-    ssize_t n;
-    do {
-        n = write(w->pipe_wr, &msg, sizeof(msg));
-    } while (n < 0 && errno == EINTR);
-    return n == (ssize_t)sizeof(msg);
-}
-
-bool mr_worker_hand_off(mr_worker *w, int fd) { return send_msg(w, fd); }
-
-bool mr_worker_signal(mr_worker *w, int msg)
-{
-    if (send_msg(w, msg))
-        return true;
-    mr_error(0, "cannot signal worker %u: %s", w->id, strerror(errno));
-    return false;
-}
-
-void mr_worker_wake_bg(void *worker)
-{
-    mr_worker *w = worker;
-    if (!atomic_exchange(&w->bg_signaled, true) && !mr_worker_signal(w, MR_WORKER_MSG_BG))
-        atomic_store(&w->bg_signaled, false); /* the next answer tries again */
 }
 
 void mr_worker_join(mr_worker *w)

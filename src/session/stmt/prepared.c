@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/prepared.c - the server-side prepared statements whose text the
+ * session/stmt/prepared.c - the server-side prepared statements whose text the
  * front end acted on. A prepared statement meets the rules once, at
  * COM_STMT_PREPARE; what that decided must be repeated at each
  * COM_STMT_EXECUTE, which the front end never sees: a page whose LIMIT
@@ -25,7 +25,7 @@
 #include "myrewrite/base/log.h"
 #include "myrewrite/proto/stmt_execute.h"
 #include "myrewrite/stats/rule_stats.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
 /* What the guardrail needs at each execute, copied at prepare time: the
  * rule set may be reloaded in between. */

@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/session_impl.h - what the session files share: the session itself, its
+ * session/core/session_impl.h - what the session files share: the session itself, its
  * states and framing, and the functions one half calls in another.
  *
- * Private to src/session*.c. Everything here runs on the worker thread that
- * owns the session.
- *   session/session.c       life cycle, closing, flow control
- *   session/auth.c          authentication exchanges: what goes to the server
- *   session/backend_side.c  greeting, backend packets, end of responses
- *   session/client_side.c   handshake check, client packets, commands
- *   session/statement.c     statements meet the front end (rules, digests)
- *   session/hooks.c         runs the features' hooks (session/features.c: the table)
+ * Private to src/session/. Everything here runs on the worker thread that
+ * owns the session. The files are in rooms, lowest first (src/README.md,
+ * "The rooms of session/"); a file uses only its own room and those below,
+ * and reaches session/pump/ from below only through ss_up. Among them:
+ *   session/core/session.c       states, closing, flow control
+ *   session/core/park.c          a session waiting for the background
+ *   session/stmt/statement.c     statements meet the front end (rules, digests)
+ *   session/stmt/hooks.c         runs the features' hooks (session/core/features.c: the table)
+ *   session/conn/auth.c          authentication exchanges: what goes to the server
+ *   session/conn/backend_side.c  greeting, backend packets, end of responses
+ *   session/pump/client_side.c   handshake check, client packets, commands, a session's start
+ *   session/pump/life.c          the backend connection made, a session's end
  */
 #ifndef MYREWRITE_SESSION_IMPL_H
 #define MYREWRITE_SESSION_IMPL_H
@@ -40,15 +44,16 @@ typedef enum session_state {
     SS_RESPONSE,   /* relaying the backend's answer to the current command */
     SS_INFILE,     /* relaying LOCAL INFILE contents from the client */
     SS_WAIT_BG,    /* the answer comes from a background job (FLUSH DELAYED), or a
-                      parked DELAYED statement waits for the schema cache: the
-                      backend is idle and the client's next command waits */
+                      parked session waits for the background (a statement for
+                      the schema cache): the backend is idle and the client's
+                      next command waits */
     SS_CLOSING,    /* flushing a last packet to the client, then free */
     SS_CLOSED,     /* both sockets gone; memory freed from the event loop */
     SS_MAX
 } session_state;
 
 /* Where an authentication exchange stands (SS_AUTH, or SS_RESPONSE to a
- * COM_CHANGE_USER): whose packet comes next (session/auth.c). */
+ * COM_CHANGE_USER): whose packet comes next (session/conn/auth.c). */
 typedef enum ss_auth_phase {
     SS_AUTH_RESPONSE_DUE, /* the greeting is out, or TLS started: the client's
                              HandshakeResponse (or SSLRequest) comes next */
@@ -85,7 +90,7 @@ static inline uint32_t ss_stmt_id(const uint8_t *p)
 typedef struct ss_pguard ss_pguard;
 
 /* A server-side prepared statement whose text the front end acted on:
- * what each COM_STMT_EXECUTE of it must repeat (session/prepared.c). */
+ * what each COM_STMT_EXECUTE of it must repeat (session/stmt/prepared.c). */
 typedef struct ss_pnote {
     uint32_t id;
     ss_pguard *guard; /* max_offset for its `?` offset (owned; NULL: none) */
@@ -111,7 +116,7 @@ struct mr_session {
     uint32_t caps;              /* negotiated capabilities */
     uint32_t ext_caps;          /* negotiated MariaDB extended ones (relayed only) */
     uint32_t backend_thread_id; /* the backend's connection id */
-    ss_auth_phase auth_phase;   /* changed only in session/auth.c */
+    ss_auth_phase auth_phase;   /* changed only in session/conn/auth.c */
     uint8_t auth_seq;           /* the sequence id the client's next auth packet has */
     int8_t login_shift;         /* the client's sequence ids minus the server's during
                                    the login: +1 once the proxy took the client's
@@ -129,10 +134,10 @@ struct mr_session {
                                    backend leg is compressed once the login succeeds */
     bool authenticated;         /* the backend accepted the login */
     bool skip_locked;           /* the backend supports FOR UPDATE SKIP LOCKED */
-    uint8_t prelude_pending;    /* answers to preludes come first (session/prelude.c) ... */
+    uint8_t prelude_pending;    /* answers to preludes come first (session/pool/prelude.c) ... */
     const char *prelude_what[SS_PRELUDES_MAX]; /* ... and what each is, oldest first, ... */
     bool prelude_prepare[SS_PRELUDES_MAX];     /* ... answered by a prepare response */
-    ss_pnote pnote_next; /* the COM_STMT_PREPARE going out (session/prepared.c) */
+    ss_pnote pnote_next; /* the COM_STMT_PREPARE going out (session/stmt/prepared.c) */
     ss_pnote *pnotes;    /* prepared statements the front end acted on (owned) */
     size_t npnotes, pnotes_cap;
     bool unexamined_logged;   /* a statement over relay_buffer was logged */
@@ -152,13 +157,13 @@ struct mr_session {
     const char *pending_charset;       /* SET NAMES, COM_CHANGE_USER: applied on success */
     bool charset_pending;
     /* What the server's trackers reported in the OKs of a session whose client
-     * negotiated CLIENT_SESSION_TRACK (session/backend_side.c): its
+     * negotiated CLIENT_SESSION_TRACK (session/conn/backend_side.c): its
      * character_set_client outranks the SET statements the guard reads, its
      * sql_mode gives the lexer ANSI_QUOTES. */
     mr_session_state track;
     mr_digest_entry *digest; /* stats entry of the statement in flight */
     uint64_t ddl_hold;       /* schema cache hold of the DDL in flight (0: none) */
-    struct ss_park *park;    /* a DELAYED statement waiting for its table's key (session/park.c) */
+    struct ss_park *park;    /* waiting for the background (session/core/park.c) */
     /* The query-attribute block of the COM_QUERY in the front end (with
      * CLIENT_QUERY_ATTRIBUTES, proto/query_attrs.h): it points into the
      * client's packet or the parked copy while ss_statement_start runs,
@@ -168,12 +173,12 @@ struct mr_session {
     uint64_t qattrs_count; /* attributes in it */
     bool bg_after_rules;   /* SS_WAIT_BG for a statement a hook took after the rules */
     uint64_t command_start_ns;
-    mr_fsession fs;                /* what the features' hooks see (session/hooks.c) */
+    mr_fsession fs;                /* what the features' hooks see (session/stmt/hooks.c) */
     void *fstate[MR_FEATURES_MAX]; /* each feature's own state (owned by the feature) */
     uint32_t watchers;             /* bit i: ss_features[i] has response hooks (hooks.c) */
     uint8_t *hook_packet;          /* a response packet a hook reads whole (owned) */
     mr_client_slot slot;           /* what SHOW CLIENTS sees (stats/client_info.h) */
-    /* pool = transaction (session/pool_side.c); all unused with pool = session */
+    /* pool = transaction (session/pool/pool_side.c); all unused with pool = session */
     uint32_t backend_caps;      /* the backend leg's capabilities (the pool's add
                                    CLIENT_SESSION_TRACK to the client's) */
     uint8_t login_charset;      /* the handshake's collation id */
@@ -189,18 +194,25 @@ struct mr_session {
     bool hint_opaque;           /* it runs code elsewhere (CALL, EXECUTE) */
     bool found_rows_ends;       /* the found_rows pin ends with this response */
     bool pstmt_pooled;          /* the pool's prepared statements (MariaDB backend) */
-    struct ss_pstmt *pstmt;     /* its prepared statements (session/pool_stmt.c; owned,
+    struct ss_pstmt *pstmt;     /* its prepared statements (session/pool/pool_stmt.c; owned,
                                    NULL until the first COM_STMT_PREPARE) */
     mr_pool_state login_state;  /* the login's character set variables (what a reset restores) */
     bool learn_login;           /* the prelude answered next reports them */
     uint64_t last_insert_id;    /* LAST_INSERT_ID() of the session, from its OKs */
     uint32_t client_thread_id;  /* the thread id the client's greeting gave */
+    uint32_t end_wait_id;       /* the connection the pool closed as the session ended
+                                   with work or state on it (0: none) */
+    bool srv_fresh;             /* srv was borrowed for the command in flight: what it
+                                   holds of ROW_COUNT(), FOUND_ROWS() is not the session's */
+    bool row_count_known, found_rows_known; /* the session's own, from its answers: */
+    int64_t row_count;                      /* ROW_COUNT() after its last statement */
+    uint64_t found_rows;                    /* FOUND_ROWS(): rows of its last result set */
     bool pool_view;             /* the backend leg tracks more than the client asked: its
                                    OKs are rewritten to the client's view (pool_view.c) */
     struct mr_track_want *want; /* the client's own session_track_* settings (owned;
                                    NULL: MariaDB's defaults) */
     uint64_t kill_target;       /* the session whose server connection this one's KILL in
-                                   flight holds (session/pool_kill.c; 0: none) ... */
+                                   flight holds (session/pool/pool_kill.c; 0: none) ... */
     unsigned kill_worker;       /* ... and its worker */
 };
 
@@ -215,18 +227,57 @@ typedef enum stmt_verdict {
 
 static inline const mr_config *cfg(const mr_session *s) { return s->w->proxy->cfg; }
 
-/* session/session.c */
+/* What the rooms below session/pump/ (the top room: the pumps and the
+ * worker) need done there, reached through pointers so that no file below
+ * names a function above it (scripts/layers.py, ROOMS). mr_worker_start
+ * fills them in once, before any worker thread runs; workers only read them.
+ * A call through one costs what a direct call does (one indirect call). */
+typedef struct ss_upcalls {
+    /* an idle session goes on: it reads the client's next command, if any
+     * is waiting (ss_pump_client) */
+    void (*resume)(mr_session *s);
+    /* the backend connection goes: back to the pool, or closed
+     * (ss_close_backend) */
+    void (*close_backend)(mr_session *s);
+    /* the session ends now; its memory goes at the next loop turn (ss_free) */
+    void (*free)(mr_session *s);
+    /* connect the backend (ss_connect) */
+    void (*connect)(mr_session *s);
+    /* what a backend connection of the session calls (ss_backend_callbacks) */
+    const mr_conn_callbacks *backend_callbacks;
+} ss_upcalls;
+extern ss_upcalls ss_up;
+
+/* session/core/session.c */
 const char *ss_state_name(session_state st);
 void ss_set_state(mr_session *s, session_state to);
 void ss_close(mr_session *s, mr_close_reason why, const char *detail);
 void ss_close_after_flush(mr_session *s, mr_close_reason why, const char *detail);
-void ss_free(mr_session *s);
 void ss_send_err(mr_session *s, uint8_t seq, uint16_t code, const char *sqlstate, const char *msg);
 void ss_client_flow(mr_session *s);
 void ss_backend_flow(mr_session *s);
 void ss_copy_name(char *dst, size_t cap, const char *src, size_t len, bool *set);
 
-/* session/auth.c: is an authentication exchange (login, COM_CHANGE_USER)
+/* session/core/command.c */
+/* Appends a command of the session to the backend as
+ * packets; a COM_QUERY on a session with CLIENT_QUERY_ATTRIBUTES gets an
+ * attribute block: the client's statement's (s->qattrs) for its text
+ * rewritten, or an empty one for the proxy's own statement (`own`). */
+void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void *text, size_t len,
+                      bool own);
+/* The bytes of a command sent instead of the client's (which are dropped as
+ * they come); false when out of memory (the client got an ERR, the session
+ * closes). ss_send_instead is this for a rewrite, counted as one. */
+bool ss_send_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len);
+/* The lexer mode of the session's next text, as far as the proxy knows it:
+ * NO_BACKSLASH_ESCAPES from the server's status flag, the multibyte rule of
+ * the client character set it believes in force. What it cannot vouch for
+ * (ANSI_QUOTES, which no status flag tells, and the character set, which a
+ * prepared or server-side statement may have changed unseen) is
+ * unsure (session/stmt/statement.c): block rules read the text those ways too. */
+unsigned ss_lex_flags(const mr_session *s);
+
+/* session/conn/auth.c: is an authentication exchange (login, COM_CHANGE_USER)
  * going on? The greeting went to the client (sequence id seq); the server
  * sent a packet of the exchange (`ends`: its OK or ERR); is the login's
  * HandshakeResponse the client packet due; the client's answer went to the
@@ -256,7 +307,7 @@ uint8_t ss_auth_shift_to_client(mr_session *s, struct evbuffer *in, size_t off, 
  * backend connection; the client then got an ERR and the session closes. */
 bool ss_auth_server_check(mr_session *s, const uint8_t *p, size_t n, uint32_t len, uint8_t seq);
 
-/* session/backend_side.c */
+/* session/conn/backend_side.c */
 extern const mr_conn_callbacks ss_backend_callbacks;
 void ss_pump_backend(mr_session *s);
 /* The backend connection failed or closed (`what` says how). proxy_gave_up:
@@ -265,11 +316,17 @@ void ss_pump_backend(mr_session *s);
  * close. */
 void ss_backend_failed(mr_session *s, const char *what, bool proxy_gave_up);
 
-/* session/client_side.c */
+/* session/pump/client_side.c */
 extern const mr_conn_callbacks ss_client_callbacks;
 void ss_pump_client(mr_session *s);
 
-/* session/prelude.c: any statement of the proxy's ahead of the command in flight (what: for
+/* session/pump/life.c: the backend connection let go, the session ended,
+ * the backend connected (what ss_up's close_backend, free and connect do) */
+void ss_close_backend(mr_session *s);
+void ss_free(mr_session *s);
+void ss_connect(mr_session *s);
+
+/* session/pool/prelude.c: any statement of the proxy's ahead of the command in flight (what: for
  * the log line should it be refused; static text). False when it could
  * not be sent (out of memory, SS_PRELUDES_MAX already pending). */
 bool ss_prelude_send(mr_session *s, const char *text, size_t len, const char *what);
@@ -277,13 +334,13 @@ bool ss_prelude_send(mr_session *s, const char *text, size_t len, const char *wh
  * COM_INIT_DB), its argument `len` bytes at data. */
 bool ss_prelude_command(mr_session *s, uint8_t cmd, const char *data, size_t len, const char *what);
 /* A COM_STMT_PREPARE of text (pool = transaction: a statement prepared on
- * demand, session/pool_stmt.c): its answer is a whole prepare response. */
+ * demand, session/pool/pool_stmt.c): its answer is a whole prepare response. */
 bool ss_prelude_prepare(mr_session *s, const char *text, size_t len);
-/* Takes a prelude's answer off the backend input: 1 taken, 0 not all
- * there yet, -1 closed. */
+/* session/pool/prelude_take.c: the answer of the oldest prelude, taken off
+ * the backend's input: 1 taken, 0 not all there yet, -1 closed. */
 int ss_prelude_take(mr_session *s, struct evbuffer *in);
 
-/* session/prepared.c: a COM_STMT_PREPARE's response ended (ok: statement
+/* session/stmt/prepared.c: a COM_STMT_PREPARE's response ended (ok: statement
  * `id`), keeping s->pnote_next when the front end acted on its text; a
  * statement command on a kept id (COM_STMT_EXECUTE: the guardrail, then
  * the features' notes; COM_STMT_BULK_EXECUTE of one a no_bulk rule
@@ -305,26 +362,17 @@ bool ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n,
  * the guardrail must read whole? */
 bool ss_prepared_guarded(mr_session *s, const uint8_t *head, uint32_t len);
 
-/* session/statement.c */
+/* session/stmt/statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);
-/* The lexer mode of the session's next text, as far as the proxy knows it:
- * NO_BACKSLASH_ESCAPES from the server's status flag, the multibyte rule of
- * the client character set it believes in force. What it cannot vouch for
- * (ANSI_QUOTES, which no status flag tells, and the character set, which a
- * prepared or server-side statement may have changed unseen) is
- * unsure (session/statement.c): block rules read the text those ways too. */
-unsigned ss_lex_flags(const mr_session *s);
 
-/* session/counts.c: counts what the front end did with one statement (a
- * COM_STMT_PREPARE text when `prepared`) that took `frontend_ns` in
- * mr_rules_apply. */
-void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared,
-                        uint64_t frontend_ns);
-/* session/hooks.c: the features' hooks, run in table order (feature/feature.h).
+/* session/core/counts.c: counts what the front end did with one statement
+ * that took `frontend_ns` in mr_rules_apply. */
+void ss_count_statement(mr_session *s, const mr_match_result *res, uint64_t frontend_ns);
+/* session/stmt/hooks.c: the features' hooks, run in table order (feature/feature.h).
  * ss_hooks_start at the session's start; ss_hooks_view refreshes what the
  * hooks see before a statement or command. A hook's action is acted on by
  * ss_hooks_act (STMT_RELAY for PASS and SEND, which it sent). */
-extern const mr_feature *const ss_features[]; /* session/features.c */
+extern const mr_feature *const ss_features[]; /* session/core/features.c */
 extern const unsigned ss_nfeatures;
 void ss_hooks_start(mr_session *s);
 void ss_hooks_view(mr_session *s);
@@ -353,18 +401,8 @@ void ss_hooks_end(mr_session *s);
  * rewrite, a hook's MR_HOOK_SEND): STMT_RELAY, or STMT_CLOSED when out of
  * memory (the client got an ERR). */
 stmt_verdict ss_send_instead(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len);
-/* The bytes of a command sent instead of the client's (which are dropped as
- * they come); false when out of memory (the client got an ERR, the session
- * closes). ss_send_instead is this for a rewrite, counted as one. */
-bool ss_send_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len);
-/* session/statement.c: appends a command of the session to the backend as
- * packets; a COM_QUERY on a session with CLIENT_QUERY_ATTRIBUTES gets an
- * attribute block: the client's statement's (s->qattrs) for its text
- * rewritten, or an empty one for the proxy's own statement (`own`). */
-void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void *text, size_t len,
-                      bool own);
 
-/* session/pool_side.c: the session over the pool (pool = transaction); each
+/* session/pool/pool_side.c: the session over the pool (pool = transaction); each
  * does nothing with pool = session. May the session connect for its login
  * now (else it waits for room, then connects by ss_connect); the login's
  * HandshakeResponse asks the server for session tracking; the login
@@ -373,16 +411,31 @@ void ss_command_build(const mr_session *s, mr_buf *out, uint8_t cmd, const void 
  * command or a statement's text tells; an OK's session state; a response
  * ended (the unit may end); the session ends. */
 bool ss_pool_may_connect(mr_session *s);
-void ss_connect(mr_session *s);
 void ss_pool_login_caps(mr_session *s, bool server_tracks, uint8_t charset);
 bool ss_pool_logged_in(mr_session *s);
 bool ss_pool_attach(mr_session *s);
 void ss_pool_command(mr_session *s, uint8_t cmd);
 void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_flags, bool own);
+/* pool = statement: does the client's text say it would pin its session?
+ * Then it was answered with an ERR naming pool = transaction, and is not
+ * sent. */
+bool ss_pool_refuses(mr_session *s, const char *sql, size_t len, unsigned lex_flags);
 /* The client's own text goes out with its CONNECTION_ID() as the session's
- * stable id (the handshake's thread id): STMT_RELAY either way. */
+ * stable id (the handshake's thread id), and, on a connection borrowed for
+ * it, ROW_COUNT() and FOUND_ROWS() as the session's own values (pool/hints.h):
+ * STMT_RELAY either way. */
 stmt_verdict ss_pool_own_id(mr_session *s, uint8_t cmd, const char *sql, size_t len,
                             unsigned lex_flags);
+/* A rewritten text with its CONNECTION_ID() (and, on a connection borrowed
+ * for it, ROW_COUNT() and FOUND_ROWS()) as the session's own, into out:
+ * false when it has none (or out of memory: the text then goes as it is,
+ * and CONNECTION_ID() pins the session for connection_id). */
+bool ss_pool_own_text(mr_session *s, uint8_t cmd, const uint8_t *text, size_t len, mr_buf *out);
+/* The server connection whose end the release of the session's work must
+ * wait for (mr_fsession.end_wait_id): with pool = session its own; pooled,
+ * the one it held when it ended mid-unit or pinned (the pool closes it), or
+ * 0 when it ended between units. */
+uint32_t ss_pool_end_wait(mr_session *s);
 void ss_pool_ok_state(mr_session *s, const uint8_t *state, size_t n);
 /* The state block of the OK to one of the pool's own preludes: the
  * variables it set are the session's and its connection's. */
@@ -395,7 +448,7 @@ void ss_pool_unpin(mr_session *s, mr_pin_reason r);
 /* The command whose header h heads the client's input is dropped as it comes
  * (it was answered instead). */
 void ss_pool_drop_command(mr_session *s, const mr_pkt_header *h);
-/* session/pool_stmt.c: server-side prepared statements over the pool; each
+/* session/pool/pool_stmt.c: server-side prepared statements over the pool; each
  * does nothing with pool = session. The greeting (payload p) the client
  * gets, masked further; is the client's command read whole
  * (cmd: its first byte); a COM_STMT_PREPARE (p: n of its len bytes) and the
@@ -423,18 +476,19 @@ void ss_pstmt_replace_err(mr_session *s, struct evbuffer **in, struct evbuffer_i
                           size_t off, uint32_t len, uint8_t seq);
 void ss_pstmt_response_done(mr_session *s, bool ok);
 void ss_pstmt_forget(mr_session *s);
+/* session/pool/srv_reset.c */
 void ss_pstmt_srv_reset(mr_srv *srv);
 void ss_pstmt_free(mr_session *s);
 bool ss_pstmt_answer_due(const mr_session *s);
 
-/* session/pool_view.c: the OK or EOF just classified (payload `len` bytes at
+/* session/pool/pool_view.c: the OK or EOF just classified (payload `len` bytes at
  * `move` of the backend's input, `avail` there) is replaced by the client's
  * view of it when that differs: true when it was (the bytes before it went
  * out, and *in is the input evbuffer now). */
 bool ss_pool_view(mr_session *s, struct evbuffer **in, struct evbuffer_iovec *first, size_t move,
                   uint32_t len, uint8_t seq, size_t avail);
 
-/* session/pool_kill.c: a COM_QUERY `KILL ... <id>` whose id is a session of
+/* session/pool/pool_kill.c: a COM_QUERY `KILL ... <id>` whose id is a session of
  * this proxy's (pool = transaction): true when taken (*v the verdict), false
  * to go on as usual (relayed as written). The answer to the KILL sent came,
  * or the killer ends: the hold on the target's connection goes. Before the
@@ -446,14 +500,36 @@ bool ss_pool_kill(mr_session *s, uint8_t cmd, const char *sql, size_t len, unsig
  * the text `KILL <id>` when its id is a session's. */
 bool ss_pool_process_kill(mr_session *s, const uint8_t *p, uint32_t len, stmt_verdict *v);
 void ss_pool_kill_done(mr_session *s);
+/* session/pool/kill_holds.c: the unit of work ends; true when a KILL holds
+ * the session's server connection (it is kept until the KILL's answer). */
 bool ss_pool_kill_holds(mr_session *s);
 
-/* session/park.c: the front end marked the statement for parking
+/* session/core/park.c: the session waits for the background in SS_WAIT_BG
+ * (ss_park: false when out of memory, nothing changed). `cookie` is the
+ * parker's: when the background signals, ops->retry(s, cookie); after
+ * timeout_ms, at a tick, ops->timed_out(s, cookie) instead; either may end
+ * the wait (ss_park_end, which calls ops->end with the time waited and lets
+ * go of the park). A session left idle then reads on (ss_up.resume). */
+typedef struct ss_park_ops {
+    void (*retry)(mr_session *s, void *cookie);
+    void (*timed_out)(mr_session *s, void *cookie);
+    void (*end)(mr_session *s, void *cookie, uint64_t waited_ns);
+} ss_park_ops;
+bool ss_park(mr_session *s, const ss_park_ops *ops, void *cookie, uint64_t timeout_ms);
+/* The cookie when s is parked by ops, else NULL. */
+void *ss_parked(const mr_session *s, const ss_park_ops *ops);
+void ss_park_end(mr_session *s);
+/* The session ends: its park goes with it. */
+void ss_park_free(mr_session *s);
+
+/* session/stmt/park_stmt.c: the front end marked the statement for parking
  * (res->park): true when the session now holds a copy of it in
  * SS_WAIT_BG (or, running it again, still does); false when it cannot
- * (delayed_park_timeout = 0, out of memory): res's ERR is the answer. */
-bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len, const mr_match_result *res);
-/* The session ends: its parked statement goes with it. */
-void ss_park_free(mr_session *s);
+ * (delayed_park_timeout = 0, out of memory): res's ERR is the answer.
+ * rerun runs the copy again as it first ran (an execute: its whole
+ * payload; a statement: its text, the query attributes in s->qattrs). */
+typedef stmt_verdict (*ss_rerun_fn)(mr_session *s, uint8_t cmd, const char *sql, size_t len);
+bool ss_park_statement(mr_session *s, uint8_t cmd, const char *sql, size_t len,
+                       const mr_match_result *res, ss_rerun_fn rerun);
 
 #endif

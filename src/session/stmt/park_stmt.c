@@ -1,77 +1,57 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/park.c - a DELAYED statement whose rule names no key, sent before
- * the schema cache has its table's key (just after a start or a reload, or
- * while DDL on the table runs), waits in its session instead of being
- * refused with "retry".
+ * session/stmt/park_stmt.c - a statement the front end marked for parking
+ * (res->park: a DELAYED statement whose rule names no key, sent before the
+ * schema cache has its table's key, just after a start or a reload, or
+ * while DDL on the table runs) waits in its session instead of being
+ * refused with "retry": the session is parked (session/core/park.c) with a
+ * copy of the statement.
  *
- * The session keeps a copy of the statement and sits in SS_WAIT_BG, so the
- * client's pipelined commands stay in its input. The statement meets the
- * front end again (staged or summed as usual) when the cache has loaded a
- * table (the loader's hook signals every worker, MR_WORKER_MSG_SCHEMA,
- * while any statement is parked) and at each tick (a lookup also queues
+ * The statement meets the front end again (staged or summed as usual) when
+ * the cache has loaded a table and at each tick (a lookup also queues
  * again a load that failed). After delayed_park_timeout the client gets
- * the rule's ERR, saying how long it waited and why. The worker never
- * waits.
+ * the rule's ERR, saying how long it waited and why.
  *
  * A COM_STMT_EXECUTE of a prepared memory-mode DELAYED statement that a
  * feature's command hook could not take for the same reason (MR_HOOK_PARK)
- * is parked the same way: the copy is the execute's packet, and running it
- * again runs the command hooks on it (ss_park_command).
- *
- * Threads: the session's worker, but mr_session_wake_parked (the schema
- * cache's loader) and the parked count (any thread).
+ * is parked the same way: the copy is the execute's packet. Whoever parks
+ * it gives the function that runs it again (the front end, or the command
+ * hooks), so this file names neither. Runs on the session's worker thread.
  */
-#include <event2/event.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "myrewrite/base/log.h"
-#include "session/session_impl.h"
+#include "session/core/session_impl.h"
 
-#define PARK_TICK_MS 200
-
-struct ss_park {
-    uint8_t cmd; /* MR_COM_QUERY, MR_COM_STMT_PREPARE or MR_COM_STMT_EXECUTE */
-    char *sql;   /* the statement as the client sent it (owned): its query */
-    size_t len;  /* attributes (attrs_len bytes, proto/query_attrs.h), then its text;
-                    an execute: its whole payload, the command byte first */
+struct park_stmt {
+    ss_rerun_fn rerun; /* runs it again as it first ran */
+    uint8_t cmd;       /* MR_COM_QUERY, MR_COM_STMT_PREPARE or MR_COM_STMT_EXECUTE */
+    char *sql;         /* the statement as the client sent it (owned): its query */
+    size_t len;        /* attributes (attrs_len bytes, proto/query_attrs.h), then its text;
+                          an execute: its whole payload, the command byte first */
     size_t attrs_len;
     uint64_t attrs_count;
-    uint64_t start_ns;
-    struct event *tick;
     bool again;        /* set when running it again parked it again */
     char why[512];     /* the last refusal: what the cache said */
     uint16_t err_code; /* ... and its code and SQLSTATE */
     char sqlstate[6];
 };
 
-/* Sessions parked now, over all workers: the loader's hook signals the
- * workers only when there is one. */
-static _Atomic unsigned parked_now;
-
-static void park_end(mr_session *s)
+/* The wait ended (run, timed out, or the session ended): the copy goes. */
+static void end(mr_session *s, void *cookie, uint64_t waited_ns)
 {
-    struct ss_park *pk = s->park;
-    if (!pk)
-        return;
-    s->park = NULL;
-    uint64_t waited = mr_mono_ns() - pk->start_ns;
-    mr_stat_add(&s->w->stats.delayed_park_wait_us, waited / 1000);
-    atomic_fetch_sub(&parked_now, 1);
-    event_free(pk->tick);
+    struct park_stmt *pk = cookie;
+    mr_stat_add(&s->w->stats.delayed_park_wait_us, waited_ns / 1000);
     free(pk->sql);
     free(pk);
 }
 
-void ss_park_free(mr_session *s) { park_end(s); }
-
 /* The rule's message after the wait: how long, and what the cache said. */
-static void time_out(mr_session *s)
+static void time_out(mr_session *s, void *cookie)
 {
-    struct ss_park *pk = s->park;
+    struct park_stmt *pk = cookie;
     char msg[700];
     uint64_t ms = cfg(s)->delayed_park_timeout_ms;
     const char *why = pk->why;
@@ -87,10 +67,13 @@ static void time_out(mr_session *s)
     mr_info(s->id, "a parked DELAYED statement timed out: %s", pk->why);
     mr_stat_add(&s->w->stats.delayed_park_timeouts, 1);
     mr_stat_add(&s->w->stats.statements_blocked, 1);
-    park_end(s);
+    ss_park_end(s);
     ss_set_state(s, SS_IDLE);
     ss_send_err(s, 1, pk_code, pk_state, msg);
 }
+
+static void run_again(mr_session *s, void *cookie);
+static const ss_park_ops park_ops = {run_again, time_out, end};
 
 /* The statement went out as the front end left it: the response is relayed. */
 static void relayed(mr_session *s, uint8_t cmd, const char *sql, size_t len)
@@ -123,22 +106,22 @@ static void relay_execute(mr_session *s, const char *p, size_t n)
 
 /* Runs the copy as it first ran: a statement through the front end, an
  * execute through the command hooks. */
-static stmt_verdict run_copy(mr_session *s, const struct ss_park *pk)
+static stmt_verdict run_copy(mr_session *s, const struct park_stmt *pk)
 {
     if (pk->cmd == MR_COM_STMT_EXECUTE)
-        return ss_hooks_command(s, pk->cmd, (const uint8_t *)pk->sql, pk->len, (uint32_t)pk->len);
+        return pk->rerun(s, pk->cmd, pk->sql, pk->len);
     size_t head = pk->attrs_len;
     s->qattrs = head ? (const uint8_t *)pk->sql : NULL; /* as the client's packet had them */
     s->qattrs_len = head;
     s->qattrs_count = pk->attrs_count;
-    return ss_statement_start(s, pk->cmd, pk->sql + head, pk->len - head);
+    return pk->rerun(s, pk->cmd, pk->sql + head, pk->len - head);
 }
 
 /* Runs the parked statement through the front end again; it may park once
  * more (the table is still unknown), be answered, or go to the server. */
-static void run_again(mr_session *s)
+static void run_again(mr_session *s, void *cookie)
 {
-    struct ss_park *pk = s->park;
+    struct park_stmt *pk = cookie;
     pk->again = false;
     ss_set_state(s, SS_IDLE);
     uint64_t start = s->command_start_ns;
@@ -146,12 +129,13 @@ static void run_again(mr_session *s)
     size_t head = pk->attrs_len;
     stmt_verdict v = run_copy(s, pk);
     s->command_start_ns = start; /* the command's latency includes the wait */
-    if (s->park == pk && !(v == STMT_WAITING && pk->again)) { /* neither ended nor still parked */
+    if (ss_parked(s, &park_ops) == pk &&
+        !(v == STMT_WAITING && pk->again)) { /* neither ended nor still parked */
         uint8_t cmd = pk->cmd;
         char *sql = pk->sql;
         size_t len = pk->len;
         pk->sql = NULL;
-        park_end(s);
+        ss_park_end(s);
         if (ALIVE(s) && v == STMT_RELAY && cmd == MR_COM_STMT_EXECUTE)
             relay_execute(s, sql, len);
         else if (ALIVE(s) && v == STMT_RELAY)
@@ -163,54 +147,22 @@ static void run_again(mr_session *s)
     s->qattrs_count = 0;
 }
 
-/* After a run or a timeout: an idle session reads its next command. */
-static void go_on(mr_session *s)
+bool ss_park_statement(mr_session *s, uint8_t cmd, const char *sql, size_t len,
+                       const mr_match_result *res, ss_rerun_fn rerun)
 {
-    if (!ALIVE(s) || s->state != SS_IDLE)
-        return;
-    if (s->w->draining) {
-        ss_close(s, MR_CLOSE_SHUTDOWN, "proxy shutting down");
-        return;
-    }
-    ss_pump_client(s);
-}
-
-static void try_parked(mr_session *s, bool tick)
-{
-    if (!s->park || !ALIVE(s))
-        return;
-    if (tick && mr_mono_ns() - s->park->start_ns >= cfg(s)->delayed_park_timeout_ms * 1000000)
-        time_out(s);
-    else
-        run_again(s);
-    go_on(s);
-}
-
-static void tick_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    try_parked(arg, true);
-}
-
-bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len, const mr_match_result *res)
-{
-    if (s->park) { /* run again and still unknown */
-        snprintf(s->park->why, sizeof s->park->why, "%s", res->message);
-        s->park->again = true;
+    struct park_stmt *again = ss_parked(s, &park_ops);
+    if (again) { /* run again and still unknown */
+        snprintf(again->why, sizeof again->why, "%s", res->message);
+        again->again = true;
+        ss_set_state(s, SS_WAIT_BG);
     } else {
         uint64_t ms = cfg(s)->delayed_park_timeout_ms;
         size_t head = s->qattrs_len; /* the client's query attributes go with it */
-        struct ss_park *pk = ms ? calloc(1, sizeof *pk) : NULL;
+        struct park_stmt *pk = ms ? calloc(1, sizeof *pk) : NULL;
         if (!pk)
             return false; /* refused at once, as the message says */
         pk->sql = malloc(head + len ? head + len : 1);
-        pk->tick = event_new(s->w->base, -1, EV_PERSIST, tick_cb, s);
-        struct timeval tv = {0, (ms < PARK_TICK_MS ? ms : PARK_TICK_MS) * 1000};
-        if (!pk->sql || !pk->tick || event_add(pk->tick, &tv) != 0) {
-            if (pk->tick)
-                event_free(pk->tick);
-            free(pk->sql);
+        if (!pk->sql) {
             free(pk);
             return false;
         }
@@ -221,30 +173,19 @@ bool ss_park(mr_session *s, uint8_t cmd, const char *sql, size_t len, const mr_m
         pk->attrs_len = head;
         pk->attrs_count = s->qattrs_count;
         pk->cmd = cmd;
-        pk->start_ns = mr_mono_ns();
+        pk->rerun = rerun;
         snprintf(pk->why, sizeof pk->why, "%s", res->message);
         pk->err_code = res->err_code;
         memcpy(pk->sqlstate, res->sqlstate, sizeof pk->sqlstate);
-        s->park = pk;
-        atomic_fetch_add(&parked_now, 1);
+        if (!ss_park(s, &park_ops, pk, ms)) {
+            free(pk->sql);
+            free(pk);
+            return false;
+        }
         mr_stat_add(&s->w->stats.delayed_parked, 1);
         mr_debug(s->id, "DELAYED statement parked: %s", pk->why);
     }
     s->from_client.discard = true; /* the packet is drained; the copy is run again */
     s->digest = NULL;
-    ss_set_state(s, SS_WAIT_BG);
     return true;
-}
-
-void mr_session_schema_loaded(mr_session *s) { try_parked(s, false); }
-
-void mr_session_wake_parked(void *proxy)
-{
-    mr_proxy *p = proxy;
-    if (atomic_load(&parked_now) == 0)
-        return;
-    for (unsigned i = 0; i < p->nworkers; i++)
-        if (!atomic_exchange(&p->workers[i].schema_signaled, true) &&
-            !mr_worker_signal(&p->workers[i], MR_WORKER_MSG_SCHEMA))
-            atomic_store(&p->workers[i].schema_signaled, false); /* the next load tries again */
 }
