@@ -30,7 +30,6 @@
 #include "myrewrite/net/backend_addr.h"
 #include "myrewrite/net/tls.h"
 #include "myrewrite/net/tls_reload.h"
-#include "myrewrite/paginate/bookmarks.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/session/reload.h"
 #include "myrewrite/session/session.h"
@@ -256,7 +255,8 @@ static int explain(mr_ruleset *rules, const char *sql, mr_diag *d)
         fprintf(stderr, "myrewrite: the rules have errors (above); nothing explained\n");
         return 1;
     }
-    mr_stmt_ctx ctx = {.bookmarks = &mr_bookmarks_store};
+    mr_stmt_ctx ctx = {0};
+    mr_features_explain_ports(&ctx);
     mr_rules_explain(rules, sql, strlen(sql), &ctx, stdout);
     return 0;
 }

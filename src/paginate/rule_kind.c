@@ -39,6 +39,7 @@ static bool tables(const mr_rule *r, const char **schema, const char **table, co
 const mr_rule_kind mr_paginate_kind = {
     .name = "paginate",
     .type = MR_RULE_PAGINATE,
+    .no_bulk = true,
     .keys = keys,
     .parse = mr_paginate_rule_parse,
     .free = mr_paginate_rule_free,

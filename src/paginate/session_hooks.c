@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paginate/session_hooks.c - the paginate feature's hooks in a client
- * session (feature/feature.h): what a session does for keyset pagination.
- * Counts the
- * rules' keyset decisions, hands the response of a watched page to its
- * watch (whole column-definition and row packets), and tells the bookmark
- * store about writes passing through, so bookmarks of a table written
- * since are dropped.
+ * session (feature/feature.h): what a session does for deep pages. Counts
+ * the pages its rules sent as deferred joins or refused (a prepared page
+ * at each execute) and their keyset decisions, hands the response of a
+ * watched page to its watch (whole column-definition and row packets), and
+ * tells the bookmark store about writes passing through, so bookmarks of a
+ * table written since are dropped.
  *
  * Bookmarks are per account (the listing's hash, paginate/keyset_sql.c)
  * and never cross a session that may have temporary tables: its names may
@@ -30,7 +30,9 @@
 
 #include "myrewrite/paginate/session_hooks.h"
 
+#include "myrewrite/base/log.h"
 #include "myrewrite/paginate/bookmarks.h"
+#include "myrewrite/paginate/counts.h"
 #include "myrewrite/paginate/keyset.h"
 #include "myrewrite/proto/codec.h"
 #include "myrewrite/proto/query_attrs.h"
@@ -155,7 +157,7 @@ static void prepared_reset(mr_fsession *fs, void **st)
         k->temp_tables = false;
 }
 
-static void count(mr_fsession *fs, const mr_keyset_note *no)
+static void count_keyset(mr_fsession *fs, const mr_keyset_note *no)
 {
     if (no->outcome != MR_KEYSET_HIT && no->outcome != MR_KEYSET_MISS)
         return;
@@ -171,7 +173,7 @@ static void count(mr_fsession *fs, const mr_keyset_note *no)
 static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
 {
     const mr_match_result *res = stmt->res;
-    count(fs, &res->keyset);
+    count_keyset(fs, &res->keyset);
     bool watch = res->keyset.watch && stmt->cmd == MR_COM_QUERY;
     if (watch)
         mr_bookmarks_arm();
@@ -192,6 +194,62 @@ static mr_hook_action statement(mr_fsession *fs, void **st, mr_hook_stmt *stmt)
     } else
         k->watch.active = false;
     return MR_HOOK_PASS;
+}
+
+/* ---- deferred joins and refusals ------------------------------------------------------ */
+
+/* A prepared page sent as a deferred join: counted at each execute. */
+typedef struct pg_note {
+    mr_rule_stats *rule; /* NULL: the rule has no counters of its own */
+} pg_note;
+
+/* True when a keyset rule sent something other than a deferred join: a
+ * seek, or a page it only ordered by the key (shallow, or a keyset miss). */
+static bool keyset_not_deferred(const mr_keyset_note *k)
+{
+    if (k->outcome == MR_KEYSET_HIT)
+        return true; /* counted as paginate_keyset_hits by count_keyset */
+    if (!k->watch)
+        return false;
+    return k->listing.offset < k->threshold || (k->outcome == MR_KEYSET_MISS && k->keyset_only);
+}
+
+/* Matched rule i's outcome: the guardrail blocks (it is then the last
+ * rule matched), otherwise the deferred join went out; for a prepare, at
+ * each execute. */
+static void count_rule(mr_fsession *fs, const mr_match_result *res, unsigned i, void **note)
+{
+    bool refused = res->action == MR_ACT_BLOCK && i + 1 == res->nmatched;
+    if (!refused && res->action != MR_ACT_REWRITE)
+        return; /* a later rule blocked the statement: nothing was sent */
+    if (!refused && keyset_not_deferred(&res->keyset))
+        return;
+    mr_rule_stats *e = mr_rule_stats_of(res->matched[i]);
+    if (!note || refused) {
+        mr_paginate_count_page(fs->stats, e, refused);
+        return;
+    }
+    if (!*note && !(*note = malloc(sizeof(pg_note)))) {
+        mr_warn(fs->id, "out of memory: the executes of a prepared page are not counted");
+        return;
+    }
+    ((pg_note *)*note)->rule = e;
+}
+
+static void verdict(mr_fsession *fs, void **st, const mr_match_result *res, void **note)
+{
+    (void)st;
+    unsigned n = res->nmatched < MR_MATCH_MAX_RULES ? res->nmatched : MR_MATCH_MAX_RULES;
+    for (unsigned i = 0; i < n; i++)
+        if (res->matched[i]->kind == MR_RULE_PAGINATE && !res->matched[i]->log_only)
+            count_rule(fs, res, i, note);
+}
+
+static void execute(mr_fsession *fs, void **st, void *note)
+{
+    (void)st;
+    const pg_note *pn = note;
+    mr_paginate_count_page(fs->stats, pn->rule, false);
 }
 
 /* ---- the response ------------------------------------------------------------------------- */
@@ -231,12 +289,18 @@ static void ports(mr_fsession *fs, void **st, mr_stmt_ctx *ctx)
     ctx->bookmarks = k && k->temp_tables ? NULL : &mr_bookmarks_store;
 }
 
+/* --explain: no session, so no temporary tables; the store as it is. */
+static void explain_ports(mr_stmt_ctx *ctx) { ctx->bookmarks = &mr_bookmarks_store; }
+
 const mr_feature mr_paginate_feature = {
     .name = "paginate",
     .ports = ports,
+    .explain_ports = explain_ports,
     .command = command,
     .before_rules = before_rules,
     .statement = statement,
+    .verdict = verdict,
+    .execute = execute,
     .response_wants = response_wants,
     .response_packet = response_packet,
     .response_end = response_end,

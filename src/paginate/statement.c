@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "myrewrite/paginate/counts.h"
 #include "myrewrite/schema/desc.h"
 #include "myrewrite/sql/token_value.h"
 #include "paginate/statement_impl.h"
@@ -62,6 +63,7 @@ static void note_guard(mr_rule_run *R, const mr_rule *r, const mr_pag_info *info
                  r->paginate->schema ? r->paginate->schema : "", r->paginate->schema ? "." : "",
                  r->paginate->table);
     g->too_deep = mr_paginate_too_deep_text;
+    g->refused = mr_paginate_count_refused;
 }
 
 static rule_why copy_out(mr_rule_run *R, const mr_buf *b, mr_rule_text *out,

@@ -34,6 +34,7 @@ static bool candidate(const mr_rule *r)
 const mr_rule_kind mr_queue_kind = {
     .name = "queue",
     .type = MR_RULE_QUEUE,
+    .no_bulk = true,
     .keys = keys,
     .parse = mr_queue_rule_parse,
     .free = mr_queue_rule_free,

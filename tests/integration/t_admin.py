@@ -443,21 +443,26 @@ def check_pagination(c):
 
 def check_prepared_pages(c, r1, a1):
     """A prepared page meets the rule once, at COM_STMT_PREPARE; each COM_STMT_EXECUTE
-    sends the deferred join again and is counted as one."""
+    sends the deferred join again and is counted as one; an execute whose `?` offset is
+    beyond max_offset is refused and counted as one refusal."""
     p = raw.Conn(PORT)
     deep = p.prepare("SELECT id FROM adm_pages ORDER BY id LIMIT 20, 3")
     by_param = p.prepare("SELECT id FROM adm_pages ORDER BY id LIMIT ?, 3")
     got = [p.execute(deep.stmt_id).rows, p.execute(deep.stmt_id).rows,
            p.execute(by_param.stmt_id, params=[(raw.TYPE_LONG, 30)]).rows]
+    too_deep = p.execute(by_param.stmt_id, params=[(raw.TYPE_LONG, 45)])
+    t.eq("prepared: an execute beyond max_offset is refused with 1235", ("err", 1235),
+         (too_deep.kind, too_deep.err[0] if too_deep.err else None))
     p.send_command(struct.pack("<BI", raw.COM_STMT_CLOSE, deep.stmt_id))  # no answer
     t.eq("the session goes on after COM_STMT_CLOSE", 1, len(p.must("SELECT 1").rows))
     p.close()
     t.eq("prepared pages come back right", 3, len([r for r in got if len(r) == 3]))
     _, rows = pagination(c)
     r2, a2 = rows["adm_pages"], rows["(all)"]
-    t.eq("prepared: deferred +3 (one per execute), hits +2 (one per prepare)",
-         (3, 2), (int(r2[5]) - int(r1[5]), int(r2[4]) - int(r1[4])))
-    t.eq("prepared: the (all) row's deferred +3", 3, int(a2[5]) - int(a1[5]))
+    t.eq("prepared: deferred +3 (one per execute), refused +1, hits +2 (one per prepare)",
+         (3, 1, 2), (int(r2[5]) - int(r1[5]), int(r2[6]) - int(r1[6]), int(r2[4]) - int(r1[4])))
+    t.eq("prepared: the (all) row's deferred +3, refused +1", (3, 1),
+         (int(a2[5]) - int(a1[5]), int(a2[6]) - int(a1[6])))
 
 
 def clients(c):

@@ -164,6 +164,9 @@ typedef struct mr_feature {
      * .derived...): filled into the context before each statement's rules,
      * after its before_rules hooks. */
     void (*ports)(mr_fsession *fs, void **st, mr_stmt_ctx *ctx);
+    /* The ports of `--explain`'s statement side (no session; main thread):
+     * what ports gives a session that has no state of the feature's. */
+    void (*explain_ports)(mr_stmt_ctx *ctx);
     /* The first packet of every command (p: n of its len payload bytes,
      * p[0] the command), before the session looks at it. PASS, ANSWERED
      * (a prepared statement's execute answered here) or PARK. */
@@ -177,6 +180,19 @@ typedef struct mr_feature {
      * (the rules did not block it; stmt->res set). Any action. */
     mr_hook_action (*before_rules)(mr_fsession *fs, void **st, mr_hook_stmt *stmt);
     mr_hook_action (*statement)(mr_fsession *fs, void **st, mr_hook_stmt *stmt);
+    /* The rules' verdict on a whole statement is final (at least one rule
+     * matched, and the statement is not parked), before the session sends
+     * it or answers a block: the feature counts what its rules did, and
+     * may send a prelude (ops->prelude) ahead of a statement res does not
+     * block. note is NULL for a COM_QUERY; for a COM_STMT_PREPARE it is the
+     * feature's note on the statement (NULL until the feature makes one):
+     * what each COM_STMT_EXECUTE of it must count or repeat. A note is one
+     * block from malloc owning nothing; the session keeps it while the
+     * server has the statement, then frees it. */
+    void (*verdict)(mr_fsession *fs, void **st, const mr_match_result *res, void **note);
+    /* A COM_STMT_EXECUTE of a statement the feature noted goes out next
+     * (the guardrail let it): count it, send its prelude. */
+    void (*execute)(mr_fsession *fs, void **st, void *note);
     /* The response: does the packet starting now go to this feature whole
      * (track_state: the tracker's mr_track_state)? Then it gets it
      * (payload NULL when larger than MR_FEATURE_PACKET_MAX). */

@@ -171,6 +171,10 @@ void *mr_rule_kind_scratch(mr_rule_run *R, const struct mr_rule_kind *k, size_t 
 typedef struct mr_rule_kind {
     const char *name; /* the section header's first word: [name rule] */
     mr_rule_type type;
+    /* A prepared statement a rule of the kind rewrote runs in a form each
+     * COM_STMT_EXECUTE must repeat its part of (counts, a prelude, a
+     * guard): the session relays no COM_STMT_BULK_EXECUTE of it. */
+    bool no_bulk;
     const char *const *keys; /* its keys, NULL-terminated, in the order errors list them
                                 (the common keys follow) */
     /* Checks the section's keys and fills r (settings, pattern text shown

@@ -37,6 +37,7 @@
 #include "myrewrite/rules/kind_list.h"
 
 struct mr_rule_kind;
+struct mr_rule_stats;
 struct mr_queue_def;
 struct mr_delayed_def;
 struct mr_paginate_def;
@@ -208,6 +209,9 @@ typedef struct mr_page_guard {
      * has no message of its own); where NULL: any table. Pure, const. */
     void (*too_deep)(uint64_t max_offset, const char *where, uint64_t offset, char *buf,
                      size_t size);
+    /* Counts an execute the caller refused, on the worker's counters and
+     * the rule's (stats/rule_stats.h; NULL: none). Pure. */
+    void (*refused)(mr_stats *w, struct mr_rule_stats *rule);
 } mr_page_guard;
 
 typedef struct mr_match_result {

@@ -34,6 +34,8 @@ void mr_features_start(const mr_proxy *p);
 void mr_features_before_listen(const mr_proxy *p);
 void mr_features_drain(const mr_proxy *p);
 void mr_features_stop(const mr_proxy *p);
+/* The features' ports for --explain's statement side (explain_ports). */
+void mr_features_explain_ports(mr_stmt_ctx *ctx);
 
 /* Reloads and, on success, publishes to every worker. Returns the number of
  * errors; when `errors` is given, the diagnostics are written there too.

@@ -3,8 +3,9 @@
  * delayed/session/session_hooks.c - the delayed feature's hooks in a client session
  * (feature/feature.h): FLUSH DELAYED (delayed/session/session_flush.c), memory-mode
  * statements answered by the proxy itself, their prepared form
- * (delayed/session/session_prepared.c), and the staged flusher woken once a
- * statement that asked for it is answered.
+ * (delayed/session/session_prepared.c), the staging rows its statements
+ * send counted (a prepared one's at each execute), and the staged flusher
+ * woken once a statement that asked for it is answered.
  *
  * Session's worker thread; owns the session's ds_session (its slot).
  */
@@ -45,6 +46,54 @@ static void count_read(mr_fsession *fs, const mr_match_result *res)
     mr_rule_stats *e = mr_rule_stats_of(res->read_pending);
     if (e)
         atomic_fetch_add_explicit(&e->read_pending, 1, memory_order_relaxed);
+}
+
+/* A prepared DELAYED statement's staging rows: counted at each execute. */
+typedef struct ds_note {
+    mr_rule_stats *rule, *table; /* the rule's counters, a derived table's (NULL: none) */
+    uint32_t rows;
+} ds_note;
+
+/* `rows` staging rows of a DELAYED statement sent, on the rule's counters
+ * and, for a derived rule, its table's. */
+static void count_staged(mr_fsession *fs, mr_rule_stats *rule, mr_rule_stats *table, uint32_t rows)
+{
+    mr_stat_add(&fs->stats->delayed_rows_staged, rows);
+    if (rule)
+        atomic_fetch_add_explicit(&rule->staged, rows, memory_order_relaxed);
+    if (table)
+        atomic_fetch_add_explicit(&table->staged, rows, memory_order_relaxed);
+}
+
+/* Staging rows go out only when the statement is sent (not blocked); a
+ * prepared one's at each execute. */
+static void verdict(mr_fsession *fs, void **st, const mr_match_result *res, void **note)
+{
+    (void)st;
+    unsigned n = res->nmatched < MR_MATCH_MAX_RULES ? res->nmatched : MR_MATCH_MAX_RULES;
+    for (unsigned i = 0; i < n && res->action == MR_ACT_REWRITE; i++) {
+        const mr_rule *r = res->matched[i];
+        if (r->kind != MR_RULE_DELAYED || r->log_only || !res->staged_rows[i])
+            continue;
+        if (!note) {
+            count_staged(fs, mr_rule_stats_of(r), res->staged_table[i], res->staged_rows[i]);
+            continue;
+        }
+        if (!*note && !(*note = malloc(sizeof(ds_note)))) {
+            mr_warn(fs->id, "out of memory: the executes of a prepared DELAYED statement "
+                            "are not counted");
+            return;
+        }
+        *(ds_note *)*note =
+            (ds_note){mr_rule_stats_of(r), res->staged_table[i], res->staged_rows[i]};
+    }
+}
+
+static void execute(mr_fsession *fs, void **st, void *note)
+{
+    (void)st;
+    const ds_note *dn = note;
+    count_staged(fs, dn->rule, dn->table, dn->rows);
 }
 
 static bool stages_rows(const mr_match_result *res)
@@ -181,6 +230,8 @@ const mr_feature mr_delayed_feature = {
     .wants_whole = wants_whole,
     .before_rules = ds_flush_statement,
     .statement = statement,
+    .verdict = verdict,
+    .execute = execute,
     .command_done = command_done,
     .prepared_reset = prepared_reset,
     .bg_answer = bg_answer,

@@ -75,6 +75,7 @@ static bool tables(const mr_rule *r, const char **schema, const char **table, co
 const mr_rule_kind mr_delayed_kind = {
     .name = "delayed",
     .type = MR_RULE_DELAYED,
+    .no_bulk = true,
     .keys = keys,
     .parse = mr_delayed_rule_parse,
     .free = mr_delayed_rule_free,

@@ -13,7 +13,6 @@
 #include "myrewrite/delayed/session_hooks.h"
 #include "myrewrite/paginate/session_hooks.h"
 #include "myrewrite/queue/session_hooks.h"
-#include <stddef.h>
 
 #include "myrewrite/session/reload.h"
 #include "session/core/session_impl.h"
@@ -26,26 +25,42 @@ const mr_feature *const ss_features[] = {
 };
 const unsigned ss_nfeatures = sizeof ss_features / sizeof ss_features[0];
 
-typedef void (*proxy_hook)(const mr_proxy *p);
-
-/* The hook at offset `at` of each entry, in table order or in reverse. */
-static void run_proxy_hook(size_t at, bool reverse, const mr_proxy *p)
+/* One loop per hook: each call is checked against the hook's own type. */
+void mr_features_start(const mr_proxy *p)
 {
-    for (unsigned k = 0; k < ss_nfeatures; k++) {
-        const mr_feature *f = ss_features[reverse ? ss_nfeatures - 1 - k : k];
-        proxy_hook h = *(const proxy_hook *)(const void *)((const char *)f + at);
-        if (h)
-            h(p);
-    }
+    for (unsigned i = 0; i < ss_nfeatures; i++)
+        if (ss_features[i]->start)
+            ss_features[i]->start(p);
 }
 
-void mr_features_start(const mr_proxy *p) { run_proxy_hook(offsetof(mr_feature, start), false, p); }
 void mr_features_before_listen(const mr_proxy *p)
 {
-    run_proxy_hook(offsetof(mr_feature, before_listen), false, p);
+    for (unsigned i = 0; i < ss_nfeatures; i++)
+        if (ss_features[i]->before_listen)
+            ss_features[i]->before_listen(p);
 }
-void mr_features_drain(const mr_proxy *p) { run_proxy_hook(offsetof(mr_feature, drain), false, p); }
-void mr_features_stop(const mr_proxy *p) { run_proxy_hook(offsetof(mr_feature, stop), true, p); }
+
+void mr_features_drain(const mr_proxy *p)
+{
+    for (unsigned i = 0; i < ss_nfeatures; i++)
+        if (ss_features[i]->drain)
+            ss_features[i]->drain(p);
+}
+
+/* In reverse: a feature stops before the ones it was started after. */
+void mr_features_stop(const mr_proxy *p)
+{
+    for (unsigned i = ss_nfeatures; i-- > 0;)
+        if (ss_features[i]->stop)
+            ss_features[i]->stop(p);
+}
+
+void mr_features_explain_ports(mr_stmt_ctx *ctx)
+{
+    for (unsigned i = 0; i < ss_nfeatures; i++)
+        if (ss_features[i]->explain_ports)
+            ss_features[i]->explain_ports(ctx);
+}
 
 void mr_features_prepare(const mr_proxy *p, const mr_ruleset *rs)
 {

@@ -94,13 +94,10 @@ typedef struct ss_pguard ss_pguard;
 typedef struct ss_pnote {
     uint32_t id;
     ss_pguard *guard; /* max_offset for its `?` offset (owned; NULL: none) */
-    bool claim;       /* claim_read_committed: the prelude goes first */
-    bool page;        /* a paginate rule sends it as a deferred join */
-    uint32_t rows;    /* a staged DELAYED rule: staging rows it sends */
-    struct mr_rule_stats *page_rule, *staged_rule; /* their counters (NULL: none) */
-    struct mr_rule_stats *staged_table;            /* a derived table's own counters (NULL: none) */
-    bool rewritten; /* a delayed, paginate or queue rule rewrote it: no
-                       COM_STMT_BULK_EXECUTE of it is relayed */
+    void **fnote;     /* MR_FEATURES_MAX notes, the features' verdict hooks' (owned,
+                         each and the array; NULL: none) */
+    bool rewritten;   /* a rule of a no_bulk kind (rules/kind.h) rewrote it: no
+                         COM_STMT_BULK_EXECUTE of it is relayed */
 } ss_pnote;
 
 struct mr_session {
@@ -329,10 +326,7 @@ void ss_close_backend(mr_session *s);
 void ss_free(mr_session *s);
 void ss_connect(mr_session *s);
 
-/* session/pool/prelude.c: sends SET TRANSACTION ISOLATION LEVEL READ COMMITTED
- * when the session is in autocommit mode outside a transaction. */
-void ss_prelude_read_committed(mr_session *s);
-/* Any statement of the proxy's ahead of the command in flight (what: for
+/* session/pool/prelude.c: any statement of the proxy's ahead of the command in flight (what: for
  * the log line should it be refused; static text). False when it could
  * not be sent (out of memory, SS_PRELUDES_MAX already pending). */
 bool ss_prelude_send(mr_session *s, const char *text, size_t len, const char *what);
@@ -348,9 +342,9 @@ int ss_prelude_take(mr_session *s, struct evbuffer *in);
 
 /* session/stmt/prepared.c: a COM_STMT_PREPARE's response ended (ok: statement
  * `id`), keeping s->pnote_next when the front end acted on its text; a
- * statement command on a kept id (COM_STMT_EXECUTE: the guardrail, the
- * claim's prelude and the rules' counts; COM_STMT_BULK_EXECUTE of one a
- * feature rule rewrote: refused; COM_STMT_CLOSE: forgotten); the
+ * statement command on a kept id (COM_STMT_EXECUTE: the guardrail, then
+ * the features' notes; COM_STMT_BULK_EXECUTE of one a no_bulk rule
+ * rewrote: refused; COM_STMT_CLOSE: forgotten); the
  * server dropped every prepared statement (reset, change user, session
  * closed). */
 void ss_prepared_done(mr_session *s, bool ok, uint32_t id);
@@ -358,6 +352,8 @@ void ss_prepared_forget_all(mr_session *s);
 /* The COM_STMT_PREPARE going out: s->pnote_next starts empty; a page whose
  * `?` offset a rule's max_offset guards is noted (g->rule set). */
 void ss_prepared_begin(mr_session *s);
+/* Its verdict hooks: what they note is kept with s->pnote_next. */
+void ss_prepared_verdict(mr_session *s, const mr_match_result *res);
 void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g);
 /* p[0..n) of a len-byte command: true when the proxy answered it itself
  * (an execute whose offset is beyond max_offset gets the rule's ERR). */
@@ -366,21 +362,12 @@ bool ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n,
  * the guardrail must read whole? */
 bool ss_prepared_guarded(mr_session *s, const uint8_t *head, uint32_t len);
 
-/* session/core/counts.c: one paginated page sent as a deferred join (or refused),
- * and `rows` staging rows of a DELAYED statement sent, on the rule's
- * counters and, for a derived rule, its table's; any entry may be NULL. */
-void ss_count_page(mr_worker *w, struct mr_rule_stats *e, bool refused);
-void ss_count_staged(mr_worker *w, struct mr_rule_stats *rule, struct mr_rule_stats *table,
-                     uint32_t rows);
-
 /* session/stmt/statement.c */
 stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, size_t len);
 
-/* session/core/counts.c: counts what the front end did with one statement (a
- * COM_STMT_PREPARE text when `prepared`) that took `frontend_ns` in
- * mr_rules_apply. */
-void ss_count_statement(mr_session *s, const mr_match_result *res, bool prepared,
-                        uint64_t frontend_ns);
+/* session/core/counts.c: counts what the front end did with one statement
+ * that took `frontend_ns` in mr_rules_apply. */
+void ss_count_statement(mr_session *s, const mr_match_result *res, uint64_t frontend_ns);
 /* session/stmt/hooks.c: the features' hooks, run in table order (feature/feature.h).
  * ss_hooks_start at the session's start; ss_hooks_view refreshes what the
  * hooks see before a statement or command. A hook's action is acted on by
@@ -393,6 +380,10 @@ void ss_hooks_ports(mr_session *s, mr_stmt_ctx *ctx);
 stmt_verdict ss_hooks_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len);
 bool ss_hooks_wants_whole(mr_session *s, uint8_t cmd, const uint8_t *head, uint32_t len);
 stmt_verdict ss_hooks_statement(mr_session *s, bool before_rules, mr_hook_stmt *st);
+/* The verdict hooks (notes: the COM_STMT_PREPARE's note slots, NULL for a
+ * COM_QUERY), and the execute hooks of a statement's notes. */
+void ss_hooks_verdict(mr_session *s, const mr_match_result *res, void **notes);
+void ss_hooks_execute(mr_session *s, void *const *notes);
 /* Some hook watches the response's packets now (a keyset page): then the
  * relay copies packet heads out, since a hook may rearrange the input. */
 bool ss_hooks_response_watched(mr_session *s);

@@ -1,19 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * session/pool/prelude.c - a statement the proxy sends on the session's backend
- * connection ahead of the client's own, whose answer the client never sees.
- * Two today: SET TRANSACTION ISOLATION LEVEL READ COMMITTED before an
- * UPDATE of a queue table with claim_read_committed (rules/README.md,
- * "queue"), and a feature's (MR_FSESSION prelude op: read_pending's SET of
- * the user variables a prepared memory-mode point read adds, before each
- * of its COM_STMT_EXECUTEs). The first, without SESSION, covers the next
- * transaction only, which in autocommit mode outside a transaction is the
- * client's statement alone; mysqld drops it after that statement whatever
- * its outcome, even a syntax error, so nothing leaks into the client's
- * later transactions.
- *
- * A prepared claim gets the prelude before each COM_STMT_EXECUTE
- * (session/stmt/prepared.c).
+ * session/pool/prelude.c - a statement the proxy sends on the session's
+ * backend connection ahead of the client's own, whose answer the client
+ * never sees: a feature's (the mr_fsession_ops prelude op,
+ * feature/feature.h: a claim's SET TRANSACTION ISOLATION LEVEL READ
+ * COMMITTED, the SET of the user variables a prepared memory-mode point
+ * read adds before each of its COM_STMT_EXECUTEs), or the pool's (below).
  *
  * With pool = transaction, a COM_STMT_PREPARE is a prelude too: a statement
  * of the session prepared on a connection that lacks it
@@ -32,8 +24,6 @@
 #include "myrewrite/base/log.h"
 #include "myrewrite/proto/stmt_rewrite.h"
 #include "session/core/session_impl.h"
-
-#define READ_COMMITTED "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
 
 /* Sends text ahead of the command in flight; what it is for goes into the
  * log should the server refuse it. */
@@ -86,13 +76,4 @@ bool ss_prelude_prepare(mr_session *s, const char *text, size_t len)
     }
     mr_buf_free(&out);
     return sent;
-}
-
-void ss_prelude_read_committed(mr_session *s)
-{
-    uint16_t st = s->tracker.status;
-    if (!(st & MR_STATUS_AUTOCOMMIT) || (st & MR_STATUS_IN_TRANS))
-        return; /* the next transaction would be the client's own: left alone */
-    ss_prelude_send(s, READ_COMMITTED, sizeof READ_COMMITTED - 1,
-                    READ_COMMITTED " (the statement runs at the session's level)");
 }

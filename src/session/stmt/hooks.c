@@ -223,6 +223,26 @@ stmt_verdict ss_hooks_statement(mr_session *s, bool before_rules, mr_hook_stmt *
     return STMT_RELAY;
 }
 
+void ss_hooks_verdict(mr_session *s, const mr_match_result *res, void **notes)
+{
+    for (unsigned i = 0; i < ss_nfeatures; i++)
+        if (ss_features[i]->verdict)
+            ss_features[i]->verdict(&s->fs, &s->fstate[i], res, notes ? &notes[i] : NULL);
+}
+
+void ss_hooks_execute(mr_session *s, void *const *notes)
+{
+    bool viewed = false; /* the execute comes before the command hooks refresh the view */
+    for (unsigned i = 0; i < ss_nfeatures; i++) {
+        if (!notes[i] || !ss_features[i]->execute)
+            continue;
+        if (!viewed)
+            ss_hooks_view(s);
+        viewed = true;
+        ss_features[i]->execute(&s->fs, &s->fstate[i], notes[i]);
+    }
+}
+
 /* Hands the packet to one feature: whole, or NULL when too large. False
  * when it is not all buffered yet. */
 static bool give_packet(mr_session *s, unsigned i, struct evbuffer *in,

@@ -8,11 +8,12 @@
  * execute; beyond it the proxy answers the rule's ERR and sends nothing;
  * a value without one plain reading, proto/exec_limit.c, or an execute it
  * cannot read gets ERR 1210 and is not sent either),
- * claim_read_committed's prelude goes out first, and the page or the
- * staging rows it sends are counted. COM_STMT_BULK_EXECUTE of a statement a
- * delayed, paginate or queue rule acted on is refused with an ERR and
- * nothing is run: its rows would bypass what each execute must repeat (the
- * guardrail, the prelude, the counts). The notes live until COM_STMT_CLOSE,
+ * and the features' execute hooks repeat what their verdict hooks noted
+ * at the prepare (feature/feature.h: a count, a prelude that goes out
+ * first). COM_STMT_BULK_EXECUTE of a statement a rule of a no_bulk kind
+ * (rules/kind.h) rewrote is refused with an ERR and nothing is run: its
+ * rows would bypass what each execute must repeat (the guardrail, the
+ * prelude, the counts). The notes live until COM_STMT_CLOSE,
  * or until COM_RESET_CONNECTION / COM_CHANGE_USER drop every prepared
  * statement on the server too. Statements nothing acted on are not kept.
  *
@@ -34,8 +35,9 @@ struct ss_pguard {
     uint16_t err_code;
     char sqlstate[6];
     struct mr_rule_stats *stats; /* refusals counted here (never freed) */
-    char *message;               /* the rule's own message, or NULL: the default */
-    char where[132];             /* schema.table for the default message; "" = any */
+    void (*refused)(mr_stats *w, struct mr_rule_stats *rule); /* ... by the kind (mr_page_guard) */
+    char *message;   /* the rule's own message, or NULL: the default */
+    char where[132]; /* schema.table for the default message; "" = any */
     void (*too_deep)(uint64_t max_offset, const char *where, uint64_t offset, char *buf,
                      size_t size); /* the kind's default message (mr_page_guard) */
     bool have_types;
@@ -50,6 +52,11 @@ struct ss_pguard {
 
 static void note_clear(ss_pnote *n)
 {
+    if (n->fnote) {
+        for (unsigned i = 0; i < MR_FEATURES_MAX; i++)
+            free(n->fnote[i]);
+        free(n->fnote);
+    }
     if (n->guard) {
         free(n->guard->message);
         free(n->guard->owed);
@@ -63,7 +70,7 @@ void ss_prepared_begin(mr_session *s) { note_clear(&s->pnote_next); }
 void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g)
 {
     const mr_rule *r = g->rule;
-    if (!r || !g->too_deep || g->nparams > MR_EXEC_MAX_PARAMS || s->pnote_next.guard)
+    if (!r || !g->too_deep || !g->refused || g->nparams > MR_EXEC_MAX_PARAMS || s->pnote_next.guard)
         return;
     ss_pguard *pg = calloc(1, sizeof *pg + 2 * (size_t)g->nparams);
     if (!pg || (r->message && !(pg->message = strdup(r->message)))) {
@@ -79,13 +86,32 @@ void ss_prepared_note_guard(mr_session *s, const mr_page_guard *g)
     pg->stats = mr_rule_stats_of(r);
     memcpy(pg->where, g->where, sizeof pg->where);
     pg->too_deep = g->too_deep;
+    pg->refused = g->refused;
     s->pnote_next.guard = pg;
 }
 
-static bool worth_keeping(const ss_pnote *n)
+/* The notes live on the stack until one is made: a prepare the features
+ * note nothing of allocates nothing. */
+void ss_prepared_verdict(mr_session *s, const mr_match_result *res)
 {
-    return n->claim || n->page || n->rows || n->guard || n->rewritten;
+    void *notes[MR_FEATURES_MAX] = {0};
+    ss_hooks_verdict(s, res, notes);
+    unsigned i = 0;
+    while (i < MR_FEATURES_MAX && !notes[i])
+        i++;
+    if (i == MR_FEATURES_MAX)
+        return;
+    if (!(s->pnote_next.fnote = malloc(sizeof notes))) {
+        mr_warn(s->id, "out of memory: a prepared statement runs without what the features "
+                       "noted (counts, a claim's prelude)");
+        for (; i < MR_FEATURES_MAX; i++)
+            free(notes[i]);
+        return;
+    }
+    memcpy(s->pnote_next.fnote, notes, sizeof notes);
 }
+
+static bool worth_keeping(const ss_pnote *n) { return n->fnote || n->guard || n->rewritten; }
 
 void ss_prepared_done(mr_session *s, bool ok, uint32_t id)
 {
@@ -201,7 +227,7 @@ static bool guard_refuses(mr_session *s, ss_pguard *g, const uint8_t *p, size_t 
         return false;
     if (n == len)
         owe(s, g, p, n, form);
-    ss_count_page(s->w, g->stats, true);
+    g->refused(&s->w->stats, g->stats);
     mr_stat_add(&s->w->stats.statements_blocked, 1);
     s->from_client.discard = true;
     if (unread) {
@@ -322,12 +348,8 @@ bool ss_prepared_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n,
     }
     if (note->guard && guard_refuses(s, note->guard, p, n, len))
         return true;
-    if (note->claim)
-        ss_prelude_read_committed(s);
-    if (note->page)
-        ss_count_page(s->w, note->page_rule, false);
-    if (note->rows)
-        ss_count_staged(s->w, note->staged_rule, note->staged_table, note->rows);
+    if (note->fnote)
+        ss_hooks_execute(s, note->fnote); /* counts, a claim's prelude */
     if (note->guard && note->guard->owe_types)
         pay_types(s, note->guard, p, n, len); /* after the prelude: it goes out first */
     return false;

@@ -11,6 +11,7 @@
 
 #include "myrewrite/base/log.h"
 #include "myrewrite/proto/query_attrs.h"
+#include "myrewrite/rules/kind.h"
 #include "myrewrite/rules/rules.h"
 #include "myrewrite/schema/cache.h"
 #include "myrewrite/sql/charset_guard.h"
@@ -86,16 +87,15 @@ static uint8_t unreadable_policy(const mr_config *c)
     return strcmp(c->unreadable, "block") == 0 ? MR_UNREADABLE_BLOCK : MR_UNREADABLE_AUTO;
 }
 
-/* Did a delayed, paginate or queue rule rewrite the statement? */
-static bool feature_rewrite(const mr_match_result *res)
+/* Did a rule whose kind says so (no_bulk, rules/kind.h) rewrite it? */
+static bool rewritten_no_bulk(const mr_match_result *res)
 {
     if (res->action != MR_ACT_REWRITE)
         return false;
-    for (unsigned i = 0; i < res->nmatched; i++) {
-        mr_rule_type k = res->matched[i]->kind;
-        if (k == MR_RULE_DELAYED || k == MR_RULE_PAGINATE || k == MR_RULE_QUEUE)
+    unsigned n = res->nmatched < MR_MATCH_MAX_RULES ? res->nmatched : MR_MATCH_MAX_RULES;
+    for (unsigned i = 0; i < n; i++)
+        if (res->matched[i]->entry->no_bulk)
             return true;
-    }
     return false;
 }
 
@@ -144,7 +144,11 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     /* counted once, when it is run for good (session/stmt/park_stmt.c) */
     if (res->park && ss_park_statement(s, cmd, sql, len, res, ss_statement_start))
         return STMT_WAITING;
-    ss_count_statement(s, res, ctx.prepared, mr_mono_ns() - s->command_start_ns);
+    ss_count_statement(s, res, mr_mono_ns() - s->command_start_ns);
+    if (res->nmatched && ctx.prepared) /* the features count what their rules did, */
+        ss_prepared_verdict(s, res);   /* or note what each execute repeats */
+    else if (res->nmatched)
+        ss_hooks_verdict(s, res, NULL);
     s->digest = mr_digest_stats_get(&w->digests, res->digest_hash, res->digest ? res->digest : "");
     if (res->nmatched)
         log_matches(s, res, sql, len);
@@ -163,12 +167,8 @@ stmt_verdict ss_statement_start(mr_session *s, uint8_t cmd, const char *sql, siz
     }
     if (res->page_guard.rule)
         ss_prepared_note_guard(s, &res->page_guard); /* checked at each COM_STMT_EXECUTE */
-    if (ctx.prepared && feature_rewrite(res))
+    if (ctx.prepared && rewritten_no_bulk(res))
         s->pnote_next.rewritten = true; /* no bulk execute of it (session/stmt/prepared.c) */
-    if (res->read_committed && cmd == MR_COM_QUERY)
-        ss_prelude_read_committed(s); /* ahead of the statement, rewritten or not */
-    else if (res->read_committed)
-        s->pnote_next.claim = true; /* ahead of each COM_STMT_EXECUTE of it */
     st.res = res;
     v = ss_hooks_statement(s, false, &st);
     if (v != STMT_RELAY || st.send)
