@@ -4,8 +4,9 @@
  * points of a session's commands, and acts on what they ask: relay, send
  * instead, answered here, or wait in SS_WAIT_BG for a background job.
  *
- * The table is session/core/features.c. Each run is one loop over that short
- * array; nothing is allocated per statement (a feature makes its
+ * The table is session/core/features.c. Each run is one loop over the
+ * entries of that short array that have the hook (found once: `has`, and
+ * the session's watchers); nothing is allocated per statement (a feature makes its
  * per-session state once, and the packet copy for response hooks is made
  * once per session).
  *
