@@ -374,7 +374,6 @@ typedef enum { BATCH_STOP, BATCH_COMPLETE, BATCH_MOVED } batch_end;
  * `pooled` a constant, twice (see ss_pump_backend); says whether the
  * response is complete, or bytes moved (more may be queued), or neither
  * (also when the session stopped). */
-
 static inline __attribute__((always_inline)) batch_end relay_batch(mr_session *s,
                                                                    struct evbuffer *in,
                                                                    struct evbuffer_iovec first,
