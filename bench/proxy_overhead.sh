@@ -25,7 +25,8 @@
 #        BENCH_DIRECT_PORT, BENCH_PROXY_PORT (the first proxy; others are free ports)
 #        MR_BIN (the proxy; the relays are looked for next to it)
 #        BENCH_MR_BASE=/path/to/other/myrewrite: also runs that build, as
-#        "base-<backend>", to compare two builds in the same run
+#        "base-<backend>" (and "base_uring-<backend>" with io = io_uring when
+#        mr_uring is a target), to compare two builds in the same run
 # Pinned: `taskset -c 0 bench/proxy_overhead.sh ...` puts every process it
 # starts (they inherit the mask) on one CPU, so no wakeup crosses CPUs and the
 # one-thread figures show what each path costs, free of where the scheduler
@@ -102,7 +103,15 @@ for be in $BACKENDS; do
             MR_PROXY_LOG_LEVEL=warn mr_start_proxy "mr_uring-$be" "$port" "$MR_DIRECT_PORT" \
                 --workers "$WORKERS" --set io=io_uring "${extra[@]}" >/dev/null ||
                 { echo "# myrewrite with io = io_uring did not start: skipped" >&2; continue; }
-            T_NAME+=("mr_uring-$be") T_PORT+=("$port") T_PID+=("$MR_PROXY_PID") ;;
+            T_NAME+=("mr_uring-$be") T_PORT+=("$port") T_PID+=("$MR_PROXY_PID")
+            if [[ -n ${BENCH_MR_BASE:-} ]]; then
+                mr_free_port port
+                MR_BIN=$BENCH_MR_BASE MR_PROXY_LOG_LEVEL=warn mr_start_proxy "base_uring-$be" \
+                    "$port" "$MR_DIRECT_PORT" --workers "$WORKERS" --set io=io_uring \
+                    "${extra[@]}" >/dev/null ||
+                    { echo "# the base build with io = io_uring did not start: skipped" >&2; continue; }
+                T_NAME+=("base_uring-$be") T_PORT+=("$port") T_PID+=("$MR_PROXY_PID")
+            fi ;;
         esac
     done
 done

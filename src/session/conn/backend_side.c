@@ -199,8 +199,12 @@ static void read_greeting(mr_session *s, struct evbuffer *in)
     ss_set_state(s, SS_AUTH);
 }
 
-/* Classifies the head of a backend packet; false means stop pumping. */
-static bool backend_packet_start(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
+/* Classifies the head of a backend packet; false means stop pumping. Always
+ * inlined, as packet_head is: the pump's loop exists twice (relay_batch),
+ * and a call per packet would cost a plain relay more than the pool's tests
+ * the second copy saves. */
+static inline __attribute__((always_inline)) bool
+backend_packet_start(mr_session *s, const uint8_t *p, uint32_t len, uint8_t seq)
 {
     framing *f = &s->from_backend;
     s->seq = seq;
@@ -257,8 +261,8 @@ static void copy_head(struct evbuffer *in, struct evbuffer_ptr *pos, size_t off,
  * extent (a response read in one go: every packet of it), else copied into
  * `buf`. `first` caches that extent across calls (iov_len 0: not yet peeked);
  * it holds while nothing drains or rearranges the input. */
-static const uint8_t *packet_head(struct evbuffer *in, struct evbuffer_iovec *first, size_t off,
-                                  uint8_t *buf, size_t got)
+static inline __attribute__((always_inline)) const uint8_t *
+packet_head(struct evbuffer *in, struct evbuffer_iovec *first, size_t off, uint8_t *buf, size_t got)
 {
     if (first->iov_len == 0 && evbuffer_peek(in, -1, NULL, first, 1) < 1)
         first->iov_len = 0;
@@ -362,30 +366,24 @@ static bool pool_reads_whole(const uint8_t *hp, uint32_t len, size_t avail)
     return (first == 0x00 || first == 0xfe) && len <= 4096 && avail < MR_PKT_HEADER + (size_t)len;
 }
 
+typedef enum { BATCH_STOP, BATCH_COMPLETE, BATCH_MOVED } batch_end;
+
 /* Relays complete and partial packets from the backend to the client in one
  * batch (one mr_conn_relay: a write straight from the read when the client's
- * output is empty), inspecting each packet's head on the way. */
-void ss_pump_backend(mr_session *s)
+ * output is empty), inspecting each packet's head on the way. Inlined with
+ * `pooled` a constant, twice (see ss_pump_backend); says whether the
+ * response is complete, or bytes moved (more may be queued), or neither
+ * (also when the session stopped). */
+static inline __attribute__((always_inline)) batch_end relay_batch(mr_session *s,
+                                                                   struct evbuffer *in,
+                                                                   struct evbuffer_iovec first,
+                                                                   size_t avail, bool pooled)
 {
     framing *f = &s->from_backend;
-    size_t avail, move = 0;
+    size_t move = 0;
     struct evbuffer_ptr pos;
     uint8_t head[MR_PKT_HEADER + MR_TRACK_PREFIX];
     bool complete = false;
-    struct evbuffer_iovec first = {NULL, 0};
-    struct evbuffer *in = pump_source(s, &first, &avail);
-
-    while (s->prelude_pending && ALIVE(s)) {
-        int took = ss_prelude_take(s, in); /* its answer is the first packet: never relayed */
-        if (took <= 0)
-            return;
-        avail = evbuffer_get_length(in);
-        if (!s->prelude_pending && s->state == SS_IDLE) {
-            ss_pool_unit_end(s); /* the command after them was the proxy's to answer */
-            return;
-        }
-    }
-    bool pooled = s->pool_view || s->pstmt;
     bool framed = mr_conn_compressed(s->backend);
     for (;;) {
         if (f->remaining > 0) {
@@ -419,7 +417,7 @@ void ss_pump_backend(mr_session *s)
         if (watched && !ss_hooks_response_packet(s, in, &pos, h.len, avail - move))
             break; /* a hook reads it whole (a watched page's) */
         bool swap_err = false;
-        if (pooled && !f->continuation) { /* pool = transaction: one test when not pooled */
+        if (pooled && !f->continuation) { /* pool = transaction */
             if (s->pool_view && pool_reads_whole(hp, h.len, avail - move))
                 break; /* maybe an OK whose session state the pool reads: wait for all of it */
             swap_err = s->pstmt && s->state == SS_RESPONSE && h.len && hp[MR_PKT_HEADER] == 0xff &&
@@ -435,7 +433,7 @@ void ss_pump_backend(mr_session *s)
                 copy_head(in, &pos, move, head, got);
                 hp = head;
                 if (!ALIVE(s))
-                    return;
+                    return BATCH_STOP;
             }
         }
         if (shifted)
@@ -448,7 +446,7 @@ void ss_pump_backend(mr_session *s)
         mr_stat_add(&s->slot.bytes_out, MR_PKT_HEADER + (uint64_t)h.len);
         uint32_t ends = s->tracker.ends;
         if (!backend_packet_start(s, hp + MR_PKT_HEADER, h.len, h.seq))
-            return;
+            return BATCH_STOP;
         bool changed = s->tracker.ends != ends && /* a packet with a status: rare */
                        (s->tracker.status & MR_STATUS_SESSION_STATE_CHANGED) &&
                        (s->backend_caps & MR_CAP_SESSION_TRACK);
@@ -480,9 +478,34 @@ void ss_pump_backend(mr_session *s)
         mr_client_set_state(&s->slot, ss_state_name(SS_IDLE)); /* and ask SHOW CLIENTS */
     mr_conn_relay(s->backend, s->client, move);
     ss_backend_flow(s);
-    if (complete)
+    return complete ? BATCH_COMPLETE : move > 0 ? BATCH_MOVED : BATCH_STOP;
+}
+
+/* The batch's loop is compiled twice, for a session over the pool (pool =
+ * transaction: the pool reads some packets whole, replaces some) and for
+ * one that never borrows, whose copy then has none of the pool's tests:
+ * the relay of pool = session costs what it did before the pool. */
+void ss_pump_backend(mr_session *s)
+{
+    size_t avail;
+    struct evbuffer_iovec first = {NULL, 0};
+    struct evbuffer *in = pump_source(s, &first, &avail);
+
+    while (s->prelude_pending && ALIVE(s)) {
+        int took = ss_prelude_take(s, in); /* its answer is the first packet: never relayed */
+        if (took <= 0)
+            return;
+        avail = evbuffer_get_length(in);
+        if (!s->prelude_pending && s->state == SS_IDLE) {
+            ss_pool_unit_end(s); /* the command after them was the proxy's to answer */
+            return;
+        }
+    }
+    batch_end b = s->pool_view || s->pstmt ? relay_batch(s, in, first, avail, true)
+                                           : relay_batch(s, in, first, avail, false);
+    if (b == BATCH_COMPLETE)
         backend_response_complete(s);
-    else if (move > 0 && mr_conn_input_length(s->backend) > 0 && !f->blocked)
+    else if (b == BATCH_MOVED && mr_conn_input_length(s->backend) > 0 && !s->from_backend.blocked)
         ss_pump_backend(s); /* stopped at relay_buffer with more queued */
 }
 

@@ -4,13 +4,15 @@
  * points of a session's commands, and acts on what they ask: relay, send
  * instead, answered here, or wait in SS_WAIT_BG for a background job.
  *
- * The table is session/core/features.c. Each run is one loop over that short
- * array; nothing is allocated per statement (a feature makes its
+ * The table is session/core/features.c. Each run is one loop over the
+ * entries of that short array that have the hook (found once: `has`, and
+ * the session's watchers); nothing is allocated per statement (a feature makes its
  * per-session state once, and the packet copy for response hooks is made
  * once per session).
  *
  * Worker thread of the session.
  */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -52,8 +54,37 @@ static bool op_prelude(mr_fsession *fs, const char *sql, size_t len, const char 
 
 static const mr_fsession_ops fs_ops = {op_send_err, op_send_ok, op_answer_now, op_prelude};
 
+/* The entries of ss_features that have each hook run on every command (bit
+ * i: ss_features[i]): the table is fixed at build time, so they are found
+ * once, and each command visits only the entries that have the hook instead
+ * of testing every entry's pointer. */
+static struct {
+    uint32_t command, wants_whole, response_end, command_done;
+} has;
+static pthread_once_t has_once = PTHREAD_ONCE_INIT;
+
+static void find_hooks(void)
+{
+    for (unsigned i = 0; i < ss_nfeatures; i++) {
+        const mr_feature *f = ss_features[i];
+        has.command |= f->command ? 1u << i : 0;
+        has.wants_whole |= f->wants_whole ? 1u << i : 0;
+        has.response_end |= f->response_end ? 1u << i : 0;
+        has.command_done |= f->command_done ? 1u << i : 0;
+    }
+}
+
+/* The index of the lowest bit of *left, which it takes off. */
+static unsigned next_bit(uint32_t *left)
+{
+    unsigned i = (unsigned)__builtin_ctz(*left);
+    *left &= *left - 1;
+    return i;
+}
+
 void ss_hooks_start(mr_session *s)
 {
+    pthread_once(&has_once, find_hooks);
     mr_worker *w = s->w;
     s->fs = (mr_fsession){
         .id = s->id,
@@ -187,10 +218,9 @@ static stmt_verdict park_command(mr_session *s, uint8_t cmd, const uint8_t *p, s
 stmt_verdict ss_hooks_command(mr_session *s, uint8_t cmd, const uint8_t *p, size_t n, uint32_t len)
 {
     ss_hooks_view(s);
-    for (unsigned i = 0; i < ss_nfeatures; i++) {
-        const mr_feature *f = ss_features[i];
-        mr_hook_action a =
-            f->command ? f->command(&s->fs, &s->fstate[i], cmd, p, n, len) : MR_HOOK_PASS;
+    for (uint32_t left = has.command; left;) {
+        unsigned i = next_bit(&left);
+        mr_hook_action a = ss_features[i]->command(&s->fs, &s->fstate[i], cmd, p, n, len);
         if (a == MR_HOOK_PARK)
             return park_command(s, cmd, p, n);
         if (a != MR_HOOK_PASS)
@@ -201,9 +231,9 @@ stmt_verdict ss_hooks_command(mr_session *s, uint8_t cmd, const uint8_t *p, size
 
 bool ss_hooks_wants_whole(mr_session *s, uint8_t cmd, const uint8_t *head, uint32_t len)
 {
-    for (unsigned i = 0; i < ss_nfeatures; i++) {
-        const mr_feature *f = ss_features[i];
-        if (f->wants_whole && f->wants_whole(&s->fs, &s->fstate[i], cmd, head, len))
+    for (uint32_t left = has.wants_whole; left;) {
+        unsigned i = next_bit(&left);
+        if (ss_features[i]->wants_whole(&s->fs, &s->fstate[i], cmd, head, len))
             return true;
     }
     return false;
@@ -291,12 +321,10 @@ bool ss_hooks_response_packet(mr_session *s, struct evbuffer *in, const struct e
 void ss_hooks_response_end(mr_session *s, bool relayed)
 {
     mr_hook_response r = {s->command, !s->tracker.ended_with_err, s->tracker.stmt_id};
-    for (unsigned i = 0; i < ss_nfeatures; i++) {
+    for (uint32_t left = relayed ? has.command_done : has.response_end; left;) {
+        unsigned i = next_bit(&left);
         const mr_feature *f = ss_features[i];
-        void (*hook)(mr_fsession *, void **, const mr_hook_response *) =
-            relayed ? f->command_done : f->response_end;
-        if (hook)
-            hook(&s->fs, &s->fstate[i], &r);
+        (relayed ? f->command_done : f->response_end)(&s->fs, &s->fstate[i], &r);
     }
 }
 
