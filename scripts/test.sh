@@ -127,7 +127,7 @@ if cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=ASAN -DMYREWRITE_WERROR=ON >/dev/nul
     ctest --test-dir "$asan" --output-on-failure 2>&1 | tee "$asan/ctest.log"
     count_ctest "$asan/ctest.log" "${PIPESTATUS[0]}"
     MR_BUILD=$asan MR_TMP=$root/.tmp/it-asan tests/integration/run.sh \
-        't_rawproto|t_ps_blocks|t_rules|t_faults|t_fault_matrix|t_options|t_pymysql|t_sigterm|t_delayed_memory|t_delayed_set|t_delayed_default|t_delayed_bucket|t_delayed_reject|t_delayed_group|t_delayed_read_pending|t_delayed_park_prepared|t_delayed_locked_faults|t_delayed_dropped|t_log_escape|t_keyset|t_paginate_params|t_delayed_keys|t_admin|t_fd_exhaust|t_auth_pipeline|t_unreadable|t_lex_readings|t_ident_injection|t_quiet|t_http_token|t_compress|t_tls_reload|t_io_uring|t_backend_kill|t_dynamic_sql|t_stmt_pool|t_pool_kill|t_pool_refused|t_pool_ps|t_pool_state|t_pool_basic|t_pool_queue|t_pool_counts|t_pool_statement|t_pool_shared|t_harness|mr_client_test' 2>&1 |
+        't_rawproto|t_ps_blocks|t_rules|t_faults|t_fault_matrix|t_options|t_pymysql|t_sigterm|t_delayed_memory|t_delayed_set|t_delayed_default|t_delayed_bucket|t_delayed_reject|t_delayed_group|t_delayed_read_pending|t_delayed_park_prepared|t_delayed_locked_faults|t_delayed_dropped|t_log_escape|t_keyset|t_paginate_params|t_delayed_keys|t_admin|t_fd_exhaust|t_auth_pipeline|t_unreadable|t_lex_readings|t_ident_injection|t_quiet|t_http_token|t_compress|t_tls_reload|t_io_uring|t_backend_kill|t_dynamic_sql|t_stmt_pool|t_pool_kill|t_pool_refused|t_pool_ps|t_pool_state|t_pool_basic|t_pool_queue|t_pool_counts|t_pool_statement|t_pool_shared|t_bulk_rules|t_harness|mr_client_test' 2>&1 |
         tee "$asan/integration.log"
     count_integration "$asan/integration.log" "${PIPESTATUS[0]}"
 else
