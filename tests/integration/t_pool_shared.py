@@ -102,6 +102,16 @@ def value(conn, sql):
         return e.args
 
 
+def own_numbers(i, c, count, bad):
+    """Session i selects count numbers of its own; a wrong answer goes to bad."""
+    for j in range(count):
+        n = i * 1000 + j
+        got = value(c, "SELECT %d" % n)
+        if got != n:
+            bad.append((i, j, got))
+            return
+
+
 def timed(conn, sql):
     started = time.monotonic()
     got = value(conn, sql)
@@ -196,15 +206,8 @@ def spread_with_pins():
         busy = on[0] + on[1][2:]
         bad = []
 
-        def run(i, c):
-            for j in range(20):
-                n = i * 1000 + j
-                got = value(c, "SELECT %d" % n)
-                if got != n:
-                    bad.append((i, j, got))
-                    return
-
-        t.run_threads([threading.Thread(target=run, args=(i, c)) for i, c in enumerate(busy)])
+        t.run_threads([threading.Thread(target=own_numbers, args=(i, c, 20, bad))
+                       for i, c in enumerate(busy)])
         t.check(not bad, "120 statements of 6 sessions on both workers all answered, each its "
                 "own, with 2 of worker 1's sessions pinned", bad[:3])
         for c in pinned:
@@ -244,15 +247,8 @@ def per_user_and_total():
         apps, others = Sampler(), Sampler(("ps_other",))
         bad = []
 
-        def run(i, c):
-            for j in range(10):
-                n = i * 1000 + j
-                got = value(c, "SELECT %d" % n)
-                if got != n:
-                    bad.append((i, j, got))
-                    return
-
-        t.run_threads([threading.Thread(target=run, args=(i, c)) for i, c in enumerate(conns)])
+        t.run_threads([threading.Thread(target=own_numbers, args=(i, c, 10, bad))
+                       for i, c in enumerate(conns)])
         t.check(not bad, "50 statements of 2 and 3 sessions of 2 users all answered", bad[:3])
         apps.end(2, "part 4, statements")
         others.end(2, "part 4, statements")
