@@ -247,14 +247,17 @@ static bool own_value(const sql_token *t, const char *sql, const mr_pool_own *ow
 /* The value for the call spanning [from, to) of sql. In a select list
  * `COALESCE(value, call)`, whose type is the call's BIGINT (a bare number
  * is an INT: a column of another type than direct), and as a select item
- * alone with ` AS `call`` too, the column's name as direct; elsewhere the
- * bare number (a constant to the optimizer: a claim's `owner = <id>` uses
- * its index). */
+ * alone with ` AS `call`` too, the column's name as direct; elsewhere
+ * `(value+0)`: an expression, as the call is (a bare number after ORDER BY
+ * or GROUP BY names a column by its position), and a constant to the
+ * optimizer (a claim's `owner = (<id>+0)` uses its index). */
 static void put_value(mr_buf *out, const char *sql, size_t from, size_t to, const char *v,
                       bool listed, bool item)
 {
     if (!listed) {
+        mr_buf_put(out, "(", 1);
         mr_buf_put(out, v, strlen(v));
+        mr_buf_put(out, "+0)", 3);
         return;
     }
     mr_buf_put(out, "COALESCE(", 9);

@@ -15,7 +15,9 @@ reads direct (one connection each), for
     WHERE clause;
   * a multi-statement text whose second statement reads ROW_COUNT() of its first (the
     server's, on the same connection), and SQL_CALC_FOUND_ROWS followed by FOUND_ROWS()
-    (the session keeps its connection: the server's total).
+    (the session keeps its connection: the server's total);
+  * ORDER BY ROW_COUNT() and GROUP BY id, FOUND_ROWS() (an expression, not a column's
+    position).
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN.
 """
 import os
@@ -44,6 +46,11 @@ CASES = (
     (None, "SELECT * FROM test.pc_b LIMIT 1", "SELECT FOUND_ROWS() AS f"),  # ... read here
     ("SELECT SQL_CALC_FOUND_ROWS * FROM test.pc_t LIMIT 1", None, "SELECT FOUND_ROWS()"),
     (None, None, "INSERT INTO test.pc_t VALUES (50, 0), (51, 0); SELECT ROW_COUNT()"),
+    # outside a select list the value stays an expression: not a column's position
+    ("UPDATE test.pc_t SET v = v + 1 WHERE id <= 3", "DELETE FROM test.pc_b WHERE id = 4",
+     "SELECT id FROM test.pc_t WHERE id = 1 ORDER BY ROW_COUNT()"),
+    ("SELECT * FROM test.pc_t LIMIT 2", "SELECT * FROM test.pc_b",
+     "SELECT id FROM test.pc_t WHERE id = 1 GROUP BY id, FOUND_ROWS()"),
 )
 
 
