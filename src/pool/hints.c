@@ -298,41 +298,78 @@ static bool stored_object(const sql_lexer *lx, const sql_token *t, const char *s
     return false;
 }
 
-bool mr_pool_own_values(const char *sql, size_t len, unsigned lex_flags, const mr_pool_own *own,
-                        mr_buf *out)
+/* One pass of mr_pool_own_values over the text and the bodies of its
+ * executable comments. */
+typedef struct own_pass {
+    const char *text; /* the whole statement */
+    unsigned lex_flags;
+    const mr_pool_own *own;
+    own_walk w;
+    mr_buf *out;
+    size_t copied;          /* text before this is in out */
+    const sql_lexer *after; /* in a comment's body: the text's lexer past the comment */
+} own_pass;
+
+/* Reads len bytes at from of the text: all of it, or (nested) the body of
+ * an executable comment, whose wrapper stays so the server's version gate
+ * still decides. False: a stored object, left alone. */
+static bool own_range(own_pass *p, size_t from, size_t len, bool nested)
 {
+    const char *sql = p->text + from; /* the lexer's offsets are from here */
     sql_lexer lx;
     sql_token t;
-    size_t copied = 0;
-    own_walk w = {.list = -1, .first = true, .starts = true};
     char v[24];
-    sql_lexer_init(&lx, sql, len, lex_flags);
+    size_t boff, blen;
+    sql_lexer_init(&lx, sql, len, p->lex_flags);
     while (sql_lexer_next_sig(&lx, &t)) {
+        if (!nested && sql_exec_body(&t, sql, &boff, &blen)) {
+            p->after = &lx;
+            if (!own_range(p, from + boff, blen, true))
+                return false;
+            continue;
+        }
         /* a stored program's body (its `;` included), a view: evaluated where they
          * run, by whoever runs them; out is the caller's to drop */
-        if (w.starts && stored_object(&lx, &t, sql))
+        if (p->w.starts && stored_object(&lx, &t, sql))
             return false;
-        w.starts = false;
+        p->w.starts = false;
         sql_token open, close, next;
         sql_lexer ahead = lx;
-        if (t.kind != SQL_TOK_WORD || !own_value(&t, sql, own, &w, v, sizeof v) ||
+        if (t.kind != SQL_TOK_WORD || !own_value(&t, sql, p->own, &p->w, v, sizeof v) ||
             !sql_lexer_next_sig(&ahead, &open) || open.kind != SQL_TOK_LPAREN ||
             !sql_lexer_next_sig(&ahead, &close) || close.kind != SQL_TOK_RPAREN) {
-            walk_step(&w, &t, sql); /* these take no argument: else the server's error stands */
+            walk_step(&p->w, &t, sql); /* these take no argument: else the server's error stands */
             continue;
         }
         sql_lexer after = ahead;
         bool more = sql_lexer_next_sig(&after, &next);
-        bool item = w.item_open && w.list == w.depth && item_ends(&next, more, sql);
-        mr_buf_put(out, sql + copied, t.off - copied);
-        put_value(out, sql, t.off, close.off + close.len, v, w.list >= 0, item);
-        copied = close.off + close.len;
+        const char *next_sql = sql;
+        if (!more && nested) { /* at a comment body's end: what follows the comment */
+            after = *p->after;
+            more = sql_lexer_next_sig(&after, &next);
+            next_sql = p->text;
+        }
+        bool item = p->w.item_open && p->w.list == p->w.depth && item_ends(&next, more, next_sql);
+        mr_buf_put(p->out, p->text + p->copied, from + t.off - p->copied);
+        put_value(p->out, sql, t.off, close.off + close.len, v, p->w.list >= 0, item);
+        p->copied = from + close.off + close.len;
         lx = ahead;
-        w.item_open = false;
+        p->w.item_open = false;
     }
-    if (!copied)
+    return true;
+}
+
+bool mr_pool_own_values(const char *sql, size_t len, unsigned lex_flags, const mr_pool_own *own,
+                        mr_buf *out)
+{
+    own_pass p = {.text = sql,
+                  .lex_flags = lex_flags,
+                  .own = own,
+                  .w = {.list = -1, .first = true, .starts = true},
+                  .out = out};
+    if (!own_range(&p, 0, len, false) || !p.copied)
         return false;
-    mr_buf_put(out, sql + copied, len - copied);
+    mr_buf_put(out, sql + p.copied, len - p.copied);
     return true;
 }
 

@@ -17,7 +17,7 @@ reads direct (one connection each), for
     server's, on the same connection), and SQL_CALC_FOUND_ROWS followed by FOUND_ROWS()
     (the session keeps its connection: the server's total);
   * ORDER BY ROW_COUNT() and GROUP BY id, FOUND_ROWS() (an expression, not a column's
-    position).
+    position), and the calls inside an executable comment (/*!ROW_COUNT()*/).
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN.
 """
 import os
@@ -51,6 +51,10 @@ CASES = (
      "SELECT id FROM test.pc_t WHERE id = 1 ORDER BY ROW_COUNT()"),
     ("SELECT * FROM test.pc_t LIMIT 2", "SELECT * FROM test.pc_b",
      "SELECT id FROM test.pc_t WHERE id = 1 GROUP BY id, FOUND_ROWS()"),
+    # inside an executable comment's body
+    ("UPDATE test.pc_t SET v = v + 1 WHERE id <= 2", "DELETE FROM test.pc_b WHERE id = 5",
+     "SELECT /*!ROW_COUNT()*/ AS rc"),
+    (None, None, "SELECT /*!CONNECTION_ID()*/ = CONNECTION_ID() AS same"),
 )
 
 

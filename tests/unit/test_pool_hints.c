@@ -43,6 +43,14 @@ static void replaced(void **state)
         /* an expression, not a bare number: ORDER BY 3 is the third column */
         {"SELECT id FROM t ORDER BY ROW_COUNT()", "SELECT id FROM t ORDER BY (-1+0)"},
         {"SELECT id FROM t GROUP BY id, FOUND_ROWS()", "SELECT id FROM t GROUP BY id, (7+0)"},
+        /* an executable comment's body, its wrapper (the version gate) kept */
+        {"SELECT /*!ROW_COUNT()*/ AS rc", "SELECT /*!COALESCE(-1,ROW_COUNT())*/ AS rc"},
+        {"SELECT /*!50100 CONNECTION_ID() */",
+         "SELECT /*!50100 COALESCE(12,CONNECTION_ID()) AS `CONNECTION_ID()` */"},
+        {"UPDATE q SET owner = /*M!100100 CONNECTION_ID()*/ WHERE owner = 0",
+         "UPDATE q SET owner = /*M!100100 (12+0)*/ WHERE owner = 0"},
+        {"SELECT 1 /*!, FOUND_ROWS() */",
+         "SELECT 1 /*!, COALESCE(7,FOUND_ROWS()) AS `FOUND_ROWS()` */"},
         {"CREATE TABLE t2 AS SELECT CONNECTION_ID() AS c",
          "CREATE TABLE t2 AS SELECT COALESCE(12,CONNECTION_ID()) AS c"},
         {"SELECT * FROM t WHERE id IN (SELECT FOUND_ROWS())",
