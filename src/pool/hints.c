@@ -244,6 +244,10 @@ static bool own_value(const sql_token *t, const char *sql, const mr_pool_own *ow
     return false;
 }
 
+/* Not `db.name()`: a stored function's call, the server's to answer.
+ * (`name ()` and `name/ * * /()` are the native call, as direct.) */
+static bool native_call(const sql_token *prev) { return prev->kind != SQL_TOK_DOT; }
+
 /* The value for the call spanning [from, to) of sql. In a select list
  * `COALESCE(value, call)`, whose type is the call's BIGINT (a bare number
  * is an INT: a column of another type than direct), and as a select item
@@ -317,11 +321,11 @@ static bool own_range(own_pass *p, size_t from, size_t len, bool nested)
 {
     const char *sql = p->text + from; /* the lexer's offsets are from here */
     sql_lexer lx;
-    sql_token t;
+    sql_token t, prev = {0};
     char v[24];
     size_t boff, blen;
     sql_lexer_init(&lx, sql, len, p->lex_flags);
-    while (sql_lexer_next_sig(&lx, &t)) {
+    for (; sql_lexer_next_sig(&lx, &t); prev = t) {
         if (!nested && sql_exec_body(&t, sql, &boff, &blen)) {
             p->after = &lx;
             if (!own_range(p, from + boff, blen, true))
@@ -337,7 +341,8 @@ static bool own_range(own_pass *p, size_t from, size_t len, bool nested)
         sql_lexer ahead = lx;
         if (t.kind != SQL_TOK_WORD || !own_value(&t, sql, p->own, &p->w, v, sizeof v) ||
             !sql_lexer_next_sig(&ahead, &open) || open.kind != SQL_TOK_LPAREN ||
-            !sql_lexer_next_sig(&ahead, &close) || close.kind != SQL_TOK_RPAREN) {
+            !sql_lexer_next_sig(&ahead, &close) || close.kind != SQL_TOK_RPAREN ||
+            !native_call(&prev)) {
             walk_step(&p->w, &t, sql); /* these take no argument: else the server's error stands */
             continue;
         }

@@ -17,7 +17,8 @@ reads direct (one connection each), for
     server's, on the same connection), and SQL_CALC_FOUND_ROWS followed by FOUND_ROWS()
     (the session keeps its connection: the server's total);
   * ORDER BY ROW_COUNT() and GROUP BY id, FOUND_ROWS() (an expression, not a column's
-    position), and the calls inside an executable comment (/*!ROW_COUNT()*/).
+    position), and the calls inside an executable comment (/*!ROW_COUNT()*/);
+  * test.FOUND_ROWS() (a stored function, left to the server) beside FOUND_ROWS ().
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN.
 """
 import os
@@ -55,6 +56,8 @@ CASES = (
     ("UPDATE test.pc_t SET v = v + 1 WHERE id <= 2", "DELETE FROM test.pc_b WHERE id = 5",
      "SELECT /*!ROW_COUNT()*/ AS rc"),
     (None, None, "SELECT /*!CONNECTION_ID()*/ = CONNECTION_ID() AS same"),
+    # a stored function of that name is not the native one; a space before ( is
+    ("SELECT * FROM test.pc_t LIMIT 3", None, "SELECT test.FOUND_ROWS() AS f, FOUND_ROWS () AS n"),
 )
 
 
@@ -63,6 +66,7 @@ def setup():
         t.root_query("CREATE OR REPLACE TABLE test.%s (id INT PRIMARY KEY, v INT) ENGINE=InnoDB"
                      % table)
         t.root_query("INSERT INTO test.%s SELECT seq, 0 FROM test.seq_1_to_10" % table)
+    t.root_query("CREATE OR REPLACE FUNCTION test.FOUND_ROWS() RETURNS INT RETURN 42")
 
 
 def run(c, sql):

@@ -51,6 +51,9 @@ static void replaced(void **state)
          "UPDATE q SET owner = /*M!100100 (12+0)*/ WHERE owner = 0"},
         {"SELECT 1 /*!, FOUND_ROWS() */",
          "SELECT 1 /*!, COALESCE(7,FOUND_ROWS()) AS `FOUND_ROWS()` */"},
+        /* a space or a comment before ( is still the call, as direct */
+        {"SELECT id FROM t WHERE id <= ROW_COUNT ()", "SELECT id FROM t WHERE id <= (-1+0)"},
+        {"SELECT id FROM t WHERE id = FOUND_ROWS /**/ ()", "SELECT id FROM t WHERE id = (7+0)"},
         {"CREATE TABLE t2 AS SELECT CONNECTION_ID() AS c",
          "CREATE TABLE t2 AS SELECT COALESCE(12,CONNECTION_ID()) AS c"},
         {"SELECT * FROM t WHERE id IN (SELECT FOUND_ROWS())",
@@ -88,6 +91,8 @@ static void left_alone(void **state)
         "ALTER VIEW v AS SELECT CONNECTION_ID()",
         "SELECT CONNECTION_ID(); CREATE TRIGGER tr BEFORE INSERT ON q FOR EACH ROW "
         "SET NEW.owner = CONNECTION_ID()",
+        "SELECT db.FOUND_ROWS()", /* a stored function */
+        "SELECT id FROM t WHERE id = db . CONNECTION_ID()",
         "INSERT INTO t VALUES (1); SELECT ROW_COUNT()",
     };
     int bad = 0;

@@ -66,7 +66,8 @@ uint32_t mr_pool_opens(const char *sql, size_t len, unsigned lex_flags);
  * call)`, its column's type as direct, and as an item alone with
  * ` AS `call`` (its name as direct); elsewhere `(value+0)` (an
  * expression: after ORDER BY a bare number is a column's position). Calls
- * inside an executable comment's body too, its wrapper kept. False when
+ * inside an executable comment's body too, its wrapper kept; not
+ * `db.name()` (a stored function). False when
  * nothing was replaced, and for a text with a CREATE or ALTER of a stored
  * program, a trigger, an event or a view (evaluated where they run): out
  * then holds nothing to use. */
