@@ -234,7 +234,7 @@ static bool own_value(const sql_token *t, const char *sql, const mr_pool_own *ow
                       const own_walk *w, char *v, size_t cap)
 {
     if (sql_tok_is_word(t, sql, "CONNECTION_ID"))
-        return snprintf(v, cap, "%" PRIu32, own->connection_id) > 0;
+        return !own->counts_only && snprintf(v, cap, "%" PRIu32, own->connection_id) > 0;
     if (!w->first) /* an earlier statement of the text sets them, on the same connection */
         return false;
     if (own->row_count_known && sql_tok_is_word(t, sql, "ROW_COUNT"))
@@ -376,6 +376,16 @@ bool mr_pool_own_values(const char *sql, size_t len, unsigned lex_flags, const m
         return false;
     mr_buf_put(out, sql + p.copied, len - p.copied);
     return true;
+}
+
+bool mr_pool_reads_counts(const char *sql, size_t len, unsigned lex_flags)
+{
+    mr_pool_own own = {.row_count_known = true, .found_rows_known = true, .counts_only = true};
+    mr_buf scratch;
+    mr_buf_init(&scratch);
+    bool reads = mr_pool_own_values(sql, len, lex_flags, &own, &scratch);
+    mr_buf_free(&scratch);
+    return reads;
 }
 
 bool mr_pool_own_connection_id(const char *sql, size_t len, unsigned lex_flags, uint32_t id,

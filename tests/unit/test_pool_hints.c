@@ -124,6 +124,23 @@ static void unknown_values(void **state)
     mr_buf_free(&b);
 }
 
+/* A prepare reading ROW_COUNT() or FOUND_ROWS() (each execute reads the
+ * connection's): CONNECTION_ID() is put in at the prepare, so not one. */
+static void reads_counts(void **state)
+{
+    (void)state;
+    static const char *const yes[] = {
+        "SELECT ROW_COUNT()", "SELECT id FROM t ORDER BY FOUND_ROWS()", "SELECT /*!ROW_COUNT()*/"};
+    static const char *const no[] = {"SELECT CONNECTION_ID()", "SELECT db.ROW_COUNT()",
+                                     "SELECT 'FOUND_ROWS()'", "SELECT ROW_COUNT"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (!mr_pool_reads_counts(yes[i], strlen(yes[i]), 0))
+            fail_msg("%s: reads ROW_COUNT() or FOUND_ROWS(), not found", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (mr_pool_reads_counts(no[i], strlen(no[i]), 0))
+            fail_msg("%s: reads neither, found", no[i]);
+}
+
 /* pool = statement: the words that open what only the reply would pin. */
 static void opens(void **state)
 {
@@ -160,9 +177,8 @@ static void opens(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(replaced),
-        cmocka_unit_test(left_alone),
-        cmocka_unit_test(unknown_values),
+        cmocka_unit_test(replaced),       cmocka_unit_test(left_alone),
+        cmocka_unit_test(unknown_values), cmocka_unit_test(reads_counts),
         cmocka_unit_test(opens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
