@@ -234,7 +234,7 @@ static bool own_value(const sql_token *t, const char *sql, const mr_pool_own *ow
                       const own_walk *w, char *v, size_t cap)
 {
     if (sql_tok_is_word(t, sql, "CONNECTION_ID"))
-        return snprintf(v, cap, "%" PRIu32, own->connection_id) > 0;
+        return !own->counts_only && snprintf(v, cap, "%" PRIu32, own->connection_id) > 0;
     if (!w->first) /* an earlier statement of the text sets them, on the same connection */
         return false;
     if (own->row_count_known && sql_tok_is_word(t, sql, "ROW_COUNT"))
@@ -244,17 +244,24 @@ static bool own_value(const sql_token *t, const char *sql, const mr_pool_own *ow
     return false;
 }
 
+/* Not `db.name()`: a stored function's call, the server's to answer.
+ * (`name ()` and `name/ * * /()` are the native call, as direct.) */
+static bool native_call(const sql_token *prev) { return prev->kind != SQL_TOK_DOT; }
+
 /* The value for the call spanning [from, to) of sql. In a select list
  * `COALESCE(value, call)`, whose type is the call's BIGINT (a bare number
  * is an INT: a column of another type than direct), and as a select item
- * alone with ` AS `call`` too, the column's name as direct; elsewhere the
- * bare number (a constant to the optimizer: a claim's `owner = <id>` uses
- * its index). */
+ * alone with ` AS `call`` too, the column's name as direct; elsewhere
+ * `(value+0)`: an expression, as the call is (a bare number after ORDER BY
+ * or GROUP BY names a column by its position), and a constant to the
+ * optimizer (a claim's `owner = (<id>+0)` uses its index). */
 static void put_value(mr_buf *out, const char *sql, size_t from, size_t to, const char *v,
                       bool listed, bool item)
 {
     if (!listed) {
+        mr_buf_put(out, "(", 1);
         mr_buf_put(out, v, strlen(v));
+        mr_buf_put(out, "+0)", 3);
         return;
     }
     mr_buf_put(out, "COALESCE(", 9);
@@ -295,42 +302,90 @@ static bool stored_object(const sql_lexer *lx, const sql_token *t, const char *s
     return false;
 }
 
-bool mr_pool_own_values(const char *sql, size_t len, unsigned lex_flags, const mr_pool_own *own,
-                        mr_buf *out)
+/* One pass of mr_pool_own_values over the text and the bodies of its
+ * executable comments. */
+typedef struct own_pass {
+    const char *text; /* the whole statement */
+    unsigned lex_flags;
+    const mr_pool_own *own;
+    own_walk w;
+    mr_buf *out;
+    size_t copied;          /* text before this is in out */
+    const sql_lexer *after; /* in a comment's body: the text's lexer past the comment */
+} own_pass;
+
+/* Reads len bytes at from of the text: all of it, or (nested) the body of
+ * an executable comment, whose wrapper stays so the server's version gate
+ * still decides. False: a stored object, left alone. */
+static bool own_range(own_pass *p, size_t from, size_t len, bool nested)
 {
+    const char *sql = p->text + from; /* the lexer's offsets are from here */
     sql_lexer lx;
-    sql_token t;
-    size_t copied = 0;
-    own_walk w = {.list = -1, .first = true, .starts = true};
+    sql_token t, prev = {0};
     char v[24];
-    sql_lexer_init(&lx, sql, len, lex_flags);
-    while (sql_lexer_next_sig(&lx, &t)) {
+    size_t boff, blen;
+    sql_lexer_init(&lx, sql, len, p->lex_flags);
+    for (; sql_lexer_next_sig(&lx, &t); prev = t) {
+        if (!nested && sql_exec_body(&t, sql, &boff, &blen)) {
+            p->after = &lx;
+            if (!own_range(p, from + boff, blen, true))
+                return false;
+            continue;
+        }
         /* a stored program's body (its `;` included), a view: evaluated where they
          * run, by whoever runs them; out is the caller's to drop */
-        if (w.starts && stored_object(&lx, &t, sql))
+        if (p->w.starts && stored_object(&lx, &t, sql))
             return false;
-        w.starts = false;
+        p->w.starts = false;
         sql_token open, close, next;
         sql_lexer ahead = lx;
-        if (t.kind != SQL_TOK_WORD || !own_value(&t, sql, own, &w, v, sizeof v) ||
+        if (t.kind != SQL_TOK_WORD || !own_value(&t, sql, p->own, &p->w, v, sizeof v) ||
             !sql_lexer_next_sig(&ahead, &open) || open.kind != SQL_TOK_LPAREN ||
-            !sql_lexer_next_sig(&ahead, &close) || close.kind != SQL_TOK_RPAREN) {
-            walk_step(&w, &t, sql); /* these take no argument: else the server's error stands */
+            !sql_lexer_next_sig(&ahead, &close) || close.kind != SQL_TOK_RPAREN ||
+            !native_call(&prev)) {
+            walk_step(&p->w, &t, sql); /* these take no argument: else the server's error stands */
             continue;
         }
         sql_lexer after = ahead;
         bool more = sql_lexer_next_sig(&after, &next);
-        bool item = w.item_open && w.list == w.depth && item_ends(&next, more, sql);
-        mr_buf_put(out, sql + copied, t.off - copied);
-        put_value(out, sql, t.off, close.off + close.len, v, w.list >= 0, item);
-        copied = close.off + close.len;
+        const char *next_sql = sql;
+        if (!more && nested) { /* at a comment body's end: what follows the comment */
+            after = *p->after;
+            more = sql_lexer_next_sig(&after, &next);
+            next_sql = p->text;
+        }
+        bool item = p->w.item_open && p->w.list == p->w.depth && item_ends(&next, more, next_sql);
+        mr_buf_put(p->out, p->text + p->copied, from + t.off - p->copied);
+        put_value(p->out, sql, t.off, close.off + close.len, v, p->w.list >= 0, item);
+        p->copied = from + close.off + close.len;
         lx = ahead;
-        w.item_open = false;
+        p->w.item_open = false;
     }
-    if (!copied)
-        return false;
-    mr_buf_put(out, sql + copied, len - copied);
     return true;
+}
+
+bool mr_pool_own_values(const char *sql, size_t len, unsigned lex_flags, const mr_pool_own *own,
+                        mr_buf *out)
+{
+    own_pass p = {.text = sql,
+                  .lex_flags = lex_flags,
+                  .own = own,
+                  .w = {.list = -1, .first = true, .starts = true},
+                  .out = out};
+    if (!own_range(&p, 0, len, false) || !p.copied)
+        return false;
+    mr_buf_put(out, sql + p.copied, len - p.copied);
+    return true;
+}
+
+bool mr_pool_reads_counts(const char *sql, size_t len, unsigned lex_flags)
+{
+    mr_pool_own own = {.row_count_known = true, .found_rows_known = true, .counts_only = true};
+    mr_buf scratch;
+    mr_buf_init(&scratch);
+    bool reads = mr_pool_own_values(sql, len, lex_flags, &own, &scratch);
+    mr_buf_free(&scratch);
+    return reads;
 }
 
 bool mr_pool_own_connection_id(const char *sql, size_t len, unsigned lex_flags, uint32_t id,

@@ -15,7 +15,12 @@ reads direct (one connection each), for
     WHERE clause;
   * a multi-statement text whose second statement reads ROW_COUNT() of its first (the
     server's, on the same connection), and SQL_CALC_FOUND_ROWS followed by FOUND_ROWS()
-    (the session keeps its connection: the server's total).
+    (the session keeps its connection: the server's total);
+  * ORDER BY ROW_COUNT() and GROUP BY id, FOUND_ROWS() (an expression, not a column's
+    position), and the calls inside an executable comment (/*!ROW_COUNT()*/);
+  * test.FOUND_ROWS() (a stored function, left to the server) beside FOUND_ROWS ();
+  * a prepared SELECT ROW_COUNT(), FOUND_ROWS() executed after A's statement and B's
+    (the prepare keeps A's connection), refused by pool = statement.
 Environment: MR_DIRECT_PORT (mariadbd), MR_BIN.
 """
 import os
@@ -23,6 +28,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import mrtest as t  # noqa: E402
+import rawproto_lib as rp  # noqa: E402
 from pymysql.constants import CLIENT  # noqa: E402
 
 # (A's statement, B's statement in between, A's read)
@@ -44,6 +50,17 @@ CASES = (
     (None, "SELECT * FROM test.pc_b LIMIT 1", "SELECT FOUND_ROWS() AS f"),  # ... read here
     ("SELECT SQL_CALC_FOUND_ROWS * FROM test.pc_t LIMIT 1", None, "SELECT FOUND_ROWS()"),
     (None, None, "INSERT INTO test.pc_t VALUES (50, 0), (51, 0); SELECT ROW_COUNT()"),
+    # outside a select list the value stays an expression: not a column's position
+    ("UPDATE test.pc_t SET v = v + 1 WHERE id <= 3", "DELETE FROM test.pc_b WHERE id = 4",
+     "SELECT id FROM test.pc_t WHERE id = 1 ORDER BY ROW_COUNT()"),
+    ("SELECT * FROM test.pc_t LIMIT 2", "SELECT * FROM test.pc_b",
+     "SELECT id FROM test.pc_t WHERE id = 1 GROUP BY id, FOUND_ROWS()"),
+    # inside an executable comment's body
+    ("UPDATE test.pc_t SET v = v + 1 WHERE id <= 2", "DELETE FROM test.pc_b WHERE id = 5",
+     "SELECT /*!ROW_COUNT()*/ AS rc"),
+    (None, None, "SELECT /*!CONNECTION_ID()*/ = CONNECTION_ID() AS same"),
+    # a stored function of that name is not the native one; a space before ( is
+    ("SELECT * FROM test.pc_t LIMIT 3", None, "SELECT test.FOUND_ROWS() AS f, FOUND_ROWS () AS n"),
 )
 
 
@@ -52,6 +69,7 @@ def setup():
         t.root_query("CREATE OR REPLACE TABLE test.%s (id INT PRIMARY KEY, v INT) ENGINE=InnoDB"
                      % table)
         t.root_query("INSERT INTO test.%s SELECT seq, 0 FROM test.seq_1_to_10" % table)
+    t.root_query("CREATE OR REPLACE FUNCTION test.FOUND_ROWS() RETURNS INT RETURN 42")
 
 
 def run(c, sql):
@@ -85,6 +103,46 @@ def connect(port):
     return t.connect(port, autocommit=True, client_flag=CLIENT.MULTI_STATEMENTS)
 
 
+def prepared_walk(port):
+    """A prepares a statement reading ROW_COUNT() and FOUND_ROWS(), then runs a statement,
+    B one in between, and A executes: the rows A's executes read (binary rows)."""
+    a, b = rp.Conn(port), rp.Conn(port)
+    a.query("SELECT * FROM test.pc_t LIMIT 3")  # FOUND_ROWS() is A's from here
+    st = a.prepare("SELECT ROW_COUNT(), FOUND_ROWS()")
+    got = []
+    for first, between in (("UPDATE test.pc_t SET v = v + 1 WHERE id <= 3",
+                            "DELETE FROM test.pc_b WHERE id = 6"),
+                           ("SELECT * FROM test.pc_t LIMIT 2", "SELECT * FROM test.pc_b")):
+        a.query(first)
+        b.query(between)  # through the proxy: waits for A's connection, then an ERR
+        r = a.execute(st.stmt_id)
+        got.append((r.kind, r.err, tuple(bytes(x) for x in r.rows)))
+    a.close()
+    b.close()
+    return got
+
+
+def prepared():
+    """A prepared statement reads ROW_COUNT() and FOUND_ROWS() at each execute, on the
+    connection that runs it: the prepare keeps its session's connection (B waits for
+    it, pool_max_wait 1 s, then gets an ERR: A's reads are compared)."""
+    setup()
+    want = prepared_walk(t.DIRECT_PORT)
+    setup()
+    opts = {"pool": "transaction", "pool_size": 1, "pool_max_wait": "1s"}
+    with t.Proxy("pool_counts_prepared", options=opts, workers=1, admin=True) as p:
+        t.eq("a prepared ROW_COUNT(), FOUND_ROWS() reads A's own, as direct", want,
+             prepared_walk(p.port))
+    p = t.Proxy("pool_counts_stmt", options=dict(opts, pool="statement"), workers=1, through=False)
+    with p:
+        a = rp.Conn(p.port)
+        a.send_command(bytes([rp.COM_STMT_PREPARE]) + b"SELECT ROW_COUNT()")
+        r = a.read_prepare(a._logged("prepare"))
+        t.check(r.kind == "err" and "pool = statement" in r.err[1],
+                "pool = statement refuses a prepare reading ROW_COUNT(): %r" % (r.err,))
+        a.close()
+
+
 def main():
     t.needs_own_proxy()
     setup()
@@ -100,6 +158,7 @@ def main():
         t.eq("every session ran on the one server connection", 1, len(servers))
         a.close()
         b.close()
+    prepared()
     t.done()
 
 

@@ -51,6 +51,7 @@ typedef struct mr_pool_own {
     int64_t row_count;
     bool found_rows_known; /* FOUND_ROWS(): the rows of its last result set */
     uint64_t found_rows;
+    bool counts_only; /* CONNECTION_ID() left as it is */
 } mr_pool_own;
 
 /* pool = statement: the reasons to pin that the text's words give and the
@@ -64,12 +65,20 @@ uint32_t mr_pool_opens(const char *sql, size_t len, unsigned lex_flags);
  * known in its first statement (a later one reads the earlier ones'), as
  * the session's own value into out: in a select list `COALESCE(value,
  * call)`, its column's type as direct, and as an item alone with
- * ` AS `call`` (its name as direct); elsewhere the number. False when
+ * ` AS `call`` (its name as direct); elsewhere `(value+0)` (an
+ * expression: after ORDER BY a bare number is a column's position). Calls
+ * inside an executable comment's body too, its wrapper kept; not
+ * `db.name()` (a stored function). False when
  * nothing was replaced, and for a text with a CREATE or ALTER of a stored
  * program, a trigger, an event or a view (evaluated where they run): out
  * then holds nothing to use. */
 bool mr_pool_own_values(const char *sql, size_t len, unsigned lex_flags, const mr_pool_own *own,
                         mr_buf *out);
+/* The text calls ROW_COUNT() or FOUND_ROWS() where mr_pool_own_values
+ * would put a value: a prepare's are read at each execute, on whatever
+ * connection runs it, so such a prepare keeps its connection. */
+bool mr_pool_reads_counts(const char *sql, size_t len, unsigned lex_flags);
+
 /* The same for CONNECTION_ID() alone. */
 bool mr_pool_own_connection_id(const char *sql, size_t len, unsigned lex_flags, uint32_t id,
                                mr_buf *out);

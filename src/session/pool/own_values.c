@@ -12,7 +12,8 @@
 /* A statement run on a connection borrowed for it reads the session's
  * values, not what the connection's last session left; one on a connection
  * the session kept (pinned, a transaction) reads the server's, which are
- * its own. A prepare's are read at each execute: never put in. */
+ * its own. A prepare's are read at each execute: never put in (such a
+ * prepare pins, pool_side.c). */
 static void own_of(const mr_session *s, uint8_t cmd, mr_pool_own *own)
 {
     bool fresh = cmd == MR_COM_QUERY && s->srv && s->srv_fresh;

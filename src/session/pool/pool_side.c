@@ -421,7 +421,8 @@ static void refuse_pinning(mr_session *s, uint32_t why)
     snprintf(msg, sizeof msg,
              "pool = statement: this statement would keep the session on one server connection "
              "past its end (pin reason %s: a transaction, LOCK TABLES, SET TRANSACTION, a user "
-             "variable, a temporary table, GET_LOCK, SQL_CALC_FOUND_ROWS or PREPARE), which "
+             "variable, a temporary table, GET_LOCK, SQL_CALC_FOUND_ROWS, PREPARE, or a "
+             "prepared ROW_COUNT() or FOUND_ROWS()), which "
              "pool = statement does not do; nothing was run. Use pool = transaction (or "
              "pool = session) for such clients",
              mr_pin_reason_name(r));
@@ -431,13 +432,24 @@ static void refuse_pinning(mr_session *s, uint32_t why)
     s->schema_pending = s->charset_pending = false;
 }
 
+/* A prepare reading ROW_COUNT() or FOUND_ROWS(): each execute reads the
+ * connection's, so the session keeps the one it prepared on (to its reset;
+ * named as a prepared statement's pin). */
+static uint32_t prepare_pins(const mr_session *s, const char *sql, size_t len, unsigned lex_flags)
+{
+    return s->command == MR_COM_STMT_PREPARE && mr_pool_reads_counts(sql, len, lex_flags)
+               ? MR_HINT(MR_PIN_PREPARED_SQL)
+               : 0;
+}
+
 bool ss_pool_refuses(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
 {
     if (!s->srv || !statement_pool(s))
         return false;
     mr_pool_hints h;
     mr_pool_hints_read(sql, len, lex_flags, true, &h);
-    uint32_t why = h.pins | mr_pool_opens(sql, len, lex_flags);
+    uint32_t why =
+        h.pins | mr_pool_opens(sql, len, lex_flags) | prepare_pins(s, sql, len, lex_flags);
     if (why)
         refuse_pinning(s, why);
     return why != 0;
@@ -449,6 +461,7 @@ void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_
         return;
     mr_pool_hints h;
     mr_pool_hints_read(sql, len, lex_flags, own, &h);
+    h.pins |= prepare_pins(s, sql, len, lex_flags);
     if (h.tracking)
         client_tracking(s, sql, len, lex_flags);
     s->hint_maybe |= h.maybe; /* the client's text and a rewrite of it: both count */
