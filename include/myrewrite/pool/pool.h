@@ -49,7 +49,7 @@ typedef enum mr_pin_reason {
     MR_PIN_USER_VARIABLE,   /* a user variable was assigned */
     MR_PIN_TEMPORARY_TABLE, /* a temporary table was created */
     MR_PIN_PREPARED,        /* a server-side prepared statement is open */
-    MR_PIN_PREPARED_SQL,    /* PREPARE ... FROM: a named SQL prepared statement */
+    MR_PIN_PREPARED_SQL,    /* PREPARE ... FROM, or a prepare reading ROW_COUNT()/FOUND_ROWS() */
     MR_PIN_LOCK_FUNCTION,   /* GET_LOCK and its kin */
     MR_PIN_FOUND_ROWS,      /* SQL_CALC_FOUND_ROWS: FOUND_ROWS() may follow */
     MR_PIN_CONNECTION_ID,   /* CONNECTION_ID(): the session reads its server's id */
