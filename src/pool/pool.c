@@ -481,8 +481,8 @@ bool mr_pool_evict_one(mr_pool *p)
 bool mr_pool_login_room(mr_pool *p)
 {
     if (!mr_pool_shared_room(p->shared, p->login_waiters == 0)) {
-        if (mr_pool_needs_eviction(p, true) && !mr_pool_evict_one(p))
-            mr_pool_ask_evict(p); /* the idle connections are on other workers */
+        if (mr_pool_needs_eviction(p, true))
+            mr_pool_evict_one(p); /* none idle here: kick_cb asks the others once it waits */
         return false;             /* the caller waits: mr_pool_room_freed answers it in turn */
     }
     pthread_mutex_lock(&p->lock);
@@ -657,6 +657,16 @@ static void idle_event_cb(mr_conn *c, int what, void *arg)
     mr_pool_drop(srv);
 }
 
+/* Logins wait on p and too few connections are closing for them: one idle
+ * here is closed, else another worker is asked to close one. Asked only
+ * once the login is queued (counted in login_waiters), since the worker
+ * reading the letter checks that a login still needs the room. */
+static void make_room(mr_pool *p)
+{
+    if (p->login_waiters && mr_pool_needs_eviction(p, false) && !mr_pool_evict_one(p))
+        mr_pool_ask_evict(p);
+}
+
 /* Once a second: idle connections past pool_idle_timeout go, keeping
  * pool_min_idle of each key, and those past pool_max_lifetime (a key's
  * last while its sessions live stays: only a login makes another). */
@@ -676,14 +686,16 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
                 mr_pool_drop(s);
         }
     }
+    make_room(p); /* a letter asking for room may have been lost */
 }
 
-/* A login waited: room may have come before it was queued. */
+/* A login waited: room may have come before it was queued, or must be made. */
 static void kick_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     mr_pool_serve_logins(arg);
+    make_room(arg);
 }
 
 mr_pool *mr_pool_new(struct event_base *base, const mr_config *cfg, unsigned worker,
