@@ -284,7 +284,7 @@ mr_pool_wait *mr_pool_wait_for(mr_pool *p, mr_pool_user *u, const char *schema, 
     if (first)
         mr_pool_oldest(p, u, w->since_ns);
     if (u)
-        mr_pool_ask_idle(p, u); /* another worker may have one idle */
+        mr_pool_ask_idle(p, u, w->schema[0]); /* another worker may have one idle */
     else
         event_active(p->kick, EV_TIMEOUT, 1); /* room freed since the caller looked */
     return w;
@@ -615,6 +615,8 @@ void mr_pool_settle(mr_srv *srv)
     if (atomic_load_explicit(&p->shared->login_waiters, memory_order_relaxed) &&
         mr_pool_needs_eviction(p, false))
         quit_srv(srv); /* a login waits for room (on any worker) */
+    else if (!atomic_load(&u->sk->waiting))
+        srv->hops = 0; /* settled where nobody waits: it may move unasked again */
 }
 
 /* A session ended: a key needs no more idle connections than it has

@@ -104,9 +104,9 @@ bool mr_pool_shared_room(mr_pool_shared *sh, bool first);
 void mr_pool_room_freed(mr_pool *p);
 /* p's first waiter of u changed (since: its start, 0: none). */
 void mr_pool_oldest(mr_pool *p, mr_pool_user *u, uint64_t since);
-/* A session of u waits on p: a worker with an idle connection of its key
- * is asked for it. */
-void mr_pool_ask_idle(mr_pool *p, mr_pool_user *u);
+/* A session of u (with a schema or not) waits on p: a worker with an idle
+ * connection of its key that the session can take is asked for it. */
+void mr_pool_ask_idle(mr_pool *p, mr_pool_user *u, bool schema);
 /* A login waits on p and p has no idle connection: a worker with one is
  * asked to close it. */
 void mr_pool_ask_evict(mr_pool *p);
