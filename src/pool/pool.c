@@ -739,6 +739,15 @@ void mr_pool_free(mr_pool *p)
         free(w);
         ready(arg, NULL, true);
     }
+    while (p->closing) { /* counted out as quit_room does (before their users go) */
+        mr_srv *s = p->closing;
+        mr_pool_unlink_srv(s, &p->closing);
+        p->nclosing--;
+        p->total--;
+        atomic_fetch_sub(&s->user->sk->count, 1);
+        mr_pool_shared_count(p->shared, -1, 0, -1);
+        mr_pool_srv_free(s);
+    }
     for (mr_pool_user *u = p->users, *next; u; u = next) {
         next = u->next;
         while (u->idle)
@@ -746,11 +755,6 @@ void mr_pool_free(mr_pool *p)
         while (u->busy)
             close_srv(u->busy);
         free(u);
-    }
-    while (p->closing) {
-        mr_srv *s = p->closing;
-        mr_pool_unlink_srv(s, &p->closing);
-        mr_pool_srv_free(s);
     }
     if (p->sweep)
         event_free(p->sweep);
