@@ -63,6 +63,7 @@ void mr_pool_shared_free(mr_pool_shared *sh)
         free(k);
     }
     pthread_mutex_destroy(&sh->lock);
+    free(sh->travelling);
     free(sh->pools);
     free(sh);
 }
@@ -248,10 +249,42 @@ void mr_pool_oldest(mr_pool *p, mr_pool_user *u, uint64_t since)
 
 /* ---- moving a connection ---- */
 
+/* A connection leaves a worker's lists (start) or joins one again, or is
+ * closed on its way: KILL must know its thread id meanwhile. */
+static void travel(mr_pool_shared *sh, uint32_t id, bool start)
+{
+    pthread_mutex_lock(&sh->lock);
+    if (start && sh->ntravelling == sh->travelling_cap) {
+        unsigned cap = sh->travelling_cap ? 2 * sh->travelling_cap : 8;
+        uint32_t *t = realloc(sh->travelling, cap * sizeof *t);
+        if (t) {
+            sh->travelling = t;
+            sh->travelling_cap = cap;
+        }
+    }
+    if (start && sh->ntravelling < sh->travelling_cap)
+        sh->travelling[sh->ntravelling++] = id;
+    for (unsigned i = 0; !start && i < sh->ntravelling; i++)
+        if (sh->travelling[i] == id) {
+            sh->travelling[i] = sh->travelling[--sh->ntravelling];
+            break;
+        }
+    pthread_mutex_unlock(&sh->lock);
+}
+
+bool mr_pool_travelling(const mr_pool_shared *sh, uint32_t thread_id)
+{
+    for (unsigned i = 0; i < sh->ntravelling; i++)
+        if (sh->travelling[i] == thread_id)
+            return true;
+    return false;
+}
+
 /* A connection that left one pool and joined none: closed, its room freed
  * on p. */
 static void lost(mr_pool *p, mr_srv *srv, mr_pool_skey *sk)
 {
+    travel(p->shared, srv->thread_id, false);
     mr_pool_srv_free(srv);
     atomic_fetch_sub(&sk->count, 1);
     mr_pool_shared_count(p->shared, -1, 0, 0);
@@ -305,6 +338,7 @@ static void move(mr_srv *srv, unsigned to)
 {
     mr_pool *p = srv->pool;
     mr_pool_user *u = srv->user;
+    travel(p->shared, srv->thread_id, true); /* before it leaves the idle list */
     pthread_mutex_lock(&p->lock);
     mr_pool_unlink_srv(srv, &u->idle);
     u->nidle--;
@@ -363,7 +397,8 @@ static void arrive(mr_pool *p, mr_srv *srv, mr_pool_skey *sk)
     p->moves++;
     srv->idle_ns = mr_mono_ns();
     pthread_mutex_unlock(&p->lock);
-    mr_conn_read_enable(srv->conn, true); /* a server that closes it is seen */
+    travel(p->shared, srv->thread_id, false); /* once on the idle list */
+    mr_conn_read_enable(srv->conn, true);     /* a server that closes it is seen */
     mr_pool_settle(srv);
 }
 
@@ -419,6 +454,7 @@ void mr_pool_mail_close(mr_pool *p)
     for (mr_pool_letter *next; l; l = next) {
         next = l->next;
         if (l->kind == LETTER_CONN) {
+            travel(p->shared, l->srv->thread_id, false);
             atomic_fetch_sub(&l->sk->count, 1);
             mr_pool_shared_count(p->shared, -1, 0, 0);
             mr_pool_srv_free(l->srv);
@@ -428,6 +464,7 @@ void mr_pool_mail_close(mr_pool *p)
     while (p->moving) {
         mr_srv *s = p->moving;
         mr_pool_unlink_srv(s, &p->moving);
+        travel(p->shared, s->thread_id, false);
         atomic_fetch_sub(&s->user->sk->count, 1);
         mr_pool_shared_count(p->shared, -1, 0, 0);
         mr_pool_srv_free(s);

@@ -767,17 +767,35 @@ void mr_pool_free(mr_pool *p)
     free(p);
 }
 
+static bool in_list(const mr_srv *s, uint32_t thread_id)
+{
+    for (; s; s = s->next)
+        if (s->thread_id == thread_id)
+            return true;
+    return false;
+}
+
+/* Lent, idle, leaving for another worker or closing for a login. */
+static bool pool_holds(mr_pool *x, uint32_t thread_id)
+{
+    pthread_mutex_lock(&x->lock);
+    bool found = in_list(x->moving, thread_id) || in_list(x->closing, thread_id);
+    for (mr_pool_user *u = x->users; u && !found; u = u->next)
+        found = in_list(u->busy, thread_id) || in_list(u->idle, thread_id);
+    pthread_mutex_unlock(&x->lock);
+    return found;
+}
+
+/* Every worker's pool and the connections between them, under the shared
+ * lock: no connection starts or ends a move meanwhile, so none is missed. */
 bool mr_pool_holds_thread(mr_pool *p, uint32_t thread_id)
 {
-    bool found = false;
-    pthread_mutex_lock(&p->lock);
-    for (mr_pool_user *u = p->users; u && !found; u = u->next) {
-        for (mr_srv *s = u->busy; s && !found; s = s->next)
-            found = s->thread_id == thread_id;
-        for (mr_srv *s = u->idle; s && !found; s = s->next)
-            found = s->thread_id == thread_id;
-    }
-    pthread_mutex_unlock(&p->lock);
+    mr_pool_shared *sh = p->shared;
+    pthread_mutex_lock(&sh->lock);
+    bool found = mr_pool_travelling(sh, thread_id) || pool_holds(p, thread_id);
+    for (unsigned i = 0; i < sh->nworkers && !found; i++)
+        found = sh->pools[i] && sh->pools[i] != p && pool_holds(sh->pools[i], thread_id);
+    pthread_mutex_unlock(&sh->lock);
     return found;
 }
 
