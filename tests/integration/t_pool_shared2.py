@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The pool shared by 2 workers: an idle connection on the other worker is found (a login
 waiting for room gets it closed; a session waiting for its key gets it moved) however many
 times it moved before."""
