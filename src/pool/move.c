@@ -26,6 +26,9 @@ struct mr_pool_letter {
     int kind;
     mr_pool_skey *sk; /* ASK, CONN: the key */
     mr_srv *srv;      /* CONN: the connection, detached */
+    unsigned from;    /* ASK: the asking worker */
+    bool schema;      /* ASK: its waiter has a schema (takes one with a schema too) */
+    unsigned passes;  /* ASK: workers it was passed on to */
     struct mr_pool_letter *next;
 };
 
@@ -60,6 +63,7 @@ void mr_pool_shared_free(mr_pool_shared *sh)
         free(k);
     }
     pthread_mutex_destroy(&sh->lock);
+    free(sh->travelling);
     free(sh->pools);
     free(sh);
 }
@@ -134,12 +138,13 @@ bool mr_pool_needs_eviction(mr_pool *p, bool arriving)
 /* ---- letters ---- */
 
 /* Under sh->lock (x cannot go meanwhile). False: x is going. */
-static bool post(mr_pool *x, int kind, mr_pool_skey *sk, mr_srv *srv)
+static bool post(mr_pool *x, mr_pool_letter letter)
 {
     mr_pool_letter *l = malloc(sizeof *l);
     if (!l)
         return false;
-    *l = (mr_pool_letter){kind, sk, srv, NULL};
+    *l = letter;
+    l->next = NULL;
     pthread_mutex_lock(&x->mail_lock);
     bool ok = !x->mail_closed;
     if (ok) {
@@ -158,34 +163,55 @@ static bool post(mr_pool *x, int kind, mr_pool_skey *sk, mr_srv *srv)
     return ok;
 }
 
-/* Has x an idle connection (of sk; NULL: of any key)? Under sh->lock. */
-static bool has_idle(mr_pool *x, const mr_pool_skey *sk)
+/* Can a waiter (with a schema or not) take srv? No schema takes no
+ * connection with one: it would run in another's schema. */
+static bool usable(const mr_srv *srv, bool schema) { return schema || !srv->state.schema[0]; }
+
+/* x's first idle connection of sk the waiter can take (sk NULL: any idle
+ * one). Under x->lock, or on x's worker. */
+static mr_srv *find_idle(mr_pool *x, const mr_pool_skey *sk, bool schema)
 {
-    bool has = false;
+    for (mr_pool_user *u = x->users; u; u = u->next)
+        if (!sk || u->sk == sk)
+            for (mr_srv *s = u->idle; s; s = s->next)
+                if (!sk || usable(s, schema))
+                    return s;
+    return NULL;
+}
+
+/* Has x an idle connection of sk the waiter can take? Under sh->lock. */
+static bool has_idle(mr_pool *x, const mr_pool_skey *sk, bool schema)
+{
     pthread_mutex_lock(&x->lock);
-    for (mr_pool_user *u = x->users; u && !has; u = u->next)
-        has = u->nidle > 0 && (!sk || u->sk == sk);
+    bool has = find_idle(x, sk, schema) != NULL;
     pthread_mutex_unlock(&x->lock);
     return has;
 }
 
-/* Posts a letter to the first other worker (after p's) that has an idle
- * connection of sk. */
-static void ask(mr_pool *p, int kind, mr_pool_skey *sk)
+/* Posts l to the first worker after p's, other than the asker, that has an
+ * idle connection of l.sk the waiter can take. */
+static void ask(mr_pool *p, mr_pool_letter l)
 {
     mr_pool_shared *sh = p->shared;
     pthread_mutex_lock(&sh->lock);
     for (unsigned i = 1; i < sh->nworkers; i++) {
-        mr_pool *x = sh->pools[(p->worker + i) % sh->nworkers];
-        if (x && has_idle(x, sk) && post(x, kind, sk, NULL))
+        unsigned to = (p->worker + i) % sh->nworkers;
+        mr_pool *x = sh->pools[to];
+        if (to != l.from && x && has_idle(x, l.sk, l.schema) && post(x, l))
             break;
     }
     pthread_mutex_unlock(&sh->lock);
 }
 
-void mr_pool_ask_idle(mr_pool *p, mr_pool_user *u) { ask(p, LETTER_ASK, u->sk); }
+void mr_pool_ask_idle(mr_pool *p, mr_pool_user *u, bool schema)
+{
+    ask(p, (mr_pool_letter){.kind = LETTER_ASK, .sk = u->sk, .from = p->worker, .schema = schema});
+}
 
-void mr_pool_ask_evict(mr_pool *p) { ask(p, LETTER_EVICT, NULL); }
+void mr_pool_ask_evict(mr_pool *p)
+{
+    ask(p, (mr_pool_letter){.kind = LETTER_EVICT, .from = p->worker});
+}
 
 void mr_pool_room_freed(mr_pool *p)
 {
@@ -202,7 +228,7 @@ void mr_pool_room_freed(mr_pool *p)
         bool waits = x->login_waiters > 0;
         pthread_mutex_unlock(&x->lock);
         if (waits)
-            post(x, LETTER_ROOM, NULL, NULL);
+            post(x, (mr_pool_letter){.kind = LETTER_ROOM});
     }
     pthread_mutex_unlock(&sh->lock);
 }
@@ -223,10 +249,42 @@ void mr_pool_oldest(mr_pool *p, mr_pool_user *u, uint64_t since)
 
 /* ---- moving a connection ---- */
 
+/* A connection leaves a worker's lists (start) or joins one again, or is
+ * closed on its way: KILL must know its thread id meanwhile. */
+static void travel(mr_pool_shared *sh, uint32_t id, bool start)
+{
+    pthread_mutex_lock(&sh->lock);
+    if (start && sh->ntravelling == sh->travelling_cap) {
+        unsigned cap = sh->travelling_cap ? 2 * sh->travelling_cap : 8;
+        uint32_t *t = realloc(sh->travelling, cap * sizeof *t);
+        if (t) {
+            sh->travelling = t;
+            sh->travelling_cap = cap;
+        }
+    }
+    if (start && sh->ntravelling < sh->travelling_cap)
+        sh->travelling[sh->ntravelling++] = id;
+    for (unsigned i = 0; !start && i < sh->ntravelling; i++)
+        if (sh->travelling[i] == id) {
+            sh->travelling[i] = sh->travelling[--sh->ntravelling];
+            break;
+        }
+    pthread_mutex_unlock(&sh->lock);
+}
+
+bool mr_pool_travelling(const mr_pool_shared *sh, uint32_t thread_id)
+{
+    for (unsigned i = 0; i < sh->ntravelling; i++)
+        if (sh->travelling[i] == thread_id)
+            return true;
+    return false;
+}
+
 /* A connection that left one pool and joined none: closed, its room freed
  * on p. */
 static void lost(mr_pool *p, mr_srv *srv, mr_pool_skey *sk)
 {
+    travel(p->shared, srv->thread_id, false);
     mr_pool_srv_free(srv);
     atomic_fetch_sub(&sk->count, 1);
     mr_pool_shared_count(p->shared, -1, 0, 0);
@@ -254,7 +312,7 @@ static void try_move(mr_srv *srv)
         srv->user = NULL; /* the receiver's own, once there */
         pthread_mutex_lock(&sh->lock);
         mr_pool *to = sh->pools[srv->move_to];
-        sent = to && post(to, LETTER_CONN, sk, srv);
+        sent = to && post(to, (mr_pool_letter){.kind = LETTER_CONN, .sk = sk, .srv = srv});
         pthread_mutex_unlock(&sh->lock);
     } else {
         mr_info(0, "pool: idle server connection %u had bytes waiting; closed, not moved",
@@ -275,12 +333,31 @@ void mr_pool_move_retry(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* srv, idle on p, leaves for worker `to`. */
+static void move(mr_srv *srv, unsigned to)
+{
+    mr_pool *p = srv->pool;
+    mr_pool_user *u = srv->user;
+    travel(p->shared, srv->thread_id, true); /* before it leaves the idle list */
+    pthread_mutex_lock(&p->lock);
+    mr_pool_unlink_srv(srv, &u->idle);
+    u->nidle--;
+    p->total--;
+    mr_pool_push_srv(srv, &p->moving);
+    pthread_mutex_unlock(&p->lock);
+    srv->move_to = to;
+    srv->hops++;
+    mr_debug(0, "pool: server connection %u moves from worker %u to worker %u", srv->thread_id,
+             p->worker, to);
+    try_move(srv);
+}
+
 bool mr_pool_move_out(mr_srv *srv, uint64_t than)
 {
     mr_pool *p = srv->pool;
     mr_pool_user *u = srv->user;
     mr_pool_shared *sh = p->shared;
-    if (srv->hops >= sh->nworkers) /* it went round: stays until lent */
+    if (srv->hops >= sh->nworkers) /* it went round unasked: stays until lent or asked for */
         return false;
     unsigned to = p->worker;
     pthread_mutex_lock(&sh->lock);
@@ -295,17 +372,7 @@ bool mr_pool_move_out(mr_srv *srv, uint64_t than)
     pthread_mutex_unlock(&sh->lock);
     if (to == p->worker)
         return false;
-    pthread_mutex_lock(&p->lock);
-    mr_pool_unlink_srv(srv, &u->idle);
-    u->nidle--;
-    p->total--;
-    mr_pool_push_srv(srv, &p->moving);
-    pthread_mutex_unlock(&p->lock);
-    srv->move_to = to;
-    srv->hops++;
-    mr_debug(0, "pool: server connection %u moves from worker %u to worker %u", srv->thread_id,
-             p->worker, to);
-    try_move(srv);
+    move(srv, to);
     return true;
 }
 
@@ -330,28 +397,28 @@ static void arrive(mr_pool *p, mr_srv *srv, mr_pool_skey *sk)
     p->moves++;
     srv->idle_ns = mr_mono_ns();
     pthread_mutex_unlock(&p->lock);
-    mr_conn_read_enable(srv->conn, true); /* a server that closes it is seen */
+    travel(p->shared, srv->thread_id, false); /* once on the idle list */
+    mr_conn_read_enable(srv->conn, true);     /* a server that closes it is seen */
     mr_pool_settle(srv);
 }
 
-/* Another worker's session waits for sk: one of p's idle ones goes to the
- * worker whose session has waited longest. None left (lent since the
+/* Another worker's session waits for sk: one of p's idle ones it can take
+ * goes to that worker, however often it moved before (a letter is always
+ * honoured; only unasked moves are bounded). None left (lent since the
  * letter was posted): the request goes on to a worker that has one. */
-static void give_idle(mr_pool *p, mr_pool_skey *sk)
+static void give_idle(mr_pool *p, mr_pool_letter *l)
 {
-    for (mr_pool_user *u = p->users; u; u = u->next)
-        if (u->sk == sk && u->idle) {
-            mr_pool_move_out(u->idle, 0);
-            return;
-        }
-    if (atomic_load(&sk->waiting))
-        ask(p, LETTER_ASK, sk);
+    mr_srv *srv = find_idle(p, l->sk, l->schema);
+    if (srv)
+        move(srv, l->from);
+    else if (atomic_load(&l->sk->waiting) && ++l->passes < p->shared->nworkers)
+        ask(p, *l);
 }
 
 static void read_letter(mr_pool *p, mr_pool_letter *l)
 {
     switch (l->kind) {
-    case LETTER_ASK: give_idle(p, l->sk); break;
+    case LETTER_ASK: give_idle(p, l); break;
     case LETTER_CONN: arrive(p, l->srv, l->sk); break;
     case LETTER_EVICT:
         if (mr_pool_needs_eviction(p, false))
@@ -387,6 +454,7 @@ void mr_pool_mail_close(mr_pool *p)
     for (mr_pool_letter *next; l; l = next) {
         next = l->next;
         if (l->kind == LETTER_CONN) {
+            travel(p->shared, l->srv->thread_id, false);
             atomic_fetch_sub(&l->sk->count, 1);
             mr_pool_shared_count(p->shared, -1, 0, 0);
             mr_pool_srv_free(l->srv);
@@ -396,6 +464,7 @@ void mr_pool_mail_close(mr_pool *p)
     while (p->moving) {
         mr_srv *s = p->moving;
         mr_pool_unlink_srv(s, &p->moving);
+        travel(p->shared, s->thread_id, false);
         atomic_fetch_sub(&s->user->sk->count, 1);
         mr_pool_shared_count(p->shared, -1, 0, 0);
         mr_pool_srv_free(s);

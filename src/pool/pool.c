@@ -284,7 +284,7 @@ mr_pool_wait *mr_pool_wait_for(mr_pool *p, mr_pool_user *u, const char *schema, 
     if (first)
         mr_pool_oldest(p, u, w->since_ns);
     if (u)
-        mr_pool_ask_idle(p, u); /* another worker may have one idle */
+        mr_pool_ask_idle(p, u, w->schema[0]); /* another worker may have one idle */
     else
         event_active(p->kick, EV_TIMEOUT, 1); /* room freed since the caller looked */
     return w;
@@ -481,8 +481,8 @@ bool mr_pool_evict_one(mr_pool *p)
 bool mr_pool_login_room(mr_pool *p)
 {
     if (!mr_pool_shared_room(p->shared, p->login_waiters == 0)) {
-        if (mr_pool_needs_eviction(p, true) && !mr_pool_evict_one(p))
-            mr_pool_ask_evict(p); /* the idle connections are on other workers */
+        if (mr_pool_needs_eviction(p, true))
+            mr_pool_evict_one(p); /* none idle here: kick_cb asks the others once it waits */
         return false;             /* the caller waits: mr_pool_room_freed answers it in turn */
     }
     pthread_mutex_lock(&p->lock);
@@ -615,6 +615,8 @@ void mr_pool_settle(mr_srv *srv)
     if (atomic_load_explicit(&p->shared->login_waiters, memory_order_relaxed) &&
         mr_pool_needs_eviction(p, false))
         quit_srv(srv); /* a login waits for room (on any worker) */
+    else if (!atomic_load(&u->sk->waiting))
+        srv->hops = 0; /* settled where nobody waits: it may move unasked again */
 }
 
 /* A session ended: a key needs no more idle connections than it has
@@ -657,6 +659,16 @@ static void idle_event_cb(mr_conn *c, int what, void *arg)
     mr_pool_drop(srv);
 }
 
+/* Logins wait on p and too few connections are closing for them: one idle
+ * here is closed, else another worker is asked to close one. Asked only
+ * once the login is queued (counted in login_waiters), since the worker
+ * reading the letter checks that a login still needs the room. */
+static void make_room(mr_pool *p)
+{
+    if (p->login_waiters && mr_pool_needs_eviction(p, false) && !mr_pool_evict_one(p))
+        mr_pool_ask_evict(p);
+}
+
 /* Once a second: idle connections past pool_idle_timeout go, keeping
  * pool_min_idle of each key, and those past pool_max_lifetime (a key's
  * last while its sessions live stays: only a login makes another). */
@@ -676,14 +688,16 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
                 mr_pool_drop(s);
         }
     }
+    make_room(p); /* a letter asking for room may have been lost */
 }
 
-/* A login waited: room may have come before it was queued. */
+/* A login waited: room may have come before it was queued, or must be made. */
 static void kick_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     mr_pool_serve_logins(arg);
+    make_room(arg);
 }
 
 mr_pool *mr_pool_new(struct event_base *base, const mr_config *cfg, unsigned worker,
@@ -725,6 +739,15 @@ void mr_pool_free(mr_pool *p)
         free(w);
         ready(arg, NULL, true);
     }
+    while (p->closing) { /* counted out as quit_room does (before their users go) */
+        mr_srv *s = p->closing;
+        mr_pool_unlink_srv(s, &p->closing);
+        p->nclosing--;
+        p->total--;
+        atomic_fetch_sub(&s->user->sk->count, 1);
+        mr_pool_shared_count(p->shared, -1, 0, -1);
+        mr_pool_srv_free(s);
+    }
     for (mr_pool_user *u = p->users, *next; u; u = next) {
         next = u->next;
         while (u->idle)
@@ -732,11 +755,6 @@ void mr_pool_free(mr_pool *p)
         while (u->busy)
             close_srv(u->busy);
         free(u);
-    }
-    while (p->closing) {
-        mr_srv *s = p->closing;
-        mr_pool_unlink_srv(s, &p->closing);
-        mr_pool_srv_free(s);
     }
     if (p->sweep)
         event_free(p->sweep);
@@ -749,17 +767,35 @@ void mr_pool_free(mr_pool *p)
     free(p);
 }
 
+static bool in_list(const mr_srv *s, uint32_t thread_id)
+{
+    for (; s; s = s->next)
+        if (s->thread_id == thread_id)
+            return true;
+    return false;
+}
+
+/* Lent, idle, leaving for another worker or closing for a login. */
+static bool pool_holds(mr_pool *x, uint32_t thread_id)
+{
+    pthread_mutex_lock(&x->lock);
+    bool found = in_list(x->moving, thread_id) || in_list(x->closing, thread_id);
+    for (mr_pool_user *u = x->users; u && !found; u = u->next)
+        found = in_list(u->busy, thread_id) || in_list(u->idle, thread_id);
+    pthread_mutex_unlock(&x->lock);
+    return found;
+}
+
+/* Every worker's pool and the connections between them, under the shared
+ * lock: no connection starts or ends a move meanwhile, so none is missed. */
 bool mr_pool_holds_thread(mr_pool *p, uint32_t thread_id)
 {
-    bool found = false;
-    pthread_mutex_lock(&p->lock);
-    for (mr_pool_user *u = p->users; u && !found; u = u->next) {
-        for (mr_srv *s = u->busy; s && !found; s = s->next)
-            found = s->thread_id == thread_id;
-        for (mr_srv *s = u->idle; s && !found; s = s->next)
-            found = s->thread_id == thread_id;
-    }
-    pthread_mutex_unlock(&p->lock);
+    mr_pool_shared *sh = p->shared;
+    pthread_mutex_lock(&sh->lock);
+    bool found = mr_pool_travelling(sh, thread_id) || pool_holds(p, thread_id);
+    for (unsigned i = 0; i < sh->nworkers && !found; i++)
+        found = sh->pools[i] && sh->pools[i] != p && pool_holds(sh->pools[i], thread_id);
+    pthread_mutex_unlock(&sh->lock);
     return found;
 }
 

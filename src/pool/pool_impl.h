@@ -40,6 +40,8 @@ struct mr_pool_shared {
     unsigned logins;                /* of which logging in */
     unsigned nclosing;              /* of which closing for a login */
     _Atomic unsigned login_waiters; /* logins waiting for room, all workers */
+    uint32_t *travelling;           /* thread ids of connections moving between workers */
+    unsigned ntravelling, travelling_cap;
     mr_pool_skey *keys;
     mr_pool_wake wake;
     void *ctx;
@@ -102,11 +104,13 @@ void mr_pool_shared_count(mr_pool_shared *sh, int total, int logins, int closing
 bool mr_pool_shared_room(mr_pool_shared *sh, bool first);
 /* Room was given back on p: p's logins first, then other workers'. */
 void mr_pool_room_freed(mr_pool *p);
+/* Is thread_id a connection moving between workers? Under sh->lock. */
+bool mr_pool_travelling(const mr_pool_shared *sh, uint32_t thread_id);
 /* p's first waiter of u changed (since: its start, 0: none). */
 void mr_pool_oldest(mr_pool *p, mr_pool_user *u, uint64_t since);
-/* A session of u waits on p: a worker with an idle connection of its key
- * is asked for it. */
-void mr_pool_ask_idle(mr_pool *p, mr_pool_user *u);
+/* A session of u (with a schema or not) waits on p: a worker with an idle
+ * connection of its key that the session can take is asked for it. */
+void mr_pool_ask_idle(mr_pool *p, mr_pool_user *u, bool schema);
 /* A login waits on p and p has no idle connection: a worker with one is
  * asked to close it. */
 void mr_pool_ask_evict(mr_pool *p);
