@@ -497,7 +497,9 @@ void ss_pump_backend(mr_session *s)
             return;
         avail = evbuffer_get_length(in);
         if (!s->prelude_pending && s->state == SS_IDLE) {
-            ss_pool_unit_end(s); /* the command after them was the proxy's to answer */
+            ss_pool_answer_due(s); /* pool = statement: a refusal held back for them */
+            if (ALIVE(s))
+                ss_pool_unit_end(s); /* the command after them was the proxy's to answer */
             return;
         }
     }

@@ -137,6 +137,8 @@ struct mr_session {
     uint8_t prelude_pending;    /* answers to preludes come first (session/pool/prelude.c) ... */
     const char *prelude_what[SS_PRELUDES_MAX]; /* ... and what each is, oldest first, ... */
     bool prelude_prepare[SS_PRELUDES_MAX];     /* ... answered by a prepare response */
+    char *answer_due;    /* pool = statement: a refusal sent once the preludes' answers are in,
+                            so the client cannot leave before its connection is clean (owned) */
     ss_pnote pnote_next; /* the COM_STMT_PREPARE going out (session/stmt/prepared.c) */
     ss_pnote *pnotes;    /* prepared statements the front end acted on (owned) */
     size_t npnotes, pnotes_cap;
@@ -420,6 +422,8 @@ void ss_pool_statement(mr_session *s, const char *sql, size_t len, unsigned lex_
  * Then it was answered with an ERR naming pool = transaction, and is not
  * sent. */
 bool ss_pool_refuses(mr_session *s, const char *sql, size_t len, unsigned lex_flags);
+/* Sends a refusal held back until the preludes were answered (if any). */
+void ss_pool_answer_due(mr_session *s);
 /* The client's own text goes out with its CONNECTION_ID() as the session's
  * stable id (the handshake's thread id), and, on a connection borrowed for
  * it, ROW_COUNT() and FOUND_ROWS() as the session's own values (pool/hints.h):

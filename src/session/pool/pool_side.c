@@ -427,7 +427,14 @@ static void refuse_pinning(mr_session *s, uint32_t why)
              "pool = session) for such clients",
              mr_pin_reason_name(r));
     mr_debug(s->id, "%s", msg);
-    ss_send_err(s, 1, MR_ER_NOT_SUPPORTED, "42000", msg);
+    /* The connection was borrowed for this command and its preludes are
+     * on their way: answered now, the client could leave before their
+     * answers are in, and the connection (its state then unknown) would be
+     * closed instead of given back, the user's last perhaps. */
+    free(s->answer_due);
+    s->answer_due = s->prelude_pending ? strdup(msg) : NULL;
+    if (!s->answer_due)
+        ss_send_err(s, 1, MR_ER_NOT_SUPPORTED, "42000", msg);
     s->from_client.discard = true;
     s->schema_pending = s->charset_pending = false;
 }
@@ -440,6 +447,16 @@ static uint32_t prepare_pins(const mr_session *s, const char *sql, size_t len, u
     return s->command == MR_COM_STMT_PREPARE && mr_pool_reads_counts(sql, len, lex_flags)
                ? MR_HINT(MR_PIN_PREPARED_SQL)
                : 0;
+}
+
+void ss_pool_answer_due(mr_session *s)
+{
+    char *msg = s->answer_due;
+    if (!msg)
+        return;
+    s->answer_due = NULL;
+    ss_send_err(s, 1, MR_ER_NOT_SUPPORTED, "42000", msg);
+    free(msg);
 }
 
 bool ss_pool_refuses(mr_session *s, const char *sql, size_t len, unsigned lex_flags)
@@ -629,6 +646,8 @@ void ss_pool_session_end(mr_session *s)
             mr_pool_drop(srv); /* what it holds is this session's, or unknown */
         }
     }
+    free(s->answer_due);
+    s->answer_due = NULL;
     unpin_all(s);
     if (s->puser)
         mr_pool_session_add(s->puser, -1);
